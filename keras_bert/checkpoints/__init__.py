@@ -1,0 +1,21 @@
+"""Google TF1 and Hugging Face BERT checkpoints -> keras_bert model directories.
+
+Example:
+>>> from keras_bert.checkpoints import convert_checkpoint
+>>> report = convert_checkpoint("uncased_L-12_H-768_A-12", "models/bert_base", check=True)
+>>> print(report.summary())
+"""
+
+from keras_bert.checkpoints.convert import (
+    FORMATS,
+    assign_weights,
+    build_model,
+    check_inputs,
+    check_model,
+    convert_checkpoint,
+    detect_format,
+    read_checkpoint,
+)
+from keras_bert.checkpoints.google import read_google_checkpoint, write_google_checkpoint
+from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
+from keras_bert.checkpoints.source import CheckpointError, ConversionReport, SourceCheckpoint

@@ -1,0 +1,436 @@
+"""Convert a Google or Hugging Face BERT checkpoint into a keras_bert model directory.
+
+    source = read_checkpoint("uncased_L-12_H-768_A-12")        # any format
+    model, report = build_model(source)                         # Keras model, weights set
+    report = convert_checkpoint(SRC, "models/bert_base", check=True)
+
+The readers (`google.py`, `huggingface.py`) give weights under Google's names;
+this module puts them into a `BertEncoder` (and `BertPretrainer` heads), writes
+the model directory, and checks the result numerically against an independent
+forward pass (`reference.py`).
+"""
+
+import logging
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from keras_bert.checkpoints import reference
+from keras_bert.checkpoints.google import read_google_checkpoint
+from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
+from keras_bert.checkpoints.source import (
+    MLM_WEIGHTS,
+    NSP_WEIGHTS,
+    POOLER_WEIGHTS,
+    CheckpointError,
+    ConversionReport,
+)
+
+FORMATS = ("google", "huggingface")
+logger = logging.getLogger(__name__)
+
+# Sentences the numeric check runs: a single sentence, a pair, and a short one
+# so the batch has padding.
+CHECK_SENTENCES = (
+    ("The quick brown fox jumps over the lazy dog.", None),
+    ("Where is the train station?", "It is two blocks north of here."),
+    ("Hello!", None),
+)
+DEFAULT_TOLERANCE = 1e-3
+
+
+def detect_format(path):
+    """"google" or "huggingface", from the files at `path`."""
+    if os.path.isfile(path + ".index") or path.endswith((".index", ".ckpt")):
+        return "google"
+    if os.path.isfile(path) and path.endswith((".safetensors", ".bin", ".index.json")):
+        return "huggingface"
+    if os.path.isdir(path):
+        files = set(os.listdir(path))
+        if "bert_config.json" in files or any(f.endswith(".index") for f in files):
+            return "google"
+        if "config.json" in files:
+            return "huggingface"
+        raise CheckpointError(
+            f"Cannot tell the format of {path}: it has neither bert_config.json "
+            f"(Google) nor config.json (Hugging Face). Pass format= / --format."
+        )
+    raise CheckpointError(f"Checkpoint not found: {path}")
+
+
+def read_checkpoint(path, format=None):
+    """Reads a checkpoint of either format into a `SourceCheckpoint`.
+
+    Args:
+        path: a Google release folder or checkpoint prefix, or a Hugging Face
+            model folder or weights file.
+        format: "google", "huggingface", or None to detect it from the files.
+    """
+    format = format or detect_format(path)
+    if format == "google":
+        return read_google_checkpoint(path)
+    if format == "huggingface":
+        return read_huggingface_checkpoint(path)
+    raise CheckpointError(f"Unknown checkpoint format: {format!r}. Expected one of {FORMATS}.")
+
+
+def _weight_map(model, source):
+    """(Keras variable, value in Keras layout, source name(s)) for every weight.
+
+    Only parts whose weights are in `source` are listed.
+    """
+    w, name = source.weights, source.source_name
+    encoder = getattr(model, "encoder", model)
+    emb = encoder.embeddings
+    pairs = [
+        (emb.token_embeddings, "bert/embeddings/word_embeddings"),
+        (emb.segment_embeddings, "bert/embeddings/token_type_embeddings"),
+        (emb.position_embeddings, "bert/embeddings/position_embeddings"),
+        (emb.layer_norm.gamma, "bert/embeddings/LayerNorm/gamma"),
+        (emb.layer_norm.beta, "bert/embeddings/LayerNorm/beta"),
+    ]
+    fused = []  # (variable, value, description)
+
+    def dense(layer, prefix):
+        pairs.extend([(layer.kernel, prefix + "/kernel"), (layer.bias, prefix + "/bias")])
+
+    def norm(layer, prefix):
+        pairs.extend([(layer.gamma, prefix + "/gamma"), (layer.beta, prefix + "/beta")])
+
+    for i, block in enumerate(encoder.encoder_blocks):
+        p = f"bert/encoder/layer_{i}/"
+        qkv = [p + f"attention/self/{part}" for part in ("query", "key", "value")]
+        # Fused projection: kernel [H, 3H] laid out [q | k | v] on the last axis.
+        for var, suffix in ((block.qkv_dense.kernel, "/kernel"), (block.qkv_dense.bias, "/bias")):
+            names = [n + suffix for n in qkv]
+            fused.append(
+                (
+                    var,
+                    np.concatenate([w[n] for n in names], axis=-1),
+                    " + ".join(str(name(n)) for n in names),
+                )
+            )
+        dense(block.attention_output_dense, p + "attention/output/dense")
+        norm(block.attention_layer_norm, p + "attention/output/LayerNorm")
+        dense(block.intermediate_dense, p + "intermediate/dense")
+        dense(block.output_dense, p + "output/dense")
+        norm(block.output_layer_norm, p + "output/LayerNorm")
+
+    if source.has_part(POOLER_WEIGHTS):
+        dense(encoder.pooler.dense, "bert/pooler/dense")
+    if hasattr(model, "mlm_head") and source.has_part(MLM_WEIGHTS):
+        dense(model.mlm_head.transform_dense, "cls/predictions/transform/dense")
+        norm(model.mlm_head.layer_norm, "cls/predictions/transform/LayerNorm")
+        pairs.append((model.mlm_head.output_bias, "cls/predictions/output_bias"))
+    if hasattr(model, "nsp_head") and source.has_part(NSP_WEIGHTS):
+        # Google's output_weights are [2, H]; a Dense kernel is [H, 2].
+        fused.append(
+            (
+                model.nsp_head.dense.kernel,
+                w["cls/seq_relationship/output_weights"].T,
+                name("cls/seq_relationship/output_weights"),
+            )
+        )
+        pairs.append((model.nsp_head.dense.bias, "cls/seq_relationship/output_bias"))
+    return [(var, w[n], name(n)) for var, n in pairs] + fused
+
+
+def assign_weights(model, source):
+    """Sets the weights of `model` (a BertEncoder or BertPretrainer) from `source`.
+
+    All shapes are checked before any variable changes.
+
+    Returns:
+        list of the model's weights that `source` had no value for (the
+        pooler or a head missing in the source), left as initialized.
+    """
+    mapping = _weight_map(model, source)
+    errors = [
+        f"{src}: the Keras variable {var.path} has shape {tuple(var.shape)}, "
+        f"the source gives {tuple(value.shape)}"
+        for var, value, src in mapping
+        if tuple(var.shape) != tuple(value.shape)
+    ]
+    if errors:
+        raise CheckpointError("Shape mismatch while loading weights:\n  " + "\n  ".join(errors))
+    for var, value, _ in mapping:
+        var.assign(value.astype(var.dtype))
+    assigned = {id(var) for var, _, _ in mapping}
+    return [v for v in model.weights if id(v) not in assigned]
+
+
+def build_model(source):
+    """A Keras model holding the weights of `source`, and a ConversionReport.
+
+    A `BertPretrainer` when the source has an MLM or NSP head, else a
+    `BertEncoder`. BertPretrainer always has both heads: when the source has
+    only one, the other stays freshly initialized and the report says so.
+    """
+    from keras_bert.models import BertEncoder, BertPretrainer
+
+    report = ConversionReport(
+        format=source.format,
+        source=source.path,
+        config=source.config,
+        num_source_tensors=len(source.weights) + len(source.ignored) + len(source.unused),
+        ignored=dict(source.ignored),
+        unused=list(source.unused),
+        warnings=list(source.warnings),
+    )
+    parts = {
+        "pooler": source.has_part(POOLER_WEIGHTS),
+        "mlm_head": source.has_part(MLM_WEIGHTS),
+        "nsp_head": source.has_part(NSP_WEIGHTS),
+    }
+    encoder = BertEncoder(**source.config.to_dict())
+    model = encoder
+    if parts["mlm_head"] or parts["nsp_head"]:
+        model = BertPretrainer(encoder=encoder)
+    report.loaded_parts = ["encoder"] + [p for p, present in parts.items() if present]
+    report.missing_parts = [p for p, present in parts.items() if not present]
+
+    left = assign_weights(model, source)
+    expected_left = []
+    if not parts["pooler"]:
+        expected_left += encoder.pooler.weights
+    if model is not encoder:
+        if not parts["mlm_head"]:
+            expected_left += [v for v in model.mlm_head.weights if v is not encoder.embeddings.token_embeddings]
+        if not parts["nsp_head"]:
+            expected_left += model.nsp_head.weights
+    unexpected = {id(v) for v in left} - {id(v) for v in expected_left}
+    if unexpected:
+        # The model has a weight the converter doesn't know: a layout change in
+        # keras_bert.layers that this module must follow.
+        names = [v.path for v in left if id(v) in unexpected]
+        raise CheckpointError(f"No source weight maps to the Keras variable(s) {names}.")
+    for part in report.missing_parts:
+        if part == "pooler":
+            report.warnings.append(
+                "the source has no pooler (bert/pooler/dense); pooled_output comes "
+                "from a freshly initialized pooler: fine-tune before using it."
+            )
+        elif model is not encoder:
+            report.warnings.append(
+                f"the source has no {part}; BertPretrainer's {part} is freshly "
+                f"initialized."
+            )
+    for warning in report.warnings:
+        logger.warning(warning)
+    if report.unused:
+        logger.warning("source tensors not used by BERT: %s", ", ".join(report.unused))
+    return model, report
+
+
+def check_inputs(vocab_file, do_lower_case=None, sentences=CHECK_SENTENCES):
+    """A padded batch of `sentences` (pairs allowed) tokenized with `vocab_file`.
+
+    Returns:
+        dict of int32 numpy arrays [batch, seq]: token_ids, segment_ids,
+        padding_mask.
+    """
+    import tensorflow_text as tf_text
+
+    vocab = _read_vocab(vocab_file)
+    if do_lower_case is None:
+        # A cased vocabulary has capitalized whole words ("The").
+        do_lower_case = not any(t[:1].isupper() for t in vocab[:5000] if not t.startswith("["))
+    lookup = {t: i for i, t in enumerate(vocab)}
+    special = {}
+    for token in ("[CLS]", "[SEP]", "[UNK]"):
+        if token not in lookup:
+            raise CheckpointError(f"{vocab_file} has no {token} token.")
+        special[token] = lookup[token]
+    tokenizer = tf_text.BertTokenizer(
+        vocab_file, lower_case=do_lower_case, token_out_type="int64",
+        unknown_token="[UNK]",
+    )
+
+    def ids(text):
+        return [int(i) for i in tokenizer.tokenize([text]).merge_dims(1, -1).numpy()[0]]
+
+    rows = []
+    for a, b in sentences:
+        tokens = [special["[CLS]"]] + ids(a) + [special["[SEP]"]]
+        segments = [0] * len(tokens)
+        if b is not None:
+            more = ids(b) + [special["[SEP]"]]
+            tokens += more
+            segments += [1] * len(more)
+        rows.append((tokens, segments))
+    seq = max(len(t) for t, _ in rows)
+    batch = {k: np.zeros((len(rows), seq), np.int32) for k in ("token_ids", "segment_ids", "padding_mask")}
+    for i, (tokens, segments) in enumerate(rows):
+        batch["token_ids"][i, : len(tokens)] = tokens
+        batch["segment_ids"][i, : len(tokens)] = segments
+        batch["padding_mask"][i, : len(tokens)] = 1
+    return batch
+
+
+def _read_vocab(vocab_file):
+    with open(vocab_file, encoding="utf-8", errors="replace") as f:
+        return [line.rstrip("\n").rstrip("\r") for line in f]
+
+
+def model_outputs(model, inputs):
+    """Numpy outputs of a converted model on `inputs`, MLM logits at every position."""
+    encoder = getattr(model, "encoder", model)
+    out = encoder(inputs, training=False)
+    outputs = {
+        "sequence_output": np.asarray(out["sequence_output"]),
+        "pooled_output": np.asarray(out["pooled_output"]),
+    }
+    if hasattr(model, "mlm_head"):
+        batch, seq = inputs["token_ids"].shape
+        positions = np.tile(np.arange(seq, dtype=np.int32), (batch, 1))
+        head = model({**inputs, "masked_positions": positions}, training=False)
+        outputs["mlm_logits"] = np.asarray(head["mlm_logits"])
+        outputs["nsp_logits"] = np.asarray(head["nsp_logits"])
+    return outputs
+
+
+def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=None):
+    """Compares `model` with an independent forward pass of `source`.
+
+    The encoder outputs are compared with Hugging Face transformers when the
+    source is a Hugging Face folder and torch + transformers are importable,
+    else (and always for the heads) with `reference.numpy_forward`.
+    Positions that are padding are not compared.
+
+    Args:
+        model: the converted BertEncoder or BertPretrainer.
+        source: the SourceCheckpoint it was converted from.
+        inputs: encoder input dict; default `check_inputs(source.vocab_file)`.
+        tolerance: float, largest max |diff| accepted for hidden states; for
+            logits, `tolerance * max(1, max |reference logit|)`.
+        report: optional ConversionReport to fill in (max_abs_diff, reference).
+
+    Returns:
+        dict, output name -> max |diff|.
+
+    Raises:
+        CheckpointError: when a difference exceeds the tolerance.
+    """
+    if inputs is None:
+        inputs = check_inputs(source.vocab_file, source.do_lower_case)
+    ref = reference.numpy_forward(
+        source.weights, source.config, inputs["token_ids"], inputs["segment_ids"],
+        inputs["padding_mask"],
+    )
+    used = "numpy"
+    folder = source.path if os.path.isdir(source.path) else os.path.dirname(source.path)
+    if source.format == "huggingface" and reference.transformers_available():
+        ref.update(
+            reference.transformers_forward(
+                folder, inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"]
+            )
+        )
+        used = "transformers (encoder), numpy (heads)"
+        if "bert/pooler/dense/kernel" not in source.weights:
+            ref.pop("pooled_output")
+    out = model_outputs(model, inputs)
+    real = inputs["padding_mask"].astype(bool)
+    diffs, failures = {}, []
+    for key in ("sequence_output", "pooled_output", "mlm_logits", "nsp_logits"):
+        if key not in ref or key not in out:
+            continue
+        got, want = out[key], ref[key]
+        if key in ("sequence_output", "mlm_logits"):
+            got, want = got[real], want[real]
+        diff = float(np.max(np.abs(got.astype(np.float64) - want)))
+        diffs[key] = diff
+        limit = tolerance if key.endswith("output") else tolerance * max(1.0, float(np.max(np.abs(want))))
+        if not diff <= limit:
+            failures.append(f"{key}: max |diff| {diff:.3g} > {limit:.3g}")
+    if report is not None:
+        report.max_abs_diff = diffs
+        report.reference = used
+    if failures:
+        raise CheckpointError(
+            f"The converted model does not match {source.path} (reference: {used}): "
+            + "; ".join(failures)
+            + ". Is hidden_act in the config right (Google 'gelu' is the tanh "
+            "approximation, Hugging Face 'gelu' is exact)?"
+        )
+    return diffs
+
+
+def convert_checkpoint(
+    input_path,
+    output_dir,
+    format=None,
+    check=False,
+    tolerance=DEFAULT_TOLERANCE,
+    overwrite=False,
+    log=None,
+):
+    """Converts a checkpoint into a keras_bert model directory.
+
+    Writes config.json, vocab.txt and model.weights.h5 (a BertPretrainer's
+    when the source has MLM/NSP heads, else a BertEncoder's). Everything is
+    written to a temporary folder beside `output_dir` and renamed into place
+    only after conversion (and the check, if asked) succeeded: on any error
+    `output_dir` is not created.
+
+    Args:
+        input_path: the checkpoint (see `read_checkpoint`).
+        output_dir: the model directory to create.
+        format: "google", "huggingface", or None to detect.
+        check: bool, reload the written directory and compare its outputs
+            with an independent forward pass of the source (`check_model`).
+        tolerance: float, see `check_model`.
+        overwrite: bool, replace `output_dir` if it exists.
+        log: optional function taking one str (e.g. print) for progress.
+
+    Returns:
+        ConversionReport.
+
+    Example:
+    >>> report = convert_checkpoint("uncased_L-12_H-768_A-12", "models/bert_base")
+    >>> print(report.summary())
+    """
+    log = log or (lambda message: None)
+    output_dir = os.path.abspath(output_dir)
+    if os.path.exists(output_dir) and (not os.path.isdir(output_dir) or os.listdir(output_dir)):
+        if not overwrite:
+            raise CheckpointError(
+                f"Output {output_dir} already exists. Choose a new directory or "
+                f"pass overwrite=True (--overwrite)."
+            )
+    log(f"Reading {input_path}")
+    source = read_checkpoint(input_path, format)
+    log(
+        f"Read {len(source.weights)} weights ({source.format}); building the "
+        f"Keras model"
+    )
+    model, report = build_model(source)
+
+    parent = os.path.dirname(output_dir)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f".convert-{os.path.basename(output_dir)}-", dir=parent)
+    try:
+        staged = os.path.join(staging, "model")
+        log(f"Writing {type(model).__name__} weights")
+        model.save_pretrained(staged, vocab_file=source.vocab_file)
+        if check:
+            log("Checking the written model against the source")
+            reloaded = _reload(staged, model)
+            check_model(reloaded, source, tolerance=tolerance, report=report)
+        if os.path.exists(output_dir):
+            old = os.path.join(staging, "old")
+            os.rename(output_dir, old)
+        os.rename(staged, output_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    report.output = output_dir
+    return report
+
+
+def _reload(model_dir, model):
+    from keras_bert.models import BertEncoder, BertPretrainer
+
+    if isinstance(model, BertPretrainer):
+        return BertPretrainer.from_pretrained(model_dir)
+    return BertEncoder.from_pretrained(model_dir)

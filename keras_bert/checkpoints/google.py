@@ -1,0 +1,289 @@
+"""Google's original BERT release (google-research/bert): read and write.
+
+A release folder holds
+    bert_config.json                      hyperparameters (Google's key names)
+    bert_model.ckpt.index                 TF checkpoint index
+    bert_model.ckpt.data-00000-of-00001   TF checkpoint values
+    vocab.txt                             WordPiece vocabulary
+with variables named like `bert/encoder/layer_0/attention/self/query/kernel`
+(dense kernels [in, out]) and, in pretraining checkpoints, the heads
+`cls/predictions/...` and `cls/seq_relationship/...`.
+
+Reading uses `tf.train.load_checkpoint` (no TF1 graph or session); writing uses
+`tf.raw_ops.SaveV2`, which produces the same name -> tensor files that Google's
+TF1 `Saver` wrote.
+"""
+
+import glob
+import json
+import os
+import re
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.checkpoints.source import (
+    CheckpointError,
+    SourceCheckpoint,
+    expected_shapes,
+    validate,
+)
+from keras_bert.config import BertConfig
+
+CONFIG_FILE = "bert_config.json"
+VOCAB_FILE = "vocab.txt"
+CHECKPOINT_NAME = "bert_model.ckpt"
+
+# Google's `hidden_act` names -> BertConfig's. Google's modeling.py defines
+# "gelu" with the tanh approximation. "gelu_exact" is not Google's: it is what
+# `write_google_checkpoint` writes for an exact-erf model, so that a file
+# written here reads back unchanged (and Google's own code refuses it rather
+# than silently computing a different function).
+_ACTIVATIONS = {"gelu": "gelu_approx", "relu": "relu", "gelu_exact": "gelu"}
+_ACTIVATIONS_OUT = {v: k for k, v in _ACTIVATIONS.items()}
+
+_CONFIG_KEYS = {
+    "vocab_size": "vocab_size",
+    "hidden_size": "hidden_size",
+    "num_hidden_layers": "num_layers",
+    "num_attention_heads": "num_heads",
+    "intermediate_size": "intermediate_size",
+    "hidden_act": "hidden_act",
+    "hidden_dropout_prob": "dropout_rate",
+    "attention_probs_dropout_prob": "attention_dropout_rate",
+    "max_position_embeddings": "max_position_embeddings",
+    "type_vocab_size": "type_vocab_size",
+    "initializer_range": "initializer_range",
+}
+# Keys in some Google configs (multilingual, Chinese) that change nothing here.
+_IGNORED_CONFIG_KEYS = {
+    "directionality",
+    "pooler_fc_size",
+    "pooler_num_attention_heads",
+    "pooler_num_fc_layers",
+    "pooler_size_per_head",
+    "pooler_type",
+}
+
+# Variables a training checkpoint holds that are not model weights.
+_OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1", "/Momentum")
+_NON_WEIGHTS = {
+    "global_step": "training step counter",
+    "_CHECKPOINTABLE_OBJECT_GRAPH": "TF2 object graph metadata",
+}
+
+_LAYER_RE = re.compile(r"^bert/encoder/layer_(\d+)/")
+
+
+def config_from_google(values, path="bert_config.json"):
+    """BertConfig from the dict in a Google `bert_config.json`.
+
+    Google's configs have no LayerNorm epsilon: modeling.py always uses 1e-12.
+    """
+    unknown = sorted(set(values) - set(_CONFIG_KEYS) - _IGNORED_CONFIG_KEYS)
+    if unknown:
+        raise CheckpointError(
+            f"{path}: unknown key(s) {unknown} for a Google BERT config. Expected "
+            f"{sorted(_CONFIG_KEYS)}. Is this a Hugging Face config (use "
+            f"--format huggingface)?"
+        )
+    missing = sorted(k for k in _CONFIG_KEYS if k not in values)
+    if missing and not set(missing) <= {"initializer_range", "type_vocab_size"}:
+        raise CheckpointError(f"{path}: missing key(s) {missing}.")
+    act = values.get("hidden_act", "gelu")
+    if act not in _ACTIVATIONS:
+        raise CheckpointError(
+            f"{path}: hidden_act={act!r} is not supported. Expected one of "
+            f"{sorted(_ACTIVATIONS)}."
+        )
+    fields = {
+        field: values[key] for key, field in _CONFIG_KEYS.items() if key in values
+    }
+    fields["hidden_act"] = _ACTIVATIONS[act]
+    fields["layer_norm_epsilon"] = 1e-12
+    try:
+        return BertConfig(**fields)
+    except ValueError as e:
+        raise CheckpointError(f"{path}: {e}") from e
+
+
+def config_to_google(config):
+    """The dict of a Google `bert_config.json` for a BertConfig."""
+    if config.layer_norm_epsilon != 1e-12:
+        raise CheckpointError(
+            f"Google's BERT format has no LayerNorm epsilon (it is always 1e-12); "
+            f"this model has layer_norm_epsilon={config.layer_norm_epsilon}."
+        )
+    values = {key: getattr(config, field) for key, field in _CONFIG_KEYS.items()}
+    values["hidden_act"] = _ACTIVATIONS_OUT[config.hidden_act]
+    return values
+
+
+def find_google_checkpoint(path):
+    """Resolves a release folder or checkpoint prefix to (folder, prefix)."""
+    if os.path.isfile(path + ".index"):
+        return os.path.dirname(os.path.abspath(path)), path
+    if not os.path.isdir(path):
+        raise CheckpointError(
+            f"Google checkpoint not found: {path} is neither a folder nor a "
+            f"checkpoint prefix ({path}.index does not exist)."
+        )
+    preferred = os.path.join(path, CHECKPOINT_NAME)
+    if os.path.isfile(preferred + ".index"):
+        return path, preferred
+    indexes = sorted(glob.glob(os.path.join(path, "*.index")))
+    if len(indexes) == 1:
+        return path, indexes[0][: -len(".index")]
+    latest = tf.train.latest_checkpoint(path)
+    if latest:
+        return path, latest
+    if not indexes:
+        raise CheckpointError(
+            f"No TF checkpoint in {path}: expected {CHECKPOINT_NAME}.index and "
+            f"{CHECKPOINT_NAME}.data-00000-of-00001."
+        )
+    raise CheckpointError(
+        f"Several checkpoints in {path}: {[os.path.basename(i) for i in indexes]}. "
+        f"Pass the prefix of one (e.g. {indexes[-1][: -len('.index')]})."
+    )
+
+
+def _classify(name):
+    """Why a checkpoint variable is skipped on purpose, or None for a weight."""
+    if name in _NON_WEIGHTS:
+        return _NON_WEIGHTS[name]
+    if name.endswith(_OPTIMIZER_SUFFIXES):
+        return "optimizer slot"
+    return None
+
+
+def read_google_checkpoint(path):
+    """Reads a Google BERT release into a SourceCheckpoint.
+
+    Args:
+        path: the release folder (bert_config.json, bert_model.ckpt.*,
+            vocab.txt) or a checkpoint prefix such as
+            "uncased_L-12_H-768_A-12/bert_model.ckpt" with the config and
+            vocabulary beside it.
+
+    Returns:
+        SourceCheckpoint with float32 numpy weights. Optimizer slots and
+        `global_step` are listed in `ignored`; variables BERT has no place for
+        (e.g. a fine-tuned classifier) in `unused`.
+
+    Raises:
+        CheckpointError: a missing or unreadable file, or a variable whose
+            shape differs from what bert_config.json implies.
+
+    Example:
+    >>> source = read_google_checkpoint("uncased_L-12_H-768_A-12")
+    >>> source.weights["bert/pooler/dense/kernel"].shape
+    (768, 768)
+    """
+    folder, prefix = find_google_checkpoint(path)
+    config_file = os.path.join(folder, CONFIG_FILE)
+    if not os.path.isfile(config_file):
+        raise CheckpointError(
+            f"Config file not found: {config_file}. A Google BERT release keeps "
+            f"{CONFIG_FILE} beside {os.path.basename(prefix)}.index."
+        )
+    try:
+        with open(config_file, encoding="utf-8") as f:
+            values = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{config_file} is not valid JSON: {e}") from e
+    config = config_from_google(values, config_file)
+
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        shape_map = reader.get_variable_to_shape_map()
+    except (tf.errors.OpError, ValueError) as e:
+        raise CheckpointError(
+            f"Cannot read TF checkpoint {prefix}.index: {_first_line(e)}. "
+            f"The file is missing, truncated or not a TF checkpoint."
+        ) from e
+
+    source = SourceCheckpoint(
+        format="google",
+        path=path,
+        config=config,
+        weights={},
+        source_names={},
+        vocab_file=os.path.join(folder, VOCAB_FILE),
+        do_lower_case=_guess_lower_case(folder),
+    )
+    known = expected_shapes(config)
+    for name in sorted(shape_map):
+        reason = _classify(name)
+        if reason is not None:
+            source.ignored[name] = reason
+            continue
+        if name not in known:
+            match = _LAYER_RE.match(name)
+            if match and int(match.group(1)) >= config.num_layers:
+                raise CheckpointError(
+                    f"{prefix}: variable {name} belongs to layer "
+                    f"{match.group(1)}, but {config_file} says "
+                    f"num_hidden_layers={config.num_layers}."
+                )
+            source.unused.append(name)
+            continue
+        try:
+            value = reader.get_tensor(name)
+        except Exception as e:  # OpError, or IndexError for a short data file.
+            data_files = sorted(glob.glob(glob.escape(prefix) + ".data-*"))
+            raise CheckpointError(
+                f"Cannot read {name} from {', '.join(data_files) or prefix + '.data-*'}: "
+                f"{_first_line(e)}. The checkpoint data file is truncated, corrupt "
+                f"or missing."
+            ) from e
+        source.weights[name] = np.asarray(value, dtype=np.float32)
+        source.source_names[name] = name
+    validate(source)
+    return source
+
+
+def write_google_checkpoint(path, weights, config, vocab_file=None):
+    """Writes weights under Google's names as a release folder.
+
+    The result reads back with `read_google_checkpoint(path)` and with
+    `tf.train.load_checkpoint(path + "/bert_model.ckpt")`.
+
+    Args:
+        path: folder to create.
+        weights: dict, Google variable name -> numpy array in Google's layout,
+            e.g. `SourceCheckpoint.weights`.
+        config: BertConfig, written as bert_config.json.
+        vocab_file: optional vocab.txt to copy beside the checkpoint.
+    """
+    os.makedirs(path, exist_ok=True)
+    names = sorted(weights)
+    tf.raw_ops.SaveV2(
+        prefix=os.path.join(path, CHECKPOINT_NAME),
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=[np.asarray(weights[n]) for n in names],
+    )
+    with open(os.path.join(path, CONFIG_FILE), "w", encoding="utf-8") as f:
+        json.dump(config_to_google(config), f, indent=2, sort_keys=True)
+        f.write("\n")
+    if vocab_file is not None:
+        with open(vocab_file, "rb") as src, open(
+            os.path.join(path, VOCAB_FILE), "wb"
+        ) as dst:
+            dst.write(src.read())
+
+
+def _guess_lower_case(folder):
+    """Google names releases "uncased_..." / "cased_..."; None if neither."""
+    name = os.path.basename(os.path.normpath(folder)).lower()
+    if "uncased" in name:
+        return True
+    if "cased" in name:
+        return False
+    return None
+
+
+def _first_line(error):
+    message = getattr(error, "message", None) or str(error)
+    return message.strip().splitlines()[0] if message.strip() else type(error).__name__

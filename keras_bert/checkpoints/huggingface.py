@@ -1,0 +1,413 @@
+"""Hugging Face BERT folders (transformers' `BertModel`, `BertForPreTraining`, ...).
+
+A folder holds
+    config.json                    hyperparameters (transformers' key names)
+    model.safetensors              weights (or sharded: model.safetensors.index.json)
+    pytorch_model.bin              older weights file (read only if torch is installed)
+    vocab.txt                      WordPiece vocabulary
+    tokenizer_config.json          optional; gives do_lower_case
+Tensor names are `embeddings.word_embeddings.weight`, `encoder.layer.0.attention.
+self.query.weight`, ... with a `bert.` prefix in models that carry heads
+(`cls.predictions.*`, `cls.seq_relationship.*`). PyTorch Linear weights are
+[out, in]; they are transposed to Google's [in, out] here.
+
+safetensors files are read with numpy only; torch is imported only for
+pytorch_model.bin.
+"""
+
+import json
+import os
+import re
+
+import numpy as np
+
+from keras_bert.checkpoints.source import CheckpointError, SourceCheckpoint, validate
+from keras_bert.config import BertConfig
+
+CONFIG_FILE = "config.json"
+VOCAB_FILE = "vocab.txt"
+SAFETENSORS_FILE = "model.safetensors"
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+PYTORCH_FILE = "pytorch_model.bin"
+PYTORCH_INDEX = "pytorch_model.bin.index.json"
+
+# transformers' ACT2FN names -> BertConfig's. "gelu" is exact (erf) there;
+# "gelu_new", "gelu_fast" and "gelu_pytorch_tanh" are the tanh approximation.
+_ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_approx",
+    "gelu_fast": "gelu_approx",
+    "gelu_pytorch_tanh": "gelu_approx",
+    "relu": "relu",
+}
+
+_CONFIG_KEYS = {
+    "vocab_size": "vocab_size",
+    "hidden_size": "hidden_size",
+    "num_hidden_layers": "num_layers",
+    "num_attention_heads": "num_heads",
+    "intermediate_size": "intermediate_size",
+    "hidden_act": "hidden_act",
+    "hidden_dropout_prob": "dropout_rate",
+    "attention_probs_dropout_prob": "attention_dropout_rate",
+    "max_position_embeddings": "max_position_embeddings",
+    "type_vocab_size": "type_vocab_size",
+    "initializer_range": "initializer_range",
+    "layer_norm_eps": "layer_norm_epsilon",
+}
+
+_DENSE = r"attention\.self\.(?:query|key|value)|attention\.output\.dense|intermediate\.dense|output\.dense"
+_NORM = r"attention\.output\.LayerNorm|output\.LayerNorm"
+
+# (pattern on the name without the model prefix, Google name template,
+#  transpose). Applied with re.fullmatch; "{path}" is group "path" with dots
+# turned into slashes.
+_RULES = [
+    (r"embeddings\.(?P<path>word|token_type|position)_embeddings\.weight",
+     "bert/embeddings/{path}_embeddings", False),
+    (r"embeddings\.LayerNorm\.(?:weight|gamma)", "bert/embeddings/LayerNorm/gamma", False),
+    (r"embeddings\.LayerNorm\.(?:bias|beta)", "bert/embeddings/LayerNorm/beta", False),
+    (rf"encoder\.layer\.(?P<layer>\d+)\.(?P<path>{_DENSE})\.weight",
+     "bert/encoder/layer_{layer}/{path}/kernel", True),
+    (rf"encoder\.layer\.(?P<layer>\d+)\.(?P<path>{_DENSE})\.bias",
+     "bert/encoder/layer_{layer}/{path}/bias", False),
+    (rf"encoder\.layer\.(?P<layer>\d+)\.(?P<path>{_NORM})\.(?:weight|gamma)",
+     "bert/encoder/layer_{layer}/{path}/gamma", False),
+    (rf"encoder\.layer\.(?P<layer>\d+)\.(?P<path>{_NORM})\.(?:bias|beta)",
+     "bert/encoder/layer_{layer}/{path}/beta", False),
+    (r"pooler\.dense\.weight", "bert/pooler/dense/kernel", True),
+    (r"pooler\.dense\.bias", "bert/pooler/dense/bias", False),
+]
+# Heads carry no model prefix.
+_HEAD_RULES = [
+    (r"cls\.predictions\.transform\.dense\.weight", "cls/predictions/transform/dense/kernel", True),
+    (r"cls\.predictions\.transform\.dense\.bias", "cls/predictions/transform/dense/bias", False),
+    (r"cls\.predictions\.transform\.LayerNorm\.(?:weight|gamma)",
+     "cls/predictions/transform/LayerNorm/gamma", False),
+    (r"cls\.predictions\.transform\.LayerNorm\.(?:bias|beta)",
+     "cls/predictions/transform/LayerNorm/beta", False),
+    (r"cls\.predictions\.bias", "cls/predictions/output_bias", False),
+    # PyTorch's NSP Linear weight is [2, H], the same as Google's output_weights.
+    (r"cls\.seq_relationship\.weight", "cls/seq_relationship/output_weights", False),
+    (r"cls\.seq_relationship\.bias", "cls/seq_relationship/output_bias", False),
+]
+# Buffers saved with the weights that are not weights.
+_BUFFERS = {"embeddings.position_ids": "position id buffer (0..max_position-1)"}
+_DECODER_WEIGHT = "cls.predictions.decoder.weight"
+_DECODER_BIAS = "cls.predictions.decoder.bias"
+_WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
+
+
+def config_from_huggingface(values, path="config.json"):
+    """BertConfig from the dict in a transformers BERT `config.json`."""
+    model_type = values.get("model_type", "bert")
+    if model_type != "bert":
+        raise CheckpointError(
+            f"{path}: model_type={model_type!r} is not BERT. Only BERT "
+            f"checkpoints (model_type 'bert') convert: other architectures "
+            f"differ in position ids, normalization or names."
+        )
+    position_type = values.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise CheckpointError(
+            f"{path}: position_embedding_type={position_type!r} is not supported; "
+            f"keras_bert has absolute position embeddings only."
+        )
+    if values.get("is_decoder") or values.get("add_cross_attention"):
+        raise CheckpointError(
+            f"{path}: is_decoder/add_cross_attention is set; keras_bert converts "
+            f"bidirectional BERT encoders only."
+        )
+    missing = sorted(
+        k
+        for k in _CONFIG_KEYS
+        if k not in values and k not in ("initializer_range", "layer_norm_eps")
+    )
+    if missing:
+        raise CheckpointError(f"{path}: missing key(s) {missing} of a BERT config.")
+    act = values["hidden_act"]
+    if act not in _ACTIVATIONS:
+        raise CheckpointError(
+            f"{path}: hidden_act={act!r} is not supported. Expected one of "
+            f"{sorted(_ACTIVATIONS)}."
+        )
+    fields = {
+        field: values[key] for key, field in _CONFIG_KEYS.items() if key in values
+    }
+    fields["hidden_act"] = _ACTIVATIONS[act]
+    try:
+        return BertConfig(**fields)
+    except ValueError as e:
+        raise CheckpointError(f"{path}: {e}") from e
+
+
+def find_weights_file(folder):
+    """The weights file of a Hugging Face folder, preferring safetensors."""
+    for name in (SAFETENSORS_FILE, SAFETENSORS_INDEX, PYTORCH_FILE, PYTORCH_INDEX):
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate):
+            return candidate
+    raise CheckpointError(
+        f"No weights file in {folder}: expected {SAFETENSORS_FILE} "
+        f"(or {SAFETENSORS_INDEX}, {PYTORCH_FILE})."
+    )
+
+
+def load_tensors(weights_file):
+    """dict, tensor name -> numpy array, from a safetensors or PyTorch file.
+
+    A `.index.json` loads every shard it lists.
+    """
+    if weights_file.endswith(".index.json"):
+        try:
+            with open(weights_file, encoding="utf-8") as f:
+                weight_map = json.load(f)["weight_map"]
+        except (OSError, ValueError, KeyError) as e:
+            raise CheckpointError(f"Cannot read shard index {weights_file}: {e}") from e
+        folder = os.path.dirname(weights_file)
+        tensors = {}
+        for shard in sorted(set(weight_map.values())):
+            tensors.update(load_tensors(os.path.join(folder, shard)))
+        missing = sorted(set(weight_map) - set(tensors))
+        if missing:
+            raise CheckpointError(
+                f"{weights_file} lists tensors its shards lack: {missing[:5]}."
+            )
+        return tensors
+    if not os.path.isfile(weights_file):
+        raise CheckpointError(f"Weights file not found: {weights_file}")
+    if weights_file.endswith(".safetensors"):
+        return _load_safetensors(weights_file)
+    return _load_pytorch(weights_file)
+
+
+def _load_safetensors(path):
+    from safetensors import safe_open
+
+    tensors = {}
+    try:
+        with safe_open(path, framework="numpy") as f:
+            for name in f.keys():
+                tensors[name] = f.get_tensor(name)
+    except Exception as e:  # safetensors raises its own error types.
+        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        hint = (
+            " numpy has no bfloat16: save the model in float32 or float16."
+            if "bf16" in message.lower() or "bfloat16" in message.lower()
+            else " The file is truncated or corrupt; download it again."
+        )
+        raise CheckpointError(f"Cannot read {path}: {message}.{hint}") from e
+    return tensors
+
+
+def _load_pytorch(path):
+    try:
+        import torch
+    except ImportError as e:
+        raise CheckpointError(
+            f"{path} is a PyTorch pickle, and reading it needs PyTorch "
+            f"(`pip install torch`). Or convert it to model.safetensors where "
+            f"torch is installed: transformers' "
+            f"`BertModel.from_pretrained(folder).save_pretrained(folder, "
+            f"safe_serialization=True)`."
+        ) from e
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # torch raises RuntimeError, EOFError, pickle errors.
+        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(
+            f"Cannot read {path}: {message}. The file is truncated or corrupt; "
+            f"download it again."
+        ) from e
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path} holds a {type(state).__name__}, not a state dict.")
+    return {
+        name: value.detach().to(torch.float32).numpy()
+        if value.is_floating_point()
+        else value.numpy()
+        for name, value in state.items()
+    }
+
+
+def _model_prefix(names):
+    """The prefix before `embeddings.word_embeddings.weight` ("" or "bert.")."""
+    for name in names:
+        if name.endswith(_WORD_EMBEDDINGS):
+            return name[: -len(_WORD_EMBEDDINGS)]
+    return None
+
+
+def _match(rules, name):
+    for pattern, template, transpose in rules:
+        match = re.fullmatch(pattern, name)
+        if match:
+            groups = {k: v.replace(".", "/") for k, v in match.groupdict().items()}
+            return template.format(**groups), transpose
+    return None, False
+
+
+def read_huggingface_checkpoint(path):
+    """Reads a Hugging Face BERT folder into a SourceCheckpoint.
+
+    Args:
+        path: the folder (config.json, model.safetensors or pytorch_model.bin,
+            vocab.txt), or the weights file inside it.
+
+    Returns:
+        SourceCheckpoint in Google's names and layout. `ignored` lists buffers
+        and the MLM decoder weight (tied to the word embeddings); `unused`
+        lists tensors BERT has no place for (e.g. `classifier.weight`).
+
+    Raises:
+        CheckpointError: a missing or unreadable file, a non-BERT config, or a
+            tensor whose shape differs from what config.json implies.
+
+    Example:
+    >>> source = read_huggingface_checkpoint("all-MiniLM-L6-v2")
+    >>> source.weights["bert/encoder/layer_0/attention/self/query/kernel"].shape
+    (384, 384)
+    """
+    if os.path.isfile(path):
+        folder, weights_file = os.path.dirname(os.path.abspath(path)), path
+    elif os.path.isdir(path):
+        folder, weights_file = path, None
+    else:
+        raise CheckpointError(f"Hugging Face checkpoint not found: {path}")
+    config_file = os.path.join(folder, CONFIG_FILE)
+    if not os.path.isfile(config_file):
+        raise CheckpointError(
+            f"Config file not found: {config_file}. A Hugging Face model folder "
+            f"keeps {CONFIG_FILE} beside its weights."
+        )
+    try:
+        with open(config_file, encoding="utf-8") as f:
+            values = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{config_file} is not valid JSON: {e}") from e
+    config = config_from_huggingface(values, config_file)
+    weights_file = weights_file or find_weights_file(folder)
+    tensors = load_tensors(weights_file)
+
+    source = SourceCheckpoint(
+        format="huggingface",
+        path=path,
+        config=config,
+        weights={},
+        source_names={},
+        vocab_file=os.path.join(folder, VOCAB_FILE),
+        do_lower_case=_read_lower_case(folder),
+    )
+    prefix = _model_prefix(tensors)
+    if prefix is None:
+        raise CheckpointError(
+            f"{weights_file}: no tensor named [bert.]{_WORD_EMBEDDINGS}; this "
+            f"is not a BERT checkpoint."
+        )
+    transposed = set()
+    for name in sorted(tensors):
+        if prefix and name.startswith(prefix):
+            google, transpose = _match(_RULES, name[len(prefix):])
+        elif not prefix:
+            google, transpose = _match(_RULES, name)
+        else:
+            google, transpose = None, False
+        if google is None:
+            google, transpose = _match(_HEAD_RULES, name)
+        if google is None:
+            stripped = name[len(prefix):] if name.startswith(prefix) else name
+            if stripped in _BUFFERS:
+                source.ignored[name] = _BUFFERS[stripped]
+            elif name not in (_DECODER_WEIGHT, _DECODER_BIAS):
+                source.unused.append(name)
+            continue
+        if google in source.weights:
+            raise CheckpointError(
+                f"{weights_file}: both {source.source_names[google]} and {name} "
+                f"hold {google}; the checkpoint is ambiguous."
+            )
+        value = np.asarray(tensors[name], dtype=np.float32)
+        if transpose:
+            if value.ndim != 2:
+                raise CheckpointError(
+                    f"{name}: expected a 2-D Linear weight, found shape {value.shape}."
+                )
+            value = value.T
+            transposed.add(google)
+        source.weights[google] = np.ascontiguousarray(value)
+        source.source_names[google] = name
+    _tied_decoder(source, tensors, prefix)
+
+    validate(
+        source,
+        describe=lambda g: source.source_names.get(g) or huggingface_name(g, prefix),
+        transposed=transposed,
+    )
+    return source
+
+
+def huggingface_name(google_name, prefix="bert."):
+    """The transformers tensor name of a Google variable name (for messages).
+
+    >>> huggingface_name("bert/encoder/layer_3/output/dense/kernel")
+    'bert.encoder.layer.3.output.dense.weight'
+    """
+    special = {
+        "cls/predictions/output_bias": "cls.predictions.bias",
+        "cls/seq_relationship/output_weights": "cls.seq_relationship.weight",
+        "cls/seq_relationship/output_bias": "cls.seq_relationship.bias",
+    }
+    if google_name in special:
+        return special[google_name]
+    name = re.sub(r"layer_(\d+)", r"layer.\1", google_name)
+    name = re.sub(r"/(kernel|gamma)$", ".weight", name)
+    name = re.sub(r"/beta$", ".bias", name)
+    name = re.sub(r"_embeddings$", "_embeddings.weight", name)
+    name = name.replace("/", ".")
+    return prefix + name[len("bert."):] if name.startswith("bert.") else name
+
+
+def _tied_decoder(source, tensors, prefix):
+    """The MLM decoder: keras_bert ties its weight to the word embeddings.
+
+    The decoder weight is accepted when it equals the word embeddings (the
+    usual case), and reported otherwise; the decoder bias is the same tensor as
+    `cls.predictions.bias` in transformers and stands in for it when that one
+    is absent.
+    """
+    if _DECODER_WEIGHT in tensors:
+        decoder = np.asarray(tensors[_DECODER_WEIGHT], np.float32)
+        words = source.weights.get("bert/embeddings/word_embeddings")
+        if words is not None and decoder.shape == words.shape and np.array_equal(decoder, words):
+            source.ignored[_DECODER_WEIGHT] = f"tied to {prefix}{_WORD_EMBEDDINGS}"
+        else:
+            source.unused.append(_DECODER_WEIGHT)
+            source.warnings.append(
+                f"{_DECODER_WEIGHT} differs from {prefix}{_WORD_EMBEDDINGS}; "
+                f"keras_bert ties the MLM output projection to the token "
+                f"embeddings, so the decoder weight is not used."
+            )
+    if _DECODER_BIAS in tensors:
+        bias = np.asarray(tensors[_DECODER_BIAS], np.float32)
+        key = "cls/predictions/output_bias"
+        if key not in source.weights:
+            source.weights[key] = bias
+            source.source_names[key] = _DECODER_BIAS
+        elif np.array_equal(source.weights[key], bias):
+            source.ignored[_DECODER_BIAS] = "same tensor as cls.predictions.bias"
+        else:
+            source.unused.append(_DECODER_BIAS)
+            source.warnings.append(
+                f"{_DECODER_BIAS} differs from cls.predictions.bias; the latter "
+                f"is used, as transformers does."
+            )
+
+
+def _read_lower_case(folder):
+    path = os.path.join(folder, "tokenizer_config.json")
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f).get("do_lower_case")
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,150 @@
+"""Independent BERT forward passes to check a conversion against.
+
+`numpy_forward` is google-research/bert's modeling.py written again in numpy
+(float64), on the weights of a `SourceCheckpoint` (Google names and layout):
+it shares no code with the Keras layers, so a conversion that agrees with it
+has put every weight in the right place. `transformers_forward` runs the
+source folder through Hugging Face transformers when torch and transformers
+are importable (never a dependency of keras_bert).
+
+This module imports only numpy at the top, so it can run where TensorFlow is
+not installed.
+"""
+
+import math
+
+import numpy as np
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _activation(name):
+    if name == "gelu":  # exact, x * Phi(x)
+        return lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+    if name == "gelu_approx":  # Google's modeling.gelu
+        return lambda x: 0.5 * x * (
+            1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3))
+        )
+    if name == "relu":
+        return lambda x: np.maximum(x, 0.0)
+    raise ValueError(f"Unknown hidden_act: {name!r}")
+
+
+def _layer_norm(x, gamma, beta, epsilon):
+    mean = x.mean(-1, keepdims=True)
+    variance = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(variance + epsilon) * gamma + beta
+
+
+def numpy_forward(weights, config, token_ids, segment_ids, padding_mask):
+    """BERT's forward pass in float64 numpy.
+
+    Args:
+        weights: dict, Google variable name -> numpy array (Google layout).
+        config: BertConfig.
+        token_ids, segment_ids, padding_mask: int arrays [batch, seq].
+
+    Returns:
+        dict of float64 arrays: `sequence_output` [batch, seq, hidden]; and,
+        when their weights are present, `pooled_output` [batch, hidden],
+        `mlm_logits` [batch, seq, vocab], `nsp_logits` [batch, 2].
+    """
+    w = {k: np.asarray(v, np.float64) for k, v in weights.items()}
+    eps = config.layer_norm_epsilon
+    act = _activation(config.hidden_act)
+    batch, seq = token_ids.shape
+    heads = config.num_heads
+    head_size = config.hidden_size // heads
+
+    x = (
+        w["bert/embeddings/word_embeddings"][token_ids]
+        + w["bert/embeddings/token_type_embeddings"][segment_ids]
+        + w["bert/embeddings/position_embeddings"][None, :seq]
+    )  # (B, T, H)
+    x = _layer_norm(
+        x, w["bert/embeddings/LayerNorm/gamma"], w["bert/embeddings/LayerNorm/beta"], eps
+    )
+    # modeling.py's additive mask: 0 for real keys, -10000 for padding.
+    mask = (1.0 - np.asarray(padding_mask, np.float64))[:, None, None, :] * -10000.0
+
+    def dense(x, name):
+        return x @ w[name + "/kernel"] + w[name + "/bias"]
+
+    def split(t):  # (B, T, H) -> (B, N, T, D)
+        return t.reshape(batch, seq, heads, head_size).transpose(0, 2, 1, 3)
+
+    for i in range(config.num_layers):
+        p = f"bert/encoder/layer_{i}/"
+        q = split(dense(x, p + "attention/self/query"))
+        k = split(dense(x, p + "attention/self/key"))
+        v = split(dense(x, p + "attention/self/value"))
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(head_size) + mask  # (B, N, T, T)
+        scores -= scores.max(-1, keepdims=True)
+        probs = np.exp(scores)
+        probs /= probs.sum(-1, keepdims=True)
+        context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, seq, -1)  # (B, T, H)
+        h = _layer_norm(
+            x + dense(context, p + "attention/output/dense"),
+            w[p + "attention/output/LayerNorm/gamma"],
+            w[p + "attention/output/LayerNorm/beta"],
+            eps,
+        )
+        ffn = dense(act(dense(h, p + "intermediate/dense")), p + "output/dense")
+        x = _layer_norm(
+            h + ffn, w[p + "output/LayerNorm/gamma"], w[p + "output/LayerNorm/beta"], eps
+        )
+    outputs = {"sequence_output": x}
+
+    if "bert/pooler/dense/kernel" in w:
+        outputs["pooled_output"] = np.tanh(dense(x[:, 0], "bert/pooler/dense"))
+    if "cls/predictions/output_bias" in w:
+        t = act(dense(x, "cls/predictions/transform/dense"))
+        t = _layer_norm(
+            t,
+            w["cls/predictions/transform/LayerNorm/gamma"],
+            w["cls/predictions/transform/LayerNorm/beta"],
+            eps,
+        )
+        outputs["mlm_logits"] = (
+            t @ w["bert/embeddings/word_embeddings"].T + w["cls/predictions/output_bias"]
+        )
+    if "cls/seq_relationship/output_weights" in w and "pooled_output" in outputs:
+        outputs["nsp_logits"] = (
+            outputs["pooled_output"] @ w["cls/seq_relationship/output_weights"].T
+            + w["cls/seq_relationship/output_bias"]
+        )
+    return outputs
+
+
+def transformers_available():
+    """True when torch and transformers can be imported."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def transformers_forward(folder, token_ids, segment_ids, padding_mask):
+    """`BertModel` from a Hugging Face folder, run by transformers (float32).
+
+    Returns:
+        dict of numpy arrays: `sequence_output` [batch, seq, hidden] and
+        `pooled_output` [batch, hidden].
+    """
+    import torch
+    import transformers
+
+    model = transformers.BertModel.from_pretrained(folder)
+    model.eval()
+    with torch.no_grad():
+        out = model(
+            input_ids=torch.as_tensor(np.asarray(token_ids), dtype=torch.long),
+            token_type_ids=torch.as_tensor(np.asarray(segment_ids), dtype=torch.long),
+            attention_mask=torch.as_tensor(np.asarray(padding_mask), dtype=torch.long),
+        )
+    return {
+        "sequence_output": out.last_hidden_state.numpy(),
+        "pooled_output": out.pooler_output.numpy(),
+    }

@@ -1,0 +1,303 @@
+"""What a checkpoint reader returns, the report of a conversion, and its error.
+
+Every reader (Google TF1 checkpoint, Hugging Face) turns its source into one
+`SourceCheckpoint` whose weights carry Google's original variable names and
+layout ("bert/encoder/layer_0/attention/self/query/kernel", kernels [in, out]).
+Google's names are the one shared vocabulary: the weight loader in
+`keras_bert.checkpoints.convert` reads only them, so a new source format needs
+only a reader, and the numpy reference forward pass in
+`keras_bert.checkpoints.reference` runs on any source.
+"""
+
+import dataclasses
+import os
+
+
+class CheckpointError(ValueError):
+    """A checkpoint can't be converted: a missing or corrupt file, a weight
+    whose shape differs from what the config implies, a vocabulary whose size
+    differs from the embedding table. The message names the file or tensor and
+    the expected and found values."""
+
+
+# Names (Google layout) of the weights each optional part needs. A part is
+# loaded when all of its weights are in the source and reported missing when
+# none are; a part with some but not all weights is an error.
+POOLER_WEIGHTS = ("bert/pooler/dense/kernel", "bert/pooler/dense/bias")
+MLM_WEIGHTS = (
+    "cls/predictions/transform/dense/kernel",
+    "cls/predictions/transform/dense/bias",
+    "cls/predictions/transform/LayerNorm/gamma",
+    "cls/predictions/transform/LayerNorm/beta",
+    "cls/predictions/output_bias",
+)
+NSP_WEIGHTS = ("cls/seq_relationship/output_weights", "cls/seq_relationship/output_bias")
+
+
+def encoder_weight_names(num_layers):
+    """Google names of the weights every BERT encoder needs (pooler excluded)."""
+    names = [
+        "bert/embeddings/word_embeddings",
+        "bert/embeddings/token_type_embeddings",
+        "bert/embeddings/position_embeddings",
+        "bert/embeddings/LayerNorm/gamma",
+        "bert/embeddings/LayerNorm/beta",
+    ]
+    for i in range(num_layers):
+        prefix = f"bert/encoder/layer_{i}/"
+        for dense in (
+            "attention/self/query",
+            "attention/self/key",
+            "attention/self/value",
+            "attention/output/dense",
+            "intermediate/dense",
+            "output/dense",
+        ):
+            names += [prefix + dense + "/kernel", prefix + dense + "/bias"]
+        for norm in ("attention/output/LayerNorm", "output/LayerNorm"):
+            names += [prefix + norm + "/gamma", prefix + norm + "/beta"]
+    return names
+
+
+def expected_shapes(config):
+    """Google name -> shape that `config` (a BertConfig) implies, for every weight."""
+    h, i, v = config.hidden_size, config.intermediate_size, config.vocab_size
+    shapes = {
+        "bert/embeddings/word_embeddings": (v, h),
+        "bert/embeddings/token_type_embeddings": (config.type_vocab_size, h),
+        "bert/embeddings/position_embeddings": (config.max_position_embeddings, h),
+        "bert/embeddings/LayerNorm/gamma": (h,),
+        "bert/embeddings/LayerNorm/beta": (h,),
+        "bert/pooler/dense/kernel": (h, h),
+        "bert/pooler/dense/bias": (h,),
+        "cls/predictions/transform/dense/kernel": (h, h),
+        "cls/predictions/transform/dense/bias": (h,),
+        "cls/predictions/transform/LayerNorm/gamma": (h,),
+        "cls/predictions/transform/LayerNorm/beta": (h,),
+        "cls/predictions/output_bias": (v,),
+        "cls/seq_relationship/output_weights": (2, h),
+        "cls/seq_relationship/output_bias": (2,),
+    }
+    for n in range(config.num_layers):
+        prefix = f"bert/encoder/layer_{n}/"
+        for dense, shape in (
+            ("attention/self/query", (h, h)),
+            ("attention/self/key", (h, h)),
+            ("attention/self/value", (h, h)),
+            ("attention/output/dense", (h, h)),
+            ("intermediate/dense", (h, i)),
+            ("output/dense", (i, h)),
+        ):
+            shapes[prefix + dense + "/kernel"] = shape
+            shapes[prefix + dense + "/bias"] = (shape[1],)
+        for norm in ("attention/output/LayerNorm", "output/LayerNorm"):
+            shapes[prefix + norm + "/gamma"] = (h,)
+            shapes[prefix + norm + "/beta"] = (h,)
+    return shapes
+
+
+@dataclasses.dataclass
+class SourceCheckpoint:
+    """A checkpoint read into memory, in Google's names and layout.
+
+    Attributes:
+        format: "google" or "huggingface".
+        path: the folder or checkpoint prefix that was read.
+        config: BertConfig read from the source's config file.
+        weights: dict, Google variable name -> float32 numpy array in Google's
+            layout (dense kernels [in, out]; NSP output_weights [2, hidden]).
+        source_names: dict, Google variable name -> the name(s) of the source
+            tensor(s) it came from, for error messages.
+        vocab_file: path of the source's vocab.txt.
+        do_lower_case: bool or None when the source doesn't say.
+        ignored: dict, source tensor name -> why it was deliberately skipped
+            (optimizer slots, step counters, buffers that are not weights).
+        unused: list of source tensor names that no BERT weight maps to
+            (e.g. a fine-tuned classifier head); reported, never loaded.
+        warnings: list of str.
+    """
+
+    format: str
+    path: str
+    config: object
+    weights: dict
+    source_names: dict
+    vocab_file: str
+    do_lower_case: object = None
+    ignored: dict = dataclasses.field(default_factory=dict)
+    unused: list = dataclasses.field(default_factory=list)
+    warnings: list = dataclasses.field(default_factory=list)
+
+    def source_name(self, name):
+        """The source tensor name(s) behind a Google name, for messages."""
+        return self.source_names.get(name, name)
+
+    def has_part(self, part_weights):
+        """True when all of `part_weights` are present; False when none are.
+
+        Raises CheckpointError when only some are present: a half-present head
+        is a damaged checkpoint, not a missing head.
+        """
+        present = [n for n in part_weights if n in self.weights]
+        if present and len(present) != len(part_weights):
+            missing = [n for n in part_weights if n not in self.weights]
+            raise CheckpointError(
+                f"{self.path}: incomplete checkpoint, found {present} but not "
+                f"{missing}. The checkpoint is damaged or was written by a "
+                f"different model."
+            )
+        return bool(present)
+
+
+@dataclasses.dataclass
+class ConversionReport:
+    """What a conversion loaded, skipped and checked.
+
+    Attributes:
+        format: "google" or "huggingface".
+        source: path that was read.
+        output: the model directory written, or None.
+        config: the BertConfig of the converted model.
+        loaded_parts: subset of ["encoder", "pooler", "mlm_head", "nsp_head"].
+        missing_parts: the optional parts ("pooler", "mlm_head", "nsp_head")
+            the source has no weights for. A missing pooler keeps its fresh
+            initialization; missing heads are not created.
+        num_source_tensors: how many tensors the source holds.
+        ignored: dict, source tensor -> reason it was skipped on purpose.
+        unused: list of source tensors no BERT weight maps to.
+        warnings: list of str.
+        max_abs_diff: dict, output name -> max |converted - reference| over real
+            positions, filled in by the numeric check (empty without it).
+        reference: what the check compared against ("transformers" or "numpy").
+    """
+
+    format: str
+    source: str
+    config: object
+    output: object = None
+    loaded_parts: list = dataclasses.field(default_factory=list)
+    missing_parts: list = dataclasses.field(default_factory=list)
+    num_source_tensors: int = 0
+    ignored: dict = dataclasses.field(default_factory=dict)
+    unused: list = dataclasses.field(default_factory=list)
+    warnings: list = dataclasses.field(default_factory=list)
+    max_abs_diff: dict = dataclasses.field(default_factory=dict)
+    reference: object = None
+
+    def summary(self):
+        """A few human-readable lines."""
+        c = self.config
+        lines = [
+            f"Converted {self.format} checkpoint {self.source}",
+            f"  config: L={c.num_layers} H={c.hidden_size} A={c.num_heads} "
+            f"I={c.intermediate_size} vocab={c.vocab_size} act={c.hidden_act}",
+            f"  source tensors: {self.num_source_tensors} "
+            f"({len(self.ignored)} ignored on purpose, {len(self.unused)} unused)",
+            f"  loaded: {', '.join(self.loaded_parts)}",
+        ]
+        if self.missing_parts:
+            lines.append(
+                f"  missing in source (not created): {', '.join(self.missing_parts)}"
+            )
+        if self.unused:
+            shown = ", ".join(self.unused[:10])
+            more = f" and {len(self.unused) - 10} more" if len(self.unused) > 10 else ""
+            lines.append(f"  unused source tensors: {shown}{more}")
+        for w in self.warnings:
+            lines.append(f"  warning: {w}")
+        if self.max_abs_diff:
+            diffs = ", ".join(f"{k}={v:.3g}" for k, v in self.max_abs_diff.items())
+            lines.append(f"  check vs {self.reference}: max |diff| {diffs}")
+        if self.output:
+            lines.append(f"  wrote {os.path.abspath(self.output)}")
+        return "\n".join(lines)
+
+
+def count_vocab_lines(vocab_file):
+    """Number of tokens in a vocab.txt (one token a line; a final newline is optional)."""
+    if not os.path.isfile(vocab_file):
+        raise CheckpointError(
+            f"Vocabulary file not found: {vocab_file}. A BERT checkpoint folder "
+            f"needs its vocab.txt beside the weights."
+        )
+    with open(vocab_file, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return len(lines)
+
+
+def check_vocab(source):
+    """Raises CheckpointError if vocab.txt, config and embedding table disagree."""
+    num_tokens = count_vocab_lines(source.vocab_file)
+    config_size = source.config.vocab_size
+    table = source.weights.get("bert/embeddings/word_embeddings")
+    table_rows = None if table is None else table.shape[0]
+    if num_tokens != config_size or (table_rows is not None and num_tokens != table_rows):
+        raise CheckpointError(
+            f"Vocabulary size mismatch: {source.vocab_file} has {num_tokens} "
+            f"tokens, the config says vocab_size={config_size}"
+            + (
+                f", the embedding table {source.source_name('bert/embeddings/word_embeddings')} "
+                f"has {table_rows} rows"
+                if table_rows is not None
+                else ""
+            )
+            + ". Use the vocab.txt that was released with these weights."
+        )
+
+
+def validate(source, describe=None, transposed=()):
+    """Checks a SourceCheckpoint against its own config; raises CheckpointError.
+
+    Checks, in order: every encoder weight is present; the pooler and each head
+    are present completely or not at all; every weight has the shape the config
+    implies; vocab.txt, config and embedding table agree on the vocabulary size.
+
+    Args:
+        source: SourceCheckpoint.
+        describe: function, Google name -> the name the source format uses
+            for that tensor (for messages); identity by default.
+        transposed: Google names whose source tensor is stored transposed
+            (PyTorch Linear weights), so messages quote the source's shape.
+    """
+    describe = describe or (lambda name: name)
+    if not source.weights:
+        found = ", ".join(source.unused[:5]) or "nothing"
+        raise CheckpointError(
+            f"{source.path}: no BERT weights found (found: {found}). Expected "
+            f"google-research/bert or Hugging Face BertModel tensor names; TF2 "
+            f"Model Garden and Keras checkpoints are not this format."
+        )
+    required = encoder_weight_names(source.config.num_layers)
+    missing = [n for n in required if n not in source.weights]
+    if missing:
+        shown = ", ".join(describe(n) for n in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise CheckpointError(
+            f"{source.path}: missing encoder weight(s) {shown}{more}. The "
+            f"checkpoint is incomplete, or its config (num_layers="
+            f"{source.config.num_layers}) does not describe it."
+        )
+    for part in (POOLER_WEIGHTS, MLM_WEIGHTS, NSP_WEIGHTS):
+        source.has_part(part)
+
+    shapes = expected_shapes(source.config)
+    errors = []
+    for name, value in sorted(source.weights.items()):
+        expected, found = tuple(shapes[name]), tuple(value.shape)
+        if name in transposed:
+            expected, found = expected[::-1], found[::-1]
+        if expected != found:
+            errors.append(f"{describe(name)}: expected shape {expected}, found {found}")
+    if errors:
+        c = source.config
+        raise CheckpointError(
+            f"Shape mismatch between the config and the weights of {source.path} "
+            f"(config: vocab_size={c.vocab_size}, hidden_size={c.hidden_size}, "
+            f"intermediate_size={c.intermediate_size}, max_position_embeddings="
+            f"{c.max_position_embeddings}, type_vocab_size={c.type_vocab_size}):\n  "
+            + "\n  ".join(errors)
+        )
+    check_vocab(source)

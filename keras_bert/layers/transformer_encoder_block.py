@@ -1,0 +1,176 @@
+"""TransformerEncoderBlock: BERT's post-LayerNorm self-attention + feed-forward block."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_bert.layers.activations import check_rate, get_activation, initializer
+
+# Added to attention scores of padded keys; exp() of it underflows to exactly 0
+# in float32, so padded keys get zero weight.
+_MASK_VALUE = -1e9
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class TransformerEncoderBlock(keras.layers.Layer):
+    """One BERT encoder layer (Vaswani et al., 2017 with post-LayerNorm).
+
+    h = LayerNorm(x + Dropout(SelfAttention(x)))
+    y = LayerNorm(h + Dropout(W2 act(W1 h)))
+
+    Query, key and value come from one fused [H, 3H] projection (`qkv_dense`):
+    one large matmul is faster than three small ones. Attention scores,
+    softmax and LayerNorm run in float32 under mixed precision.
+
+    Args:
+        num_heads: int, attention heads; must divide the input width.
+        intermediate_size: int, width of the feed-forward inner layer.
+        hidden_act: "gelu", "gelu_approx" or "relu".
+        dropout_rate: float, dropout on the two sub-layer outputs.
+        attention_dropout_rate: float, dropout on attention probabilities.
+        initializer_range: float, stddev of the truncated normal initializer.
+        layer_norm_epsilon: float, LayerNorm epsilon.
+
+    Call arguments:
+        x: float Tensor of shape [batch_size, seq_length, hidden_size].
+        padding_mask: int or bool Tensor of shape [batch_size, seq_length],
+            1 for real tokens, 0 for padding. Padded keys get no attention.
+        training: bool, whether dropout is active.
+        return_attention_probs: bool, also return the attention probabilities.
+
+    Returns:
+        Float Tensor of shape [batch_size, seq_length, hidden_size]; with
+        `return_attention_probs`, also a float32 Tensor of shape
+        [batch_size, num_heads, seq_length, seq_length].
+
+    Example:
+    >>> block = TransformerEncoderBlock(num_heads=2, intermediate_size=32)
+    >>> block(np.zeros((1, 4, 8)), padding_mask=np.array([[1, 1, 1, 0]])).shape
+    (1, 4, 8)
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        intermediate_size,
+        hidden_act="gelu",
+        dropout_rate=0.1,
+        attention_dropout_rate=0.1,
+        initializer_range=0.02,
+        layer_norm_epsilon=1e-12,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if not isinstance(num_heads, int) or num_heads < 1:
+            raise ValueError(f"Expected num_heads >= 1. Received: num_heads={num_heads!r}")
+        if not isinstance(intermediate_size, int) or intermediate_size < 1:
+            raise ValueError(
+                f"Expected intermediate_size >= 1. Received: "
+                f"intermediate_size={intermediate_size!r}"
+            )
+        get_activation(hidden_act)
+        check_rate("dropout_rate", dropout_rate)
+        check_rate("attention_dropout_rate", attention_dropout_rate)
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.dropout_rate = dropout_rate
+        self.attention_dropout_rate = attention_dropout_rate
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.supports_masking = False
+
+    def build(self, input_shape):
+        hidden_size = input_shape[-1]
+        if hidden_size % self.num_heads:
+            raise ValueError(
+                f"The input width must be divisible by num_heads. Received: "
+                f"hidden_size={hidden_size}, num_heads={self.num_heads}."
+            )
+        self.head_size = hidden_size // self.num_heads
+
+        def dense(units, name, activation=None):
+            return keras.layers.Dense(
+                units,
+                activation=activation,
+                kernel_initializer=initializer(self.initializer_range),
+                dtype=self.dtype_policy,
+                name=name,
+            )
+
+        def layer_norm(name):
+            return keras.layers.LayerNormalization(
+                epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+            )
+
+        self.qkv_dense = dense(3 * hidden_size, "qkv_dense")
+        self.qkv_dense.build((None, None, hidden_size))
+        self.attention_output_dense = dense(hidden_size, "attention_output_dense")
+        self.attention_output_dense.build((None, None, hidden_size))
+        self.attention_layer_norm = layer_norm("attention_layer_norm")
+        self.attention_layer_norm.build((None, None, hidden_size))
+        self.intermediate_dense = dense(
+            self.intermediate_size, "intermediate_dense", get_activation(self.hidden_act)
+        )
+        self.intermediate_dense.build((None, None, hidden_size))
+        self.output_dense = dense(hidden_size, "output_dense")
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.output_layer_norm = layer_norm("output_layer_norm")
+        self.output_layer_norm.build((None, None, hidden_size))
+        self.attention_dropout = keras.layers.Dropout(
+            self.attention_dropout_rate, dtype=self.dtype_policy
+        )
+        self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
+        self.built = True
+
+    def call(self, x, padding_mask=None, training=None, return_attention_probs=False):
+        batch_size, seq_length = ops.shape(x)[0], ops.shape(x)[1]
+        hidden_size = self.num_heads * self.head_size
+
+        qkv = self.qkv_dense(x)  # (B, T, 3H)
+        qkv = ops.reshape(qkv, (batch_size, seq_length, 3, self.num_heads, self.head_size))
+        query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # (B, T, N, D)
+        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
+
+        scores = ops.einsum("btnd,bsnd->bnts", query, key)  # (B, N, T, T)
+        scores = ops.cast(scores, "float32")
+        if padding_mask is not None:
+            # (B, 1, 1, T): 0 for real keys, a large negative for padded keys.
+            bias = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_VALUE
+            scores = scores + bias[:, None, None, :]
+        probs = ops.softmax(scores, axis=-1)  # float32 (B, N, T, T)
+        attended = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
+        context = ops.einsum("bnts,bsnd->btnd", attended, value)  # (B, T, N, D)
+        context = ops.reshape(context, (batch_size, seq_length, hidden_size))
+
+        attention_output = self.dropout(self.attention_output_dense(context), training=training)
+        h = self.attention_layer_norm(x + attention_output)
+        ffn = self.output_dense(self.intermediate_dense(h))
+        y = self.output_layer_norm(h + self.dropout(ffn, training=training))
+        if return_attention_probs:
+            return y, probs
+        return y
+
+    def compute_output_spec(
+        self, x, padding_mask=None, training=None, return_attention_probs=False
+    ):
+        output = keras.KerasTensor(x.shape, dtype=self.compute_dtype)
+        if not return_attention_probs:
+            return output
+        batch_size, seq_length = x.shape[0], x.shape[1]
+        probs_shape = (batch_size, self.num_heads, seq_length, seq_length)
+        return output, keras.KerasTensor(probs_shape, dtype="float32")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            intermediate_size=self.intermediate_size,
+            hidden_act=self.hidden_act,
+            dropout_rate=self.dropout_rate,
+            attention_dropout_rate=self.attention_dropout_rate,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
+        return config

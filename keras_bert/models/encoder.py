@@ -1,0 +1,188 @@
+"""BertEncoder: the BERT backbone as a functional Keras model."""
+
+import keras
+
+from keras_bert.config import BertConfig, validate
+from keras_bert.layers import BertEmbeddings, Pooler, TransformerEncoderBlock
+from keras_bert.models import model_dir as model_dir_lib
+
+_CONFIG_FIELDS = tuple(BertConfig().to_dict())
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertEncoder(keras.Model):
+    """The BERT encoder: embeddings, `num_layers` encoder blocks, pooler.
+
+    The constructor arguments are the fields of `BertConfig`.
+
+    Inputs (a dict):
+        token_ids: int32 Tensor of shape [batch_size, seq_length].
+        segment_ids: int32 Tensor of shape [batch_size, seq_length].
+        padding_mask: int32 or bool Tensor of shape [batch_size, seq_length],
+            1 for real tokens.
+
+    Outputs (a dict):
+        sequence_output: float Tensor [batch_size, seq_length, hidden_size],
+            the last layer.
+        pooled_output: float Tensor [batch_size, hidden_size], tanh dense over [CLS].
+        encoder_outputs: list of `num_layers` float Tensors
+            [batch_size, seq_length, hidden_size], one per block.
+        attention_probs: (only with `output_attention_probs=True`) list of
+            float32 Tensors [batch_size, num_heads, seq_length, seq_length].
+
+    Args:
+        vocab_size, hidden_size, num_layers, num_heads, intermediate_size,
+        hidden_act, dropout_rate, attention_dropout_rate,
+        max_position_embeddings, type_vocab_size, initializer_range,
+        layer_norm_epsilon: see `BertConfig`.
+        output_attention_probs: bool, also output attention probabilities.
+        dtype: a Keras dtype policy such as "mixed_bfloat16", or None for the
+            global policy.
+
+    Example:
+    >>> encoder = BertEncoder(**BertConfig.from_preset("tiny", vocab_size=100).to_dict())
+    >>> ids = np.array([[2, 7, 9, 3, 0]])
+    >>> out = encoder({"token_ids": ids, "segment_ids": 0 * ids,
+    ...                "padding_mask": (ids > 0).astype("int32")})
+    >>> out["sequence_output"].shape, out["pooled_output"].shape
+    ((1, 5, 128), (1, 128))
+    """
+
+    def __init__(
+        self,
+        vocab_size=30522,
+        hidden_size=768,
+        num_layers=12,
+        num_heads=12,
+        intermediate_size=3072,
+        hidden_act="gelu",
+        dropout_rate=0.1,
+        attention_dropout_rate=0.1,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        initializer_range=0.02,
+        layer_norm_epsilon=1e-12,
+        output_attention_probs=False,
+        dtype=None,
+        **kwargs,
+    ):
+        config = dict(
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            intermediate_size=intermediate_size,
+            hidden_act=hidden_act,
+            dropout_rate=dropout_rate,
+            attention_dropout_rate=attention_dropout_rate,
+            max_position_embeddings=max_position_embeddings,
+            type_vocab_size=type_vocab_size,
+            initializer_range=initializer_range,
+            layer_norm_epsilon=layer_norm_epsilon,
+        )
+        validate(**config)
+
+        # === Layers ===
+        self.embeddings = BertEmbeddings(
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            max_position_embeddings=max_position_embeddings,
+            type_vocab_size=type_vocab_size,
+            dropout_rate=dropout_rate,
+            initializer_range=initializer_range,
+            layer_norm_epsilon=layer_norm_epsilon,
+            dtype=dtype,
+            name="embeddings",
+        )
+        self.encoder_blocks = [
+            TransformerEncoderBlock(
+                num_heads=num_heads,
+                intermediate_size=intermediate_size,
+                hidden_act=hidden_act,
+                dropout_rate=dropout_rate,
+                attention_dropout_rate=attention_dropout_rate,
+                initializer_range=initializer_range,
+                layer_norm_epsilon=layer_norm_epsilon,
+                dtype=dtype,
+                name=f"encoder_block_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.pooler = Pooler(initializer_range=initializer_range, dtype=dtype, name="pooler")
+
+        # === Functional graph ===
+        inputs = {
+            "token_ids": keras.Input(shape=(None,), dtype="int32", name="token_ids"),
+            "segment_ids": keras.Input(shape=(None,), dtype="int32", name="segment_ids"),
+            "padding_mask": keras.Input(shape=(None,), dtype="int32", name="padding_mask"),
+        }
+        x = self.embeddings(inputs["token_ids"], inputs["segment_ids"])
+        encoder_outputs, attention_probs = [], []
+        for block in self.encoder_blocks:
+            if output_attention_probs:
+                x, probs = block(
+                    x, padding_mask=inputs["padding_mask"], return_attention_probs=True
+                )
+                attention_probs.append(probs)
+            else:
+                x = block(x, padding_mask=inputs["padding_mask"])
+            encoder_outputs.append(x)
+        outputs = {
+            "sequence_output": x,
+            "pooled_output": self.pooler(x),
+            "encoder_outputs": encoder_outputs,
+        }
+        if output_attention_probs:
+            outputs["attention_probs"] = attention_probs
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+        # === Config ===
+        for name, value in config.items():
+            setattr(self, name, value)
+        self.output_attention_probs = output_attention_probs
+
+    def get_bert_config(self):
+        """The `BertConfig` this encoder was built from."""
+        return BertConfig(**{name: getattr(self, name) for name in _CONFIG_FIELDS})
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            **self.get_bert_config().to_dict(),
+            "output_attention_probs": self.output_attention_probs,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+    @classmethod
+    def from_bert_config(cls, config, **kwargs):
+        """Builds an encoder from a `BertConfig` (or a preset name)."""
+        if isinstance(config, str):
+            config = BertConfig.from_preset(config)
+        return cls(**config.to_dict(), **kwargs)
+
+    def save_pretrained(self, model_dir, vocab_file=None):
+        """Writes config.json, model.weights.h5 (and vocab.txt) to `model_dir`."""
+        model_dir_lib.save_model_dir(self, model_dir, vocab_file=vocab_file)
+
+    @classmethod
+    def from_pretrained(cls, model_dir, **kwargs):
+        """Loads the encoder of any model directory (a task dir gives its encoder).
+
+        Args:
+            model_dir: str, a directory written by `save_pretrained` or
+                tools/convert_checkpoint.py.
+            **kwargs: encoder options that do not change weights, e.g.
+                `dtype="mixed_bfloat16"` or `output_attention_probs=True`.
+        """
+        model = model_dir_lib.load_model_dir(model_dir, cls, **kwargs)
+        encoder = getattr(model, "encoder", model)
+        encoder.vocab_file = model.vocab_file
+        return encoder

@@ -1,0 +1,159 @@
+"""The model directory: the hand-off between convert, pretrain, finetune and export.
+
+MODEL_DIR/
+  config.json        BertConfig of the encoder
+  vocab.txt          WordPiece vocabulary (when known)
+  model.weights.h5   Keras weights of the whole model
+  task.json          task models only: {"task": name, "task_config": {...}, ...}
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+from keras_bert.config import BertConfig
+
+CONFIG_FILE = "config.json"
+VOCAB_FILE = "vocab.txt"
+WEIGHTS_FILE = "model.weights.h5"
+TASK_FILE = "task.json"
+
+# task name -> model class; filled by `register_task`.
+_TASKS = {}
+
+
+def register_task(name):
+    """Class decorator: lets `load_model_dir` rebuild a task model by name."""
+
+    def decorator(cls):
+        cls.task_name = name
+        _TASKS[name] = cls
+        return cls
+
+    return decorator
+
+
+def count_vocab_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return sum(1 for _ in f)
+
+
+def check_vocab(vocab_file, vocab_size):
+    """Raises ValueError if `vocab_file` does not have `vocab_size` lines."""
+    found = count_vocab_lines(vocab_file)
+    if found != vocab_size:
+        raise ValueError(
+            f"{vocab_file} has {found} tokens, but the model's vocab_size is "
+            f"{vocab_size} (rows of the token embedding matrix). Use the vocab.txt "
+            f"that was released with these weights."
+        )
+
+
+def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
+    """Writes `model` to `model_dir` atomically (a temp dir, then a rename).
+
+    Args:
+        model: a `BertEncoder` or a task model with an `.encoder`.
+        model_dir: str, the directory to write; replaced if it exists.
+        vocab_file: str path of vocab.txt to copy in, or None to use the
+            vocabulary the model was loaded with (`model.vocab_file`), if any.
+        task_info: dict of extra JSON-able facts for task.json
+            (e.g. max_seq_length).
+    """
+    encoder = getattr(model, "encoder", model)
+    config = encoder.get_bert_config()
+    vocab_file = vocab_file or getattr(model, "vocab_file", None)
+    if vocab_file is not None:
+        check_vocab(vocab_file, config.vocab_size)
+    model_dir = os.path.abspath(model_dir)
+    parent = os.path.dirname(model_dir)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(model_dir) + "-", dir=parent)
+    try:
+        config.to_json_file(os.path.join(tmp, CONFIG_FILE))
+        if vocab_file is not None:
+            shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
+        if model is not encoder:
+            task = {
+                "task": model.task_name,
+                "task_config": model.task_config(),
+                **(getattr(model, "task_info", None) or {}),
+                **(task_info or {}),
+            }
+            with open(os.path.join(tmp, TASK_FILE), "w", encoding="utf-8") as f:
+                json.dump(task, f, indent=2, sort_keys=True)
+                f.write("\n")
+        model.save_weights(os.path.join(tmp, WEIGHTS_FILE))
+        if os.path.isdir(model_dir):
+            old = model_dir + ".old"
+            shutil.rmtree(old, ignore_errors=True)
+            os.rename(model_dir, old)
+            os.rename(tmp, model_dir)
+            shutil.rmtree(old)
+        else:
+            os.rename(tmp, model_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if vocab_file is not None:
+        model.vocab_file = os.path.join(model_dir, VOCAB_FILE)
+
+
+def read_task_info(model_dir):
+    """The parsed task.json of `model_dir`, or None for a bare encoder."""
+    path = os.path.join(model_dir, TASK_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
+    """Rebuilds the model saved in `model_dir` (the type task.json names).
+
+    Returns:
+        A `BertEncoder` or task model with its weights loaded; its
+        `vocab_file` attribute is the directory's vocab.txt (or None) and
+        `task_info` the contents of task.json (or None).
+    """
+    if not os.path.isdir(model_dir):
+        raise FileNotFoundError(f"Model directory not found: {model_dir}")
+    config_path = os.path.join(model_dir, CONFIG_FILE)
+    weights_path = os.path.join(model_dir, WEIGHTS_FILE)
+    for path in (config_path, weights_path):
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                f"{path} is missing: {model_dir} is not a complete model directory "
+                f"(expected {CONFIG_FILE}, {WEIGHTS_FILE}, optional {VOCAB_FILE} and "
+                f"{TASK_FILE}). Create one with tools/convert_checkpoint.py or "
+                f"save_pretrained()."
+            )
+    config = BertConfig.from_json_file(config_path)
+    vocab_path = os.path.join(model_dir, VOCAB_FILE)
+    if os.path.exists(vocab_path):
+        check_vocab(vocab_path, config.vocab_size)
+    else:
+        vocab_path = None
+    encoder = encoder_cls(**config.to_dict(), **encoder_kwargs)
+    task = read_task_info(model_dir)
+    if task is None:
+        model = encoder
+    else:
+        if task.get("task") not in _TASKS:
+            raise ValueError(
+                f"{os.path.join(model_dir, TASK_FILE)} names an unknown task "
+                f"{task.get('task')!r}. Known tasks: {sorted(_TASKS)}."
+            )
+        model = _TASKS[task["task"]](encoder=encoder, **task.get("task_config", {}))
+    try:
+        model.load_weights(weights_path)
+    except (ValueError, KeyError, OSError) as e:
+        raise ValueError(
+            f"Could not load {weights_path} into a {type(model).__name__} built from "
+            f"{config_path}: {e}. The weights and config.json must come from the same "
+            f"model."
+        ) from e
+    model.vocab_file = vocab_path
+    model.task_info = task
+    return model

@@ -1,0 +1,73 @@
+"""BertSpanLabeler: start and end logits for extractive question answering."""
+
+import keras
+from keras import ops
+
+from keras_bert.layers.activations import initializer
+from keras_bert.models.model_dir import register_task
+from keras_bert.models.task import BertTask
+
+_MASK_VALUE = -1e9
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class SpanLogits(keras.layers.Layer):
+    """Splits [batch, seq, 2] scores into start/end logits, padding masked out.
+
+    Call arguments:
+        scores: float Tensor of shape [batch_size, seq_length, 2].
+        padding_mask: int Tensor of shape [batch_size, seq_length].
+
+    Returns:
+        A dict of float32 Tensors of shape [batch_size, seq_length]:
+        `start_logits`, `end_logits`; padded positions get -1e9.
+    """
+
+    def call(self, scores, padding_mask):
+        scores = ops.cast(scores, "float32")
+        bias = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_VALUE
+        return {
+            "start_logits": scores[..., 0] + bias,
+            "end_logits": scores[..., 1] + bias,
+        }
+
+    def compute_output_spec(self, scores, padding_mask):
+        spec = keras.KerasTensor(scores.shape[:-1], dtype="float32")
+        return {"start_logits": spec, "end_logits": spec}
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+@register_task("span_qa")
+class BertSpanLabeler(BertTask):
+    """SQuAD-style span head: a dense layer of 2 units over every token.
+
+    Inputs: the encoder input dict of [CLS] question [SEP] context [SEP].
+    Outputs (a dict): `start_logits`, `end_logits`, float32
+    [batch_size, seq_length]; padded positions are -1e9 so they never win.
+    Train with sparse categorical cross-entropy (from_logits) on the start
+    and end token positions.
+
+    Args:
+        encoder: a `BertEncoder`.
+
+    Example:
+    >>> qa = BertSpanLabeler(encoder)
+    >>> out = qa(inputs); out["start_logits"].shape  # (batch, seq)
+    """
+
+    def __init__(self, encoder, **kwargs):
+        # === Layers ===
+        self.encoder = encoder
+        self.output_dense = keras.layers.Dense(
+            2,
+            kernel_initializer=initializer(encoder.initializer_range),
+            dtype=encoder.dtype_policy,
+            name="span_scores",
+        )
+        self.span_logits = SpanLogits(name="span_logits")
+
+        # === Functional graph ===
+        inputs = dict(encoder.input)
+        sequence = encoder(inputs)["sequence_output"]
+        outputs = self.span_logits(self.output_dense(sequence), inputs["padding_mask"])
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)

@@ -1,0 +1,26 @@
+"""In-graph text processing: tokenizer, packer, MLM masking, vocabularies.
+
+Imports nothing from keras_bert.layers or keras_bert.models.
+"""
+
+from keras_bert.text.masker import MaskedLMMasker
+from keras_bert.text.packer import BertPacker
+from keras_bert.text.preprocessor import BertPreprocessor
+from keras_bert.text.tokenizer import BertTokenizer
+from keras_bert.text.vocab import SPECIAL_TOKENS
+from keras_bert.text.vocab import build_vocabulary
+from keras_bert.text.vocab import count_words
+from keras_bert.text.vocab import load_vocabulary
+from keras_bert.text.vocab import save_vocabulary
+
+__all__ = [
+    "BertPacker",
+    "BertPreprocessor",
+    "BertTokenizer",
+    "MaskedLMMasker",
+    "SPECIAL_TOKENS",
+    "build_vocabulary",
+    "count_words",
+    "load_vocabulary",
+    "save_vocabulary",
+]

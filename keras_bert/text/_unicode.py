@@ -1,0 +1,325 @@
+"""In-graph BERT text normalization and pre-tokenization (private).
+
+Reproduces google-research/bert's `BasicTokenizer` with TensorFlow ops:
+
+1. clean text: delete U+0000, U+FFFD and control/format characters
+   (categories Cc, Cf, except tab, newline, carriage return); every
+   whitespace character (" ", \\t, \\n, \\r, category Zs, and anything Python's
+   `str.isspace()` splits on) separates words;
+2. surround CJK ideographs with spaces (each becomes a word);
+3. uncased only: Python `str.lower()` (including the Greek final sigma rule),
+   then NFD and dropping of combining marks (category Mn);
+4. split off every punctuation character (ASCII 33-47, 58-64, 91-96,
+   123-126 and Unicode categories P*).
+
+The per-character decisions come from one lookup table computed once per
+process with Python's own `unicodedata` (the module the reference uses), so
+the in-graph result follows the Unicode version of the Python that built the
+layer. The work is done on Unicode code points (never on bytes), and every
+output character remembers the byte and character span of the input
+character it came from, which gives offsets relative to the original string.
+"""
+
+import functools
+import unicodedata
+
+import numpy as np
+import tensorflow as tf
+
+# Bits of the per-code-point info word. Bits 8 and up hold the index of the
+# code point's uncased expansion (0: maps to itself).
+DROP = 1  # Deleted by clean-text.
+SPACE = 2  # Separates words.
+PUNCT = 4  # A word of its own (punctuation).
+CJK = 8  # A word of its own (CJK ideograph).
+CASED = 16  # Cased and not case-ignorable (for the final sigma rule).
+CASE_IGNORABLE = 32  # Skipped by the final sigma context scan.
+EXPANSION_SHIFT = 8
+
+_BLOCK = 256
+_NUM_CODE_POINTS = 0x110000
+_CAPITAL_SIGMA = 0x03A3
+_FINAL_SIGMA = 0x03C2
+
+
+def _is_cjk(cp):
+    return (
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0x20000 <= cp <= 0x2A6DF
+        or 0x2A700 <= cp <= 0x2B73F
+        or 0x2B740 <= cp <= 0x2B81F
+        or 0x2B820 <= cp <= 0x2CEAF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x2F800 <= cp <= 0x2FA1F
+    )
+
+
+def _is_punctuation(cp, category):
+    return (
+        33 <= cp <= 47
+        or 58 <= cp <= 64
+        or 91 <= cp <= 96
+        or 123 <= cp <= 126
+        or category.startswith("P")
+    )
+
+
+def _uncased_form(char):
+    """What the reference makes of `char` when lower-casing is on."""
+    decomposed = unicodedata.normalize("NFD", char.lower())
+    return "".join(
+        c for c in decomposed if unicodedata.category(c) != "Mn"
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def unicode_tables():
+    """Builds the lookup tables (once per process).
+
+    Returns:
+        A dict of numpy arrays:
+        `block_index` int32 [0x110000 / 256]: block number per 256 code points;
+        `blocks` int32 [num_blocks * 256]: info word per code point;
+        `expansion_values` int32 and `expansion_splits` int32: the uncased
+        form of each expanding code point, as ragged rows (row 0 is a dummy).
+    """
+    expansions = [[0]]  # Row 0: unused dummy, keeps gathers in range.
+    info = np.zeros([_NUM_CODE_POINTS], np.int32)
+    for cp in range(_NUM_CODE_POINTS):
+        char = chr(cp)
+        category = unicodedata.category(char)
+        if category == "Cn":
+            continue  # Unassigned: an ordinary (non-cased) character.
+        bits = 0
+        if char in "\t\n\r":
+            bits |= SPACE
+        elif cp == 0 or cp == 0xFFFD or category in ("Cc", "Cf"):
+            info[cp] = DROP
+            continue
+        if category == "Zs" or char.isspace():
+            bits |= SPACE
+        if _is_punctuation(cp, category):
+            bits |= PUNCT
+        if _is_cjk(cp):
+            bits |= CJK
+        if category not in ("Co", "Cs"):
+            # Python's own "cased" and "case-ignorable" properties, probed
+            # through its final sigma rule: "<c>Σ" gets a final sigma iff c
+            # is cased and not case-ignorable; "A<c>Σ" iff c is either.
+            alone = (char + "Σ").lower()[-1] == "ς"
+            after_cased = ("A" + char + "Σ").lower()[-1] == "ς"
+            if alone:
+                bits |= CASED
+            elif after_cased:
+                bits |= CASE_IGNORABLE
+            uncased = _uncased_form(char)
+            if uncased != char:
+                bits |= len(expansions) << EXPANSION_SHIFT
+                expansions.append([ord(c) for c in uncased])
+        info[cp] = bits
+    # Two-level table: identical 256-code-point blocks are stored once.
+    block_rows = info.reshape([-1, _BLOCK])
+    unique_blocks, block_index = np.unique(
+        block_rows, axis=0, return_inverse=True
+    )
+    lengths = [len(e) for e in expansions]
+    return {
+        "block_index": block_index.reshape([-1]).astype(np.int32),
+        "blocks": unique_blocks.reshape([-1]).astype(np.int32),
+        "expansion_values": np.array(
+            [c for e in expansions for c in e], np.int32
+        ),
+        "expansion_splits": np.concatenate([[0], np.cumsum(lengths)]).astype(
+            np.int32
+        ),
+    }
+
+
+def _lookup(tables, code_points):
+    """Info word for each code point. int32 Tensor, same shape."""
+    block = tf.gather(tables["block_index"], code_points // _BLOCK)
+    return tf.gather(tables["blocks"], block * _BLOCK + code_points % _BLOCK)
+
+
+def _utf8_length(code_points):
+    return (
+        1
+        + tf.cast(code_points >= 0x80, tf.int32)
+        + tf.cast(code_points >= 0x800, tf.int32)
+        + tf.cast(code_points >= 0x10000, tf.int32)
+    )
+
+
+def _final_sigma(code_points, info, row_ids):
+    """True where Python's `str.lower()` turns U+03A3 into a final sigma.
+
+    The rule: the sigma follows a cased character (case-ignorable characters
+    in between are skipped) and is not followed by one. Whitespace is neither
+    cased nor case-ignorable, so scanning the whole (cleaned) text gives the
+    same answer as scanning the reference's whitespace-separated token.
+    """
+    n = tf.shape(code_points)[0]
+    anchor = tf.equal(info & CASE_IGNORABLE, 0)  # Chars the scan stops on.
+    anchor_pos = tf.cast(tf.where(anchor)[:, 0], tf.int32)
+    num_anchors = tf.shape(anchor_pos)[0]
+    anchors_through = tf.cumsum(tf.cast(anchor, tf.int32))
+    anchors_before = anchors_through - tf.cast(anchor, tf.int32)
+    padded = tf.concat([anchor_pos, [n]], 0)  # n: "no such character".
+
+    prev_pos = tf.gather(padded, tf.maximum(anchors_before - 1, 0))
+    prev_ok = (anchors_before > 0) & tf.equal(
+        tf.gather(row_ids, tf.minimum(prev_pos, n - 1)), row_ids
+    )
+    prev_cased = prev_ok & tf.not_equal(
+        tf.gather(info, tf.minimum(prev_pos, n - 1)) & CASED, 0
+    )
+
+    next_pos = tf.gather(padded, tf.minimum(anchors_through, num_anchors))
+    next_ok = (next_pos < n) & tf.equal(
+        tf.gather(row_ids, tf.minimum(next_pos, n - 1)), row_ids
+    )
+    next_cased = next_ok & tf.not_equal(
+        tf.gather(info, tf.minimum(next_pos, n - 1)) & CASED, 0
+    )
+    return (
+        tf.equal(code_points, _CAPITAL_SIGMA) & prev_cased & ~next_cased
+    )
+
+
+def pretokenize(texts, tables, lowercase):
+    """Splits a batch of strings into normalized words, as the reference does.
+
+    Args:
+        texts: string Tensor of shape [batch]. Invalid UTF-8 bytes are
+            decoded as U+FFFD and then deleted, as the reference deletes
+            U+FFFD.
+        tables: dict of constant Tensors from `unicode_tables()`.
+        lowercase: bool. Lower-case and strip accents (uncased vocabularies).
+
+    Returns:
+        A dict of flat Tensors:
+        `words`: string [num_words], normalized words of the whole batch;
+        `word_row_splits`: int64 [batch + 1], words of each input string;
+        `word_num_chars`: int32 [num_words], length in code points;
+        `word_char_splits`: int32 [num_words + 1], normalized characters of
+            each word (indices into the arrays below);
+        `char_byte_start`: int32 [num_chars], byte offset of each normalized
+            character within the concatenation of all `words`;
+        `orig_byte_start`, `orig_byte_end`, `orig_char_start`,
+        `orig_char_end`: int32 [num_chars], span in the ORIGINAL input string
+            of the input character each normalized character came from.
+    """
+    batch_size = tf.shape(texts, out_type=tf.int64)[0]
+    chars, byte_starts = tf.strings.unicode_decode_with_offsets(
+        texts,
+        "UTF-8",
+        errors="replace",
+        replacement_char=0xFFFD,
+    )
+    chars = chars.with_row_splits_dtype(tf.int64)
+    byte_starts = tf.cast(byte_starts.with_row_splits_dtype(tf.int64), tf.int32)
+    row_ids = tf.cast(chars.value_rowids(), tf.int32)
+    code_points = chars.flat_values
+    byte_start = byte_starts.flat_values
+    # Each character ends where the next one starts, the last at the end.
+    row_starts = tf.cast(chars.row_splits[:-1], tf.int32)
+    row_limits = tf.cast(chars.row_splits[1:], tf.int32)
+    next_index = tf.range(tf.size(code_points)) + 1
+    is_last = tf.equal(next_index, tf.gather(row_limits, row_ids))
+    text_bytes = tf.strings.length(texts)
+    byte_end = tf.where(
+        is_last,
+        tf.gather(text_bytes, row_ids),
+        tf.gather(
+            tf.concat([byte_start, [0]], 0), tf.minimum(next_index, tf.size(code_points))
+        ),
+    )
+    char_index = tf.range(tf.size(code_points)) - tf.gather(row_starts, row_ids)
+
+    # 1. Clean text.
+    info = _lookup(tables, code_points)
+    keep = tf.equal(info & DROP, 0)
+    code_points = tf.boolean_mask(code_points, keep)
+    info = tf.boolean_mask(info, keep)
+    row_ids = tf.boolean_mask(row_ids, keep)
+    byte_start = tf.boolean_mask(byte_start, keep)
+    byte_end = tf.boolean_mask(byte_end, keep)
+    char_index = tf.boolean_mask(char_index, keep)
+
+    # 3. Lower-case and strip accents: each code point becomes 0..n others.
+    if lowercase:
+        final_sigma = _final_sigma(code_points, info, row_ids)
+        expansion = tf.bitwise.right_shift(info, EXPANSION_SHIFT)
+        splits = tables["expansion_splits"]
+        out_len = tf.where(
+            expansion > 0,
+            tf.gather(splits, expansion + 1) - tf.gather(splits, expansion),
+            1,
+        )
+        source = tf.repeat(tf.range(tf.size(code_points)), out_len)
+        out_start = tf.cumsum(out_len, exclusive=True)
+        within = tf.range(tf.size(source)) - tf.gather(out_start, source)
+        src_expansion = tf.gather(expansion, source)
+        expanded = tf.gather(
+            tables["expansion_values"],
+            tf.gather(splits, src_expansion) + within,
+        )
+        new_code_points = tf.where(
+            src_expansion > 0, expanded, tf.gather(code_points, source)
+        )
+        new_code_points = tf.where(
+            tf.gather(final_sigma, source), _FINAL_SIGMA, new_code_points
+        )
+        src_info = tf.gather(info, source)
+        code_points = new_code_points
+        row_ids = tf.gather(row_ids, source)
+        byte_start = tf.gather(byte_start, source)
+        byte_end = tf.gather(byte_end, source)
+        char_index = tf.gather(char_index, source)
+        # Punctuation is split after lower-casing, so look it up again.
+        info = (src_info & (SPACE | CJK)) | (
+            _lookup(tables, code_points) & PUNCT
+        )
+
+    # 2 and 4. Word boundaries: whitespace separates, CJK and punctuation
+    # characters stand alone.
+    space = tf.not_equal(info & SPACE, 0)
+    alone = tf.not_equal(info & (PUNCT | CJK), 0)
+    previous_row = tf.concat([[-1], row_ids[:-1]], 0)
+    first_in_row = tf.not_equal(previous_row, row_ids)
+    previous_space = tf.concat([[True], space[:-1]], 0)
+    previous_alone = tf.concat([[True], alone[:-1]], 0)
+    starts_word = ~space & (
+        first_in_row | alone | previous_alone | previous_space
+    )
+    keep = ~space
+    code_points = tf.boolean_mask(code_points, keep)
+    starts_word = tf.boolean_mask(starts_word, keep)
+    row_ids = tf.boolean_mask(row_ids, keep)
+    byte_start = tf.boolean_mask(byte_start, keep)
+    byte_end = tf.boolean_mask(byte_end, keep)
+    char_index = tf.boolean_mask(char_index, keep)
+
+    num_chars = tf.size(code_points)
+    word_first_char = tf.cast(tf.where(starts_word)[:, 0], tf.int32)
+    word_char_splits = tf.concat([word_first_char, [num_chars]], 0)
+    word_chars = tf.RaggedTensor.from_row_splits(
+        code_points, word_char_splits, validate=False
+    )
+    words = tf.strings.unicode_encode(word_chars, "UTF-8")
+    word_rows = tf.gather(row_ids, word_first_char)
+    word_row_splits = tf.RaggedTensor.from_value_rowids(
+        word_first_char, tf.cast(word_rows, tf.int64), nrows=batch_size
+    ).row_splits
+    return {
+        "words": words,
+        "word_row_splits": word_row_splits,
+        "word_num_chars": word_char_splits[1:] - word_char_splits[:-1],
+        "word_char_splits": word_char_splits,
+        "char_byte_start": tf.cumsum(_utf8_length(code_points), exclusive=True),
+        "orig_byte_start": byte_start,
+        "orig_byte_end": byte_end,
+        "orig_char_start": char_index,
+        "orig_char_end": char_index + 1,
+    }

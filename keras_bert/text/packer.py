@@ -1,0 +1,215 @@
+"""Packs one or two segments of ids into BERT's encoder inputs."""
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+_TRUNCATIONS = ("longest_first", "round_robin")
+
+
+def _longest_first_lengths(length_a, length_b, budget):
+    """Lengths kept by the paper's rule, in closed form.
+
+    google-research/bert `_truncate_seq_pair` pops one token at a time from
+    the longer segment (from B on a tie) until the pair fits `budget`. The
+    result: a segment shorter than its half keeps everything and the other
+    gets the rest; otherwise A keeps ceil(budget / 2) and B floor(budget / 2).
+
+    Args:
+        length_a, length_b: int32 Tensors [batch].
+        budget: int32 scalar, tokens left for the two segments.
+
+    Returns:
+        Tuple of int32 Tensors [batch]: kept lengths of A and B.
+    """
+    fits = length_a + length_b <= budget
+    keep_b = tf.minimum(length_b, tf.maximum(budget // 2, budget - length_a))
+    keep_a = budget - keep_b
+    return (
+        tf.where(fits, length_a, keep_a),
+        tf.where(fits, length_b, keep_b),
+    )
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertPacker(keras.layers.Layer):
+    """Packs token ids as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`.
+
+    Truncates the segments so the packed sequence fits, adds the special
+    tokens and pads. All in TensorFlow ops (works in `tf.data` and in an
+    exported SavedModel).
+
+    Args:
+        cls_token_id: int, id of `[CLS]`.
+        sep_token_id: int, id of `[SEP]`.
+        pad_token_id: int, id of `[PAD]` (fills the padding).
+        sequence_length: int or None. An int pads (and truncates) every
+            sequence to exactly this length. None pads to the longest packed
+            sequence of the batch, truncating to `max_length`.
+        max_length: int, the truncation length when `sequence_length` is
+            None (the model's `max_position_embeddings`, 512 for BERT).
+            Ignored otherwise.
+        truncation: "longest_first" (the paper's rule: trim the longer
+            segment one token at a time, B on a tie) or "round_robin"
+            (tensorflow-text `RoundRobinTrimmer`: hand out the budget one
+            token per segment in turn, A first). For one or two segments the
+            two give the same lengths; see the README.
+        **kwargs: passed to `keras.layers.Layer`.
+
+    Call arguments:
+        inputs: int `tf.RaggedTensor` [batch, (len)] (one segment), or a
+            tuple/list of one or two of them (pairs). A dense int Tensor
+            [len] is one unbatched example.
+
+    Returns:
+        dict of int32 Tensors of shape [batch, seq] ([seq] unbatched):
+        `token_ids`, `segment_ids` (0 for `[CLS]` A `[SEP]`, 1 for B `[SEP]`,
+        0 on padding) and `padding_mask` (1 for real tokens, 0 for padding).
+
+    Example:
+    >>> packer = BertPacker(cls_token_id=2, sep_token_id=3, sequence_length=8)
+    >>> out = packer((tf.ragged.constant([[10, 11, 12]]),
+    ...               tf.ragged.constant([[20, 21]])))
+    >>> out["token_ids"].numpy().tolist()
+    [[2, 10, 11, 12, 3, 20, 21, 3]]
+    >>> out["segment_ids"].numpy().tolist()
+    [[0, 0, 0, 0, 0, 1, 1, 1]]
+    """
+
+    def __init__(
+        self,
+        cls_token_id,
+        sep_token_id,
+        pad_token_id=0,
+        sequence_length=128,
+        max_length=512,
+        truncation="longest_first",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        for name, value in (
+            ("cls_token_id", cls_token_id),
+            ("sep_token_id", sep_token_id),
+            ("pad_token_id", pad_token_id),
+        ):
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(
+                    f"Expected {name} to be a non-negative int. "
+                    f"Received: {name}={value!r}"
+                )
+        if sequence_length is not None and (
+            not isinstance(sequence_length, int) or sequence_length < 3
+        ):
+            raise ValueError(
+                "Expected sequence_length to be None or an int >= 3 (room for "
+                f"[CLS] and [SEP]). Received: sequence_length={sequence_length!r}"
+            )
+        if not isinstance(max_length, int) or max_length < 3:
+            raise ValueError(
+                "Expected max_length to be an int >= 3. "
+                f"Received: max_length={max_length!r}"
+            )
+        if truncation not in _TRUNCATIONS:
+            raise ValueError(
+                f"Expected truncation to be one of {_TRUNCATIONS}. "
+                f"Received: truncation={truncation!r}"
+            )
+        self.cls_token_id = cls_token_id
+        self.sep_token_id = sep_token_id
+        self.pad_token_id = pad_token_id
+        self.sequence_length = sequence_length
+        self.max_length = max_length
+        self.truncation = truncation
+        self.built = True
+
+    def _standardize(self, inputs):
+        """Returns (list of int32 RaggedTensors [batch, (len)], unbatched)."""
+        if isinstance(inputs, dict):
+            raise ValueError(
+                "BertPacker takes a RaggedTensor of ids or a tuple of two "
+                f"(pairs). Received a dict with keys {sorted(inputs)}."
+            )
+        segments = list(inputs) if isinstance(inputs, (list, tuple)) else [
+            inputs
+        ]
+        if len(segments) not in (1, 2):
+            raise ValueError(
+                "BertPacker packs one or two segments. "
+                f"Received: {len(segments)} segments."
+            )
+        unbatched = False
+        result = []
+        for segment in segments:
+            if not isinstance(segment, tf.RaggedTensor):
+                segment = tf.convert_to_tensor(segment)
+                if segment.shape.rank == 1:
+                    unbatched = True
+                    segment = segment[tf.newaxis]
+                segment = tf.RaggedTensor.from_tensor(segment)
+            if segment.shape.rank != 2:
+                raise ValueError(
+                    "Expected each segment to be a RaggedTensor of shape "
+                    f"[batch, (len)]. Received: shape={segment.shape}."
+                )
+            result.append(
+                tf.cast(segment, tf.int32).with_row_splits_dtype(tf.int64)
+            )
+        return result, unbatched
+
+    def _trim(self, segments, budget):
+        if self.truncation == "round_robin":
+            return tf_text.RoundRobinTrimmer(budget).trim(segments)
+        lengths = [tf.cast(s.row_lengths(), tf.int32) for s in segments]
+        if len(segments) == 1:
+            keep = [tf.minimum(lengths[0], budget)]
+        else:
+            keep = _longest_first_lengths(lengths[0], lengths[1], budget)
+        return [
+            tf.ragged.boolean_mask(
+                s, tf.ragged.range(s.row_lengths()) < tf.cast(k, tf.int64)[:, None]
+            )
+            for s, k in zip(segments, keep)
+        ]
+
+    def call(self, inputs):
+        segments, unbatched = self._standardize(inputs)
+        length = self.sequence_length or self.max_length
+        segments = self._trim(segments, length - len(segments) - 1)
+
+        batch_size = segments[0].nrows()
+        cls = tf.fill([batch_size, 1], self.cls_token_id)
+        sep = tf.fill([batch_size, 1], self.sep_token_id)
+        pieces, segment_pieces = [cls], [tf.zeros_like(cls)]
+        for index, segment in enumerate(segments):
+            pieces += [segment, sep]
+            segment_pieces += [
+                tf.ones_like(segment) * index,
+                tf.fill([batch_size, 1], index),
+            ]
+        token_ids = tf.concat(pieces, axis=1)  # [batch, (len)]
+        segment_ids = tf.concat(segment_pieces, axis=1)
+        shape = [None, self.sequence_length]
+        outputs = {
+            "token_ids": token_ids.to_tensor(self.pad_token_id, shape=shape),
+            "segment_ids": segment_ids.to_tensor(0, shape=shape),
+            "padding_mask": tf.ones_like(token_ids).to_tensor(0, shape=shape),
+        }
+        if unbatched:
+            outputs = {k: v[0] for k, v in outputs.items()}
+        return outputs
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "cls_token_id": self.cls_token_id,
+                "sep_token_id": self.sep_token_id,
+                "pad_token_id": self.pad_token_id,
+                "sequence_length": self.sequence_length,
+                "max_length": self.max_length,
+                "truncation": self.truncation,
+            }
+        )
+        return config

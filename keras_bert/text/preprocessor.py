@@ -1,0 +1,124 @@
+"""Raw strings in, BERT encoder inputs out: tokenizer + packer."""
+
+import keras
+import tensorflow as tf
+
+from keras_bert.text.packer import BertPacker
+from keras_bert.text.tokenizer import BertTokenizer
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertPreprocessor(keras.layers.Layer):
+    """Tokenizes and packs raw text into the encoder's input dict.
+
+    Single texts become `[CLS] A [SEP]`, pairs `[CLS] A [SEP] B [SEP]`
+    (see `BertTokenizer` and `BertPacker`). Only TensorFlow and
+    tensorflow-text ops run, so it works in `tf.data.Dataset.map` and inside
+    a `tf.function` saved with `tf.saved_model.save` (a process that loads
+    the SavedModel needs `import tensorflow_text`, not keras_bert).
+
+    Args:
+        tokenizer: a `BertTokenizer`.
+        sequence_length: int or None; see `BertPacker`.
+        max_length: int; see `BertPacker`.
+        truncation: "longest_first" or "round_robin"; see `BertPacker`.
+        **kwargs: passed to `keras.layers.Layer`.
+
+    Call arguments:
+        inputs: string Tensor [batch] (or a scalar string: one unbatched
+            example), or a tuple/list of two of them for sentence pairs.
+
+    Returns:
+        dict of int32 Tensors [batch, seq] ([seq] unbatched): `token_ids`,
+        `segment_ids`, `padding_mask` (1 = real token).
+
+    Example:
+    >>> preprocessor = BertPreprocessor.from_vocab_file(
+    ...     "vocab.txt", lowercase=True, sequence_length=16)
+    >>> x = preprocessor(tf.constant(["The quick brown fox."]))
+    >>> sorted(x)
+    ['padding_mask', 'segment_ids', 'token_ids']
+    >>> pairs = preprocessor((tf.constant(["Who?"]), tf.constant(["Me."])))
+    """
+
+    def __init__(
+        self,
+        tokenizer,
+        sequence_length=128,
+        max_length=512,
+        truncation="longest_first",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        if not isinstance(tokenizer, BertTokenizer):
+            raise ValueError(
+                "Expected tokenizer to be a keras_bert BertTokenizer. "
+                f"Received: tokenizer={tokenizer!r}. Build one with "
+                "BertTokenizer('vocab.txt') or use "
+                "BertPreprocessor.from_vocab_file('vocab.txt')."
+            )
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+        self.max_length = max_length
+        self.truncation = truncation
+        # Validates sequence_length, max_length and truncation.
+        self.packer = BertPacker(
+            cls_token_id=tokenizer.cls_token_id,
+            sep_token_id=tokenizer.sep_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            sequence_length=sequence_length,
+            max_length=max_length,
+            truncation=truncation,
+            name="packer",
+        )
+        self.built = True
+
+    @classmethod
+    def from_vocab_file(cls, vocabulary, lowercase=True, **kwargs):
+        """Builds the tokenizer and the preprocessor in one call.
+
+        Args:
+            vocabulary: path of a `vocab.txt` (or a list of tokens).
+            lowercase: bool, True for uncased vocabularies.
+            **kwargs: `BertPreprocessor` arguments (`sequence_length`, ...).
+
+        Returns:
+            A `BertPreprocessor`.
+        """
+        return cls(BertTokenizer(vocabulary, lowercase=lowercase), **kwargs)
+
+    def call(self, inputs):
+        if isinstance(inputs, (list, tuple)):
+            if len(inputs) not in (1, 2):
+                raise ValueError(
+                    "BertPreprocessor takes one batch of strings or a pair "
+                    f"of batches. Received: {len(inputs)} inputs."
+                )
+            segments = tuple(self.tokenizer(x) for x in inputs)
+        else:
+            segments = (self.tokenizer(inputs),)
+        return self.packer(segments)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "tokenizer": keras.saving.serialize_keras_object(
+                    self.tokenizer
+                ),
+                "sequence_length": self.sequence_length,
+                "max_length": self.max_length,
+                "truncation": self.truncation,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["tokenizer"] = keras.saving.deserialize_keras_object(
+            config["tokenizer"]
+        )
+        return cls(**config)

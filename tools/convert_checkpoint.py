@@ -1,0 +1,104 @@
+"""Convert a Google or Hugging Face BERT checkpoint into a keras_bert model directory.
+
+Input formats
+-------------
+google       Google's original release (google-research/bert), a folder with
+               bert_config.json
+               bert_model.ckpt.index, bert_model.ckpt.data-00000-of-00001
+               vocab.txt
+             e.g. uncased_L-12_H-768_A-12/. --input may also be the checkpoint
+             prefix (.../bert_model.ckpt) with the config and vocab beside it.
+             Google's hidden_act "gelu" is the tanh approximation and becomes
+             hidden_act "gelu_approx". Optimizer slots (adam_m, adam_v) and
+             global_step are skipped.
+huggingface  A transformers BERT folder (BertModel, BertForPreTraining,
+             BertForMaskedLM, ...) with
+               config.json
+               model.safetensors  (read with numpy; or pytorch_model.bin,
+                                   which needs `pip install torch`)
+               vocab.txt
+             Tensor names with or without the "bert." prefix. Hugging Face's
+             "gelu" is exact (erf); "gelu_new"/"gelu_pytorch_tanh" become
+             "gelu_approx".
+
+The format is detected from the files unless --format is given.
+
+Output
+------
+MODEL_DIR/config.json, vocab.txt, model.weights.h5: a BertPretrainer's weights
+when the source has the MLM / NSP heads (cls/... tensors), else a
+BertEncoder's. Heads the source lacks are reported, not invented. Every source
+tensor is loaded or listed (skipped on purpose / unused). MODEL_DIR appears
+only when conversion (and --check) succeeded.
+
+Load the result with BertEncoder.from_pretrained(MODEL_DIR), or a task model:
+BertClassifier.from_pretrained(MODEL_DIR, num_classes=3).
+
+Examples
+--------
+  python tools/convert_checkpoint.py --input uncased_L-12_H-768_A-12 \\
+      --output models/bert_base_uncased --check
+  python tools/convert_checkpoint.py --input all-MiniLM-L6-v2 \\
+      --output models/minilm --format huggingface --check
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from keras_bert.checkpoints import FORMATS, CheckpointError, convert_checkpoint  # noqa: E402
+from keras_bert.checkpoints.convert import DEFAULT_TOLERANCE  # noqa: E402
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--input", required=True, help="Checkpoint folder, prefix or weights file.")
+    parser.add_argument("--output", required=True, help="Model directory to create.")
+    parser.add_argument(
+        "--format", choices=FORMATS, default=None, help="Input format (default: detect)."
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="Reload the written model and compare it on a few sentences with an "
+        "independent forward pass of the source (transformers when importable "
+        "for Hugging Face input, else numpy); print max |diff|; fail above "
+        "--tolerance.",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=DEFAULT_TOLERANCE,
+        help=f"Largest max |diff| --check accepts (default {DEFAULT_TOLERANCE}).",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="Replace --output if it exists."
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        report = convert_checkpoint(
+            args.input,
+            args.output,
+            format=args.format,
+            check=args.check,
+            tolerance=args.tolerance,
+            overwrite=args.overwrite,
+            log=lambda message: print(message, flush=True),
+        )
+    except CheckpointError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(report.summary())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
