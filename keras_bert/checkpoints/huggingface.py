@@ -56,7 +56,10 @@ _CONFIG_KEYS = {
     "layer_norm_eps": "layer_norm_epsilon",
 }
 
-_DENSE = r"attention\.self\.(?:query|key|value)|attention\.output\.dense|intermediate\.dense|output\.dense"
+_DENSE = (
+    r"attention\.self\.(?:query|key|value)|attention\.output\.dense"
+    r"|intermediate\.dense|output\.dense"
+)
 _NORM = r"attention\.output\.LayerNorm|output\.LayerNorm"
 
 # (pattern on the name without the model prefix, Google name template,

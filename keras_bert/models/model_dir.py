@@ -70,6 +70,11 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
     parent = os.path.dirname(model_dir)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(model_dir) + "-", dir=parent)
+    # mkdtemp makes a 0700 directory; give the model directory the usual
+    # permissions (0777 less the umask) so other users and servers can read it.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)
     try:
         config.to_json_file(os.path.join(tmp, CONFIG_FILE))
         if vocab_file is not None:

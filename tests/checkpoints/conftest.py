@@ -97,9 +97,8 @@ def to_huggingface(weights, config, prefix="bert.", old_layer_norm_names=False):
     gamma, beta = ("gamma", "beta") if old_layer_norm_names else ("weight", "bias")
     t = {}
     g = weights
-    t[prefix + "embeddings.word_embeddings.weight"] = g["bert/embeddings/word_embeddings"]
-    t[prefix + "embeddings.token_type_embeddings.weight"] = g["bert/embeddings/token_type_embeddings"]
-    t[prefix + "embeddings.position_embeddings.weight"] = g["bert/embeddings/position_embeddings"]
+    for kind in ("word", "token_type", "position"):
+        t[f"{prefix}embeddings.{kind}_embeddings.weight"] = g[f"bert/embeddings/{kind}_embeddings"]
     t[prefix + f"embeddings.LayerNorm.{gamma}"] = g["bert/embeddings/LayerNorm/gamma"]
     t[prefix + f"embeddings.LayerNorm.{beta}"] = g["bert/embeddings/LayerNorm/beta"]
     t[prefix + "embeddings.position_ids"] = np.arange(config.max_position_embeddings)[None]
@@ -123,10 +122,11 @@ def to_huggingface(weights, config, prefix="bert.", old_layer_norm_names=False):
         t[prefix + "pooler.dense.weight"] = g["bert/pooler/dense/kernel"].T.copy()
         t[prefix + "pooler.dense.bias"] = g["bert/pooler/dense/bias"]
     if "cls/predictions/output_bias" in g:
-        t["cls.predictions.transform.dense.weight"] = g["cls/predictions/transform/dense/kernel"].T.copy()
-        t["cls.predictions.transform.dense.bias"] = g["cls/predictions/transform/dense/bias"]
-        t[f"cls.predictions.transform.LayerNorm.{gamma}"] = g["cls/predictions/transform/LayerNorm/gamma"]
-        t[f"cls.predictions.transform.LayerNorm.{beta}"] = g["cls/predictions/transform/LayerNorm/beta"]
+        src, dst = "cls/predictions/transform/", "cls.predictions.transform."
+        t[dst + "dense.weight"] = g[src + "dense/kernel"].T.copy()
+        t[dst + "dense.bias"] = g[src + "dense/bias"]
+        t[dst + f"LayerNorm.{gamma}"] = g[src + "LayerNorm/gamma"]
+        t[dst + f"LayerNorm.{beta}"] = g[src + "LayerNorm/beta"]
         t["cls.predictions.bias"] = g["cls/predictions/output_bias"]
         t["cls.predictions.decoder.weight"] = g["bert/embeddings/word_embeddings"]
         t["cls.predictions.decoder.bias"] = g["cls/predictions/output_bias"]

@@ -105,7 +105,11 @@ def test_missing_encoder_tensor(tmp_path):
     tensors = to_huggingface(random_weights(config, heads=False), config)
     del tensors["bert.encoder.layer.0.attention.self.key.weight"]
     folder = write_huggingface(str(tmp_path / "hf"), tensors, huggingface_config(config))
-    _assert_fails(tmp_path, folder, r"missing encoder weight\(s\) bert\.encoder\.layer\.0\.attention\.self\.key\.weight")
+    _assert_fails(
+        tmp_path,
+        folder,
+        r"missing encoder weight\(s\) bert\.encoder\.layer\.0\.attention\.self\.key\.weight",
+    )
 
 
 def test_half_present_head_is_an_error(tmp_path):

@@ -1,6 +1,6 @@
-import importlib.util
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -120,8 +120,8 @@ def test_sharded_safetensors(tmp_path, batch):
     )
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
-def test_pytorch_bin_without_torch_says_how_to_fix(tmp_path):
+def test_pytorch_bin_without_torch_says_how_to_fix(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
     config = tiny_config()
     folder = write_huggingface(str(tmp_path / "hf"), {}, huggingface_config(config))
     os.remove(os.path.join(folder, "model.safetensors"))
@@ -130,6 +130,24 @@ def test_pytorch_bin_without_torch_says_how_to_fix(tmp_path):
     with pytest.raises(CheckpointError, match=r"pytorch_model\.bin.*pip install torch"):
         convert_checkpoint(folder, str(tmp_path / "model"))
     assert not os.path.exists(tmp_path / "model")
+
+
+def test_pytorch_bin_when_torch_is_installed(tmp_path, batch):
+    torch = pytest.importorskip("torch")
+    config = tiny_config(hidden_act="gelu")
+    weights = random_weights(config)
+    tensors = to_huggingface(weights, config)
+    folder = write_huggingface(str(tmp_path / "hf"), {}, huggingface_config(config))
+    os.remove(os.path.join(folder, "model.safetensors"))
+    state = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in tensors.items()}
+    state["bert.pooler.dense.bias"] = state["bert.pooler.dense.bias"].to(torch.bfloat16)
+    torch.save(state, os.path.join(folder, "pytorch_model.bin"))
+    source = read_huggingface_checkpoint(folder)
+    assert sorted(source.weights) == sorted(weights)
+    np.testing.assert_array_equal(
+        source.weights["bert/pooler/dense/kernel"], weights["bert/pooler/dense/kernel"]
+    )
+    assert source.weights["bert/pooler/dense/bias"].dtype == np.float32
 
 
 @pytest.mark.parametrize(

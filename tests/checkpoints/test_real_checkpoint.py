@@ -72,6 +72,8 @@ def test_huggingface_conversion_matches_transformers(converted, reference):
     assert report.unused == []
     assert list(report.ignored) == ["embeddings.position_ids"]
     assert report.max_abs_diff["sequence_output"] < ATOL
+    # transformers where torch + transformers are importable, else numpy.
+    assert report.reference in ("numpy", "transformers (encoder), numpy (heads)")
 
     encoder = BertEncoder.from_pretrained(out)
     sequence_diff, pooled_diff = _max_diffs(encoder, reference)
