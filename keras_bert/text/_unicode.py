@@ -232,7 +232,8 @@ def pretokenize(texts, tables, lowercase):
         is_last,
         tf.gather(text_bytes, row_ids),
         tf.gather(
-            tf.concat([byte_start, [0]], 0), tf.minimum(next_index, tf.size(code_points))
+            tf.concat([byte_start, [0]], 0),
+            tf.minimum(next_index, tf.size(code_points)),
         ),
     )
     char_index = tf.range(tf.size(code_points)) - tf.gather(row_starts, row_ids)

@@ -10,6 +10,9 @@ from keras_bert.text.vocab import SPECIAL_TOKENS
 from keras_bert.text.vocab import load_vocabulary
 
 # "[PAD]", "[unused0]", ...: never drawn as random replacements.
+# Own ops rather than tensorflow-text's RandomItemSelector/MaskValuesChooser:
+# those draw unseeded random numbers (no reproducible masks) and choose a
+# Bernoulli number of items per sequence rather than round(rate * n).
 _BRACKETED = re.compile(r"\[[A-Za-z0-9_]+\]")
 
 
@@ -144,7 +147,9 @@ class MaskedLMMasker(keras.layers.Layer):
             self._random_pool = tf.constant(pool, tf.int32)
             # On the CPU, so tf.data (which runs there) can use it.
             if seed is None:
-                self._generator = tf.random.Generator.from_non_deterministic_state()
+                self._generator = (
+                    tf.random.Generator.from_non_deterministic_state()
+                )
             else:
                 self._generator = tf.random.Generator.from_seed(seed)
         self.built = True

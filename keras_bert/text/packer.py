@@ -103,8 +103,9 @@ class BertPacker(keras.layers.Layer):
             not isinstance(sequence_length, int) or sequence_length < 3
         ):
             raise ValueError(
-                "Expected sequence_length to be None or an int >= 3 (room for "
-                f"[CLS] and [SEP]). Received: sequence_length={sequence_length!r}"
+                "Expected sequence_length to be None or an int >= 3 (room "
+                "for [CLS] and [SEP]). "
+                f"Received: sequence_length={sequence_length!r}"
             )
         if not isinstance(max_length, int) or max_length < 3:
             raise ValueError(
@@ -166,9 +167,12 @@ class BertPacker(keras.layers.Layer):
             keep = [tf.minimum(lengths[0], budget)]
         else:
             keep = _longest_first_lengths(lengths[0], lengths[1], budget)
+        # Keep the first `k` ids of each row.
         return [
             tf.ragged.boolean_mask(
-                s, tf.ragged.range(s.row_lengths()) < tf.cast(k, tf.int64)[:, None]
+                s,
+                tf.ragged.range(s.row_lengths())
+                < tf.cast(k, tf.int64)[:, None],
             )
             for s, k in zip(segments, keep)
         ]

@@ -61,6 +61,12 @@ class BertTokenizer(keras.layers.Layer):
         max_chars_per_word: int. Longer words become `[UNK]` (100 in BERT).
         **kwargs: passed to `keras.layers.Layer`.
 
+    Attributes:
+        pad_token_id, unk_token_id, cls_token_id, sep_token_id,
+        mask_token_id: int ids of `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`.
+        vocab_size: int. vocabulary: list of str.
+        vocabulary_file: the path given as `vocabulary`, or None for a list.
+
     Call arguments:
         inputs: string Tensor of shape [batch] (or a scalar string).
 
@@ -100,7 +106,9 @@ class BertTokenizer(keras.layers.Layer):
             )
         tokens, source = load_vocabulary(vocabulary)
         self.vocabulary_file = (
-            os.fspath(vocabulary) if source != "a list" else None
+            os.fspath(vocabulary)
+            if isinstance(vocabulary, (str, os.PathLike))
+            else None
         )
         self.lowercase = lowercase
         self.max_chars_per_word = max_chars_per_word

@@ -65,6 +65,18 @@ def save_vocabulary(tokens, path):
         f.write("".join(token + "\n" for token in tokens))
 
 
+def _chunks(texts, size):
+    """Lists of up to `size` strings from an iterable of str."""
+    chunk = []
+    for text in texts:
+        chunk.append(text)
+        if len(chunk) == size:
+            yield tf.constant(chunk, tf.string)
+            chunk = []
+    if chunk:
+        yield tf.constant(chunk, tf.string)
+
+
 def count_words(texts, lowercase=True, batch_size=1024, progress=None):
     """Counts the words that `BertTokenizer` would feed to WordPiece.
 
@@ -81,11 +93,6 @@ def count_words(texts, lowercase=True, batch_size=1024, progress=None):
     Returns:
         `collections.Counter` mapping word (str) to count.
     """
-    if not isinstance(texts, tf.data.Dataset):
-        texts = tf.data.Dataset.from_generator(
-            lambda: iter(texts),
-            output_signature=tf.TensorSpec([], tf.string),
-        )
     tables = {
         name: tf.constant(array)
         for name, array in _unicode.unicode_tables().items()
@@ -96,8 +103,12 @@ def count_words(texts, lowercase=True, batch_size=1024, progress=None):
         words = _unicode.pretokenize(batch, tables, lowercase)["words"]
         return words, tf.reduce_sum(tf.strings.length(batch))
 
+    if isinstance(texts, tf.data.Dataset):
+        batches = texts.batch(batch_size)
+    else:
+        batches = _chunks(texts, batch_size)
     counts = collections.Counter()
-    for batch in texts.batch(batch_size):
+    for batch in batches:
         words, num_bytes = words_of(batch)
         counts.update(words.numpy().tolist())
         if progress is not None:
@@ -160,6 +171,9 @@ def build_vocabulary(
         dict(word_counts),
         vocab_size,
         reserved_tokens,
+        # Counts as low as 1 may be used: the search over the threshold
+        # stops near vocab_size anyway, and small corpora still fill it.
+        lower_thresh=1,
         max_unique_chars=max_unique_chars,
         max_token_length=max_token_length,
     )
@@ -171,3 +185,55 @@ def build_vocabulary(
         if token not in seen:
             vocab.append(token)
     return vocab
+
+
+def build_vocabulary_from_files(
+    paths,
+    vocab_size,
+    lowercase=True,
+    reserved_tokens=SPECIAL_TOKENS,
+    max_unique_chars=1000,
+    progress=None,
+):
+    """Text files -> WordPiece vocabulary (`count_words` + `build_vocabulary`).
+
+    Args:
+        paths: list of text file paths (UTF-8; invalid bytes are dropped),
+            read line by line.
+        vocab_size: int, tokens in the result.
+        lowercase: bool, True for an uncased vocabulary. Use the same value
+            for `BertTokenizer`.
+        reserved_tokens: sequence of str, ids 0, 1, ... .
+        max_unique_chars: int; see `build_vocabulary`.
+        progress: optional callable(done_bytes, total_bytes).
+
+    Returns:
+        list of str of length `vocab_size`.
+    """
+    paths = [os.fspath(p) for p in paths]
+    missing = [p for p in paths if not tf.io.gfile.exists(p)]
+    if not paths or missing:
+        raise FileNotFoundError(
+            f"Expected existing text files. Missing: {missing or paths!r}"
+        )
+    total = sum(tf.io.gfile.stat(p).length for p in paths)
+    done = 0
+
+    def report(num_bytes):
+        nonlocal done
+        done += num_bytes
+        if progress is not None:
+            progress(min(done, total), total)
+
+    counts = count_words(
+        tf.data.TextLineDataset(paths), lowercase=lowercase, progress=report
+    )
+    if progress is not None:
+        progress(total, total)
+    return build_vocabulary(
+        counts,
+        vocab_size,
+        reserved_tokens=reserved_tokens,
+        max_unique_chars=max_unique_chars,
+    )
+

@@ -116,11 +116,12 @@ def wordpiece(word, vocab, unk="[UNK]", max_chars=100):
 class ReferenceTokenizer:
     """FullTokenizer: text -> WordPiece tokens and ids."""
 
-    def __init__(self, vocab_path, lowercase=True):
-        self.vocab = {}
-        with open(vocab_path, encoding="utf-8") as f:
-            for index, line in enumerate(f):
-                self.vocab[line.strip()] = index
+    def __init__(self, vocab, lowercase=True):
+        """vocab: path of a vocab.txt, or a list of tokens."""
+        if isinstance(vocab, str):
+            with open(vocab, encoding="utf-8") as f:
+                vocab = [line.strip() for line in f]
+        self.vocab = {token: index for index, token in enumerate(vocab)}
         self.lowercase = lowercase
 
     def tokenize(self, text):

@@ -1,0 +1,168 @@
+"""BertPacker: truncation rules, segment ids, padding."""
+
+import itertools
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.text import BertPacker
+
+CLS, SEP, PAD = 101, 102, 0
+
+
+def _paper_truncate(length_a, length_b, budget):
+    """google-research/bert run_classifier._truncate_seq_pair, on lengths."""
+    while length_a + length_b > budget:
+        if length_a > length_b:
+            length_a -= 1
+        else:
+            length_b -= 1
+    return length_a, length_b
+
+
+def _segment(lengths, start):
+    return tf.ragged.constant(
+        [list(range(start, start + n)) for n in lengths], dtype=tf.int32
+    )
+
+
+def _kept_lengths(out):
+    """Kept lengths of A and B read back from a packed pair batch."""
+    segment = out["segment_ids"].numpy()
+    mask = out["padding_mask"].numpy()
+    length_a = ((segment == 0) & (mask == 1)).sum(1) - 2  # [CLS], [SEP].
+    length_b = (segment == 1).sum(1) - 1
+    return list(zip(length_a.tolist(), length_b.tolist()))
+
+
+def test_longest_first_and_round_robin_follow_the_papers_rule():
+    pairs = list(itertools.product(range(12), range(12)))
+    a = _segment([p[0] for p in pairs], 1000)
+    b = _segment([p[1] for p in pairs], 2000)
+    for sequence_length in (3, 4, 8, 11, 16):
+        budget = sequence_length - 3
+        want = [_paper_truncate(la, lb, budget) for la, lb in pairs]
+        for truncation in ("longest_first", "round_robin"):
+            packer = BertPacker(
+                CLS, SEP, sequence_length=sequence_length,
+                truncation=truncation,
+            )
+            assert _kept_lengths(packer((a, b))) == want, truncation
+
+
+def test_longest_first_hand_example():
+    packer = BertPacker(CLS, SEP, sequence_length=10)
+    a = tf.ragged.constant([[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]])
+    b = tf.ragged.constant([[11, 12, 13, 14]])
+    out = packer((a, b))
+    # Budget 7: A is trimmed to B's length (4, 4), then B on the tie.
+    assert out["token_ids"].numpy().tolist() == [
+        [CLS, 1, 2, 3, 4, SEP, 11, 12, 13, SEP]
+    ]
+    assert out["segment_ids"].numpy().tolist() == [
+        [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
+    ]
+    # A short segment keeps everything; the long one gets the rest.
+    out = packer((tf.ragged.constant([[1, 2]]), tf.ragged.constant([[9] * 20])))
+    assert out["token_ids"].numpy().tolist() == [
+        [CLS, 1, 2, SEP, 9, 9, 9, 9, 9, SEP]
+    ]
+
+
+def test_round_robin_hands_out_tokens_in_turn():
+    packer = BertPacker(CLS, SEP, sequence_length=8, truncation="round_robin")
+    out = packer((tf.ragged.constant([[1, 2, 3, 4, 5, 6]]),
+                  tf.ragged.constant([[7, 8, 9, 10]])))
+    # Budget 5 handed out A, B, A, B, A.
+    assert out["token_ids"].numpy().tolist() == [
+        [CLS, 1, 2, 3, SEP, 7, 8, SEP]
+    ]
+
+
+def test_pairs_segment_ids_and_padding_mask():
+    packer = BertPacker(CLS, SEP, pad_token_id=PAD, sequence_length=9)
+    out = packer((tf.ragged.constant([[5, 6], [7]]),
+                  tf.ragged.constant([[8], [9, 10, 11]])))
+    assert out["token_ids"].numpy().tolist() == [
+        [CLS, 5, 6, SEP, 8, SEP, PAD, PAD, PAD],
+        [CLS, 7, SEP, 9, 10, 11, SEP, PAD, PAD],
+    ]
+    assert out["segment_ids"].numpy().tolist() == [
+        [0, 0, 0, 0, 1, 1, 0, 0, 0],
+        [0, 0, 0, 1, 1, 1, 1, 0, 0],
+    ]
+    assert out["padding_mask"].numpy().tolist() == [
+        [1, 1, 1, 1, 1, 1, 0, 0, 0],
+        [1, 1, 1, 1, 1, 1, 1, 0, 0],
+    ]
+    assert all(v.dtype == tf.int32 for v in out.values())
+
+
+def test_single_segment_truncates_and_pads():
+    packer = BertPacker(CLS, SEP, sequence_length=5)
+    out = packer(tf.ragged.constant([[1, 2, 3, 4, 5], [6]]))
+    assert out["token_ids"].numpy().tolist() == [
+        [CLS, 1, 2, 3, SEP],
+        [CLS, 6, SEP, PAD, PAD],
+    ]
+    assert out["segment_ids"].numpy().sum() == 0
+
+
+def test_dynamic_padding_to_longest_in_batch():
+    packer = BertPacker(CLS, SEP, sequence_length=None, max_length=8)
+    out = packer(tf.ragged.constant([[1, 2], [3, 4, 5, 6], [7]]))
+    assert out["token_ids"].shape == (3, 6)  # Longest: 4 tokens + 2.
+    assert out["padding_mask"].numpy().sum(1).tolist() == [4, 6, 3]
+    # Capped at max_length.
+    out = packer(tf.ragged.constant([list(range(1, 20))]))
+    assert out["token_ids"].numpy().tolist() == [
+        [CLS, 1, 2, 3, 4, 5, 6, SEP]
+    ]
+    # In a tf.function the width is dynamic.
+    fn = tf.function(packer)
+    assert fn(tf.ragged.constant([[1], [2, 3]]))["token_ids"].shape == (2, 4)
+
+
+def test_unbatched_example_in_dataset_map():
+    packer = BertPacker(CLS, SEP, sequence_length=6)
+    ds = tf.data.Dataset.from_tensor_slices(
+        tf.ragged.constant([[1, 2], [3, 4, 5, 6, 7]])
+    ).map(packer).batch(2)
+    out = next(iter(ds))
+    assert out["token_ids"].numpy().tolist() == [
+        [CLS, 1, 2, SEP, PAD, PAD],
+        [CLS, 3, 4, 5, 6, SEP],
+    ]
+
+
+def test_config_round_trip():
+    packer = BertPacker(
+        CLS, SEP, sequence_length=None, max_length=64, truncation="round_robin"
+    )
+    clone = keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(packer)
+    )
+    assert clone.get_config() == packer.get_config()
+    x = tf.ragged.constant([[1, 2, 3]])
+    np.testing.assert_array_equal(clone(x)["token_ids"], packer(x)["token_ids"])
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"truncation": "waterfall"}, "truncation='waterfall'"),
+        ({"sequence_length": 2}, "sequence_length=2"),
+        ({"max_length": 0}, "max_length=0"),
+    ],
+)
+def test_argument_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        BertPacker(CLS, SEP, **kwargs)
+
+
+def test_three_segments_rejected():
+    x = tf.ragged.constant([[1]])
+    with pytest.raises(ValueError, match="3 segments"):
+        BertPacker(CLS, SEP)((x, x, x))

@@ -1,0 +1,136 @@
+"""BertPreprocessor: raw strings -> encoder inputs, in graphs and SavedModels."""
+
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.text import BertPacker
+from keras_bert.text import BertPreprocessor
+from keras_bert.text import BertTokenizer
+from tests.text.conftest import TINY_VOCAB
+
+TEXTS = ["The quick fox jumped!", "a lazy dog.", ""]
+
+
+@pytest.fixture(scope="module")
+def preprocessor():
+    return BertPreprocessor(BertTokenizer(TINY_VOCAB), sequence_length=10)
+
+
+def _assert_same(actual, expected):
+    assert sorted(actual) == sorted(expected)
+    for key in expected:
+        np.testing.assert_array_equal(actual[key], expected[key], err_msg=key)
+
+
+def test_single_texts(preprocessor):
+    out = preprocessor(tf.constant(TEXTS))
+    assert out["token_ids"].numpy().tolist() == [
+        [2, 5, 6, 7, 8, 11, 13, 9, 3, 0],
+        [2, 18, 15, 16, 17, 3, 0, 0, 0, 0],
+        [2, 3, 0, 0, 0, 0, 0, 0, 0, 0],
+    ]
+    assert out["padding_mask"].numpy().sum(1).tolist() == [9, 6, 2]
+    assert not out["segment_ids"].numpy().any()
+
+
+def test_pairs(preprocessor):
+    out = preprocessor((tf.constant(["the fox"]), tf.constant(["a dog."])))
+    assert out["token_ids"].numpy().tolist() == [
+        [2, 5, 8, 3, 18, 16, 17, 3, 0, 0]
+    ]
+    assert out["segment_ids"].numpy().tolist() == [
+        [0, 0, 0, 0, 1, 1, 1, 1, 0, 0]
+    ]
+
+
+def test_same_as_tokenizer_then_packer(vocab_path):
+    preprocessor = BertPreprocessor.from_vocab_file(
+        vocab_path, sequence_length=None, max_length=32,
+        truncation="round_robin",
+    )
+    tokenizer = BertTokenizer(vocab_path)
+    packer = BertPacker(101, 102, sequence_length=None, max_length=32,
+                        truncation="round_robin")
+    a = tf.constant(["Héllo there, how are you?", "Fine."])
+    b = tf.constant(["中文 text " * 10, "ok"])
+    _assert_same(preprocessor((a, b)), packer((tokenizer(a), tokenizer(b))))
+
+
+def test_dataset_map(preprocessor):
+    expected = preprocessor(tf.constant(TEXTS))
+    # Unbatched strings, then batch.
+    ds = tf.data.Dataset.from_tensor_slices(TEXTS).map(preprocessor).batch(3)
+    _assert_same(next(iter(ds)), expected)
+    # Batched strings.
+    ds = tf.data.Dataset.from_tensor_slices(TEXTS).batch(3).map(preprocessor)
+    _assert_same(next(iter(ds)), expected)
+
+
+def test_saved_model_round_trip(vocab_path, tmp_path):
+    preprocessor = BertPreprocessor.from_vocab_file(
+        vocab_path, sequence_length=24
+    )
+    module = tf.Module()
+    module.preprocessor = preprocessor
+    module.single = tf.function(
+        lambda text: preprocessor(text),
+        input_signature=[tf.TensorSpec([None], tf.string)],
+    )
+    module.pair = tf.function(
+        lambda text, text_b: preprocessor((text, text_b)),
+        input_signature=[tf.TensorSpec([None], tf.string)] * 2,
+    )
+    path = str(tmp_path / "preprocessor")
+    tf.saved_model.save(
+        module, path, signatures={"serving_default": module.single}
+    )
+    texts = tf.constant(["Héllo, Wörld! ΟΔΟΣ 中文", "bad \xff bytes".encode(
+        "latin-1"), ""])
+    reloaded = tf.saved_model.load(path)
+    _assert_same(reloaded.single(texts), preprocessor(texts))
+    _assert_same(
+        reloaded.pair(texts, texts[::-1]),
+        preprocessor((texts, texts[::-1])),
+    )
+    # A process with only tensorflow and tensorflow_text serves it.
+    script = (
+        "import sys, tensorflow as tf, tensorflow_text\n"
+        "m = tf.saved_model.load(sys.argv[1])\n"
+        "out = m.signatures['serving_default'](text=tf.constant(['Héllo!']))\n"
+        "assert 'keras_bert' not in sys.modules\n"
+        "print(out['token_ids'].numpy()[0, :4].tolist())\n"
+    )
+    env = dict(os.environ, PYTHONPATH="", TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run(
+        [sys.executable, "-c", script, path],
+        capture_output=True, text=True, env=env, cwd=str(tmp_path),
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "[101, 7592, 999, 102]"
+
+
+def test_config_round_trip(preprocessor):
+    clone = keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(preprocessor)
+    )
+    assert isinstance(clone, BertPreprocessor)
+    assert clone.get_config() == preprocessor.get_config()
+    _assert_same(clone(tf.constant(TEXTS)), preprocessor(tf.constant(TEXTS)))
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="BertTokenizer"):
+        BertPreprocessor("vocab.txt")
+    with pytest.raises(ValueError, match="truncation='shortest'"):
+        BertPreprocessor(BertTokenizer(TINY_VOCAB), truncation="shortest")
+    preprocessor = BertPreprocessor(BertTokenizer(TINY_VOCAB))
+    with pytest.raises(ValueError, match="3 inputs"):
+        x = tf.constant(["a"])
+        preprocessor((x, x, x))

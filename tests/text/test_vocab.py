@@ -1,0 +1,90 @@
+"""Vocabulary building: tools/build_vocab.py and keras_bert.text.vocab."""
+
+import importlib.util
+import os
+
+import pytest
+import tensorflow as tf
+
+from keras_bert.text import SPECIAL_TOKENS
+from keras_bert.text import BertTokenizer
+from keras_bert.text import count_words
+from keras_bert.text import load_vocabulary
+from keras_bert.text import save_vocabulary
+
+TOOL = os.path.join(
+    os.path.dirname(__file__), "..", "..", "tools", "build_vocab.py"
+)
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("build_vocab", TOOL)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    from pydoc_data.topics import topics
+
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    text = "\n".join(topics[k] for k in sorted(topics)[:15])
+    # A few accented, upper-case words and an invalid byte.
+    text += "\nCafé CAFÉ Café Ünïcode Ünïcode Ünïcode\n"
+    path.write_bytes(text.encode("utf-8") + b"bad \xff byte\n")
+    return path
+
+
+def test_count_words_uses_the_tokenizer_normalization():
+    counts = count_words(["Héllo, WORLD!", "hello 中文\x00x"])
+    assert counts == {
+        "hello": 2, ",": 1, "world": 1, "!": 1, "中": 1, "文": 1, "x": 1
+    }
+    cased = count_words(["Héllo, WORLD!"], lowercase=False)
+    assert cased == {"Héllo": 1, ",": 1, "WORLD": 1, "!": 1}
+
+
+def test_build_vocab_tool_uncased(corpus, tmp_path, capsys):
+    output = tmp_path / "vocab.txt"
+    _tool().main([str(corpus), "--output", str(output), "--vocab-size", "400"])
+    tokens, _ = load_vocabulary(str(output))
+    assert len(tokens) == 400
+    assert tuple(tokens[:5]) == SPECIAL_TOKENS
+    assert len(set(tokens)) == 400
+    assert not any(t != t.lower() for t in tokens if not t.startswith("["))
+    assert "é" not in "".join(tokens)  # Accents stripped.
+    assert {"the", "##s"} <= set(tokens)
+    assert "wrote 400 tokens" in capsys.readouterr().out
+    # The vocabulary covers its own corpus with few [UNK]s.
+    tokenizer = BertTokenizer(str(output))
+    ids = tokenizer(tf.constant(corpus.read_text(errors="replace").split("\n")))
+    unknown = (ids.flat_values == tokenizer.unk_token_id).numpy().mean()
+    assert unknown < 0.01
+    assert ids.flat_values.shape[0] > 10_000
+
+
+def test_build_vocab_tool_cased(corpus, tmp_path):
+    output = tmp_path / "cased.txt"
+    _tool().main([str(corpus), "--output", str(output), "--vocab-size", "300",
+                  "--no-lowercase"])
+    tokens, _ = load_vocabulary(str(output))
+    assert len(tokens) == 300
+    assert {"T", "é", "Ü"} <= set(tokens)
+
+
+def test_build_vocab_tool_help(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        _tool().main(["--help"])
+    assert exit_info.value.code == 0
+    assert "--no-lowercase" in capsys.readouterr().out
+
+
+def test_save_and_load_round_trip(tmp_path):
+    path = tmp_path / "vocab.txt"
+    save_vocabulary(list(SPECIAL_TOKENS) + ["a", "##b"], path)
+    assert load_vocabulary(str(path))[0] == list(SPECIAL_TOKENS) + ["a", "##b"]
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        load_vocabulary(str(tmp_path / "missing.txt"))
+    with pytest.raises(ValueError, match="vocabulary=3"):
+        load_vocabulary(3)
