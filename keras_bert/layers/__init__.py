@@ -6,3 +6,4 @@ from keras_bert.layers.masked_lm_head import MaskedLMHead
 from keras_bert.layers.next_sentence_head import NextSentenceHead
 from keras_bert.layers.pooler import Pooler
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
+from keras_bert.layers.bert_features import BertFeatures

@@ -8,8 +8,9 @@ VOCAB = 30
 
 
 def tiny_config(**overrides):
-    return BertConfig(vocab_size=VOCAB, hidden_size=16, num_layers=2, num_heads=2,
-                      intermediate_size=32, max_position_embeddings=16, **overrides)
+    values = dict(vocab_size=VOCAB, hidden_size=16, num_layers=2, num_heads=2,
+                  intermediate_size=32, max_position_embeddings=16)
+    return BertConfig(**{**values, **overrides})
 
 
 @pytest.fixture

@@ -1,0 +1,191 @@
+"""Fine-tuning controls: freezing, layer-wise learning-rate decay, gradual unfreezing."""
+
+import keras
+
+
+def _encoder_of(model):
+    return getattr(model, "encoder", model)
+
+
+def encoder_layer_groups(encoder):
+    """The encoder's weights from the bottom up: [embeddings, block_0, ..., pooler]."""
+    return [encoder.embeddings, *encoder.encoder_blocks, encoder.pooler]
+
+
+def freeze_encoder_layers(model, num_layers, embeddings=True):
+    """Freezes the embeddings (optional) and the bottom `num_layers` encoder blocks.
+
+    Recompile the model afterwards (Keras fixes the trainable set at compile).
+
+    Args:
+        model: a `BertEncoder` or a task model with `.encoder`.
+        num_layers: int, how many blocks to freeze from the bottom (0..L).
+        embeddings: bool, also freeze the embedding layer.
+    """
+    encoder = _encoder_of(model)
+    total = len(encoder.encoder_blocks)
+    if not isinstance(num_layers, int) or not 0 <= num_layers <= total:
+        raise ValueError(
+            f"Expected num_layers in [0, {total}] (the encoder has {total} blocks). "
+            f"Received: num_layers={num_layers!r}"
+        )
+    encoder.embeddings.trainable = not embeddings
+    for i, block in enumerate(encoder.encoder_blocks):
+        block.trainable = i >= num_layers
+
+
+def layerwise_lr_multipliers(model, decay=1.0, encoder_multiplier=1.0):
+    """Learning-rate multipliers per variable for layer-wise decay.
+
+    Block k (0 = bottom) of an L-block encoder gets
+    encoder_multiplier * decay ** (L - 1 - k): the top block decay**0, each
+    block below one more factor of `decay`. The embeddings sit below every
+    block: decay ** L. The pooler and the task head get no decay; the
+    pooler takes `encoder_multiplier`, the head 1.
+
+    Args:
+        model: a task model with `.encoder` (or a bare encoder).
+        decay: float in (0, 1], per-layer decay.
+        encoder_multiplier: float > 0, extra factor for every encoder weight
+            (a lower rate for the pretrained encoder than for the new head).
+
+    Returns:
+        dict {variable path: multiplier} for every trainable variable that
+        does not get 1.0.
+    """
+    if not 0 < decay <= 1:
+        raise ValueError(f"Expected decay in (0, 1]. Received: decay={decay!r}")
+    if not encoder_multiplier > 0:
+        raise ValueError(
+            f"Expected encoder_multiplier > 0. Received: encoder_multiplier={encoder_multiplier!r}"
+        )
+    encoder = _encoder_of(model)
+    total = len(encoder.encoder_blocks)
+    multipliers = {}
+
+    def assign(layer, value):
+        for variable in layer.weights:
+            if value != 1.0:
+                multipliers[variable.path] = value
+
+    assign(encoder.embeddings, encoder_multiplier * decay**total)
+    for k, block in enumerate(encoder.encoder_blocks):
+        assign(block, encoder_multiplier * decay ** (total - 1 - k))
+    assign(encoder.pooler, encoder_multiplier)
+    return multipliers
+
+
+class _MultiplierMixin:
+    """Scales the learning rate (and decoupled weight decay) per variable."""
+
+    def _multiplier(self, variable):
+        return self._lr_multipliers_by_key.get(self._var_key(variable), 1.0)
+
+    def _index_multipliers(self, variables):
+        self._lr_multipliers_by_key = {
+            self._var_key(v): self._lr_multipliers[v.path]
+            for v in variables
+            if v.path in self._lr_multipliers
+        }
+
+    def build(self, variables):
+        super().build(variables)
+        self._index_multipliers(variables)
+
+    def update_step(self, gradient, variable, learning_rate):
+        multiplier = self._multiplier(variable)
+        if multiplier != 1.0:
+            learning_rate = learning_rate * multiplier
+        return super().update_step(gradient, variable, learning_rate)
+
+    def _apply_weight_decay(self, variables):
+        if self.weight_decay is None:
+            return
+        from keras import ops
+
+        for variable in variables:
+            if self._use_weight_decay(variable):
+                lr = ops.cast(self.learning_rate, variable.dtype) * self._multiplier(variable)
+                wd = ops.cast(self.weight_decay, variable.dtype)
+                variable.assign(variable - variable * wd * lr)
+
+
+def with_lr_multipliers(optimizer, multipliers):
+    """Makes `optimizer` scale its learning rate per variable.
+
+    Works with any Keras optimizer (SGD, Adam, AdamW, Lamb, ...): the
+    instance's class becomes a subclass that multiplies the learning rate
+    passed to each variable's update (and AdamW's decoupled weight decay).
+    Gradients are not scaled, so Adam-style optimizers see the true rates.
+
+    Args:
+        optimizer: an unbuilt Keras optimizer.
+        multipliers: dict {variable path: float}, e.g. from
+            `layerwise_lr_multipliers`.
+
+    Returns:
+        The same optimizer object.
+
+    Example:
+    >>> opt = with_lr_multipliers(keras.optimizers.AdamW(3e-5),
+    ...                           layerwise_lr_multipliers(classifier, decay=0.9))
+    >>> classifier.compile(optimizer=opt, loss=...)
+    """
+    if getattr(optimizer, "built", False):
+        raise ValueError("with_lr_multipliers needs an optimizer that has not been built yet.")
+    base = type(optimizer)
+    if not issubclass(base, _MultiplierMixin):
+        optimizer.__class__ = type(base.__name__, (_MultiplierMixin, base), {})
+    optimizer._lr_multipliers = dict(multipliers)
+    optimizer._lr_multipliers_by_key = {}
+    return optimizer
+
+
+class GradualUnfreezing(keras.callbacks.Callback):
+    """Unfreezes the encoder from the top, a few blocks per epoch (ULMFiT-style).
+
+    In epoch e (0-based) the top `blocks_per_epoch * e` blocks are trainable,
+    as are the pooler and the head; the embeddings thaw with the bottom block.
+    Create it after `compile` and before the first `fit`: it builds the
+    optimizer over every weight so that weights thawed later have slots.
+
+    Args:
+        model: a compiled task model with `.encoder`, not yet trained.
+        blocks_per_epoch: int >= 1.
+
+    Example:
+    >>> classifier.compile(optimizer="adam", loss=...)
+    >>> classifier.fit(x, y, epochs=4, callbacks=[GradualUnfreezing(classifier)])
+    """
+
+    def __init__(self, model, blocks_per_epoch=1):
+        super().__init__()
+        if not isinstance(blocks_per_epoch, int) or blocks_per_epoch < 1:
+            raise ValueError(
+                f"Expected blocks_per_epoch >= 1. Received: blocks_per_epoch={blocks_per_epoch!r}"
+            )
+        optimizer = getattr(model, "optimizer", None)
+        if optimizer is None or optimizer.built:
+            raise ValueError(
+                "GradualUnfreezing needs a model that is compiled but not yet trained: "
+                "create it after compile() and before the first fit()."
+            )
+        self.blocks_per_epoch = blocks_per_epoch
+        encoder = _encoder_of(model)
+        freeze_encoder_layers(model, 0, embeddings=False)
+        optimizer.build(model.trainable_variables)
+        self._thawed = self._apply(model, 0)
+
+    def _apply(self, model, epoch):
+        encoder = _encoder_of(model)
+        total = len(encoder.encoder_blocks)
+        thawed = min(total, self.blocks_per_epoch * epoch)
+        freeze_encoder_layers(model, total - thawed, embeddings=thawed < total)
+        return thawed
+
+    def on_epoch_begin(self, epoch, logs=None):
+        thawed = self._apply(self.model, epoch)
+        if thawed != self._thawed:
+            self._thawed = thawed
+            # Retrace the train step so that it updates the new trainable set.
+            self.model.make_train_function(force=True)
