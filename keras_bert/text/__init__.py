@@ -10,6 +10,7 @@ from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.vocab import SPECIAL_TOKENS
 from keras_bert.text.vocab import build_vocabulary
 from keras_bert.text.vocab import count_words
+from keras_bert.text.vocab import infer_lowercase
 from keras_bert.text.vocab import load_vocabulary
 from keras_bert.text.vocab import save_vocabulary
 
@@ -21,6 +22,7 @@ __all__ = [
     "SPECIAL_TOKENS",
     "build_vocabulary",
     "count_words",
+    "infer_lowercase",
     "load_vocabulary",
     "save_vocabulary",
 ]

@@ -237,3 +237,23 @@ def build_vocabulary_from_files(
         max_unique_chars=max_unique_chars,
     )
 
+
+
+def infer_lowercase(vocabulary):
+    """Guesses whether a vocabulary is uncased (so the tokenizer must lower-case).
+
+    Uncased BERT vocabularies were built from lower-cased, accent-stripped
+    text, so (almost) no token has an upper-case letter; a cased one has
+    thousands ("The", "##ER"). Bracketed special tokens ("[CLS]") don't count.
+
+    Args:
+        vocabulary: path of a vocab.txt, or a list of tokens.
+
+    Returns:
+        bool, True when fewer than 0.5% of the tokens contain an upper-case
+        letter.
+    """
+    tokens, _ = load_vocabulary(vocabulary)
+    words = [t for t in tokens if not (t.startswith("[") and t.endswith("]"))]
+    cased = sum(1 for t in words if any(c.isupper() for c in t))
+    return cased < 0.005 * max(len(words), 1)
