@@ -1,0 +1,138 @@
+"""Feature extraction: a text file in, one feature vector (or matrix) per line out."""
+
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.layers import BertFeatures
+from keras_bert.models import BertEncoder
+from keras_bert.text import BertPreprocessor, infer_lowercase
+
+
+def _count_lines(path):
+    count = 0
+    with open(path, "rb") as f:
+        for _ in f:
+            count += 1
+    return count
+
+
+def _float_feature(values):
+    return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+
+
+def _int_feature(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+
+def extract_features(
+    model_dir,
+    input_file,
+    output_file,
+    layers="last",
+    pooling="mean",
+    batch_size=32,
+    max_seq_length=128,
+    lowercase=None,
+    verbose=True,
+):
+    """Writes BERT features for every line of `input_file`.
+
+    Line i of the input gives row i of the output (an empty line gives the
+    features of "[CLS] [SEP]"). Texts longer than `max_seq_length` tokens
+    are truncated. Batches are padded to their own longest line, and rows
+    are written as they are computed, so memory stays bounded whatever the
+    file size.
+
+    Args:
+        model_dir: a model directory (any: encoder, pretrainer or task).
+        input_file: UTF-8 text, one text per line (invalid bytes are replaced).
+        output_file: ".npy" for pooled features ([num_lines, channels]
+            float32; needs `pooling`), or ".tfrecord" for either: one
+            tf.train.Example per line with "features" (float list,
+            row-major), "shape" ([channels] or [tokens, channels]) and
+            "line" (the line number).
+        layers, pooling: see `keras_bert.layers.BertFeatures`; pooling None
+            gives token features (TFRecord only).
+        batch_size: int, lines per batch.
+        max_seq_length: int, longest packed sequence.
+        lowercase: bool or None (None: inferred from the vocabulary).
+        verbose: bool, show a progress bar.
+
+    Returns:
+        int, the number of lines written.
+    """
+    is_npy = output_file.endswith(".npy")
+    if not (is_npy or output_file.endswith(".tfrecord")):
+        raise ValueError(
+            f"output_file must end in .npy or .tfrecord. Received: {output_file!r}"
+        )
+    if is_npy and pooling is None:
+        raise ValueError(
+            "Token features (pooling=None) vary in length per line; write them to a "
+            ".tfrecord file, or choose pooling='cls', 'mean' or 'max' for .npy."
+        )
+    if not os.path.exists(input_file):
+        raise FileNotFoundError(f"Input file not found: {input_file}")
+    encoder = BertEncoder.from_pretrained(model_dir)
+    if encoder.vocab_file is None:
+        raise ValueError(f"{model_dir} has no vocab.txt; features need the tokenizer.")
+    if lowercase is None:
+        lowercase = infer_lowercase(encoder.vocab_file)
+    max_seq_length = min(max_seq_length, encoder.max_position_embeddings)
+    preprocessor = BertPreprocessor.from_vocab_file(
+        encoder.vocab_file, lowercase=lowercase, sequence_length=None, max_length=max_seq_length
+    )
+    features = BertFeatures(encoder, layers=layers, pooling=pooling)
+    compute = tf.function(lambda x: features(x, training=False))
+
+    total = _count_lines(input_file)
+    dataset = (
+        tf.data.TextLineDataset(input_file)
+        .batch(batch_size)
+        .map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(2)
+    )
+    progress = keras.utils.Progbar(total, unit_name="line") if verbose else None
+    tmp = output_file + ".partial"
+    written = 0
+    writer = array = None
+    try:
+        for batch in dataset:
+            values = np.asarray(compute(batch), dtype="float32")
+            if is_npy:
+                if array is None:
+                    array = np.lib.format.open_memmap(
+                        tmp, mode="w+", dtype="float32", shape=(total, values.shape[-1])
+                    )
+                array[written : written + len(values)] = values
+            else:
+                writer = writer or tf.io.TFRecordWriter(tmp)
+                lengths = np.asarray(batch["padding_mask"]).sum(axis=1)
+                for i, row in enumerate(values):
+                    if pooling is None:
+                        row = row[: lengths[i]]
+                    example = tf.train.Example(features=tf.train.Features(feature={
+                        "features": _float_feature(row.ravel()),
+                        "shape": _int_feature(row.shape),
+                        "line": _int_feature([written + i]),
+                    }))
+                    writer.write(example.SerializeToString())
+            written += len(values)
+            if progress:
+                progress.update(written)
+    finally:
+        if writer is not None:
+            writer.close()
+        if array is not None:
+            array.flush()
+            del array
+    if written != total:
+        raise RuntimeError(f"Read {written} lines from {input_file}, expected {total}.")
+    if written == 0 and is_npy:
+        np.save(tmp, np.zeros((0, 0), "float32"))
+        os.replace(tmp + ".npy", tmp)
+    os.replace(tmp, output_file)
+    return written

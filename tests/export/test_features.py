@@ -1,0 +1,87 @@
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.export.features import extract_features
+from keras_bert.layers import BertFeatures
+from keras_bert.models import BertEncoder
+from keras_bert.text import BertPreprocessor
+from tests.models.conftest import tiny_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "##s", "."]
+LINES = ["the cat sat on the mat .", "", "a dog ran", "cats ran on a mat . " * 20, "dog"]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("features")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+    (tmp / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    encoder = BertEncoder(**tiny_config(vocab_size=len(vocab), num_layers=4,
+                                        max_position_embeddings=64).to_dict())
+    encoder.save_pretrained(tmp / "model", vocab_file=str(tmp / "vocab.txt"))
+    (tmp / "input.txt").write_text("\n".join(LINES) + "\n")
+    return tmp
+
+
+def reference(model_dir, layers, pooling):
+    encoder = BertEncoder.from_pretrained(model_dir / "model")
+    pre = BertPreprocessor.from_vocab_file(encoder.vocab_file, sequence_length=None,
+                                           max_length=32)
+    layer = BertFeatures(encoder, layers=layers, pooling=pooling)
+    return [np.asarray(layer(pre(tf.constant([line]))))[0] for line in LINES]
+
+
+def test_npy_rows_match_line_by_line_features(model_dir):
+    out = str(model_dir / "f.npy")
+    n = extract_features(str(model_dir / "model"), str(model_dir / "input.txt"), out,
+                         layers="concat_last_four", pooling="mean", batch_size=2,
+                         max_seq_length=32, verbose=False)
+    assert n == len(LINES)
+    array = np.load(out)
+    assert array.shape == (5, 64)
+    np.testing.assert_allclose(array, np.stack(reference(model_dir, "concat_last_four", "mean")),
+                               atol=1e-5)
+
+
+def test_tfrecord_token_features_keep_real_tokens_only(model_dir):
+    out = str(model_dir / "f.tfrecord")
+    extract_features(str(model_dir / "model"), str(model_dir / "input.txt"), out,
+                     layers=-2, pooling=None, batch_size=3, max_seq_length=32, verbose=False)
+    expected = reference(model_dir, -2, None)
+    rows = []
+    for record in tf.data.TFRecordDataset(out):
+        example = tf.train.Example.FromString(record.numpy())
+        shape = list(example.features.feature["shape"].int64_list.value)
+        rows.append(np.array(example.features.feature["features"].float_list.value).reshape(shape))
+    assert [r.shape[0] for r in rows] == [9, 2, 5, 32, 3]  # [CLS] ... [SEP], capped at 32
+    for row, ref in zip(rows, expected):
+        np.testing.assert_allclose(row, ref[: len(row)], atol=1e-5)
+
+
+def test_bad_requests_are_explained(model_dir):
+    with pytest.raises(ValueError, match="write them to a .tfrecord"):
+        extract_features(str(model_dir / "model"), str(model_dir / "input.txt"),
+                         str(model_dir / "x.npy"), pooling=None, verbose=False)
+    with pytest.raises(ValueError, match=r"must end in .npy or .tfrecord"):
+        extract_features(str(model_dir / "model"), str(model_dir / "input.txt"),
+                         str(model_dir / "x.csv"), verbose=False)
+    assert not os.path.exists(model_dir / "x.npy")
+
+
+def test_cli(model_dir):
+    out = model_dir / "cli.npy"
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "tools", "extract_features.py"),
+         "--model", str(model_dir / "model"), "--input", str(model_dir / "input.txt"),
+         "--output", str(out), "--pooling", "cls", "--max-seq-length", "32"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "wrote features for 5 lines" in result.stdout
+    assert np.load(out).shape == (5, 16)

@@ -1,0 +1,52 @@
+"""Writes BERT features for each line of a text file (.npy or .tfrecord).
+
+  python tools/extract_features.py --model models/minilm --input texts.txt \
+      --output features.npy --layers concat_last_four --pooling mean
+
+Line i of the input is row i of the output. --pooling none writes token
+features (one [tokens, channels] matrix per line) and needs a .tfrecord.
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def _layers(value):
+    try:
+        return int(value)
+    except ValueError:
+        return value
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", required=True, help="model directory")
+    parser.add_argument("--input", required=True, help="text file, one text per line")
+    parser.add_argument("--output", required=True, help="OUT.npy or OUT.tfrecord")
+    parser.add_argument(
+        "--layers", type=_layers, default="last",
+        help="an int layer index (negative from the top), last, sum_last_four, "
+        "concat_last_four or weighted_sum (default: last)",
+    )
+    parser.add_argument("--pooling", default="mean", choices=["cls", "mean", "max", "none"])
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-seq-length", type=int, default=128)
+    args = parser.parse_args(argv)
+
+    from keras_bert.export.features import extract_features
+
+    count = extract_features(
+        args.model, args.input, args.output, layers=args.layers,
+        pooling=None if args.pooling == "none" else args.pooling,
+        batch_size=args.batch_size, max_seq_length=args.max_seq_length,
+    )
+    print(f"wrote features for {count} lines to {args.output}")
+
+
+if __name__ == "__main__":
+    main()
