@@ -1,0 +1,287 @@
+"""BertServingModule: the tf.Module an export saves, and the signatures of every model.
+
+The module holds the Keras model's variables and `tf.function`s that go from
+raw UTF-8 strings to answers. Saved with `tf.saved_model.save`, it loads in a
+process that imports only `tensorflow` and `tensorflow_text` (the Keras model
+is not saved as Keras: its variables are, and the graphs that read them).
+
+Every export has these signatures (task modules add theirs, see
+`classifier.py`, `token_classifier.py`, `span_qa.py`):
+
+  embed(text)          -> pooled_output [B, H], mean_embedding [B, H] float32
+  encode(token_ids, segment_ids, padding_mask)   int32 [B, S] each
+                       -> sequence_output [B, S, H], pooled_output [B, H] float32
+  preprocess(text)     -> token_ids, segment_ids, padding_mask int32 [B, S]
+
+B is the batch (any size, 0 included). S is the longest packed text of the
+batch ([CLS] text [SEP]), at most `max_length`: longer texts are truncated;
+with `sequence_length` set, every batch is padded to exactly that length.
+"""
+
+import tensorflow as tf
+
+from keras_bert.text import BertPacker
+
+STRINGS = tf.TensorSpec([None], tf.string)
+IDS = tf.TensorSpec([None, None], tf.int32)
+
+
+class _Unsaved:
+    """Python objects the module uses but `tf.saved_model.save` must not track.
+
+    tf.Module tracks every Trackable attribute, Keras layers included; the
+    Keras model reaches the SavedModel only through `model_variables` and the
+    traced graphs.
+    """
+
+    def __init__(self, **objects):
+        self.__dict__.update(objects)
+
+
+class BertServingModule(tf.Module):
+    """Raw-string serving signatures over a `BertEncoder` (and base of task modules).
+
+    Args:
+        model: a `BertEncoder`, or a task model with an `.encoder`.
+        tokenizer: the `keras_bert.text.BertTokenizer` of the model's vocabulary.
+        vocab_file: str, path of that vocab.txt; saved as the asset
+            `assets/vocab.txt` (the tokenizer's tables are in the graph, the
+            asset documents them and lets clients tokenize alike).
+        max_length: int, longest packed sequence ([CLS] ... [SEP]); longer
+            texts are truncated. At most `max_position_embeddings`.
+        sequence_length: int or None. None pads a batch to its own longest
+            text (rounded up to `pad_to_multiple_of`); an int pads every batch
+            to exactly that length (what most BERT exports do; slower).
+        pad_to_multiple_of: int, rounds the batch-longest length up (only
+            with `sequence_length=None`); limits the distinct shapes an
+            XLA-compiled model sees.
+        jit_compile: bool, XLA-compile the model part (`tf.function(
+            jit_compile=True)` around the encoder and head only; string ops
+            stay outside XLA). TF Serving needs `--xla_cpu_compilation_enabled`
+            to run such an export on CPU.
+        name: str, name of the tf.Module.
+
+    Example:
+    >>> module = BertServingModule(encoder, tokenizer, "vocab.txt", max_length=128)
+    >>> module.embed(tf.constant(["a b"]))["mean_embedding"].shape
+    TensorShape([1, 128])
+    """
+
+    #: signature name -> method name; subclasses extend it.
+    SIGNATURES = {"embed": "embed", "encode": "encode", "preprocess": "preprocess"}
+    #: the signature TF Serving uses when a request names none.
+    DEFAULT_SIGNATURE = "embed"
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        vocab_file,
+        max_length,
+        sequence_length=None,
+        pad_to_multiple_of=1,
+        jit_compile=False,
+        name=None,
+    ):
+        super().__init__(name=name)
+        encoder = getattr(model, "encoder", model)
+        max_positions = encoder.max_position_embeddings
+        if not isinstance(max_length, int) or not 3 <= max_length <= max_positions:
+            raise ValueError(
+                f"Expected max_length in [3, {max_positions}] (the model's "
+                f"max_position_embeddings). Received: max_length={max_length!r}"
+            )
+        if sequence_length is not None and (
+            not isinstance(sequence_length, int) or not 3 <= sequence_length <= max_length
+        ):
+            raise ValueError(
+                f"Expected sequence_length None or in [3, {max_length}] (max_length). "
+                f"Received: sequence_length={sequence_length!r}"
+            )
+        if not isinstance(pad_to_multiple_of, int) or pad_to_multiple_of < 1:
+            raise ValueError(
+                "Expected pad_to_multiple_of to be an int >= 1. "
+                f"Received: pad_to_multiple_of={pad_to_multiple_of!r}"
+            )
+        if tokenizer.vocab_size != encoder.vocab_size:
+            raise ValueError(
+                f"The tokenizer has {tokenizer.vocab_size} tokens but the model's "
+                f"vocab_size is {encoder.vocab_size}. Export with the vocab.txt "
+                f"the model was trained with."
+            )
+        self.max_length = max_length
+        self.sequence_length = sequence_length
+        self.pad_to_multiple_of = pad_to_multiple_of
+        self.jit_compile = bool(jit_compile)
+        self._keras = _Unsaved(
+            model=model,
+            encoder=encoder,
+            tokenizer=tokenizer,
+            packer=BertPacker(
+                cls_token_id=tokenizer.cls_token_id,
+                sep_token_id=tokenizer.sep_token_id,
+                pad_token_id=tokenizer.pad_token_id,
+                sequence_length=sequence_length,
+                max_length=max_length,
+            ),
+        )
+        # The tf.Variables under the Keras variables of the whole model (the
+        # encoder's are among them). Tracking the Keras wrappers instead saves
+        # a second, unread copy of each variable: tf.saved_model.load copes,
+        # but TF Serving's session loader then finds the graph's own
+        # variables uninitialized ("Could not find variable logits/kernel").
+        self.model_variables = [v.value for v in model.variables]
+        for variable in self.model_variables:
+            if not isinstance(variable, tf.Variable):
+                raise TypeError(
+                    f"Expected the model's variables to hold tf.Variables (Keras with "
+                    f"the TensorFlow backend). Received: {type(variable).__name__}."
+                )
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        # Tokenization, traced once and shared by every signature (one copy
+        # of the Unicode tables and WordPiece model in saved_model.pb).
+        self._keras.tokenize_fn = tf.function(tokenizer.__call__, input_signature=[STRINGS])
+        self._keras.offsets_fn = tf.function(
+            lambda text: tokenizer.tokenize_with_offsets(text, unit="UTF8_CHAR"),
+            input_signature=[STRINGS],
+        )
+        # The numeric parts: traced once for any [batch, seq]; XLA compiles
+        # one program per distinct shape it is called with.
+        self._keras.encoder_fn = tf.function(
+            self._run_encoder, input_signature=[IDS] * 3, jit_compile=self.jit_compile
+        )
+        self._keras.model_fn = tf.function(
+            self._run_model, input_signature=[IDS] * 3, jit_compile=self.jit_compile
+        )
+        self._define_signatures()
+
+    # === Signatures ===
+
+    def _define_signatures(self):
+        """Creates the tf.functions named in SIGNATURES (as attributes)."""
+        self.embed = tf.function(self._embed, input_signature=[STRINGS])
+        self.encode = tf.function(self._encode, input_signature=[IDS] * 3)
+        self.preprocess = tf.function(self._preprocess, input_signature=[STRINGS])
+
+    def signatures(self):
+        """{signature name: tf.function}, `serving_default` included (for saving)."""
+        result = {name: getattr(self, method) for name, method in self.SIGNATURES.items()}
+        result["serving_default"] = result[self.DEFAULT_SIGNATURE]
+        return result
+
+    def _embed(self, text):
+        """pooled_output and the mean of sequence_output over real tokens."""
+        inputs = self.pack((self.tokenize(text),))
+        outputs = self.run_encoder(inputs)
+        mask = tf.cast(inputs["padding_mask"], tf.float32)[:, :, None]  # (B, S, 1)
+        # Every packed row has [CLS] and [SEP]: the count is >= 2, never 0.
+        mean = tf.reduce_sum(outputs["sequence_output"] * mask, axis=1) / tf.reduce_sum(
+            mask, axis=1
+        )
+        return {"pooled_output": outputs["pooled_output"], "mean_embedding": mean}
+
+    def _encode(self, token_ids, segment_ids, padding_mask):
+        """The encoder on ids packed elsewhere, with checks that name bad inputs."""
+        encoder = self._keras.encoder
+        shape = tf.shape(token_ids)
+        checks = [
+            tf.debugging.assert_equal(
+                tf.shape(segment_ids), shape,
+                message="encode: segment_ids must have the shape of token_ids",
+            ),
+            tf.debugging.assert_equal(
+                tf.shape(padding_mask), shape,
+                message="encode: padding_mask must have the shape of token_ids",
+            ),
+            tf.debugging.assert_less_equal(
+                shape[1], encoder.max_position_embeddings,
+                message=f"encode: sequences are longer than the model's "
+                f"max_position_embeddings={encoder.max_position_embeddings}",
+            ),
+            tf.debugging.assert_non_negative(
+                token_ids, message="encode: token_ids must be >= 0"
+            ),
+            tf.debugging.assert_less(
+                token_ids, encoder.vocab_size,
+                message=f"encode: token_ids must be < vocab_size={encoder.vocab_size}",
+            ),
+            tf.debugging.assert_non_negative(
+                segment_ids, message="encode: segment_ids must be >= 0"
+            ),
+            tf.debugging.assert_less(
+                segment_ids, encoder.type_vocab_size,
+                message=f"encode: segment_ids must be < type_vocab_size="
+                f"{encoder.type_vocab_size}",
+            ),
+        ]
+        with tf.control_dependencies(checks):
+            inputs = {
+                "token_ids": tf.identity(token_ids),
+                "segment_ids": tf.identity(segment_ids),
+                "padding_mask": tf.identity(padding_mask),
+            }
+        return self.run_encoder(inputs)
+
+    def _preprocess(self, text):
+        return self.pack((self.tokenize(text),))
+
+    # === Building blocks for the signatures (called at trace time) ===
+
+    def tokenize(self, text):
+        """int32 RaggedTensor [B, (tokens)] of WordPiece ids."""
+        return self._keras.tokenize_fn(text)
+
+    def tokenize_with_offsets(self, text):
+        """(ids, starts, ends) int32 RaggedTensors; offsets in code points of `text`."""
+        return self._keras.offsets_fn(text)
+
+    def pack(self, segments):
+        """Packs 1 or 2 ragged segments into the encoder input dict, [B, S] each.
+
+        S is the batch's longest packed row (truncated to `max_length`),
+        rounded up to `pad_to_multiple_of`; at least 2, so that an empty
+        batch still has a [CLS] column for the pooler.
+        """
+        inputs = self._keras.packer(tuple(segments))
+        if self.sequence_length is not None:
+            return inputs
+        width = tf.shape(inputs["token_ids"])[1]
+        multiple = self.pad_to_multiple_of
+        target = tf.minimum((width + multiple - 1) // multiple * multiple, self.max_length)
+        target = tf.maximum(target, 2)
+        pad = [[0, 0], [0, target - width]]
+        pad_id = self._keras.tokenizer.pad_token_id
+        return {
+            "token_ids": tf.pad(inputs["token_ids"], pad, constant_values=pad_id),
+            "segment_ids": tf.pad(inputs["segment_ids"], pad),
+            "padding_mask": tf.pad(inputs["padding_mask"], pad),
+        }
+
+    def run_encoder(self, inputs):
+        """sequence_output [B, S, H] and pooled_output [B, H], float32."""
+        return self._keras.encoder_fn(
+            inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"]
+        )
+
+    def run_model(self, inputs):
+        """The task model's outputs (float32) on packed inputs."""
+        return self._keras.model_fn(
+            inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"]
+        )
+
+    def _run_encoder(self, token_ids, segment_ids, padding_mask):
+        outputs = self._keras.encoder(
+            {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
+            training=False,
+        )
+        return {
+            "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
+            "pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
+        }
+
+    def _run_model(self, token_ids, segment_ids, padding_mask):
+        outputs = self._keras.model(
+            {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
+            training=False,
+        )
+        return tf.nest.map_structure(lambda t: tf.cast(t, tf.float32), outputs)

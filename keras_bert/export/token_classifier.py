@@ -1,0 +1,72 @@
+"""TokenClassifierServingModule: raw text -> a label per WordPiece token, with offsets."""
+
+import tensorflow as tf
+
+from keras_bert.export.serving_module import STRINGS, BertServingModule
+
+
+class TokenClassifierServingModule(BertServingModule):
+    """Serving signatures of a `BertTokenClassifier` (NER, POS tagging).
+
+    serving_default / tag, on `text` string [B], gives dense [B, T] tensors,
+    T = the most WordPiece tokens of a text in the batch (after truncation to
+    `max_length` - 2; [CLS] and [SEP] are not listed):
+        tokens       string   WordPiece token ("" on padding)
+        label        string   predicted label name ("" on padding)
+        label_id     int32    predicted label id (-1 on padding)
+        probability  float32  softmax probability of that label (0 on padding)
+        start, end   int32    character offsets (Unicode code points) of the
+                              token in `text`: text[start:end] in Python
+                              (-1 on padding); a ## piece covers its part of
+                              the word, an [UNK] word the whole word
+        word_start   int32    1 on the first piece of a word, 0 on ## pieces
+                              and padding (labels usually go on first pieces)
+        mask         int32    1 on real tokens, 0 on padding
+
+    Args:
+        model: a `BertTokenClassifier`.
+        label_names: list of K str, or None for "0".."K-1".
+        **kwargs: `BertServingModule` arguments.
+    """
+
+    SIGNATURES = {**BertServingModule.SIGNATURES, "tag": "tag"}
+    DEFAULT_SIGNATURE = "tag"
+
+    def __init__(self, model, tokenizer, vocab_file, max_length, label_names=None, **kwargs):
+        label_names = label_names or [str(i) for i in range(model.num_classes)]
+        if len(label_names) != model.num_classes:
+            raise ValueError(
+                f"Expected {model.num_classes} label names (num_classes). "
+                f"Received: label_names={label_names}"
+            )
+        self.label_names = tf.constant([str(name) for name in label_names], tf.string)
+        super().__init__(model, tokenizer, vocab_file, max_length, **kwargs)
+
+    def _define_signatures(self):
+        super()._define_signatures()
+        self.tag = tf.function(self._tag, input_signature=[STRINGS])
+
+    def _tag(self, text):
+        ids, starts, ends = self.tokenize_with_offsets(text)  # (B, (n)) each
+        # The packer keeps the first `budget` tokens of each text.
+        budget = (self.sequence_length or self.max_length) - 2
+        ids, starts, ends = (x[:, :budget] for x in (ids, starts, ends))
+        logits = self.run_model(self.pack((ids,)))  # (B, S, K)
+        mask = tf.ones_like(ids).to_tensor(0)  # (B, T)
+        width = tf.shape(mask)[1]
+        # Token i of a text sits at position i + 1, after [CLS].
+        probabilities = tf.nn.softmax(logits[:, 1 : 1 + width], axis=-1)  # (B, T, K)
+        label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+        real = tf.cast(mask, tf.bool)
+        tokens = self._keras.tokenizer.ids_to_tokens(ids).to_tensor("")
+        is_piece = tf.strings.regex_full_match(tokens, "##.+")
+        return {
+            "tokens": tokens,
+            "label": tf.where(real, tf.gather(self.label_names, label_id), ""),
+            "label_id": tf.where(real, label_id, -1),
+            "probability": tf.where(real, tf.reduce_max(probabilities, axis=-1), 0.0),
+            "start": starts.to_tensor(-1),
+            "end": ends.to_tensor(-1),
+            "word_start": tf.cast(real & ~is_piece, tf.int32),
+            "mask": mask,
+        }

@@ -1,0 +1,158 @@
+"""Shared fixtures of the export tests: tiny fine-tuned models and a clean loader process."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.config import BertConfig
+from keras_bert.export import export_model
+from keras_bert.models import BertClassifier, BertEncoder, load_model_dir
+from keras_bert.text import BertPreprocessor, BertTokenizer
+
+VOCAB = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    "the", "a", "b", "c", "fox", "dog", "cat", "##s", "##es", "jump", "##ed", "over",
+    "good", "bad", "great", "awful", "movie", "film", "is", "was", "not", "very",
+    "who", "what", "where", "did", "cafe", "naive", "!", "?", ",", ".", "'", "x", "y",
+]
+LABELS = ["negative", "neutral", "positive"]
+MAX_LENGTH = 24  # task.json max_seq_length; the encoder takes 32 positions.
+
+TRAIN_TEXTS = [
+    ("a good movie", 2), ("a great film", 2), ("the film was very good", 2),
+    ("a bad movie", 0), ("an awful film", 0), ("the movie was not good", 0),
+    ("the cat", 1), ("a dog jumped over the fox", 1), ("what is it ?", 1),
+]
+
+
+def write_vocab(directory):
+    path = os.path.join(directory, "vocab.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(token + "\n" for token in VOCAB))
+    return path
+
+
+def tiny_encoder(seed=0):
+    keras.utils.set_random_seed(seed)
+    config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_layers=2, num_heads=2,
+                        intermediate_size=32, max_position_embeddings=32)
+    return BertEncoder(**config.to_dict())
+
+
+def preprocessor(vocab_file, max_length=MAX_LENGTH):
+    """The in-Python reference: batch-longest packing, as the export does."""
+    return BertPreprocessor(BertTokenizer(vocab_file), sequence_length=None,
+                            max_length=max_length)
+
+
+def fit_a_few_steps(model, inputs, targets, loss, sample_weight=None):
+    """Moves the weights away from their initialization (non-trivial outputs)."""
+    model.compile(optimizer=keras.optimizers.Adam(3e-2), loss=loss)
+    model.fit(inputs, targets, sample_weight=sample_weight, epochs=8, verbose=0)
+
+
+@pytest.fixture(scope="session")
+def classifier_export(tmp_path_factory):
+    """A fine-tuned tiny 3-class classifier: its model dir, export, vocab and Keras model."""
+    root = tmp_path_factory.mktemp("classifier")
+    vocab_file = write_vocab(str(root))
+    classifier = BertClassifier(tiny_encoder(), num_classes=3, label_names=LABELS)
+    texts = tf.constant([t for t, _ in TRAIN_TEXTS])
+    fit_a_few_steps(
+        classifier, preprocessor(vocab_file)(texts), np.array([y for _, y in TRAIN_TEXTS]),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
+    model_dir = os.path.join(root, "model")
+    classifier.save_pretrained(model_dir, vocab_file=vocab_file,
+                               task_info={"max_seq_length": MAX_LENGTH})
+    export_dir = export_model(model_dir, os.path.join(root, "exports", "sentiment"))
+    # As loaded from the directory: with task_info (max_seq_length) and vocab_file.
+    return {"model_dir": model_dir, "export_dir": export_dir, "vocab_file": vocab_file,
+            "model": load_model_dir(model_dir, BertEncoder)}
+
+
+# The clean process: keras, keras_bert and tf_keras cannot be imported (as on
+# a TF Serving host, where no Python runs at all), and the tensorflow-text
+# kernels are registered by loading its op library, as TF Serving links it.
+_PREAMBLE = """
+import importlib.util, json, os, sys
+for _name in ("keras", "keras_bert", "tf_keras"):
+    sys.modules[_name] = None  # import -> ImportError
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+from tensorflow.python.framework import op_def_registry
+ARGS = json.loads(sys.argv[1])
+result = {"non_core_ops": {}}
+# Ops of each export that core TensorFlow does not register (before any
+# tensorflow-text library is loaded): what a server must link besides TF.
+for _path in ARGS.get("export_dirs", []):
+    _proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(_path, "saved_model.pb"), "rb") as _f:
+        _proto.ParseFromString(_f.read())
+    _graph = _proto.meta_graphs[0].graph_def
+    _used = {n.op for n in _graph.node} | {
+        n.op for f in _graph.library.function for n in f.node_def}
+    result["non_core_ops"][_path] = sorted(o for o in _used if op_def_registry.get(o) is None)
+_ops = os.path.join(importlib.util.find_spec("tensorflow_text").submodule_search_locations[0],
+                    "python", "ops", "_fast_wordpiece_tokenizer.so")
+tf.load_op_library(_ops)
+
+
+def jsonable(tensor):
+    # A tensor as JSON: nested lists, strings decoded from UTF-8.
+    value = np.asarray(tensor).tolist()
+    def convert(x):
+        if isinstance(x, list):
+            return [convert(y) for y in x]
+        return x.decode("utf-8", errors="replace") if isinstance(x, bytes) else x
+    return convert(value)
+
+
+def session_signature(export_dir, name, **inputs):
+    # Runs a signature the way TF Serving does: a TF1 Session over the
+    # MetaGraph, variables restored by its Saver (not tf.saved_model.load).
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], export_dir)
+        signature = meta.signature_def[name]
+        fetches = {k: v.name for k, v in signature.outputs.items()}
+        feeds = {signature.inputs[k].name: v for k, v in inputs.items()}
+        return session.run(fetches, feeds)
+"""
+
+_POSTAMBLE = """
+result["python_modules"] = sorted(
+    k for k, v in sys.modules.items()
+    if v is not None and k.split(".")[0] in ("keras", "keras_bert", "tf_keras", "tensorflow_text"))
+print("RESULT " + json.dumps(result))
+"""
+
+
+def run_clean_process(body, **args):
+    """Runs `body` (Python code that fills `result`) in a fresh clean process.
+
+    `ARGS` holds `args` (JSON); `result` must be JSON-able. Returns `result`
+    plus "python_modules", the keras* / tensorflow_text modules that got
+    imported (must be none), and "non_core_ops": {export dir: ops that core
+    TensorFlow lacks} for each dir of the `export_dirs` argument.
+    """
+    script = _PREAMBLE + textwrap.dedent(body) + _POSTAMBLE
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    env.pop("PYTHONPATH", None)  # Nothing of the repository on the path.
+    process = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(args)],
+        capture_output=True, text=True, timeout=300, env=env, cwd="/",
+    )
+    lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT ")]
+    assert process.returncode == 0 and lines, (
+        f"clean process failed (rc={process.returncode}):\n{process.stdout[-3000:]}\n"
+        f"{process.stderr[-5000:]}"
+    )
+    return json.loads(lines[-1][len("RESULT "):])

@@ -1,0 +1,242 @@
+"""A fine-tuned classifier, exported and served from a process without keras."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.export import build_serving_module, next_version, resolve_export_dir
+from keras_bert.export.export import INFO_FILE, save_serving_module
+from keras_bert.export.predict import format_outputs, load_export, run_signature
+from tests.export.conftest import (
+    LABELS,
+    MAX_LENGTH,
+    preprocessor,
+    run_clean_process,
+)
+
+TEXTS = [
+    "a good movie", "The film was NOT very good!", "cat", "what, where? who did it.",
+    "a " + "great film " * 40,  # Longer than MAX_LENGTH: truncated.
+]
+BAD = {
+    "empty": "", "spaces": " \t\n ", "invalid_utf8": b"\xff\xfe a \xc3 good", "valid": "a good",
+    "huge": "good movie " * 10000,  # 100k characters.
+}
+
+
+def expected_outputs(export):
+    """Probabilities and embeddings of the Keras model on BertPreprocessor inputs."""
+    classifier = export["model"]
+    inputs = preprocessor(export["vocab_file"])(tf.constant(TEXTS))
+    logits = classifier(inputs, training=False)
+    encoded = classifier.encoder(inputs, training=False)
+    mask = tf.cast(inputs["padding_mask"], tf.float32)[:, :, None]
+    mean = tf.reduce_sum(encoded["sequence_output"] * mask, 1) / tf.reduce_sum(mask, 1)
+    cls_sep = classifier(
+        {"token_ids": tf.constant([[2, 3]]), "segment_ids": tf.zeros([1, 2], tf.int32),
+         "padding_mask": tf.ones([1, 2], tf.int32)}, training=False)
+    return {
+        "probabilities": tf.nn.softmax(logits).numpy(),
+        "pooled_output": encoded["pooled_output"].numpy(),
+        "mean_embedding": mean.numpy(),
+        "cls_sep": tf.nn.softmax(cls_sep).numpy()[0],
+        "width": int(inputs["token_ids"].shape[1]),
+    }
+
+
+CLEAN_CHECKS = """
+loaded = tf.saved_model.load(ARGS["export_dir"])
+serve = loaded.signatures["serving_default"]
+out = serve(text=tf.constant(ARGS["texts"]))
+result["outputs"] = {k: jsonable(v) for k, v in out.items()}
+result["dtypes"] = {k: v.dtype.name for k, v in out.items()}
+emb = loaded.signatures["embed"](text=tf.constant(ARGS["texts"]))
+result["embed"] = {k: jsonable(v) for k, v in emb.items()}
+result["preprocess_shape"] = loaded.signatures["preprocess"](
+    text=tf.constant(["a", "a good movie"]))["token_ids"].shape.as_list()
+result["vocab_asset"] = open(os.path.join(
+    ARGS["export_dir"], "assets", "vocab.txt")).read().split("\\n")[:5]
+
+bad = {k: (v.encode("latin-1") if k == "invalid_utf8" else v) for k, v in ARGS["bad"].items()}
+out = serve(text=tf.constant(list(bad.values())))
+result["bad"] = {name: {k: jsonable(v[i]) for k, v in out.items()}
+                 for i, name in enumerate(bad)}
+result["bad_finite"] = all(np.isfinite(v.numpy()).all() for v in out.values()
+                           if v.dtype.is_floating)
+empty = serve(text=tf.constant([], tf.string))
+result["empty_batch"] = {k: v.shape.as_list() for k, v in empty.items()}
+empty = loaded.signatures["embed"](text=tf.constant([], tf.string))
+result["empty_batch_embed"] = {k: v.shape.as_list() for k, v in empty.items()}
+
+errors = {}
+for name, call in {
+    "int_text": lambda: serve(text=tf.constant([1, 2])),
+    "rank2_text": lambda: serve(text=tf.constant([["a", "b"]])),
+    "bad_token_id": lambda: loaded.signatures["encode"](
+        token_ids=tf.constant([[2, 999, 3]]), segment_ids=tf.zeros([1, 3], tf.int32),
+        padding_mask=tf.ones([1, 3], tf.int32)),
+    "too_long": lambda: loaded.signatures["encode"](
+        token_ids=tf.fill([1, 40], 5), segment_ids=tf.zeros([1, 40], tf.int32),
+        padding_mask=tf.ones([1, 40], tf.int32)),
+}.items():
+    try:
+        call()
+        errors[name] = None
+    except Exception as e:  # The process survives; the error names the problem.
+        errors[name] = f"{type(e).__name__}: {e}"
+result["errors"] = errors
+enc = loaded.signatures["encode"](
+    token_ids=tf.constant([[2, 17, 3, 0]]), segment_ids=tf.zeros([1, 4], tf.int32),
+    padding_mask=tf.constant([[1, 1, 1, 0]]))
+result["encode_shapes"] = {k: v.shape.as_list() for k, v in enc.items()}
+result["after_errors"] = jsonable(serve(text=tf.constant(["a good movie"]))["label"])
+"""
+
+
+@pytest.fixture(scope="module")
+def clean(classifier_export):
+    return run_clean_process(
+        CLEAN_CHECKS, export_dir=classifier_export["export_dir"], texts=TEXTS,
+        export_dirs=[classifier_export["export_dir"]],
+        bad={k: (v.decode("latin-1") if isinstance(v, bytes) else v) for k, v in BAD.items()},
+    )
+
+
+def test_loads_without_keras_and_matches_the_keras_model(classifier_export, clean):
+    assert clean["python_modules"] == []
+    expected = expected_outputs(classifier_export)
+    outputs = clean["outputs"]
+    assert clean["dtypes"] == {"probabilities": "float32", "label_id": "int32",
+                               "label": "string"}
+    np.testing.assert_allclose(outputs["probabilities"], expected["probabilities"],
+                               atol=1e-5, rtol=0)
+    # The fit moved the model: the texts do not all get the same answer.
+    assert np.ptp(np.asarray(outputs["probabilities"])[:, 2]) > 0.05
+    label_ids = np.argmax(expected["probabilities"], -1)
+    assert outputs["label_id"] == label_ids.tolist()
+    assert outputs["label"] == [LABELS[i] for i in label_ids]
+    np.testing.assert_allclose(clean["embed"]["pooled_output"], expected["pooled_output"],
+                               atol=1e-5, rtol=0)
+    np.testing.assert_allclose(clean["embed"]["mean_embedding"], expected["mean_embedding"],
+                               atol=1e-5, rtol=0)
+    assert clean["vocab_asset"] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def test_the_only_op_beyond_core_tensorflow_is_fast_wordpiece(clean):
+    # Stock TF Serving links tensorflow-text's ops_lib, which has this op.
+    assert list(clean["non_core_ops"].values()) == [["FastWordpieceTokenizeWithOffsets"]]
+
+
+def test_batch_is_padded_to_its_longest_text(clean):
+    # "a good movie" -> [CLS] a good movie [SEP]: 5 positions, not MAX_LENGTH.
+    assert clean["preprocess_shape"] == [2, 5]
+
+
+def test_bad_inputs_get_defined_results(classifier_export, clean):
+    bad = clean["bad"]
+    assert clean["bad_finite"]
+    expected = expected_outputs(classifier_export)["cls_sep"]
+    # Empty and whitespace-only texts classify as [CLS] [SEP].
+    for name in ("empty", "spaces"):
+        np.testing.assert_allclose(bad[name]["probabilities"], expected, atol=1e-5, rtol=0)
+    # Invalid bytes are dropped, as the reference tokenizer drops U+FFFD.
+    np.testing.assert_allclose(bad["invalid_utf8"]["probabilities"],
+                               bad["valid"]["probabilities"], atol=1e-6, rtol=0)
+    for row in bad.values():
+        assert abs(sum(row["probabilities"]) - 1) < 1e-5
+        assert row["label"] in LABELS
+    assert clean["empty_batch"] == {"probabilities": [0, 3], "label_id": [0], "label": [0]}
+    assert clean["empty_batch_embed"] == {"pooled_output": [0, 16], "mean_embedding": [0, 16]}
+
+
+def test_bad_calls_raise_clear_errors_and_the_process_survives(clean):
+    errors = clean["errors"]
+    assert "string" in errors["int_text"]
+    assert errors["rank2_text"] is not None
+    assert "vocab_size=40" in errors["bad_token_id"]
+    assert "max_position_embeddings=32" in errors["too_long"]
+    assert clean["encode_shapes"] == {"sequence_output": [1, 4, 16], "pooled_output": [1, 16]}
+    assert clean["after_errors"] == [clean["outputs"]["label"][0]]
+
+
+def test_serving_runs_the_model_on_batch_longest_positions(classifier_export):
+    module = build_serving_module(classifier_export["model"],
+                                  vocab_file=classifier_export["vocab_file"])
+    seen = tf.Variable([0, 0])
+    run_model = module.run_model
+
+    def spy(inputs):  # Records the [batch, seq] shape the model part runs on.
+        seen.assign(tf.shape(inputs["token_ids"]))
+        return run_model(inputs)
+
+    module.run_model = spy
+    module.classify(tf.constant(["a", "a good movie"]))
+    assert seen.numpy().tolist() == [2, 5]
+    module.classify(tf.constant(["a", "good " * 100]))
+    assert seen.numpy().tolist() == [2, MAX_LENGTH]
+
+
+def test_fixed_length_and_multiple_of_padding(classifier_export):
+    fixed = build_serving_module(classifier_export["model"], sequence_length=16)
+    assert fixed.preprocess(tf.constant(["a"]))["token_ids"].shape == (1, 16)
+    rounded = build_serving_module(classifier_export["model"], pad_to_multiple_of=8)
+    assert rounded.preprocess(tf.constant(["a good"]))["token_ids"].shape == (1, 8)
+    long = rounded.preprocess(tf.constant(["good " * 100]))["token_ids"]
+    assert long.shape == (1, MAX_LENGTH)  # Rounded up, but never past max_length.
+
+
+def test_pairs_and_regression(classifier_export):
+    pairs = build_serving_module(classifier_export["model"], pairs=True)
+    packed = pairs.preprocess(tf.constant(["a good", "b"]), tf.constant(["movie", ""]))
+    assert packed["token_ids"].numpy().tolist() == [[2, 6, 17, 3, 21, 3], [2, 7, 3, 3, 0, 0]]
+    assert packed["segment_ids"].numpy().tolist() == [[0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 0, 0]]
+    assert sorted(pairs.classify.function_spec.arg_names) == ["text", "text_b"]
+
+    from keras_bert.models import BertClassifier
+
+    regressor = BertClassifier(classifier_export["model"].encoder, num_classes=1)
+    module = build_serving_module(regressor, vocab_file=classifier_export["vocab_file"],
+                                  task_info={"max_seq_length": MAX_LENGTH})
+    out = module.classify(tf.constant(["a good movie", ""]))
+    inputs = preprocessor(classifier_export["vocab_file"])(tf.constant(["a good movie", ""]))
+    np.testing.assert_allclose(out["score"], regressor(inputs)[:, 0], atol=1e-5)
+    assert sorted(out) == ["score"]
+
+
+def test_versions_and_atomic_export(classifier_export, tmp_path):
+    base = str(tmp_path / "exports" / "sentiment")
+    assert resolve_export_dir(base) == os.path.join(base, "1")
+    for version in ("1", "2", "10", "tmp", "7x"):
+        os.makedirs(os.path.join(base, version))
+    assert next_version(base) == 11
+    assert resolve_export_dir(base) == os.path.join(base, "11")
+    assert resolve_export_dir(base + "/3") == base + "/3"
+    assert resolve_export_dir(base, version=4) == os.path.join(base, "4")
+    with pytest.raises(ValueError, match="version"):
+        resolve_export_dir(base + "/3", version=4)
+    module = build_serving_module(classifier_export["model"])
+    with pytest.raises(FileExistsError, match="overwrite"):
+        save_serving_module(module, os.path.join(base, "2"))
+    export_dir = classifier_export["export_dir"]
+    assert os.path.basename(export_dir) == "1"
+    # Only the version directory: no half-written temporary one is left beside it.
+    assert os.listdir(os.path.dirname(export_dir)) == ["1"]
+    with open(os.path.join(export_dir, INFO_FILE)) as f:
+        info = json.load(f)
+    assert info["max_length"] == MAX_LENGTH
+    assert info["signatures"]["serving_default"]["inputs"] == {
+        "text": {"dtype": "string", "shape": [None]}}
+
+
+def test_predict_helpers(classifier_export):
+    loaded = load_export(os.path.dirname(classifier_export["export_dir"]))  # Latest version.
+    inputs = {"text": ["a good movie", ""]}
+    outputs = run_signature(loaded, inputs)
+    lines = format_outputs(inputs, outputs)
+    label = outputs["label"][0].decode()
+    assert lines[0] == f"a good movie\t{label}\t{outputs['probabilities'][0].max():.4f}"
+    with pytest.raises(ValueError, match="needs inputs"):
+        run_signature(loaded, {"txt": ["a"]})

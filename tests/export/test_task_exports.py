@@ -1,0 +1,228 @@
+"""Token classifier and span QA exports: offsets that slice the original text."""
+
+import os
+import unicodedata
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.export import build_serving_module, export_model
+from keras_bert.models import BertEncoder, BertSpanLabeler, BertTokenClassifier, load_model_dir
+from keras_bert.text import BertTokenizer
+from tests.export.conftest import (
+    fit_a_few_steps,
+    preprocessor,
+    run_clean_process,
+    tiny_encoder,
+    write_vocab,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore:Gradients do not exist")
+
+TAGS = ["O", "ANIMAL", "WORD"]
+TAG_TEXTS = [
+    "The fox jumped over the dog!", "  Café   naïve  cats,", "", "x",
+    "a " + "dog " * 40,  # Truncated to the model's length.
+]
+QA_MAX_LENGTH = 20
+QUESTIONS = ["who jumped ?", "what was good", "where", "what is it?", "who"]
+CONTEXTS = [
+    "The fox jumped over the dog.",
+    # Longer than one window: read in doc_stride windows.
+    "The movie was very good, the film was bad, the cat was awful and the dog was great. " * 2,
+    "",
+    "Café!",
+    "x " * 5000,  # 10k characters: 16 windows, the rest unread.
+]
+
+
+def surface(text):
+    """What an uncased WordPiece token of `text` looks like: lower-cased, no accents."""
+    text = unicodedata.normalize("NFD", text.lower())
+    return "".join(c for c in text if unicodedata.category(c) != "Mn")
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("tasks"))
+    vocab_file = write_vocab(root)
+    tokenizer = BertTokenizer(vocab_file)
+    result = {"vocab_file": vocab_file}
+
+    tagger = BertTokenClassifier(tiny_encoder(1), num_classes=3, label_names=TAGS)
+    inputs = preprocessor(vocab_file)(tf.constant(TAG_TEXTS[:2]))
+    animals = {tokenizer.token_to_id(t) for t in ("fox", "dog", "cat")}
+    tags = np.vectorize(lambda i: 1 if i in animals else 2 if i > 4 else 0)(
+        inputs["token_ids"].numpy())
+    fit_a_few_steps(tagger, inputs, tags,
+                    keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                    sample_weight=inputs["padding_mask"])
+    tagger.save_pretrained(os.path.join(root, "tagger"), vocab_file=vocab_file)
+
+    qa = BertSpanLabeler(tiny_encoder(2))
+    inputs = preprocessor(vocab_file)((tf.constant(QUESTIONS[:2]), tf.constant(CONTEXTS[:1] * 2)))
+    fit_a_few_steps(qa, inputs, {"start_logits": np.array([5, 6]), "end_logits": np.array([6, 8])},
+                    keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    qa.save_pretrained(os.path.join(root, "qa"), vocab_file=vocab_file,
+                       task_info={"max_seq_length": QA_MAX_LENGTH, "doc_stride": 4,
+                                  "max_query_length": 6, "max_answer_length": 5})
+    for name in ("tagger", "qa"):
+        result[name] = load_model_dir(os.path.join(root, name), BertEncoder)
+        result[name + "_export"] = export_model(os.path.join(root, name),
+                                                os.path.join(root, "exports", name))
+    return result
+
+
+CLEAN_CHECKS = """
+tagger = tf.saved_model.load(ARGS["tagger"])
+out = tagger.signatures["serving_default"](text=tf.constant(ARGS["texts"]))
+result["tag"] = {k: jsonable(v) for k, v in out.items()}
+empty = tagger.signatures["serving_default"](text=tf.constant([], tf.string))
+result["tag_empty"] = {k: v.shape.as_list() for k, v in empty.items()}
+qa = tf.saved_model.load(ARGS["qa"])
+out = qa.signatures["serving_default"](question=tf.constant(ARGS["questions"]),
+                                       context=tf.constant(ARGS["contexts"]))
+result["qa"] = {k: jsonable(v) for k, v in out.items()}
+session = session_signature(ARGS["qa"], "serving_default", question=ARGS["questions"],
+                            context=ARGS["contexts"])
+result["qa_session"] = {k: jsonable(v) for k, v in session.items()}
+session = session_signature(ARGS["tagger"], "serving_default", text=ARGS["texts"])
+result["tag_session"] = {k: jsonable(v) for k, v in session.items()}
+windows = qa.signatures["preprocess"](question=tf.constant(ARGS["questions"]),
+                                      context=tf.constant(ARGS["contexts"]))
+result["windows"] = jsonable(windows["example"])
+result["window_shape"] = windows["token_ids"].shape.as_list()
+empty = qa.signatures["serving_default"](question=tf.constant([], tf.string),
+                                         context=tf.constant([], tf.string))
+result["qa_empty"] = {k: v.shape.as_list() for k, v in empty.items()}
+"""
+
+
+@pytest.fixture(scope="module")
+def clean(exports):
+    return run_clean_process(
+        CLEAN_CHECKS, tagger=exports["tagger_export"], qa=exports["qa_export"],
+        texts=TAG_TEXTS, questions=QUESTIONS, contexts=CONTEXTS,
+        export_dirs=[exports["tagger_export"], exports["qa_export"]],
+    )
+
+
+def test_token_labels_and_offsets(exports, clean):
+    assert clean["python_modules"] == []
+    assert list(clean["non_core_ops"].values()) == [["FastWordpieceTokenizeWithOffsets"]] * 2
+    tag = clean["tag"]
+    tokenizer = BertTokenizer(exports["vocab_file"])
+    # No max_seq_length in task.json: the export reads max_position_embeddings (32).
+    inputs = preprocessor(exports["vocab_file"], 32)(tf.constant(TAG_TEXTS))
+    probabilities = tf.nn.softmax(exports["tagger"](inputs), -1).numpy()
+    width = max(sum(row) for row in tag["mask"])
+    assert width == 30  # The long text, truncated to 32 positions less [CLS] and [SEP].
+    for i, text in enumerate(TAG_TEXTS):
+        n = sum(tag["mask"][i])
+        ids = tokenizer(tf.constant([text]))[0].numpy()[:30]
+        assert n == len(ids)
+        tokens = tag["tokens"][i][:n]
+        assert tokens == [tokenizer.id_to_token(t) for t in ids]
+        for j, token in enumerate(tokens):
+            start, end = tag["start"][i][j], tag["end"][i][j]
+            assert surface(text[start:end]) == token.removeprefix("##")
+            assert tag["word_start"][i][j] == int(not token.startswith("##"))
+        # Token j is at position j + 1 of the model's input.
+        expected = probabilities[i, 1 : n + 1]
+        assert tag["label_id"][i][:n] == expected.argmax(-1).tolist()
+        assert tag["label"][i][:n] == [TAGS[k] for k in expected.argmax(-1)]
+        np.testing.assert_allclose(tag["probability"][i][:n], expected.max(-1), atol=1e-5)
+        assert tag["label_id"][i][n:] == [-1] * (width - n)
+        assert tag["start"][i][n:] == [-1] * (width - n)
+        assert tag["label"][i][n:] == [""] * (width - n)
+    assert tag["tokens"][1][:4] == ["cafe", "naive", "cat", "##s"]
+    # TF Serving's way of loading (a TF1 Session) gives the same outputs.
+    assert clean["tag_session"]["label"] == tag["label"]
+    np.testing.assert_allclose(clean["tag_session"]["probability"], tag["probability"],
+                               atol=1e-6)
+    assert clean["tag_empty"]["label"] == [0, 0]
+
+
+def reference_answer(exports, question, context, max_length=QA_MAX_LENGTH, max_query_length=6,
+                     doc_stride=4, max_answer_length=5, max_windows=16):
+    """google-research/bert run_squad.py, one feature at a time, every (start, end) pair."""
+    tokenizer = BertTokenizer(exports["vocab_file"])
+    query = tokenizer(tf.constant([question]))[0].numpy().tolist()[:max_query_length]
+    ids, starts, ends = (x[0].numpy().tolist() for x in tokenizer.tokenize_with_offsets(
+        tf.constant([context]), unit="UTF8_CHAR"))
+    max_tokens = max_length - len(query) - 3
+    spans, offset = [], 0
+    while offset < len(ids):
+        length = min(len(ids) - offset, max_tokens)
+        spans.append((offset, length))
+        if offset + length == len(ids):
+            break
+        offset += min(length, doc_stride)
+    spans = spans[:max_windows]
+
+    def is_max_context(span_index, position):
+        best, best_index = None, None
+        for index, (start, length) in enumerate(spans):
+            if not start <= position < start + length:
+                continue
+            score = min(position - start, start + length - 1 - position) + 0.01 * length
+            if best is None or score > best:
+                best, best_index = score, index
+        return best_index == span_index
+
+    candidates = []
+    for index, (start, length) in enumerate(spans):
+        token_ids = [2] + query + [3] + ids[start:start + length] + [3]
+        inputs = {"token_ids": tf.constant([token_ids]),
+                  "segment_ids": tf.constant([[0] * (len(query) + 2) + [1] * (length + 1)]),
+                  "padding_mask": tf.ones([1, len(token_ids)], tf.int32)}
+        logits = exports["qa"](inputs)
+        start_logits, end_logits = (logits[k][0].numpy() for k in ("start_logits", "end_logits"))
+        first = len(query) + 2
+        for s in range(first, first + length):
+            if not is_max_context(index, start + s - first):
+                continue
+            for e in range(s, min(s + max_answer_length, first + length)):
+                candidates.append((start_logits[s] + end_logits[e], start + s - first,
+                                   start + e - first))
+    score, first_token, last_token = max(candidates)
+    return starts[first_token], ends[last_token], score
+
+
+def test_span_qa_answers_like_run_squad(exports, clean):
+    qa = clean["qa"]
+    for i, (question, context) in enumerate(zip(QUESTIONS, CONTEXTS)):
+        start, end = qa["start"][i], qa["end"][i]
+        if not context:
+            assert (qa["answer"][i], start, end) == ("", -1, -1)
+            continue
+        assert context[start:end] == qa["answer"][i]
+        expected_start, expected_end, expected_score = reference_answer(exports, question, context)
+        assert (start, end) == (expected_start, expected_end), (question, context)
+        assert abs(qa["score"][i] - expected_score) < 1e-4
+    assert qa["answer"][3] in ("Café", "!", "Café!")  # Original text, not the normalized one.
+    # Windows: one for a short context, several for a long one, at most 16.
+    counts = np.bincount(clean["windows"], minlength=len(CONTEXTS)).tolist()
+    assert counts[0] == 1 and counts[2] == 1 and counts[3] == 1
+    assert 1 < counts[1] < 16 and counts[4] == 16
+    assert clean["window_shape"] == [sum(counts), QA_MAX_LENGTH]
+    assert clean["qa_session"]["answer"] == qa["answer"]
+    np.testing.assert_allclose(clean["qa_session"]["score"], qa["score"], atol=1e-5)
+    assert clean["qa_empty"] == {"answer": [0], "start": [0], "end": [0], "score": [0]}
+
+
+def test_span_qa_no_answer_threshold(exports):
+    # (The export above, allow_no_answer=False, answers every non-empty context.)
+    questions, contexts = tf.constant(QUESTIONS[:2]), tf.constant(CONTEXTS[:2])
+    never = build_serving_module(exports["qa"], allow_no_answer=True,
+                                 null_score_diff_threshold=-1e9)
+    unanswered = never.answer(questions, contexts)
+    assert unanswered["answer"].numpy().tolist() == [b"", b""]
+    assert unanswered["start"].numpy().tolist() == [-1, -1]
+    # The score of "no answer" is the [CLS] span's: start_logit[0] + end_logit[0].
+    inputs = preprocessor(exports["vocab_file"], QA_MAX_LENGTH)((questions[:1], contexts[:1]))
+    logits = exports["qa"](inputs)
+    null = logits["start_logits"][0, 0] + logits["end_logits"][0, 0]
+    np.testing.assert_allclose(unanswered["score"][0], null, atol=1e-5)

@@ -1,0 +1,103 @@
+"""Export a model directory as a TF Serving SavedModel that takes raw strings.
+
+Writes exports/NAME/VERSION/ (saved_model.pb, variables/, assets/vocab.txt,
+keras_bert_export.json). VERSION defaults to 1 + the largest version already
+under exports/NAME, so a running TF Serving picks the new one up. The
+version directory appears only when it is complete.
+
+Signatures (see exports/README.md): serving_default (the task's: classify,
+tag or answer; embed for an encoder), embed, encode, preprocess.
+
+Examples
+--------
+  python tools/export.py --model models/sentiment --output exports/sentiment
+  python tools/export.py --model models/sentiment --output exports/sentiment/3 --overwrite
+  python tools/export.py --model models/minilm --output exports/minilm --max-length 128
+"""
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from keras_bert.export import export_model  # noqa: E402
+from keras_bert.export.export import INFO_FILE  # noqa: E402
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", required=True, help="Model directory (config.json, ...).")
+    parser.add_argument(
+        "--output", required=True,
+        help="exports/NAME (next version) or exports/NAME/VERSION.",
+    )
+    parser.add_argument("--overwrite", action="store_true",
+                        help="Replace an existing VERSION directory.")
+    parser.add_argument(
+        "--max-length", type=int, default=None,
+        help="Longest packed sequence; longer texts are truncated (default: task.json "
+        "max_seq_length, else max_position_embeddings).",
+    )
+    parser.add_argument(
+        "--sequence-length", type=int, default=None,
+        help="Pad every batch to exactly this length (default: pad a batch to its own "
+        "longest text).",
+    )
+    parser.add_argument("--pad-to-multiple-of", type=int, default=1,
+                        help="Round the batch-longest length up to a multiple of this.")
+    parser.add_argument(
+        "--jit-compile", action="store_true",
+        help="XLA-compile the model part (TF Serving then needs "
+        "--xla_cpu_compilation_enabled on CPU).",
+    )
+    case = parser.add_mutually_exclusive_group()
+    case.add_argument("--lowercase", dest="lowercase", action="store_true", default=None,
+                      help="Uncased vocabulary (default: task.json, else guessed).")
+    case.add_argument("--no-lowercase", dest="lowercase", action="store_false")
+    parser.add_argument("--pairs", action="store_true", default=None,
+                        help="Classifier: serving_default takes (text, text_b).")
+    parser.add_argument("--doc-stride", type=int, default=None, help="Span QA window stride.")
+    parser.add_argument("--max-windows", type=int, default=None,
+                        help="Span QA: windows read per context (default 16).")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    options = {
+        key: value
+        for key, value in {
+            "max_length": args.max_length,
+            "sequence_length": args.sequence_length,
+            "pad_to_multiple_of": args.pad_to_multiple_of,
+            "jit_compile": args.jit_compile,
+            "lowercase": args.lowercase,
+            "pairs": args.pairs,
+            "doc_stride": args.doc_stride,
+            "max_windows": args.max_windows,
+        }.items()
+        if value is not None
+    }
+    try:
+        path = export_model(args.model, args.output, overwrite=args.overwrite, **options)
+    except (ValueError, FileNotFoundError, FileExistsError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    with open(os.path.join(path, INFO_FILE), encoding="utf-8") as f:
+        info = json.load(f)
+    print(f"Exported {args.model} -> {path} ({info['module']}, max_length "
+          f"{info['max_length']}, jit_compile {info['jit_compile']})")
+    for name, signature in info["signatures"].items():
+        inputs = ", ".join(f"{k}: {v['dtype']}{v['shape']}" for k, v in signature["inputs"].items())
+        outputs = ", ".join(f"{k}: {v['dtype']}{v['shape']}"
+                            for k, v in signature["outputs"].items())
+        print(f"  {name}({inputs})\n      -> {outputs}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
