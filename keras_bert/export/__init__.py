@@ -17,3 +17,4 @@ from keras_bert.export.export import (
 from keras_bert.export.serving_module import BertServingModule
 from keras_bert.export.span_qa import SpanQAServingModule
 from keras_bert.export.token_classifier import TokenClassifierServingModule
+from keras_bert.export.features import extract_features

@@ -200,6 +200,15 @@ class BertPacker(keras.layers.Layer):
             "segment_ids": segment_ids.to_tensor(0, shape=shape),
             "padding_mask": tf.ones_like(token_ids).to_tensor(0, shape=shape),
         }
+        if self.sequence_length is None:
+            # An empty batch still gets the width of "[CLS] [SEP]" (per
+            # segment), so that models reading position 0 keep working.
+            pad = tf.maximum(0, len(segments) + 1 - tf.shape(outputs["token_ids"])[1])
+            outputs = {
+                k: tf.pad(v, [[0, 0], [0, pad]], constant_values=self.pad_token_id if
+                          k == "token_ids" else 0)
+                for k, v in outputs.items()
+            }
         if unbatched:
             outputs = {k: v[0] for k, v in outputs.items()}
         return outputs

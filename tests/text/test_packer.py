@@ -166,3 +166,14 @@ def test_three_segments_rejected():
     x = tf.ragged.constant([[1]])
     with pytest.raises(ValueError, match="3 segments"):
         BertPacker(CLS, SEP)((x, x, x))
+
+
+def test_empty_batch_with_dynamic_padding_keeps_cls_width():
+    packer = BertPacker(cls_token_id=2, sep_token_id=3, sequence_length=None)
+    empty = tf.ragged.constant([[1]], dtype=tf.int32)[:0]
+    out = packer(empty)
+    assert out["token_ids"].shape == (0, 2)
+    pair = packer((empty, empty))
+    assert pair["segment_ids"].shape == (0, 3)
+    one = packer(tf.ragged.constant([[7, 8]], dtype=tf.int32))
+    assert one["token_ids"].numpy().tolist() == [[2, 7, 8, 3]]
