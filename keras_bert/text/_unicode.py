@@ -90,7 +90,11 @@ def unicode_tables():
         char = chr(cp)
         category = unicodedata.category(char)
         if category == "Cn":
-            continue  # Unassigned: an ordinary (non-cased) character.
+            # Unassigned: an ordinary (non-cased) character, except in the
+            # CJK ranges, which the reference tests by number alone.
+            if _is_cjk(cp):
+                info[cp] = CJK
+            continue
         bits = 0
         if char in "\t\n\r":
             bits |= SPACE
@@ -136,10 +140,91 @@ def unicode_tables():
     }
 
 
+def _info_of_all_code_points():
+    tables = unicode_tables()
+    code_points = np.arange(_NUM_CODE_POINTS)
+    return tables["blocks"][
+        tables["block_index"][code_points // _BLOCK] * _BLOCK
+        + code_points % _BLOCK
+    ]
+
+
+@functools.lru_cache(maxsize=None)
+def fast_path_candidates(lowercase):
+    """Non-ASCII characters that texts on the fast path may hold.
+
+    The fast path (tensorflow-text's FastWordpieceTokenizer with its own
+    pre-tokenization, after ASCII-only lower-casing) gives the reference's
+    result on a text whose characters are all either printable ASCII, tab,
+    newline, carriage return, or one of these: characters that the
+    reference keeps as they are (no deletion, and no change by lower-casing
+    or accent stripping when `lowercase`) and that are
+
+    * separators (whitespace), or
+    * words of their own: punctuation and CJK ideographs. Being one
+      character long, such a word never reaches the word length limit,
+      which tensorflow-text counts in bytes and the reference in characters.
+
+    Punctuation and whitespace must also have had the same category in
+    Unicode 3.2 (Python's `unicodedata.ucd_3_2_0`), so that the ICU that
+    tensorflow-text links (any version) agrees; CJK ideographs are found by
+    number alone, by both. Combining characters are left out (canonical
+    reordering), and so are letters, digits and symbols outside ASCII:
+    words holding them could exceed the byte limit but not the character
+    one, and most of them are normalized.
+
+    Returns:
+        A pair of sorted int arrays `(alone, space)`: the candidate
+        stand-alone characters and the candidate separators.
+    """
+    info = _info_of_all_code_points()
+    ok = (info & DROP) == 0
+    if lowercase:
+        ok &= np.right_shift(info, EXPANSION_SHIFT) == 0
+    ok[:0x80] = False
+    alone, space = [], []
+    for cp in np.flatnonzero(ok & ((info & (PUNCT | CJK | SPACE)) != 0)):
+        char = chr(cp)
+        bits = int(info[cp])
+        if unicodedata.combining(char):
+            continue
+        if bits & CJK and not bits & (PUNCT | SPACE):
+            alone.append(cp)
+            continue
+        if unicodedata.ucd_3_2_0.category(char) != unicodedata.category(char):
+            continue
+        if bits & SPACE and not bits & (PUNCT | CJK):
+            space.append(cp)
+        elif bits & PUNCT and not bits & (SPACE | CJK):
+            alone.append(cp)
+    return np.array(alone, np.int64), np.array(space, np.int64)
+
+
 def _lookup(tables, code_points):
     """Info word for each code point. int32 Tensor, same shape."""
-    block = tf.gather(tables["block_index"], code_points // _BLOCK)
-    return tf.gather(tables["blocks"], block * _BLOCK + code_points % _BLOCK)
+    # Code points are non-negative: shifts and masks, not // and %.
+    block = tf.gather(
+        tables["block_index"], tf.bitwise.right_shift(code_points, 8)
+    )
+    return tf.gather(
+        tables["blocks"],
+        tf.bitwise.bitwise_or(
+            tf.bitwise.left_shift(block, 8), code_points & (_BLOCK - 1)
+        ),
+    )
+
+
+def segment_ids(row_splits, size):
+    """Row of each of `size` values split by `row_splits` (int32 [size]).
+
+    Same as `RaggedTensor.value_rowids()` or `tf.repeat(range, lengths)`,
+    several times faster on CPU: each row start past 0 adds one, and the
+    running sum gives the row (empty rows at the end add nothing).
+    """
+    starts = tf.cast(row_splits[1:-1], tf.int32)
+    return tf.cumsum(
+        tf.math.bincount(starts, minlength=size, maxlength=size)
+    )
 
 
 def _utf8_length(code_points):
@@ -219,8 +304,8 @@ def pretokenize(texts, tables, lowercase):
     )
     chars = chars.with_row_splits_dtype(tf.int64)
     byte_starts = tf.cast(byte_starts.with_row_splits_dtype(tf.int64), tf.int32)
-    row_ids = tf.cast(chars.value_rowids(), tf.int32)
     code_points = chars.flat_values
+    row_ids = segment_ids(chars.row_splits, tf.size(code_points))
     byte_start = byte_starts.flat_values
     # Each character ends where the next one starts, the last at the end.
     row_starts = tf.cast(chars.row_splits[:-1], tf.int32)
@@ -250,7 +335,12 @@ def pretokenize(texts, tables, lowercase):
 
     # 3. Lower-case and strip accents: each code point becomes 0..n others.
     if lowercase:
-        final_sigma = _final_sigma(code_points, info, row_ids)
+        # The context scan costs a dozen passes: only run it on a sigma.
+        final_sigma = tf.cond(
+            tf.reduce_any(tf.equal(code_points, _CAPITAL_SIGMA)),
+            lambda: _final_sigma(code_points, info, row_ids),
+            lambda: tf.zeros_like(code_points, tf.bool),
+        )
         expansion = tf.bitwise.right_shift(info, EXPANSION_SHIFT)
         splits = tables["expansion_splits"]
         out_len = tf.where(
@@ -258,8 +348,12 @@ def pretokenize(texts, tables, lowercase):
             tf.gather(splits, expansion + 1) - tf.gather(splits, expansion),
             1,
         )
-        source = tf.repeat(tf.range(tf.size(code_points)), out_len)
-        out_start = tf.cumsum(out_len, exclusive=True)
+        out_end = tf.cumsum(out_len)
+        out_start = out_end - out_len
+        # The input character of each output one: tf.repeat(range, out_len).
+        source = segment_ids(
+            tf.concat([[0], out_end], 0), tf.reduce_sum(out_len)
+        )
         within = tf.range(tf.size(source)) - tf.gather(out_start, source)
         src_expansion = tf.gather(expansion, source)
         expanded = tf.gather(

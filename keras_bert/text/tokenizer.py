@@ -1,5 +1,6 @@
 """BERT WordPiece tokenizer that runs inside the TensorFlow graph."""
 
+import functools
 import os
 
 import keras
@@ -28,6 +29,118 @@ def _wordpiece_vocab(tokens, token_to_id):
     ]
 
 
+def _fast_path_vocab(tokens, token_to_id, fast_chars):
+    """The vocabulary for the fast path's end-to-end FastWordpieceTokenizer.
+
+    A fast-path text splits into words that are ASCII letter-digit runs or
+    single stand-alone characters, so only tokens of those shapes (plus the
+    "##" form of the former) can ever be reached, by the reference as by the
+    kernel. Every other token gets a placeholder: the kernel would, for
+    instance, match a token holding a space ("a b") across a separator.
+    Placeholders mix punctuation with other characters, which the kernel
+    leaves out of its trie in this mode. `[UNK]` is kept, by name.
+    """
+    fast_chars = frozenset(fast_chars)
+
+    def reachable(token):
+        word = token[2:] if token.startswith("##") else token
+        if word and word.isascii() and word.isalnum():
+            return True
+        return (
+            len(token) == 1 and ord(token) in fast_chars
+            and not token.isspace()
+        )
+
+    return [
+        token if token == "[UNK]" or reachable(token)
+        else f"[keras_bert_unreachable_{index}]"
+        for index, token in enumerate(_wordpiece_vocab(tokens, token_to_id))
+    ]
+
+
+def _code_point_class(code_points):
+    """An RE2 character class matching exactly the sorted code points."""
+    parts = []
+    start = 0
+    while start < len(code_points):
+        end = start
+        while (
+            end + 1 < len(code_points)
+            and code_points[end + 1] == code_points[end] + 1
+        ):
+            end += 1
+        low, high = code_points[start], code_points[end]
+        parts.append(
+            f"\\x{{{low:x}}}" if low == high
+            else f"\\x{{{low:x}}}-\\x{{{high:x}}}"
+        )
+        start = end + 1
+    return "[" + "".join(parts) + "]"
+
+
+# Printable ASCII, tab, newline, carriage return. Not \x0b, \x0c (Cc: the
+# reference deletes them, tensorflow-text splits on them) nor \x7f (Cc).
+_ASCII_FAST_CHARS = [0x09, 0x0A, 0x0D] + list(range(0x20, 0x7F))
+
+
+@functools.lru_cache(maxsize=None)
+def _fast_path_code_points(lowercase, max_chars_per_word):
+    """The characters of the texts that take the fast path (sorted tuple).
+
+    Printable ASCII, tab, newline, carriage return, and the candidates of
+    `_unicode.fast_path_candidates`, less the stand-alone characters longer
+    (in UTF-8 bytes) than `max_chars_per_word`, since tensorflow-text limits
+    words by bytes (ASCII words: bytes = characters). That
+    tensorflow-text's kernel splits on exactly these separators and
+    stand-alone characters is checked, character by character, by
+    tests/text/test_tokenizer_fast_path.py.
+    """
+    alone, space = _unicode.fast_path_candidates(lowercase)
+    chars = _ASCII_FAST_CHARS + [int(c) for c in space]
+    chars.extend(
+        int(c) for c in alone
+        if len(chr(c).encode("utf-8")) <= max_chars_per_word
+    )
+    return tuple(sorted(chars))
+
+
+def _fast_path_pattern(lowercase, max_chars_per_word):
+    """RE2 pattern that a whole text must match to take the fast path."""
+    return _code_point_class(
+        _fast_path_code_points(lowercase, max_chars_per_word)
+    ) + "*"
+
+
+def _bytes_to_chars(texts, offsets):
+    """Byte offsets into valid UTF-8 texts -> code point offsets.
+
+    Args:
+        texts: string Tensor [batch], valid UTF-8.
+        offsets: tuple of int32 RaggedTensors [batch, (n)], each offset at a
+            character boundary of its row's text (or at its end).
+    """
+    _, char_starts = tf.strings.unicode_decode_with_offsets(texts, "UTF-8")
+    char_starts = char_starts.with_row_splits_dtype(tf.int64)
+    # Byte positions in the concatenation of all texts: sorted, row by row.
+    row_base = tf.cumsum(
+        tf.cast(tf.strings.length(texts), tf.int64), exclusive=True
+    )
+    flat_starts = tf.cast(char_starts.flat_values, tf.int64) + tf.gather(
+        row_base, char_starts.value_rowids()
+    )
+    converted = []
+    for x in offsets:
+        rows = x.value_rowids()
+        position = tf.cast(x.flat_values, tf.int64) + tf.gather(row_base, rows)
+        # Characters starting before the position, less earlier rows' ones.
+        before = tf.searchsorted(
+            flat_starts, position, side="left", out_type=tf.int64
+        )
+        index = before - tf.gather(char_starts.row_splits, rows)
+        converted.append(x.with_flat_values(tf.cast(index, tf.int32)))
+    return tuple(converted)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertTokenizer(keras.layers.Layer):
     """BERT WordPiece tokenizer, in-graph and id-for-id with the reference.
@@ -47,6 +160,14 @@ class BertTokenizer(keras.layers.Layer):
        (tensorflow-text's `FastWordpieceTokenizer`); a word that cannot be
        covered, or that has more than `max_chars_per_word` characters (code
        points, not bytes), becomes one `[UNK]`.
+
+    Texts made only of printable ASCII, tab, newline, carriage return and
+    non-ASCII whitespace, punctuation or CJK ideographs that step 3 leaves
+    unchanged (curly quotes, dashes, "…", "，") need none of steps 1-3 but
+    ASCII lower-casing: they take a fast path, tensorflow-text's
+    `FastWordpieceTokenizer` with its own (here identical) word splitting,
+    several times faster. Each text of a batch is routed on its own, inside
+    the graph, and gets the same ids and offsets either way.
 
     Invalid UTF-8 never fails: each bad byte sequence decodes as U+FFFD,
     which step 1 deletes (as the reference deletes it after decoding with
@@ -147,6 +268,23 @@ class BertTokenizer(keras.layers.Layer):
                 unknown_token="[UNK]",
                 no_pretokenization=True,
             )
+            # The fast path: see `_fast_path_mask`.
+            self._fast_wordpiece = tf_text.FastWordpieceTokenizer(
+                vocab=_fast_path_vocab(
+                    tokens,
+                    self._token_to_id,
+                    _fast_path_code_points(lowercase, max_chars_per_word),
+                ),
+                suffix_indicator="##",
+                max_bytes_per_word=max_chars_per_word,
+                token_out_type=tf.int32,
+                unknown_token="[UNK]",
+                no_pretokenization=False,
+            )
+        # RE2 pattern of the texts that take the fast path; None: none do.
+        self._fast_path_pattern = _fast_path_pattern(
+            lowercase, max_chars_per_word
+        )
         self.built = True
 
     @property
@@ -239,6 +377,60 @@ class BertTokenizer(keras.layers.Layer):
         joined = ids.with_flat_values(tf.strings.join([separator, text]))
         return tf.strings.reduce_join(joined, axis=-1)
 
+    def _fast_path_mask(self, inputs):
+        """Which texts (bool [batch]) the fast path tokenizes exactly.
+
+        A text takes the fast path when all its characters are printable
+        ASCII, tab, newline or carriage return, or non-ASCII separators,
+        punctuation or CJK ideographs that the reference keeps unchanged
+        (see `_fast_path_pattern`); invalid UTF-8 never does. For such
+        text the reference's normalization is ASCII lower-casing, its words
+        are split by whitespace and punctuation exactly as tensorflow-text's
+        `FastWordpieceTokenizer` splits them itself, and a word over the
+        length limit holds only ASCII (bytes = characters), so that kernel
+        alone gives the reference's ids, several times faster than the
+        per-character normalization of `_unicode.pretokenize`.
+        """
+        return tf.strings.regex_full_match(inputs, self._fast_path_pattern)
+
+    def _route(self, inputs, fast_fn, slow_fn):
+        """Runs `fast_fn` on the fast texts and `slow_fn` on the others.
+
+        Both return tuples of RaggedTensors [n, (tokens)] (int64 row
+        splits); the rows are put back in input order.
+        """
+        if self._fast_path_pattern is None:
+            return slow_fn(inputs)
+        is_fast = self._fast_path_mask(inputs)
+        fast_rows = tf.where(is_fast)[:, 0]
+        slow_rows = tf.where(~is_fast)[:, 0]
+        fast = fast_fn(tf.gather(inputs, fast_rows))
+        slow = slow_fn(tf.gather(inputs, slow_rows))
+        order = tf.math.invert_permutation(
+            tf.concat([fast_rows, slow_rows], 0)
+        )
+        return tuple(
+            tf.gather(tf.concat([f, s], axis=0), order)
+            for f, s in zip(fast, slow)
+        )
+
+    def _fast_input(self, inputs):
+        # Only ASCII letters change (byte for byte: offsets are kept).
+        return tf.strings.lower(inputs) if self.lowercase else inputs
+
+    def _fast_ids(self, inputs):
+        return (self._fast_wordpiece.tokenize(self._fast_input(inputs)),)
+
+    def _fast_ids_with_offsets(self, inputs, unit):
+        ids, starts, ends = self._fast_wordpiece.tokenize_with_offsets(
+            self._fast_input(inputs)
+        )
+        starts = tf.cast(starts, tf.int32)
+        ends = tf.cast(ends, tf.int32)
+        if unit == "UTF8_CHAR":
+            starts, ends = _bytes_to_chars(inputs, (starts, ends))
+        return ids, starts, ends
+
     def _tokenize(self, inputs):
         """Returns flat pieces and the bookkeeping needed for offsets."""
         words = _unicode.pretokenize(inputs, self._tables, self.lowercase)
@@ -250,6 +442,46 @@ class BertTokenizer(keras.layers.Layer):
         )
         row_splits = tf.gather(pieces.row_splits, words["word_row_splits"])
         return pieces, piece_starts, piece_ends, row_splits, too_long, words
+
+    def _slow_ids(self, inputs):
+        pieces, _, _, row_splits, _, _ = self._tokenize(inputs)
+        return (
+            tf.RaggedTensor.from_row_splits(
+                pieces.values, row_splits, validate=False
+            ),
+        )
+
+    def _slow_ids_with_offsets(self, inputs, unit):
+        pieces, starts, ends, row_splits, too_long, words = self._tokenize(
+            inputs
+        )
+        piece_word = tf.cast(pieces.value_rowids(), tf.int32)
+        word_first = tf.gather(words["word_char_splits"], piece_word)
+        word_last = tf.gather(words["word_char_splits"], piece_word + 1) - 1
+        char_byte_start = words["char_byte_start"]
+        word_byte = tf.gather(char_byte_start, word_first)
+
+        def char_at(byte):  # Normalized character holding this byte.
+            found = tf.searchsorted(
+                char_byte_start[tf.newaxis], byte[tf.newaxis], side="right"
+            )[0]
+            return tf.cast(found, tf.int32) - 1
+
+        first_char = char_at(word_byte + tf.cast(starts.values, tf.int32))
+        last_char = char_at(word_byte + tf.cast(ends.values, tf.int32) - 1)
+        whole_word = tf.gather(too_long, piece_word)
+        first_char = tf.where(whole_word, word_first, first_char)
+        last_char = tf.where(whole_word, word_last, last_char)
+        if unit == "BYTE":
+            start = tf.gather(words["orig_byte_start"], first_char)
+            end = tf.gather(words["orig_byte_end"], last_char)
+        else:
+            start = tf.gather(words["orig_char_start"], first_char)
+            end = tf.gather(words["orig_char_end"], last_char)
+        return tuple(
+            tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
+            for values in (pieces.values, start, end)
+        )
 
     def _prepare(self, inputs):
         if not isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
@@ -270,10 +502,7 @@ class BertTokenizer(keras.layers.Layer):
 
     def call(self, inputs):
         inputs, scalar = self._prepare(inputs)
-        pieces, _, _, row_splits, _, _ = self._tokenize(inputs)
-        ids = tf.RaggedTensor.from_row_splits(
-            pieces.values, row_splits, validate=False
-        )
+        (ids,) = self._route(inputs, self._fast_ids, self._slow_ids)
         return ids[0] if scalar else ids
 
     def tokenize_with_offsets(self, inputs, unit="BYTE"):
@@ -307,35 +536,10 @@ class BertTokenizer(keras.layers.Layer):
                 f"Received: unit={unit!r}"
             )
         inputs, scalar = self._prepare(inputs)
-        pieces, starts, ends, row_splits, too_long, words = self._tokenize(
-            inputs
-        )
-        piece_word = tf.cast(pieces.value_rowids(), tf.int32)
-        word_first = tf.gather(words["word_char_splits"], piece_word)
-        word_last = tf.gather(words["word_char_splits"], piece_word + 1) - 1
-        char_byte_start = words["char_byte_start"]
-        word_byte = tf.gather(char_byte_start, word_first)
-
-        def char_at(byte):  # Normalized character holding this byte.
-            found = tf.searchsorted(
-                char_byte_start[tf.newaxis], byte[tf.newaxis], side="right"
-            )[0]
-            return tf.cast(found, tf.int32) - 1
-
-        first_char = char_at(word_byte + tf.cast(starts.values, tf.int32))
-        last_char = char_at(word_byte + tf.cast(ends.values, tf.int32) - 1)
-        whole_word = tf.gather(too_long, piece_word)
-        first_char = tf.where(whole_word, word_first, first_char)
-        last_char = tf.where(whole_word, word_last, last_char)
-        if unit == "BYTE":
-            start = tf.gather(words["orig_byte_start"], first_char)
-            end = tf.gather(words["orig_byte_end"], last_char)
-        else:
-            start = tf.gather(words["orig_char_start"], first_char)
-            end = tf.gather(words["orig_char_end"], last_char)
-        outputs = tuple(
-            tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
-            for values in (pieces.values, start, end)
+        outputs = self._route(
+            inputs,
+            lambda x: self._fast_ids_with_offsets(x, unit),
+            lambda x: self._slow_ids_with_offsets(x, unit),
         )
         return tuple(x[0] for x in outputs) if scalar else outputs
 
