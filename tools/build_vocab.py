@@ -6,8 +6,11 @@ Example:
 """
 
 import argparse
+import os
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from keras_bert.text import vocab
 

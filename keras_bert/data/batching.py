@@ -1,0 +1,75 @@
+"""Batching variable-length examples: length buckets for training, padding for eval.
+
+A tweet of 20 tokens should not pay for 512 positions. Task readers make a
+dataset of unbatched, unpadded examples (`(features, target)`, every
+feature an int32 [seq] Tensor); batches are padded here:
+
+- training (`training_batches`): an endless reshuffled stream grouped by
+  `tf.data.Dataset.bucket_by_sequence_length`; every batch is full and
+  padded to its bucket's upper edge (16, 24, 32, 48, 64, 96, 128, ...
+  tokens), so there are few distinct shapes (one trace, or one XLA
+  compilation, each);
+- evaluation (`eval_batches`): one pass in order (predictions line up with
+  examples), each batch padded to its longest example.
+"""
+
+import tensorflow as tf
+
+_EDGES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+
+
+def bucket_edges(max_length):
+    """Padded lengths of the training buckets, the last one `max_length`.
+
+    Example:
+    >>> bucket_edges(64)
+    [16, 24, 32, 48, 64]
+    """
+    return [edge for edge in _EDGES if edge < max_length] + [max_length]
+
+
+def _length(features, *targets):
+    return tf.shape(features["token_ids"])[0]
+
+
+def training_batches(dataset, batch_size, max_length, seed=None, input_pipeline_id=0,
+                     num_input_pipelines=1, padding_values=None):
+    """An endless stream of full, shuffled, length-bucketed batches.
+
+    Args:
+        dataset: a finite `tf.data.Dataset` of unbatched examples
+            `(features, target)`, `features` a dict of [seq] Tensors with
+            `token_ids`; targets scalars or [seq] (padded too).
+        batch_size: int, examples per batch (this input pipeline's share).
+        max_length: int, no example is longer.
+        seed: int or None, shuffle seed (reshuffled every pass).
+        input_pipeline_id, num_input_pipelines: ints; pipeline i of n reads
+            every n-th example (multi-worker training).
+        padding_values: structure like an element, or None for 0 everywhere
+            (token labels pad with -1 = ignored).
+
+    Returns:
+        A `tf.data.Dataset` of batches.
+    """
+    if num_input_pipelines > 1:
+        dataset = dataset.shard(num_input_pipelines, input_pipeline_id)
+    size = dataset.cardinality()
+    buffer = int(size) if size > 0 else 10_000
+    dataset = dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True).repeat()
+    edges = bucket_edges(max_length)
+    dataset = dataset.bucket_by_sequence_length(
+        _length,
+        bucket_boundaries=[edge + 1 for edge in edges],
+        bucket_batch_sizes=[batch_size] * (len(edges) + 1),
+        padding_values=padding_values,
+        pad_to_bucket_boundary=True,
+        drop_remainder=True,
+    )
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def eval_batches(dataset, batch_size, padding_values=None):
+    """One pass, in order; each batch padded to its longest example."""
+    return dataset.padded_batch(batch_size, padding_values=padding_values).prefetch(
+        tf.data.AUTOTUNE
+    )

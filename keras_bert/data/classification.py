@@ -1,0 +1,467 @@
+"""Sentence and sentence-pair classification data: CSV, TSV, JSON Lines, TFDS.
+
+Readers return `ClassificationExamples` (Python lists of texts and labels,
+each row's "FILE:LINE") and fill a `DataReport`. Rows are checked one by
+one; a bad row is reported with its file and line, skipped and counted:
+
+- wrong number of columns (CSV/TSV), a line that is not a JSON object
+  (JSON Lines), a missing column or key: "malformed row";
+- an empty or all-whitespace text (or text_b): "empty text";
+- an empty label, or (regression) one that is not a number: "bad label".
+
+Bytes that are not valid UTF-8 are decoded as U+FFFD (errors="replace");
+the row is kept and counted as "invalid UTF-8" in the report.
+
+Labels are kept as strings (classification) or floats (regression) here;
+`encode_labels` turns them into ids against a fixed list of label names.
+A label of the evaluation data that is not among them is an error by
+default (metrics over a silently shrunk eval set would mislead), or is
+skipped and counted with `unknown_labels="skip"`.
+
+`classification_dataset` turns examples into a `tf.data.Dataset` of
+encoder inputs, tokenized in the graph (batch it with `keras_bert.data.batching`).
+"""
+
+import csv
+import dataclasses
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.data.report import DataReport
+
+FORMATS = ("csv", "tsv", "jsonl")
+_EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
+
+
+@dataclasses.dataclass
+class ClassificationExamples:
+    """Parallel lists, one entry per kept row.
+
+    Attributes:
+        texts: list of str, the first (or only) segment.
+        texts_b: list of str (second segment of pairs), or None.
+        labels: list of str (classification) or float (regression).
+        where: list of str, "FILE:LINE" of each row, for messages.
+        report: the `DataReport` of the reading.
+    """
+
+    texts: list
+    texts_b: list
+    labels: list
+    where: list
+    report: DataReport = None
+
+    def __len__(self):
+        return len(self.texts)
+
+    def subset(self, indices):
+        """The examples at `indices` (a sequence of ints), same report."""
+        pick = lambda values: None if values is None else [values[i] for i in indices]  # noqa: E731
+        return ClassificationExamples(
+            pick(self.texts), pick(self.texts_b), pick(self.labels), pick(self.where), self.report
+        )
+
+
+def detect_format(path, file_format=None):
+    """"csv", "tsv" or "jsonl" from `file_format` or the file extension."""
+    if file_format is not None:
+        if file_format not in FORMATS:
+            raise ValueError(f"Expected file_format in {FORMATS}. Received: {file_format!r}")
+        return file_format
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in _EXTENSIONS:
+        raise ValueError(
+            f"Cannot tell the format of {path} from its extension {ext!r}. Name it "
+            f"{sorted(_EXTENSIONS)} or pass file_format (--format) as one of {FORMATS}."
+        )
+    return _EXTENSIONS[ext]
+
+
+def read_lines(path, report):
+    """Yields (line_number, str line with its ending) of a text file.
+
+    Each line is decoded as UTF-8 on its own; a line with invalid bytes is
+    decoded with errors="replace" and reported as repaired. A UTF-8 byte
+    order mark at the start is dropped.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    # bytes.splitlines splits on \n, \r and \r\n only (str.splitlines would
+    # also split on U+2028 and other separators that may sit inside a text).
+    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw.decode("utf-8", errors="replace")
+            report.repair(f"{path}:{number}", "invalid UTF-8", f"{e.reason} at byte {e.start}, replaced by U+FFFD")
+        yield number, line
+
+
+def _check_row(values, where, text_column, text_b_column, label_column, regression, report):
+    """Returns (text, text_b, label) or None after reporting why the row is bad."""
+    text = values.get(text_column)
+    text_b = values.get(text_b_column) if text_b_column else None
+    label = values.get(label_column)
+    for column, value in ((text_column, text), (text_b_column, text_b)):
+        if column is None:
+            continue
+        if value is None:
+            report.skip(where, "malformed row", f"no {column!r}")
+            return None
+        if not isinstance(value, str):
+            report.skip(where, "malformed row", f"{column!r} is {type(value).__name__}, not text")
+            return None
+        if not value.strip():
+            report.skip(where, "empty text", f"column {column!r}")
+            return None
+    if label is None or (isinstance(label, str) and not label.strip()):
+        report.skip(where, "bad label", f"no value in {label_column!r}")
+        return None
+    if regression:
+        try:
+            label = float(label)
+        except (TypeError, ValueError):
+            report.skip(where, "bad label", f"{label!r} is not a number (regression)")
+            return None
+        if not np.isfinite(label):
+            report.skip(where, "bad label", f"{label!r} is not finite")
+            return None
+    else:
+        if isinstance(label, (dict, list)):
+            report.skip(where, "bad label", f"{label!r} is not a single value")
+            return None
+        label = str(label).strip() if not isinstance(label, bool) else str(label).lower()
+    return text, text_b, label
+
+
+def _delimited_rows(path, delimiter, report):
+    """Yields (first line number, list of fields), header included."""
+    lines = read_lines(path, report)
+    numbers = []
+
+    def numbered():
+        for number, line in lines:
+            numbers.append(number)
+            yield line
+
+    # TSV (GLUE's format) has no quoting: a '"' is text. CSV quotes with '"'.
+    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+    reader = csv.reader(numbered(), delimiter=delimiter, quoting=quoting, strict=False)
+    consumed = 0
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            start = numbers[consumed] if consumed < len(numbers) else numbers[-1]
+            consumed = len(numbers)
+            report.skip(f"{path}:{start}", "malformed row", f"CSV error: {e}")
+            continue
+        start = numbers[consumed]
+        consumed = len(numbers)
+        yield start, row
+
+
+def read_classification_file(
+    path,
+    text_column="text",
+    text_b_column=None,
+    label_column="label",
+    regression=False,
+    file_format=None,
+    max_logged=20,
+):
+    """Reads labeled texts from a CSV, TSV or JSON Lines file.
+
+    CSV and TSV files start with a header line naming the columns; JSON
+    Lines files hold one object per line with those keys.
+
+    Args:
+        path: str, the file.
+        text_column: str, column (key) of the text.
+        text_b_column: str or None, column of the second text of a pair.
+        label_column: str, column of the label.
+        regression: bool, labels are numbers (e.g. STS-B similarity).
+        file_format: "csv", "tsv", "jsonl" or None (from the extension).
+        max_logged: int, problems logged one by one (all are counted).
+
+    Returns:
+        `ClassificationExamples`; `.report` tells what was skipped.
+
+    Example:
+    >>> examples = read_classification_file("train.tsv", text_column="sentence")
+    >>> examples.texts[0], examples.labels[0]
+    ('hide new secretions from the parental units', '0')
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"Data file not found: {path}")
+    file_format = detect_format(path, file_format)
+    report = DataReport(path, max_logged=max_logged)
+    columns = [c for c in (text_column, text_b_column, label_column) if c]
+    examples = ClassificationExamples([], [] if text_b_column else None, [], [], report)
+
+    def add(where, values):
+        checked = _check_row(values, where, text_column, text_b_column, label_column, regression, report)
+        if checked is None:
+            return
+        text, text_b, label = checked
+        examples.texts.append(text)
+        if text_b_column:
+            examples.texts_b.append(text_b)
+        examples.labels.append(label)
+        examples.where.append(where)
+        report.kept()
+
+    if file_format == "jsonl":
+        for number, line in read_lines(path, report):
+            where = f"{path}:{number}"
+            if not line.strip():
+                continue
+            try:
+                values = json.loads(line)
+            except json.JSONDecodeError as e:
+                report.skip(where, "malformed row", f"invalid JSON ({e.msg} at column {e.colno})")
+                continue
+            if not isinstance(values, dict):
+                report.skip(where, "malformed row", f"a JSON {type(values).__name__}, not an object")
+                continue
+            add(where, values)
+        return examples
+
+    rows = _delimited_rows(path, "," if file_format == "csv" else "\t", report)
+    header = next(rows, None)
+    if header is None:
+        raise ValueError(f"{path} is empty: expected a header line naming the columns {columns}.")
+    header = [name.strip() for name in header[1]]
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise ValueError(
+            f"{path}:1: the header {header} has no column {missing[0]!r}. Name the columns with "
+            f"--text-column, --text-b-column and --label-column."
+        )
+    for number, row in rows:
+        where = f"{path}:{number}"
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue  # A blank line.
+        if len(row) != len(header):
+            report.skip(where, "malformed row", f"{len(row)} columns, the header has {len(header)}")
+            continue
+        add(where, dict(zip(header, row)))
+    return examples
+
+
+# Text columns of the TFDS datasets people fine-tune BERT on.
+TFDS_COLUMNS = {
+    "glue/cola": ("sentence", None),
+    "glue/sst2": ("sentence", None),
+    "glue/mrpc": ("sentence1", "sentence2"),
+    "glue/qqp": ("question1", "question2"),
+    "glue/stsb": ("sentence1", "sentence2"),
+    "glue/mnli": ("premise", "hypothesis"),
+    "glue/qnli": ("question", "sentence"),
+    "glue/rte": ("sentence1", "sentence2"),
+    "glue/wnli": ("sentence1", "sentence2"),
+    "imdb_reviews": ("text", None),
+    "yelp_polarity_reviews": ("text", None),
+    "ag_news_subset": ("description", None),
+}
+
+
+def _tfds_base(name):
+    # "glue/sst2:2.0.0" -> "glue/sst2"; "imdb_reviews/plain_text" -> "imdb_reviews".
+    base = name.split(":")[0]
+    return base if base in TFDS_COLUMNS else base.split("/")[0]
+
+
+def tfds_eval_split(name, data_dir=None):
+    """The split to evaluate on: "validation" if the dataset has one, else "test"."""
+    import tensorflow_datasets as tfds
+
+    splits = list(tfds.builder(name, data_dir=data_dir).info.splits)
+    if not splits:  # Metadata not downloaded (or mocked): GLUE's dev sets are "validation".
+        base = _tfds_base(name)
+        return "validation_matched" if base == "glue/mnli" else (
+            "validation" if base.startswith("glue/") else "test")
+    for split in ("validation", "validation_matched", "test"):
+        if split in splits:
+            return split
+    raise ValueError(f"TFDS dataset {name} has no validation or test split: {splits}. "
+                     f"Name one: --eval tfds:{name}[SPLIT].")
+
+
+def read_tfds_classification(
+    name, split, text_column=None, text_b_column=None, label_column="label", data_dir=None,
+    max_logged=20,
+):
+    """Reads a TFDS text classification dataset (glue/*, imdb_reviews, ...).
+
+    Args:
+        name: str, TFDS name, e.g. "glue/mrpc".
+        split: str, e.g. "train", "validation".
+        text_column, text_b_column: feature names; None takes them from
+            `TFDS_COLUMNS` for the known datasets.
+        label_column: str, the label feature (a ClassLabel, or a float for
+            regression such as glue/stsb).
+        data_dir: str or None, TFDS data directory.
+
+    Returns:
+        A tuple `(examples, label_names)`: `ClassificationExamples` with
+        string labels (the ClassLabel names; floats for regression) and the
+        ClassLabel's names in id order (None for regression). Rows with label
+        -1 (GLUE test splits are unlabeled) are skipped and counted.
+    """
+    import tensorflow_datasets as tfds
+
+    if text_column is None:
+        base = _tfds_base(name)
+        if base not in TFDS_COLUMNS:
+            raise ValueError(
+                f"No known text columns for TFDS dataset {name!r}: pass --text-column "
+                f"(and --text-b-column for pairs). Known: {sorted(TFDS_COLUMNS)}."
+            )
+        text_column, default_b = TFDS_COLUMNS[base]
+        text_b_column = text_b_column or default_b
+    builder = tfds.builder(name, data_dir=data_dir)
+    features = builder.info.features
+    for column in (text_column, text_b_column, label_column):
+        if column and column not in features:
+            raise ValueError(f"TFDS dataset {name} has no feature {column!r}: {list(features)}.")
+    label_feature = features[label_column]
+    label_names = list(label_feature.names) if hasattr(label_feature, "names") else None
+    source = f"tfds:{name}[{split}]"
+    report = DataReport(source, max_logged=max_logged)
+    examples = ClassificationExamples([], [] if text_b_column else None, [], [], report)
+    dataset = builder.as_dataset(split=split, shuffle_files=False)
+    decode = lambda b: b.decode("utf-8", errors="replace")  # noqa: E731
+    for index, row in enumerate(tfds.as_numpy(dataset)):
+        where = f"{source}:{index}"
+        label = row[label_column]
+        if label_names is not None:
+            if int(label) < 0:
+                report.skip(where, "unlabeled", f"label {int(label)}")
+                continue
+            label = label_names[int(label)]
+        values = {text_column: decode(row[text_column]), label_column: label}
+        if text_b_column:
+            values[text_b_column] = decode(row[text_b_column])
+        checked = _check_row(
+            values, where, text_column, text_b_column, label_column, label_names is None, report
+        )
+        if checked is None:
+            continue
+        examples.texts.append(checked[0])
+        if text_b_column:
+            examples.texts_b.append(checked[1])
+        examples.labels.append(checked[2])
+        examples.where.append(where)
+        report.kept()
+    return examples, label_names
+
+
+def split_examples(examples, eval_fraction=0.1, seed=0):
+    """A fixed, seeded split into (train, eval) examples.
+
+    The same `examples`, fraction and seed always give the same split: a
+    permutation drawn with `np.random.default_rng(seed)`, its first
+    round(eval_fraction * n) indices for eval (in file order), the rest
+    for training (in file order).
+
+    Args:
+        examples: `ClassificationExamples` (or anything with `subset` and `len`).
+        eval_fraction: float in (0, 1).
+        seed: int.
+
+    Returns:
+        A tuple `(train_examples, eval_examples)`.
+    """
+    if not 0 < eval_fraction < 1:
+        raise ValueError(f"Expected eval_fraction in (0, 1). Received: eval_fraction={eval_fraction!r}")
+    n = len(examples)
+    permutation = np.random.default_rng(seed).permutation(n)
+    num_eval = int(round(eval_fraction * n))
+    if num_eval == 0 or num_eval == n:
+        raise ValueError(f"eval_fraction={eval_fraction} of {n} examples leaves an empty split.")
+    eval_indices = np.sort(permutation[:num_eval])
+    train_indices = np.sort(permutation[num_eval:])
+    return examples.subset(train_indices.tolist()), examples.subset(eval_indices.tolist())
+
+
+def infer_label_names(labels):
+    """The sorted distinct labels; numerically sorted when all are integers.
+
+    Example:
+    >>> infer_label_names(["10", "2", "2"])
+    ['2', '10']
+    """
+    names = set(labels)
+    try:
+        return sorted(names, key=int)
+    except ValueError:
+        return sorted(names)
+
+
+def encode_labels(examples, label_names, unknown_labels="error"):
+    """Label strings -> int32 ids in `label_names` order.
+
+    Args:
+        examples: `ClassificationExamples` with string labels.
+        label_names: list of str.
+        unknown_labels: "error" raises ValueError at the first label not in
+            `label_names`, naming its file and line; "skip" reports each
+            such row, counts it in `examples.report` and leaves it out.
+
+    Returns:
+        A tuple `(examples, ids)`: the examples kept and their int32 ids.
+    """
+    if unknown_labels not in ("error", "skip"):
+        raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: {unknown_labels!r}")
+    index = {name: i for i, name in enumerate(label_names)}
+    keep, ids = [], []
+    for i, (label, where) in enumerate(zip(examples.labels, examples.where)):
+        if label in index:
+            keep.append(i)
+            ids.append(index[label])
+            continue
+        if unknown_labels == "error":
+            raise ValueError(
+                f"{where}: unknown label {label!r}; the model's labels are {list(label_names)}. "
+                f"Fix the row, declare every label with --label-names, or leave such rows out "
+                f"with --unknown-labels skip."
+            )
+        examples.report.skip(where, "unknown label", f"{label!r} not in {list(label_names)}")
+        examples.report.num_kept -= 1
+    return examples.subset(keep), np.asarray(ids, dtype="int32")
+
+
+def classification_dataset(examples, labels, preprocessor):
+    """Examples -> a dataset of unbatched `(encoder inputs, label)` pairs.
+
+    Tokenization and packing run in the graph (`preprocessor`, a
+    `BertPreprocessor` with `sequence_length=None`, so each example keeps
+    its own length, at most `preprocessor.max_length`); the result is cached
+    in memory, so text is tokenized once. Batch it with
+    `batching.training_batches` or `batching.eval_batches`.
+
+    Args:
+        examples: `ClassificationExamples`.
+        labels: numpy array [num_examples]: int32 ids or float32 values.
+        preprocessor: `keras_bert.text.BertPreprocessor`.
+
+    Returns:
+        A `tf.data.Dataset` of `({"token_ids", "segment_ids",
+        "padding_mask"}: int32 [seq], label)`.
+    """
+    texts = tf.constant(examples.texts, tf.string)
+    columns = (texts,) if examples.texts_b is None else (texts, tf.constant(examples.texts_b))
+    dataset = tf.data.Dataset.from_tensor_slices((columns, labels))
+
+    def pack(segments, label):
+        return preprocessor(segments if len(segments) == 2 else segments[0]), label
+
+    return dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE).cache()

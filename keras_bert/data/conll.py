@@ -1,0 +1,246 @@
+"""CoNLL-style token classification data (NER, chunking, POS).
+
+File format: one token a line, columns separated by whitespace, the token in
+the first column and its tag in the last (CoNLL-2003's
+"EU NNP B-NP B-ORG" and two-column "EU B-ORG" both work); a blank line
+between sentences; `-DOCSTART-` lines are skipped.
+
+Bad input, reported as "FILE:LINE: ..." and counted in the `DataReport`:
+a line with a single column, or a tag that is not "O" / "B-X" / "I-X"
+(also "E-X", "S-X"): the whole sentence is skipped ("malformed row"), since
+dropping one word would shift every tag after it. Invalid UTF-8 is
+replaced by U+FFFD and counted.
+
+Labels go on the first WordPiece of each word (the paper's NER recipe):
+`token_classification_dataset` labels the other pieces, [CLS], [SEP] and
+padding -1, which the loss ignores. A sentence whose pieces do not fit in
+`max_seq_length` loses its last words (their prediction is "O" at
+evaluation, so the entity scores stay honest).
+"""
+
+import dataclasses
+import re
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.data.classification import read_lines
+from keras_bert.data.report import DataReport
+
+_TAG = re.compile(r"^(O|[BIES]-\S+)$")
+
+
+@dataclasses.dataclass
+class ConllSentences:
+    """Parallel lists, one entry per kept sentence.
+
+    Attributes:
+        words: list of lists of str.
+        tags: list of lists of str, as long as `words`.
+        where: list of str, "FILE:LINE" of each sentence's first word.
+        report: the `DataReport` of the reading.
+    """
+
+    words: list
+    tags: list
+    where: list
+    report: DataReport = None
+
+    def __len__(self):
+        return len(self.words)
+
+    def subset(self, indices):
+        pick = lambda values: [values[i] for i in indices]  # noqa: E731
+        return ConllSentences(pick(self.words), pick(self.tags), pick(self.where), self.report)
+
+
+def read_conll(path, max_logged=20):
+    """Reads a CoNLL-style file into sentences of (word, tag).
+
+    Args:
+        path: str, the file.
+        max_logged: int, problems logged one by one (all are counted).
+
+    Returns:
+        `ConllSentences`.
+
+    Example:
+    >>> sentences = read_conll("eng.train")
+    >>> sentences.words[0][:2], sentences.tags[0][:2]
+    (['EU', 'rejects'], ['B-ORG', 'O'])
+    """
+    report = DataReport(path, max_logged=max_logged)
+    result = ConllSentences([], [], [], report)
+    words, tags, start, problem = [], [], None, None
+
+    def flush():
+        nonlocal words, tags, start, problem
+        if words or problem:
+            if problem:
+                report.skip(*problem)
+            else:
+                result.words.append(words)
+                result.tags.append(tags)
+                result.where.append(f"{path}:{start}")
+                report.kept()
+        words, tags, start, problem = [], [], None, None
+
+    for number, line in read_lines(path, report):
+        columns = line.split()
+        if not columns:
+            flush()
+            continue
+        if columns[0] == "-DOCSTART-":
+            flush()
+            continue
+        start = start or number
+        if problem:
+            continue
+        where = f"{path}:{number}"
+        if len(columns) < 2:
+            problem = (where, "malformed row", f"one column {line.strip()!r}, expected token and tag")
+        elif not _TAG.match(columns[-1]):
+            problem = (where, "malformed row", f"tag {columns[-1]!r} is not O, B-X, I-X, E-X or S-X")
+        else:
+            words.append(columns[0])
+            tags.append(columns[-1])
+    flush()
+    return result
+
+
+def tag_names(tags):
+    """"O" first, then the other tags sorted by type, B before I (E, S).
+
+    Example:
+    >>> tag_names([["B-PER", "O", "I-PER", "B-LOC"]])
+    ['O', 'B-LOC', 'B-PER', 'I-PER']
+    """
+    found = {tag for sentence in tags for tag in sentence}
+    found.discard("O")
+    return ["O"] + sorted(found, key=lambda tag: (tag[0] != "B", tag[2:], tag))
+
+
+def encode_tags(sentences, label_names, unknown_labels="error"):
+    """Tag strings -> lists of int ids; see `classification.encode_labels`.
+
+    Returns:
+        A tuple `(sentences, ids)`: the sentences kept and a list of int32
+        numpy arrays, one per sentence.
+    """
+    if unknown_labels not in ("error", "skip"):
+        raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: {unknown_labels!r}")
+    index = {name: i for i, name in enumerate(label_names)}
+    keep, ids = [], []
+    for i, (tags, where) in enumerate(zip(sentences.tags, sentences.where)):
+        unknown = [tag for tag in tags if tag not in index]
+        if not unknown:
+            keep.append(i)
+            ids.append(np.array([index[tag] for tag in tags], dtype="int32"))
+            continue
+        if unknown_labels == "error":
+            raise ValueError(
+                f"{where}: unknown tag {unknown[0]!r} in this sentence; the model's tags are "
+                f"{list(label_names)}. Fix the file, declare every tag with --label-names, or "
+                f"leave such sentences out with --unknown-labels skip."
+            )
+        sentences.report.skip(where, "unknown label", f"tag {unknown[0]!r} not in {list(label_names)}")
+        sentences.report.num_kept -= 1
+    return sentences.subset(keep), ids
+
+
+def align_first_pieces(pieces_per_word, tag_ids, max_seq_length, cls_id, sep_id):
+    """Packs one sentence: [CLS] pieces [SEP], labels on first pieces.
+
+    In-graph (runs inside `tf.data.Dataset.map`).
+
+    Args:
+        pieces_per_word: int RaggedTensor [num_words, (num_pieces)].
+        tag_ids: int32 Tensor [num_words].
+        max_seq_length: int, pieces beyond max_seq_length - 2 are cut.
+        cls_id, sep_id: ints.
+
+    Returns:
+        A tuple (features, labels, weights, word_index): features a dict of
+        int32 [seq] `token_ids`, `segment_ids`, `padding_mask`; labels int32
+        [seq] (the word's tag on its first piece, 0 elsewhere); weights
+        float32 [seq] (1 on first pieces); word_index int32 [seq] (the word
+        of each first piece, -1 elsewhere).
+    """
+    pieces = tf.cast(pieces_per_word.flat_values, tf.int32)
+    lengths = tf.cast(pieces_per_word.row_lengths(), tf.int32)
+    num_pieces = tf.size(pieces)
+    word_of_piece = tf.repeat(tf.range(tf.size(lengths)), lengths)  # [num_pieces]
+    starts = tf.cumsum(lengths, exclusive=True)
+    is_first = tf.equal(tf.range(num_pieces), tf.gather(starts, word_of_piece))
+    keep = tf.minimum(num_pieces, max_seq_length - 2)
+    pieces, word_of_piece, is_first = pieces[:keep], word_of_piece[:keep], is_first[:keep]
+    labels = tf.where(is_first, tf.gather(tag_ids, word_of_piece), 0)
+    word_index = tf.where(is_first, word_of_piece, -1)
+    token_ids = tf.concat([[cls_id], pieces, [sep_id]], 0)
+    pad = lambda x, value: tf.concat([[value], x, [value]], 0)  # noqa: E731
+    features = {
+        "token_ids": token_ids,
+        "segment_ids": tf.zeros_like(token_ids),
+        "padding_mask": tf.ones_like(token_ids),
+    }
+    return features, pad(labels, 0), pad(tf.cast(is_first, tf.float32), 0.0), pad(word_index, -1)
+
+
+def token_classification_dataset(sentences, tag_ids, tokenizer, max_seq_length):
+    """Sentences -> a dataset of unbatched `(encoder inputs, labels, word_index)`.
+
+    Labels are the word's tag id on its first piece and -1 (ignored by the
+    loss, `SparseCategoricalCrossentropy(ignore_class=-1)`) on other pieces,
+    [CLS] and [SEP]; pad them with -1 too (`LABEL_PADDING`). Cached in
+    memory: words are tokenized once.
+
+    Args:
+        sentences: `ConllSentences`.
+        tag_ids: list of int32 arrays, one per sentence (`encode_tags`).
+        tokenizer: `keras_bert.text.BertTokenizer`.
+        max_seq_length: int.
+
+    Returns:
+        A `tf.data.Dataset` of `(features, labels, word_index)`: features a
+        dict of int32 [seq]; labels int32 [seq]; word_index int32 [seq], the
+        word of each first piece, -1 elsewhere (a word missing from it was
+        cut by `max_seq_length` or has no pieces).
+    """
+    words = tf.ragged.constant(sentences.words, dtype=tf.string)
+    tags = tf.ragged.constant([list(t) for t in tag_ids], dtype=tf.int32, ragged_rank=1)
+    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+
+    def pack(sentence_words, sentence_tags):
+        features, labels, weights, word_index = align_first_pieces(
+            tokenizer(sentence_words), sentence_tags, max_seq_length, cls_id, sep_id)
+        return features, tf.where(weights > 0, labels, -1), word_index
+
+    dataset = tf.data.Dataset.from_tensor_slices((words, tags))
+    return dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE).cache()
+
+
+# Padding of `token_classification_dataset` elements without word_index.
+LABEL_PADDING = ({"token_ids": 0, "segment_ids": 0, "padding_mask": 0}, -1)
+
+
+def predictions_to_tags(logits, word_index, num_words, label_names):
+    """Word-level tags from per-piece logits (argmax at each word's first piece).
+
+    Args:
+        logits: list (one per sentence) of float arrays [seq, num_classes];
+            rows may be padded beyond the sentence.
+        word_index: list of int arrays [seq] (`token_classification_dataset`).
+        num_words: list of ints, words per sentence.
+        label_names: list of str.
+
+    Returns:
+        A list of lists of tag strings; words without a kept first piece get "O".
+    """
+    result = []
+    for sentence_logits, index, count in zip(logits, word_index, num_words):
+        tags = ["O"] * count
+        positions = np.flatnonzero(index >= 0)
+        for position, tag_id in zip(positions, np.argmax(sentence_logits[positions], -1)):
+            tags[index[position]] = label_names[tag_id]
+        result.append(tags)
+    return result

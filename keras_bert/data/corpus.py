@@ -1,0 +1,177 @@
+"""Pretraining corpora in the BERT paper's format, and ways to make them.
+
+The format (google-research/bert `create_pretraining_data.py`): UTF-8 text,
+one sentence per line, an empty line between documents. Sentence pairs for
+next-sentence prediction are cut along those lines, so a "sentence" may also
+be a short paragraph or a line of code; what matters is that consecutive
+lines of a document are consecutive text.
+
+Other text becomes this format with:
+- `prose_to_sentences`: plain prose (paragraphs separated by blank lines,
+  reStructuredText-like underlines and indented code blocks allowed) into
+  a list of sentences, with a rule-based splitter;
+- `pydoc_topics_documents`: the 79 documents of `pydoc_data.topics`, the
+  English help text that every Python ships (our real test corpus);
+- `write_corpus`: documents (lists of sentences) to a corpus file.
+"""
+
+import os
+import re
+
+import tensorflow as tf
+
+# A line made only of one repeated punctuation character: a heading underline.
+_UNDERLINE = re.compile(r"^\s*([*=\-~^#+`'\".])\1{2,}\s*$")
+# Sentence end: . ! or ? (plus closing quotes/brackets), whitespace, then
+# something that can start a sentence.
+_SENTENCE_END = re.compile(r"(?<=[.!?])([\"'”’)\]]*)\s+(?=[\"'“‘(\[]?[A-Z0-9])")
+# Words that end with a period but rarely end a sentence.
+_ABBREVIATIONS = frozenset(
+    "e.g i.e etc vs cf al mr mrs ms dr prof st no fig eq sec ch vol ed "
+    "approx resp jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
+
+
+def split_sentences(text):
+    """Splits one paragraph of prose into sentences.
+
+    A rule-based splitter (no model): a sentence ends at ".", "!" or "?"
+    (with any closing quotes or brackets) followed by whitespace and an
+    upper-case letter, digit or opening quote/bracket, unless the word before
+    the period is a common abbreviation ("e.g.", "Dr.") or a single letter
+    ("J. Smith"). Good enough for documentation and news-like prose; for
+    other text produce the corpus with a real sentence splitter (NLTK punkt,
+    spaCy, ...) and keep the one-sentence-a-line format.
+
+    Args:
+        text: str, one paragraph (newlines inside it are treated as spaces).
+
+    Returns:
+        list of str, the sentences with surrounding whitespace removed.
+
+    Example:
+    >>> split_sentences("It works, e.g. here. Does it? Yes!")
+    ['It works, e.g. here.', 'Does it?', 'Yes!']
+    """
+    text = " ".join(text.split())
+    if not text:
+        return []
+    sentences, start = [], 0
+    for match in _SENTENCE_END.finditer(text):
+        end = match.start(1) + len(match.group(1))
+        last_word = text[start:end].rstrip("\"'”’)]").rsplit(" ", 1)[-1]
+        word = last_word.rstrip(".!?").lstrip("\"'“‘([").lower()
+        if text[match.start(1) - 1] == "." and (
+            word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
+        ):
+            continue
+        sentences.append(text[start:end].strip())
+        start = match.end()
+    sentences.append(text[start:].strip())
+    return [s for s in sentences if s]
+
+
+def prose_to_sentences(text):
+    """Turns one document of plain text into a list of sentences.
+
+    Paragraphs are separated by blank lines. A paragraph whose lines are all
+    indented is a code or grammar block: each of its lines is one
+    "sentence" (joining code into prose would make no sense). Other
+    paragraphs are joined into one line and split with `split_sentences`.
+    Heading underlines ("*****", "=====") are dropped.
+
+    Args:
+        text: str, the whole document.
+
+    Returns:
+        list of str, one entry per line of the corpus format.
+
+    Example:
+    >>> prose_to_sentences("Title\\n*****\\n\\nOne. Two.\\n\\n   x = 1\\n   y = 2\\n")
+    ['Title', 'One.', 'Two.', 'x = 1', 'y = 2']
+    """
+    sentences = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        lines = [
+            line.rstrip()
+            for line in paragraph.split("\n")
+            if line.strip() and not _UNDERLINE.match(line)
+        ]
+        if not lines:
+            continue
+        if all(line[:1].isspace() for line in lines):
+            sentences.extend(" ".join(line.split()) for line in lines)
+        else:
+            sentences.extend(split_sentences(" ".join(lines)))
+    return sentences
+
+
+def pydoc_topics_documents():
+    """The documents of `pydoc_data.topics`, as lists of sentences.
+
+    Every Python ships these 79 help texts ("assert", "for", "with", ...;
+    about 465 KB of English prose with code examples), so they are a real
+    corpus available without a network.
+
+    Returns:
+        list of `(name, sentences)` tuples, sorted by topic name.
+    """
+    from pydoc_data.topics import topics
+
+    return [(name, prose_to_sentences(topics[name])) for name in sorted(topics)]
+
+
+def write_corpus(documents, path):
+    """Writes documents in the corpus format (sentence lines, blank lines between).
+
+    Args:
+        documents: iterable of lists of str (sentences). Newlines inside a
+            sentence are replaced by spaces; empty documents are skipped.
+        path: str, the file to write (any `tf.io.gfile` path); its
+            directory is created if needed.
+
+    Returns:
+        int, the number of documents written.
+    """
+    count = 0
+    parent = os.path.dirname(os.fspath(path))
+    if parent:
+        tf.io.gfile.makedirs(parent)
+    with tf.io.gfile.GFile(os.fspath(path), "w") as f:
+        for sentences in documents:
+            lines = [" ".join(s.split()) for s in sentences]
+            lines = [line for line in lines if line]
+            if not lines:
+                continue
+            if count:
+                f.write("\n")
+            f.write("\n".join(lines) + "\n")
+            count += 1
+    return count
+
+
+def read_documents(paths):
+    """Streams documents from corpus files, one at a time.
+
+    Memory holds one document, never a whole file. Lines are stripped; an
+    empty (or all-whitespace) line ends a document, as does the end of a
+    file.
+
+    Args:
+        paths: list of str, corpus files (any `tf.io.gfile` path).
+
+    Yields:
+        list of str: the sentences of one document (never empty).
+    """
+    for path in paths:
+        document = []
+        with tf.io.gfile.GFile(os.fspath(path), "rb") as f:
+            for raw in f:
+                line = raw.decode("utf-8", errors="replace").strip()
+                if line:
+                    document.append(line)
+                elif document:
+                    yield document
+                    document = []
+        if document:
+            yield document

@@ -1,0 +1,552 @@
+"""Corpus files -> sharded TFRecords of BERT pretraining instances.
+
+Follows google-research/bert `create_pretraining_data.py` (written anew):
+documents are cut into sentence-pair instances `[CLS] A [SEP] B [SEP]` for
+masked LM and next-sentence prediction. Differences, and why:
+
+- Streaming. Documents are read a window of `document_pool_size` at a time;
+  the "random next document" of a NotNext pair is drawn from that window,
+  not from the whole corpus (memory stays flat as the corpus grows). With a
+  pool of a few hundred documents or more, a random document is as unrelated
+  as a random document from anywhere; instances are shuffled within the
+  window only (the training input pipeline shuffles again, across files).
+- Balanced next-sentence labels (see `keras_bert.data.instances`).
+- Masking. `masking="static"` masks when writing, with the same in-graph
+  `keras_bert.text.MaskedLMMasker` that `masking="dynamic"` applies while
+  training (80/10/10, `max_predictions_per_seq`, optional whole-word
+  masking); the number of predictions is `round(masked_lm_prob * n)` of the
+  `n` non-special tokens (the reference counts [CLS] and [SEP] in n).
+- Truncation is the reference's: while the pair is too long, drop one token
+  from the longer segment, from its front or back with equal chance.
+
+Output, in `output_dir`:
+    pretraining-00000-of-00004.tfrecord ...  tf.train.Example records
+    vocab.txt                                the vocabulary used
+    metadata.json                            how the records were made
+
+Each record holds (int64 lists, unpadded): `token_ids`, `segment_ids`,
+`next_sentence_labels` ([1]: 0 = IsNext, 1 = NotNext) and, for static
+masking, `masked_positions` and `masked_ids` (`token_ids` are then already
+corrupted). `parse_examples` turns a batch of them back into padded tensors.
+"""
+
+import dataclasses
+import hashlib
+import json
+import multiprocessing
+import os
+import random
+import threading
+from queue import Empty
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.data.corpus import read_documents
+from keras_bert.data.instances import create_instances_from_document, document_windows
+
+METADATA_FILE = "metadata.json"
+VOCAB_FILE = "vocab.txt"
+FORMAT = "keras_bert.pretraining_data"
+MASKING_MODES = ("static", "dynamic")
+
+
+def vocab_hash(vocabulary):
+    """"sha256:<hex>" of the tokens joined by newlines.
+
+    Args:
+        vocabulary: list of str, or the path of a vocab.txt (read as
+            `keras_bert.text.load_vocabulary` does: lines stripped).
+    """
+    from keras_bert.text import load_vocabulary
+
+    tokens, _ = load_vocabulary(vocabulary)
+    return "sha256:" + hashlib.sha256("\n".join(tokens).encode("utf-8")).hexdigest()
+
+
+@dataclasses.dataclass
+class PretrainingDataConfig:
+    """How instances are cut and masked (the flags of the reference script).
+
+    Args:
+        max_seq_length: int, longest packed sequence, [CLS] and [SEP]s included.
+        max_predictions_per_seq: int, most masked tokens per sequence.
+        masked_lm_prob: float, share of tokens masked.
+        masking: "static" (masks in the records) or "dynamic" (records hold
+            clean ids; training masks every step with `MaskedLMMasker`).
+        whole_word_masking: bool, mask all pieces of a word together.
+        dupe_factor: int, times each document is cut (with other random
+            choices each time).
+        short_seq_prob: float, share of instances with a random shorter
+            target length (so the model also sees short sequences).
+        document_pool_size: int, documents held in memory at once; the
+            random "next" documents of NotNext pairs come from this pool.
+        lowercase: bool, tokenizer option (True for uncased vocabularies).
+        seed: int, seeds every random choice (per shard: seed + shard index).
+    """
+
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    masked_lm_prob: float = 0.15
+    masking: str = "static"
+    whole_word_masking: bool = False
+    dupe_factor: int = 10
+    short_seq_prob: float = 0.1
+    document_pool_size: int = 1000
+    lowercase: bool = True
+    seed: int = 12345
+
+    def __post_init__(self):
+        if not isinstance(self.max_seq_length, int) or self.max_seq_length < 5:
+            raise ValueError(
+                "Expected max_seq_length to be an int >= 5. "
+                f"Received: max_seq_length={self.max_seq_length!r}"
+            )
+        if not isinstance(self.max_predictions_per_seq, int) or (
+            self.max_predictions_per_seq < 1
+        ):
+            raise ValueError(
+                "Expected max_predictions_per_seq to be an int >= 1. Received: "
+                f"max_predictions_per_seq={self.max_predictions_per_seq!r}"
+            )
+        if not 0 < self.masked_lm_prob <= 1:
+            raise ValueError(
+                f"Expected masked_lm_prob in (0, 1]. "
+                f"Received: masked_lm_prob={self.masked_lm_prob!r}"
+            )
+        if self.masking not in MASKING_MODES:
+            raise ValueError(
+                f"Expected masking to be one of {MASKING_MODES}. "
+                f"Received: masking={self.masking!r}"
+            )
+        if not isinstance(self.dupe_factor, int) or self.dupe_factor < 1:
+            raise ValueError(
+                f"Expected dupe_factor to be an int >= 1. "
+                f"Received: dupe_factor={self.dupe_factor!r}"
+            )
+        if not 0 <= self.short_seq_prob <= 1:
+            raise ValueError(
+                f"Expected short_seq_prob in [0, 1]. "
+                f"Received: short_seq_prob={self.short_seq_prob!r}"
+            )
+        if not isinstance(self.document_pool_size, int) or (
+            self.document_pool_size < 2
+        ):
+            raise ValueError(
+                "Expected document_pool_size to be an int >= 2 (NotNext pairs "
+                "need another document). Received: "
+                f"document_pool_size={self.document_pool_size!r}"
+            )
+
+
+# --- Writing -----------------------------------------------------------------
+
+
+def _int_feature(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+
+class _ShardWriter:
+    """Tokenizes, cuts, masks and writes the documents of one output shard."""
+
+    def __init__(self, vocab_file, config):
+        from keras_bert.text import BertTokenizer, MaskedLMMasker
+
+        self.config = config
+        self.tokenizer = BertTokenizer(vocab_file, lowercase=config.lowercase)
+        self.cls_id = self.tokenizer.cls_token_id
+        self.sep_id = self.tokenizer.sep_token_id
+        self.pad_id = self.tokenizer.pad_token_id
+        self.start_shard(0)
+        self.tokenize = tf.function(
+            lambda texts: self.tokenizer(texts),
+            input_signature=[tf.TensorSpec([None], tf.string)],
+        )
+        if config.masking == "static":
+            self.masker = MaskedLMMasker(
+                self.tokenizer.vocabulary,
+                mask_rate=config.masked_lm_prob,
+                max_predictions_per_seq=config.max_predictions_per_seq,
+                whole_word_masking=config.whole_word_masking,
+            )
+            length = config.max_seq_length
+            self.mask = tf.function(
+                lambda ids, mask, seed: self.masker(
+                    {"token_ids": ids, "padding_mask": mask}, seed=seed
+                ),
+                input_signature=[
+                    tf.TensorSpec([None, length], tf.int32),
+                    tf.TensorSpec([None, length], tf.int32),
+                    tf.TensorSpec([2], tf.int64),
+                ],
+            )
+
+    def start_shard(self, shard_index):
+        """Resets the random state: a shard's output depends only on its index."""
+        self.shard_index = shard_index
+        self.rng = random.Random(self.config.seed + shard_index)
+        self.num_mask_batches = 0
+
+    def tokenize_documents(self, documents, batch_size=2048):
+        """Documents of str lines -> documents of id lists (batched, in TF)."""
+        lines = [line for document in documents for line in document]
+        pieces = []
+        for start in range(0, len(lines), batch_size):
+            ids = self.tokenize(tf.constant(lines[start:start + batch_size]))
+            values = ids.flat_values.numpy()
+            splits = ids.row_splits.numpy()
+            pieces.extend(values[splits[j]:splits[j + 1]].tolist()
+                          for j in range(len(splits) - 1))
+        result, position = [], 0
+        for document in documents:
+            segments = [s for s in pieces[position:position + len(document)] if s]
+            position += len(document)
+            if segments:
+                result.append(segments)
+        return result
+
+    def examples(self, instances):
+        """Packs (and for static masking, masks) instances into tf.train.Examples."""
+        packed = []
+        for tokens_a, tokens_b, is_random_next in instances:
+            token_ids = [self.cls_id] + tokens_a + [self.sep_id] + tokens_b + [self.sep_id]
+            segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+            packed.append((token_ids, segment_ids, int(is_random_next)))
+        masked = [None] * len(packed)
+        if self.config.masking == "static" and packed:
+            masked = self._mask([p[0] for p in packed])
+        for (token_ids, segment_ids, label), mask in zip(packed, masked):
+            features = {
+                "segment_ids": _int_feature(segment_ids),
+                "next_sentence_labels": _int_feature([label]),
+            }
+            if mask is None:
+                features["token_ids"] = _int_feature(token_ids)
+            else:
+                features["token_ids"] = _int_feature(mask[0])
+                features["masked_positions"] = _int_feature(mask[1])
+                features["masked_ids"] = _int_feature(mask[2])
+            yield tf.train.Example(features=tf.train.Features(feature=features))
+
+    def _mask(self, sequences):
+        length = self.config.max_seq_length
+        ids = np.full((len(sequences), length), self.pad_id, np.int32)
+        padding_mask = np.zeros((len(sequences), length), np.int32)
+        for row, sequence in enumerate(sequences):
+            ids[row, :len(sequence)] = sequence
+            padding_mask[row, :len(sequence)] = 1
+        seed = tf.constant(
+            [self.config.seed, self.shard_index * 1_000_000 + self.num_mask_batches],
+            tf.int64,
+        )
+        self.num_mask_batches += 1
+        out = self.mask(ids, padding_mask, seed)
+        token_ids = out["token_ids"].numpy()
+        positions = out["masked_positions"].numpy()
+        masked_ids = out["masked_ids"].numpy()
+        used = out["masked_weights"].numpy() > 0
+        return [
+            (
+                token_ids[row, :len(sequence)].tolist(),
+                positions[row, used[row]].tolist(),
+                masked_ids[row, used[row]].tolist(),
+            )
+            for row, sequence in enumerate(sequences)
+        ]
+
+
+# One writer (tokenizer and compiled functions) per process and settings.
+_WRITERS = {}
+
+
+def _get_writer(vocab_file, config):
+    key = (vocab_file, json.dumps(dataclasses.asdict(config), sort_keys=True))
+    if key not in _WRITERS:
+        _WRITERS.clear()
+        _WRITERS[key] = _ShardWriter(vocab_file, config)
+    return _WRITERS[key]
+
+
+def _shard_documents(input_files, shard_index, num_shards):
+    """The documents of one output shard, streamed.
+
+    With at least as many input files as shards, a shard reads only its
+    files (round robin); otherwise every shard reads all files and keeps
+    every `num_shards`-th document.
+    """
+    if len(input_files) >= num_shards:
+        yield from read_documents(input_files[shard_index::num_shards])
+        return
+    for number, document in enumerate(read_documents(input_files)):
+        if number % num_shards == shard_index:
+            yield document
+
+
+def shard_file_name(shard_index, num_shards):
+    return f"pretraining-{shard_index:05d}-of-{num_shards:05d}.tfrecord"
+
+
+def write_shard(input_files, output_dir, vocab_file, config, shard_index, num_shards,
+                progress=None):
+    """Writes one output shard. Returns its counts (a dict).
+
+    The file depends only on the inputs, `config` and `shard_index` (records
+    are serialized deterministically), not on which process writes it.
+
+    Args:
+        progress: optional callable(num_bytes), called as input is consumed.
+    """
+    writer = _get_writer(vocab_file, config)
+    writer.start_shard(shard_index)
+    name = shard_file_name(shard_index, num_shards)
+    path = os.path.join(output_dir, name)
+    tmp_path = path + ".tmp"
+    stats = {"file": name, "num_documents": 0, "num_instances": 0, "num_tokens": 0,
+             "num_masked": 0, "num_is_next": 0, "num_random_next": 0}
+    with tf.io.TFRecordWriter(tmp_path) as out:
+        documents = _shard_documents(input_files, shard_index, num_shards)
+        for window in document_windows(documents, config.document_pool_size):
+            num_bytes = sum(len(line.encode("utf-8")) + 1 for d in window for line in d)
+            pool = writer.tokenize_documents(window)
+            instances = []
+            for _ in range(config.dupe_factor):
+                for index in range(len(pool)):
+                    instances.extend(
+                        create_instances_from_document(pool, index, config, writer.rng)
+                    )
+            writer.rng.shuffle(instances)
+            for start in range(0, len(instances), 1024):
+                for example in writer.examples(instances[start:start + 1024]):
+                    out.write(example.SerializeToString(deterministic=True))
+                    feature = example.features.feature
+                    stats["num_tokens"] += len(feature["token_ids"].int64_list.value)
+                    if "masked_ids" in feature:
+                        stats["num_masked"] += len(feature["masked_ids"].int64_list.value)
+            stats["num_documents"] += len(pool)
+            stats["num_instances"] += len(instances)
+            random_next = sum(1 for instance in instances if instance[2])
+            stats["num_random_next"] += random_next
+            stats["num_is_next"] += len(instances) - random_next
+            if progress is not None:
+                progress(num_bytes)
+    tf.io.gfile.rename(tmp_path, path, overwrite=True)
+    return stats
+
+
+# The progress queue of a worker process (set by the pool's initializer).
+_PROGRESS_QUEUE = None
+
+
+def _init_worker(queue):
+    global _PROGRESS_QUEUE
+    _PROGRESS_QUEUE = queue
+
+
+def _write_shard_task(args):
+    input_files, output_dir, vocab_file, config_dict, shard_index, num_shards = args
+    config = PretrainingDataConfig(**config_dict)
+    progress = None if _PROGRESS_QUEUE is None else _PROGRESS_QUEUE.put
+    return write_shard(input_files, output_dir, vocab_file, config, shard_index,
+                       num_shards, progress)
+
+
+def _input_bytes(input_files):
+    return sum(tf.io.gfile.stat(path).length for path in input_files)
+
+
+def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
+                            num_shards=None, num_workers=1, progress=None):
+    """Writes sharded TFRecords of pretraining instances and their metadata.
+
+    Args:
+        input_files: list of str, corpus files (one sentence per line, a
+            blank line between documents; see `keras_bert.data.corpus`).
+        output_dir: str, created if missing. Existing shards are replaced.
+        vocab_file: str, the WordPiece vocab.txt (copied into `output_dir`).
+        config: a `PretrainingDataConfig` (default: its defaults).
+        num_shards: int, output files (default: `num_workers`). Shard k
+            takes input files k, k + num_shards, ... (or, with fewer files
+            than shards, every num_shards-th document).
+        num_workers: int, processes writing shards in parallel.
+        progress: optional callable(num_bytes, total_bytes) called as input
+            is consumed, for a progress bar.
+
+    Returns:
+        dict, the metadata written to `output_dir/metadata.json`.
+
+    Example:
+    >>> meta = create_pretraining_data(["corpus.txt"], "data/", "vocab.txt",
+    ...     PretrainingDataConfig(max_seq_length=128, dupe_factor=5))
+    >>> meta["num_instances"], meta["next_sentence_labels"]
+    """
+    config = config or PretrainingDataConfig()
+    input_files = list(input_files)
+    if not input_files:
+        raise ValueError("No input files given: pass corpus files (one sentence a line).")
+    for path in input_files:
+        if not tf.io.gfile.exists(path):
+            raise FileNotFoundError(f"Input corpus file not found: {path}")
+    num_workers = max(int(num_workers), 1)
+    num_shards = int(num_shards or num_workers)
+    if num_shards < 1:
+        raise ValueError(f"Expected num_shards >= 1. Received: num_shards={num_shards}")
+    tf.io.gfile.makedirs(output_dir)
+    for name in tf.io.gfile.listdir(output_dir):
+        if name.startswith("pretraining-") or name == METADATA_FILE:
+            tf.io.gfile.remove(os.path.join(output_dir, name))
+    vocab_copy = os.path.join(output_dir, VOCAB_FILE)
+    if os.path.abspath(vocab_file) != os.path.abspath(vocab_copy):
+        tf.io.gfile.copy(vocab_file, vocab_copy, overwrite=True)
+
+    total_bytes = _input_bytes(input_files)
+    reported = [0]
+    if progress is not None:
+        user_progress = progress
+
+        def progress(num_bytes, total):
+            reported[0] += num_bytes
+            user_progress(num_bytes, total)
+    tasks = [
+        (input_files, output_dir, vocab_copy, dataclasses.asdict(config), k, num_shards)
+        for k in range(num_shards)
+    ]
+    if num_workers == 1:
+        report = None if progress is None else (lambda n: progress(n, total_bytes))
+        shards = [write_shard(*task[:3], config, task[4], num_shards, report)
+                  for task in tasks]
+    else:
+        shards = _run_in_processes(tasks, num_workers, progress, total_bytes)
+
+    if progress is not None and reported[0] < total_bytes:
+        # Counted bytes are those of stripped lines: finish the bar.
+        progress(total_bytes - reported[0], total_bytes)
+
+    from keras_bert.text import load_vocabulary
+
+    tokens, _ = load_vocabulary(vocab_copy)
+    is_next = sum(s["num_is_next"] for s in shards)
+    random_next = sum(s["num_random_next"] for s in shards)
+    metadata = {
+        "format": FORMAT,
+        "version": 1,
+        **dataclasses.asdict(config),
+        "vocab_size": len(tokens),
+        "vocab_hash": vocab_hash(tokens),
+        "num_shards": num_shards,
+        "num_instances": sum(s["num_instances"] for s in shards),
+        "num_tokens": sum(s["num_tokens"] for s in shards),
+        "num_documents": sum(s["num_documents"] for s in shards),
+        "num_masked": sum(s["num_masked"] for s in shards),
+        "next_sentence_labels": {"is_next": is_next, "random_next": random_next},
+        "shards": [
+            {"file": s["file"], "num_instances": s["num_instances"]} for s in shards
+        ],
+        "input_files": [os.fspath(p) for p in input_files],
+    }
+    with tf.io.gfile.GFile(os.path.join(output_dir, METADATA_FILE), "w") as f:
+        f.write(json.dumps(metadata, indent=2) + "\n")
+    return metadata
+
+
+def _run_in_processes(tasks, num_workers, progress, total_bytes):
+    # "spawn": TensorFlow is not fork-safe once initialized. Callers' main
+    # module needs the `if __name__ == "__main__":` guard.
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue() if progress is not None else None
+    stop = threading.Event()
+
+    def drain():
+        while True:
+            try:
+                progress(queue.get(timeout=0.2), total_bytes)
+            except Empty:
+                if stop.is_set():
+                    return
+
+    thread = None
+    if queue is not None:
+        thread = threading.Thread(target=drain, daemon=True)
+        thread.start()
+    try:
+        with context.Pool(min(num_workers, len(tasks)), initializer=_init_worker,
+                          initargs=(queue,)) as pool:
+            return pool.map(_write_shard_task, tasks, chunksize=1)
+    finally:
+        stop.set()
+        if thread is not None:
+            thread.join()
+
+
+# --- Reading -----------------------------------------------------------------
+
+
+def read_metadata(data_dir):
+    """The parsed metadata.json of a pretraining data directory."""
+    path = os.path.join(data_dir, METADATA_FILE)
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(
+            f"{path} not found: {data_dir} is not a pretraining data directory. "
+            "Create one with tools/create_pretraining_data.py."
+        )
+    with tf.io.gfile.GFile(path, "r") as f:
+        metadata = json.load(f)
+    if metadata.get("format") != FORMAT:
+        raise ValueError(
+            f"{path} is not keras_bert pretraining metadata "
+            f"(format={metadata.get('format')!r}, expected {FORMAT!r})."
+        )
+    return metadata
+
+
+def shard_paths(data_dir, metadata=None):
+    """The TFRecord files of a data directory, in shard order."""
+    metadata = metadata or read_metadata(data_dir)
+    return [os.path.join(data_dir, shard["file"]) for shard in metadata["shards"]]
+
+
+def parse_examples(serialized, metadata):
+    """Parses a batch of records into padded tensors.
+
+    Args:
+        serialized: string Tensor [batch], serialized tf.train.Examples.
+        metadata: dict from `read_metadata`.
+
+    Returns:
+        dict of Tensors: `token_ids`, `segment_ids`, `padding_mask` int32
+        [batch, max_seq_length]; `next_sentence_labels` int32 [batch]; with
+        static masking also `masked_positions`, `masked_ids` int32 and
+        `masked_weights` float32 [batch, max_predictions_per_seq].
+    """
+    ragged = tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int32)
+    spec = {
+        "token_ids": ragged,
+        "segment_ids": ragged,
+        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+    }
+    static = metadata["masking"] == "static"
+    if static:
+        spec["masked_positions"] = ragged
+        spec["masked_ids"] = ragged
+    parsed = tf.io.parse_example(serialized, spec)
+    length = metadata["max_seq_length"]
+    width = metadata["max_predictions_per_seq"]
+
+    def dense(name, size, dtype=tf.int32):
+        values = tf.cast(parsed[name], dtype)
+        return values.to_tensor(0, shape=[None, size])
+
+    out = {
+        "token_ids": dense("token_ids", length),
+        "segment_ids": dense("segment_ids", length),
+        "padding_mask": tf.ones_like(parsed["token_ids"], tf.int32).to_tensor(
+            0, shape=[None, length]
+        ),
+        "next_sentence_labels": tf.cast(parsed["next_sentence_labels"][:, 0], tf.int32),
+    }
+    if static:
+        out["masked_positions"] = dense("masked_positions", width)
+        out["masked_ids"] = dense("masked_ids", width)
+        out["masked_weights"] = tf.ones_like(
+            parsed["masked_ids"], tf.float32
+        ).to_tensor(0.0, shape=[None, width])
+    return out

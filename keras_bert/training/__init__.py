@@ -1,0 +1,29 @@
+"""Training: optimizers and schedules, strategies, callbacks, input, the loop.
+
+Imports keras_bert.models (never the reverse).
+"""
+
+from keras_bert.training.callbacks import StepLogger, TensorBoard
+from keras_bert.training.distribute import (
+    STRATEGIES,
+    resolve_strategy,
+    strategy_name,
+    worker_info,
+)
+from keras_bert.training.input_pipeline import pretraining_dataset
+from keras_bert.training.optimizers import (
+    OPTIMIZERS,
+    WEIGHT_DECAY_EXCLUDE,
+    AdamW,
+    Lamb,
+    create_optimizer,
+)
+from keras_bert.training.pretrain import (
+    PretrainingConfig,
+    build_pretrainer,
+    evaluate_pretraining,
+    resolve_jit_compile,
+    run_pretraining,
+)
+from keras_bert.training.schedules import LinearWarmupLinearDecay
+from keras_bert.training.trainer import Trainer, TrainingInterrupted

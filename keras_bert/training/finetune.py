@@ -1,0 +1,365 @@
+"""Fine-tuning a model directory on a task: the paper's recipe, best model kept.
+
+`finetune(task, model_dir, output_dir, train_data, eval_data, options)`:
+
+1. data: reader output (`read_task_data`) becomes unbatched, tokenized,
+   cached datasets; training batches are length-bucketed (short texts do
+   not pay for `max_seq_length` positions);
+2. model: the task model from `model_dir` (a converted checkpoint, a
+   pretrained encoder, or an earlier fine-tuned model of the task), built
+   with `--dtype` under the `--strategy` (`resolve_strategy`);
+3. optimizer: `create_optimizer` (AdamW, decoupled weight decay 0.01 with
+   LayerNorm and biases excluded, global-norm clipping at 1.0, linear
+   warmup over `warmup_fraction` of the steps, then linear decay to 0);
+4. loop: `Trainer` (resumable, any strategy); after every epoch the eval
+   set is scored, and when the early-stopping metric improves the model
+   directory `output_dir` is (re)written with `save_pretrained`, task.json
+   holding the task facts (labels, max_seq_length, lowercase) and the eval
+   metrics. `early_stopping_patience` epochs without improvement end the
+   run. Checkpoints for resuming go to `output_dir + ".checkpoints"` and are
+   removed when the run ends; rerunning the same command after a crash or
+   SIGTERM resumes there.
+
+Defaults follow Devlin et al. (2018), appendix A.3: batch 32, learning rate
+3e-5 (they search 2e-5..5e-5), 3 epochs, warmup 10%, dropout 0.1.
+"""
+
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import time
+
+import keras
+import tensorflow as tf
+
+from keras_bert.data import classification, conll, squad
+from keras_bert.training.callbacks import StepLogger
+from keras_bert.training.distribute import resolve_strategy, worker_info
+from keras_bert.training.finetune_tasks import TASKS
+from keras_bert.training.optimizers import create_optimizer
+from keras_bert.training.pretrain import resolve_jit_compile
+from keras_bert.training.trainer import Trainer
+
+logger = logging.getLogger("keras_bert.training")
+
+STATE_FILE = "finetune_state.json"
+DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+@dataclasses.dataclass
+class FinetuneOptions:
+    """Hyperparameters and switches of `finetune`; CLI flags use the same names.
+
+    Args:
+        learning_rate: float, peak AdamW learning rate.
+        epochs: int, passes over the training data.
+        batch_size: int, global batch size (all replicas).
+        warmup_fraction: float in [0, 1), share of the steps with linear warmup.
+        weight_decay: float, AdamW decoupled weight decay.
+        global_clipnorm: float or None, gradient clipping.
+        dropout_rate: float or None, the head's dropout (None: the encoder's).
+        max_seq_length: int or None (task default 128, 384 for span_qa, or
+            the value in the model directory's task.json).
+        lowercase: bool or None (None: task.json's, else guessed from the vocabulary).
+        label_names: list of str or None (None: the model directory's labels
+            for the same task, else sorted from the training data).
+        unknown_labels: "error" or "skip", for labels outside label_names.
+        regression: bool, classification with one float output and MSE (STS-B).
+        metric: str or None, the early-stopping metric (None: the task's first:
+            accuracy, pearson, entity f1, SQuAD f1).
+        early_stopping_patience: int, epochs without improvement before
+            stopping; 0 never stops early.
+        dtype: "float32", "mixed_float16" or "mixed_bfloat16".
+        jit_compile: "auto", "on" or "off" (see `resolve_jit_compile`).
+        strategy: one of `keras_bert.training.STRATEGIES`.
+        seed: int, for the head's initialization, dropout and shuffling.
+        log_every: int, steps between progress lines.
+        eval_batch_size: int or None (None: batch_size).
+        doc_stride, max_query_length, n_best_size, max_answer_length,
+        null_score_diff_threshold: SQuAD settings (run_squad.py's defaults).
+    """
+
+    learning_rate: float = 3e-5
+    epochs: int = 3
+    batch_size: int = 32
+    warmup_fraction: float = 0.1
+    weight_decay: float = 0.01
+    global_clipnorm: float = 1.0
+    dropout_rate: float = None
+    max_seq_length: int = None
+    lowercase: bool = None
+    label_names: list = None
+    unknown_labels: str = "error"
+    regression: bool = False
+    metric: str = None
+    early_stopping_patience: int = 1
+    dtype: str = "float32"
+    jit_compile: str = "auto"
+    strategy: str = "auto"
+    seed: int = 0
+    log_every: int = 50
+    eval_batch_size: int = None
+    doc_stride: int = 128
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    null_score_diff_threshold: float = 0.0
+
+    def __post_init__(self):
+        if not self.learning_rate > 0:
+            raise ValueError(f"Expected learning_rate > 0. Received: {self.learning_rate!r}")
+        for name in ("epochs", "batch_size", "log_every", "doc_stride", "n_best_size",
+                     "max_answer_length", "max_query_length"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
+        if not 0 <= self.warmup_fraction < 1:
+            raise ValueError(f"Expected warmup_fraction in [0, 1). Received: {self.warmup_fraction!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"Expected dtype in {DTYPES}. Received: dtype={self.dtype!r}")
+        if self.unknown_labels not in ("error", "skip"):
+            raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: {self.unknown_labels!r}")
+        if self.early_stopping_patience < 0:
+            raise ValueError(
+                f"Expected early_stopping_patience >= 0. Received: {self.early_stopping_patience!r}")
+
+
+@dataclasses.dataclass
+class FinetuneResult:
+    """What `finetune` did: the best epoch's metrics and every epoch's."""
+
+    output_dir: str
+    metric: str
+    best_epoch: int
+    best_metrics: dict
+    history: list
+    train_examples: int
+    steps: int
+    seconds: float
+
+
+def read_task_data(task, path, training, options=None, text_column="text", text_b_column=None,
+                   label_column="label", file_format=None, tfds_data_dir=None):
+    """Reads one input of `task`; the readers report bad rows as FILE:LINE.
+
+    Args:
+        task: "classification", "token_classification" or "span_qa".
+        path: str, a file (classification: .csv/.tsv/.jsonl; token
+            classification: CoNLL; span_qa: SQuAD JSON), or for
+            classification "tfds:NAME:SPLIT" / "tfds:NAME" (split "train"
+            for training, else "validation" or "test").
+        training: bool.
+        options: `FinetuneOptions` (regression flag), or None.
+
+    Returns:
+        `ClassificationExamples`, `ConllSentences` or `SquadData`. For TFDS,
+        the dataset's ClassLabel names are set on `options.label_names` when
+        it has none.
+    """
+    options = options or FinetuneOptions()
+    if task == "classification":
+        if path.startswith("tfds:"):
+            name, _, split = path[len("tfds:"):].partition("[")
+            split = split.rstrip("]") or (
+                "train" if training else classification.tfds_eval_split(name, tfds_data_dir))
+            examples, names = classification.read_tfds_classification(
+                name, split, None if text_column == "text" else text_column, text_b_column,
+                label_column, data_dir=tfds_data_dir)
+            if names is None:
+                options.regression = True
+            elif options.label_names is None:
+                options.label_names = names
+            return examples
+        return classification.read_classification_file(
+            path, text_column, text_b_column, label_column, options.regression, file_format)
+    if task == "token_classification":
+        return conll.read_conll(path)
+    if task == "span_qa":
+        return squad.read_squad(path, training=training)
+    raise ValueError(f"Unknown task {task!r}. Expected one of {sorted(TASKS)}.")
+
+
+def _fingerprint(task, model_dir, options, num_examples):
+    values = dataclasses.asdict(options)
+    values.update(task=task, model_dir=os.path.abspath(model_dir), num_examples=num_examples)
+    return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class _EvalAndKeepBest(keras.callbacks.Callback):
+    """At each epoch end: score the eval set, save the best model, stop early."""
+
+    def __init__(self, runner):
+        super().__init__()
+        self.runner = runner
+
+    def on_train_batch_end(self, batch, logs=None):
+        runner = self.runner
+        step = batch + 1
+        if step % runner.steps_per_epoch == 0 or step == runner.total_steps:
+            runner.end_epoch(math.ceil(step / runner.steps_per_epoch), logs or {})
+
+
+class _Runner:
+    """One fine-tuning run's state (kept in STATE_FILE for resuming)."""
+
+    def __init__(self, task, output_dir, checkpoint_dir, options, fingerprint, is_chief):
+        self.task = task
+        self.output_dir = output_dir
+        self.checkpoint_dir = checkpoint_dir
+        self.options = options
+        self.is_chief = is_chief
+        self.metric = options.metric or task.metrics[0]
+        if self.metric not in task.metrics:
+            raise ValueError(
+                f"--metric {self.metric!r} is not a {task.name} metric; choose one of "
+                f"{list(task.metrics)}."
+            )
+        self.state = {"fingerprint": fingerprint, "history": [], "best_epoch": 0,
+                      "best_metrics": None, "bad_epochs": 0}
+        path = os.path.join(checkpoint_dir, STATE_FILE)
+        if tf.io.gfile.exists(path):
+            with tf.io.gfile.GFile(path) as f:
+                saved = json.load(f)
+            if saved.get("fingerprint") != fingerprint:
+                raise ValueError(
+                    f"{checkpoint_dir} holds checkpoints of another fine-tuning run (other data, "
+                    f"model or options). Delete it to start over, or rerun that exact command "
+                    f"to resume it."
+                )
+            self.state = saved
+            logger.info("resuming: %d epoch(s) done, best %s %s at epoch %d",
+                        len(saved["history"]), self.metric,
+                        (saved["best_metrics"] or {}).get(self.metric), saved["best_epoch"])
+
+    def _write_state(self):
+        if not self.is_chief:
+            return
+        tf.io.gfile.makedirs(self.checkpoint_dir)
+        with tf.io.gfile.GFile(os.path.join(self.checkpoint_dir, STATE_FILE), "w") as f:
+            json.dump(self.state, f, indent=1)
+
+    def end_epoch(self, epoch, logs):
+        if any(h["epoch"] == epoch for h in self.state["history"]):
+            return  # Scored before a resume.
+        start = time.time()
+        metrics = self.task.evaluate(self.model, self.options.eval_batch_size or self.options.batch_size)
+        value = metrics[self.metric]
+        best = self.state["best_metrics"]
+        improved = best is None or value > best[self.metric]
+        line = " ".join(
+            f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items())
+        logger.info("epoch %d eval: %s (%.1f s)%s", epoch, line, time.time() - start,
+                    " [best]" if improved else "")
+        self.state["history"].append(
+            {"epoch": epoch, "train_loss": float(logs.get("loss", float("nan"))), **metrics})
+        if improved:
+            self.state.update(best_epoch=epoch, best_metrics=metrics, bad_epochs=0)
+            if self.is_chief:
+                info = {**self.task.task_info(), "eval_metrics": metrics, "epoch": epoch,
+                        "early_stopping_metric": self.metric}
+                self.model.save_pretrained(
+                    self.output_dir, vocab_file=self.task.vocab_file, task_info=info)
+                self.task.write_predictions(self.output_dir)
+        else:
+            self.state["bad_epochs"] += 1
+            patience = self.options.early_stopping_patience
+            if patience and self.state["bad_epochs"] >= patience:
+                logger.info("early stopping: %s has not improved for %d epoch(s); best %.4f at "
+                            "epoch %d", self.metric, self.state["bad_epochs"],
+                            best[self.metric], self.state["best_epoch"])
+                self.model.stop_training = True
+        self._write_state()
+
+
+def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
+             checkpoint_dir=None, callbacks=None, strategy=None):
+    """Fine-tunes `model_dir` on a task and writes the best model to `output_dir`.
+
+    Args:
+        task: "classification", "token_classification" or "span_qa".
+        model_dir: str, the starting model directory (config.json,
+            model.weights.h5, vocab.txt; task.json optional).
+        output_dir: str, the model directory to write (the best epoch).
+        train_data, eval_data: reader output for the task (`read_task_data`,
+            or `keras_bert.data.classification/conll/squad` readers).
+        options: `FinetuneOptions` (None: the defaults).
+        checkpoint_dir: str, where resumable checkpoints go (default
+            `output_dir + ".checkpoints"`, removed at the end).
+        callbacks: extra Keras callbacks (they see global steps).
+        strategy: a `tf.distribute.Strategy`, or None to resolve
+            `options.strategy` here. Programs that run other TensorFlow ops
+            first (reading TFDS data) should resolve it before them, as
+            MultiWorkerMirroredStrategy and TPUStrategy require.
+
+    Returns:
+        `FinetuneResult`.
+
+    Example:
+    >>> train = read_task_data("classification", "train.csv", training=True)
+    >>> dev = read_task_data("classification", "dev.csv", training=False)
+    >>> result = finetune("classification", "models/minilm", "models/minilm-sentiment",
+    ...                   train, dev, FinetuneOptions(epochs=2))
+    >>> result.best_metrics["accuracy"]
+    """
+    if task not in TASKS:
+        raise ValueError(f"Unknown task {task!r}. Expected one of {sorted(TASKS)}.")
+    options = options or FinetuneOptions()
+    start_time = time.time()
+    strategy = strategy or resolve_strategy(options.strategy)
+    _, _, is_chief = worker_info(strategy)
+    keras.utils.set_random_seed(options.seed)
+    runner_task = TASKS[task](model_dir, options)
+    runner_task.prepare(train_data, eval_data)
+    for report in {id(d.report): d.report for d in (train_data, eval_data)}.values():
+        logger.info("%s", report.summary())
+    if runner_task.num_train_examples == 0:
+        raise ValueError("No training examples are left after skipping bad rows; see the log.")
+
+    steps_per_epoch = math.ceil(runner_task.num_train_examples / options.batch_size)
+    total_steps = steps_per_epoch * options.epochs
+    warmup_steps = int(options.warmup_fraction * total_steps)
+    jit_compile = resolve_jit_compile(options.jit_compile, options.dtype, strategy)
+    dtype = None if options.dtype == "float32" else options.dtype
+    with strategy.scope():
+        model = runner_task.build_model(dtype)
+        optimizer = create_optimizer(
+            options.learning_rate, total_steps, warmup_steps, weight_decay=options.weight_decay,
+            global_clipnorm=options.global_clipnorm, loss_scale=options.dtype == "mixed_float16")
+        loss_weights = getattr(runner_task, "loss_weights", lambda: None)()
+        model.compile(optimizer=optimizer, loss=runner_task.loss(), loss_weights=loss_weights)
+    logger.info(
+        "%s: %d training examples, %d steps/epoch x %d epochs, batch %d, lr %g (warmup %d "
+        "steps), max_seq_length %d, dtype %s, jit_compile %s, strategy %s", task,
+        runner_task.num_train_examples, steps_per_epoch, options.epochs, options.batch_size,
+        options.learning_rate, warmup_steps, runner_task.max_seq_length, options.dtype,
+        jit_compile, type(strategy).__name__)
+
+    checkpoint_dir = checkpoint_dir or output_dir.rstrip("/") + ".checkpoints"
+    runner = _Runner(runner_task, output_dir, checkpoint_dir, options,
+                     _fingerprint(task, model_dir, options, runner_task.num_train_examples),
+                     is_chief)
+    runner.model, runner.steps_per_epoch, runner.total_steps = model, steps_per_epoch, total_steps
+    runner._write_state()  # The fingerprint guards every checkpoint written from here on.
+
+    def dataset_fn(batch_size, input_pipeline_id, num_input_pipelines):
+        return runner_task.training_batches(
+            batch_size, options.seed, input_pipeline_id, num_input_pipelines)
+
+    trainer = Trainer(model, strategy, dataset_fn, options.batch_size, checkpoint_dir,
+                      checkpoint_every=steps_per_epoch, max_checkpoints=1, jit_compile=jit_compile)
+    loggers = [StepLogger(options.log_every, options.batch_size, total_steps)] if is_chief else []
+    trainer.train(total_steps, callbacks=loggers + [_EvalAndKeepBest(runner)] + list(callbacks or []),
+                  verbose=0, log_every=options.log_every)
+    if is_chief:
+        shutil.rmtree(checkpoint_dir, ignore_errors=True)
+    state = runner.state
+    return FinetuneResult(
+        output_dir=output_dir, metric=runner.metric, best_epoch=state["best_epoch"],
+        best_metrics=state["best_metrics"], history=state["history"],
+        train_examples=runner_task.num_train_examples, steps=int(trainer.step.numpy()),
+        seconds=time.time() - start_time,
+    )

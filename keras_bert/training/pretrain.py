@@ -1,0 +1,331 @@
+"""BERT pretraining runs: data directory + model config -> model directory.
+
+OUTPUT_DIR/
+  pretraining_run.json       what this run is (model config, data, settings)
+  checkpoints/               tf.train checkpoints (model, optimizer, step)
+    data-worker-K/           data-iterator state of worker K
+  logs/                      TensorBoard
+  model/                     the final model directory (config.json,
+                             vocab.txt, model.weights.h5, task.json)
+"""
+
+import dataclasses
+import importlib.util
+import json
+import os
+
+import keras
+import tensorflow as tf
+
+from keras_bert.data import pretraining_data
+from keras_bert.models import BertEncoder, BertPretrainer
+from keras_bert.training import callbacks as callbacks_lib
+from keras_bert.training.distribute import strategy_name, worker_info
+from keras_bert.training.input_pipeline import pretraining_dataset
+from keras_bert.training.optimizers import OPTIMIZERS, create_optimizer
+from keras_bert.training.trainer import Trainer
+
+DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
+JIT_SETTINGS = ("auto", "on", "off")
+RUN_FILE = "pretraining_run.json"
+# Changing these mid-run would not be a resume but another run.
+_RUN_KEYS_THAT_MUST_MATCH = ("model_config", "vocab_hash", "batch_size",
+                             "gradient_accumulation_steps", "num_workers")
+
+
+@dataclasses.dataclass
+class PretrainingConfig:
+    """Settings of a pretraining run (BERT's defaults, scaled to steps).
+
+    Args:
+        num_train_steps: int, optimizer updates in the run.
+        batch_size: int, global examples per micro-batch (all replicas).
+        learning_rate: float, peak learning rate.
+        warmup_steps: int, linear warmup updates.
+        optimizer: "adamw" or "lamb".
+        weight_decay: float (not on LayerNorm weights and biases).
+        global_clipnorm: float or None.
+        gradient_accumulation_steps: int, micro-batches per update.
+        dtype: "float32", "mixed_bfloat16" or "mixed_float16" (with dynamic
+            loss scaling).
+        jit_compile: "auto", "on" or "off"; see `resolve_jit_compile`.
+        steps_per_execution: int, updates per compiled call.
+        checkpoint_every: int, updates between checkpoints.
+        max_checkpoints: int, checkpoints kept.
+        log_every: int, updates between log lines (and metric resets).
+        shuffle_buffer_size: int, records in the shuffle buffer.
+        seed: int, weight init, data order and dynamic masks.
+    """
+
+    num_train_steps: int = 100000
+    batch_size: int = 256
+    learning_rate: float = 1e-4
+    warmup_steps: int = 10000
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
+    global_clipnorm: float = 1.0
+    gradient_accumulation_steps: int = 1
+    dtype: str = "float32"
+    jit_compile: str = "auto"
+    steps_per_execution: int = 1
+    checkpoint_every: int = 1000
+    max_checkpoints: int = 3
+    log_every: int = 100
+    shuffle_buffer_size: int = 10000
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("num_train_steps", "batch_size", "gradient_accumulation_steps",
+                     "steps_per_execution", "checkpoint_every", "max_checkpoints",
+                     "log_every"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(
+                f"Expected optimizer in {OPTIMIZERS}. Received: optimizer={self.optimizer!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"Expected dtype in {DTYPES}. Received: dtype={self.dtype!r}")
+        if self.jit_compile not in JIT_SETTINGS:
+            raise ValueError(
+                f"Expected jit_compile in {JIT_SETTINGS}. "
+                f"Received: jit_compile={self.jit_compile!r}")
+        if self.num_train_steps % self.steps_per_execution:
+            raise ValueError(
+                f"num_train_steps ({self.num_train_steps}) must be a multiple of "
+                f"steps_per_execution ({self.steps_per_execution}).")
+        if not 0 <= self.warmup_steps < self.num_train_steps:
+            raise ValueError(
+                "Expected 0 <= warmup_steps < num_train_steps. Received: "
+                f"warmup_steps={self.warmup_steps}, num_train_steps={self.num_train_steps}")
+
+
+def resolve_jit_compile(setting, dtype, strategy):
+    """Whether to XLA-compile the training step.
+
+    "on"/"off" are obeyed. "auto" measures nothing and decides by rule:
+    off on TPU (TPUStrategy compiles everything anyway); on for float32
+    (CPU and GPU); on for mixed precision on GPU; off for mixed precision on
+    CPU (XLA:CPU emulates bfloat16/float16 matmuls slowly).
+    """
+    if setting != "auto":
+        return setting == "on"
+    if isinstance(strategy, tf.distribute.TPUStrategy):
+        return False
+    if dtype == "float32":
+        return True
+    on_cpu_only = isinstance(strategy, tf.distribute.OneDeviceStrategy) or not (
+        tf.config.list_logical_devices("GPU"))
+    return not on_cpu_only
+
+
+def _check_vocab(model_vocab_file, metadata, data_dir):
+    expected = metadata["vocab_hash"]
+    found = pretraining_data.vocab_hash(model_vocab_file)
+    if found != expected:
+        raise ValueError(
+            f"The model's vocabulary {model_vocab_file} ({found}) is not the one the "
+            f"pretraining data in {data_dir} was made with ({expected}). Recreate the "
+            "data with tools/create_pretraining_data.py --vocab-file "
+            f"{model_vocab_file}, or start from a model with that vocabulary."
+        )
+
+
+def build_pretrainer(metadata, data_dir, bert_config=None, init_from=None, dtype=None):
+    """A `BertPretrainer` that fits the data (call inside `strategy.scope()`).
+
+    Args:
+        metadata: dict, `read_metadata(data_dir)`.
+        data_dir: str, for error messages.
+        bert_config: `BertConfig` of a new model (its vocab_size must be the
+            data's), or None with `init_from`.
+        init_from: str, a model directory to start from (an encoder, a
+            pretrainer or any task directory; heads are new unless it is a
+            pretrainer). Its vocab.txt must be the data's.
+        dtype: Keras dtype policy name, or None.
+    """
+    if (bert_config is None) == (init_from is None):
+        raise ValueError("Give exactly one of bert_config (a new model) or init_from "
+                         "(a model directory).")
+    if init_from is not None:
+        model = BertPretrainer.from_pretrained(init_from, dtype=dtype)
+        if model.vocab_file is not None:
+            _check_vocab(model.vocab_file, metadata, data_dir)
+        config = model.encoder.get_bert_config()
+    else:
+        config = bert_config
+        model = BertPretrainer(BertEncoder(**config.to_dict(), dtype=dtype))
+    if config.vocab_size != metadata["vocab_size"]:
+        raise ValueError(
+            f"The model's vocab_size is {config.vocab_size}, but the pretraining data in "
+            f"{data_dir} uses a vocabulary of {metadata['vocab_size']} tokens. Set "
+            f"vocab_size={metadata['vocab_size']} (tools/pretrain.py reads it from the "
+            "data when you give --preset).")
+    if metadata["max_seq_length"] > config.max_position_embeddings:
+        raise ValueError(
+            f"The data's max_seq_length ({metadata['max_seq_length']}) exceeds the model's "
+            f"max_position_embeddings ({config.max_position_embeddings}).")
+    return model
+
+
+def _write_or_check_run(path, run, is_chief):
+    if tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path, "r") as f:
+            previous = json.load(f)
+        changed = [k for k in _RUN_KEYS_THAT_MUST_MATCH if previous.get(k) != run.get(k)]
+        if changed:
+            raise ValueError(
+                f"{path} records a run with other {changed} "
+                f"(was {[previous.get(k) for k in changed]}, now "
+                f"{[run.get(k) for k in changed]}). Resuming it with these settings "
+                "would not continue that run: use a new --output-dir.")
+    if is_chief:
+        with tf.io.gfile.GFile(path, "w") as f:
+            f.write(json.dumps(run, indent=2, sort_keys=True) + "\n")
+
+
+def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=None,
+                    strategy=None, callbacks=None, verbose=1, eval_data_dir=None,
+                    tensorboard=True):
+    """Pretrains (or resumes pretraining) a BERT model on a data directory.
+
+    Reads max_seq_length, max_predictions_per_seq, masking and the
+    vocabulary from the data's metadata.json; restores the latest checkpoint
+    in `output_dir` if there is one (same data position, same learning-rate
+    step); writes `output_dir/model` at the end (chief only).
+
+    Args:
+        data_dir: str, from `keras_bert.data.create_pretraining_data`.
+        output_dir: str, see the module docstring.
+        config: a `PretrainingConfig`.
+        bert_config: `BertConfig` for a new model, or None with `init_from`.
+        init_from: str, a model directory to start from.
+        strategy: a `tf.distribute.Strategy` (default: the current one);
+            see `keras_bert.training.resolve_strategy`.
+        callbacks: extra Keras callbacks (get global step indices).
+        verbose: 0 or 1 (Keras progress bar on the chief).
+        eval_data_dir: str, data directory evaluated at the end (masked-LM
+            and next-sentence accuracy), or None.
+        tensorboard: bool, write TensorBoard logs to `output_dir/logs`
+            (needs the `tensorboard` package; skipped with a notice if absent).
+
+    Returns:
+        dict: "logs" (last training logs), "step", "model_dir" (chief) and
+        "eval" (with `eval_data_dir`).
+
+    Example:
+    >>> run_pretraining("data/", "runs/tiny", PretrainingConfig(num_train_steps=1000),
+    ...                 bert_config=BertConfig.from_preset("tiny", vocab_size=30522))
+    """
+    metadata = pretraining_data.read_metadata(data_dir)
+    vocab_file = os.path.join(data_dir, pretraining_data.VOCAB_FILE)
+    if eval_data_dir is not None:
+        eval_metadata = pretraining_data.read_metadata(eval_data_dir)
+        if eval_metadata["vocab_hash"] != metadata["vocab_hash"]:
+            raise ValueError(
+                f"The evaluation data {eval_data_dir} was made with another vocabulary "
+                f"than the training data {data_dir}. Recreate it with --vocab-file "
+                f"{vocab_file}.")
+    strategy = strategy or tf.distribute.get_strategy()
+    task_id, num_workers, is_chief = worker_info(strategy)
+    keras.utils.set_random_seed(config.seed)
+    jit = resolve_jit_compile(config.jit_compile, config.dtype, strategy)
+    dtype = None if config.dtype == "float32" else config.dtype
+
+    with strategy.scope():
+        model = build_pretrainer(metadata, data_dir, bert_config, init_from, dtype)
+        optimizer = create_optimizer(
+            config.learning_rate, config.num_train_steps, config.warmup_steps,
+            optimizer=config.optimizer, weight_decay=config.weight_decay,
+            global_clipnorm=config.global_clipnorm,
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
+            loss_scale=config.dtype == "mixed_float16")
+        model.compile(optimizer=optimizer, jit_compile=False)
+
+    max_length = model.encoder.max_position_embeddings
+    if eval_data_dir is not None and eval_metadata["max_seq_length"] > max_length:
+        raise ValueError(
+            f"The evaluation data's max_seq_length ({eval_metadata['max_seq_length']}) "
+            f"exceeds the model's max_position_embeddings ({max_length}).")
+
+    tf.io.gfile.makedirs(output_dir)
+    run = {
+        **dataclasses.asdict(config),
+        "model_config": model.encoder.get_bert_config().to_dict(),
+        "data_dir": os.fspath(data_dir),
+        "vocab_hash": metadata["vocab_hash"],
+        "init_from": init_from and os.fspath(init_from),
+        "num_workers": num_workers,
+        "num_replicas": strategy.num_replicas_in_sync,
+        "strategy": strategy_name(strategy),
+        "jit_compile_resolved": jit,
+    }
+    _write_or_check_run(os.path.join(output_dir, RUN_FILE), run, is_chief)
+
+    trainer = Trainer(
+        model, strategy,
+        lambda batch_size, pipeline, pipelines: pretraining_dataset(
+            data_dir, batch_size, seed=config.seed,
+            shuffle_buffer_size=config.shuffle_buffer_size,
+            input_pipeline_id=pipeline, num_input_pipelines=pipelines, metadata=metadata),
+        global_batch_size=config.batch_size,
+        checkpoint_dir=os.path.join(output_dir, "checkpoints"),
+        checkpoint_every=config.checkpoint_every, max_checkpoints=config.max_checkpoints,
+        jit_compile=jit, steps_per_execution=config.steps_per_execution)
+    all_callbacks = []
+    if is_chief:
+        all_callbacks.append(callbacks_lib.StepLogger(
+            config.log_every, config.batch_size * config.gradient_accumulation_steps,
+            total_steps=config.num_train_steps))
+        if tensorboard and importlib.util.find_spec("tensorboard") is None:
+            print("TensorBoard logs off: the tensorboard package is not installed "
+                  "(pip install tensorboard).")
+        elif tensorboard:
+            all_callbacks.append(callbacks_lib.TensorBoard(
+                os.path.join(output_dir, "logs"), update_freq=config.log_every))
+    all_callbacks += list(callbacks or [])
+    logs = trainer.train(config.num_train_steps, all_callbacks, verbose=verbose,
+                         log_every=config.log_every)
+    result = {"logs": logs, "step": int(trainer.step.numpy()), "model": model}
+    if is_chief:
+        model_dir = os.path.join(output_dir, "model")
+        model.save_pretrained(model_dir, vocab_file=vocab_file, task_info={
+            "max_seq_length": metadata["max_seq_length"],
+            "pretraining_steps": result["step"],
+        })
+        result["model_dir"] = model_dir
+    if eval_data_dir is not None:
+        result["eval"] = evaluate_pretraining(model, eval_data_dir, config.batch_size,
+                                              strategy=strategy)
+    return result
+
+
+def evaluate_pretraining(model, data_dir, batch_size=64, strategy=None, steps=None):
+    """Masked-LM and next-sentence metrics of `model` on a data directory.
+
+    One pass over the data in file order (dynamic-masking data is masked
+    with a fixed seed). Under a multi-worker strategy every worker reads all
+    of it (the metric means are unchanged).
+
+    Returns:
+        dict: mlm_loss, nsp_loss, masked_lm_accuracy, nsp_accuracy (floats).
+    """
+    strategy = strategy or tf.distribute.get_strategy()
+    dataset = pretraining_dataset(data_dir, batch_size, training=False)
+    if steps is not None:
+        dataset = dataset.take(steps)
+    metrics = [m for m in model.metrics if m.name != "loss"]
+    for metric in metrics:
+        metric.reset_state()
+
+    def step(x, y):
+        y_pred = model(x, training=False)
+        model.compute_loss(x=x, y=y, y_pred=y_pred, training=False)
+
+    @tf.function
+    def run(batch):
+        strategy.run(step, args=batch)
+
+    for batch in strategy.experimental_distribute_dataset(dataset):
+        run(batch)
+    return {m.name: float(m.result()) for m in metrics}

@@ -1,0 +1,299 @@
+"""A resumable training loop for Keras models under any tf.distribute strategy.
+
+Why not `model.fit`: (1) Keras 3 `fit` under MultiWorkerMirroredStrategy
+fails on TF 2.21 (keras-team/keras#20585: `_maybe_symbolic_build` reduces a
+PerReplica batch; and `reduce_per_replica` then reduces scalar metrics along
+axis 0); (2) `fit` owns its data iterator, so a checkpoint cannot hold the
+data position. This loop reuses the model's own `compute_loss` and metrics
+and Keras callbacks (progress bar, TensorBoard, ...), and owns:
+
+- the step: forward, `compute_loss`, gradient and `optimizer.apply_gradients`
+  run in `strategy.run`; with `jit_compile`, XLA compiles the whole step on
+  one replica, and the forward/backward part with several (the optimizer's
+  cross-replica `merge_call` cannot be inside XLA);
+- the data: one `tf.data` iterator per worker (each worker reads its shard;
+  with several local replicas a worker's batch is sliced among them), saved
+  in the checkpoint, so a resumed run continues at the next unseen batch;
+- checkpoints: `tf.train.CheckpointManager` over model (with dropout RNG
+  state), optimizer (moments, step counter, gradient accumulators) and the
+  step, every `checkpoint_every` steps, plus one data-iterator checkpoint per
+  worker. On restart the latest checkpoint is restored automatically.
+
+The per-worker iterator is a plain `tf.data` iterator because the
+distributed iterators of `strategy.experimental_distribute_dataset` are not
+trackable by `tf.train.Checkpoint`. TPUStrategy needs those for its infeed:
+there (untested, no TPU here) model, optimizer and step resume, while the
+data stream restarts from its beginning.
+"""
+
+import os
+import shutil
+import signal
+import threading
+
+import keras
+import tensorflow as tf
+
+from keras_bert.training.distribute import worker_info
+
+CHECKPOINT_NAME = "ckpt"
+
+
+class TrainingInterrupted(Exception):
+    """Raised by `Trainer.train` after SIGTERM, once a checkpoint is saved."""
+
+    def __init__(self, step):
+        super().__init__(
+            f"Training stopped by SIGTERM at step {step}; a checkpoint was saved. "
+            "Run the same command again to resume."
+        )
+        self.step = step
+
+
+def _inner_optimizer(optimizer):
+    return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+class Trainer:
+    """Runs training steps of a compiled model, resumably.
+
+    Args:
+        model: a Keras model, created and compiled (with its optimizer, and
+            a loss unless it overrides `compute_loss` like `BertPretrainer`)
+            in `strategy.scope()`. Compiled metrics are updated as in `fit`.
+        strategy: the `tf.distribute.Strategy` the model was built under.
+        dataset_fn: callable(batch_size, input_pipeline_id,
+            num_input_pipelines) -> `tf.data.Dataset` of `(x, y)` or
+            `(x, y, sample_weight)` batches of `batch_size`, infinite,
+            deterministic (see `keras_bert.training.pretraining_dataset`).
+        global_batch_size: int, examples per micro-batch over all replicas.
+        checkpoint_dir: str, where checkpoints go (shared by all workers).
+        checkpoint_every: int, steps between checkpoints.
+        max_checkpoints: int, checkpoints kept.
+        jit_compile: bool, compile the step with XLA.
+        steps_per_execution: int, steps per call of the compiled function
+            (fewer host round trips; callbacks see every n-th step).
+
+    A step is one optimizer update: with `gradient_accumulation_steps=k` on
+    the optimizer, k micro-batches of `global_batch_size`.
+    """
+
+    def __init__(self, model, strategy, dataset_fn, global_batch_size, checkpoint_dir,
+                 checkpoint_every=1000, max_checkpoints=3, jit_compile=False,
+                 steps_per_execution=1):
+        if model.optimizer is None:
+            raise ValueError("Compile the model with an optimizer before training it.")
+        self.model = model
+        self.strategy = strategy
+        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint_every = checkpoint_every
+        self.steps_per_execution = steps_per_execution
+        self.task_id, self.num_workers, self.is_chief = worker_info(strategy)
+        self.num_replicas = strategy.num_replicas_in_sync
+        self.local_replicas = max(self.num_replicas // self.num_workers, 1)
+        if global_batch_size % self.num_replicas:
+            raise ValueError(
+                f"The global batch size ({global_batch_size}) must be divisible by the "
+                f"number of replicas ({self.num_replicas}). Change --batch-size."
+            )
+        self.global_batch_size = global_batch_size
+        self.per_replica_batch = global_batch_size // self.num_replicas
+        self.accumulation = _inner_optimizer(model.optimizer).gradient_accumulation_steps or 1
+        self.is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
+
+        optimizer = model.optimizer
+        with strategy.scope():
+            if not optimizer.built:
+                optimizer.build(model.trainable_variables)
+            self.loss_metric = keras.metrics.Mean(name="loss")
+        self.metrics = [self.loss_metric] + [m for m in model.metrics if m.name != "loss"]
+        self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+
+        # === Data ===
+        if self.is_tpu:
+            # TPU infeed wants a distributed iterator, which tf.train.Checkpoint
+            # cannot save: on resume the data stream restarts (documented).
+            self._iterator = iter(strategy.distribute_datasets_from_function(
+                lambda context: dataset_fn(
+                    context.get_per_replica_batch_size(global_batch_size),
+                    context.input_pipeline_id, context.num_input_pipelines)))
+        else:
+            worker_batch = self.per_replica_batch * self.local_replicas
+            self._iterator = iter(dataset_fn(worker_batch, self.task_id, self.num_workers))
+
+        # === Checkpoints ===
+        # `model.variables` explicitly: a Keras 3 model's own checkpoint
+        # dependencies miss non-trainable state such as the dropout RNG
+        # seeds, without which a resumed run would draw other masks.
+        state = tf.train.Checkpoint(model=model, model_variables=list(model.variables),
+                                    optimizer=optimizer, step=self.step)
+        write_dir = checkpoint_dir if self.is_chief else os.path.join(
+            checkpoint_dir, ".tmp", f"worker-{self.task_id}")
+        self._state_manager = tf.train.CheckpointManager(
+            state, write_dir, max_to_keep=max_checkpoints, checkpoint_name=CHECKPOINT_NAME)
+        self._data_manager = None
+        if not self.is_tpu:
+            self._data_manager = tf.train.CheckpointManager(
+                tf.train.Checkpoint(iterator=self._iterator),
+                os.path.join(checkpoint_dir, f"data-worker-{self.task_id}"),
+                max_to_keep=max_checkpoints, checkpoint_name=CHECKPOINT_NAME)
+        self._state = state
+
+        self._train_function = self._make_train_function(jit_compile)
+        self._stop_requested = threading.Event()
+
+    # --- The step --------------------------------------------------------
+
+    def _make_train_function(self, jit_compile):
+        model, optimizer = self.model, self.model.optimizer
+        num_replicas, local_replicas = self.num_replicas, self.local_replicas
+        per_replica = self.per_replica_batch
+        variables = model.trainable_variables
+
+        def compute_gradients(data):
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+            with tf.GradientTape() as tape:
+                y_pred = model(x, training=True)
+                # Keras losses (and BertPretrainer's) are divided by the
+                # number of replicas, as gradients are summed over them:
+                # undo that for the logged loss.
+                loss = model.compute_loss(x=x, y=y, y_pred=y_pred,
+                                          sample_weight=sample_weight, training=True)
+                scaled = optimizer.scale_loss(loss)
+            self.loss_metric.update_state(loss * num_replicas)
+            model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+            return tape.gradient(scaled, variables)
+
+        def apply(grads):
+            optimizer.apply_gradients(zip(grads, variables))
+
+        if jit_compile and num_replicas > 1:
+            compute_gradients = tf.function(compute_gradients, jit_compile=True)
+
+        def replica_step(data):
+            apply(compute_gradients(data))
+
+        if jit_compile and num_replicas == 1:
+            replica_step = tf.function(replica_step, jit_compile=True)
+
+        def local_slice(data):
+            # A worker's batch holds its local replicas' shares, in order.
+            context = tf.distribute.get_replica_context()
+            index = context.replica_id_in_sync_group % local_replicas
+            cut = lambda t: t[index * per_replica:(index + 1) * per_replica]  # noqa: E731
+            replica_step(tf.nest.map_structure(cut, data))
+
+        step_fn = local_slice if (local_replicas > 1 and not self.is_tpu) else replica_step
+        micro_steps = self.steps_per_execution * self.accumulation
+
+        @tf.function
+        def train_function(iterator):
+            for _ in tf.range(micro_steps):
+                self.strategy.run(step_fn, args=(next(iterator),))
+            return self._metric_results()
+
+        return train_function
+
+    def _metric_results(self):
+        results = {}
+        for metric in self.metrics:
+            value = metric.result()
+            if isinstance(value, dict):  # Keras' compiled-metrics container.
+                results.update(value)
+            else:
+                results[metric.name] = value
+        return results
+
+    # --- Checkpoints -----------------------------------------------------
+
+    def restore(self):
+        """Restores the latest checkpoint, if any. Returns the step reached (0: none)."""
+        latest = tf.train.latest_checkpoint(self.checkpoint_dir)
+        if latest is None:
+            return 0
+        self._state.restore(latest).assert_existing_objects_matched()
+        step = int(self.step.numpy())
+        if self._data_manager is not None:
+            data_path = os.path.join(self.checkpoint_dir, f"data-worker-{self.task_id}",
+                                     f"{CHECKPOINT_NAME}-{step}")
+            if not tf.io.gfile.exists(data_path + ".index"):
+                raise FileNotFoundError(
+                    f"{latest} (step {step}) has no data-iterator checkpoint for worker "
+                    f"{self.task_id} ({data_path}). Was the number of workers changed? "
+                    "Resume with the same cluster, or start a new --output-dir."
+                )
+            tf.train.Checkpoint(iterator=self._iterator).restore(data_path)
+        return step
+
+    def save(self):
+        """Writes a checkpoint of the current step (all workers must call it)."""
+        step = int(self.step.numpy())
+        if self._data_manager is not None:
+            self._data_manager.save(checkpoint_number=step)
+        self._state_manager.save(checkpoint_number=step)
+        if not self.is_chief:
+            shutil.rmtree(self._state_manager.directory, ignore_errors=True)
+
+    # --- The loop --------------------------------------------------------
+
+    def _request_stop(self, signum, frame):
+        self._stop_requested.set()
+
+    def train(self, num_steps, callbacks=None, verbose=1, log_every=100):
+        """Trains until step `num_steps`, resuming from the latest checkpoint.
+
+        Metrics are running means since the last multiple of `log_every`
+        (they are reset there). SIGTERM (single worker) finishes the current
+        step, saves a checkpoint and raises `TrainingInterrupted`.
+
+        Args:
+            num_steps: int, the final step (optimizer updates in total).
+            callbacks: list of `keras.callbacks.Callback`; they see global
+                step indices (0-based) as `batch`.
+            verbose: 0 or 1 (a Keras progress bar).
+            log_every: int, steps between metric resets.
+
+        Returns:
+            dict, the last logs (metric name -> float, plus learning_rate).
+        """
+        start = self.restore()
+        callbacks = keras.callbacks.CallbackList(
+            callbacks, add_history=True, add_progbar=bool(verbose) and self.is_chief,
+            verbose=verbose, epochs=1, steps=num_steps, model=self.model)
+        handler = None
+        if self.num_workers == 1 and threading.current_thread() is threading.main_thread():
+            handler = signal.signal(signal.SIGTERM, self._request_stop)
+        logs = {}
+        self._stop_requested.clear()
+        self.model.stop_training = False
+        try:
+            callbacks.on_train_begin()
+            callbacks.on_epoch_begin(0)
+            step = start
+            while step < num_steps:
+                callbacks.on_train_batch_begin(step)
+                results = self._train_function(self._iterator)
+                step += self.steps_per_execution
+                self.step.assign(step)
+                logs = {name: float(value) for name, value in results.items()}
+                logs["learning_rate"] = float(
+                    keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
+                callbacks.on_train_batch_end(step - 1, logs)
+                if step // log_every != (step - self.steps_per_execution) // log_every:
+                    for metric in self.metrics:
+                        metric.reset_state()
+                crossed = step // self.checkpoint_every != (
+                    step - self.steps_per_execution) // self.checkpoint_every
+                stopping = self._stop_requested.is_set() or self.model.stop_training
+                if crossed or step >= num_steps or stopping:
+                    self.save()
+                if self._stop_requested.is_set():
+                    raise TrainingInterrupted(step)
+                if self.model.stop_training:  # A callback ended the run early.
+                    break
+            callbacks.on_epoch_end(0, logs)
+            callbacks.on_train_end(logs)
+        finally:
+            if handler is not None:
+                signal.signal(signal.SIGTERM, handler)
+        return logs

@@ -1,0 +1,121 @@
+"""Tiny model directories and hand-made task data for the fine-tuning tests."""
+
+import json
+import os
+import string
+
+from keras_bert.config import BertConfig
+from keras_bert.models import BertEncoder
+from keras_bert.text.vocab import SPECIAL_TOKENS, save_vocabulary
+
+WORDS = """
+the a an of in on and is was what who where when which how did does to from by with for
+good great fine love lovely happy nice bad awful hate sad terrible boring movie film plot
+paris france capital city river seine john smith lives works at acme corp berlin germany
+cafe resume new york eiffel tower built year denver broncos won super bowl
+""".split()
+
+
+def make_vocab(path, extra_words=()):
+    """specials + whole words + single characters and ## characters (no [UNK] for ASCII)."""
+    characters = list(string.ascii_lowercase + string.digits + string.punctuation)
+    tokens = list(SPECIAL_TOKENS) + sorted(set(WORDS) | set(extra_words)) + characters
+    tokens += ["##" + c for c in string.ascii_lowercase + string.digits]
+    save_vocabulary(tokens, path)
+    return tokens
+
+
+def make_model_dir(path, max_position_embeddings=128, **overrides):
+    """A 1-layer, 16-wide encoder with the tiny vocabulary, saved as a model directory."""
+    os.makedirs(path, exist_ok=True)
+    vocab_file = os.path.join(os.path.dirname(path.rstrip("/")), "tiny_vocab.txt")
+    tokens = make_vocab(vocab_file)
+    config = BertConfig(
+        vocab_size=len(tokens), hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32,
+        max_position_embeddings=max_position_embeddings, **overrides)
+    encoder = BertEncoder(**config.to_dict())
+    encoder.save_pretrained(path, vocab_file=vocab_file)
+    return path
+
+
+def sentiment_rows(n, seed=0):
+    """(text, label) rows a bag of words separates: good/great... vs bad/awful..."""
+    import random
+
+    rng = random.Random(seed)
+    positive = ["good", "great", "love", "lovely", "happy", "nice"]
+    negative = ["bad", "awful", "hate", "sad", "terrible", "boring"]
+    filler = ["the", "movie", "film", "plot", "was", "a", "is", "city"]
+    rows = []
+    for i in range(n):
+        label = "pos" if i % 2 == 0 else "neg"
+        words = rng.sample(filler, 3) + [rng.choice(positive if label == "pos" else negative)]
+        rng.shuffle(words)
+        rows.append((" ".join(words), label))
+    return rows
+
+
+CONLL_TEXT = """-DOCSTART- -X- -X- O
+
+John NNP B-PER
+Smith NNP I-PER
+lives VBZ O
+in IN O
+Paris NNP B-LOC
+. . O
+
+Acme NNP B-ORG
+Corp NNP I-ORG
+works VBZ O
+in IN O
+Berlin NNP B-LOC
+, , O
+Germany NNP B-LOC
+
+"""
+
+
+def squad_json(version_2=False):
+    """A small SQuAD file: accents, punctuation, inner whitespace, long context."""
+    long_context = " ".join(["the river seine flows in paris ."] * 12) + " the eiffel tower was built in 1889 ."
+    paragraphs = [
+        {
+            "context": "Paris is the capital of France. The Café  Résumé is on the Seine!",
+            "qas": [
+                {"id": "q1", "question": "What is the capital of France?",
+                 "answers": [{"text": "Paris", "answer_start": 0}]},
+                {"id": "q2", "question": "What is on the Seine?",
+                 "answers": [{"text": "The Café  Résumé", "answer_start": 32},
+                             {"text": "Café  Résumé", "answer_start": 36}]},
+                {"id": "q3", "question": "Which river?",
+                 "answers": [{"text": "Seine!", "answer_start": 59}]},
+            ],
+        },
+        {
+            "context": "The Denver Broncos won Super Bowl 50, in (New York?) city.",
+            "qas": [
+                {"id": "q4", "question": "Who won?",
+                 "answers": [{"text": "Denver Broncos", "answer_start": 4}]},
+                {"id": "q5", "question": "Where?",
+                 "answers": [{"text": "(New York?)", "answer_start": 41}]},
+            ],
+        },
+        {
+            "context": long_context,
+            "qas": [
+                {"id": "q6", "question": "When was the eiffel tower built?",
+                 "answers": [{"text": "1889", "answer_start": long_context.index("1889")}]},
+            ],
+        },
+    ]
+    if version_2:
+        paragraphs[1]["qas"].append(
+            {"id": "q7", "question": "Who lost?", "answers": [], "is_impossible": True})
+    return {"version": "v2.0" if version_2 else "1.1",
+            "data": [{"title": "t", "paragraphs": paragraphs}]}
+
+
+def write_json(path, value):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(value, f, ensure_ascii=False)
+    return path

@@ -1,0 +1,110 @@
+"""Multi-worker and mirrored training match one process with the same global batch."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.training import resolve_strategy, worker_info
+from tests.training.conftest import subprocess_env, tiny_bert_config
+from tests.training.distributed_worker import STEPS, train_and_dump
+
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "distributed_worker.py")
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _settings(replica_data, out, strategy, **extra):
+    # No dropout: replicas would draw other masks than one process.
+    config = tiny_bert_config(32, dropout=0.0)
+    return {"out": str(out), "data_dir": replica_data, "strategy": strategy,
+            "bert_config": config.to_dict(), **extra}
+
+
+def _load(out, task_id=0):
+    weights = np.load(os.path.join(out, f"weights-{task_id}.npz"))
+    with open(os.path.join(out, f"losses-{task_id}.json")) as f:
+        record = json.load(f)
+    return [weights[k] for k in weights.files], record
+
+
+@pytest.fixture(scope="module")
+def single(replica_data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("single")
+    train_and_dump(_settings(replica_data, out, "auto"))
+    return _load(out)
+
+
+def _assert_same_training(result, reference):
+    (weights, record), (ref_weights, ref_record) = result, reference
+    assert len(record["losses"]) == STEPS
+    np.testing.assert_allclose(record["losses"], ref_record["losses"], rtol=1e-5)
+    assert record["losses"][-1] < record["losses"][0]  # It trained.
+    for w, r in zip(weights, ref_weights):
+        np.testing.assert_allclose(w, r, atol=2e-6)
+
+
+def test_two_workers_on_localhost_match_one_process(replica_data, single, tmp_path):
+    ports = [_free_port(), _free_port()]
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    procs, logs = [], []
+    for index in range(2):
+        env = subprocess_env(TF_CONFIG=json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": index}}))
+        log = open(tmp_path / f"worker-{index}.log", "w")
+        logs.append(log)
+        # strategy "auto" must pick MultiWorkerMirroredStrategy from TF_CONFIG;
+        # jit_compile "auto" is on (float32): XLA forward/backward per replica.
+        procs.append(subprocess.Popen(
+            [sys.executable, WORKER, json.dumps(_settings(replica_data, tmp_path, "auto"))],
+            env=env, stdout=log, stderr=subprocess.STDOUT))
+    try:
+        codes = [p.wait(timeout=300) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        for log in logs:
+            log.close()
+    assert codes == [0, 0], (tmp_path / "worker-0.log").read_text()[-3000:]
+    chief, other = _load(tmp_path, 0), _load(tmp_path, 1)
+    assert chief[1]["replicas"] == 2
+    for a, b in zip(chief[0], other[0]):  # Both workers hold the same model.
+        np.testing.assert_array_equal(a, b)
+    _assert_same_training(chief, single)
+    # Only the chief writes the model directory.
+    assert os.path.exists(tmp_path / "run" / "model" / "model.weights.h5")
+    assert not os.path.exists(tmp_path / "run" / "checkpoints" / ".tmp" / "worker-1")
+
+
+def test_mirrored_over_two_cpu_devices_matches_one_device(replica_data, single, tmp_path):
+    # Without XLA here (the two workers above compile their step with it).
+    settings = _settings(replica_data, tmp_path, "mirrored", logical_cpus=2,
+                         jit_compile="off")
+    done = subprocess.run([sys.executable, WORKER, json.dumps(settings)],
+                          env=subprocess_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    result = _load(tmp_path)
+    assert result[1]["replicas"] == 2
+    _assert_same_training(result, single)
+
+
+def test_resolve_strategy(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    monkeypatch.delenv("TPU_NAME", raising=False)
+    auto = resolve_strategy("auto")
+    assert auto is tf.distribute.get_strategy() and worker_info(auto) == (0, 1, True)
+    assert isinstance(resolve_strategy("cpu"), tf.distribute.OneDeviceStrategy)
+    with pytest.raises(ValueError, match="TF_CONFIG"):
+        resolve_strategy("multiworker")
+    with pytest.raises(ValueError, match="Expected strategy"):
+        resolve_strategy("gpus")
