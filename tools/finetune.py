@@ -126,6 +126,17 @@ def parse_args(argv=None):
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--log-every", type=int, default=_DEFAULTS.log_every)
 
+    controls = parser.add_argument_group("fine-tuning controls")
+    controls.add_argument("--freeze-layers", type=int, default=0,
+                          help="Encoder blocks kept frozen, counted from the bottom.")
+    controls.add_argument("--freeze-embeddings", action="store_true",
+                          help="Also keep the embedding layer frozen.")
+    controls.add_argument("--layerwise-lr-decay", type=float, default=1.0,
+                          help="Block k of L trains at lr * decay**(L-1-k), embeddings at "
+                          "lr * decay**L (1.0: no decay).")
+    controls.add_argument("--encoder-lr-multiplier", type=float, default=1.0,
+                          help="The encoder's learning rate as a fraction of the head's.")
+
     qa = parser.add_argument_group("span_qa")
     qa.add_argument("--doc-stride", type=int, default=_DEFAULTS.doc_stride)
     qa.add_argument("--max-query-length", type=int, default=_DEFAULTS.max_query_length)
@@ -162,6 +173,9 @@ def main(argv=None):
         max_query_length=args.max_query_length, n_best_size=args.n_best_size,
         max_answer_length=args.max_answer_length,
         null_score_diff_threshold=args.null_score_diff_threshold,
+        freeze_layers=args.freeze_layers, freeze_embeddings=args.freeze_embeddings,
+        layerwise_lr_decay=args.layerwise_lr_decay,
+        encoder_lr_multiplier=args.encoder_lr_multiplier,
     )
     columns = dict(text_column=args.text_column, text_b_column=args.text_b_column,
                    label_column=args.label_column, file_format=args.file_format,

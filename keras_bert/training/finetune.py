@@ -41,6 +41,11 @@ from keras_bert.training.callbacks import StepLogger
 from keras_bert.training.distribute import resolve_strategy, worker_info
 from keras_bert.training.finetune_tasks import TASKS
 from keras_bert.training.optimizers import create_optimizer
+from keras_bert.training.finetuning_controls import (
+    freeze_encoder_layers,
+    layerwise_lr_multipliers,
+    with_lr_multipliers,
+)
 from keras_bert.training.pretrain import resolve_jit_compile
 from keras_bert.training.trainer import Trainer
 
@@ -81,6 +86,12 @@ class FinetuneOptions:
         eval_batch_size: int or None (None: batch_size).
         doc_stride, max_query_length, n_best_size, max_answer_length,
         null_score_diff_threshold: SQuAD settings (run_squad.py's defaults).
+        freeze_layers: int, encoder blocks frozen from the bottom (0: none).
+        freeze_embeddings: bool, freeze the embedding layer too.
+        layerwise_lr_decay: float in (0, 1], layer-wise learning-rate decay
+            (see `finetuning_controls.layerwise_lr_multipliers`; 1: none).
+        encoder_lr_multiplier: float > 0, the encoder's learning rate as a
+            fraction of the head's.
     """
 
     learning_rate: float = 3e-5
@@ -108,6 +119,10 @@ class FinetuneOptions:
     n_best_size: int = 20
     max_answer_length: int = 30
     null_score_diff_threshold: float = 0.0
+    freeze_layers: int = 0
+    freeze_embeddings: bool = False
+    layerwise_lr_decay: float = 1.0
+    encoder_lr_multiplier: float = 1.0
 
     def __post_init__(self):
         if not self.learning_rate > 0:
@@ -126,6 +141,18 @@ class FinetuneOptions:
         if self.early_stopping_patience < 0:
             raise ValueError(
                 f"Expected early_stopping_patience >= 0. Received: {self.early_stopping_patience!r}")
+
+
+def _finetune_jit_compile(options, strategy):
+    """Like `resolve_jit_compile`, but "auto" is off on a CPU-only machine.
+
+    Fine-tuning batches come in many length buckets, and XLA compiles each
+    one: fine-tuning MiniLM on the tweets here spent minutes compiling and
+    then ran no faster (18-20 vs 23 examples/s without XLA).
+    """
+    if options.jit_compile == "auto" and not tf.config.list_logical_devices("GPU"):
+        return False
+    return resolve_jit_compile(options.jit_compile, options.dtype, strategy)
 
 
 @dataclasses.dataclass
@@ -322,13 +349,20 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     steps_per_epoch = math.ceil(runner_task.num_train_examples / options.batch_size)
     total_steps = steps_per_epoch * options.epochs
     warmup_steps = int(options.warmup_fraction * total_steps)
-    jit_compile = resolve_jit_compile(options.jit_compile, options.dtype, strategy)
+    jit_compile = _finetune_jit_compile(options, strategy)
     dtype = None if options.dtype == "float32" else options.dtype
     with strategy.scope():
         model = runner_task.build_model(dtype)
+        if options.freeze_layers or options.freeze_embeddings:
+            freeze_encoder_layers(model, options.freeze_layers,
+                                  embeddings=options.freeze_embeddings)
         optimizer = create_optimizer(
             options.learning_rate, total_steps, warmup_steps, weight_decay=options.weight_decay,
             global_clipnorm=options.global_clipnorm, loss_scale=options.dtype == "mixed_float16")
+        if options.layerwise_lr_decay != 1.0 or options.encoder_lr_multiplier != 1.0:
+            multipliers = layerwise_lr_multipliers(
+                model, options.layerwise_lr_decay, options.encoder_lr_multiplier)
+            with_lr_multipliers(getattr(optimizer, "inner_optimizer", optimizer), multipliers)
         loss_weights = getattr(runner_task, "loss_weights", lambda: None)()
         model.compile(optimizer=optimizer, loss=runner_task.loss(), loss_weights=loss_weights)
     logger.info(

@@ -4,6 +4,8 @@ import json
 import os
 import string
 
+import keras
+
 from keras_bert.config import BertConfig
 from keras_bert.models import BertEncoder
 from keras_bert.text.vocab import SPECIAL_TOKENS, save_vocabulary
@@ -25,14 +27,15 @@ def make_vocab(path, extra_words=()):
     return tokens
 
 
-def make_model_dir(path, max_position_embeddings=128, **overrides):
+def make_model_dir(path, max_position_embeddings=128, num_layers=1, **overrides):
     """A 1-layer, 16-wide encoder with the tiny vocabulary, saved as a model directory."""
     os.makedirs(path, exist_ok=True)
     vocab_file = os.path.join(os.path.dirname(path.rstrip("/")), "tiny_vocab.txt")
     tokens = make_vocab(vocab_file)
     config = BertConfig(
-        vocab_size=len(tokens), hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32,
+        vocab_size=len(tokens), hidden_size=16, num_layers=num_layers, num_heads=2, intermediate_size=32,
         max_position_embeddings=max_position_embeddings, **overrides)
+    keras.utils.set_random_seed(0)  # The same tiny model in every run.
     encoder = BertEncoder(**config.to_dict())
     encoder.save_pretrained(path, vocab_file=vocab_file)
     return path
