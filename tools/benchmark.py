@@ -504,7 +504,8 @@ def main(argv=None):
     for name in names:
         rows = BENCHMARKS[name](args)
         if args.output:
-            append_markdown(args.output, f"{name} ({args.preset})", command, rows)
+            size = ",".join(args.train_presets) if name == "training" else args.preset
+            append_markdown(args.output, f"{name} ({size})", command, rows)
 
 
 if __name__ == "__main__":
