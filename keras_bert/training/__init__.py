@@ -21,6 +21,7 @@ from keras_bert.training.optimizers import (
 from keras_bert.training.pretrain import (
     PretrainingConfig,
     build_pretrainer,
+    cpu_has_amx,
     evaluate_pretraining,
     resolve_jit_compile,
     run_pretraining,

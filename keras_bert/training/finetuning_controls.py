@@ -171,7 +171,7 @@ class GradualUnfreezing(keras.callbacks.Callback):
                 "create it after compile() and before the first fit()."
             )
         self.blocks_per_epoch = blocks_per_epoch
-        encoder = _encoder_of(model)
+        _encoder_of(model)  # Raises unless the model has a BertEncoder.
         freeze_encoder_layers(model, 0, embeddings=False)
         optimizer.build(model.trainable_variables)
         self._thawed = self._apply(model, 0)

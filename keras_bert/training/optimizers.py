@@ -88,7 +88,37 @@ class PerUpdateSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class AdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
-    """`keras.optimizers.AdamW` with dense gradients, clipped after the all-reduce."""
+    """`keras.optimizers.AdamW` with dense gradients, clipped after the all-reduce.
+
+    The Adam update of each variable is TensorFlow's fused `ApplyAdam`
+    kernel: one pass over the variable and its two moments, where Keras'
+    update runs about ten element-wise ops, each a pass over memory. The
+    arithmetic is Keras' (same bias correction, epsilon outside the square
+    root); only the rounding differs. AMSGrad keeps Keras' update.
+    """
+
+    def update_step(self, gradient, variable, learning_rate):
+        if self.amsgrad or isinstance(gradient, tf.IndexedSlices):
+            return super().update_step(gradient, variable, learning_rate)
+        dtype = variable.dtype
+        step = keras.ops.cast(self.iterations + 1, dtype)
+        index = self._get_variable_index(variable)
+
+        def constant(value):
+            return keras.ops.cast(value, dtype)
+
+        tf.raw_ops.ResourceApplyAdam(
+            var=variable.handle,
+            m=self._momentums[index].handle,
+            v=self._velocities[index].handle,
+            beta1_power=keras.ops.power(constant(self.beta_1), step),
+            beta2_power=keras.ops.power(constant(self.beta_2), step),
+            lr=constant(learning_rate),
+            beta1=constant(self.beta_1),
+            beta2=constant(self.beta_2),
+            epsilon=constant(self.epsilon),
+            grad=keras.ops.cast(gradient, dtype),
+        )
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

@@ -100,22 +100,45 @@ class PretrainingConfig:
                 f"warmup_steps={self.warmup_steps}, num_train_steps={self.num_train_steps}")
 
 
-def resolve_jit_compile(setting, dtype, strategy):
+def cpu_has_amx(cpuinfo="/proc/cpuinfo"):
+    """Whether this CPU has AMX bfloat16 tiles (Linux: the `amx_bf16` flag)."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            return any(
+                line.startswith("flags") and "amx_bf16" in line.split() for line in f
+            )
+    except OSError:
+        return False
+
+
+def resolve_jit_compile(setting, dtype, strategy, amx=None):
     """Whether to XLA-compile the training step.
 
-    "on"/"off" are obeyed. "auto" measures nothing and decides by rule: off
-    on TPU (TPUStrategy compiles everything anyway), on everywhere else.
-    Measured on this project's 2-core CPU machines, XLA sped up a training
-    step in float32 (tiny preset: 121 vs 94 examples/s; small: 7.5 vs 6.2)
-    and in mixed_bfloat16 (tiny: 106 vs 75), unlike keras-hub's BERT whose
-    bfloat16 step XLA slowed down. Training batches have few distinct shapes
-    (fixed length, or padded to length-bucket edges), so compilations are few.
-    `dtype` is accepted for rules that depend on it.
+    "on"/"off" are obeyed. "auto" measures nothing and decides by rule:
+    - off on TPU (TPUStrategy compiles everything anyway);
+    - off for bfloat16/float16 on a CPU-only machine with AMX: TensorFlow's
+      own matmuls use oneDNN's AMX kernels there and XLA's CPU code does
+      not; measured on a 2-core Sapphire Rapids, jit_compile made a
+      bfloat16 BERT (keras-hub) 2x slower;
+    - on everywhere else. Measured on this project's 2-core CPU machines
+      without AMX, XLA sped up a small-preset pretraining step in float32
+      (1.01 vs 1.06 s per step of 16 x 128) and in mixed_bfloat16 (1.12 vs
+      1.76 s). Training batches have few distinct shapes (fixed length, or
+      padded to length-bucket edges), so compilations are few.
+
+    Args:
+        setting: "auto", "on" or "off".
+        dtype: "float32", "mixed_bfloat16" or "mixed_float16".
+        strategy: the `tf.distribute.Strategy` in use.
+        amx: bool or None (None: read from this machine's CPU flags).
     """
-    del dtype
     if setting != "auto":
         return setting == "on"
-    return not isinstance(strategy, tf.distribute.TPUStrategy)
+    if isinstance(strategy, tf.distribute.TPUStrategy):
+        return False
+    if dtype != "float32" and not tf.config.list_logical_devices("GPU"):
+        return not (cpu_has_amx() if amx is None else amx)
+    return True
 
 
 def _check_vocab(model_vocab_file, metadata, data_dir):

@@ -240,3 +240,9 @@ def test_predict_helpers(classifier_export):
     assert lines[0] == f"a good movie\t{label}\t{outputs['probabilities'][0].max():.4f}"
     with pytest.raises(ValueError, match="needs inputs"):
         run_signature(loaded, {"txt": ["a"]})
+    # Many texts run in length-sorted batches; rows come back in input order.
+    many = {"text": [("word " * n).strip() for n in (9, 1, 30, 4, 0, 17, 2)]}
+    whole = run_signature(loaded, many, batch_size=None)
+    batched = run_signature(loaded, many, batch_size=2)
+    np.testing.assert_array_equal(batched["label"], whole["label"])
+    np.testing.assert_allclose(batched["probabilities"], whole["probabilities"], atol=1e-5)

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.export import build_serving_module, export_model
+from keras_bert.export.predict import load_export, run_signature
 from keras_bert.models import BertEncoder, BertSpanLabeler, BertTokenClassifier, load_model_dir
 from keras_bert.text import BertTokenizer
 from tests.export.conftest import (
@@ -107,6 +108,25 @@ def clean(exports):
         texts=TAG_TEXTS, questions=QUESTIONS, contexts=CONTEXTS,
         export_dirs=[exports["tagger_export"], exports["qa_export"]],
     )
+
+
+def test_run_signature_in_length_sorted_batches_matches_one_call(exports):
+    loaded = load_export(exports["tagger_export"])
+    inputs = {"text": TAG_TEXTS + TAG_TEXTS[::-1] + ["one more text"]}
+    whole = run_signature(loaded, inputs, batch_size=None)
+    batched = run_signature(loaded, inputs, batch_size=3)
+    assert sorted(batched) == sorted(whole)
+    np.testing.assert_array_equal(batched["mask"], whole["mask"])
+    real = whole["mask"].astype(bool)
+    for name, value in whole.items():
+        assert batched[name].shape == value.shape, name
+        if value.dtype == object or value.dtype.kind in "iub":
+            np.testing.assert_array_equal(batched[name][real], value[real], err_msg=name)
+        else:
+            np.testing.assert_allclose(batched[name][real], value[real], atol=1e-5,
+                                       err_msg=name)
+    # Padding added when merging batches is empty strings / zeros.
+    assert set(batched["tokens"][~real].tolist()) <= {b""}
 
 
 def test_token_labels_and_offsets(exports, clean):

@@ -5,7 +5,7 @@ import pytest
 from keras_bert.layers import BertFeatures
 from keras_bert.models import BertEncoder
 from tests.models.conftest import tiny_config
-from tests.test_case import assert_all_close, run_model_saving_test
+from tests.test_case import run_model_saving_test
 
 X = {
     "token_ids": np.array([[2, 5, 7, 3, 0, 0], [2, 9, 4, 8, 6, 3]], dtype="int32"),
