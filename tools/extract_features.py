@@ -36,6 +36,8 @@ def main(argv=None):
     parser.add_argument("--pooling", default="mean", choices=["cls", "mean", "max", "none"])
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument("--sort-window", type=int, default=16,
+                        help="batches read together and grouped by length (1: file order)")
     args = parser.parse_args(argv)
 
     from keras_bert.export.features import extract_features
@@ -44,6 +46,7 @@ def main(argv=None):
         args.model, args.input, args.output, layers=args.layers,
         pooling=None if args.pooling == "none" else args.pooling,
         batch_size=args.batch_size, max_seq_length=args.max_seq_length,
+        sort_window=args.sort_window,
     )
     print(f"wrote features for {count} lines to {args.output}")
 

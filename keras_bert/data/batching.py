@@ -101,3 +101,35 @@ def length_sorted_batches(lengths, batch_size):
         raise ValueError(f"Expected batch_size >= 1. Received: batch_size={batch_size!r}")
     order = np.argsort(np.asarray(lengths, dtype=np.int64).reshape(-1), kind="stable")
     return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def length_sorted_lines(path, batch_size, sort_window=16):
+    """Batches of a text file's lines, grouped by length within windows.
+
+    The file is read `sort_window` batches at a time; each window's lines
+    are sorted by UTF-8 length (stable) and cut into batches, so a batch
+    padded to its longest line pads little. The line numbers say where each
+    text belongs: within a window every line appears once, and windows come
+    in file order, so memory to restore the order is one window.
+
+    Args:
+        path: a text file, one text per line.
+        batch_size: int >= 1.
+        sort_window: int >= 1, batches per window (1: file order).
+
+    Returns:
+        A `tf.data.Dataset` of `(texts, line_numbers)`: string [b] and int64 [b].
+    """
+    for name, value in (("batch_size", batch_size), ("sort_window", sort_window)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"Expected {name} >= 1. Received: {name}={value!r}")
+    window = batch_size * sort_window
+
+    def sort(first_line, lines):
+        order = tf.argsort(tf.strings.length(lines), stable=True)
+        numbers = first_line + tf.cast(order, tf.int64)
+        return tf.data.Dataset.from_tensor_slices((tf.gather(lines, order), numbers)).batch(
+            batch_size)
+
+    windows = tf.data.TextLineDataset(path).batch(window).enumerate()
+    return windows.flat_map(lambda index, lines: sort(index * window, lines))

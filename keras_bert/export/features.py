@@ -6,6 +6,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.data.batching import length_sorted_lines
 from keras_bert.layers import BertFeatures
 from keras_bert.models import BertEncoder
 from keras_bert.text import BertPreprocessor, infer_lowercase
@@ -37,14 +38,17 @@ def extract_features(
     max_seq_length=128,
     lowercase=None,
     verbose=True,
+    sort_window=16,
 ):
     """Writes BERT features for every line of `input_file`.
 
     Line i of the input gives row i of the output (an empty line gives the
     features of "[CLS] [SEP]"). Texts longer than `max_seq_length` tokens
-    are truncated. Batches are padded to their own longest line, and rows
-    are written as they are computed, so memory stays bounded whatever the
-    file size.
+    are truncated. Lines are read `sort_window` batches at a time; within
+    such a window, batches group lines of similar length (by UTF-8 length)
+    and each is padded to its own longest line, so little compute goes to
+    padding. Rows are written window by window, in line order, so memory
+    stays bounded whatever the file size.
 
     Args:
         model_dir: a model directory (any: encoder, pretrainer or task).
@@ -60,6 +64,8 @@ def extract_features(
         max_seq_length: int, longest packed sequence.
         lowercase: bool or None (None: inferred from the vocabulary).
         verbose: bool, show a progress bar.
+        sort_window: int >= 1, batches read and length-sorted together
+            (1: batches in file order).
 
     Returns:
         int, the number of lines written.
@@ -74,6 +80,8 @@ def extract_features(
             "Token features (pooling=None) vary in length per line; write them to a "
             ".tfrecord file, or choose pooling='cls', 'mean' or 'max' for .npy."
         )
+    if not isinstance(sort_window, int) or sort_window < 1:
+        raise ValueError(f"Expected sort_window >= 1. Received: sort_window={sort_window!r}")
     if not os.path.exists(input_file):
         raise FileNotFoundError(f"Input file not found: {input_file}")
     encoder = BertEncoder.from_pretrained(model_dir)
@@ -86,41 +94,48 @@ def extract_features(
         encoder.vocab_file, lowercase=lowercase, sequence_length=None, max_length=max_seq_length
     )
     features = BertFeatures(encoder, layers=layers, pooling=pooling)
-    compute = tf.function(lambda x: features(x, training=False))
+    compute = tf.function(lambda x: features(x, training=False), reduce_retracing=True)
 
     total = _count_lines(input_file)
     dataset = (
-        tf.data.TextLineDataset(input_file)
-        .batch(batch_size)
-        .map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
+        length_sorted_lines(input_file, batch_size, sort_window)
+        .map(lambda texts, lines: (preprocessor(texts), lines),
+             num_parallel_calls=tf.data.AUTOTUNE)
         .prefetch(2)
     )
     progress = keras.utils.Progbar(total, unit_name="line") if verbose else None
     tmp = output_file + ".partial"
     written = 0
+    pending = {}  # line number -> (row, real tokens), until the lines before it are out
     writer = array = None
     try:
-        for batch in dataset:
+        for batch, lines in dataset:
             values = np.asarray(compute(batch), dtype="float32")
+            counts = np.asarray(batch["padding_mask"]).sum(axis=1)
+            pending.update(zip(lines.numpy().tolist(), zip(values, counts)))
+            ready = []
+            while written + len(ready) in pending:
+                ready.append(pending.pop(written + len(ready)))
+            if not ready:
+                continue
             if is_npy:
                 if array is None:
                     array = np.lib.format.open_memmap(
                         tmp, mode="w+", dtype="float32", shape=(total, values.shape[-1])
                     )
-                array[written : written + len(values)] = values
+                array[written : written + len(ready)] = np.stack([row for row, _ in ready])
             else:
                 writer = writer or tf.io.TFRecordWriter(tmp)
-                lengths = np.asarray(batch["padding_mask"]).sum(axis=1)
-                for i, row in enumerate(values):
+                for i, (row, count) in enumerate(ready):
                     if pooling is None:
-                        row = row[: lengths[i]]
+                        row = row[:count]
                     example = tf.train.Example(features=tf.train.Features(feature={
                         "features": _float_feature(row.ravel()),
                         "shape": _int_feature(row.shape),
                         "line": _int_feature([written + i]),
                     }))
                     writer.write(example.SerializeToString())
-            written += len(values)
+            written += len(ready)
             if progress:
                 progress.update(written)
     finally:

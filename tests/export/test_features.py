@@ -37,11 +37,13 @@ def reference(model_dir, layers, pooling):
     return [np.asarray(layer(pre(tf.constant([line]))))[0] for line in LINES]
 
 
-def test_npy_rows_match_line_by_line_features(model_dir):
+@pytest.mark.parametrize("batch_size, sort_window", [(2, 16), (2, 1), (1, 2), (2, 2)])
+def test_npy_rows_match_line_by_line_features(model_dir, batch_size, sort_window):
+    # Lines are batched by length within windows; rows must come back in line order.
     out = str(model_dir / "f.npy")
     n = extract_features(str(model_dir / "model"), str(model_dir / "input.txt"), out,
-                         layers="concat_last_four", pooling="mean", batch_size=2,
-                         max_seq_length=32, verbose=False)
+                         layers="concat_last_four", pooling="mean", batch_size=batch_size,
+                         max_seq_length=32, verbose=False, sort_window=sort_window)
     assert n == len(LINES)
     array = np.load(out)
     assert array.shape == (5, 64)
@@ -72,6 +74,9 @@ def test_bad_requests_are_explained(model_dir):
         extract_features(str(model_dir / "model"), str(model_dir / "input.txt"),
                          str(model_dir / "x.csv"), verbose=False)
     assert not os.path.exists(model_dir / "x.npy")
+    with pytest.raises(ValueError, match="sort_window"):
+        extract_features(str(model_dir / "model"), str(model_dir / "input.txt"),
+                         str(model_dir / "x.npy"), sort_window=0, verbose=False)
 
 
 def test_cli(model_dir):
