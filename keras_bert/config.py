@@ -123,11 +123,14 @@ def _check_int(name, value, minimum):
         )
 
 
-def _check_rate(name, value):
+def check_rate(name, value, owner=None):
+    """Raises ValueError unless `value` is a dropout rate in [0, 1).
+
+    `owner` (e.g. "BertConfig") prefixes the name in the message.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise ValueError(
-            f"BertConfig.{name} must be in [0, 1). Received: {name}={value!r}"
-        )
+        where = f"{owner}.{name}" if owner else name
+        raise ValueError(f"Expected {where} in [0, 1). Received: {name}={value!r}")
 
 
 def _check_positive(name, value):
@@ -169,7 +172,7 @@ def validate(
             f"BertConfig.hidden_act must be one of {ACTIVATIONS}. "
             f"Received: hidden_act={hidden_act!r}"
         )
-    _check_rate("dropout_rate", dropout_rate)
-    _check_rate("attention_dropout_rate", attention_dropout_rate)
+    check_rate("dropout_rate", dropout_rate, "BertConfig")
+    check_rate("attention_dropout_rate", attention_dropout_rate, "BertConfig")
     _check_positive("initializer_range", initializer_range)
     _check_positive("layer_norm_epsilon", layer_norm_epsilon)

@@ -53,3 +53,13 @@ def test_invalid_values_name_field_and_value(overrides, message):
 def test_unknown_json_field_is_an_error():
     with pytest.raises(ValueError, match="num_hidden_layers"):
         BertConfig.from_dict({"num_hidden_layers": 12})
+
+
+@pytest.mark.parametrize("rate", [1.0, -0.1, True, "0.1"])
+def test_dropout_rates_are_checked_in_config_and_layers(rate):
+    from keras_bert.layers import TransformerEncoderBlock
+
+    with pytest.raises(ValueError, match=r"BertConfig\.dropout_rate in \[0, 1\)"):
+        BertConfig.from_preset("tiny", vocab_size=100, dropout_rate=rate)
+    with pytest.raises(ValueError, match=r"Expected attention_dropout_rate in \[0, 1\)"):
+        TransformerEncoderBlock(num_heads=2, intermediate_size=8, attention_dropout_rate=rate)

@@ -27,12 +27,6 @@ def get_activation(name):
     return _ACTIVATIONS[name]
 
 
-def check_rate(name, value):
-    """Raises ValueError unless `value` is a dropout rate in [0, 1)."""
-    if not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise ValueError(f"Expected {name} in [0, 1). Received: {name}={value!r}")
-
-
 def initializer(initializer_range):
     """The truncated-normal initializer BERT uses for every weight matrix."""
     return keras.initializers.TruncatedNormal(stddev=initializer_range)

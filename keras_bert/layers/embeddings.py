@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from keras_bert.layers.activations import check_rate, initializer
+from keras_bert.config import check_rate
+from keras_bert.layers.activations import initializer
 from keras_bert.layers.dropout import Dropout
 
 

@@ -5,7 +5,8 @@ import math
 import keras
 from keras import ops
 
-from keras_bert.layers.activations import check_rate, get_activation, initializer
+from keras_bert.config import check_rate
+from keras_bert.layers.activations import get_activation, initializer
 from keras_bert.layers.dropout import Dropout
 
 # Added to attention scores of padded keys; exp() of it underflows to exactly 0

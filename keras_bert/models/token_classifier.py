@@ -2,7 +2,8 @@
 
 import keras
 
-from keras_bert.layers.activations import check_rate, initializer
+from keras_bert.config import check_rate
+from keras_bert.layers.activations import initializer
 from keras_bert.models.classifier import check_labels
 from keras_bert.models.model_dir import register_task
 from keras_bert.models.task import BertTask
