@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.models import BertEncoder, BertPretrainer
-from keras_bert.training import Trainer, create_optimizer
+from keras_bert.training import AdamW, Trainer, create_optimizer
 from tests.models.conftest import VOCAB, tiny_config
 
 
@@ -111,3 +111,21 @@ def test_mixed_precision_trains(tmp_path, dtype):
     inner = getattr(model.optimizer, "inner_optimizer", model.optimizer)
     assert (inner is not model.optimizer) == (dtype == "mixed_float16")  # Loss scaling.
     assert int(model.optimizer.iterations.numpy()) >= 1
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_fused_adam_update_matches_keras_adamw(jit, amsgrad):
+    rng = np.random.default_rng(0)
+    start = rng.normal(size=(5, 7)).astype("float32")
+    grads = [rng.normal(size=(5, 7)).astype("float32") for _ in range(6)]
+    results = []
+    for cls in (keras.optimizers.AdamW, AdamW):
+        variable = keras.Variable(start)
+        optimizer = cls(learning_rate=0.01, weight_decay=0.1, epsilon=1e-6, amsgrad=amsgrad)
+        step = tf.function(lambda g: optimizer.apply([g], [variable]), jit_compile=jit)
+        for g in grads:
+            step(tf.constant(g))
+        results.append(variable.numpy())
+    assert np.abs(results[0] - start).max() > 0.03  # The steps moved the weights.
+    np.testing.assert_allclose(results[1], results[0], atol=2e-6, rtol=0)
