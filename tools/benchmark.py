@@ -123,10 +123,11 @@ def keras_bert_forward(config, batch, dtype, jit_compile):
     return lambda: f(x).numpy()
 
 
-def keras_hub_forward(config, batch, dtype, jit_compile):
+def keras_hub_backbone(config, dtype):
+    """keras-hub's BertBackbone with random weights and keras_bert's config."""
     import keras_hub
 
-    backbone = keras_hub.models.BertBackbone(
+    return keras_hub.models.BertBackbone(
         vocabulary_size=config.vocab_size,
         num_layers=config.num_layers,
         num_heads=config.num_heads,
@@ -135,6 +136,10 @@ def keras_hub_forward(config, batch, dtype, jit_compile):
         max_sequence_length=config.max_position_embeddings,
         dtype=DTYPES[dtype],
     )
+
+
+def keras_hub_forward(config, batch, dtype, jit_compile):
+    backbone = keras_hub_backbone(config, dtype)
     x = {
         "token_ids": tf.constant(batch["token_ids"]),
         "segment_ids": tf.constant(batch["segment_ids"]),
@@ -283,40 +288,50 @@ def _fit_steps(model, x, y, sample_weight=None):
     return run
 
 
-def keras_bert_train(config, batch, dtype, jit_compile):
-    from keras_bert.training.optimizers import AdamW
-
-    encoder = keras_bert.BertEncoder(**config.to_dict(), dtype=DTYPES[dtype])
-    model = keras_bert.BertPretrainer(encoder)
+def keras_bert_optimizer():
     # keras_bert's AdamW (what create_optimizer and tools/pretrain.py use):
     # Keras' AdamW with a fused update kernel. keras-hub ships no optimizer;
     # its models train with Keras' AdamW.
-    model.compile(optimizer=AdamW(1e-4), jit_compile=jit_compile)
-    x = {k: batch[k] for k in ("token_ids", "segment_ids", "padding_mask", "masked_positions")}
-    y = {k: batch[k] for k in ("masked_ids", "masked_weights", "next_sentence_labels")}
+    from keras_bert.training.optimizers import AdamW
+
+    return AdamW(1e-4)
+
+
+def keras_bert_pretraining(config, batch, dtype):
+    """keras_bert's BertPretrainer (random weights), its inputs x and labels y."""
+    model = keras_bert.BertPretrainer(
+        keras_bert.BertEncoder(**config.to_dict(), dtype=DTYPES[dtype]))
+    x = {k: tf.constant(batch[k])
+         for k in ("token_ids", "segment_ids", "padding_mask", "masked_positions")}
+    y = {k: tf.constant(batch[k])
+         for k in ("masked_ids", "masked_weights", "next_sentence_labels")}
+    return model, x, y
+
+
+def keras_hub_pretraining(config, batch, dtype):
+    """keras-hub's BertMaskedLM (random weights), its inputs, labels and weights."""
+    import keras_hub
+
+    model = keras_hub.models.BertMaskedLM(keras_hub_backbone(config, dtype), preprocessor=None)
+    x = {"token_ids": tf.constant(batch["token_ids"]),
+         "segment_ids": tf.constant(batch["segment_ids"]),
+         "padding_mask": tf.constant(batch["padding_mask"]),
+         "mask_positions": tf.constant(batch["masked_positions"])}
+    return model, x, tf.constant(batch["masked_ids"]), tf.constant(batch["masked_weights"])
+
+
+def keras_bert_train(config, batch, dtype, jit_compile):
+    model, x, y = keras_bert_pretraining(config, batch, dtype)
+    model.compile(optimizer=keras_bert_optimizer(), jit_compile=jit_compile)
     return _fit_steps(model, x, y)
 
 
-def keras_hub_masked_lm(config, dtype):
-    """keras-hub's BertMaskedLM with random weights and keras_bert's config."""
-    import keras_hub
-
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=config.vocab_size, num_layers=config.num_layers,
-        num_heads=config.num_heads, hidden_dim=config.hidden_size,
-        intermediate_dim=config.intermediate_size,
-        max_sequence_length=config.max_position_embeddings, dtype=DTYPES[dtype])
-    return keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
-
-
 def keras_hub_train(config, batch, dtype, jit_compile):
-    model = keras_hub_masked_lm(config, dtype)
+    model, x, ids, weights = keras_hub_pretraining(config, batch, dtype)
     model.compile(optimizer=keras.optimizers.AdamW(1e-4),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   weighted_metrics=["sparse_categorical_accuracy"], jit_compile=jit_compile)
-    x = {"token_ids": batch["token_ids"], "segment_ids": batch["segment_ids"],
-         "padding_mask": batch["padding_mask"], "mask_positions": batch["masked_positions"]}
-    return _fit_steps(model, x, batch["masked_ids"], batch["masked_weights"])
+    return _fit_steps(model, x, ids, weights)
 
 
 def bench_training(args):
@@ -359,28 +374,16 @@ def bench_training(args):
 
 
 def _keras_bert_loss(config, batch, dtype):
-    from keras_bert.training.optimizers import AdamW
-
-    model = keras_bert.BertPretrainer(
-        keras_bert.BertEncoder(**config.to_dict(), dtype=DTYPES[dtype]))
-    x = {k: tf.constant(batch[k])
-         for k in ("token_ids", "segment_ids", "padding_mask", "masked_positions")}
-    y = {k: tf.constant(batch[k])
-         for k in ("masked_ids", "masked_weights", "next_sentence_labels")}
-    return model, lambda training: model.compute_loss(x, y, model(x, training=training)), AdamW(
-        1e-4)
+    model, x, y = keras_bert_pretraining(config, batch, dtype)
+    return (model, lambda training: model.compute_loss(x, y, model(x, training=training)),
+            keras_bert_optimizer())
 
 
 def _keras_hub_loss(config, batch, dtype):
-    model = keras_hub_masked_lm(config, dtype)
-    x = {"token_ids": tf.constant(batch["token_ids"]),
-         "segment_ids": tf.constant(batch["segment_ids"]),
-         "padding_mask": tf.constant(batch["padding_mask"]),
-         "mask_positions": tf.constant(batch["masked_positions"])}
+    model, x, ids, weights = keras_hub_pretraining(config, batch, dtype)
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    ids, weights = tf.constant(batch["masked_ids"]), tf.constant(batch["masked_weights"])
-    return model, lambda training: loss(ids, model(x, training=training), weights), (
-        keras.optimizers.AdamW(1e-4))
+    return (model, lambda training: loss(ids, model(x, training=training), weights),
+            keras.optimizers.AdamW(1e-4))
 
 
 PHASES = ("forward", "forward + dropout", "forward + backward", "full step")

@@ -97,8 +97,7 @@ def length_sorted_batches(lengths, batch_size):
     >>> [b.tolist() for b in length_sorted_batches([5, 2, 9, 3], 2)]
     [[1, 3], [0, 2]]
     """
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"Expected batch_size >= 1. Received: batch_size={batch_size!r}")
+    _check_count("batch_size", batch_size)
     order = np.argsort(np.asarray(lengths, dtype=np.int64).reshape(-1), kind="stable")
     return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
 
@@ -120,9 +119,8 @@ def length_sorted_lines(path, batch_size, sort_window=16):
     Returns:
         A `tf.data.Dataset` of `(texts, line_numbers)`: string [b] and int64 [b].
     """
-    for name, value in (("batch_size", batch_size), ("sort_window", sort_window)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"Expected {name} >= 1. Received: {name}={value!r}")
+    _check_count("batch_size", batch_size)
+    _check_count("sort_window", sort_window)
     window = batch_size * sort_window
 
     def sort(first_line, lines):
@@ -133,3 +131,8 @@ def length_sorted_lines(path, batch_size, sort_window=16):
 
     windows = tf.data.TextLineDataset(path).batch(window).enumerate()
     return windows.flat_map(lambda index, lines: sort(index * window, lines))
+
+
+def _check_count(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"Expected {name} >= 1. Received: {name}={value!r}")

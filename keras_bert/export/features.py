@@ -47,8 +47,9 @@ def extract_features(
     are truncated. Lines are read `sort_window` batches at a time; within
     such a window, batches group lines of similar length (by UTF-8 length)
     and each is padded to its own longest line, so little compute goes to
-    padding. Rows are written window by window, in line order, so memory
-    stays bounded whatever the file size.
+    padding. Rows are written in line order as soon as every line before
+    them is done, so memory stays bounded (about one window) whatever the
+    file size.
 
     Args:
         model_dir: a model directory (any: encoder, pretrainer or task).
@@ -80,10 +81,10 @@ def extract_features(
             "Token features (pooling=None) vary in length per line; write them to a "
             ".tfrecord file, or choose pooling='cls', 'mean' or 'max' for .npy."
         )
-    if not isinstance(sort_window, int) or sort_window < 1:
-        raise ValueError(f"Expected sort_window >= 1. Received: sort_window={sort_window!r}")
     if not os.path.exists(input_file):
         raise FileNotFoundError(f"Input file not found: {input_file}")
+    # Checks batch_size and sort_window before the model is loaded; reads lazily.
+    sorted_lines = length_sorted_lines(input_file, batch_size, sort_window)
     encoder = BertEncoder.from_pretrained(model_dir)
     if encoder.vocab_file is None:
         raise ValueError(f"{model_dir} has no vocab.txt; features need the tokenizer.")
@@ -98,9 +99,8 @@ def extract_features(
 
     total = _count_lines(input_file)
     dataset = (
-        length_sorted_lines(input_file, batch_size, sort_window)
-        .map(lambda texts, lines: (preprocessor(texts), lines),
-             num_parallel_calls=tf.data.AUTOTUNE)
+        sorted_lines.map(lambda texts, numbers: (preprocessor(texts), numbers),
+                         num_parallel_calls=tf.data.AUTOTUNE)
         .prefetch(2)
     )
     progress = keras.utils.Progbar(total, unit_name="line") if verbose else None
@@ -109,10 +109,10 @@ def extract_features(
     pending = {}  # line number -> (row, real tokens), until the lines before it are out
     writer = array = None
     try:
-        for batch, lines in dataset:
+        for batch, numbers in dataset:
             values = np.asarray(compute(batch), dtype="float32")
             counts = np.asarray(batch["padding_mask"]).sum(axis=1)
-            pending.update(zip(lines.numpy().tolist(), zip(values, counts)))
+            pending.update(zip(numbers.numpy().tolist(), zip(values, counts)))
             ready = []
             while written + len(ready) in pending:
                 ready.append(pending.pop(written + len(ready)))
