@@ -10,11 +10,5 @@ from keras_bert.layers import (
     Pooler,
     TransformerEncoderBlock,
 )
-from keras_bert.models import (
-    BertClassifier,
-    BertEncoder,
-    BertPretrainer,
-    BertSpanLabeler,
-    BertTask,
-    BertTokenClassifier,
-)
+from keras_bert.models import BertEncoder, BertPretrainer, BertTask
+from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier

@@ -5,6 +5,8 @@ import json
 import os
 
 ACTIVATIONS = ("gelu", "gelu_approx", "relu")
+# Keras dtype policies that pretraining and fine-tuning run under (--dtype).
+DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
 def _compact(num_layers, hidden_size):

@@ -572,7 +572,7 @@ def bench_realtext(args):
     """Real tweets through preprocessing + encoder: pad to 128 vs batch-longest vs buckets."""
     from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
     from keras_bert.data.batching import length_sorted_batches
-    from keras_bert.data.tweets import read_tweets
+    from keras_bert.tasks.classification.tweets import read_tweets
 
     try:
         vocab = os.path.join(minilm_checkpoint_dir(), "vocab.txt")
@@ -591,7 +591,7 @@ def bench_realtext(args):
 
         def pipeline(sequence_length):
             pre = keras_bert.text.BertPreprocessor(tokenizer, sequence_length=sequence_length,
-                                                   max_length=128)
+                                                   max_seq_length=128)
             batches = [tf.constant(texts[s:s + 32]) for s in range(0, len(texts), 32)]
             # String ops stay outside XLA; only `forward` may be jit-compiled.
             run = tf.function(lambda b: forward(pre(b)),
@@ -603,7 +603,7 @@ def bench_realtext(args):
             # its longest, restore file order: all inside the timed call.
             packer = keras_bert.text.BertPacker(
                 cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
-                pad_token_id=tokenizer.pad_token_id, sequence_length=None, max_length=128)
+                pad_token_id=tokenizer.pad_token_id, sequence_length=None, max_seq_length=128)
             tokenize = tf.function(tokenizer, input_signature=[tf.TensorSpec([None], tf.string)])
             run = tf.function(lambda ids: forward(packer((ids,))), reduce_retracing=True)
             all_texts = tf.constant(texts)
@@ -644,7 +644,7 @@ def bench_serving(args):
     import tempfile
 
     from keras_bert.checkpoints import convert_checkpoint, minilm_checkpoint_dir
-    from keras_bert.export.benchmark import VARIANTS, XLA_VARIANT, benchmark_serving
+    from keras_bert.tasks.classification.serving_benchmark import VARIANTS, XLA_VARIANT, benchmark_serving
 
     try:
         source = minilm_checkpoint_dir()

@@ -19,7 +19,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from keras_bert.export.benchmark import (  # noqa: E402
+from keras_bert.tasks.classification.serving_benchmark import (  # noqa: E402
     VARIANTS,
     XLA_VARIANT,
     benchmark_serving,
@@ -38,7 +38,7 @@ def main(argv=None):
     parser.add_argument("--latency-calls", type=int, default=20,
                         help="Single-text calls per round.")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--max-seq-length", type=int, default=128)
     parser.add_argument("--xla", action="store_true",
                         help="Also time an XLA-compiled batch-longest export.")
     parser.add_argument("--workdir", default=None, help="Where to write the exports.")
@@ -47,7 +47,7 @@ def main(argv=None):
     results = benchmark_serving(
         args.model, variants=variants, batch_size=args.batch_size,
         num_batches=args.num_batches, latency_calls=args.latency_calls, rounds=args.rounds,
-        max_length=args.max_length, workdir=args.workdir,
+        max_seq_length=args.max_seq_length, workdir=args.workdir,
         log=lambda message: print(message, file=sys.stderr, flush=True),
     )
     print(format_results(results, args.batch_size))

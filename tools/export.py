@@ -12,7 +12,7 @@ Examples
 --------
   python tools/export.py --model models/sentiment --output exports/sentiment
   python tools/export.py --model models/sentiment --output exports/sentiment/3 --overwrite
-  python tools/export.py --model models/minilm --output exports/minilm --max-length 128
+  python tools/export.py --model models/minilm --output exports/minilm --max-seq-length 128
 """
 
 import argparse
@@ -38,7 +38,7 @@ def parse_args(argv=None):
     parser.add_argument("--overwrite", action="store_true",
                         help="Replace an existing VERSION directory.")
     parser.add_argument(
-        "--max-length", type=int, default=None,
+        "--max-seq-length", type=int, default=None,
         help="Longest packed sequence; longer texts are truncated (default: task.json "
         "max_seq_length, else max_position_embeddings).",
     )
@@ -71,7 +71,7 @@ def main(argv=None):
     options = {
         key: value
         for key, value in {
-            "max_length": args.max_length,
+            "max_seq_length": args.max_seq_length,
             "sequence_length": args.sequence_length,
             "pad_to_multiple_of": args.pad_to_multiple_of,
             "jit_compile": args.jit_compile,
@@ -89,8 +89,8 @@ def main(argv=None):
         return 1
     with open(os.path.join(path, INFO_FILE), encoding="utf-8") as f:
         info = json.load(f)
-    print(f"Exported {args.model} -> {path} ({info['module']}, max_length "
-          f"{info['max_length']}, jit_compile {info['jit_compile']})")
+    print(f"Exported {args.model} -> {path} ({info['module']}, max_seq_length "
+          f"{info['max_seq_length']}, jit_compile {info['jit_compile']})")
     for name, signature in info["signatures"].items():
         inputs = ", ".join(f"{k}: {v['dtype']}{v['shape']}" for k, v in signature["inputs"].items())
         outputs = ", ".join(f"{k}: {v['dtype']}{v['shape']}"

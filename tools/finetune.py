@@ -57,11 +57,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from keras_bert.data.classification import split_examples  # noqa: E402
+from keras_bert.tasks.classification.reader import split_examples  # noqa: E402
 from keras_bert.training.distribute import STRATEGIES, resolve_strategy  # noqa: E402
-from keras_bert.training.finetune import DTYPES, FinetuneOptions  # noqa: E402
-from keras_bert.training.finetune import finetune, read_task_data  # noqa: E402
-from keras_bert.training.finetune_tasks import TASKS  # noqa: E402
+from keras_bert.config import DTYPES  # noqa: E402
+from keras_bert.training.finetune import FinetuneOptions  # noqa: E402
+from keras_bert.training.finetune import fine_tunable_tasks, finetune, read_task_data  # noqa: E402,E501
 
 _DEFAULTS = FinetuneOptions()
 
@@ -71,7 +71,7 @@ def parse_args(argv=None):
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add = parser.add_argument
-    add("--task", required=True, choices=sorted(TASKS))
+    add("--task", required=True, choices=fine_tunable_tasks())
     add("--model", required=True, help="Model directory to start from.")
     add("--output", required=True, help="Model directory to write (the best epoch).")
     add("--train", required=True, help="Training data file (or tfds:NAME[SPLIT]).")

@@ -41,7 +41,8 @@ def _bool(text):
 def build_parser():
     from keras_bert.config import PRESETS, BertConfig
     from keras_bert.training.distribute import STRATEGIES
-    from keras_bert.training.pretrain import DTYPES, JIT_SETTINGS, PretrainingConfig
+    from keras_bert.config import DTYPES
+    from keras_bert.training.pretrain import JIT_SETTINGS, PretrainingConfig
     from keras_bert.training.optimizers import OPTIMIZERS
 
     parser = argparse.ArgumentParser(

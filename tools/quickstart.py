@@ -64,10 +64,10 @@ def main():
     import numpy as np
 
     from keras_bert.checkpoints import convert_checkpoint, minilm_checkpoint_dir
-    from keras_bert.data.tweets import tweet_sentiment_split
+    from keras_bert.tasks.classification.tweets import tweet_sentiment_split
     from keras_bert.export import export_model
     from keras_bert.training.finetune import FinetuneOptions, finetune
-    from keras_bert.training.metrics import classification_metrics
+    from keras_bert.tasks.classification.metrics import classification_metrics
 
     minilm = os.path.join(args.models, "minilm")
     sentiment = os.path.join(args.models, "sentiment")

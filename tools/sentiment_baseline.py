@@ -2,7 +2,7 @@
 
 The yardstick for the fine-tuning quality bar: the same seeded 90/10 split
 as `tools/finetune.py --eval-fraction 0.1 --split-seed 0`
-(`keras_bert.data.tweets.tweet_sentiment_split`), word 1-2 gram TF-IDF
+(`keras_bert.tasks.classification.tweets.tweet_sentiment_split`), word 1-2 gram TF-IDF
 features, multinomial logistic regression. Prints accuracy and macro-F1 on
 the held-out 10%, computed with keras_bert's own metrics (the same code
 that scores the fine-tuned model).
@@ -25,9 +25,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
-from keras_bert.data.tweets import TWEETS_EVAL_FRACTION, TWEETS_SPLIT_SEED  # noqa: E402
-from keras_bert.data.tweets import tweet_sentiment_split  # noqa: E402
-from keras_bert.training.metrics import classification_metrics  # noqa: E402
+from keras_bert.tasks.classification.tweets import TWEETS_EVAL_FRACTION, TWEETS_SPLIT_SEED  # noqa: E402
+from keras_bert.tasks.classification.tweets import tweet_sentiment_split  # noqa: E402
+from keras_bert.tasks.classification.metrics import classification_metrics  # noqa: E402
 
 
 def parse_args(argv=None):

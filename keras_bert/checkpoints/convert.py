@@ -224,7 +224,7 @@ def build_model(source):
     return model, report
 
 
-def check_inputs(vocab_file, do_lower_case=None, sentences=CHECK_SENTENCES):
+def check_inputs(vocab_file, lowercase=None, sentences=CHECK_SENTENCES):
     """A padded batch of `sentences` (pairs allowed) tokenized with `vocab_file`.
 
     Returns:
@@ -234,9 +234,9 @@ def check_inputs(vocab_file, do_lower_case=None, sentences=CHECK_SENTENCES):
     import tensorflow_text as tf_text
 
     vocab = _read_vocab(vocab_file)
-    if do_lower_case is None:
+    if lowercase is None:
         # A cased vocabulary has capitalized whole words ("The").
-        do_lower_case = not any(t[:1].isupper() for t in vocab[:5000] if not t.startswith("["))
+        lowercase = not any(t[:1].isupper() for t in vocab[:5000] if not t.startswith("["))
     lookup = {t: i for i, t in enumerate(vocab)}
     special = {}
     for token in ("[CLS]", "[SEP]", "[UNK]"):
@@ -244,7 +244,7 @@ def check_inputs(vocab_file, do_lower_case=None, sentences=CHECK_SENTENCES):
             raise CheckpointError(f"{vocab_file} has no {token} token.")
         special[token] = lookup[token]
     tokenizer = tf_text.BertTokenizer(
-        vocab_file, lower_case=do_lower_case, token_out_type="int64",
+        vocab_file, lower_case=lowercase, token_out_type="int64",
         unknown_token="[UNK]",
     )
 
@@ -317,7 +317,7 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
         CheckpointError: when a difference exceeds the tolerance.
     """
     if inputs is None:
-        inputs = check_inputs(source.vocab_file, source.do_lower_case)
+        inputs = check_inputs(source.vocab_file, source.lowercase)
     ref = reference.numpy_forward(
         source.weights, source.config, inputs["token_ids"], inputs["segment_ids"],
         inputs["padding_mask"],

@@ -210,7 +210,7 @@ def read_google_checkpoint(path):
         weights={},
         source_names={},
         vocab_file=os.path.join(folder, VOCAB_FILE),
-        do_lower_case=_guess_lower_case(folder),
+        lowercase=_guess_lowercase(folder),
     )
     known = expected_shapes(config)
     for name in sorted(shape_map):
@@ -274,7 +274,7 @@ def write_google_checkpoint(path, weights, config, vocab_file=None):
             dst.write(src.read())
 
 
-def _guess_lower_case(folder):
+def _guess_lowercase(folder):
     """Google names releases "uncased_..." / "cased_..."; None if neither."""
     name = os.path.basename(os.path.normpath(folder)).lower()
     if "uncased" in name:

@@ -5,7 +5,7 @@ A folder holds
     model.safetensors              weights (or sharded: model.safetensors.index.json)
     pytorch_model.bin              older weights file (read only if torch is installed)
     vocab.txt                      WordPiece vocabulary
-    tokenizer_config.json          optional; gives do_lower_case
+    tokenizer_config.json          optional; gives do_lower_case (our lowercase)
 Tensor names are `embeddings.word_embeddings.weight`, `encoder.layer.0.attention.
 self.query.weight`, ... with a `bert.` prefix in models that carry heads
 (`cls.predictions.*`, `cls.seq_relationship.*`). PyTorch Linear weights are
@@ -298,7 +298,7 @@ def read_huggingface_checkpoint(path):
         weights={},
         source_names={},
         vocab_file=os.path.join(folder, VOCAB_FILE),
-        do_lower_case=_read_lower_case(folder),
+        lowercase=_read_lowercase(folder),
     )
     prefix = _model_prefix(tensors)
     if prefix is None:
@@ -405,7 +405,7 @@ def _tied_decoder(source, tensors, prefix):
             )
 
 
-def _read_lower_case(folder):
+def _read_lowercase(folder):
     path = os.path.join(folder, "tokenizer_config.json")
     if not os.path.isfile(path):
         return None

@@ -109,7 +109,7 @@ class SourceCheckpoint:
         source_names: dict, Google variable name -> the name(s) of the source
             tensor(s) it came from, for error messages.
         vocab_file: path of the source's vocab.txt.
-        do_lower_case: bool or None when the source doesn't say.
+        lowercase: bool or None when the source doesn't say.
         ignored: dict, source tensor name -> why it was deliberately skipped
             (optimizer slots, step counters, buffers that are not weights).
         unused: list of source tensor names that no BERT weight maps to
@@ -123,7 +123,7 @@ class SourceCheckpoint:
     weights: dict
     source_names: dict
     vocab_file: str
-    do_lower_case: object = None
+    lowercase: object = None
     ignored: dict = dataclasses.field(default_factory=dict)
     unused: list = dataclasses.field(default_factory=list)
     warnings: list = dataclasses.field(default_factory=list)

@@ -19,21 +19,21 @@ import tensorflow as tf
 _EDGES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 
-def bucket_edges(max_length):
-    """Padded lengths of the training buckets, the last one `max_length`.
+def bucket_edges(max_seq_length):
+    """Padded lengths of the training buckets, the last one `max_seq_length`.
 
     Example:
     >>> bucket_edges(64)
     [16, 24, 32, 48, 64]
     """
-    return [edge for edge in _EDGES if edge < max_length] + [max_length]
+    return [edge for edge in _EDGES if edge < max_seq_length] + [max_seq_length]
 
 
 def _length(features, *targets):
     return tf.shape(features["token_ids"])[0]
 
 
-def training_batches(dataset, batch_size, max_length, seed=None, input_pipeline_id=0,
+def training_batches(dataset, batch_size, max_seq_length, seed=None, input_pipeline_id=0,
                      num_input_pipelines=1, padding_values=None):
     """An endless stream of full, shuffled, length-bucketed batches.
 
@@ -42,7 +42,7 @@ def training_batches(dataset, batch_size, max_length, seed=None, input_pipeline_
             `(features, target)`, `features` a dict of [seq] Tensors with
             `token_ids`; targets scalars or [seq] (padded too).
         batch_size: int, examples per batch (this input pipeline's share).
-        max_length: int, no example is longer.
+        max_seq_length: int, no example is longer.
         seed: int or None, shuffle seed (reshuffled every pass).
         input_pipeline_id, num_input_pipelines: ints; pipeline i of n reads
             every n-th example (multi-worker training).
@@ -57,7 +57,7 @@ def training_batches(dataset, batch_size, max_length, seed=None, input_pipeline_
     size = dataset.cardinality()
     buffer = int(size) if size > 0 else 10_000
     dataset = dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True).repeat()
-    edges = bucket_edges(max_length)
+    edges = bucket_edges(max_seq_length)
     dataset = dataset.bucket_by_sequence_length(
         _length,
         bucket_boundaries=[edge + 1 for edge in edges],

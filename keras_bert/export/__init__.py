@@ -5,9 +5,7 @@ Example:
 >>> export_model("models/sentiment", "exports/sentiment")   # -> exports/sentiment/1
 """
 
-from keras_bert.export.classifier import ClassifierServingModule
 from keras_bert.export.export import (
-    SERVING_MODULES,
     build_serving_module,
     export_model,
     next_version,
@@ -15,6 +13,4 @@ from keras_bert.export.export import (
     save_serving_module,
 )
 from keras_bert.export.serving_module import BertServingModule
-from keras_bert.export.span_qa import SpanQAServingModule
-from keras_bert.export.token_classifier import TokenClassifierServingModule
 from keras_bert.export.features import extract_features

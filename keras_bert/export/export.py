@@ -4,30 +4,22 @@ exports/NAME/VERSION/ saved_model.pb, variables/, assets/vocab.txt,
 keras_bert_export.json (what was exported: task, signatures, lengths).
 """
 
+import inspect
 import json
 import os
 import shutil
 import tempfile
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from keras_bert.export.classifier import ClassifierServingModule
+from keras_bert.export.predict import run_function
 from keras_bert.export.serving_module import BertServingModule
-from keras_bert.export.span_qa import SpanQAServingModule
-from keras_bert.export.token_classifier import TokenClassifierServingModule
-from keras_bert.models import BertEncoder, load_model_dir
-from keras_bert.text import BertTokenizer, infer_lowercase
+from keras_bert.models import BertEncoder, get_task, load_model_dir
+from keras_bert.text import BertTokenizer, infer_lowercase, save_vocabulary
 
-# task.json "task" -> serving module; "pretraining" and bare encoders get embed.
-SERVING_MODULES = {
-    "classification": ClassifierServingModule,
-    "token_classification": TokenClassifierServingModule,
-    "span_qa": SpanQAServingModule,
-}
 INFO_FILE = "keras_bert_export.json"
-# task.json keys that become SpanQAServingModule arguments.
-_QA_KEYS = ("max_query_length", "doc_stride", "max_answer_length", "null_score_diff_threshold")
 
 
 def next_version(export_base):
@@ -72,75 +64,83 @@ def _task_config(model, task_info):
 
 
 def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
-                         max_length=None, pairs=None, sequence_length=None,
-                         pad_to_multiple_of=1, jit_compile=False, **task_options):
-    """The `BertServingModule` (or task subclass) for a Keras model.
+                         max_seq_length=None, sequence_length=None, pad_to_multiple_of=1,
+                         jit_compile=False, **task_options):
+    """The `BertServingModule` (or the task's subclass) for a Keras model.
+
+    A task model with a preprocessor (`from_pretrained` attaches one) is
+    exported with that preprocessor's tokenizer and max_seq_length, so the
+    export answers as the model's own `predict` on strings does.
 
     Args:
         model: a `BertEncoder` or a task model (BertClassifier,
             BertTokenClassifier, BertSpanLabeler, BertPretrainer).
         vocab_file: vocab.txt path; default `model.vocab_file` (set by
-            from_pretrained).
+            from_pretrained), else the preprocessor's vocabulary.
         task_info: dict overriding task.json facts (label names via
             task_config, max_seq_length, lowercase, pairs, doc_stride, ...).
-        lowercase: bool; default task.json "lowercase" (tools/finetune.py
-            writes it), else guessed with `keras_bert.text.infer_lowercase`.
-        max_length: int; default task.json max_seq_length, else the model's
-            max_position_embeddings.
-        pairs: bool, classifier takes (text, text_b); default task.json
-            "pairs" (tools/finetune.py writes it), else False.
+        lowercase: bool; default the preprocessor's, else task.json
+            "lowercase", else guessed with `keras_bert.text.infer_lowercase`.
+        max_seq_length: int; default the preprocessor's, else task.json
+            max_seq_length, else the model's max_position_embeddings.
         sequence_length, pad_to_multiple_of, jit_compile: see
             `BertServingModule`.
-        **task_options: span QA only: SpanQAServingModule options
-            (doc_stride, max_query_length, max_answer_length, max_windows,
-            allow_no_answer, null_score_diff_threshold), overriding task.json.
+        **task_options: the task's serving options (its module's
+            `TASK_OPTIONS`: `pairs` for classifiers; doc_stride,
+            max_query_length, max_answer_length, max_windows,
+            version_2_with_negative, null_score_diff_threshold for span QA),
+            overriding task.json.
 
     Returns:
         A `BertServingModule`.
     """
-    vocab_file = vocab_file or getattr(model, "vocab_file", None)
+    info = _task_config(model, task_info)
+    encoder = getattr(model, "encoder", model)
+    preprocessor = getattr(model, "preprocessor", None)
+    tokenizer = preprocessor.tokenizer if preprocessor is not None else None
+    vocab_file = vocab_file or getattr(model, "vocab_file", None) or (
+        tokenizer.vocabulary_file if tokenizer is not None else None)
+    if vocab_file is None and tokenizer is not None:
+        # A model from a .keras file carries its vocabulary inline.
+        vocab_file = os.path.join(tempfile.mkdtemp(prefix="keras_bert-vocab-"), "vocab.txt")
+        save_vocabulary(tokenizer.vocabulary, vocab_file)
     if vocab_file is None:
         raise ValueError(
-            "No vocabulary: pass vocab_file='.../vocab.txt', or export a model "
-            "directory that has one (save_pretrained(dir, vocab_file=...))."
+            "No vocabulary: pass vocab_file='.../vocab.txt' (tools/export.py --vocab-file), "
+            "or export a model directory that has one (save_pretrained(dir, vocab_file=...))."
         )
-    info = _task_config(model, task_info)
+    if lowercase is None and tokenizer is not None:
+        lowercase = tokenizer.lowercase
     if lowercase is None:
-        lowercase = info.get("lowercase", info.get("do_lower_case"))
+        lowercase = info.get("lowercase")
     if lowercase is None:
         lowercase = infer_lowercase(vocab_file)
-    encoder = getattr(model, "encoder", model)
-    max_length = max_length or info.get("max_seq_length") or encoder.max_position_embeddings
-    common = dict(
-        model=model,
-        tokenizer=BertTokenizer(vocab_file, lowercase=bool(lowercase)),
+    if tokenizer is None or tokenizer.lowercase != lowercase:
+        tokenizer = BertTokenizer(vocab_file, lowercase=lowercase)
+    if max_seq_length is None and preprocessor is not None:
+        max_seq_length = preprocessor.max_seq_length
+    if max_seq_length is None:
+        max_seq_length = info.get("max_seq_length") or encoder.max_position_embeddings
+    task = info.get("task")
+    module_cls = (get_task(task).serving if task else None) or BertServingModule
+    unknown = sorted(set(task_options) - set(module_cls.TASK_OPTIONS))
+    if unknown:
+        raise ValueError(
+            f"{unknown} are not serving options of task {task!r}; it takes "
+            f"{sorted(module_cls.TASK_OPTIONS) or 'none'}."
+        )
+    options = module_cls.options_from_task_info(info)
+    options.update(task_options)
+    return module_cls(
+        model=model if module_cls is not BertServingModule else encoder,
+        tokenizer=tokenizer,
         vocab_file=vocab_file,
-        max_length=int(max_length),
+        max_seq_length=max_seq_length,
         sequence_length=sequence_length,
         pad_to_multiple_of=pad_to_multiple_of,
         jit_compile=jit_compile,
+        **options,
     )
-    task = info.get("task")
-    module_cls = SERVING_MODULES.get(task, BertServingModule)
-    if task_options and module_cls is not SpanQAServingModule:
-        raise ValueError(
-            f"{sorted(task_options)} apply to span QA exports only; this model's task "
-            f"is {task!r}."
-        )
-    if module_cls is BertServingModule:
-        # Encoders and pretrainers export embed/encode: the heads are not needed.
-        return BertServingModule(**dict(common, model=encoder))
-    if module_cls is SpanQAServingModule:
-        options = {k: info[k] for k in _QA_KEYS if k in info}
-        if "version_2_with_negative" in info:
-            options["allow_no_answer"] = bool(info["version_2_with_negative"])
-        options.update(task_options)
-        return SpanQAServingModule(**common, **options)
-    label_names = info.get("task_config", {}).get("label_names")
-    if module_cls is ClassifierServingModule:
-        pairs = bool(info.get("pairs")) if pairs is None else pairs
-        return ClassifierServingModule(**common, label_names=label_names, pairs=pairs)
-    return module_cls(**common, label_names=label_names)
 
 
 def export_model(model_or_dir, output, version=None, overwrite=False, **options):
@@ -155,7 +155,7 @@ def export_model(model_or_dir, output, version=None, overwrite=False, **options)
         overwrite: bool, replace an existing version directory. TF Serving
             does not reload a version it already serves; export a new one.
         **options: `build_serving_module` arguments (vocab_file, lowercase,
-            max_length, pairs, sequence_length, pad_to_multiple_of,
+            max_seq_length, pairs, sequence_length, pad_to_multiple_of,
             jit_compile, doc_stride, ...).
 
     Returns:
@@ -218,7 +218,7 @@ def export_info(module, saved_model_dir):
     signature_defs = proto.meta_graphs[0].signature_def
     return {
         "module": type(module).__name__,
-        "max_length": module.max_length,
+        "max_seq_length": module.max_seq_length,
         "sequence_length": module.sequence_length,
         "pad_to_multiple_of": module.pad_to_multiple_of,
         "jit_compile": module.jit_compile,
@@ -228,3 +228,56 @@ def export_info(module, saved_model_dir):
             if not name.startswith("__")  # __saved_model_init_op
         },
     }
+
+
+def serving_module_of(model):
+    """The serving module of a task model, built once and kept on the model.
+
+    It is the module `export_model` would save (same tokenizer, packing and
+    answer logic, no XLA), called in this process: a task model's
+    `predict` on strings answers through it, so the Python API and the
+    export share one implementation. It reads the model's variables, so
+    later training shows in its answers.
+    """
+    preprocessor = getattr(model, "preprocessor", None)
+    if preprocessor is None:
+        model._require_preprocessor()
+    cached = getattr(model, "_keras_bert_serving_module", None)
+    if cached is None or cached[0] is not preprocessor:
+        module = build_serving_module(model)
+        # object.__setattr__: Keras must not track the tf.Module as a layer.
+        object.__setattr__(model, "_keras_bert_serving_module", (preprocessor, module))
+        cached = (preprocessor, module)
+    return cached[1]
+
+
+def predict_text(model, inputs, signature=None, batch_size=64):
+    """Runs a serving signature of `model` on raw strings, in this process.
+
+    Args:
+        model: a task model with a preprocessor.
+        inputs: tuple of string batches, in the signature's input order
+            (`(texts,)`, `(questions, contexts)`).
+        signature: str, default the module's DEFAULT_SIGNATURE.
+        batch_size: int, batches of similar length (see `run_function`).
+
+    Returns:
+        dict of numpy arrays: what the exported signature returns.
+    """
+    module = serving_module_of(model)
+    function = getattr(module, module.SIGNATURES[signature or module.DEFAULT_SIGNATURE])
+    names = list(inspect.signature(function.python_function).parameters)
+    if len(inputs) != len(names):
+        raise ValueError(
+            f"{type(model).__name__}.predict takes {len(names)} string input(s) "
+            f"({', '.join(names)}). Received: {len(inputs)}."
+        )
+    columns = {name: [_text_value(v) for v in np.asarray(
+        value.numpy() if hasattr(value, "numpy") else value, dtype=object).ravel()]
+        for name, value in zip(names, inputs)}
+    return run_function(function, {name: tf.string for name in names}, columns, batch_size,
+                        f"{type(model).__name__}.predict")
+
+
+def _text_value(value):
+    return value.encode("utf-8") if isinstance(value, str) else value

@@ -92,7 +92,7 @@ def extract_features(
         lowercase = infer_lowercase(encoder.vocab_file)
     max_seq_length = min(max_seq_length, encoder.max_position_embeddings)
     preprocessor = BertPreprocessor.from_vocab_file(
-        encoder.vocab_file, lowercase=lowercase, sequence_length=None, max_length=max_seq_length
+        encoder.vocab_file, lowercase=lowercase, sequence_length=None, max_seq_length=max_seq_length
     )
     features = BertFeatures(encoder, layers=layers, pooling=pooling)
     compute = tf.function(lambda x: features(x, training=False), reduce_retracing=True)

@@ -77,25 +77,41 @@ def run_signature(loaded, inputs, signature="serving_default", batch_size=64):
     """
     function = loaded.signatures[signature]
     specs = function.structured_input_signature[1]
-    missing = sorted(set(specs) - set(inputs))
+    return run_function(function, {name: spec.dtype for name, spec in specs.items()}, inputs,
+                        batch_size, f"Signature {signature!r}")
+
+
+def run_function(function, dtypes, inputs, batch_size=64, what="The signature"):
+    """`run_signature` for any callable taking keyword Tensors.
+
+    Args:
+        function: called as function(**{name: Tensor}); returns a dict.
+        dtypes: dict input name -> tf.DType.
+        inputs: dict input name -> list of values, one per example.
+        batch_size: int, or None for one call on everything.
+        what: str naming `function` in errors.
+    """
+    missing = sorted(set(dtypes) - set(inputs))
     if missing:
-        raise ValueError(
-            f"Signature {signature!r} needs inputs {sorted(specs)}; missing {missing}."
-        )
-    columns = {name: list(inputs[name]) for name in specs}
+        raise ValueError(f"{what} needs inputs {sorted(dtypes)}; missing {missing}.")
+    columns = {name: list(inputs[name]) for name in dtypes}
+    counts = {name: len(column) for name, column in columns.items()}
+    if len(set(counts.values())) > 1:
+        raise ValueError(f"{what} needs one value per example in every input. "
+                         f"Received: {counts}.")
     count = len(next(iter(columns.values())))
 
     def call(index):
         tensors = {
-            name: tf.constant([columns[name][i] for i in index], dtype=specs[name].dtype)
-            for name in specs
+            name: tf.constant([columns[name][i] for i in index], dtype=dtypes[name])
+            for name in dtypes
         }
-        return {name: value.numpy() for name, value in function(**tensors).items()}
+        return {name: np.asarray(value) for name, value in function(**tensors).items()}
 
     if batch_size is None or count <= batch_size:
         return call(range(count))
     lengths = [
-        sum(len(_as_bytes(columns[name][i])) for name in specs) for i in range(count)
+        sum(len(_as_bytes(columns[name][i])) for name in dtypes) for i in range(count)
     ]
     parts = [(index, call(index)) for index in length_sorted_batches(lengths, batch_size)]
     return {name: _merge_rows(count, [(index, out[name]) for index, out in parts])

@@ -14,7 +14,7 @@ Every export has these signatures (task modules add theirs, see
   preprocess(text)     -> token_ids, segment_ids, padding_mask int32 [B, S]
 
 B is the batch (any size, 0 included). S is the longest packed text of the
-batch ([CLS] text [SEP]), at most `max_length`: longer texts are truncated;
+batch ([CLS] text [SEP]), at most `max_seq_length`: longer texts are truncated;
 with `sequence_length` set, every batch is padded to exactly that length.
 """
 
@@ -46,8 +46,10 @@ class BertServingModule(tf.Module):
         tokenizer: the `keras_bert.text.BertTokenizer` of the model's vocabulary.
         vocab_file: str, path of that vocab.txt; saved as the asset
             `assets/vocab.txt` (the tokenizer's tables are in the graph, the
-            asset documents them and lets clients tokenize alike).
-        max_length: int, longest packed sequence ([CLS] ... [SEP]); longer
+            asset documents them and lets clients tokenize alike). None for
+            a module that is only called in this process (a task model's
+            `predict` on strings).
+        max_seq_length: int, longest packed sequence ([CLS] ... [SEP]); longer
             texts are truncated. At most `max_position_embeddings`.
         sequence_length: int or None. None pads a batch to its own longest
             text (rounded up to `pad_to_multiple_of`); an int pads every batch
@@ -62,7 +64,7 @@ class BertServingModule(tf.Module):
         name: str, name of the tf.Module.
 
     Example:
-    >>> module = BertServingModule(encoder, tokenizer, "vocab.txt", max_length=128)
+    >>> module = BertServingModule(encoder, tokenizer, "vocab.txt", max_seq_length=128)
     >>> module.embed(tf.constant(["a b"]))["mean_embedding"].shape
     TensorShape([1, 128])
     """
@@ -71,13 +73,20 @@ class BertServingModule(tf.Module):
     SIGNATURES = {"embed": "embed", "encode": "encode", "preprocess": "preprocess"}
     #: the signature TF Serving uses when a request names none.
     DEFAULT_SIGNATURE = "embed"
+    #: constructor arguments a user may set per export (tools/export.py flags).
+    TASK_OPTIONS = ()
+
+    @classmethod
+    def options_from_task_info(cls, task_info):
+        """Constructor arguments read from task.json facts (a dict)."""
+        return {}
 
     def __init__(
         self,
         model,
         tokenizer,
         vocab_file,
-        max_length,
+        max_seq_length,
         sequence_length=None,
         pad_to_multiple_of=1,
         jit_compile=False,
@@ -86,16 +95,16 @@ class BertServingModule(tf.Module):
         super().__init__(name=name)
         encoder = getattr(model, "encoder", model)
         max_positions = encoder.max_position_embeddings
-        if not isinstance(max_length, int) or not 3 <= max_length <= max_positions:
+        if not isinstance(max_seq_length, int) or not 3 <= max_seq_length <= max_positions:
             raise ValueError(
-                f"Expected max_length in [3, {max_positions}] (the model's "
-                f"max_position_embeddings). Received: max_length={max_length!r}"
+                f"Expected max_seq_length in [3, {max_positions}] (the model's "
+                f"max_position_embeddings). Received: max_seq_length={max_seq_length!r}"
             )
         if sequence_length is not None and (
-            not isinstance(sequence_length, int) or not 3 <= sequence_length <= max_length
+            not isinstance(sequence_length, int) or not 3 <= sequence_length <= max_seq_length
         ):
             raise ValueError(
-                f"Expected sequence_length None or in [3, {max_length}] (max_length). "
+                f"Expected sequence_length None or in [3, {max_seq_length}] (max_seq_length). "
                 f"Received: sequence_length={sequence_length!r}"
             )
         if not isinstance(pad_to_multiple_of, int) or pad_to_multiple_of < 1:
@@ -109,7 +118,7 @@ class BertServingModule(tf.Module):
                 f"vocab_size is {encoder.vocab_size}. Export with the vocab.txt "
                 f"the model was trained with."
             )
-        self.max_length = max_length
+        self.max_seq_length = max_seq_length
         self.sequence_length = sequence_length
         self.pad_to_multiple_of = pad_to_multiple_of
         self.jit_compile = bool(jit_compile)
@@ -122,7 +131,7 @@ class BertServingModule(tf.Module):
                 sep_token_id=tokenizer.sep_token_id,
                 pad_token_id=tokenizer.pad_token_id,
                 sequence_length=sequence_length,
-                max_length=max_length,
+                max_seq_length=max_seq_length,
             ),
         )
         # The tf.Variables under the Keras variables of the whole model (the
@@ -137,7 +146,8 @@ class BertServingModule(tf.Module):
                     f"Expected the model's variables to hold tf.Variables (Keras with "
                     f"the TensorFlow backend). Received: {type(variable).__name__}."
                 )
-        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        if vocab_file is not None:
+            self.vocab_file = tf.saved_model.Asset(vocab_file)
         # Tokenization, traced once and shared by every signature (one copy
         # of the Unicode tables and WordPiece model in saved_model.pb).
         self._keras.tokenize_fn = tf.function(tokenizer.__call__, input_signature=[STRINGS])
@@ -238,7 +248,7 @@ class BertServingModule(tf.Module):
     def pack(self, segments):
         """Packs 1 or 2 ragged segments into the encoder input dict, [B, S] each.
 
-        S is the batch's longest packed row (truncated to `max_length`),
+        S is the batch's longest packed row (truncated to `max_seq_length`),
         rounded up to `pad_to_multiple_of`; at least 2, so that an empty
         batch still has a [CLS] column for the pooler.
         """
@@ -247,7 +257,7 @@ class BertServingModule(tf.Module):
             return inputs
         width = tf.shape(inputs["token_ids"])[1]
         multiple = self.pad_to_multiple_of
-        target = tf.minimum((width + multiple - 1) // multiple * multiple, self.max_length)
+        target = tf.minimum((width + multiple - 1) // multiple * multiple, self.max_seq_length)
         target = tf.maximum(target, 2)
         pad = [[0, 0], [0, target - width]]
         pad_id = self._keras.tokenizer.pad_token_id

@@ -1,9 +1,10 @@
-"""Functional BERT models built from keras_bert.layers."""
+"""Generic functional BERT models: encoder, pretrainer, task base, model directory.
 
-from keras_bert.models.classifier import BertClassifier
+The task heads live in `keras_bert.tasks`.
+"""
+
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.model_dir import load_model_dir, save_model_dir
 from keras_bert.models.pretrainer import BertPretrainer
-from keras_bert.models.span_labeler import BertSpanLabeler
+from keras_bert.models.registry import TaskSpec, get_task, register_task, task_names
 from keras_bert.models.task import BertTask
-from keras_bert.models.token_classifier import BertTokenClassifier

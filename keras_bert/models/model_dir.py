@@ -13,25 +13,13 @@ import shutil
 import tempfile
 
 from keras_bert.config import BertConfig
+from keras_bert.models.registry import get_task
+from keras_bert.text import BertPreprocessor, BertTokenizer, infer_lowercase, save_vocabulary
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
 WEIGHTS_FILE = "model.weights.h5"
 TASK_FILE = "task.json"
-
-# task name -> model class; filled by `register_task`.
-_TASKS = {}
-
-
-def register_task(name):
-    """Class decorator: lets `load_model_dir` rebuild a task model by name."""
-
-    def decorator(cls):
-        cls.task_name = name
-        _TASKS[name] = cls
-        return cls
-
-    return decorator
 
 
 def count_vocab_lines(path):
@@ -79,6 +67,9 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
         config.to_json_file(os.path.join(tmp, CONFIG_FILE))
         if vocab_file is not None:
             shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
+        elif getattr(model, "preprocessor", None) is not None:
+            save_vocabulary(model.preprocessor.tokenizer.vocabulary,
+                            os.path.join(tmp, VOCAB_FILE))
         if model is not encoder:
             task = {
                 "task": model.task_name,
@@ -101,7 +92,7 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    if vocab_file is not None:
+    if os.path.exists(os.path.join(model_dir, VOCAB_FILE)):
         model.vocab_file = os.path.join(model_dir, VOCAB_FILE)
 
 
@@ -145,12 +136,8 @@ def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
     if task is None:
         model = encoder
     else:
-        if task.get("task") not in _TASKS:
-            raise ValueError(
-                f"{os.path.join(model_dir, TASK_FILE)} names an unknown task "
-                f"{task.get('task')!r}. Known tasks: {sorted(_TASKS)}."
-            )
-        model = _TASKS[task["task"]](encoder=encoder, **task.get("task_config", {}))
+        spec = get_task(task.get("task"), where=os.path.join(model_dir, TASK_FILE))
+        model = spec.model(encoder=encoder, **task.get("task_config", {}))
     try:
         model.load_weights(weights_path)
     except (ValueError, KeyError, OSError) as e:
@@ -162,3 +149,38 @@ def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
     model.vocab_file = vocab_path
     model.task_info = task
     return model
+
+
+def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,
+                       max_seq_length=None, lowercase=None):
+    """The `BertPreprocessor` a task model of a model directory carries.
+
+    Each batch is padded to its own longest text (`sequence_length=None`)
+    and texts are truncated to `max_seq_length`.
+
+    Args:
+        vocab_file: str, the directory's vocab.txt.
+        max_position_embeddings: int, the encoder's.
+        task_info: dict, the parsed task.json (or None).
+        max_seq_length: int or None: None takes task.json's, else
+            min(512, max_position_embeddings).
+        lowercase: bool or None: None takes task.json's, else
+            `infer_lowercase(vocab_file)`.
+    """
+    task_info = task_info or {}
+    if max_seq_length is None:
+        max_seq_length = task_info.get("max_seq_length") or min(512, max_position_embeddings)
+    if not isinstance(max_seq_length, int) or not 3 <= max_seq_length <= max_position_embeddings:
+        raise ValueError(
+            f"Expected max_seq_length in [3, {max_position_embeddings}] (the model's "
+            f"max_position_embeddings). Received: max_seq_length={max_seq_length!r}"
+        )
+    if lowercase is None:
+        lowercase = task_info.get("lowercase")
+    if lowercase is None:
+        lowercase = infer_lowercase(vocab_file)
+    return BertPreprocessor(
+        BertTokenizer(vocab_file, lowercase=lowercase),
+        sequence_length=None,
+        max_seq_length=max_seq_length,
+    )

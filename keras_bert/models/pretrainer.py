@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert.layers import MaskedLMHead, NextSentenceHead
-from keras_bert.models.model_dir import register_task
+from keras_bert.models.registry import TaskSpec, register_task
 from keras_bert.models.task import BertTask
 
 
@@ -18,7 +18,6 @@ def _scale_for_replicas(loss):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-@register_task("pretraining")
 class BertPretrainer(BertTask):
     """BERT pretraining: masked LM + next-sentence prediction (Devlin et al.).
 
@@ -125,3 +124,6 @@ def _check_labels(y):
             "'next_sentence_labels' and optionally 'masked_weights'. "
             f"Received: {found}"
         )
+
+
+register_task(TaskSpec("pretraining", model=BertPretrainer))

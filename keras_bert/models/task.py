@@ -1,38 +1,221 @@
 """BertTask: the base of every model that puts a head on a `BertEncoder`."""
 
+
 import keras
+import numpy as np
+import tensorflow as tf
 
 from keras_bert.models import model_dir as model_dir_lib
 
 
+def _is_text(value):
+    """True for a batch of strings: a list/tuple of str/bytes, a numpy str or
+    object array of them, or a tf.string Tensor."""
+    if isinstance(value, (tf.Tensor, tf.RaggedTensor)):
+        return value.dtype == tf.string
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "US":
+            return True
+        return value.dtype == object and value.size > 0 and isinstance(
+            value.flat[0], (str, bytes))
+    if isinstance(value, (list, tuple)):
+        return len(value) > 0 and all(isinstance(v, (str, bytes)) for v in value)
+    return False
+
+
+def text_inputs(x):
+    """The string batches in `x`: a tuple of one (texts) or two (pairs), else None.
+
+    Pairs are a tuple or list of two string batches, `(texts_a, texts_b)`.
+    """
+    if _is_text(x):
+        return (x,)
+    if isinstance(x, (list, tuple)) and len(x) == 2 and all(_is_text(v) for v in x):
+        return tuple(x)
+    return None
+
+
+def _to_string_tensor(value):
+    if isinstance(value, (tf.Tensor, tf.RaggedTensor)):
+        return value
+    if isinstance(value, np.ndarray) and value.dtype.kind == "U":
+        value = np.char.encode(value, "utf-8")
+    elif not isinstance(value, np.ndarray):
+        value = np.array([v.encode("utf-8") if isinstance(v, str) else v for v in value],
+                         dtype=object)
+    return tf.constant(value, tf.string)
+
+
+def _dataset_has_text(dataset):
+    spec = dataset.element_spec
+    features = spec[0] if isinstance(spec, tuple) and not _is_pair_spec(spec) else spec
+    flat = tf.nest.flatten(features)
+    return bool(flat) and all(
+        isinstance(s, (tf.TensorSpec, tf.RaggedTensorSpec)) and s.dtype == tf.string for s in flat
+    )
+
+
+def _is_pair_spec(spec):
+    """A dataset element that is itself (texts_a, texts_b), with no labels."""
+    return (isinstance(spec, tuple) and len(spec) == 2
+            and all(isinstance(s, tf.TensorSpec) and s.dtype == tf.string for s in spec))
+
+
 class BertTask(keras.Model):
-    """A functional model made of `encoder` plus a task head.
+    """A functional model made of `encoder` plus a task head, optionally with
+    a `BertPreprocessor` that lets `fit`, `evaluate` and `predict` take raw text.
 
     Subclasses build their graph in `__init__`, keep the encoder as
-    `self.encoder`, and list their own constructor arguments in
-    `task_config()`. Saving, loading and serialization are shared here.
+    `self.encoder`, pass `preprocessor` and other Keras arguments through
+    `**kwargs`, and list their own constructor arguments in `task_config()`.
+    Saving, loading, serialization and raw-text inputs are shared here.
+
+    With a preprocessor, `x` may be strings: a list of str, a numpy str or
+    object array, a tf.string Tensor, a pair `(texts_a, texts_b)` of them, or
+    a `tf.data.Dataset` of batched `(texts, labels)` / `((a, b), labels)`.
+    They are tokenized and packed in the tf.data pipeline (in parallel, each
+    batch padded to its longest text), not in the model's graph. The integer
+    input dict (token_ids, segment_ids, padding_mask) works as ever.
     """
 
     task_name = None
+
+    def __init__(self, *args, preprocessor=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.preprocessor = preprocessor
 
     def task_config(self):
         """The constructor arguments other than `encoder` (JSON-able)."""
         return {}
 
     def get_config(self):
-        return {
+        config = {
             "name": self.name,
             "trainable": self.trainable,
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             **self.task_config(),
         }
+        if self.preprocessor is not None:
+            config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
+        return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        if isinstance(config.get("encoder"), dict):
-            config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        for key in ("encoder", "preprocessor"):
+            if isinstance(config.get(key), dict):
+                config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
+
+    # === Raw text in fit / evaluate / predict ===
+
+    def _require_preprocessor(self):
+        if self.preprocessor is None:
+            raise ValueError(
+                f"This {type(self).__name__} has no preprocessor, so it takes the integer "
+                f"input dict (token_ids, segment_ids, padding_mask), not strings. Load it "
+                f"with {type(self).__name__}.from_pretrained(MODEL_DIR) from a model "
+                f"directory that has a vocab.txt, or pass "
+                f"preprocessor=keras_bert.text.BertPreprocessor.from_vocab_file('vocab.txt')."
+            )
+        return self.preprocessor
+
+    def _preprocess_element(self, *element):
+        """(texts[, labels[, sample_weight]]) -> (encoder inputs, ...)."""
+        x, rest = element[0], element[1:]
+        texts = x if isinstance(x, tuple) else (x,)
+        return (self.preprocessor(texts),) + rest
+
+    def _text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        """A batched, preprocessed tf.data.Dataset for string `x`, or None if
+        `x` holds no strings (then Keras takes it as it is)."""
+        if isinstance(x, tf.data.Dataset):
+            if not _dataset_has_text(x):
+                return None
+            self._require_preprocessor()
+            spec = x.element_spec
+            features = spec if _is_pair_spec(spec) or not isinstance(spec, tuple) else spec[0]
+            if any(s.shape.rank == 0 for s in tf.nest.flatten(features)):
+                raise ValueError(
+                    "The dataset yields single strings; batch it first, e.g. "
+                    "dataset.batch(32), as Keras takes one batch per element."
+                )
+            if _is_pair_spec(spec) or not isinstance(spec, tuple):
+                return x.map(lambda *t: self.preprocessor(t),
+                             num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+            return x.map(self._preprocess_element,
+                         num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        texts = text_inputs(x)
+        if texts is None:
+            return None
+        self._require_preprocessor()
+        texts = tuple(_to_string_tensor(t) for t in texts)
+        count = int(texts[0].shape[0])
+        if len(texts) == 2 and int(texts[1].shape[0]) != count:
+            raise ValueError(
+                f"Sentence pairs need as many second texts as first texts. Received: "
+                f"{count} and {int(texts[1].shape[0])}."
+            )
+        columns = [texts if len(texts) == 2 else texts[0]]
+        for name, value in (("y", y), ("sample_weight", sample_weight)):
+            if value is None:
+                continue
+            if len(keras.tree.flatten(value)[0]) != count:
+                raise ValueError(
+                    f"Expected {name} to have one row per text ({count}). Received: "
+                    f"{len(keras.tree.flatten(value)[0])} rows."
+                )
+            columns.append(value)
+        dataset = tf.data.Dataset.from_tensor_slices(tuple(columns))
+        if shuffle:
+            dataset = dataset.shuffle(max(count, 1), reshuffle_each_iteration=True)
+        dataset = dataset.batch(batch_size or 32)
+        return dataset.map(self._preprocess_element,
+                           num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
+            validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
+            sample_weight=None, **kwargs):
+        dataset = self._text_dataset(x, y, sample_weight, batch_size, shuffle)
+        if dataset is None:
+            return super().fit(
+                x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose,
+                callbacks=callbacks, validation_split=validation_split,
+                validation_data=validation_data, shuffle=shuffle, class_weight=class_weight,
+                sample_weight=sample_weight, **kwargs)
+        if validation_split:
+            raise ValueError(
+                "validation_split does not apply to text inputs; pass "
+                "validation_data=(texts, labels) instead."
+            )
+        if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
+            validation_data = self._text_dataset(
+                *tuple(validation_data) + (None,) * (3 - len(validation_data)),
+                batch_size=batch_size) or validation_data
+        elif isinstance(validation_data, tf.data.Dataset):
+            validation_data = self._text_dataset(validation_data) or validation_data
+        # The dataset is shuffled above (when `shuffle`), not by Keras.
+        return super().fit(
+            dataset, epochs=epochs, verbose=verbose, callbacks=callbacks,
+            validation_data=validation_data, shuffle=False, class_weight=class_weight,
+            **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
+                 **kwargs):
+        dataset = self._text_dataset(x, y, sample_weight, batch_size)
+        if dataset is None:
+            return super().evaluate(x=x, y=y, batch_size=batch_size, verbose=verbose,
+                                    sample_weight=sample_weight, **kwargs)
+        return super().evaluate(dataset, verbose=verbose, **kwargs)
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        dataset = self._text_dataset(x, batch_size=batch_size)
+        if dataset is None:
+            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
+                                   callbacks=callbacks)
+        return super().predict(dataset, verbose=verbose, steps=steps, callbacks=callbacks)
+
+    # === Model directories ===
 
     def save_pretrained(self, model_dir, vocab_file=None, task_info=None):
         """Writes the model directory: config.json, task.json, weights, vocab.txt.
@@ -40,33 +223,81 @@ class BertTask(keras.Model):
         Args:
             model_dir: str, directory to (re)write atomically.
             vocab_file: str, vocab.txt to copy in; defaults to the one the
-                model was loaded with.
+                model was loaded with, else the preprocessor's vocabulary.
             task_info: dict of extra facts for task.json, e.g.
-                {"max_seq_length": 128}.
+                {"max_seq_length": 128}; the preprocessor's max_seq_length
+                and lowercase are recorded too.
         """
-        model_dir_lib.save_model_dir(self, model_dir, vocab_file=vocab_file, task_info=task_info)
+        info = {}
+        if self.preprocessor is not None:
+            info = {"max_seq_length": self.preprocessor.max_seq_length,
+                    "lowercase": self.preprocessor.tokenizer.lowercase}
+        info.update(task_info or {})
+        model_dir_lib.save_model_dir(self, model_dir, vocab_file=vocab_file, task_info=info)
 
     @classmethod
-    def from_pretrained(cls, model_dir, dtype=None, **task_kwargs):
-        """Loads a model directory as this task.
+    def from_pretrained(cls, model_dir, dtype=None, max_seq_length=None, lowercase=None,
+                        **task_kwargs):
+        """Loads a model directory as this task, with a preprocessor when it has a vocab.txt.
 
         A directory saved from this same task (with the same `task_kwargs`,
         if given) loads whole, head included. Any other directory (an
         encoder, a pretrainer, another task) gives its encoder weights and
         a freshly initialized head built from `task_kwargs`.
 
+        Args:
+            model_dir: str, the model directory.
+            dtype: None or a Keras dtype policy name ("mixed_bfloat16").
+            max_seq_length: int, the longest packed text of the attached
+                preprocessor; default task.json's, else the model's
+                max_position_embeddings (at most 512).
+            lowercase: bool; default task.json's, else guessed from vocab.txt.
+            **task_kwargs: the head's arguments (num_classes, label_names, ...).
+
         Example:
         >>> clf = BertClassifier.from_pretrained("models/minilm", num_classes=3)
+        >>> clf.predict(["what a day"]).shape
+        (1, 3)
         """
         from keras_bert.models.encoder import BertEncoder
 
         encoder_kwargs = {} if dtype is None else {"dtype": dtype}
         model = model_dir_lib.load_model_dir(model_dir, BertEncoder, **encoder_kwargs)
-        if isinstance(model, cls):
-            saved = model.task_config()
-            if all(saved.get(k) == v for k, v in task_kwargs.items()):
-                return model
-        encoder = getattr(model, "encoder", model)
-        fresh = cls(encoder=encoder, **task_kwargs)
-        fresh.vocab_file = model.vocab_file
-        return fresh
+        info = model.task_info or {}
+        if not (isinstance(model, cls) and all(
+                model.task_config().get(k) == v for k, v in task_kwargs.items())):
+            encoder = getattr(model, "encoder", model)
+            vocab_file = model.vocab_file
+            model = cls(encoder=encoder, **task_kwargs)
+            model.vocab_file = vocab_file
+            model.task_info = None
+        if model.vocab_file is not None:
+            model.preprocessor = model_dir_lib.build_preprocessor(
+                model.vocab_file, model.encoder.max_position_embeddings, info,
+                max_seq_length=max_seq_length, lowercase=lowercase)
+        return model
+
+
+def check_labels(num_classes, label_names):
+    """Validates `num_classes` and the optional `label_names` against it."""
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+        raise ValueError(f"Expected num_classes >= 1. Received: num_classes={num_classes!r}")
+    if label_names is not None:
+        if isinstance(label_names, (str, bytes)) or not isinstance(label_names, (list, tuple)):
+            raise ValueError(
+                f"Expected label_names to be a list of str. Received: {label_names!r}"
+            )
+        label_names = [str(name) for name in label_names]
+        if len(label_names) != num_classes:
+            raise ValueError(
+                f"label_names has {len(label_names)} names but num_classes={num_classes}. "
+                f"Received: label_names={label_names}"
+            )
+        if len(set(label_names)) != len(label_names):
+            raise ValueError(f"label_names has duplicates. Received: {label_names}")
+    return label_names
+
+
+def default_label_names(num_classes, label_names):
+    """`label_names`, or "0".."K-1" when there are none."""
+    return list(label_names) if label_names else [str(i) for i in range(num_classes)]

@@ -45,8 +45,8 @@ class BertPacker(keras.layers.Layer):
         pad_token_id: int, id of `[PAD]` (fills the padding).
         sequence_length: int or None. An int pads (and truncates) every
             sequence to exactly this length. None pads to the longest packed
-            sequence of the batch, truncating to `max_length`.
-        max_length: int, the truncation length when `sequence_length` is
+            sequence of the batch, truncating to `max_seq_length`.
+        max_seq_length: int, the truncation length when `sequence_length` is
             None (the model's `max_position_embeddings`, 512 for BERT).
             Ignored otherwise.
         truncation: "longest_first" (the paper's rule: trim the longer
@@ -82,7 +82,7 @@ class BertPacker(keras.layers.Layer):
         sep_token_id,
         pad_token_id=0,
         sequence_length=128,
-        max_length=512,
+        max_seq_length=512,
         truncation="longest_first",
         **kwargs,
     ):
@@ -107,10 +107,10 @@ class BertPacker(keras.layers.Layer):
                 "for [CLS] and [SEP]). "
                 f"Received: sequence_length={sequence_length!r}"
             )
-        if not isinstance(max_length, int) or max_length < 3:
+        if not isinstance(max_seq_length, int) or max_seq_length < 3:
             raise ValueError(
-                "Expected max_length to be an int >= 3. "
-                f"Received: max_length={max_length!r}"
+                "Expected max_seq_length to be an int >= 3. "
+                f"Received: max_seq_length={max_seq_length!r}"
             )
         if truncation not in _TRUNCATIONS:
             raise ValueError(
@@ -121,7 +121,7 @@ class BertPacker(keras.layers.Layer):
         self.sep_token_id = sep_token_id
         self.pad_token_id = pad_token_id
         self.sequence_length = sequence_length
-        self.max_length = max_length
+        self.max_seq_length = max_seq_length
         self.truncation = truncation
         self.built = True
 
@@ -179,7 +179,7 @@ class BertPacker(keras.layers.Layer):
 
     def call(self, inputs):
         segments, unbatched = self._standardize(inputs)
-        length = self.sequence_length or self.max_length
+        length = self.sequence_length or self.max_seq_length
         segments = self._trim(segments, length - len(segments) - 1)
 
         batch_size = segments[0].nrows()
@@ -221,7 +221,7 @@ class BertPacker(keras.layers.Layer):
                 "sep_token_id": self.sep_token_id,
                 "pad_token_id": self.pad_token_id,
                 "sequence_length": self.sequence_length,
-                "max_length": self.max_length,
+                "max_seq_length": self.max_seq_length,
                 "truncation": self.truncation,
             }
         )

@@ -19,7 +19,7 @@ class BertPreprocessor(keras.layers.Layer):
     Args:
         tokenizer: a `BertTokenizer`.
         sequence_length: int or None; see `BertPacker`.
-        max_length: int; see `BertPacker`.
+        max_seq_length: int; see `BertPacker`.
         truncation: "longest_first" or "round_robin"; see `BertPacker`.
         **kwargs: passed to `keras.layers.Layer`.
 
@@ -44,7 +44,7 @@ class BertPreprocessor(keras.layers.Layer):
         self,
         tokenizer,
         sequence_length=128,
-        max_length=512,
+        max_seq_length=512,
         truncation="longest_first",
         **kwargs,
     ):
@@ -60,15 +60,15 @@ class BertPreprocessor(keras.layers.Layer):
             )
         self.tokenizer = tokenizer
         self.sequence_length = sequence_length
-        self.max_length = max_length
+        self.max_seq_length = max_seq_length
         self.truncation = truncation
-        # Validates sequence_length, max_length and truncation.
+        # Validates sequence_length, max_seq_length and truncation.
         self.packer = BertPacker(
             cls_token_id=tokenizer.cls_token_id,
             sep_token_id=tokenizer.sep_token_id,
             pad_token_id=tokenizer.pad_token_id,
             sequence_length=sequence_length,
-            max_length=max_length,
+            max_seq_length=max_seq_length,
             truncation=truncation,
             name="packer",
         )
@@ -108,7 +108,7 @@ class BertPreprocessor(keras.layers.Layer):
                     self.tokenizer
                 ),
                 "sequence_length": self.sequence_length,
-                "max_length": self.max_length,
+                "max_seq_length": self.max_seq_length,
                 "truncation": self.truncation,
             }
         )

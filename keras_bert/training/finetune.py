@@ -34,12 +34,16 @@ import shutil
 import time
 
 import keras
+import numpy as np
 import tensorflow as tf
 
-from keras_bert.data import classification, conll, squad
+from keras_bert.config import DTYPES, BertConfig
+from keras_bert.data import batching
+from keras_bert.models.model_dir import CONFIG_FILE, VOCAB_FILE, read_task_info
+from keras_bert.models.registry import get_task, task_names
+from keras_bert.text import BertTokenizer, infer_lowercase
 from keras_bert.training.callbacks import StepLogger
 from keras_bert.training.distribute import resolve_strategy, worker_info
-from keras_bert.training.finetune_tasks import TASKS
 from keras_bert.training.optimizers import create_optimizer
 from keras_bert.training.finetuning_controls import (
     freeze_encoder_layers,
@@ -52,7 +56,87 @@ from keras_bert.training.trainer import Trainer
 logger = logging.getLogger("keras_bert.training")
 
 STATE_FILE = "finetune_state.json"
-DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+def predict_batches(model, dataset):
+    """Runs `model` (inference mode) over (features, ...) batches; yields numpy outputs."""
+    predict = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+    for element in dataset:
+        features = element[0] if isinstance(element, tuple) else element
+        yield keras.tree.map_structure(lambda t: np.asarray(t), predict(features))
+
+
+class FinetuneTask:
+    """Shared setup: model directory, vocabulary, tokenizer, sequence length.
+
+    Subclasses set `name`, `model_class`, `metrics` (higher is better, the
+    first is the default early-stopping metric) and implement `prepare`,
+    `model_kwargs`, `loss`, `evaluate`.
+    """
+
+    name = None
+    model_class = None
+    metrics = ()
+    default_max_seq_length = 128
+    padding_values = None  # Of training elements; None = 0 everywhere.
+
+    def __init__(self, model_dir, options):
+        self.model_dir = model_dir
+        self.options = options
+        config = BertConfig.from_json_file(os.path.join(model_dir, CONFIG_FILE))
+        self.vocab_file = os.path.join(model_dir, VOCAB_FILE)
+        if not os.path.exists(self.vocab_file):
+            raise FileNotFoundError(
+                f"{model_dir} has no {VOCAB_FILE}: fine-tuning tokenizes text with the model's "
+                f"vocabulary. Copy it in or re-create the directory with "
+                f"tools/convert_checkpoint.py."
+            )
+        self.base_info = read_task_info(model_dir) or {}
+        self.max_seq_length = (
+            options.max_seq_length or self.base_info.get("max_seq_length")
+            or self.default_max_seq_length
+        )
+        if not 3 <= self.max_seq_length <= config.max_position_embeddings:
+            raise ValueError(
+                f"--max-seq-length {self.max_seq_length} is out of range: the model in "
+                f"{model_dir} takes 3 to {config.max_position_embeddings} positions "
+                f"(max_position_embeddings)."
+            )
+        lowercase = options.lowercase
+        if lowercase is None:
+            lowercase = self.base_info.get("lowercase")
+        if lowercase is None:
+            lowercase = infer_lowercase(self.vocab_file)
+        self.lowercase = bool(lowercase)
+        self.tokenizer = BertTokenizer(self.vocab_file, lowercase=self.lowercase)
+
+    @classmethod
+    def read_data(cls, path, training, options, **reader_options):
+        """Reads one input file (or source) of the task; see `read_task_data`."""
+        raise NotImplementedError
+
+    def base_label_names(self):
+        """Label names of a model directory of this same task, if any."""
+        if self.base_info.get("task") == self.name:
+            return self.base_info.get("task_config", {}).get("label_names")
+        return None
+
+    def build_model(self, dtype=None):
+        return self.model_class.from_pretrained(self.model_dir, dtype=dtype, **self.model_kwargs())
+
+    def training_batches(self, batch_size, seed, input_pipeline_id=0, num_input_pipelines=1):
+        return batching.training_batches(
+            self.train_dataset, batch_size, self.max_seq_length, seed=seed,
+            input_pipeline_id=input_pipeline_id, num_input_pipelines=num_input_pipelines,
+            padding_values=self.padding_values,
+        )
+
+    def task_info(self):
+        """Facts for task.json besides the model's own task_config."""
+        return {"max_seq_length": self.max_seq_length, "lowercase": self.lowercase}
+
+    def write_predictions(self, output_dir):
+        """Writes evaluation predictions beside the model, when the task has any."""
 
 
 @dataclasses.dataclass
@@ -188,26 +272,24 @@ def read_task_data(task, path, training, options=None, text_column="text", text_
         it has none.
     """
     options = options or FinetuneOptions()
-    if task == "classification":
-        if path.startswith("tfds:"):
-            name, _, split = path[len("tfds:"):].partition("[")
-            split = split.rstrip("]") or (
-                "train" if training else classification.tfds_eval_split(name, tfds_data_dir))
-            examples, names = classification.read_tfds_classification(
-                name, split, None if text_column == "text" else text_column, text_b_column,
-                label_column, data_dir=tfds_data_dir)
-            if names is None:
-                options.regression = True
-            elif options.label_names is None:
-                options.label_names = names
-            return examples
-        return classification.read_classification_file(
-            path, text_column, text_b_column, label_column, options.regression, file_format)
-    if task == "token_classification":
-        return conll.read_conll(path)
-    if task == "span_qa":
-        return squad.read_squad(path, training=training)
-    raise ValueError(f"Unknown task {task!r}. Expected one of {sorted(TASKS)}.")
+    return finetune_task_class(task).read_data(
+        path, training, options, text_column=text_column, text_b_column=text_b_column,
+        label_column=label_column, file_format=file_format, tfds_data_dir=tfds_data_dir)
+
+
+def finetune_task_class(task):
+    """The `FinetuneTask` subclass registered for `task`."""
+    spec = get_task(task)
+    if spec.finetune is None:
+        raise ValueError(
+            f"Task {task!r} is not fine-tuned. Fine-tunable tasks: {fine_tunable_tasks()}."
+        )
+    return spec.finetune
+
+
+def fine_tunable_tasks():
+    """Names of the registered tasks that `finetune` runs."""
+    return [name for name in task_names() if get_task(name).finetune is not None]
 
 
 def _fingerprint(task, model_dir, options, num_examples):
@@ -332,14 +414,13 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     ...                   train, dev, FinetuneOptions(epochs=2))
     >>> result.best_metrics["accuracy"]
     """
-    if task not in TASKS:
-        raise ValueError(f"Unknown task {task!r}. Expected one of {sorted(TASKS)}.")
+    task_class = finetune_task_class(task)
     options = options or FinetuneOptions()
     start_time = time.time()
     strategy = strategy or resolve_strategy(options.strategy)
     _, _, is_chief = worker_info(strategy)
     keras.utils.set_random_seed(options.seed)
-    runner_task = TASKS[task](model_dir, options)
+    runner_task = task_class(model_dir, options)
     runner_task.prepare(train_data, eval_data)
     for report in {id(d.report): d.report for d in (train_data, eval_data)}.values():
         logger.info("%s", report.summary())

@@ -17,6 +17,7 @@ import os
 import keras
 import tensorflow as tf
 
+from keras_bert.config import DTYPES
 from keras_bert.data import pretraining_data
 from keras_bert.models import BertEncoder, BertPretrainer
 from keras_bert.training import callbacks as callbacks_lib
@@ -25,7 +26,6 @@ from keras_bert.training.input_pipeline import pretraining_dataset
 from keras_bert.training.optimizers import OPTIMIZERS, create_optimizer
 from keras_bert.training.trainer import Trainer
 
-DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 JIT_SETTINGS = ("auto", "on", "off")
 RUN_FILE = "pretraining_run.json"
 # Changing these mid-run would not be a resume but another run.
@@ -264,11 +264,11 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
             loss_scale=config.dtype == "mixed_float16")
         model.compile(optimizer=optimizer, jit_compile=False)
 
-    max_length = model.encoder.max_position_embeddings
-    if eval_data_dir is not None and eval_metadata["max_seq_length"] > max_length:
+    max_positions = model.encoder.max_position_embeddings
+    if eval_data_dir is not None and eval_metadata["max_seq_length"] > max_positions:
         raise ValueError(
             f"The evaluation data's max_seq_length ({eval_metadata['max_seq_length']}) "
-            f"exceeds the model's max_position_embeddings ({max_length}).")
+            f"exceeds the model's max_position_embeddings ({max_positions}).")
 
     tf.io.gfile.makedirs(output_dir)
     run = {

@@ -83,7 +83,7 @@ def test_reads_checkpoint_prefix(release):
     assert detect_format(folder) == "google"
     source = read_google_checkpoint(prefix)
     assert source.config == config
-    assert source.do_lower_case is True  # "uncased_" in the folder name
+    assert source.lowercase is True  # "uncased_" in the folder name
     assert sorted(source.weights) == sorted(weights)
     np.testing.assert_array_equal(
         source.weights["cls/seq_relationship/output_weights"],

@@ -14,7 +14,8 @@ import tensorflow as tf
 from safetensors.numpy import load_file
 
 from keras_bert.checkpoints import convert_checkpoint, read_checkpoint, write_google_checkpoint
-from keras_bert.models import BertClassifier, BertEncoder
+from keras_bert.models import BertEncoder
+from keras_bert.tasks import BertClassifier
 from tests.checkpoints.conftest import minilm_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -13,7 +13,8 @@ import tensorflow as tf
 
 from keras_bert.config import BertConfig
 from keras_bert.export import export_model
-from keras_bert.models import BertClassifier, BertEncoder, load_model_dir
+from keras_bert.models import BertEncoder, load_model_dir
+from keras_bert.tasks import BertClassifier
 from keras_bert.text import BertPreprocessor, BertTokenizer
 
 VOCAB = [
@@ -46,10 +47,10 @@ def tiny_encoder(seed=0):
     return BertEncoder(**config.to_dict())
 
 
-def preprocessor(vocab_file, max_length=MAX_LENGTH):
+def preprocessor(vocab_file, max_seq_length=MAX_LENGTH):
     """The in-Python reference: batch-longest packing, as the export does."""
     return BertPreprocessor(BertTokenizer(vocab_file), sequence_length=None,
-                            max_length=max_length)
+                            max_seq_length=max_seq_length)
 
 
 def fit_a_few_steps(model, inputs, targets, loss, sample_weight=None):

@@ -185,7 +185,7 @@ def test_fixed_length_and_multiple_of_padding(classifier_export):
     rounded = build_serving_module(classifier_export["model"], pad_to_multiple_of=8)
     assert rounded.preprocess(tf.constant(["a good"]))["token_ids"].shape == (1, 8)
     long = rounded.preprocess(tf.constant(["good " * 100]))["token_ids"]
-    assert long.shape == (1, MAX_LENGTH)  # Rounded up, but never past max_length.
+    assert long.shape == (1, MAX_LENGTH)  # Rounded up, but never past max_seq_length.
 
 
 def test_pairs_and_regression(classifier_export):
@@ -195,7 +195,7 @@ def test_pairs_and_regression(classifier_export):
     assert packed["segment_ids"].numpy().tolist() == [[0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 0, 0]]
     assert sorted(pairs.classify.function_spec.arg_names) == ["text", "text_b"]
 
-    from keras_bert.models import BertClassifier
+    from keras_bert.tasks import BertClassifier
 
     regressor = BertClassifier(classifier_export["model"].encoder, num_classes=1)
     module = build_serving_module(regressor, vocab_file=classifier_export["vocab_file"],
@@ -226,7 +226,7 @@ def test_versions_and_atomic_export(classifier_export, tmp_path):
     assert os.listdir(os.path.dirname(export_dir)) == ["1"]
     with open(os.path.join(export_dir, INFO_FILE)) as f:
         info = json.load(f)
-    assert info["max_length"] == MAX_LENGTH
+    assert info["max_seq_length"] == MAX_LENGTH
     assert info["signatures"]["serving_default"]["inputs"] == {
         "text": {"dtype": "string", "shape": [None]}}
 

@@ -32,7 +32,7 @@ def model_dir(tmp_path_factory):
 def reference(model_dir, layers, pooling):
     encoder = BertEncoder.from_pretrained(model_dir / "model")
     pre = BertPreprocessor.from_vocab_file(encoder.vocab_file, sequence_length=None,
-                                           max_length=32)
+                                           max_seq_length=32)
     layer = BertFeatures(encoder, layers=layers, pooling=pooling)
     return [np.asarray(layer(pre(tf.constant([line]))))[0] for line in LINES]
 

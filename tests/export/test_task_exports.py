@@ -10,7 +10,8 @@ import tensorflow as tf
 
 from keras_bert.export import build_serving_module, export_model
 from keras_bert.export.predict import load_export, run_signature
-from keras_bert.models import BertEncoder, BertSpanLabeler, BertTokenClassifier, load_model_dir
+from keras_bert.models import BertEncoder, load_model_dir
+from keras_bert.tasks import BertSpanLabeler, BertTokenClassifier
 from keras_bert.text import BertTokenizer
 from tests.export.conftest import (
     fit_a_few_steps,
@@ -165,14 +166,14 @@ def test_token_labels_and_offsets(exports, clean):
     assert clean["tag_empty"]["label"] == [0, 0]
 
 
-def reference_answer(exports, question, context, max_length=QA_MAX_LENGTH, max_query_length=6,
+def reference_answer(exports, question, context, max_seq_length=QA_MAX_LENGTH, max_query_length=6,
                      doc_stride=4, max_answer_length=5, max_windows=16):
     """google-research/bert run_squad.py, one feature at a time, every (start, end) pair."""
     tokenizer = BertTokenizer(exports["vocab_file"])
     query = tokenizer(tf.constant([question]))[0].numpy().tolist()[:max_query_length]
     ids, starts, ends = (x[0].numpy().tolist() for x in tokenizer.tokenize_with_offsets(
         tf.constant([context]), unit="UTF8_CHAR"))
-    max_tokens = max_length - len(query) - 3
+    max_tokens = max_seq_length - len(query) - 3
     spans, offset = [], 0
     while offset < len(ids):
         length = min(len(ids) - offset, max_tokens)
@@ -234,9 +235,9 @@ def test_span_qa_answers_like_run_squad(exports, clean):
 
 
 def test_span_qa_no_answer_threshold(exports):
-    # (The export above, allow_no_answer=False, answers every non-empty context.)
+    # (The export above, version_2_with_negative=False, answers every non-empty context.)
     questions, contexts = tf.constant(QUESTIONS[:2]), tf.constant(CONTEXTS[:2])
-    never = build_serving_module(exports["qa"], allow_no_answer=True,
+    never = build_serving_module(exports["qa"], version_2_with_negative=True,
                                  null_score_diff_threshold=-1e9)
     unanswered = never.answer(questions, contexts)
     assert unanswered["answer"].numpy().tolist() == [b"", b""]

@@ -111,11 +111,11 @@ def test_single_segment_truncates_and_pads():
 
 
 def test_dynamic_padding_to_longest_in_batch():
-    packer = BertPacker(CLS, SEP, sequence_length=None, max_length=8)
+    packer = BertPacker(CLS, SEP, sequence_length=None, max_seq_length=8)
     out = packer(tf.ragged.constant([[1, 2], [3, 4, 5, 6], [7]]))
     assert out["token_ids"].shape == (3, 6)  # Longest: 4 tokens + 2.
     assert out["padding_mask"].numpy().sum(1).tolist() == [4, 6, 3]
-    # Capped at max_length.
+    # Capped at max_seq_length.
     out = packer(tf.ragged.constant([list(range(1, 20))]))
     assert out["token_ids"].numpy().tolist() == [
         [CLS, 1, 2, 3, 4, 5, 6, SEP]
@@ -139,7 +139,7 @@ def test_unbatched_example_in_dataset_map():
 
 def test_config_round_trip():
     packer = BertPacker(
-        CLS, SEP, sequence_length=None, max_length=64, truncation="round_robin"
+        CLS, SEP, sequence_length=None, max_seq_length=64, truncation="round_robin"
     )
     clone = keras.saving.deserialize_keras_object(
         keras.saving.serialize_keras_object(packer)
@@ -154,7 +154,7 @@ def test_config_round_trip():
     [
         ({"truncation": "waterfall"}, "truncation='waterfall'"),
         ({"sequence_length": 2}, "sequence_length=2"),
-        ({"max_length": 0}, "max_length=0"),
+        ({"max_seq_length": 0}, "max_seq_length=0"),
     ],
 )
 def test_argument_errors(kwargs, message):

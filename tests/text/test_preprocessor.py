@@ -51,11 +51,11 @@ def test_pairs(preprocessor):
 
 def test_same_as_tokenizer_then_packer(vocab_path):
     preprocessor = BertPreprocessor.from_vocab_file(
-        vocab_path, sequence_length=None, max_length=32,
+        vocab_path, sequence_length=None, max_seq_length=32,
         truncation="round_robin",
     )
     tokenizer = BertTokenizer(vocab_path)
-    packer = BertPacker(101, 102, sequence_length=None, max_length=32,
+    packer = BertPacker(101, 102, sequence_length=None, max_seq_length=32,
                         truncation="round_robin")
     a = tf.constant(["Héllo there, how are you?", "Fine."])
     b = tf.constant(["中文 text " * 10, "ok"])

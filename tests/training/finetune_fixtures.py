@@ -78,7 +78,7 @@ Germany NNP B-LOC
 """
 
 
-def squad_json(version_2=False):
+def squad_json(version_2_with_negative=False):
     """A small SQuAD file: accents, punctuation, inner whitespace, long context."""
     long_context = " ".join(["the river seine flows in paris ."] * 12) + " the eiffel tower was built in 1889 ."
     paragraphs = [
@@ -111,10 +111,10 @@ def squad_json(version_2=False):
             ],
         },
     ]
-    if version_2:
+    if version_2_with_negative:
         paragraphs[1]["qas"].append(
             {"id": "q7", "question": "Who lost?", "answers": [], "is_impossible": True})
-    return {"version": "v2.0" if version_2 else "1.1",
+    return {"version": "v2.0" if version_2_with_negative else "1.1",
             "data": [{"title": "t", "paragraphs": paragraphs}]}
 
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from keras_bert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
+from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from keras_bert.training import finetune as finetune_lib
 from tests.training.finetune_fixtures import (
     CONLL_TEXT,
@@ -123,7 +123,7 @@ def test_token_classification_end_to_end(workdir):
 
 
 def test_span_qa_end_to_end(workdir):
-    data = write_json(str(workdir / "squad.json"), squad_json(version_2=True))
+    data = write_json(str(workdir / "squad.json"), squad_json(version_2_with_negative=True))
     output = workdir / "qa"
     code, log = run_tool(
         "--task", "span_qa", "--model", workdir / "tiny", "--train", data, "--eval", data,

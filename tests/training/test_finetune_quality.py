@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
-from keras_bert.data.tweets import tweet_sentiment_split
+from keras_bert.tasks.classification.tweets import tweet_sentiment_split
 from keras_bert.training.finetune import FinetuneOptions, finetune
 
 TRAIN_SIZE = 1200

@@ -2,7 +2,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert.models import BertClassifier, BertEncoder
+from keras_bert.models import BertEncoder
+from keras_bert.tasks import BertClassifier
 from keras_bert.training.finetuning_controls import (
     GradualUnfreezing,
     freeze_encoder_layers,

@@ -2,10 +2,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert.models import (
+from keras_bert.models import BertEncoder, BertPretrainer
+from keras_bert.tasks import (
     BertClassifier,
-    BertEncoder,
-    BertPretrainer,
     BertSpanLabeler,
     BertTokenClassifier,
 )

@@ -444,7 +444,7 @@ def classification_dataset(examples, labels, preprocessor):
 
     Tokenization and packing run in the graph (`preprocessor`, a
     `BertPreprocessor` with `sequence_length=None`, so each example keeps
-    its own length, at most `preprocessor.max_length`); the result is cached
+    its own length, at most `preprocessor.max_seq_length`); the result is cached
     in memory, so text is tokenized once. Batch it with
     `batching.training_batches` or `batching.eval_batches`.
 

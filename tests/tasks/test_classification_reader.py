@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.data import batching, classification, tweets
+from keras_bert.data import batching
+from keras_bert.tasks.classification import reader as classification, tweets
 from keras_bert.text import BertPreprocessor
 from tests.training.finetune_fixtures import make_vocab
 
@@ -124,7 +125,7 @@ def test_split_is_seeded_disjoint_and_complete():
 def test_dataset_is_tokenized_in_graph_and_bucketed(tmp_path):
     vocab = str(tmp_path / "vocab.txt")
     make_vocab(vocab)
-    preprocessor = BertPreprocessor.from_vocab_file(vocab, sequence_length=None, max_length=20)
+    preprocessor = BertPreprocessor.from_vocab_file(vocab, sequence_length=None, max_seq_length=20)
     examples = classification.ClassificationExamples(
         ["good movie", "the plot was boring"], ["bad", "a happy city"], ["pos", "neg"], ["a", "b"])
     dataset = classification.classification_dataset(examples, np.array([1, 0], "int32"), preprocessor)

@@ -121,10 +121,10 @@ class SpanQAServingModule(BertServingModule):
                              [CLS] "no answer" span when there is none)
 
     The question is truncated to `max_query_length` tokens. The context is
-    read in windows of max_length - 3 - question tokens, `doc_stride` apart,
+    read in windows of max_seq_length - 3 - question tokens, `doc_stride` apart,
     at most `max_windows` of them (longer contexts: the rest is not read).
     "No answer" happens when the context has no tokens or, with
-    `allow_no_answer` (SQuAD 2.0 models), when the [CLS] score beats the best
+    `version_2_with_negative` (SQuAD 2.0 models), when the [CLS] score beats the best
     span by more than `null_score_diff_threshold`.
 
     `preprocess(question, context)` gives the windows: token_ids,
@@ -136,24 +136,31 @@ class SpanQAServingModule(BertServingModule):
         doc_stride: int (128).
         max_answer_length: int, in tokens (30).
         max_windows: int, windows per example.
-        allow_no_answer: bool.
+        version_2_with_negative: bool.
         null_score_diff_threshold: float.
         **kwargs: `BertServingModule` arguments.
     """
 
     SIGNATURES = {**BertServingModule.SIGNATURES, "answer": "answer"}
     DEFAULT_SIGNATURE = "answer"
+    TASK_OPTIONS = ("max_query_length", "doc_stride", "max_answer_length", "max_windows",
+                    "version_2_with_negative", "null_score_diff_threshold")
 
-    def __init__(self, model, tokenizer, vocab_file, max_length, max_query_length=64,
+    @classmethod
+    def options_from_task_info(cls, task_info):
+        # tools/finetune.py writes the SQuAD settings the model was trained with.
+        return {k: task_info[k] for k in cls.TASK_OPTIONS if k in task_info}
+
+    def __init__(self, model, tokenizer, vocab_file, max_seq_length, max_query_length=64,
                  doc_stride=128, max_answer_length=30, max_windows=16,
-                 allow_no_answer=False, null_score_diff_threshold=0.0, **kwargs):
+                 version_2_with_negative=False, null_score_diff_threshold=0.0, **kwargs):
         for name, value in (("max_query_length", max_query_length),
                             ("doc_stride", doc_stride),
                             ("max_answer_length", max_answer_length),
                             ("max_windows", max_windows)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
-        length = kwargs.get("sequence_length") or max_length
+        length = kwargs.get("sequence_length") or max_seq_length
         if length < 5:
             raise ValueError(
                 f"Span QA needs room for [CLS] question [SEP] context [SEP]. "
@@ -164,9 +171,9 @@ class SpanQAServingModule(BertServingModule):
         self.doc_stride = doc_stride
         self.max_answer_length = max_answer_length
         self.max_windows = max_windows
-        self.allow_no_answer = bool(allow_no_answer)
+        self.version_2_with_negative = bool(version_2_with_negative)
         self.null_score_diff_threshold = float(null_score_diff_threshold)
-        super().__init__(model, tokenizer, vocab_file, max_length, **kwargs)
+        super().__init__(model, tokenizer, vocab_file, max_seq_length, **kwargs)
 
     def _define_signatures(self):
         super()._define_signatures()
@@ -178,7 +185,7 @@ class SpanQAServingModule(BertServingModule):
 
     def _features(self, question, context):
         """Packed windows [F, S] (+ example [F]) and the bookkeeping of `_answer`."""
-        length = self.sequence_length or self.max_length
+        length = self.sequence_length or self.max_seq_length
         question_ids = self.tokenize(question)[:, : self.max_query_length]  # (B, (q))
         ids, starts, ends = self.tokenize_with_offsets(context)  # (B, (c))
         question_lengths = tf.cast(question_ids.row_lengths(), tf.int32)
@@ -237,7 +244,7 @@ class SpanQAServingModule(BertServingModule):
         )
         null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], example, batch)
         answerable = best > _NEG / 2
-        if self.allow_no_answer:
+        if self.version_2_with_negative:
             answerable &= null - best <= self.null_score_diff_threshold
 
         chosen = tf.where(answerable, chosen, 0)

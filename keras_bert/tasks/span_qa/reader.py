@@ -66,10 +66,10 @@ class SquadQuestion:
 
 @dataclasses.dataclass
 class SquadData:
-    """The questions of a SQuAD file; `version_2` when any is unanswerable."""
+    """The questions of a SQuAD file; `version_2_with_negative` when any is unanswerable."""
 
     questions: list
-    version_2: bool
+    version_2_with_negative: bool
     report: DataReport
 
     def __len__(self):
@@ -112,7 +112,7 @@ def read_squad(path, training, max_logged=20):
     if not isinstance(root, dict) or not isinstance(root.get("data"), list):
         raise ValueError(f"{path}: expected a SQuAD file, a JSON object with a 'data' list of articles.")
     questions, seen = [], set()
-    version_2 = str(root.get("version", "")).startswith("v2")
+    version_2_with_negative = str(root.get("version", "")).startswith("v2")
     for where, qa, context in _question_entries(root, path):
         qid = qa.get("id")
         if not qid or not isinstance(qa.get("question"), str) or not qa["question"].strip():
@@ -125,7 +125,7 @@ def read_squad(path, training, max_logged=20):
             report.skip(where, "duplicate id")
             continue
         impossible = bool(qa.get("is_impossible", False))
-        version_2 = version_2 or impossible
+        version_2_with_negative = version_2_with_negative or impossible
         spans, texts = _check_answers(qa.get("answers") or [], context, where, training, report)
         if training and not impossible and not spans:
             report.skip(where, "no usable answer")
@@ -133,7 +133,7 @@ def read_squad(path, training, max_logged=20):
         seen.add(qid)
         questions.append(SquadQuestion(qid, qa["question"], context, spans, texts, impossible, where))
         report.kept()
-    return SquadData(questions, version_2, report)
+    return SquadData(questions, version_2_with_negative, report)
 
 
 def _question_entries(root, path):
@@ -336,7 +336,7 @@ def squad_dataset(features):
 
 
 def squad_predictions(data, features, start_logits, end_logits, n_best_size=20,
-                      max_answer_length=30, null_score_diff_threshold=0.0, version_2=None):
+                      max_answer_length=30, null_score_diff_threshold=0.0, version_2_with_negative=None):
     """Predicted answer text of every question.
 
     Args:
@@ -348,13 +348,13 @@ def squad_predictions(data, features, start_logits, end_logits, n_best_size=20,
         max_answer_length: int, longest answer in tokens.
         null_score_diff_threshold: float (v2.0), answer "" when the null
             score beats the best span by more than this.
-        version_2: bool or None (None: `data.version_2`).
+        version_2_with_negative: bool or None (None: `data.version_2_with_negative`).
 
     Returns:
         A tuple `(predictions, null_odds)`: {question id: text} and
         {question id: null score - best span score} (v2.0 only, else empty).
     """
-    version_2 = data.version_2 if version_2 is None else version_2
+    version_2_with_negative = data.version_2_with_negative if version_2_with_negative is None else version_2_with_negative
     best = {}  # question index -> (score, text)
     null = {}  # question index -> smallest null score
     for f in range(len(features)):
@@ -381,7 +381,7 @@ def squad_predictions(data, features, start_logits, end_logits, n_best_size=20,
     predictions, null_odds = {}, {}
     for q, question in enumerate(data.questions):
         score, text = best.get(q, (-np.inf, ""))
-        if version_2 and q in null:
+        if version_2_with_negative and q in null:
             null_odds[question.qid] = float(null[q] - score) if np.isfinite(score) else float("inf")
             if null[q] - score > null_score_diff_threshold:
                 text = ""

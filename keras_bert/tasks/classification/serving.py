@@ -3,6 +3,7 @@
 import tensorflow as tf
 
 from keras_bert.export.serving_module import STRINGS, BertServingModule
+from keras_bert.models.task import default_label_names
 
 
 class ClassifierServingModule(BertServingModule):
@@ -17,22 +18,29 @@ class ClassifierServingModule(BertServingModule):
         score          float32 [B]     the model's output
 
     Pairs are packed as [CLS] text [SEP] text_b [SEP], truncated longest
-    first to `max_length`. `preprocess` takes the same inputs.
+    first to `max_seq_length`. `preprocess` takes the same inputs.
 
     Args:
         model: a `BertClassifier`.
-        label_names: list of K str, or None for "0".."K-1".
+        label_names: list of K str, or None for the model's `label_names`
+            (or "0".."K-1" if it has none).
         pairs: bool, signatures take (text, text_b).
         **kwargs: `BertServingModule` arguments.
     """
 
     SIGNATURES = {**BertServingModule.SIGNATURES, "classify": "classify"}
     DEFAULT_SIGNATURE = "classify"
+    TASK_OPTIONS = ("pairs",)
 
-    def __init__(self, model, tokenizer, vocab_file, max_length, label_names=None,
+    @classmethod
+    def options_from_task_info(cls, task_info):
+        # "pairs": tools/finetune.py writes it for sentence-pair data.
+        return {"pairs": bool(task_info.get("pairs", False))}
+
+    def __init__(self, model, tokenizer, vocab_file, max_seq_length, label_names=None,
                  pairs=False, **kwargs):
         num_classes = model.num_classes
-        label_names = label_names or [str(i) for i in range(num_classes)]
+        label_names = default_label_names(num_classes, label_names or model.label_names)
         if len(label_names) != num_classes:
             raise ValueError(
                 f"Expected {num_classes} label names (num_classes). "
@@ -41,7 +49,7 @@ class ClassifierServingModule(BertServingModule):
         self.pairs = bool(pairs)
         self.num_classes = num_classes
         self.label_names = tf.constant([str(name) for name in label_names], tf.string)
-        super().__init__(model, tokenizer, vocab_file, max_length, **kwargs)
+        super().__init__(model, tokenizer, vocab_file, max_seq_length, **kwargs)
 
     def _define_signatures(self):
         super()._define_signatures()

@@ -1,32 +1,33 @@
-"""BertTokenClassifier: a label per token (NER, POS tagging)."""
+"""BertClassifier: sentence and sentence-pair classification (or regression)."""
 
 import keras
 
 from keras_bert.config import check_rate
 from keras_bert.layers.activations import initializer
-from keras_bert.models.classifier import check_labels
-from keras_bert.models.model_dir import register_task
-from keras_bert.models.task import BertTask
+from keras_bert.models.task import BertTask, check_labels
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-@register_task("token_classification")
-class BertTokenClassifier(BertTask):
-    """Sequence output -> dropout -> dense: one label distribution per token.
+class BertClassifier(BertTask):
+    """The paper's fine-tuning head: pooled [CLS] -> dropout -> dense.
 
-    Output: float32 logits [batch_size, seq_length, num_classes]. Train with
-    a per-token loss and `sample_weight` 0 at padding and at tokens that
-    carry no label (e.g. ## continuations when labels go on the first piece).
+    Inputs: the encoder input dict (one sentence, or a pair packed as
+    [CLS] A [SEP] B [SEP] with segment ids 0/1).
+    Output: float32 logits [batch_size, num_classes] (for regression,
+    num_classes=1 and the output is the predicted value).
 
     Args:
         encoder: a `BertEncoder`.
-        num_classes: int, number of tags.
+        num_classes: int, number of labels (1 for regression, e.g. STS-B).
         dropout_rate: float or None; None uses the encoder's dropout_rate.
-        label_names: optional list of `num_classes` tag strings (e.g. "B-PER").
+        label_names: optional list of `num_classes` label strings, saved in
+            task.json and used by exports.
 
     Example:
-    >>> tagger = BertTokenClassifier(encoder, num_classes=9)
-    >>> tagger(inputs).shape  # (batch, seq, 9)
+    >>> classifier = BertClassifier(encoder, num_classes=3)
+    >>> classifier.compile(optimizer="adam",
+    ...     loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    >>> classifier.fit(x, labels)
     """
 
     def __init__(self, encoder, num_classes, dropout_rate=None, label_names=None, **kwargs):
@@ -46,8 +47,8 @@ class BertTokenClassifier(BertTask):
 
         # === Functional graph ===
         inputs = dict(encoder.input)
-        sequence = encoder(inputs)["sequence_output"]
-        logits = self.output_dense(self.dropout(sequence))
+        pooled = encoder(inputs)["pooled_output"]
+        logits = self.output_dense(self.dropout(pooled))
         logits = keras.layers.Activation("linear", dtype="float32", name="float32_logits")(logits)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 

@@ -57,7 +57,8 @@ def load_tweets(limit=None):
 
 def _classifier_for(model_or_dir):
     """A task model as it is, or a bare encoder wrapped in a 3-class classifier."""
-    from keras_bert.models import BertClassifier, BertEncoder, load_model_dir
+    from keras_bert.models import BertEncoder, load_model_dir
+from keras_bert.tasks import BertClassifier
 
     model = model_or_dir
     if isinstance(model_or_dir, (str, os.PathLike)):
@@ -71,7 +72,7 @@ def _classifier_for(model_or_dir):
 
 
 def benchmark_serving(model_or_dir, variants=None, batch_size=32, num_batches=10,
-                      latency_calls=20, rounds=3, max_length=128, workdir=None, log=print):
+                      latency_calls=20, rounds=3, max_seq_length=128, workdir=None, log=print):
     """Times exported variants of one model; see the module docstring.
 
     Args:
@@ -83,7 +84,7 @@ def benchmark_serving(model_or_dir, variants=None, batch_size=32, num_batches=10
         num_batches: batches of distinct tweets timed per round.
         latency_calls: single-text calls timed per round.
         rounds: interleaved rounds (each times every variant once).
-        max_length: truncation length of every variant.
+        max_seq_length: truncation length of every variant.
         workdir: where to write the exports (default: a temp dir).
         log: callable for progress lines, or None.
 
@@ -106,7 +107,7 @@ def benchmark_serving(model_or_dir, variants=None, batch_size=32, num_batches=10
     functions = {}
     for name, options in variants.items():
         path = export_model(model, os.path.join(workdir, name.replace("+", "_")),
-                            max_length=max_length, **options)
+                            max_seq_length=max_seq_length, **options)
         loaded = tf.saved_model.load(path)
         functions[name] = (loaded, loaded.signatures["serving_default"])
         log(f"exported and loaded {name}: {path}")

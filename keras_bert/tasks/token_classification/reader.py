@@ -24,7 +24,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data.classification import read_lines
+from keras_bert.tasks.classification.reader import read_lines
 from keras_bert.data.report import DataReport
 
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")

@@ -4,8 +4,8 @@ import keras
 from keras import ops
 
 from keras_bert.layers.activations import initializer
-from keras_bert.models.model_dir import register_task
-from keras_bert.models.task import BertTask
+from keras_bert.export.export import predict_text
+from keras_bert.models.task import BertTask, text_inputs
 
 _MASK_VALUE = -1e9
 
@@ -37,7 +37,6 @@ class SpanLogits(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-@register_task("span_qa")
 class BertSpanLabeler(BertTask):
     """SQuAD-style span head: a dense layer of 2 units over every token.
 
@@ -49,6 +48,14 @@ class BertSpanLabeler(BertTask):
 
     Args:
         encoder: a `BertEncoder`.
+
+    With a preprocessor (`from_pretrained` attaches one),
+    `predict((questions, contexts))` on strings returns what the export's
+    `answer` signature returns, from the same code: a dict of [batch] numpy
+    arrays `answer` (the text), `start`, `end` (character offsets in the
+    context, -1 for no answer) and `score`. Long contexts are read in
+    windows as the export does. On the integer input dict it returns the
+    logits, as any Keras model.
 
     Example:
     >>> qa = BertSpanLabeler(encoder)
@@ -71,3 +78,14 @@ class BertSpanLabeler(BertTask):
         sequence = encoder(inputs)["sequence_output"]
         outputs = self.span_logits(self.output_dense(sequence), inputs["padding_mask"])
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        texts = text_inputs(x)
+        if texts is None:
+            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
+                                   callbacks=callbacks)
+        if len(texts) != 2:
+            raise ValueError(
+                "BertSpanLabeler.predict takes (questions, contexts): two batches of strings."
+            )
+        return predict_text(self, texts, batch_size=batch_size or 64)

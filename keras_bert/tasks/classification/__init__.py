@@ -1,0 +1,12 @@
+"""Sentence and sentence-pair classification (or regression).
+
+model.py (the head), reader.py (data files), finetune.py (the fine-tuning
+task), serving.py (export signatures), metrics.py. Registered as 'classification'.
+"""
+
+from keras_bert.models.registry import TaskSpec, register_task
+from keras_bert.tasks.classification.finetune import ClassificationTask
+from keras_bert.tasks.classification.model import BertClassifier
+from keras_bert.tasks.classification.serving import ClassifierServingModule
+
+register_task(TaskSpec("classification", model=BertClassifier, finetune=ClassificationTask, serving=ClassifierServingModule))

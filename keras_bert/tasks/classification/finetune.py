@@ -1,0 +1,103 @@
+"""ClassificationTask: sentence (pair) classification or regression fine-tuning."""
+
+import keras
+import numpy as np
+
+from keras_bert.data import batching
+from keras_bert.tasks.classification import metrics as metrics_lib
+from keras_bert.tasks.classification import reader
+from keras_bert.tasks.classification.model import BertClassifier
+from keras_bert.text import BertPreprocessor
+from keras_bert.training.finetune import FinetuneTask, predict_batches
+
+
+class ClassificationTask(FinetuneTask):
+    """Sentence / sentence-pair classification, or regression (num_classes=1, MSE)."""
+
+    name = "classification"
+    model_class = BertClassifier
+
+    @classmethod
+    def read_data(cls, path, training, options, text_column="text", text_b_column=None,
+                  label_column="label", file_format=None, tfds_data_dir=None):
+        """A .csv / .tsv / .jsonl file, or "tfds:NAME[SPLIT]" (split "train" for
+        training, else "validation" or "test"). A TFDS dataset's ClassLabel names
+        go to `options.label_names` when it has none (no names: regression)."""
+        if path.startswith("tfds:"):
+            name, _, split = path[len("tfds:"):].partition("[")
+            split = split.rstrip("]") or (
+                "train" if training else reader.tfds_eval_split(name, tfds_data_dir))
+            examples, names = reader.read_tfds_classification(
+                name, split, None if text_column == "text" else text_column, text_b_column,
+                label_column, data_dir=tfds_data_dir)
+            if names is None:
+                options.regression = True
+            elif options.label_names is None:
+                options.label_names = names
+            return examples
+        return reader.read_classification_file(
+            path, text_column, text_b_column, label_column, options.regression, file_format)
+
+    def prepare(self, train, eval_data):
+        options = self.options
+        self.regression = options.regression or (
+            self.base_info.get("regression", False) and options.label_names is None
+        )
+        self.metrics = ("pearson", "spearman") if self.regression else ("accuracy", "macro_f1", "mcc")
+        self.preprocessor = BertPreprocessor(
+            self.tokenizer, sequence_length=None, max_seq_length=self.max_seq_length
+        )
+        if self.regression:
+            self.label_names = None
+            train_labels = np.asarray(train.labels, "float32")
+            eval_labels = np.asarray(eval_data.labels, "float32")
+        else:
+            self.label_names = (
+                options.label_names or self.base_label_names()
+                or reader.infer_label_names(train.labels)
+            )
+            if len(self.label_names) < 2:
+                raise ValueError(
+                    f"The training data has a single label {self.label_names}; classification "
+                    f"needs at least 2 (for a numeric target pass --regression)."
+                )
+            # Training rows must fit the label set too; a typo there is an error.
+            train, train_labels = reader.encode_labels(
+                train, self.label_names, options.unknown_labels)
+            eval_data, eval_labels = reader.encode_labels(
+                eval_data, self.label_names, options.unknown_labels)
+        self.eval_data, self.eval_labels = eval_data, eval_labels
+        self.pairs = train.texts_b is not None
+        self.num_train_examples = len(train)
+        self.train_dataset = reader.classification_dataset(
+            train, train_labels, self.preprocessor)
+        self.eval_dataset = reader.classification_dataset(
+            eval_data, eval_labels, self.preprocessor)
+
+    def model_kwargs(self):
+        if self.regression:
+            return {"num_classes": 1, "dropout_rate": self.options.dropout_rate}
+        return {
+            "num_classes": len(self.label_names),
+            "label_names": self.label_names,
+            "dropout_rate": self.options.dropout_rate,
+        }
+
+    def loss(self):
+        if self.regression:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def evaluate(self, model, batch_size):
+        batches = batching.eval_batches(self.eval_dataset, batch_size)
+        outputs = np.concatenate(list(predict_batches(model, batches)))
+        if self.regression:
+            return metrics_lib.regression_metrics(self.eval_labels, outputs[:, 0])
+        return metrics_lib.classification_metrics(
+            self.eval_labels, outputs.argmax(-1), len(self.label_names))
+
+    def task_info(self):
+        info = super().task_info()
+        # "pairs": the exported classifier takes (text, text_b).
+        info.update(regression=self.regression, pairs=self.pairs)
+        return info

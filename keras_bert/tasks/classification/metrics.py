@@ -1,0 +1,95 @@
+"""Classification and regression metrics, in numpy (no scikit-learn).
+
+- classification: accuracy, macro-F1, Matthews correlation (multi-class,
+  Gorodkin's R_K, as sklearn.metrics.matthews_corrcoef);
+- regression (STS-B): Pearson and Spearman correlation, MSE.
+"""
+
+import numpy as np
+
+
+def confusion_matrix(y_true, y_pred, num_classes):
+    """int64 [num_classes, num_classes]: rows are true labels, columns predictions."""
+    y_true = np.asarray(y_true, dtype="int64").ravel()
+    y_pred = np.asarray(y_pred, dtype="int64").ravel()
+    return np.bincount(y_true * num_classes + y_pred, minlength=num_classes**2).reshape(
+        num_classes, num_classes
+    )
+
+
+def macro_f1(confusion):
+    """Unweighted mean of per-class F1 over classes that occur (true or predicted).
+
+    Example:
+    >>> macro_f1(confusion_matrix([0, 0, 1, 1], [0, 1, 1, 1], 2))  # (2/3 + 4/5) / 2
+    0.7333333333333334
+    """
+    confusion = np.asarray(confusion, dtype="float64")
+    tp = np.diag(confusion)
+    true_count, pred_count = confusion.sum(1), confusion.sum(0)
+    present = (true_count + pred_count) > 0
+    denominator = true_count + pred_count
+    f1 = np.divide(2 * tp, denominator, out=np.zeros_like(tp), where=denominator > 0)
+    return float(f1[present].mean()) if present.any() else 0.0
+
+
+def matthews_corrcoef(confusion):
+    """Multi-class Matthews correlation (R_K) of a confusion matrix; 0 when undefined."""
+    confusion = np.asarray(confusion, dtype="float64")
+    t, p = confusion.sum(1), confusion.sum(0)
+    n, correct = confusion.sum(), np.trace(confusion)
+    numerator = correct * n - t @ p
+    denominator = np.sqrt((n**2 - p @ p) * (n**2 - t @ t))
+    return float(numerator / denominator) if denominator > 0 else 0.0
+
+
+def classification_metrics(y_true, y_pred, num_classes):
+    """Dict of accuracy, macro_f1 and mcc for integer labels and predictions."""
+    y_true = np.asarray(y_true).ravel()
+    y_pred = np.asarray(y_pred).ravel()
+    confusion = confusion_matrix(y_true, y_pred, num_classes)
+    return {
+        "accuracy": float(np.mean(y_true == y_pred)) if len(y_true) else 0.0,
+        "macro_f1": macro_f1(confusion),
+        "mcc": matthews_corrcoef(confusion),
+    }
+
+
+def pearson(x, y):
+    """Pearson correlation of two float vectors; 0 when either is constant."""
+    x = np.asarray(x, dtype="float64").ravel()
+    y = np.asarray(y, dtype="float64").ravel()
+    x, y = x - x.mean(), y - y.mean()
+    denominator = np.sqrt((x @ x) * (y @ y))
+    return float(x @ y / denominator) if denominator > 0 else 0.0
+
+
+def rankdata(values):
+    """Ranks from 1, ties get the mean of their ranks (scipy's "average")."""
+    values = np.asarray(values, dtype="float64").ravel()
+    order = np.argsort(values, kind="mergesort")
+    sorted_values = values[order]
+    # Group equal values; each group's rank is the mean of its positions + 1.
+    starts = np.r_[True, sorted_values[1:] != sorted_values[:-1]]
+    group = np.cumsum(starts) - 1
+    first = np.flatnonzero(starts)
+    last = np.r_[first[1:], len(values)] - 1
+    ranks = np.empty(len(values))
+    ranks[order] = (first[group] + last[group]) / 2 + 1
+    return ranks
+
+
+def spearman(x, y):
+    """Spearman rank correlation (Pearson of average ranks)."""
+    return pearson(rankdata(x), rankdata(y))
+
+
+def regression_metrics(y_true, y_pred):
+    """Dict of pearson, spearman and mse."""
+    y_true = np.asarray(y_true, dtype="float64").ravel()
+    y_pred = np.asarray(y_pred, dtype="float64").ravel()
+    return {
+        "pearson": pearson(y_true, y_pred),
+        "spearman": spearman(y_true, y_pred),
+        "mse": float(np.mean((y_true - y_pred) ** 2)) if len(y_true) else 0.0,
+    }

@@ -1,0 +1,67 @@
+"""TokenClassificationTask: a tag per word (NER), fine-tuned on CoNLL files."""
+
+import keras
+
+from keras_bert.data import batching
+from keras_bert.tasks.token_classification import metrics as metrics_lib
+from keras_bert.tasks.token_classification import reader as conll
+from keras_bert.tasks.token_classification.model import BertTokenClassifier
+from keras_bert.training.finetune import FinetuneTask, predict_batches
+
+
+class TokenClassificationTask(FinetuneTask):
+    """A tag per word (NER); labels on each word's first WordPiece."""
+
+    name = "token_classification"
+    model_class = BertTokenClassifier
+    metrics = ("f1", "precision", "recall")
+    padding_values = conll.LABEL_PADDING
+
+    @classmethod
+    def read_data(cls, path, training, options, **reader_options):
+        """A CoNLL file (token ... tag per line, blank line between sentences)."""
+        return conll.read_conll(path)
+
+    def prepare(self, train, eval_data):
+        options = self.options
+        self.label_names = options.label_names or self.base_label_names() or conll.tag_names(
+            train.tags)
+        train, train_ids = conll.encode_tags(train, self.label_names, options.unknown_labels)
+        eval_data, eval_ids = conll.encode_tags(eval_data, self.label_names, options.unknown_labels)
+        self.eval_data = eval_data
+        self.num_train_examples = len(train)
+        encoded = conll.token_classification_dataset(
+            train, train_ids, self.tokenizer, self.max_seq_length)
+        self.train_dataset = encoded.map(lambda x, y, index: (x, y))
+        encoded = conll.token_classification_dataset(
+            eval_data, eval_ids, self.tokenizer, self.max_seq_length)
+        self.eval_dataset = encoded.map(lambda x, y, index: (x, y))
+        self.word_index = list(encoded.map(lambda x, y, index: index).as_numpy_iterator())
+        self.cut_words = sum(
+            len(words) - int((index >= 0).sum())
+            for words, index in zip(eval_data.words, self.word_index)
+        )
+
+    def model_kwargs(self):
+        return {
+            "num_classes": len(self.label_names),
+            "label_names": self.label_names,
+            "dropout_rate": self.options.dropout_rate,
+        }
+
+    def loss(self):
+        # Label -1 marks pieces that carry no label (not first pieces, [CLS],
+        # [SEP], padding); the mean is over labeled pieces only.
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1)
+
+    def predict_tags(self, model, batch_size):
+        batches = batching.eval_batches(self.eval_dataset, batch_size, self.padding_values)
+        logits = [row for batch in predict_batches(model, batches) for row in batch]
+        return conll.predictions_to_tags(
+            logits, self.word_index, [len(w) for w in self.eval_data.words], self.label_names)
+
+    def evaluate(self, model, batch_size):
+        predicted = self.predict_tags(model, batch_size)
+        result = metrics_lib.entity_metrics(self.eval_data.tags, predicted)
+        result["words_without_prediction"] = self.cut_words
+        return result
