@@ -58,7 +58,7 @@ def load_tweets(limit=None):
 def _classifier_for(model_or_dir):
     """A task model as it is, or a bare encoder wrapped in a 3-class classifier."""
     from keras_bert.models import BertEncoder, load_model_dir
-from keras_bert.tasks import BertClassifier
+    from keras_bert.tasks.classification.model import BertClassifier
 
     model = model_or_dir
     if isinstance(model_or_dir, (str, os.PathLike)):

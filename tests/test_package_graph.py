@@ -1,0 +1,63 @@
+"""Imports run one way (DESIGN.md): config <- layers <- text <- models <-
+(data, training, checkpoints, export) <- tasks; no cycle between packages."""
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1] / "keras_bert"
+RANK = {"config": 0, "layers": 1, "text": 2, "models": 3, "data": 4, "training": 4,
+        "checkpoints": 4, "export": 4, "tasks": 5}
+
+
+def _package(module):
+    """keras_bert.models.task -> "models"; keras_bert.config -> "config"."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def _imports():
+    """{(importing package, imported package): first file:line}, for keras_bert modules."""
+    edges = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT.parent).with_suffix("")
+        module = ".".join(relative.parts)
+        if module in ("keras_bert.__init__",) or module.startswith("keras_bert._"):
+            continue
+        source = _package(module.removesuffix(".__init__"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            for name in names:
+                target = _package(name) if name.startswith("keras_bert.") else None
+                if target and target != source:
+                    edges.setdefault((source, target), f"{relative}.py:{node.lineno}")
+    return edges
+
+
+def test_every_package_has_a_rank():
+    packages = {p.name.removesuffix(".py") for p in ROOT.iterdir()
+                if not p.name.startswith("_") and (p.suffix == ".py" or p.is_dir())}
+    packages.discard("__pycache__")
+    assert packages <= set(RANK), f"Give {packages - set(RANK)} a rank in this test."
+
+
+def test_no_upward_import():
+    upward = {f"{where}: {src} imports {dst}" for (src, dst), where in _imports().items()
+              if RANK[dst] > RANK[src]}
+    assert not upward, "\n".join(sorted(upward))
+
+
+def test_no_cycle_between_packages():
+    graph = {}
+    for src, dst in _imports():
+        graph.setdefault(src, set()).add(dst)
+
+    def reaches(start, goal, seen=()):
+        return any(n == goal or (n not in seen and reaches(n, goal, seen + (n,)))
+                   for n in graph.get(start, ()))
+
+    cycles = sorted(p for p in graph if reaches(p, p))
+    assert not cycles, f"Packages in an import cycle: {cycles}"
