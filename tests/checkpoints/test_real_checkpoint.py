@@ -131,3 +131,37 @@ def test_classifier_from_converted_dir_takes_encoder_weights(converted, source_d
     assert sequence_diff <= ATOL and pooled_diff <= ATOL
     logits = classifier(_inputs(reference))
     assert logits.shape == (4, 3)
+
+
+def test_real_minilm_takes_raw_strings_end_to_end(converted, tmp_path):
+    """A new user's path: from_pretrained -> compile -> fit(strings) -> predict, pairs,
+    tf.data, .keras round trip, save_pretrained + export equal to softmax(predict)."""
+    import keras
+
+    from keras_bert.export import export_model
+    from keras_bert.export.predict import load_export, run_signature
+
+    texts = ["I love my new phone, the camera is amazing!", "worst customer service ever",
+             "The meeting is moved to 3pm on Thursday.", "ugh, stuck in traffic :(",
+             "Ünïcödé — “quotes” 東京 🙂", ""]
+    labels = np.array([2, 0, 1, 0, 1, 1])
+    classifier = BertClassifier.from_pretrained(converted[0], num_classes=3, max_seq_length=64)
+    assert classifier.preprocessor.tokenizer.lowercase is True  # uncased vocabulary
+    classifier.compile(optimizer=keras.optimizers.Adam(1e-5),
+                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    classifier.fit(texts, labels, batch_size=3, epochs=1, verbose=0)
+    logits = classifier.predict(texts, verbose=0)
+    assert logits.shape == (6, 3) and classifier.predict([texts[0]], verbose=0).shape == (1, 3)
+    pairs = classifier.predict((texts[:2], texts[2:4]), verbose=0)
+    assert pairs.shape == (2, 3) and not np.allclose(pairs, logits[:2], atol=1e-3)
+    dataset = tf.data.Dataset.from_tensor_slices((texts, labels)).batch(4)
+    classifier.fit(dataset, epochs=1, verbose=0)
+    logits = classifier.predict(texts, verbose=0)
+    classifier.save(str(tmp_path / "clf.keras"))
+    np.testing.assert_allclose(
+        keras.models.load_model(str(tmp_path / "clf.keras")).predict(texts, verbose=0), logits,
+        atol=1e-5)
+    classifier.save_pretrained(str(tmp_path / "clf"))
+    export = export_model(str(tmp_path / "clf"), str(tmp_path / "exports" / "clf"))
+    out = run_signature(load_export(export), {"text": texts})
+    np.testing.assert_allclose(out["probabilities"], tf.nn.softmax(logits).numpy(), atol=1e-4)
