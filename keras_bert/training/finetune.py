@@ -48,7 +48,6 @@ from keras_bert.training.optimizers import create_optimizer
 from keras_bert.training.finetuning_controls import (
     freeze_encoder_layers,
     layerwise_lr_multipliers,
-    with_lr_multipliers,
 )
 from keras_bert.training.pretrain import resolve_jit_compile
 from keras_bert.training.trainer import Trainer
@@ -437,13 +436,14 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
         if options.freeze_layers or options.freeze_embeddings:
             freeze_encoder_layers(model, options.freeze_layers,
                                   embeddings=options.freeze_embeddings)
-        optimizer = create_optimizer(
-            options.learning_rate, total_steps, warmup_steps, weight_decay=options.weight_decay,
-            global_clipnorm=options.global_clipnorm, loss_scale=options.dtype == "mixed_float16")
+        multipliers = None
         if options.layerwise_lr_decay != 1.0 or options.encoder_lr_multiplier != 1.0:
             multipliers = layerwise_lr_multipliers(
                 model, options.layerwise_lr_decay, options.encoder_lr_multiplier)
-            with_lr_multipliers(getattr(optimizer, "inner_optimizer", optimizer), multipliers)
+        optimizer = create_optimizer(
+            options.learning_rate, total_steps, warmup_steps, weight_decay=options.weight_decay,
+            global_clipnorm=options.global_clipnorm, loss_scale=options.dtype == "mixed_float16",
+            lr_multipliers=multipliers)
         loss_weights = getattr(runner_task, "loss_weights", lambda: None)()
         model.compile(optimizer=optimizer, loss=runner_task.loss(), loss_weights=loss_weights)
     logger.info(

@@ -1,15 +1,17 @@
-"""Fine-tuning controls: freezing, layer-wise learning-rate decay, gradual unfreezing."""
+"""Fine-tuning controls: freezing, layer-wise learning-rate decay, gradual unfreezing.
+
+`with_lr_multipliers` builds a subclass instance of the optimizer's class
+with `optimizers._LearningRateMultipliers`, whose one private Keras hook
+(`_apply_weight_decay`) is explained in `keras_bert.training.optimizers`.
+"""
 
 import keras
+
+from keras_bert.training.optimizers import _LearningRateMultipliers
 
 
 def _encoder_of(model):
     return getattr(model, "encoder", model)
-
-
-def encoder_layer_groups(encoder):
-    """The encoder's weights from the bottom up: [embeddings, block_0, ..., pooler]."""
-    return [encoder.embeddings, *encoder.encoder_blocks, encoder.pooler]
 
 
 def freeze_encoder_layers(model, num_layers, embeddings=True):
@@ -75,70 +77,58 @@ def layerwise_lr_multipliers(model, decay=1.0, encoder_multiplier=1.0):
     return multipliers
 
 
-class _MultiplierMixin:
-    """Scales the learning rate (and decoupled weight decay) per variable."""
+def _with_multipliers_class(base):
+    """`base` with `lr_multipliers` (a subclass, made once per class)."""
+    if issubclass(base, _LearningRateMultipliers):
+        return base
+    if base not in _MULTIPLIER_CLASSES:
+        _MULTIPLIER_CLASSES[base] = type(base.__name__, (_LearningRateMultipliers, base), {})
+    return _MULTIPLIER_CLASSES[base]
 
-    def _multiplier(self, variable):
-        return self._lr_multipliers_by_key.get(self._var_key(variable), 1.0)
 
-    def _index_multipliers(self, variables):
-        self._lr_multipliers_by_key = {
-            self._var_key(v): self._lr_multipliers[v.path]
-            for v in variables
-            if v.path in self._lr_multipliers
-        }
-
-    def build(self, variables):
-        super().build(variables)
-        self._index_multipliers(variables)
-
-    def update_step(self, gradient, variable, learning_rate):
-        multiplier = self._multiplier(variable)
-        if multiplier != 1.0:
-            learning_rate = learning_rate * multiplier
-        return super().update_step(gradient, variable, learning_rate)
-
-    def _apply_weight_decay(self, variables):
-        if self.weight_decay is None:
-            return
-        from keras import ops
-
-        for variable in variables:
-            if self._use_weight_decay(variable):
-                lr = ops.cast(self.learning_rate, variable.dtype) * self._multiplier(variable)
-                wd = ops.cast(self.weight_decay, variable.dtype)
-                variable.assign(variable - variable * wd * lr)
+_MULTIPLIER_CLASSES = {}
 
 
 def with_lr_multipliers(optimizer, multipliers):
-    """Makes `optimizer` scale its learning rate per variable.
+    """A copy of `optimizer` that scales its learning rate per variable.
 
-    Works with any Keras optimizer (SGD, Adam, AdamW, Lamb, ...): the
-    instance's class becomes a subclass that multiplies the learning rate
-    passed to each variable's update (and AdamW's decoupled weight decay).
-    Gradients are not scaled, so Adam-style optimizers see the true rates.
+    Works with any Keras optimizer (SGD, Adam, AdamW, Lamb, ...): the copy
+    is made with `from_config` from the optimizer's config, as an instance
+    of a subclass of its class (keras_bert's `AdamW` and `Lamb` take
+    `lr_multipliers` themselves) that multiplies the learning rate of each
+    variable's update and of its decoupled weight decay. Gradients are not
+    scaled, so Adam-style optimizers see the true rates. For
+    `create_optimizer`'s optimizers, pass `lr_multipliers=` to it instead
+    (that also works under loss scaling).
+
+    Weight-decay exclusions set with `exclude_from_weight_decay()` are not
+    part of a Keras optimizer's config: keras_bert's optimizers keep theirs
+    (`weight_decay_exclude`); for others, set them on the copy.
 
     Args:
-        optimizer: an unbuilt Keras optimizer.
+        optimizer: an unbuilt Keras optimizer (not a LossScaleOptimizer).
         multipliers: dict {variable path: float}, e.g. from
             `layerwise_lr_multipliers`.
 
     Returns:
-        The same optimizer object.
+        A new, unbuilt optimizer.
 
     Example:
     >>> opt = with_lr_multipliers(keras.optimizers.AdamW(3e-5),
     ...                           layerwise_lr_multipliers(classifier, decay=0.9))
     >>> classifier.compile(optimizer=opt, loss=...)
     """
+    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        raise ValueError(
+            "with_lr_multipliers needs the optimizer inside the LossScaleOptimizer: pass "
+            "lr_multipliers to create_optimizer, or wrap the result of with_lr_multipliers "
+            "in keras.optimizers.LossScaleOptimizer."
+        )
     if getattr(optimizer, "built", False):
         raise ValueError("with_lr_multipliers needs an optimizer that has not been built yet.")
-    base = type(optimizer)
-    if not issubclass(base, _MultiplierMixin):
-        optimizer.__class__ = type(base.__name__, (_MultiplierMixin, base), {})
-    optimizer._lr_multipliers = dict(multipliers)
-    optimizer._lr_multipliers_by_key = {}
-    return optimizer
+    config = optimizer.get_config()
+    config["lr_multipliers"] = dict(multipliers)
+    return _with_multipliers_class(type(optimizer)).from_config(config)
 
 
 class GradualUnfreezing(keras.callbacks.Callback):

@@ -6,9 +6,9 @@ from keras import ops
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warmup from 0 to `learning_rate`, then linear decay to 0.
+    """Linear warmup to `learning_rate`, then linear decay to 0.
 
-    lr(step) = learning_rate * step / warmup_steps            for step < warmup_steps
+    lr(step) = learning_rate * (step + 1) / warmup_steps      for step < warmup_steps
              = learning_rate * (decay_steps - step)
                              / (decay_steps - warmup_steps)    up to decay_steps
              = 0                                               after
@@ -19,6 +19,13 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     and replaces the first `warmup_steps` by the ramp, so its rate jumps down
     by `warmup_steps / num_train_steps` at the end of the warmup.
 
+    The warmup counts from step + 1 so that the first update (step 0) moves
+    the weights: a ramp from 0 (Hugging Face's, Google's) spends its first
+    update at rate 0, where only the Adam moments change (the decoupled
+    weight decay scales with the rate too). The ramp reaches the peak at
+    step warmup_steps - 1, and the decay starts from the peak at
+    warmup_steps.
+
     Args:
         learning_rate: float, the peak rate.
         decay_steps: int, the step at which the rate reaches 0 (the number of
@@ -27,8 +34,8 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     Example:
     >>> schedule = LinearWarmupLinearDecay(1e-4, decay_steps=1000, warmup_steps=100)
-    >>> float(schedule(50)), float(schedule(100)), float(schedule(550))
-    (5e-05, 0.0001, 5e-05)
+    >>> float(schedule(0)), float(schedule(49)), float(schedule(100)), float(schedule(550))
+    (1e-06, 5e-05, 0.0001, 5e-05)
     """
 
     def __init__(self, learning_rate, decay_steps, warmup_steps=0):
@@ -54,7 +61,7 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         peak = ops.cast(self.learning_rate, "float32")
         warmup = ops.cast(max(self.warmup_steps, 1), "float32")
         decay = ops.cast(self.decay_steps - self.warmup_steps, "float32")
-        warming = peak * step / warmup
+        warming = peak * (step + 1.0) / warmup
         decaying = peak * ops.maximum(
             (ops.cast(self.decay_steps, "float32") - step) / decay, 0.0
         )

@@ -49,8 +49,13 @@ def _assert_same_training(result, reference):
     assert len(record["losses"]) == STEPS
     np.testing.assert_allclose(record["losses"], ref_record["losses"], rtol=1e-5)
     assert record["losses"][-1] < record["losses"][0]  # It trained.
+    # Summing two replicas' halves rounds the gradient differently from one
+    # batch. Adam divides by sqrt(v_hat) + epsilon, so for a weight whose
+    # gradient is near 0 that rounding becomes a visible step difference;
+    # PyTorch's epsilon form (AdamW) damps it 30x less at step 1 than Keras'
+    # did: measured up to 4e-6 (Keras' form 6e-7), against steps of ~1e-2.
     for w, r in zip(weights, ref_weights):
-        np.testing.assert_allclose(w, r, atol=2e-6)
+        np.testing.assert_allclose(w, r, atol=1e-5)
 
 
 def test_two_workers_on_localhost_match_one_process(replica_data, single, tmp_path):

@@ -10,6 +10,7 @@ from keras_bert.training.finetuning_controls import (
     layerwise_lr_multipliers,
     with_lr_multipliers,
 )
+from keras_bert.training.optimizers import create_optimizer
 from tests.models.conftest import tiny_config
 
 X = {
@@ -95,6 +96,28 @@ def test_layerwise_multipliers_also_scale_adamw():
     # Adam's first step moves each weight by ~lr * sign(grad): the ratio is the decay.
     ratio = np.abs(k_bottom.numpy() - b0).max() / np.abs(k_top.numpy() - t0).max()
     assert ratio == pytest.approx(0.5, rel=0.05)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: keras.optimizers.AdamW(0.1, weight_decay=0.5),
+    lambda: create_optimizer(0.1, num_train_steps=10, weight_decay=0.5, global_clipnorm=None),
+])
+def test_layerwise_multipliers_scale_the_weight_decay(make):
+    model = classifier(num_layers=2)
+    multipliers = layerwise_lr_multipliers(model, decay=0.5)
+    optimizer = with_lr_multipliers(make(), multipliers)
+    assert isinstance(optimizer, type(make()))  # A subclass instance, same config.
+    assert optimizer.get_config()["lr_multipliers"] == multipliers
+    bottom, top = model.encoder.encoder_blocks
+    kernels = [bottom.qkv_dense.kernel, top.qkv_dense.kernel]
+    before = [k.numpy().copy() for k in kernels]
+    variables = model.trainable_variables
+    # Zero gradients leave the Adam moments at 0: only the decay moves weights.
+    optimizer.apply_gradients([(keras.ops.zeros_like(v), v) for v in variables])
+    for kernel, old, multiplier in zip(kernels, before, (0.5, 1.0)):
+        np.testing.assert_allclose(kernel.numpy(), old * (1 - 0.1 * multiplier * 0.5), rtol=1e-6)
+    with pytest.raises(ValueError, match="has not been built"):
+        with_lr_multipliers(optimizer, multipliers)
 
 
 def test_gradual_unfreezing_thaws_from_the_top():

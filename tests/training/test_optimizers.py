@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.models import BertEncoder, BertPretrainer
-from keras_bert.training import AdamW, Trainer, create_optimizer
+from keras_bert.training import WEIGHT_DECAY_EXCLUDE, AdamW, Lamb, Trainer, create_optimizer
 from tests.models.conftest import VOCAB, tiny_config
 
 
@@ -115,17 +115,131 @@ def test_mixed_precision_trains(tmp_path, dtype):
 
 @pytest.mark.parametrize("jit", [False, True])
 @pytest.mark.parametrize("amsgrad", [False, True])
-def test_fused_adam_update_matches_keras_adamw(jit, amsgrad):
+def test_keras_epsilon_form_matches_keras_adamw(jit, amsgrad):
     rng = np.random.default_rng(0)
     start = rng.normal(size=(5, 7)).astype("float32")
     grads = [rng.normal(size=(5, 7)).astype("float32") for _ in range(6)]
     results = []
-    for cls in (keras.optimizers.AdamW, AdamW):
+    for cls, form in ((keras.optimizers.AdamW, {}), (AdamW, {"epsilon_form": "keras"})):
         variable = keras.Variable(start)
-        optimizer = cls(learning_rate=0.01, weight_decay=0.1, epsilon=1e-6, amsgrad=amsgrad)
+        optimizer = cls(learning_rate=0.01, weight_decay=0.1, epsilon=1e-6, amsgrad=amsgrad,
+                        **form)
         step = tf.function(lambda g: optimizer.apply([g], [variable]), jit_compile=jit)
         for g in grads:
             step(tf.constant(g))
         results.append(variable.numpy())
     assert np.abs(results[0] - start).max() > 0.03  # The steps moved the weights.
     np.testing.assert_allclose(results[1], results[0], atol=2e-6, rtol=0)
+
+
+def _torch_adamw_steps(start, grads, lr_lambda, lr, epsilon, weight_decay, amsgrad=False):
+    """Parameters after torch.optim.AdamW steps; the bias and gamma are not decayed."""
+    torch = pytest.importorskip("torch")
+    params = {name: torch.tensor(value, requires_grad=True) for name, value in start.items()}
+    decayed = [params["kernel"]]
+    exempt = [params["bias"], params["gamma"]]
+    optimizer = torch.optim.AdamW(
+        [{"params": decayed, "weight_decay": weight_decay},
+         {"params": exempt, "weight_decay": 0.0}],
+        lr=lr, betas=(0.9, 0.999), eps=epsilon, amsgrad=amsgrad)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)
+    for step_grads in grads:
+        for name, param in params.items():
+            param.grad = torch.tensor(step_grads[name])
+        optimizer.step()
+        scheduler.step()
+    return {name: param.detach().numpy() for name, param in params.items()}
+
+
+def _adamw_inputs(steps=5, seed=0):
+    # Weights of magnitude 0.5..2 (so that the decay, 1% of a step, shows);
+    # gradients of magnitude 1e-6..1e-3 along the last axis (where epsilon's
+    # placement matters most), each weight's of one sign so its steps add up.
+    rng = np.random.default_rng(seed)
+    shapes = {"kernel": (4, 32), "bias": (32,), "gamma": (32,)}
+    start = {name: (rng.choice([-1, 1], shape) * rng.uniform(0.5, 2, shape)).astype("float32")
+             for name, shape in shapes.items()}
+    signs = {name: rng.choice([-1, 1], shape) for name, shape in shapes.items()}
+    scale = np.logspace(-6, -3, 32)
+    grads = [{name: (signs[name] * rng.uniform(0.5, 1.5, shape) * scale).astype("float32")
+              for name, shape in shapes.items()} for _ in range(steps)]
+    return start, grads
+
+
+def _keras_steps(optimizer, start, grads, jit):
+    variables = {name: keras.Variable(value, name=name) for name, value in start.items()}
+    ordered = list(variables.values())
+    optimizer.build(ordered)
+    step = tf.function(lambda g: optimizer.apply(g, ordered), jit_compile=jit)
+    for step_grads in grads:
+        step([tf.constant(step_grads[name]) for name in variables])
+    return {name: v.numpy() for name, v in variables.items()}
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_create_optimizer_steps_like_torch_adamw(jit):
+    start, grads = _adamw_inputs()
+    lr, total, warmup = 1e-2, 5, 2
+    # The same schedule on the torch side: LinearWarmupLinearDecay(lr, 5, 2).
+    def lr_lambda(s):
+        return (s + 1) / warmup if s < warmup else max(0.0, (total - s) / (total - warmup))
+
+    optimizer = create_optimizer(lr, num_train_steps=total, warmup_steps=warmup, epsilon=1e-8,
+                                 weight_decay=0.01)
+    expected = _torch_adamw_steps(start, grads, lr_lambda, lr, epsilon=1e-8, weight_decay=0.01)
+    ours = _keras_steps(optimizer, start, grads, jit)
+    for name in start:
+        step_torch, step_ours = expected[name] - start[name], ours[name] - start[name]
+        assert np.abs(step_torch).min() > 1e-2, name  # Every weight moved.
+        np.testing.assert_allclose(step_ours, step_torch, rtol=1e-4, atol=0, err_msg=name)
+    # The test tells the forms apart: Keras' epsilon (on sqrt(v)) damps the
+    # steps of the small-gradient weights by tens of percent, and the decay
+    # (1% of a step) is visible at this tolerance.
+    config = optimizer.get_config()
+    config["epsilon_form"] = "keras"
+    keras_form = _keras_steps(AdamW.from_config(config), start, grads, jit)
+    assert not np.allclose(keras_form["kernel"] - start["kernel"],
+                           expected["kernel"] - start["kernel"], rtol=1e-2, atol=0)
+    undecayed = _torch_adamw_steps(start, grads, lr_lambda, lr, epsilon=1e-8, weight_decay=0.0)
+    assert not np.allclose(undecayed["kernel"] - start["kernel"],
+                           expected["kernel"] - start["kernel"], rtol=1e-3, atol=0)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_amsgrad_steps_like_torch_adamw(jit):
+    start, grads = _adamw_inputs(seed=1)
+    grads = grads[:1] + [{k: g * 0.1 for k, g in grads[1].items()}] + grads[2:]  # v decreases.
+    expected = _torch_adamw_steps(start, grads, lambda s: 1.0, 1e-2, epsilon=1e-8,
+                                  weight_decay=0.01, amsgrad=True)
+    optimizer = AdamW(learning_rate=1e-2, weight_decay=0.01, epsilon=1e-8, amsgrad=True,
+                      weight_decay_exclude=WEIGHT_DECAY_EXCLUDE)
+    ours = _keras_steps(optimizer, start, grads, jit)
+    for name in start:
+        np.testing.assert_allclose(ours[name] - start[name], expected[name] - start[name],
+                                   rtol=1e-4, atol=0, err_msg=name)
+
+
+def test_config_round_trip_keeps_the_torch_form_exclusions_and_multipliers():
+    optimizer = create_optimizer(1e-3, num_train_steps=10, lr_multipliers={"a/kernel": 0.5})
+    clone = AdamW.from_config(optimizer.get_config())
+    assert clone.epsilon_form == "torch"
+    assert clone.lr_multipliers == {"a/kernel": 0.5}
+    assert clone.weight_decay_exclude == WEIGHT_DECAY_EXCLUDE
+    assert not clone._use_weight_decay(keras.Variable(np.zeros(2), name="bias"))
+    assert clone._use_weight_decay(keras.Variable(np.zeros(2), name="kernel"))
+    with pytest.raises(ValueError, match="epsilon_form='pytorch'"):
+        AdamW(epsilon_form="pytorch")
+    with pytest.raises(ValueError, match="'a/kernel': 0"):
+        AdamW(lr_multipliers={"a/kernel": 0})
+
+
+def test_lamb_adds_epsilon_to_the_bias_corrected_sqrt_v():
+    # LAMB (paper, tensorflow-addons) puts epsilon where PyTorch's AdamW
+    # does; Keras' Lamb already does, so `Lamb` keeps its update.
+    start = np.array([[1.0, -2.0, 0.5]], "float32")
+    grad = np.array([[1e-6, -1e-5, 1e-4]], "float32")
+    variable = keras.Variable(start)
+    Lamb(learning_rate=0.1, epsilon=1e-6).apply([tf.constant(grad)], [variable])
+    update = grad / (np.abs(grad) + 1e-6)  # Step 1: m_hat = g, sqrt(v_hat) = |g|.
+    ratio = np.linalg.norm(start) / np.linalg.norm(update)
+    np.testing.assert_allclose(variable.numpy(), start - 0.1 * ratio * update, rtol=1e-6)
