@@ -64,8 +64,10 @@ def _start_then_signal(data_dir, output_dir, tmp_path, sig):
                                 env=subprocess_env(), stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.time() + 300
-            marker = output_dir / "checkpoints" / "ckpt-10.index"
-            while not marker.exists():
+            # The state file names a checkpoint once all its files are written
+            # (the .index appears before it: a kill between them resumes from 0).
+            state = output_dir / "checkpoints" / "checkpoint"
+            while not (state.exists() and "ckpt-10" in state.read_text()):
                 assert proc.poll() is None, log_path.read_text()[-3000:]
                 assert time.time() < deadline, "no checkpoint after 300 s"
                 time.sleep(0.02)
