@@ -214,7 +214,7 @@ def _lookup(tables, code_points):
     )
 
 
-def segment_ids(row_splits, size):
+def row_ids_of(row_splits, size):
     """Row of each of `size` values split by `row_splits` (int32 [size]).
 
     Same as `RaggedTensor.value_rowids()` or `tf.repeat(range, lengths)`,
@@ -305,7 +305,7 @@ def pretokenize(texts, tables, lowercase):
     chars = chars.with_row_splits_dtype(tf.int64)
     byte_starts = tf.cast(byte_starts.with_row_splits_dtype(tf.int64), tf.int32)
     code_points = chars.flat_values
-    row_ids = segment_ids(chars.row_splits, tf.size(code_points))
+    row_ids = row_ids_of(chars.row_splits, tf.size(code_points))
     byte_start = byte_starts.flat_values
     # Each character ends where the next one starts, the last at the end.
     row_starts = tf.cast(chars.row_splits[:-1], tf.int32)
@@ -351,7 +351,7 @@ def pretokenize(texts, tables, lowercase):
         out_end = tf.cumsum(out_len)
         out_start = out_end - out_len
         # The input character of each output one: tf.repeat(range, out_len).
-        source = segment_ids(
+        source = row_ids_of(
             tf.concat([[0], out_end], 0), tf.reduce_sum(out_len)
         )
         within = tf.range(tf.size(source)) - tf.gather(out_start, source)
