@@ -197,6 +197,10 @@ def test_graph_modes_and_scalar_input(tokenizer):
     ds = tf.data.Dataset.from_tensor_slices(texts).map(tokenizer)
     assert [x.numpy().tolist() for x in ds] == want
     assert tokenizer(tf.constant(texts[1])).numpy().tolist() == want[1]
+    # Python and NumPy strings, as tf.constant takes them.
+    assert tokenizer(texts).to_list() == want
+    assert tokenizer(texts[1]).numpy().tolist() == want[1]
+    assert tokenizer(np.array(texts)).to_list() == want
 
 
 def test_config_round_trip(tokenizer):
