@@ -311,10 +311,6 @@ class BertTokenizer(keras.layers.Layer):
         """int: number of ids."""
         return len(self._vocabulary)
 
-    def get_vocabulary(self):
-        """Returns the tokens as a list of str indexed by id."""
-        return list(self._vocabulary)
-
     def token_to_id(self, token):
         """The id of one token (str). Raises KeyError naming it if absent."""
         if token not in self._token_to_id:

@@ -56,6 +56,10 @@ def test_special_token_ids_and_vocab_size(tokenizer):
         tokenizer.sep_token_id,
         tokenizer.mask_token_id,
     ) == (0, 100, 101, 102, 103)
+    vocabulary = tokenizer.vocabulary
+    assert len(vocabulary) == 30522 and vocabulary[101] == "[CLS]"
+    vocabulary[101] = "changed"  # A copy: the tokenizer keeps its own.
+    assert tokenizer.id_to_token(101) == "[CLS]"
 
 
 def test_known_values(tokenizer):
