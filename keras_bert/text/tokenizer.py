@@ -295,7 +295,7 @@ class BertTokenizer(keras.layers.Layer):
                 unknown_token="[UNK]",
                 no_pretokenization=False,
             )
-        # RE2 pattern of the texts that take the fast path; None: none do.
+        # RE2 pattern of the texts that take the fast path.
         self._fast_path_pattern = _fast_path_pattern(
             lowercase, max_chars_per_word
         )
@@ -409,8 +409,6 @@ class BertTokenizer(keras.layers.Layer):
         Both return tuples of RaggedTensors [n, (tokens)] (int64 row
         splits); the rows are put back in input order.
         """
-        if self._fast_path_pattern is None:
-            return slow_fn(inputs)
         is_fast = self._fast_path_mask(inputs)
         fast_rows = tf.where(is_fast)[:, 0]
         slow_rows = tf.where(~is_fast)[:, 0]
