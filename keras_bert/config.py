@@ -71,7 +71,7 @@ class BertConfig:
     layer_norm_epsilon: float = 1e-12
 
     def __post_init__(self):
-        validate(**self.to_dict())
+        check_hyperparameters(**self.to_dict())
 
     @classmethod
     def from_preset(cls, name, **overrides):
@@ -142,7 +142,7 @@ def _check_positive(name, value):
         )
 
 
-def validate(
+def check_hyperparameters(
     vocab_size,
     hidden_size,
     num_layers,

@@ -25,8 +25,8 @@ import tensorflow as tf
 from keras_bert.checkpoints.source import (
     CheckpointError,
     SourceCheckpoint,
+    check_against_config,
     expected_shapes,
-    validate,
 )
 from keras_bert.config import BertConfig
 
@@ -239,7 +239,7 @@ def read_google_checkpoint(path):
             ) from e
         source.weights[name] = np.asarray(value, dtype=np.float32)
         source.source_names[name] = name
-    validate(source)
+    check_against_config(source)
     return source
 
 

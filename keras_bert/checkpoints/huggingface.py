@@ -21,7 +21,11 @@ import re
 
 import numpy as np
 
-from keras_bert.checkpoints.source import CheckpointError, SourceCheckpoint, validate
+from keras_bert.checkpoints.source import (
+    CheckpointError,
+    SourceCheckpoint,
+    check_against_config,
+)
 from keras_bert.config import BertConfig
 
 CONFIG_FILE = "config.json"
@@ -340,7 +344,7 @@ def read_huggingface_checkpoint(path):
         source.source_names[google] = name
     _tied_decoder(source, tensors, prefix)
 
-    validate(
+    check_against_config(
         source,
         describe=lambda g: source.source_names.get(g) or huggingface_name(g, prefix),
         transposed=transposed,

@@ -248,7 +248,7 @@ def check_vocab(source):
         )
 
 
-def validate(source, describe=None, transposed=()):
+def check_against_config(source, describe=None, transposed=()):
     """Checks a SourceCheckpoint against its own config; raises CheckpointError.
 
     Checks, in order: every encoder weight is present; the pooler and each head

@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_bert.config import BertConfig, validate
+from keras_bert.config import BertConfig, check_hyperparameters
 from keras_bert.layers import BertEmbeddings, Pooler, TransformerEncoderBlock
 from keras_bert.models import model_dir as model_dir_lib
 
@@ -80,7 +80,7 @@ class BertEncoder(keras.Model):
             initializer_range=initializer_range,
             layer_norm_epsilon=layer_norm_epsilon,
         )
-        validate(**config)
+        check_hyperparameters(**config)
 
         # === Layers ===
         self.embeddings = BertEmbeddings(

@@ -12,16 +12,23 @@ Reproduces google-research/bert's `BasicTokenizer` with TensorFlow ops:
 4. split off every punctuation character (ASCII 33-47, 58-64, 91-96,
    123-126 and Unicode categories P*).
 
-The per-character decisions come from one lookup table computed once per
-process with Python's own `unicodedata` (the module the reference uses), so
-the in-graph result follows the Unicode version of the Python that built the
-layer. The work is done on Unicode code points (never on bytes), and every
-output character remembers the byte and character span of the input
-character it came from, which gives offsets relative to the original string.
+The per-character decisions come from one lookup table computed with
+Python's own `unicodedata` (the module the reference uses), so the in-graph
+result follows the Unicode version of the Python that built the layer.
+Computing it visits all 0x110000 code points in Python (seconds), so it is
+done for the first tokenizer built (not at import), and kept on disk for
+later processes (see `unicode_tables`). The work is done on Unicode code
+points (never on bytes), and every output character remembers the byte and
+character span of the input character it came from, which gives offsets
+relative to the original string.
 """
 
 import functools
+import hashlib
+import os
+import tempfile
 import unicodedata
+import zipfile
 
 import numpy as np
 import tensorflow as tf
@@ -73,9 +80,104 @@ def _uncased_form(char):
     )
 
 
+_TABLE_NAMES = ("block_index", "blocks", "expansion_values", "expansion_splits")
+CACHE_DIR_ENV = "KERAS_BERT_CACHE_DIR"
+
+
+def cache_dir():
+    """Where keras_bert keeps files it can rebuild (str).
+
+    `$KERAS_BERT_CACHE_DIR` if set, else `keras_bert` under
+    `$XDG_CACHE_HOME` (default `~/.cache`).
+    """
+    if os.environ.get(CACHE_DIR_ENV):
+        return os.environ[CACHE_DIR_ENV]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".cache"
+    )
+    return os.path.join(base, "keras_bert")
+
+
+def tables_cache_path():
+    """The cache file of `unicode_tables()`: one per Unicode version and
+    version of this module (a hash of its source), so a Python with other
+    Unicode data, or a change to the rules here, never reads a stale table.
+    None when this module's source can't be read (then nothing is cached)."""
+    try:
+        with open(__file__, "rb") as f:
+            source_hash = hashlib.sha256(f.read()).hexdigest()[:16]
+    except OSError:
+        return None
+    return os.path.join(
+        cache_dir(),
+        f"unicode-{unicodedata.unidata_version}-{source_hash}.npz",
+    )
+
+
+def _read_tables(path):
+    """The tables saved at `path`, or None if absent or unreadable."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            tables = {name: data[name] for name in _TABLE_NAMES}
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
+        return None
+    if any(t.dtype != np.int32 or t.ndim != 1 for t in tables.values()):
+        return None
+    return tables
+
+
+def _write_tables(path, tables):
+    """Saves the tables at `path` atomically; False where it can't."""
+    directory = os.path.dirname(path)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, temp = tempfile.mkstemp(
+            dir=directory, prefix=".unicode-", suffix=".npz.tmp"
+        )
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **tables)
+        # Readers see the old file or the whole new one, never a part.
+        os.replace(temp, path)
+        return True
+    except OSError:
+        try:
+            os.remove(temp)
+        except OSError:
+            pass
+        return False
+
+
+def load_or_build_tables(path):
+    """The tables from the cache file `path`, built and saved if missing.
+
+    When the file can't be read it is rebuilt; when it can't be written
+    (read-only home, full disk) the tables are still returned. A `path` of
+    None only builds them.
+    """
+    tables = None if path is None else _read_tables(path)
+    if tables is None:
+        tables = build_unicode_tables()
+        if path is not None:
+            _write_tables(path, tables)
+    return tables
+
+
 @functools.lru_cache(maxsize=None)
 def unicode_tables():
-    """Builds the lookup tables (once per process).
+    """The lookup tables: read once per process, built once per user.
+
+    Read from `tables_cache_path()` (`~/.cache/keras_bert/unicode-*.npz`,
+    or under `$KERAS_BERT_CACHE_DIR`), built and saved there on a miss.
+    See `build_unicode_tables` for the arrays.
+    """
+    return load_or_build_tables(tables_cache_path())
+
+
+def build_unicode_tables():
+    """Builds the lookup tables from Python's `unicodedata` (seconds).
 
     Returns:
         A dict of numpy arrays:
@@ -214,7 +316,7 @@ def _lookup(tables, code_points):
     )
 
 
-def segment_ids(row_splits, size):
+def row_ids_of(row_splits, size):
     """Row of each of `size` values split by `row_splits` (int32 [size]).
 
     Same as `RaggedTensor.value_rowids()` or `tf.repeat(range, lengths)`,
@@ -305,7 +407,7 @@ def pretokenize(texts, tables, lowercase):
     chars = chars.with_row_splits_dtype(tf.int64)
     byte_starts = tf.cast(byte_starts.with_row_splits_dtype(tf.int64), tf.int32)
     code_points = chars.flat_values
-    row_ids = segment_ids(chars.row_splits, tf.size(code_points))
+    row_ids = row_ids_of(chars.row_splits, tf.size(code_points))
     byte_start = byte_starts.flat_values
     # Each character ends where the next one starts, the last at the end.
     row_starts = tf.cast(chars.row_splits[:-1], tf.int32)
@@ -351,7 +453,7 @@ def pretokenize(texts, tables, lowercase):
         out_end = tf.cumsum(out_len)
         out_start = out_end - out_len
         # The input character of each output one: tf.repeat(range, out_len).
-        source = segment_ids(
+        source = row_ids_of(
             tf.concat([[0], out_end], 0), tf.reduce_sum(out_len)
         )
         within = tf.range(tf.size(source)) - tf.gather(out_start, source)

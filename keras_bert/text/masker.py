@@ -81,8 +81,6 @@ class MaskedLMMasker(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         if not 0.0 < mask_rate <= 1.0:
             raise ValueError(
                 f"Expected mask_rate in (0, 1]. Received: mask_rate={mask_rate}"

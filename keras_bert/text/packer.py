@@ -87,8 +87,6 @@ class BertPacker(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         for name, value in (
             ("cls_token_id", cls_token_id),
             ("sep_token_id", sep_token_id),

@@ -4,6 +4,7 @@ import keras
 
 from keras_bert.text.packer import BertPacker
 from keras_bert.text.tokenizer import BertTokenizer
+from keras_bert.text.tokenizer import as_string_tensor
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -26,6 +27,7 @@ class BertPreprocessor(keras.layers.Layer):
     Call arguments:
         inputs: string Tensor [batch] (or a scalar string: one unbatched
             example), or a tuple/list of two of them for sentence pairs.
+            Python str and lists of str are converted with `tf.constant`.
 
     Returns:
         dict of int32 Tensors [batch, seq] ([seq] unbatched): `token_ids`,
@@ -49,8 +51,6 @@ class BertPreprocessor(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         if not isinstance(tokenizer, BertTokenizer):
             raise ValueError(
                 "Expected tokenizer to be a keras_bert BertTokenizer. "
@@ -87,6 +87,13 @@ class BertPreprocessor(keras.layers.Layer):
             A `BertPreprocessor`.
         """
         return cls(BertTokenizer(vocabulary, lowercase=lowercase), **kwargs)
+
+    def __call__(self, inputs, *args, **kwargs):
+        if isinstance(inputs, (list, tuple)):
+            inputs = tuple(as_string_tensor(x) for x in inputs)
+        else:
+            inputs = as_string_tensor(inputs)
+        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs):
         if isinstance(inputs, (list, tuple)):

@@ -141,6 +141,22 @@ def _bytes_to_chars(texts, offsets):
     return tuple(converted)
 
 
+def as_string_tensor(texts):
+    """A Python str / bytes, or a list of them, as a string Tensor.
+
+    Keras' `Layer.__call__` takes only tensors as positional inputs; this
+    lets `tokenizer("some text")` and `tokenizer(["a", "b"])` work as
+    `tf.constant` would have them. Tensors, RaggedTensors and NumPy
+    arrays pass through unchanged.
+    """
+    if isinstance(texts, (str, bytes)) or (
+        isinstance(texts, list)
+        and all(isinstance(t, (str, bytes)) for t in texts)
+    ):
+        return tf.constant(texts, tf.string)
+    return texts
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertTokenizer(keras.layers.Layer):
     """BERT WordPiece tokenizer, in-graph and id-for-id with the reference.
@@ -189,7 +205,8 @@ class BertTokenizer(keras.layers.Layer):
         vocabulary_file: the path given as `vocabulary`, or None for a list.
 
     Call arguments:
-        inputs: string Tensor of shape [batch] (or a scalar string).
+        inputs: string Tensor of shape [batch] (or a scalar string). A
+            Python str or list of str is converted with `tf.constant`.
 
     Returns:
         int32 `tf.RaggedTensor` of shape [batch, (num_tokens)] (int32 Tensor
@@ -212,9 +229,6 @@ class BertTokenizer(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        # Inputs are tf.string: keep Keras from converting them.
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         if not isinstance(lowercase, bool):
             raise ValueError(
                 f"Expected lowercase to be True or False. "
@@ -281,7 +295,7 @@ class BertTokenizer(keras.layers.Layer):
                 unknown_token="[UNK]",
                 no_pretokenization=False,
             )
-        # RE2 pattern of the texts that take the fast path; None: none do.
+        # RE2 pattern of the texts that take the fast path.
         self._fast_path_pattern = _fast_path_pattern(
             lowercase, max_chars_per_word
         )
@@ -296,10 +310,6 @@ class BertTokenizer(keras.layers.Layer):
     def vocab_size(self):
         """int: number of ids."""
         return len(self._vocabulary)
-
-    def get_vocabulary(self):
-        """Returns the tokens as a list of str indexed by id."""
-        return list(self._vocabulary)
 
     def token_to_id(self, token):
         """The id of one token (str). Raises KeyError naming it if absent."""
@@ -399,8 +409,6 @@ class BertTokenizer(keras.layers.Layer):
         Both return tuples of RaggedTensors [n, (tokens)] (int64 row
         splits); the rows are put back in input order.
         """
-        if self._fast_path_pattern is None:
-            return slow_fn(inputs)
         is_fast = self._fast_path_mask(inputs)
         fast_rows = tf.where(is_fast)[:, 0]
         slow_rows = tf.where(~is_fast)[:, 0]
@@ -499,6 +507,9 @@ class BertTokenizer(keras.layers.Layer):
                 "(tf.reshape(x, [-1]))."
             )
         return (inputs[tf.newaxis] if rank == 0 else inputs), rank == 0
+
+    def __call__(self, inputs, *args, **kwargs):
+        return super().__call__(as_string_tensor(inputs), *args, **kwargs)
 
     def call(self, inputs):
         inputs, scalar = self._prepare(inputs)

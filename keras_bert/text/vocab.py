@@ -118,6 +118,71 @@ def count_words(texts, lowercase=True, batch_size=1024, progress=None):
     )
 
 
+# Unique words the learner reads at most (the most frequent ones): bounds
+# its memory on web-scale corpora, whose long tail is mostly noise.
+_MAX_LEARNER_WORDS = 5_000_000
+_SUFFIX = "##"
+
+
+def _piece_starts(word, pieces, max_token_length):
+    """Where the greedy longest-match-first split of `word` starts pieces.
+
+    The split WordPiece itself does with the vocabulary `pieces` (a set of
+    str, "##" forms included). Every character of `word` is in `pieces`, so a
+    split always exists.
+    """
+    starts, start = [], 0
+    while start < len(word):
+        starts.append(start)
+        prefix = _SUFFIX if start else ""
+        end = min(len(word), start + max_token_length)
+        while end > start + 1 and prefix + word[start:end] not in pieces:
+            end -= 1
+        start = end
+    return starts
+
+
+def _learn_pieces(words, threshold, base, max_token_length, num_iterations=4):
+    """Pieces (str -> count) seen at least `threshold` times.
+
+    Top-down WordPiece learning: count every substring that starts where a
+    piece of the current vocabulary starts (at first: every position),
+    weighted by word count. From the longest down, a substring counted at
+    least `threshold` times becomes a piece, and its count is taken off its
+    own prefixes, since greedy longest-match would read those occurrences as
+    the longer piece. Re-splitting with the new pieces and counting again
+    drops pieces that the split no longer reaches.
+    """
+    pieces = dict.fromkeys(base, 0)
+    for iteration in range(num_iterations):
+        counts = collections.defaultdict(int)
+        for word, count in words:
+            starts = (
+                range(len(word)) if iteration == 0
+                else _piece_starts(word, pieces, max_token_length)
+            )
+            for start in starts:
+                prefix = _SUFFIX if start else ""
+                for end in range(
+                    start + 1, min(len(word), start + max_token_length) + 1
+                ):
+                    counts[prefix + word[start:end]] += count
+        kept = {}
+        for piece in sorted(counts, key=len, reverse=True):
+            count = counts[piece]
+            if count < threshold:
+                continue
+            kept[piece] = count
+            prefix = _SUFFIX if piece.startswith(_SUFFIX) else ""
+            for length in range(len(prefix) + 1, len(piece)):
+                shorter = piece[:length]
+                if shorter in counts:
+                    counts[shorter] -= count
+        pieces = dict.fromkeys(base, 0)
+        pieces.update(kept)
+    return pieces
+
+
 def build_vocabulary(
     word_counts,
     vocab_size,
@@ -127,13 +192,16 @@ def build_vocabulary(
 ):
     """Learns a WordPiece vocabulary of exactly `vocab_size` tokens.
 
-    Uses tensorflow-text's WordPiece learner (the algorithm behind
-    `bert_vocab_from_dataset`) on word counts from `count_words`. The
-    vocabulary starts with `reserved_tokens` (ids 0, 1, ...), then the single
-    characters (and their "##" forms), then the learnt pieces by frequency.
-    The learner aims a little under `vocab_size`; the rest is filled with
-    "[unused0]", "[unused1]", ... so ids line up with `vocab_size` exactly, as
-    in Google's vocabularies.
+    Top-down WordPiece learning (the algorithm of tensorflow-text's
+    `bert_vocab_from_dataset`, here on word counts from `count_words`): the
+    vocabulary holds every character of the alphabet (and its "##" form),
+    plus each substring that the greedy longest-match split of the words
+    would use at least T times, with T binary-searched so that the size
+    lands just under `vocab_size`. The vocabulary starts with
+    `reserved_tokens` (ids 0, 1, ...), then the single characters, then
+    their "##" forms, then the learnt pieces by frequency. The rest is
+    filled with "[unused0]", "[unused1]", ... so ids line up with
+    `vocab_size` exactly, as in Google's vocabularies.
 
     Args:
         word_counts: dict or Counter, word (str) -> count.
@@ -141,7 +209,8 @@ def build_vocabulary(
         reserved_tokens: sequence of str placed first.
         max_unique_chars: int, the alphabet is cut to this many most frequent
             characters (words with other characters are left out).
-        max_token_length: int, longest piece learnt, in characters.
+        max_token_length: int, longest piece learnt, in characters (longer
+            words are left out).
 
     Returns:
         list of str of length `vocab_size`.
@@ -152,10 +221,6 @@ def build_vocabulary(
     >>> vocab[:5]
     ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]']
     """
-    from tensorflow_text.tools.wordpiece_vocab import (
-        wordpiece_tokenizer_learner_lib as learner,
-    )
-
     reserved_tokens = list(reserved_tokens)
     if not isinstance(vocab_size, int) or vocab_size <= len(reserved_tokens):
         raise ValueError(
@@ -167,17 +232,53 @@ def build_vocabulary(
         raise ValueError(
             "No words to learn a vocabulary from: the input text is empty."
         )
-    vocab = learner.learn(
-        dict(word_counts),
-        vocab_size,
-        reserved_tokens,
-        # Counts as low as 1 may be used: the search over the threshold
-        # stops near vocab_size anyway, and small corpora still fill it.
-        lower_thresh=1,
-        max_unique_chars=max_unique_chars,
-        max_token_length=max_token_length,
-    )
-    vocab = vocab[:vocab_size]
+    reserved = set(reserved_tokens)
+    words = [
+        (word, count) for word, count in word_counts.items()
+        if word and len(word) <= max_token_length and word not in reserved
+    ]
+    char_counts = collections.Counter()
+    for word, count in words:
+        for char in word:
+            char_counts[char] += count
+    alphabet = {
+        char for char, _ in sorted(
+            char_counts.items(), key=lambda item: (-item[1], item[0])
+        )[:max_unique_chars]
+    }
+    words = sorted(
+        (item for item in words if alphabet.issuperset(item[0])),
+        key=lambda item: (-item[1], item[0]),
+    )[:_MAX_LEARNER_WORDS]
+    chars = sorted({char for word, _ in words for char in word})
+    base = chars + [_SUFFIX + char for char in chars]
+
+    def vocab_at(threshold):
+        pieces = _learn_pieces(words, threshold, base, max_token_length)
+        learnt = sorted(
+            (p for p in pieces if p not in base and p not in reserved),
+            key=lambda p: (-pieces[p], p),
+        )
+        return reserved_tokens + [t for t in base if t not in reserved] + learnt
+
+    # The size falls as the threshold rises: find the lowest threshold whose
+    # vocabulary fits, stopping early within 5% under vocab_size. No
+    # substring occurs more often than `high`: there, only the alphabet.
+    low, high = 1, 1 + sum(count * len(word) for word, count in words)
+    best = None
+    while low <= high:
+        threshold = (low + high) // 2
+        vocab = vocab_at(threshold)
+        if len(vocab) > vocab_size:
+            low = threshold + 1
+            continue
+        best = vocab
+        if len(vocab) >= 0.95 * vocab_size:
+            break
+        high = threshold - 1
+    if best is None:  # Even the alphabet alone is too large: cut it.
+        best = vocab_at(1 + sum(count * len(word) for word, count in words))
+    vocab = best[:vocab_size]
     seen = set(vocab)
     filler = (f"[unused{i}]" for i in range(vocab_size * 2))
     while len(vocab) < vocab_size:

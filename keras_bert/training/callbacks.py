@@ -1,9 +1,11 @@
 """Keras callbacks for long training runs."""
 
+import os
 import sys
 import time
 
 import keras
+import tensorflow as tf
 
 
 class StepLogger(keras.callbacks.Callback):
@@ -59,16 +61,60 @@ class StepLogger(keras.callbacks.Callback):
         self._last_step, self._last_time = step, now
 
 
-class TensorBoard(keras.callbacks.TensorBoard):
-    """`keras.callbacks.TensorBoard` whose step axis is the global training step.
+class TensorBoard(keras.callbacks.Callback):
+    """Writes the training logs as TensorBoard scalars over the global step.
 
-    Keras counts batches from 0 at every `on_train_begin`; a resumed run
-    would draw its curves over the start of the old ones. Here the summary
-    step is the global step passed to the callbacks (with
-    `steps_per_execution > 1`, the first step of each call).
+    Each entry of the batch logs (loss, metrics, `learning_rate`) becomes the
+    scalar `batch_<name>` in `log_dir/train`, the tags and layout of
+    `keras.callbacks.TensorBoard`'s batch summaries. The step is the global
+    one that the Trainer passes as `batch` (plus one: the number of updates
+    done), so a resumed run continues its curves instead of drawing over the
+    start of the old ones; Keras' own callback counts from 0 at every
+    `on_train_begin` and has no public way to start elsewhere. Logs are
+    written whenever a multiple of `update_freq` steps was passed since the
+    last write, which also holds with `steps_per_execution > 1` (one
+    `on_train_batch_end` per call, `batch` = its last step).
+
+    Args:
+        log_dir: str, the run's log directory (what `tensorboard --logdir`
+            reads).
+        update_freq: int, steps between writes.
     """
 
+    def __init__(self, log_dir, update_freq=100):
+        super().__init__()
+        if not isinstance(update_freq, int) or update_freq < 1:
+            raise ValueError(
+                "Expected update_freq to be a positive int (steps). "
+                f"Received: update_freq={update_freq!r}"
+            )
+        self.log_dir = log_dir
+        self.update_freq = update_freq
+        self._writer = None
+        self._last_step = None
+
+    def on_train_begin(self, logs=None):
+        self._writer = tf.summary.create_file_writer(os.path.join(self.log_dir, "train"))
+        self._last_step = None
+
     def on_train_batch_begin(self, batch, logs=None):
-        # Keras adds 1: summaries are written at step `batch + 1`.
-        self._global_train_batch = batch
-        super().on_train_batch_begin(batch, logs)
+        if self._last_step is None:
+            self._last_step = batch
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = batch + 1
+        if self._last_step is None:
+            self._last_step = batch
+        if step // self.update_freq == self._last_step // self.update_freq:
+            return
+        self._last_step = step
+        if self._writer is None or not isinstance(logs, dict):
+            return
+        with self._writer.as_default(step=step):
+            for name, value in logs.items():
+                tf.summary.scalar(f"batch_{name}", float(value))
+
+    def on_train_end(self, logs=None):
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None

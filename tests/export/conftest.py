@@ -24,7 +24,7 @@ VOCAB = [
     "who", "what", "where", "did", "cafe", "naive", "!", "?", ",", ".", "'", "x", "y",
 ]
 LABELS = ["negative", "neutral", "positive"]
-MAX_LENGTH = 24  # task.json max_seq_length; the encoder takes 32 positions.
+MAX_SEQ_LENGTH = 24  # task.json max_seq_length; the encoder takes 32 positions.
 
 TRAIN_TEXTS = [
     ("a good movie", 2), ("a great film", 2), ("the film was very good", 2),
@@ -47,7 +47,7 @@ def tiny_encoder(seed=0):
     return BertEncoder(**config.to_dict())
 
 
-def preprocessor(vocab_file, max_seq_length=MAX_LENGTH):
+def preprocessor(vocab_file, max_seq_length=MAX_SEQ_LENGTH):
     """The in-Python reference: batch-longest packing, as the export does."""
     return BertPreprocessor(BertTokenizer(vocab_file), sequence_length=None,
                             max_seq_length=max_seq_length)
@@ -72,7 +72,7 @@ def classifier_export(tmp_path_factory):
     )
     model_dir = os.path.join(root, "model")
     classifier.save_pretrained(model_dir, vocab_file=vocab_file,
-                               task_info={"max_seq_length": MAX_LENGTH})
+                               task_info={"max_seq_length": MAX_SEQ_LENGTH})
     export_dir = export_model(model_dir, os.path.join(root, "exports", "sentiment"))
     # As loaded from the directory: with task_info (max_seq_length) and vocab_file.
     return {"model_dir": model_dir, "export_dir": export_dir, "vocab_file": vocab_file,

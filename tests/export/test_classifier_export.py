@@ -12,14 +12,14 @@ from keras_bert.export.export import INFO_FILE, save_serving_module
 from keras_bert.export.predict import format_outputs, load_export, run_signature
 from tests.export.conftest import (
     LABELS,
-    MAX_LENGTH,
+    MAX_SEQ_LENGTH,
     preprocessor,
     run_clean_process,
 )
 
 TEXTS = [
     "a good movie", "The film was NOT very good!", "cat", "what, where? who did it.",
-    "a " + "great film " * 40,  # Longer than MAX_LENGTH: truncated.
+    "a " + "great film " * 40,  # Longer than MAX_SEQ_LENGTH: truncated.
 ]
 BAD = {
     "empty": "", "spaces": " \t\n ", "invalid_utf8": b"\xff\xfe a \xc3 good", "valid": "a good",
@@ -131,7 +131,7 @@ def test_the_only_op_beyond_core_tensorflow_is_fast_wordpiece(clean):
 
 
 def test_batch_is_padded_to_its_longest_text(clean):
-    # "a good movie" -> [CLS] a good movie [SEP]: 5 positions, not MAX_LENGTH.
+    # "a good movie" -> [CLS] a good movie [SEP]: 5 positions, not MAX_SEQ_LENGTH.
     assert clean["preprocess_shape"] == [2, 5]
 
 
@@ -176,7 +176,7 @@ def test_serving_runs_the_model_on_batch_longest_positions(classifier_export):
     module.classify(tf.constant(["a", "a good movie"]))
     assert seen.numpy().tolist() == [2, 5]
     module.classify(tf.constant(["a", "good " * 100]))
-    assert seen.numpy().tolist() == [2, MAX_LENGTH]
+    assert seen.numpy().tolist() == [2, MAX_SEQ_LENGTH]
 
 
 def test_fixed_length_and_multiple_of_padding(classifier_export):
@@ -185,7 +185,7 @@ def test_fixed_length_and_multiple_of_padding(classifier_export):
     rounded = build_serving_module(classifier_export["model"], pad_to_multiple_of=8)
     assert rounded.preprocess(tf.constant(["a good"]))["token_ids"].shape == (1, 8)
     long = rounded.preprocess(tf.constant(["good " * 100]))["token_ids"]
-    assert long.shape == (1, MAX_LENGTH)  # Rounded up, but never past max_seq_length.
+    assert long.shape == (1, MAX_SEQ_LENGTH)  # Rounded up, but never past max_seq_length.
 
 
 def test_pairs_and_regression(classifier_export):
@@ -199,7 +199,7 @@ def test_pairs_and_regression(classifier_export):
 
     regressor = BertClassifier(classifier_export["model"].encoder, num_classes=1)
     module = build_serving_module(regressor, vocab_file=classifier_export["vocab_file"],
-                                  task_info={"max_seq_length": MAX_LENGTH})
+                                  task_info={"max_seq_length": MAX_SEQ_LENGTH})
     out = module.classify(tf.constant(["a good movie", ""]))
     inputs = preprocessor(classifier_export["vocab_file"])(tf.constant(["a good movie", ""]))
     np.testing.assert_allclose(out["score"], regressor(inputs)[:, 0], atol=1e-5)
@@ -226,7 +226,7 @@ def test_versions_and_atomic_export(classifier_export, tmp_path):
     assert os.listdir(os.path.dirname(export_dir)) == ["1"]
     with open(os.path.join(export_dir, INFO_FILE)) as f:
         info = json.load(f)
-    assert info["max_seq_length"] == MAX_LENGTH
+    assert info["max_seq_length"] == MAX_SEQ_LENGTH
     assert info["signatures"]["serving_default"]["inputs"] == {
         "text": {"dtype": "string", "shape": [None]}}
 

@@ -28,7 +28,7 @@ TAG_TEXTS = [
     "The fox jumped over the dog!", "  Café   naïve  cats,", "", "x",
     "a " + "dog " * 40,  # Truncated to the model's length.
 ]
-QA_MAX_LENGTH = 20
+QA_MAX_SEQ_LENGTH = 20
 QUESTIONS = ["who jumped ?", "what was good", "where", "what is it?", "who"]
 CONTEXTS = [
     "The fox jumped over the dog.",
@@ -68,7 +68,7 @@ def exports(tmp_path_factory):
     fit_a_few_steps(qa, inputs, {"start_logits": np.array([5, 6]), "end_logits": np.array([6, 8])},
                     keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     qa.save_pretrained(os.path.join(root, "qa"), vocab_file=vocab_file,
-                       task_info={"max_seq_length": QA_MAX_LENGTH, "doc_stride": 4,
+                       task_info={"max_seq_length": QA_MAX_SEQ_LENGTH, "doc_stride": 4,
                                   "max_query_length": 6, "max_answer_length": 5})
     for name in ("tagger", "qa"):
         result[name] = load_model_dir(os.path.join(root, name), BertEncoder)
@@ -166,7 +166,7 @@ def test_token_labels_and_offsets(exports, clean):
     assert clean["tag_empty"]["label"] == [0, 0]
 
 
-def reference_answer(exports, question, context, max_seq_length=QA_MAX_LENGTH, max_query_length=6,
+def reference_answer(exports, question, context, max_seq_length=QA_MAX_SEQ_LENGTH, max_query_length=6,
                      doc_stride=4, max_answer_length=5, max_windows=16):
     """google-research/bert run_squad.py, one feature at a time, every (start, end) pair."""
     tokenizer = BertTokenizer(exports["vocab_file"])
@@ -228,7 +228,7 @@ def test_span_qa_answers_like_run_squad(exports, clean):
     counts = np.bincount(clean["windows"], minlength=len(CONTEXTS)).tolist()
     assert counts[0] == 1 and counts[2] == 1 and counts[3] == 1
     assert 1 < counts[1] < 16 and counts[4] == 16
-    assert clean["window_shape"] == [sum(counts), QA_MAX_LENGTH]
+    assert clean["window_shape"] == [sum(counts), QA_MAX_SEQ_LENGTH]
     assert clean["qa_session"]["answer"] == qa["answer"]
     np.testing.assert_allclose(clean["qa_session"]["score"], qa["score"], atol=1e-5)
     assert clean["qa_empty"] == {"answer": [0], "start": [0], "end": [0], "score": [0]}
@@ -243,7 +243,7 @@ def test_span_qa_no_answer_threshold(exports):
     assert unanswered["answer"].numpy().tolist() == [b"", b""]
     assert unanswered["start"].numpy().tolist() == [-1, -1]
     # The score of "no answer" is the [CLS] span's: start_logit[0] + end_logit[0].
-    inputs = preprocessor(exports["vocab_file"], QA_MAX_LENGTH)((questions[:1], contexts[:1]))
+    inputs = preprocessor(exports["vocab_file"], QA_MAX_SEQ_LENGTH)((questions[:1], contexts[:1]))
     logits = exports["qa"](inputs)
     null = logits["start_logits"][0, 0] + logits["end_logits"][0, 0]
     np.testing.assert_allclose(unanswered["score"][0], null, atol=1e-5)

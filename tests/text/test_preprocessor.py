@@ -49,6 +49,18 @@ def test_pairs(preprocessor):
     ]
 
 
+def test_python_strings_are_taken_as_tf_constant_takes_them(preprocessor):
+    # Keras' Layer.__call__ takes only tensors positionally. (A list, like
+    # a tuple, holds the segments: one batch, or a pair of batches.)
+    _assert_same(preprocessor([TEXTS]), preprocessor(tf.constant(TEXTS)))
+    _assert_same(
+        preprocessor((["the fox"], ["a dog."])),
+        preprocessor((tf.constant(["the fox"]), tf.constant(["a dog."]))),
+    )
+    # One unbatched example: [CLS] the fox [SEP] a dog . [SEP] (8 of 10).
+    assert preprocessor(("the fox", "a dog."))["padding_mask"].numpy().sum() == 8
+
+
 def test_same_as_tokenizer_then_packer(vocab_path):
     preprocessor = BertPreprocessor.from_vocab_file(
         vocab_path, sequence_length=None, max_seq_length=32,

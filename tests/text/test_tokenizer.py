@@ -56,6 +56,10 @@ def test_special_token_ids_and_vocab_size(tokenizer):
         tokenizer.sep_token_id,
         tokenizer.mask_token_id,
     ) == (0, 100, 101, 102, 103)
+    vocabulary = tokenizer.vocabulary
+    assert len(vocabulary) == 30522 and vocabulary[101] == "[CLS]"
+    vocabulary[101] = "changed"  # A copy: the tokenizer keeps its own.
+    assert tokenizer.id_to_token(101) == "[CLS]"
 
 
 def test_known_values(tokenizer):
@@ -197,6 +201,10 @@ def test_graph_modes_and_scalar_input(tokenizer):
     ds = tf.data.Dataset.from_tensor_slices(texts).map(tokenizer)
     assert [x.numpy().tolist() for x in ds] == want
     assert tokenizer(tf.constant(texts[1])).numpy().tolist() == want[1]
+    # Python and NumPy strings, as tf.constant takes them.
+    assert tokenizer(texts).to_list() == want
+    assert tokenizer(texts[1]).numpy().tolist() == want[1]
+    assert tokenizer(np.array(texts)).to_list() == want
 
 
 def test_config_round_trip(tokenizer):

@@ -26,11 +26,24 @@ from tests.text.reference_tokenizer import ReferenceTokenizer
 ASCII_PUNCT = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 
 
-@pytest.fixture(scope="session")
-def slow_tokenizer(vocab_path):
-    tokenizer = BertTokenizer(vocab_path)
-    tokenizer._fast_path_pattern = None  # Per-character path only.
-    return tokenizer
+def _per_character_path(tokenizer, texts, unit=None):
+    """Ids (and offsets, given `unit`) of `texts` on the per-character path.
+
+    A trailing " é" sends each text there ("é" is no fast-path character)
+    and adds exactly one piece at the end (a one-character word: "e" or
+    [UNK]), cut off here; the pieces before it, and their offsets, are
+    those of the text alone.
+    """
+    suffix = " \u00e9".encode()
+    inputs = tf.constant([
+        (t if isinstance(t, bytes) else t.encode()) + suffix for t in texts
+    ])
+    assert not tokenizer._fast_path_mask(inputs).numpy().any()
+    if unit is None:
+        outputs = (tokenizer(inputs),)
+    else:
+        outputs = tokenizer.tokenize_with_offsets(inputs, unit=unit)
+    return tuple(x[:, :-1] for x in outputs)
 
 
 def _non_ascii_fast_chars(lowercase=True):
@@ -159,13 +172,11 @@ def test_randomized_with_non_ascii_punctuation_matches_reference(
 
 
 @pytest.mark.parametrize("unit", ["BYTE", "UTF8_CHAR"])
-def test_fast_path_offsets_equal_slow_path_offsets(
-    tokenizer, slow_tokenizer, unit
-):
+def test_fast_path_offsets_equal_slow_path_offsets(tokenizer, unit):
     texts = _random_texts(2, 200, "’“”—…，。中\u00a0")
     texts += ["", "   ", "a", "’", "x" * 101, "Ab’cd “Ef”…"]
     fast = tokenizer.tokenize_with_offsets(tf.constant(texts), unit=unit)
-    slow = slow_tokenizer.tokenize_with_offsets(tf.constant(texts), unit=unit)
+    slow = _per_character_path(tokenizer, texts, unit)
     for a, b in zip(fast, slow):
         assert a.dtype == b.dtype == tf.int32
         assert a.to_list() == b.to_list()
@@ -216,19 +227,17 @@ MIXED_FAST = [
 ]
 
 
-def test_mixed_batch_routes_rows_and_keeps_their_order(
-    tokenizer, slow_tokenizer, reference
-):
+def test_mixed_batch_routes_rows_and_keeps_their_order(tokenizer, reference):
     inputs = tf.constant(MIXED)
     assert tokenizer._fast_path_mask(inputs).numpy().tolist() == MIXED_FAST
     ids = tokenizer(inputs).to_list()
     for text, got in zip(MIXED, ids):
         assert got == reference.encode(text)
-        assert got == slow_tokenizer(tf.constant([text])).to_list()[0]
+        assert got == _per_character_path(tokenizer, [text])[0].to_list()[0]
         assert got == tokenizer(tf.constant(text)).numpy().tolist()  # Scalar.
     for unit in ("BYTE", "UTF8_CHAR"):
         fast = tokenizer.tokenize_with_offsets(inputs, unit=unit)
-        slow = slow_tokenizer.tokenize_with_offsets(inputs, unit=unit)
+        slow = _per_character_path(tokenizer, MIXED, unit)
         for a, b in zip(fast, slow):
             assert a.to_list() == b.to_list()
 
@@ -271,15 +280,13 @@ def test_vocabulary_oddities_on_the_fast_path():
 def test_small_word_limit_keeps_multibyte_characters_off_the_fast_path():
     vocab = TINY_VOCAB + ["中", "abc", "ab", "##c"]
     short = BertTokenizer(vocab, max_chars_per_word=2)
-    slow = BertTokenizer(vocab, max_chars_per_word=2)
-    slow._fast_path_pattern = None
     texts = ["中 ab abc", "ab’cd", "a b"]
     assert short._fast_path_mask(tf.constant(texts)).numpy().tolist() == [
         False, False, True
     ]
-    assert short(tf.constant(texts)).to_list() == slow(
-        tf.constant(texts)
-    ).to_list()
+    assert short(tf.constant(texts)).to_list() == _per_character_path(
+        short, texts
+    )[0].to_list()
     assert short(tf.constant(["abc"])).to_list() == [[1]]  # 3 > 2: [UNK].
 
 

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from keras_bert.text import SPECIAL_TOKENS
 from keras_bert.text import BertTokenizer
+from keras_bert.text import build_vocabulary
 from keras_bert.text import count_words
 from keras_bert.text import load_vocabulary
 from keras_bert.text import save_vocabulary
@@ -43,6 +44,21 @@ def test_count_words_uses_the_tokenizer_normalization():
     }
     cased = count_words(["Héllo, WORLD!"], lowercase=False)
     assert cased == {"Héllo": 1, ",": 1, "WORLD": 1, "!": 1}
+
+
+def test_build_vocabulary_keeps_the_pieces_the_split_uses():
+    counts = {"the": 100, "then": 60, "them": 40, "cat": 3, "cats": 2}
+    chars = ["a", "c", "e", "h", "m", "n", "s", "t"]
+    # Room for 4 pieces: the 4 most frequent whole words ("cat": 3 + 2).
+    # "th" (200 times) is no piece: "the"/"then"/"them" take all its uses.
+    assert build_vocabulary(counts, vocab_size=26) == (
+        list(SPECIAL_TOKENS) + chars + ["##" + c for c in chars]
+        + ["the", "then", "them", "cat", "[unused0]"]
+    )
+    # Less room: a higher threshold (41..60) keeps only "the" and "then".
+    assert build_vocabulary(counts, vocab_size=24)[-3:] == [
+        "the", "then", "[unused0]"
+    ]
 
 
 def test_build_vocab_tool_uncased(corpus, tmp_path, capsys):

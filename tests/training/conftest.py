@@ -21,10 +21,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 VOCAB_SIZE = 1000
 
 
-def tiny_bert_config(max_len, dropout=0.1, hidden=32, layers=1):
+def tiny_bert_config(max_position_embeddings, dropout=0.1, hidden=32, layers=1):
     return BertConfig(vocab_size=VOCAB_SIZE, hidden_size=hidden, num_layers=layers,
                       num_heads=2, intermediate_size=2 * hidden,
-                      max_position_embeddings=max_len, dropout_rate=dropout,
+                      max_position_embeddings=max_position_embeddings, dropout_rate=dropout,
                       attention_dropout_rate=dropout)
 
 
