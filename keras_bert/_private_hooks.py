@@ -9,6 +9,9 @@ that names it. setup.cfg pins keras to the minor range these were checked on
 (keras 3.15, TensorFlow 2.21).
 
 Removed, with what replaced them:
+- swapping an optimizer's `__class__` and overriding `_apply_weight_decay`
+  in training/finetuning_controls.py: `with_lr_multipliers` builds a new
+  optimizer of a real subclass from its config.
 - `Layer._convert_input_args = False` and
   `Layer._allow_non_tensor_positional_args = True` (text layers): the first
   only casts floating inputs, which these layers never take; Python strings
@@ -38,57 +41,84 @@ called_from: for a method keras_bert overrides, the method of `owner` whose
 """
 
 _OPTIMIZER = "keras.optimizers.Optimizer"
-_MAY_REMAIN = "May remain; see {} (being reworked on another branch). "
 
 PRIVATE_HOOKS = (
     PrivateHook(
         owner=_OPTIMIZER,
         name="_clip_gradients",
         used_in="keras_bert/training/optimizers.py",
-        why=_MAY_REMAIN.format("training/optimizers.py")
-        + "Overridden to sum the gradient over replicas before clipping its "
+        why="Overridden to sum the gradient over replicas before clipping its "
         "global norm: Keras clips each replica's part inside apply() and "
         "all-reduces later, so clipnorm would act N times too loose on N "
-        "replicas. Keras has no public hook between the gradient and the "
-        "clipping.",
+        "replicas; with gradient accumulation the accumulated gradient exists "
+        "only inside apply(). Keras has no public hook between the gradient and "
+        "the clipping.",
         called_from="_backend_apply_gradients",
     ),
     PrivateHook(
         owner=_OPTIMIZER,
         name="_all_reduce_sum_gradients",
         used_in="keras_bert/training/optimizers.py",
-        why=_MAY_REMAIN.format("training/optimizers.py")
-        + "Overridden to skip Keras' own all-reduce when _clip_gradients has "
+        why="Overridden to skip Keras' own all-reduce when _clip_gradients has "
         "already summed the gradient (else it would be summed twice).",
         called_from="_backend_update_step",
     ),
     PrivateHook(
         owner=_OPTIMIZER,
         name="_apply_weight_decay",
-        used_in="keras_bert/training/finetuning_controls.py",
-        why=_MAY_REMAIN.format("training/finetuning_controls.py")
-        + "Overridden so that decoupled weight decay follows the per-variable "
-        "learning-rate multipliers (layer-wise decay); Keras applies it with "
-        "the global learning rate and has no public per-variable hook.",
+        used_in="keras_bert/training/optimizers.py",
+        why="Overridden to do nothing: Keras decays every variable with one "
+        "optimizer-wide rate before the update, while AdamW/Lamb decay each "
+        "variable in the public update_step with its own (multiplied, "
+        "scheduled) rate, as torch.optim.AdamW does.",
         called_from="_backend_apply_gradients",
     ),
     PrivateHook(
         owner=_OPTIMIZER,
         name="_use_weight_decay",
-        used_in="keras_bert/training/finetuning_controls.py",
-        why=_MAY_REMAIN.format("training/finetuning_controls.py")
-        + "Called by that _apply_weight_decay override, to honour "
-        "exclude_from_weight_decay exactly as Keras does.",
+        used_in="keras_bert/training/optimizers.py",
+        why="Read to honour exclude_from_weight_decay exactly as Keras does.",
         called_from=None,
     ),
     PrivateHook(
         owner=_OPTIMIZER,
         name="_var_key",
-        used_in="keras_bert/training/finetuning_controls.py",
-        why=_MAY_REMAIN.format("training/finetuning_controls.py")
-        + "Keys the per-variable multipliers: update_step() receives the "
-        "backend variable (the tf.Variable under a Keras Variable), which has "
-        "no Keras path; _var_key maps both to the key Keras uses for slots.",
+        used_in="keras_bert/training/optimizers.py",
+        why="Keys the per-variable learning-rate multipliers: update_step() "
+        "receives the backend variable (the tf.Variable under a Keras "
+        "Variable), which has no Keras path; _var_key maps both to the key "
+        "Keras uses for slots.",
+        called_from=None,
+    ),
+    PrivateHook(
+        owner=_OPTIMIZER,
+        name="_get_variable_index",
+        used_in="keras_bert/training/optimizers.py",
+        why="Finds a variable's Adam slots (m, v) for the fused "
+        "ResourceApplyAdam update, as Keras' own Adam.update_step does.",
+        called_from=None,
+    ),
+    PrivateHook(
+        owner="keras.optimizers.Adam",
+        name="_momentums",
+        used_in="keras_bert/training/optimizers.py",
+        why="Adam's first-moment slots (set in Adam.build), read by the fused "
+        "update as Keras' Adam.update_step reads them.",
+        called_from=None,
+    ),
+    PrivateHook(
+        owner="keras.optimizers.Adam",
+        name="_velocities",
+        used_in="keras_bert/training/optimizers.py",
+        why="Adam's second-moment slots (set in Adam.build), read by the fused "
+        "update.",
+        called_from=None,
+    ),
+    PrivateHook(
+        owner="keras.optimizers.Adam",
+        name="_velocity_hats",
+        used_in="keras_bert/training/optimizers.py",
+        why="AMSGrad's max second-moment slots (set in Adam.build).",
         called_from=None,
     ),
     PrivateHook(

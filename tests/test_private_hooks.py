@@ -41,7 +41,11 @@ def _keras_bert_sources():
 )
 def test_private_hook_exists_and_is_still_called(hook):
     owner = _resolve(hook.owner)
-    assert hasattr(owner, hook.name), (
+    # Instance attributes (slots set in build()) are found in the class source.
+    present = hasattr(owner, hook.name) or (
+        isinstance(owner, type) and re.search(rf"\bself\.{hook.name}\b",
+                                              inspect.getsource(owner)))
+    assert present, (
         f"{hook.owner}.{hook.name} is gone from the installed Keras "
         f"{keras.__version__} / TensorFlow {tf.__version__}; "
         f"{hook.used_in} relies on it: {hook.why}"
