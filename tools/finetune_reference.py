@@ -2,7 +2,7 @@
 
 Fine-tunes transformers' `BertForSequenceClassification` from the same real
 MiniLM-L6 checkpoint (`keras_bert.checkpoints.minilm_checkpoint_dir()`) on
-the same tweets split (`keras_bert.data.tweets.tweet_sentiment_split()`:
+the same tweets split (`keras_bert.tasks.classification.tweets.tweet_sentiment_split()`:
 seeded 90/10, labels negative/neutral/positive) as keras_bert's quality run
 (`tools/finetune.py --train TWEETS_CSV --eval-fraction 0.1 --split-seed 0`),
 with the recipe of Devlin et al. as the Hugging Face examples run it:
@@ -41,8 +41,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # The checkpoint is a local folder.
 
 from keras_bert.checkpoints.minilm import minilm_checkpoint_dir  # noqa: E402
-from keras_bert.data.tweets import TWEETS_LABELS, tweet_sentiment_split  # noqa: E402
-from keras_bert.training.metrics import classification_metrics  # noqa: E402
+from keras_bert.tasks.classification.tweets import TWEETS_LABELS, tweet_sentiment_split  # noqa: E402
+from keras_bert.tasks.classification.metrics import classification_metrics  # noqa: E402
 
 # Parameters without weight decay, as in the Hugging Face examples.
 NO_DECAY = ("bias", "LayerNorm.weight")

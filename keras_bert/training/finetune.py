@@ -393,7 +393,7 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
             model.weights.h5, vocab.txt; task.json optional).
         output_dir: str, the model directory to write (the best epoch).
         train_data, eval_data: reader output for the task (`read_task_data`,
-            or `keras_bert.data.classification/conll/squad` readers).
+            or the `reader` module of each `keras_bert.tasks.<task>` folder).
         options: `FinetuneOptions` (None: the defaults).
         checkpoint_dir: str, where resumable checkpoints go (default
             `output_dir + ".checkpoints"`, removed at the end).
