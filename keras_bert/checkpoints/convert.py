@@ -225,56 +225,55 @@ def build_model(source):
 
 
 def check_inputs(vocab_file, lowercase=None, sentences=CHECK_SENTENCES):
-    """A padded batch of `sentences` (pairs allowed) tokenized with `vocab_file`.
+    """A padded batch of `sentences` (pairs allowed) as the model would see them.
+
+    Tokenized with keras_bert's `BertTokenizer` and packed by `BertPacker`,
+    the preprocessing of every keras_bert model.
+
+    Args:
+        vocab_file: str, the checkpoint's vocab.txt.
+        lowercase: bool, or None to guess it from the vocabulary
+            (`keras_bert.text.infer_lowercase`).
+        sentences: tuple of (text, text_b or None).
 
     Returns:
         dict of int32 numpy arrays [batch, seq]: token_ids, segment_ids,
         padding_mask.
     """
-    import tensorflow_text as tf_text
+    import tensorflow as tf
 
-    vocab = _read_vocab(vocab_file)
+    from keras_bert.text import BertPacker, BertTokenizer, infer_lowercase
+
     if lowercase is None:
-        # A cased vocabulary has capitalized whole words ("The").
-        lowercase = not any(t[:1].isupper() for t in vocab[:5000] if not t.startswith("["))
-    lookup = {t: i for i, t in enumerate(vocab)}
-    special = {}
-    for token in ("[CLS]", "[SEP]", "[UNK]"):
-        if token not in lookup:
-            raise CheckpointError(f"{vocab_file} has no {token} token.")
-        special[token] = lookup[token]
-    tokenizer = tf_text.BertTokenizer(
-        vocab_file, lower_case=lowercase, token_out_type="int64",
-        unknown_token="[UNK]",
+        lowercase = infer_lowercase(vocab_file)
+    try:
+        tokenizer = BertTokenizer(vocab_file, lowercase=lowercase)
+    except ValueError as e:
+        raise CheckpointError(f"{vocab_file}: {e}") from e
+    packer = BertPacker(
+        cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
+        pad_token_id=tokenizer.pad_token_id, sequence_length=None,
     )
-
-    def ids(text):
-        return [int(i) for i in tokenizer.tokenize([text]).merge_dims(1, -1).numpy()[0]]
-
-    rows = []
-    for a, b in sentences:
-        tokens = [special["[CLS]"]] + ids(a) + [special["[SEP]"]]
-        segments = [0] * len(tokens)
-        if b is not None:
-            more = ids(b) + [special["[SEP]"]]
-            tokens += more
-            segments += [1] * len(more)
-        rows.append((tokens, segments))
-    seq = max(len(t) for t, _ in rows)
-    batch = {
-        k: np.zeros((len(rows), seq), np.int32)
+    # The packer takes a batch of single texts or a batch of pairs: pack
+    # each kind, then pad both to one width, in the order of `sentences`.
+    rows = [None] * len(sentences)
+    for pairs in (False, True):
+        index = [i for i, (_, b) in enumerate(sentences) if (b is not None) == pairs]
+        if not index:
+            continue
+        segments = [tokenizer(tf.constant([sentences[i][0] for i in index]))]
+        if pairs:
+            segments.append(tokenizer(tf.constant([sentences[i][1] for i in index])))
+        packed = {k: v.numpy() for k, v in packer(tuple(segments)).items()}
+        for row, i in enumerate(index):
+            rows[i] = {k: v[row] for k, v in packed.items()}
+    seq = max(len(row["token_ids"]) for row in rows)
+    return {
+        k: np.stack([np.pad(row[k], (0, seq - len(row[k])),
+                            constant_values=tokenizer.pad_token_id if k == "token_ids" else 0)
+                     for row in rows]).astype(np.int32)
         for k in ("token_ids", "segment_ids", "padding_mask")
     }
-    for i, (tokens, segments) in enumerate(rows):
-        batch["token_ids"][i, : len(tokens)] = tokens
-        batch["segment_ids"][i, : len(tokens)] = segments
-        batch["padding_mask"][i, : len(tokens)] = 1
-    return batch
-
-
-def _read_vocab(vocab_file):
-    with open(vocab_file, encoding="utf-8", errors="replace") as f:
-        return [line.rstrip("\n").rstrip("\r") for line in f]
 
 
 def model_outputs(model, inputs):

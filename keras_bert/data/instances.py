@@ -14,7 +14,9 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
     """Trims a pair in place to `max_num_tokens`, as the reference does.
 
     While too long: take the longer list (B on a tie) and drop one token,
-    from the front or the back with equal probability.
+    from the front or the back with equal probability. (`BertPacker`'s
+    "longest_first" keeps the same lengths but always cuts the back; the
+    writer packs the trimmed pairs with it, so it never cuts again.)
     """
     while len(tokens_a) + len(tokens_b) > max_num_tokens:
         trunc = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b

@@ -17,7 +17,10 @@ masked LM and next-sentence prediction. Differences, and why:
   masking); the number of predictions is `round(masked_lm_prob * n)` of the
   `n` non-special tokens (the reference counts [CLS] and [SEP] in n).
 - Truncation is the reference's: while the pair is too long, drop one token
-  from the longer segment, from its front or back with equal chance.
+  from the longer segment, from its front or back with equal chance
+  (`instances.truncate_seq_pair`, in Python: the writer builds instances in
+  Python worker processes). `BertPacker` then packs the instances, a batch
+  at a time, as everywhere else.
 
 Output, in `output_dir`:
     pretraining-00000-of-00004.tfrecord ...  tf.train.Example records
@@ -32,6 +35,7 @@ corrupted). `parse_examples` turns a batch of them back into padded tensors.
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -142,26 +146,28 @@ class PretrainingDataConfig:
 # --- Writing -----------------------------------------------------------------
 
 
-def _int_feature(values):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-
-
 class _ShardWriter:
     """Tokenizes, cuts, masks and writes the documents of one output shard."""
 
     def __init__(self, vocab_file, config):
-        from keras_bert.text import BertTokenizer, MaskedLMMasker
+        from keras_bert.text import BertPacker, BertTokenizer, MaskedLMMasker
 
         self.config = config
         self.tokenizer = BertTokenizer(vocab_file, lowercase=config.lowercase)
-        self.cls_id = self.tokenizer.cls_token_id
-        self.sep_id = self.tokenizer.sep_token_id
-        self.pad_id = self.tokenizer.pad_token_id
         self.start_shard(0)
         self.tokenize = tf.function(
             lambda texts: self.tokenizer(texts),
             input_signature=[tf.TensorSpec([None], tf.string)],
         )
+        # Instances already fit (`truncate_seq_pair`): the packer only adds
+        # [CLS] / [SEP] and pads to max_seq_length.
+        self.packer = BertPacker(
+            cls_token_id=self.tokenizer.cls_token_id,
+            sep_token_id=self.tokenizer.sep_token_id,
+            pad_token_id=self.tokenizer.pad_token_id,
+            sequence_length=config.max_seq_length,
+        )
+        self.masker = None
         if config.masking == "static":
             self.masker = MaskedLMMasker(
                 self.tokenizer.vocabulary,
@@ -169,17 +175,11 @@ class _ShardWriter:
                 max_predictions_per_seq=config.max_predictions_per_seq,
                 whole_word_masking=config.whole_word_masking,
             )
-            length = config.max_seq_length
-            self.mask = tf.function(
-                lambda ids, mask, seed: self.masker(
-                    {"token_ids": ids, "padding_mask": mask}, seed=seed
-                ),
-                input_signature=[
-                    tf.TensorSpec([None, length], tf.int32),
-                    tf.TensorSpec([None, length], tf.int32),
-                    tf.TensorSpec([2], tf.int64),
-                ],
-            )
+        segment = tf.RaggedTensorSpec([None, None], tf.int32, row_splits_dtype=tf.int64)
+        self.pack_and_mask = tf.function(
+            self._pack_and_mask,
+            input_signature=[segment, segment, tf.TensorSpec([2], tf.int64)],
+        )
 
     def start_shard(self, shard_index):
         """Resets the random state: a shard's output depends only on its index."""
@@ -205,54 +205,55 @@ class _ShardWriter:
                 result.append(segments)
         return result
 
-    def examples(self, instances):
-        """Packs (and for static masking, masks) instances into tf.train.Examples."""
-        packed = []
-        for tokens_a, tokens_b, is_random_next in instances:
-            token_ids = [self.cls_id] + tokens_a + [self.sep_id] + tokens_b + [self.sep_id]
-            segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
-            packed.append((token_ids, segment_ids, int(is_random_next)))
-        masked = [None] * len(packed)
-        if self.config.masking == "static" and packed:
-            masked = self._mask([p[0] for p in packed])
-        for (token_ids, segment_ids, label), mask in zip(packed, masked):
-            features = {
-                "segment_ids": _int_feature(segment_ids),
-                "next_sentence_labels": _int_feature([label]),
-            }
-            if mask is None:
-                features["token_ids"] = _int_feature(token_ids)
-            else:
-                features["token_ids"] = _int_feature(mask[0])
-                features["masked_positions"] = _int_feature(mask[1])
-                features["masked_ids"] = _int_feature(mask[2])
-            yield tf.train.Example(features=tf.train.Features(feature=features))
+    def _pack_and_mask(self, tokens_a, tokens_b, seed):
+        """[CLS] A [SEP] B [SEP], int32 [batch, max_seq_length], masked when static."""
+        packed = self.packer((tokens_a, tokens_b))
+        if self.masker is not None:
+            packed.update(self.masker(packed, seed=seed))
+        return packed
 
-    def _mask(self, sequences):
-        length = self.config.max_seq_length
-        ids = np.full((len(sequences), length), self.pad_id, np.int32)
-        padding_mask = np.zeros((len(sequences), length), np.int32)
-        for row, sequence in enumerate(sequences):
-            ids[row, :len(sequence)] = sequence
-            padding_mask[row, :len(sequence)] = 1
+    def examples(self, instances):
+        """Packs (and for static masking, masks) instances into tf.train.Examples.
+
+        One `BertPacker` call (and one `MaskedLMMasker` call) per batch of
+        instances, on ragged tensors.
+        """
+        if not instances:
+            return
+
+        def ragged(segments):
+            lengths = np.fromiter((len(s) for s in segments), np.int64, len(segments))
+            flat = np.fromiter(itertools.chain.from_iterable(segments), np.int32, lengths.sum())
+            return tf.RaggedTensor.from_row_lengths(flat, lengths)
+
         seed = tf.constant(
             [self.config.seed, self.shard_index * 1_000_000 + self.num_mask_batches],
             tf.int64,
         )
-        self.num_mask_batches += 1
-        out = self.mask(ids, padding_mask, seed)
-        token_ids = out["token_ids"].numpy()
-        positions = out["masked_positions"].numpy()
-        masked_ids = out["masked_ids"].numpy()
-        used = out["masked_weights"].numpy() > 0
-        return [
-            (
-                token_ids[row, :len(sequence)].tolist(),
-                positions[row, used[row]].tolist(),
-                masked_ids[row, used[row]].tolist(),
-            )
-            for row, sequence in enumerate(sequences)
-        ]
+        if self.masker is not None:
+            self.num_mask_batches += 1
+        out = self.pack_and_mask(ragged([x[0] for x in instances]),
+                                 ragged([x[1] for x in instances]), seed)
+        lengths = out["padding_mask"].numpy().sum(axis=1).tolist()
+        # Python lists: Int64List takes them much faster than numpy rows.
+        token_ids, segment_ids = out["token_ids"].numpy().tolist(), out["segment_ids"].numpy().tolist()
+        if self.masker is not None:
+            num_masked = out["masked_weights"].numpy().sum(axis=1).astype(int).tolist()
+            positions = out["masked_positions"].numpy().tolist()
+            masked_ids = out["masked_ids"].numpy().tolist()
+        for row, (n, instance) in enumerate(zip(lengths, instances)):
+            # Filled in place: nested constructors copy every sub-message.
+            example = tf.train.Example()
+            feature = example.features.feature
+            feature["token_ids"].int64_list.value.extend(token_ids[row][:n])
+            feature["segment_ids"].int64_list.value.extend(segment_ids[row][:n])
+            feature["next_sentence_labels"].int64_list.value.append(int(instance[2]))
+            if self.masker is not None:
+                # Masked positions come first (ascending), then padding.
+                k = num_masked[row]
+                feature["masked_positions"].int64_list.value.extend(positions[row][:k])
+                feature["masked_ids"].int64_list.value.extend(masked_ids[row][:k])
+            yield example
 
 
 # One writer (tokenizer and compiled functions) per process and settings.

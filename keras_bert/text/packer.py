@@ -165,15 +165,14 @@ class BertPacker(keras.layers.Layer):
             keep = [tf.minimum(lengths[0], budget)]
         else:
             keep = _longest_first_lengths(lengths[0], lengths[1], budget)
-        # Keep the first `k` ids of each row.
-        return [
-            tf.ragged.boolean_mask(
-                s,
-                tf.ragged.range(s.row_lengths())
-                < tf.cast(k, tf.int64)[:, None],
-            )
-            for s, k in zip(segments, keep)
-        ]
+        # Keep the first `k` ids of each row: gather them (a few ops, where
+        # tf.ragged.boolean_mask takes dozens, which eager callers feel).
+        result = []
+        for s, k in zip(segments, keep):
+            starts = s.row_starts()
+            kept = tf.ragged.range(starts, starts + tf.cast(k, tf.int64))
+            result.append(tf.gather(s.flat_values, kept))  # [batch, (k)]
+        return result
 
     def call(self, inputs):
         segments, unbatched = self._standardize(inputs)

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert.checkpoints import CheckpointError, convert_checkpoint
+from keras_bert.checkpoints import CheckpointError, check_inputs, convert_checkpoint
 from tests.checkpoints.conftest import (
     WORDS,
     google_config,
@@ -205,3 +205,25 @@ def test_checkpoint_without_bert_names(tmp_path):
         google_config(config),
     )
     _assert_fails(tmp_path, folder, r"no BERT weights found \(found: model/dense/kernel\)")
+
+
+def test_check_inputs_are_packed_as_the_model_packs_them(tmp_path):
+    vocab = str(tmp_path / "vocab.txt")
+    write_vocab(vocab)
+    inputs = check_inputs(vocab)  # Singles and a pair, in one padded batch.
+    ids = {word: i for i, word in enumerate(WORDS)}
+    rows = [
+        "[CLS] the quick brown fox jumps over the lazy dog . [SEP]",
+        "[CLS] where is the train station ? [SEP] it is two blocks north of here . [SEP]",
+        "[CLS] hello ! [SEP]",
+    ]
+    rows = [[ids[w] for w in row.split()] for row in rows]
+    width = max(len(row) for row in rows)
+    assert inputs["token_ids"].tolist() == [row + [0] * (width - len(row)) for row in rows]
+    assert inputs["segment_ids"][1].tolist() == [0] * 8 + [1] * 9
+    assert inputs["segment_ids"][[0, 2]].sum() == 0
+    assert inputs["padding_mask"].sum(axis=1).tolist() == [len(row) for row in rows]
+    assert all(v.dtype == np.int32 for v in inputs.values())
+    write_vocab(vocab, [w for w in WORDS if w != "[MASK]"])
+    with pytest.raises(CheckpointError, match=r"vocab\.txt.*'\[MASK\]' is missing"):
+        check_inputs(vocab)

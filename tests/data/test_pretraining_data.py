@@ -25,7 +25,8 @@ from keras_bert.data import (
     write_corpus,
 )
 from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
-from keras_bert.text import BertTokenizer
+from keras_bert.data.pretraining_data import _ShardWriter
+from keras_bert.text import BertTokenizer, save_vocabulary
 
 MAX_SEQ_LENGTH = 128
 CONFIG = dict(max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=20, dupe_factor=2,
@@ -267,3 +268,29 @@ def test_rejects_bad_settings(tmp_path):
         create_pretraining_data([str(tmp_path / "missing.txt")], str(tmp_path), "vocab.txt")
     with pytest.raises(FileNotFoundError, match="create_pretraining_data"):
         read_metadata(str(tmp_path))
+
+
+def test_records_are_packed_by_bert_packer(tmp_path):
+    # [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, [MASK] 4, then words 5...
+    vocab = str(tmp_path / "vocab.txt")
+    save_vocabulary(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("abcdefghij"), vocab)
+    instances = [([5, 6, 7], [8, 9], False), ([10], [11, 12, 13, 14], True)]
+    for masking in ("dynamic", "static"):
+        writer = _ShardWriter(vocab, PretrainingDataConfig(
+            max_seq_length=8, max_predictions_per_seq=2, masking=masking))
+        records = [{k: list(v.int64_list.value) for k, v in e.features.feature.items()}
+                   for e in writer.examples(instances)]
+        assert [r["segment_ids"] for r in records] == [[0, 0, 0, 0, 0, 1, 1, 1],
+                                                        [0, 0, 0, 1, 1, 1, 1, 1]]
+        assert [r["next_sentence_labels"] for r in records] == [[0], [1]]
+        clean = [[2, 5, 6, 7, 3, 8, 9, 3], [2, 10, 3, 11, 12, 13, 14, 3]]
+        if masking == "dynamic":
+            assert [r["token_ids"] for r in records] == clean
+            continue
+        for record, original in zip(records, clean):
+            positions = record["masked_positions"]
+            assert len(positions) == 1  # round(0.15 * 5 candidates).
+            assert record["masked_ids"] == [original[p] for p in positions]
+            assert original[positions[0]] not in (2, 3)
+            unchanged = [i for i in range(8) if i not in positions]
+            assert [record["token_ids"][i] for i in unchanged] == [original[i] for i in unchanged]

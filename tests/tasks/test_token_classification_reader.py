@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from keras_bert.data import batching
 from keras_bert.tasks.token_classification import reader as conll
-from keras_bert.text import BertTokenizer
+from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.training.finetune_fixtures import CONLL_TEXT, make_vocab
 
 
@@ -95,6 +95,31 @@ def test_dataset_marks_unlabeled_pieces_with_minus_one(tokenizer):
     batch = next(iter(batching.eval_batches(dataset.map(lambda x, y, i: (x, y)), 2,
                                             conll.LABEL_PADDING)))
     assert batch[1].numpy()[1].tolist() == [-1, 1, -1, -1, -1]  # Padded with -1, ignored.
+
+
+@pytest.mark.parametrize("max_seq_length", [4, 7, 32])
+def test_packing_is_the_preprocessors_and_labels_follow_their_pieces(tokenizer, max_seq_length):
+    sentences = conll.ConllSentences(
+        [["johnx", "in", "1889", "paris"], ["ab", "c"], ["x1y2z3"]],
+        [["B-PER", "O", "B-LOC", "B-LOC"], ["O", "B-PER"], ["B-LOC"]], ["f:1", "f:6", "f:9"])
+    names = ["O", "B-LOC", "B-PER"]
+    sentences, ids = conll.encode_tags(sentences, names)
+    dataset = conll.token_classification_dataset(sentences, ids, tokenizer, max_seq_length)
+    preprocessor = BertPreprocessor(tokenizer, sequence_length=None, max_seq_length=max_seq_length)
+    words_cut = 0
+    for words, tags, (x, y, word_index) in zip(sentences.words, ids, dataset.as_numpy_iterator()):
+        packed = preprocessor(tf.constant([" ".join(words)]))
+        assert x["token_ids"].tolist() == packed["token_ids"].numpy()[0].tolist()
+        assert x["segment_ids"].tolist() == packed["segment_ids"].numpy()[0].tolist()
+        labeled = np.flatnonzero(y >= 0)
+        first_pieces = [tokenizer(tf.constant([w]))[0].numpy()[0] for w in words]
+        assert word_index[labeled].tolist() == list(range(len(labeled)))  # Words in order.
+        for position in labeled:
+            word = word_index[position]
+            assert x["token_ids"][position] == first_pieces[word]
+            assert y[position] == tags[word]
+        words_cut += len(words) - len(labeled)
+    assert (words_cut > 0) == (max_seq_length < 32)  # Truncation was tested.
 
 
 def test_predictions_map_back_to_words():

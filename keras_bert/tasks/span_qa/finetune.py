@@ -70,7 +70,7 @@ class SpanQATask(FinetuneTask):
         options = self.options
         info.update(
             doc_stride=options.doc_stride, max_query_length=options.max_query_length,
-            max_answer_length=options.max_answer_length,
+            max_answer_length=options.max_answer_length, n_best_size=options.n_best_size,
             version_2_with_negative=self.version_2_with_negative,
             null_score_diff_threshold=options.null_score_diff_threshold,
         )

@@ -19,8 +19,9 @@ once, in the graph, with `BertTokenizer.tokenize_with_offsets`; each
 context token keeps its character span in the original context, which is
 how answers are labeled (tokens overlapping the answer's characters) and how
 predicted spans are mapped back to text: `context[start_char:end_char]`, the
-original characters, accents, case and inner whitespace included. Window
-assembly is Python over token lists, once per dataset, not per step.
+original characters, accents, case and inner whitespace included. Windows
+come from `windows.squad_windows`, the function the serving graph calls,
+run here eagerly on batches of questions, once per dataset.
 
 Decoding (`squad_predictions`): per window, the `n_best_size` best start and
 end positions are paired; a pair counts when both are context tokens of the
@@ -29,6 +30,7 @@ its start token has its maximum context in this window. The best pair over
 the question's windows wins. SQuAD v2.0: the null score is the smallest
 start_logits[CLS] + end_logits[CLS] over the windows; the prediction is ""
 (no answer) when null score - best span score > `null_score_diff_threshold`.
+Both are `windows.py`'s functions, shared with serving.
 """
 
 import dataclasses
@@ -38,6 +40,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.data.report import DataReport
+from keras_bert.tasks.span_qa import windows as windows_lib
+from keras_bert.text import BertPacker
 
 
 @dataclasses.dataclass
@@ -183,6 +187,8 @@ class SquadFeatures:
 
     Attributes:
         token_ids: list of lists of int, `[CLS] question [SEP] window [SEP]`.
+        segment_ids: list of int32 arrays [seq], 0 for `[CLS] question
+            [SEP]`, 1 for `window [SEP]`.
         question_length: list of int, tokens of `[CLS] question [SEP]`.
         question_index: int32 array, the window's question in `SquadData`.
         start_positions, end_positions: int32 arrays, answer token positions
@@ -194,6 +200,7 @@ class SquadFeatures:
     """
 
     token_ids: list
+    segment_ids: list
     question_length: list
     question_index: np.ndarray
     start_positions: np.ndarray
@@ -209,28 +216,30 @@ class SquadFeatures:
 def window_starts(num_tokens, window_length, doc_stride):
     """Start of each window: every `doc_stride` tokens until one reaches the end.
 
+    `windows.window_layout` for one context.
+
     Example:
     >>> window_starts(10, 4, 3)
     [0, 3, 6]
     """
-    starts, start = [], 0
-    while True:
-        starts.append(start)
-        if start + window_length >= num_tokens:
-            return starts
-        start += min(window_length, doc_stride)
+    layout = windows_lib.window_layout([num_tokens], [window_length], doc_stride)
+    return layout["window_start"].numpy().tolist()
 
 
 def _tokenize(tokenizer, texts, with_offsets, batch_size=512):
-    results = []
+    """int32 RaggedTensors [len(texts), (tokens)]: ids (and char starts, ends)."""
+    parts = []
     for i in range(0, len(texts), batch_size):
         batch = tf.constant(texts[i:i + batch_size], tf.string)
         if with_offsets:
-            ids, starts, ends = tokenizer.tokenize_with_offsets(batch, unit="UTF8_CHAR")
-            results += zip(ids.to_list(), starts.to_list(), ends.to_list())
+            parts.append(tokenizer.tokenize_with_offsets(batch, unit="UTF8_CHAR"))
         else:
-            results += tokenizer(batch).to_list()
-    return results
+            parts.append((tokenizer(batch),))
+    if not parts:
+        empty = tf.RaggedTensor.from_row_splits(tf.zeros([0], tf.int32), tf.zeros([1], tf.int64))
+        return (empty,) * (3 if with_offsets else 1)
+    return tuple(tf.concat(list(column), axis=0).with_row_splits_dtype(tf.int64)
+                 for column in zip(*parts))
 
 
 def answer_token_span(char_starts, char_ends, answer_span):
@@ -239,9 +248,27 @@ def answer_token_span(char_starts, char_ends, answer_span):
     return (int(overlap[0]), int(overlap[-1])) if len(overlap) else None
 
 
+def _windows(packer, doc_stride, question_ids, context_ids, starts, ends):
+    """`windows.squad_windows`, with the character span of each position's token.
+
+    Run eagerly: one call windows a batch of questions, and tracing a
+    tf.function would cost more than a dataset's few calls.
+    """
+    out = windows_lib.squad_windows(
+        question_ids, context_ids, packer, packer.max_seq_length, doc_stride)
+    token = out["context_token"]
+    for name, offsets in (("char_starts", starts), ("char_ends", ends)):
+        table = tf.concat([offsets.flat_values, [-1]], 0)  # -1: not a context token.
+        out[name] = tf.gather(table, tf.where(token >= 0, token, tf.size(offsets.flat_values)))
+    return {k: v.numpy() for k, v in out.items()}
+
+
 def squad_features(data, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64,
-                   training=False):
+                   training=False, batch_size=1024):
     """Cuts every question's context into windows and labels answer positions.
+
+    The windows are `windows.squad_windows`' (the serving graph's), run on
+    `batch_size` questions at a time.
 
     Args:
         data: `SquadData`.
@@ -250,6 +277,7 @@ def squad_features(data, tokenizer, max_seq_length=384, doc_stride=128, max_quer
         doc_stride: int, tokens between the starts of two windows.
         max_query_length: int, question tokens kept (the rest are cut).
         training: bool, label answer positions (first usable answer).
+        batch_size: int, questions windowed per call.
 
     Returns:
         `SquadFeatures`.
@@ -260,51 +288,57 @@ def squad_features(data, tokenizer, max_seq_length=384, doc_stride=128, max_quer
             f"max_query_length={max_query_length} tokens and 3 special tokens."
         )
     contexts = sorted({q.context for q in data.questions})
-    context_tokens = dict(zip(contexts, _tokenize(tokenizer, contexts, with_offsets=True)))
-    question_tokens = _tokenize(tokenizer, [q.question for q in data.questions], with_offsets=False)
-    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
-    out = SquadFeatures([], [], [], [], [], [], [], [])
-    for index, (question, query) in enumerate(zip(data.questions, question_tokens)):
-        ids, starts, ends = context_tokens[question.context]
-        starts, ends = np.asarray(starts, "int32"), np.asarray(ends, "int32")
-        query = query[:max_query_length]
-        window_length = max_seq_length - len(query) - 3
-        offset = len(query) + 2  # [CLS] query [SEP]
-        answer = None
+    context_row = {context: row for row, context in enumerate(contexts)}
+    context_ids, context_starts, context_ends = _tokenize(tokenizer, contexts, with_offsets=True)
+    (question_ids,) = _tokenize(tokenizer, [q.question for q in data.questions], with_offsets=False)
+    question_ids = question_ids[:, :max_query_length]
+    flat_starts, flat_ends = context_starts.flat_values.numpy(), context_ends.flat_values.numpy()
+    splits = context_starts.row_splits.numpy()
+
+    # Answer tokens, numbered within the context; questions without any are skipped.
+    keep, answers = [], []
+    for index, question in enumerate(data.questions):
+        answer = (-1, -1)
         if training and not question.is_impossible:
-            answer = answer_token_span(starts, ends, question.answer_spans[0])
+            row = context_row[question.context]
+            span = slice(splits[row], splits[row + 1])
+            answer = answer_token_span(flat_starts[span], flat_ends[span], question.answer_spans[0])
             if answer is None:
                 data.report.skip(question.where, "answer has no tokens",
                                  f"{question.answer_texts[0]!r} is only whitespace or deleted characters")
                 data.report.num_kept -= 1
                 continue
-        window_list = window_starts(len(ids), window_length, doc_stride)
-        for start in window_list:
-            length = min(window_length, len(ids) - start)
-            positions = np.arange(start, start + length)
-            # A token's context in a window: tokens on its shorter side (+ a
-            # tie-break on window length); it is scored in its best window.
-            score = lambda s, n: np.minimum(positions - s, s + n - 1 - positions) + 0.01 * n  # noqa: E731
-            best = score(start, length)
-            for other in window_list:
-                other_length = min(window_length, len(ids) - other)
-                inside = (positions >= other) & (positions < other + other_length)
-                best = np.where(inside, np.maximum(best, score(other, other_length)), best)
-            is_max = score(start, length) >= best
-            pad = np.full(offset, -1, "int32")
-            out.token_ids.append([cls_id] + query + [sep_id] + ids[start:start + length] + [sep_id])
-            out.question_length.append(offset)
-            out.question_index.append(index)
-            out.char_starts.append(np.concatenate([pad, starts[start:start + length], [-1]]))
-            out.char_ends.append(np.concatenate([pad, ends[start:start + length], [-1]]))
-            out.max_context.append(np.concatenate([np.zeros(offset, bool), is_max, [False]]))
-            first = last = 0
-            if answer is not None and answer[0] >= start and answer[1] < start + length:
-                first, last = answer[0] - start + offset, answer[1] - start + offset
-            out.start_positions.append(first)
-            out.end_positions.append(last)
+        keep.append(index)
+        answers.append(answer)
+
+    packer = BertPacker(tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id,
+                        sequence_length=None, max_seq_length=max_seq_length)
+    out = SquadFeatures([], [], [], [], [], [], [], [], [])
+    for begin in range(0, len(keep), batch_size):
+        indices = keep[begin:begin + batch_size]
+        rows = [context_row[data.questions[i].context] for i in indices]
+        w = _windows(packer, doc_stride, tf.gather(question_ids, indices),
+                     tf.gather(context_ids, rows), tf.gather(context_starts, rows),
+                     tf.gather(context_ends, rows))
+        lengths = w["padding_mask"].sum(axis=1)
+        example, offset = w["example"], w["context_offset"]
+        # The answer's positions in the windows that hold all of it.
+        first, last = np.asarray(answers[begin:begin + batch_size], "int32")[example].T
+        inside = ((first >= w["window_start"])
+                  & (last < w["window_start"] + w["window_length"]))
+        out.start_positions.append(np.where(inside, first - w["window_start"] + offset, 0))
+        out.end_positions.append(np.where(inside, last - w["window_start"] + offset, 0))
+        out.question_index.append(np.asarray(indices, "int32")[example])
+        for f, n in enumerate(lengths):
+            out.token_ids.append(w["token_ids"][f, :n].tolist())
+            out.segment_ids.append(w["segment_ids"][f, :n])
+            out.question_length.append(int(offset[f]))
+            out.char_starts.append(w["char_starts"][f, :n])
+            out.char_ends.append(w["char_ends"][f, :n])
+            out.max_context.append(w["max_context"][f, :n])
     for name in ("question_index", "start_positions", "end_positions"):
-        setattr(out, name, np.asarray(getattr(out, name), dtype="int32"))
+        parts = getattr(out, name)
+        setattr(out, name, np.concatenate(parts).astype("int32") if parts else np.zeros(0, "int32"))
     return out
 
 
@@ -316,18 +350,14 @@ def squad_dataset(features):
     `keras_bert.data.batching`.
     """
     lengths = [len(ids) for ids in features.token_ids]
-    token_ids = tf.RaggedTensor.from_row_lengths(
-        np.concatenate(features.token_ids).astype("int32"), lengths
-    )
-    segment_ids = tf.RaggedTensor.from_row_lengths(
-        np.concatenate([
-            np.r_[np.zeros(q, "int32"), np.ones(n - q, "int32")]
-            for q, n in zip(features.question_length, lengths)
-        ]),
-        lengths,
-    )
+
+    def ragged(rows):
+        flat = np.concatenate(rows).astype("int32") if rows else np.zeros(0, "int32")
+        return tf.RaggedTensor.from_row_lengths(flat, lengths)
+
     targets = {"start_logits": features.start_positions, "end_logits": features.end_positions}
-    dataset = tf.data.Dataset.from_tensor_slices((token_ids, segment_ids, targets))
+    dataset = tf.data.Dataset.from_tensor_slices(
+        (ragged(features.token_ids), ragged(features.segment_ids), targets))
 
     def to_features(ids, segments, target):
         return {"token_ids": ids, "segment_ids": segments, "padding_mask": tf.ones_like(ids)}, target
@@ -335,9 +365,20 @@ def squad_dataset(features):
     return dataset.map(to_features).cache()
 
 
+def _padded(rows, width, value, dtype):
+    out = np.full((len(rows), width), value, dtype)
+    for i, row in enumerate(rows):
+        n = min(len(row), width)
+        out[i, :n] = row[:n]
+    return out
+
+
 def squad_predictions(data, features, start_logits, end_logits, n_best_size=20,
                       max_answer_length=30, null_score_diff_threshold=0.0, version_2_with_negative=None):
     """Predicted answer text of every question.
+
+    Span selection is `windows.best_spans` and `windows.select_answers`
+    (what the serving graph runs), on all windows at once.
 
     Args:
         data: `SquadData`.
@@ -354,36 +395,35 @@ def squad_predictions(data, features, start_logits, end_logits, n_best_size=20,
         A tuple `(predictions, null_odds)`: {question id: text} and
         {question id: null score - best span score} (v2.0 only, else empty).
     """
-    version_2_with_negative = data.version_2_with_negative if version_2_with_negative is None else version_2_with_negative
-    best = {}  # question index -> (score, text)
-    null = {}  # question index -> smallest null score
-    for f in range(len(features)):
-        q = int(features.question_index[f])
-        context = data.questions[q].context
-        n = len(features.token_ids[f])
-        start, end = np.asarray(start_logits[f][:n], "float64"), np.asarray(end_logits[f][:n], "float64")
-        null[q] = min(null.get(q, np.inf), start[0] + end[0])
-        char_starts, char_ends = features.char_starts[f], features.char_ends[f]
-        top_starts = np.argsort(-start, kind="stable")[:n_best_size]
-        top_ends = np.argsort(-end, kind="stable")[:n_best_size]
-        s, e = top_starts[:, None], top_ends[None, :]  # (k, 1), (1, k)
-        valid = (
-            (char_starts[s] >= 0) & (char_ends[e] >= 0) & (e >= s)
-            & (e - s + 1 <= max_answer_length) & features.max_context[f][s]
-        )
-        if not valid.any():
-            continue
-        scores = np.where(valid, start[s] + end[e], -np.inf)
-        i, j = np.unravel_index(np.argmax(scores), scores.shape)
-        if q not in best or scores[i, j] > best[q][0]:
-            text = context[char_starts[top_starts[i]]:char_ends[top_ends[j]]]
-            best[q] = (scores[i, j], text)
+    if version_2_with_negative is None:
+        version_2_with_negative = data.version_2_with_negative
+    lengths = [len(ids) for ids in features.token_ids]
+    width = max(lengths, default=1)
+    dtype = np.result_type(*(np.asarray(x).dtype for x in start_logits[:1]), np.float32)
+    start = _padded(start_logits, width, 0, dtype)
+    end = _padded(end_logits, width, 0, dtype)
+    padding_mask = np.arange(width)[None, :] < np.asarray(lengths, "int32")[:, None]
+    context = _padded(features.char_starts, width, -1, "int32") >= 0
+    max_context = _padded(features.max_context, width, False, bool)
+    span_score, span_start, span_end = windows_lib.best_spans(
+        start, end, padding_mask, max_context, context, max_answer_length, n_best_size)
+    best = windows_lib.select_answers(
+        span_score, windows_lib.null_scores(start, end), features.question_index,
+        len(data.questions), version_2_with_negative, null_score_diff_threshold)
+    best = {k: v.numpy() for k, v in best.items()}
+    span_start, span_end = span_start.numpy(), span_end.numpy()
+    has_window = np.bincount(features.question_index, minlength=len(data.questions)) > 0
+
     predictions, null_odds = {}, {}
     for q, question in enumerate(data.questions):
-        score, text = best.get(q, (-np.inf, ""))
-        if version_2_with_negative and q in null:
-            null_odds[question.qid] = float(null[q] - score) if np.isfinite(score) else float("inf")
-            if null[q] - score > null_score_diff_threshold:
-                text = ""
+        text = ""
+        if best["answerable"][q]:
+            f = best["window"][q]
+            text = question.context[features.char_starts[f][span_start[f]]:
+                                    features.char_ends[f][span_end[f]]]
+        if version_2_with_negative and has_window[q]:
+            score = best["score"][q]
+            null_odds[question.qid] = (float(best["null_score"][q] - score)
+                                       if score > windows_lib.NO_SPAN / 2 else float("inf"))
         predictions[question.qid] = text
     return predictions, null_odds

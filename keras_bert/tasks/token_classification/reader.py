@@ -24,8 +24,9 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.tasks.classification.reader import read_lines
 from keras_bert.data.report import DataReport
+from keras_bert.tasks.classification.reader import read_lines
+from keras_bert.text import BertPacker
 
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")
 
@@ -149,56 +150,79 @@ def encode_tags(sentences, label_names, unknown_labels="error"):
 
 
 def align_first_pieces(pieces_per_word, tag_ids, max_seq_length, cls_id, sep_id):
-    """Packs one sentence: [CLS] pieces [SEP], labels on first pieces.
+    """Packs sentences: [CLS] pieces [SEP], labels on first pieces.
 
-    In-graph (runs inside `tf.data.Dataset.map`).
+    In-graph (runs inside `tf.data.Dataset.map`), on a batch of sentences or
+    one. `BertPacker` packs (and truncates) the pieces; the labels ride
+    along: piece j of a sentence sits at position j + 1, after [CLS], for
+    the pieces the packer kept.
 
     Args:
-        pieces_per_word: int RaggedTensor [num_words, (num_pieces)].
-        tag_ids: int32 Tensor [num_words].
+        pieces_per_word: int RaggedTensor [batch, (num_words), (num_pieces)],
+            or [num_words, (num_pieces)] for one sentence.
+        tag_ids: int32 RaggedTensor [batch, (num_words)] (Tensor
+            [num_words] for one sentence).
         max_seq_length: int, pieces beyond max_seq_length - 2 are cut.
         cls_id, sep_id: ints.
 
     Returns:
-        A tuple (features, labels, weights, word_index): features a dict of
-        int32 [seq] `token_ids`, `segment_ids`, `padding_mask`; labels int32
-        [seq] (the word's tag on its first piece, 0 elsewhere); weights
-        float32 [seq] (1 on first pieces); word_index int32 [seq] (the word
-        of each first piece, -1 elsewhere).
+        A tuple (features, labels, weights, word_index), [batch, seq] padded
+        to the longest sentence of the batch ([seq] for one sentence):
+        features a dict of int32 `token_ids`, `segment_ids`, `padding_mask`;
+        labels int32 (the word's tag on its first piece, 0 elsewhere);
+        weights float32 (1 on first pieces); word_index int32 (the word of
+        each first piece, -1 elsewhere).
     """
-    pieces = tf.cast(pieces_per_word.flat_values, tf.int32)
-    lengths = tf.cast(pieces_per_word.row_lengths(), tf.int32)
-    num_pieces = tf.size(pieces)
-    word_of_piece = tf.repeat(tf.range(tf.size(lengths)), lengths)  # [num_pieces]
-    starts = tf.cumsum(lengths, exclusive=True)
-    is_first = tf.equal(tf.range(num_pieces), tf.gather(starts, word_of_piece))
-    keep = tf.minimum(num_pieces, max_seq_length - 2)
-    pieces, word_of_piece, is_first = pieces[:keep], word_of_piece[:keep], is_first[:keep]
-    labels = tf.where(is_first, tf.gather(tag_ids, word_of_piece), 0)
-    word_index = tf.where(is_first, word_of_piece, -1)
-    token_ids = tf.concat([[cls_id], pieces, [sep_id]], 0)
-    pad = lambda x, value: tf.concat([[value], x, [value]], 0)  # noqa: E731
-    features = {
-        "token_ids": token_ids,
-        "segment_ids": tf.zeros_like(token_ids),
-        "padding_mask": tf.ones_like(token_ids),
-    }
-    return features, pad(labels, 0), pad(tf.cast(is_first, tf.float32), 0.0), pad(word_index, -1)
+    unbatched = pieces_per_word.shape.rank == 2
+    if unbatched:
+        pieces_per_word = tf.RaggedTensor.from_row_lengths(
+            pieces_per_word, [pieces_per_word.nrows()])
+        tag_ids = tf.RaggedTensor.from_tensor(tag_ids[tf.newaxis])
+    packer = BertPacker(int(cls_id), int(sep_id), sequence_length=None,
+                        max_seq_length=max_seq_length)
+    words = pieces_per_word.values  # [total_words, (num_pieces)]
+    pieces = tf.cast(pieces_per_word.merge_dims(1, 2), tf.int32)  # [batch, (num_pieces)]
+    features = packer(pieces)  # [batch, seq]
+
+    # Per piece, flat over the batch.
+    is_first = tf.equal(tf.ragged.range(words.row_lengths()).flat_values, 0)
+    word_in_sentence = tf.ragged.range(pieces_per_word.row_lengths()).flat_values
+    word_of_piece = tf.cast(tf.repeat(word_in_sentence, words.row_lengths()), tf.int32)
+    tag_of_piece = tf.repeat(tf.cast(tag_ids.flat_values, tf.int32), words.row_lengths())
+    kept = tf.reduce_sum(features["padding_mask"], axis=1) - 2  # Pieces between [CLS], [SEP].
+    shape = tf.shape(features["token_ids"])
+
+    def ride_along(values, fill):  # Flat [total_pieces] -> [batch, seq], as token_ids.
+        values = pieces.with_flat_values(values)
+        starts = values.row_starts()
+        values = tf.gather(values.flat_values,
+                           tf.ragged.range(starts, starts + tf.cast(kept, starts.dtype)))
+        column = tf.fill([values.nrows(), 1], fill)
+        return tf.concat([column, values, column], axis=1).to_tensor(fill, shape=shape)
+
+    outputs = (features, ride_along(tf.where(is_first, tag_of_piece, 0), 0),
+               ride_along(tf.cast(is_first, tf.float32), 0.0),
+               ride_along(tf.where(is_first, word_of_piece, -1), -1))
+    if unbatched:
+        outputs = tf.nest.map_structure(lambda x: x[0], outputs)
+    return outputs
 
 
-def token_classification_dataset(sentences, tag_ids, tokenizer, max_seq_length):
+def token_classification_dataset(sentences, tag_ids, tokenizer, max_seq_length, batch_size=128):
     """Sentences -> a dataset of unbatched `(encoder inputs, labels, word_index)`.
 
     Labels are the word's tag id on its first piece and -1 (ignored by the
     loss, `SparseCategoricalCrossentropy(ignore_class=-1)`) on other pieces,
     [CLS] and [SEP]; pad them with -1 too (`LABEL_PADDING`). Cached in
-    memory: words are tokenized once.
+    memory: words are tokenized and packed once, `batch_size` sentences at a
+    time.
 
     Args:
         sentences: `ConllSentences`.
         tag_ids: list of int32 arrays, one per sentence (`encode_tags`).
         tokenizer: `keras_bert.text.BertTokenizer`.
         max_seq_length: int.
+        batch_size: int, sentences tokenized and packed per call.
 
     Returns:
         A `tf.data.Dataset` of `(features, labels, word_index)`: features a
@@ -210,13 +234,19 @@ def token_classification_dataset(sentences, tag_ids, tokenizer, max_seq_length):
     tags = tf.ragged.constant([list(t) for t in tag_ids], dtype=tf.int32, ragged_rank=1)
     cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
 
-    def pack(sentence_words, sentence_tags):
+    def pack(batch_words, batch_tags):  # [batch, (num_words)] each.
+        pieces = batch_words.with_flat_values(tokenizer(batch_words.flat_values))
         features, labels, weights, word_index = align_first_pieces(
-            tokenizer(sentence_words), sentence_tags, max_seq_length, cls_id, sep_id)
-        return features, tf.where(weights > 0, labels, -1), word_index
+            pieces, batch_tags, max_seq_length, cls_id, sep_id)
+        labels = tf.where(weights > 0, labels, -1)
+        return (features, labels, word_index), tf.reduce_sum(features["padding_mask"], axis=1)
 
-    dataset = tf.data.Dataset.from_tensor_slices((words, tags))
-    return dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE).cache()
+    def unpad(element, length):  # One sentence: [seq] without the batch's padding.
+        return tf.nest.map_structure(lambda x: x[:length], element)
+
+    dataset = tf.data.Dataset.from_tensor_slices((words, tags)).batch(batch_size)
+    dataset = dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+    return dataset.map(unpad).cache()
 
 
 # Padding of `token_classification_dataset` elements without word_index.

@@ -1,0 +1,236 @@
+"""SQuAD windows and answer selection: the one implementation, in TensorFlow ops.
+
+google-research/bert run_squad.py, batched. The fine-tuning reader
+(`reader.py`, run eagerly once per dataset) and the serving graph
+(`serving.py`) both call these functions, so that a question and context get
+the same windows, the same max-context tokens and the same answer in both.
+
+- `squad_windows`: `[CLS] question [SEP] window [SEP]` for windows of the
+  context that start every `doc_stride` tokens until one reaches the end
+  (run_squad.py's `doc_spans` loop), packed by `BertPacker`; each context
+  token is marked where it has its maximum context (`_check_is_max_context`).
+- `best_spans`: per window, the `n_best_size` highest start and end logits
+  are paired; a pair counts when both are context tokens of the window,
+  start <= end, the span has at most `max_answer_length` tokens and the
+  start has its maximum context in the window. Score start + end logit.
+- `select_answers`: the best span over an example's windows (the first
+  window on ties, as the reference's stable sort), the null score (smallest
+  [CLS] start + end logit over the windows) and, for SQuAD 2.0, "no answer"
+  when null - best > `null_score_diff_threshold`.
+
+Scores are float64, as the reference's Python floats, so ties break the same
+way (0.01 * window length in `_check_is_max_context` is not exact in float32).
+"""
+
+import tensorflow as tf
+
+NO_SPAN = -1e30  # Score of a window without a valid span (finite: JSON has no -inf).
+
+
+def window_layout(context_lengths, window_sizes, doc_stride, max_windows=None):
+    """Where each window (feature) of each example starts, and its length.
+
+    Windows start at 0, s, 2s, ... with s = min(doc_stride, window size);
+    the last one ends at the end of the context (run_squad.py's loop). An
+    empty context has one empty window.
+
+    Args:
+        context_lengths: int32 Tensor [B], context tokens of each example.
+        window_sizes: int32 Tensor [B], context tokens that fit one window.
+        doc_stride: int, tokens between window starts.
+        max_windows: int or None, at most this many windows per example
+            (context tokens after them are never read); None: no limit.
+
+    Returns:
+        A dict of int32 Tensors [F], F = total windows: `example` (row of
+        the example), `window_start`, `window_length` (context tokens).
+
+    Example:
+    >>> window_layout(tf.constant([10]), tf.constant([4]), 3)["window_start"]
+    <tf.Tensor: shape=(3,), dtype=int32, numpy=array([0, 3, 6], dtype=int32)>
+    """
+    context_lengths = tf.cast(context_lengths, tf.int32)
+    window_sizes = tf.cast(window_sizes, tf.int32)
+    stride = tf.minimum(doc_stride, window_sizes)
+    extra = tf.maximum(context_lengths - window_sizes, 0)
+    num_windows = 1 + (extra + stride - 1) // stride  # (B,)
+    if max_windows is not None:
+        num_windows = tf.minimum(num_windows, max_windows)
+    example = tf.repeat(tf.range(tf.size(num_windows)), num_windows)  # (F,)
+    index = tf.ragged.range(num_windows).flat_values  # (F,)
+    start = index * tf.gather(stride, example)
+    length = tf.minimum(
+        tf.gather(context_lengths, example) - start, tf.gather(window_sizes, example)
+    )
+    return {"example": example, "window_start": start, "window_length": length}
+
+
+def max_context_mask(in_context, position, window_length, token_index, num_tokens):
+    """True where a context token has its most context in this window.
+
+    run_squad.py `_check_is_max_context`: score = min(left, right context)
+    + 0.01 * window length, in float64; on ties the first window wins.
+
+    Args:
+        in_context: bool [F, S], the position holds a context token.
+        position: int32 [F, S], index of the token within its window.
+        window_length: int32 [F].
+        token_index: int32 [F, S], index of the token among all context
+            tokens of the batch (any value where not `in_context`).
+        num_tokens: int32 scalar, context tokens in the batch.
+
+    Returns:
+        bool [F, S].
+    """
+    length = window_length[:, None]
+    score = tf.cast(tf.minimum(position, length - 1 - position), tf.float64) + 0.01 * tf.cast(
+        length, tf.float64
+    )
+    segment = tf.where(in_context, token_index, num_tokens)  # num_tokens: a dump slot.
+    best = tf.math.unsorted_segment_max(score, segment, num_tokens + 1)
+    feature = tf.broadcast_to(tf.range(tf.shape(score)[0])[:, None], tf.shape(score))
+    is_best = in_context & tf.equal(score, tf.gather(best, segment))
+    first = tf.math.unsorted_segment_min(
+        tf.where(is_best, feature, tf.int32.max), segment, num_tokens + 1
+    )
+    return in_context & tf.equal(tf.gather(first, segment), feature)
+
+
+def squad_windows(question_ids, context_ids, pack, max_seq_length, doc_stride,
+                  max_windows=None):
+    """Packed `[CLS] question [SEP] window [SEP]` windows of a batch of examples.
+
+    Args:
+        question_ids: int RaggedTensor [B, (q)], question WordPiece ids,
+            already cut to `max_query_length`.
+        context_ids: int RaggedTensor [B, (c)], context WordPiece ids.
+        pack: callable, `BertPacker` or alike: (segment A, segment B) ragged
+            [F, (len)] -> dict of int32 [F, S] `token_ids`, `segment_ids`,
+            `padding_mask`. Windows always fit, so it never truncates.
+        max_seq_length: int, packed length of a window (specials included);
+            a window holds max_seq_length - 3 - q context tokens.
+        doc_stride: int, tokens between window starts.
+        max_windows: int or None, see `window_layout`.
+
+    Returns:
+        dict: `token_ids`, `segment_ids`, `padding_mask` int32 [F, S] (from
+        `pack`); int32 [F] `example`, `window_start`, `window_length`,
+        `context_offset` (position of the window's first context token,
+        q + 2); `context_token` int32 [F, S], index into
+        `context_ids.flat_values` of the token at each position, -1 where
+        the position holds no context token; `max_context` bool [F, S].
+    """
+    question_ids = tf.cast(question_ids, tf.int32)
+    context_ids = tf.cast(context_ids, tf.int32)
+    question_lengths = tf.cast(question_ids.row_lengths(), tf.int32)
+    layout = window_layout(
+        context_ids.row_lengths(), max_seq_length - 3 - question_lengths, doc_stride, max_windows
+    )
+    example = layout["example"]
+    first = tf.gather(tf.cast(context_ids.row_starts(), tf.int32), example) + layout["window_start"]
+    windows = tf.gather(context_ids.flat_values,
+                        tf.ragged.range(first, first + layout["window_length"]))  # (F, (w))
+    questions = tf.gather(question_ids, example)  # (F, (q))
+    outputs = dict(pack((questions, windows)))
+
+    # Context token j of a window sits at position q + 2 + j.
+    offset = tf.gather(question_lengths, example) + 2  # (F,)
+    seq = tf.shape(outputs["token_ids"])[1]
+    position = tf.range(seq)[None, :] - offset[:, None]  # (F, S)
+    in_context = (position >= 0) & (position < layout["window_length"][:, None])
+    token = first[:, None] + position
+    num_tokens = tf.cast(tf.size(context_ids.flat_values), tf.int32)
+    outputs.update(layout)
+    outputs["context_offset"] = offset
+    outputs["context_token"] = tf.where(in_context, token, -1)
+    outputs["max_context"] = max_context_mask(
+        in_context, position, layout["window_length"], token, num_tokens
+    )
+    return outputs
+
+
+def best_spans(start_logits, end_logits, padding_mask, valid_start, valid_end,
+               max_answer_length, n_best_size=20):
+    """Best (start, end) position pair of each window, as run_squad.py pairs them.
+
+    The `n_best_size` highest start and end logits of the window's real
+    tokens (padding never takes a place; the lower position first on ties)
+    are paired; the valid pair of highest start + end logit wins, the first
+    (start rank, then end rank) on ties.
+
+    Args:
+        start_logits, end_logits: float Tensors [F, S].
+        padding_mask: int or bool [F, S], 1 on the window's tokens.
+        valid_start: bool [F, S], positions a span may start at (context
+            tokens with their max context in this window).
+        valid_end: bool [F, S], positions a span may end at (context tokens).
+        max_answer_length: int, longest span in tokens.
+        n_best_size: int, start and end candidates per window.
+
+    Returns:
+        (score float64 [F], start int32 [F], end int32 [F]); score is
+        `NO_SPAN` where the window has no valid pair.
+    """
+    real = tf.cast(padding_mask, tf.bool)
+    k = tf.minimum(n_best_size, tf.shape(start_logits)[1])
+
+    def top(logits):
+        logits = tf.convert_to_tensor(logits)
+        logits = tf.where(real, logits, tf.constant(-float("inf"), logits.dtype))
+        return tf.math.top_k(logits, k, sorted=True).indices  # (F, k), stable.
+
+    starts, ends = top(start_logits), top(end_logits)
+    s, e = starts[:, :, None], ends[:, None, :]  # (F, k, 1), (F, 1, k)
+    ok = (
+        tf.gather(valid_start, starts, batch_dims=1)[:, :, None]
+        & tf.gather(valid_end, ends, batch_dims=1)[:, None, :]
+        & (e >= s)
+        & (e - s + 1 <= max_answer_length)
+    )
+    score = (tf.gather(tf.cast(start_logits, tf.float64), starts, batch_dims=1)[:, :, None]
+             + tf.gather(tf.cast(end_logits, tf.float64), ends, batch_dims=1)[:, None, :])
+    flat = tf.reshape(tf.where(ok, score, NO_SPAN), [tf.shape(score)[0], k * k])  # (F, k * k)
+    best = tf.reduce_max(flat, axis=-1)
+    # The first of equal scores (tf.argmax leaves ties unspecified).
+    pair = tf.reduce_min(
+        tf.where(tf.equal(flat, best[:, None]), tf.range(tf.shape(flat)[1])[None, :],
+                 tf.int32.max), axis=-1)
+    pair = tf.minimum(pair, k * k - 1)  # NaN logits equal nothing: stay in range.
+    start = tf.gather(starts, pair // k, batch_dims=1)
+    end = tf.gather(ends, pair % k, batch_dims=1)
+    return best, start, end
+
+
+def null_scores(start_logits, end_logits):
+    """float64 [F]: the "no answer" ([CLS], position 0) score of each window."""
+    return tf.cast(start_logits[:, 0], tf.float64) + tf.cast(end_logits[:, 0], tf.float64)
+
+
+def select_answers(span_score, null_score, example, num_examples,
+                   version_2_with_negative=False, null_score_diff_threshold=0.0):
+    """The best window of each example, and whether it answers.
+
+    Args:
+        span_score: float64 [F], best span score of each window (`best_spans`).
+        null_score: float64 [F], the [CLS] score of each window (`null_scores`).
+        example: int32 [F], the example of each window.
+        num_examples: int32 scalar, B.
+        version_2_with_negative: bool, SQuAD 2.0 "no answer" rule.
+        null_score_diff_threshold: float, see the module docstring.
+
+    Returns:
+        dict of Tensors [B]: `score` float64 (best span score, `NO_SPAN`
+        when none), `window` int32 (the window of that span), `null_score`
+        float64 (smallest null score over the windows), `answerable` bool.
+    """
+    feature = tf.range(tf.shape(example)[0])
+    best = tf.math.unsorted_segment_max(span_score, example, num_examples)
+    window = tf.math.unsorted_segment_min(
+        tf.where(tf.equal(span_score, tf.gather(best, example)), feature, tf.int32.max),
+        example, num_examples,
+    )
+    null = tf.math.unsorted_segment_min(null_score, example, num_examples)
+    answerable = best > NO_SPAN / 2
+    if version_2_with_negative:
+        answerable &= null - best <= null_score_diff_threshold
+    return {"score": best, "window": window, "null_score": null, "answerable": answerable}
