@@ -5,6 +5,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.config import check_rate
+from keras_bert.layers.activations import initializer
 from keras_bert.models import model_dir as model_dir_lib
 
 
@@ -276,6 +278,57 @@ class BertTask(keras.Model):
                 model.vocab_file, model.encoder.max_position_embeddings, info,
                 max_seq_length=max_seq_length, lowercase=lowercase)
         return model
+
+
+class DenseHeadTask(BertTask):
+    """Base of the label heads: one encoder output -> dropout -> dense -> float32 logits.
+
+    `BertClassifier` reads `pooled_output`, `BertTokenClassifier`
+    `sequence_output`; the rest (layers, label checks, config) is this.
+
+    Args:
+        encoder: a `BertEncoder`.
+        num_classes: int, number of labels.
+        dropout_rate: float or None; None uses the encoder's dropout_rate.
+        label_names: optional list of `num_classes` label strings.
+        feature: str, the encoder output the head reads (set by subclasses).
+        **kwargs: `BertTask` / `keras.Model` arguments (`preprocessor`, `name`).
+    """
+
+    def __init__(self, encoder, num_classes, dropout_rate=None, label_names=None, *,
+                 feature, **kwargs):
+        label_names = check_labels(num_classes, label_names)
+        rate = encoder.dropout_rate if dropout_rate is None else dropout_rate
+        check_rate("dropout_rate", rate)
+
+        # === Layers ===
+        self.encoder = encoder
+        self.dropout = keras.layers.Dropout(rate, dtype=encoder.dtype_policy, name="dropout")
+        self.output_dense = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=initializer(encoder.initializer_range),
+            dtype=encoder.dtype_policy,
+            name="logits",
+        )
+
+        # === Functional graph ===
+        inputs = dict(encoder.input)
+        features = encoder(inputs)[feature]
+        logits = self.output_dense(self.dropout(features))
+        logits = keras.layers.Activation("linear", dtype="float32", name="float32_logits")(logits)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+        # === Config ===
+        self.num_classes = num_classes
+        self.dropout_rate = dropout_rate
+        self.label_names = label_names
+
+    def task_config(self):
+        return {
+            "num_classes": self.num_classes,
+            "dropout_rate": self.dropout_rate,
+            "label_names": self.label_names,
+        }
 
 
 def check_labels(num_classes, label_names):

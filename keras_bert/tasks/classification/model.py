@@ -2,13 +2,11 @@
 
 import keras
 
-from keras_bert.config import check_rate
-from keras_bert.layers.activations import initializer
-from keras_bert.models.task import BertTask, check_labels
+from keras_bert.models.task import DenseHeadTask
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertClassifier(BertTask):
+class BertClassifier(DenseHeadTask):
     """The paper's fine-tuning head: pooled [CLS] -> dropout -> dense.
 
     Inputs: the encoder input dict (one sentence, or a pair packed as
@@ -31,35 +29,5 @@ class BertClassifier(BertTask):
     """
 
     def __init__(self, encoder, num_classes, dropout_rate=None, label_names=None, **kwargs):
-        label_names = check_labels(num_classes, label_names)
-        rate = encoder.dropout_rate if dropout_rate is None else dropout_rate
-        check_rate("dropout_rate", rate)
-
-        # === Layers ===
-        self.encoder = encoder
-        self.dropout = keras.layers.Dropout(rate, dtype=encoder.dtype_policy, name="dropout")
-        self.output_dense = keras.layers.Dense(
-            num_classes,
-            kernel_initializer=initializer(encoder.initializer_range),
-            dtype=encoder.dtype_policy,
-            name="logits",
-        )
-
-        # === Functional graph ===
-        inputs = dict(encoder.input)
-        pooled = encoder(inputs)["pooled_output"]
-        logits = self.output_dense(self.dropout(pooled))
-        logits = keras.layers.Activation("linear", dtype="float32", name="float32_logits")(logits)
-        super().__init__(inputs=inputs, outputs=logits, **kwargs)
-
-        # === Config ===
-        self.num_classes = num_classes
-        self.dropout_rate = dropout_rate
-        self.label_names = label_names
-
-    def task_config(self):
-        return {
-            "num_classes": self.num_classes,
-            "dropout_rate": self.dropout_rate,
-            "label_names": self.label_names,
-        }
+        super().__init__(encoder, num_classes, dropout_rate, label_names,
+                         feature="pooled_output", **kwargs)
