@@ -202,6 +202,16 @@ def test_sigterm_saves_a_checkpoint_exits_143_and_a_rerun_resumes(workdir, tmp_p
     assert len(glob.glob(os.path.join(logs, "eval", "events.out.tfevents.*"))) == 4  # 1 an epoch
 
 
+def test_tfds_data_that_is_not_prepared_says_how_to_prepare_it(tmp_path):
+    pytest.importorskip("tensorflow_datasets")
+    with pytest.raises(FileNotFoundError) as error:
+        finetune_lib.read_task_data("classification", "tfds:glue/mrpc", True,
+                                    tfds_data_dir=str(tmp_path))
+    message = str(error.value)
+    assert "tfds build glue/mrpc --data_dir DIR" in message
+    assert "--tfds-data-dir DIR" in message and str(tmp_path) in message
+
+
 class _FakeTask:
     name = "classification"
     metrics = ("accuracy",)
