@@ -50,6 +50,11 @@ class BertTokenClassifier(BertTask):
             dtype=encoder.dtype_policy,
             name="logits",
         )
+        # The head reads sequence_output only: the pooler gets no gradient,
+        # and Keras would warn "Gradients do not exist for variables
+        # ['pooler/dense/kernel', ...]" and ask for a missing loss. Its weights stay (and
+        # load and save as ever); they are just not trained.
+        encoder.pooler.trainable = False
 
         # === Functional graph ===
         inputs = dict(encoder.input)
