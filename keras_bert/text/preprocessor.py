@@ -26,6 +26,8 @@ class BertPreprocessor(keras.layers.Layer):
     Call arguments:
         inputs: string Tensor [batch] (or a scalar string: one unbatched
             example), or a tuple/list of two of them for sentence pairs.
+        inputs_b: the second texts of pairs, as a second argument instead
+            (what `tf.data.Dataset.map` passes for a dataset of pairs).
 
     Returns:
         dict of int32 Tensors [batch, seq] ([seq] unbatched): `token_ids`,
@@ -38,6 +40,9 @@ class BertPreprocessor(keras.layers.Layer):
     >>> sorted(x)
     ['padding_mask', 'segment_ids', 'token_ids']
     >>> pairs = preprocessor((tf.constant(["Who?"]), tf.constant(["Me."])))
+    >>> pairs = preprocessor(tf.constant(["Who?"]), tf.constant(["Me."]))  # The same.
+    >>> ds = tf.data.Dataset.from_tensor_slices((questions, contexts)).batch(32)
+    >>> ds = ds.map(preprocessor)  # map passes (questions, contexts) as two arguments.
     """
 
     def __init__(
@@ -88,7 +93,14 @@ class BertPreprocessor(keras.layers.Layer):
         """
         return cls(BertTokenizer(vocabulary, lowercase=lowercase), **kwargs)
 
-    def call(self, inputs):
+    def call(self, inputs, inputs_b=None):
+        if inputs_b is not None:
+            if isinstance(inputs, (list, tuple)):
+                raise ValueError(
+                    "BertPreprocessor takes a pair as (texts_a, texts_b) or as two "
+                    "arguments, not both."
+                )
+            inputs = (inputs, inputs_b)
         if isinstance(inputs, (list, tuple)):
             if len(inputs) not in (1, 2):
                 raise ValueError(

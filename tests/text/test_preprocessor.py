@@ -49,6 +49,17 @@ def test_pairs(preprocessor):
     ]
 
 
+def test_pairs_as_two_arguments_and_in_dataset_map(preprocessor):
+    """The README's `from_tensor_slices((q, c)).batch(32).map(preprocessor)`."""
+    expected = preprocessor((tf.constant(["the fox", "a"]), tf.constant(["a dog.", "b"])))
+    _assert_same(preprocessor(tf.constant(["the fox", "a"]), tf.constant(["a dog.", "b"])),
+                 expected)
+    ds = tf.data.Dataset.from_tensor_slices((["the fox", "a"], ["a dog.", "b"]))
+    _assert_same(next(iter(ds.batch(2).map(preprocessor))), expected)
+    with pytest.raises(ValueError, match="not both"):
+        preprocessor((tf.constant(["a"]), tf.constant(["b"])), tf.constant(["c"]))
+
+
 def test_same_as_tokenizer_then_packer(vocab_path):
     preprocessor = BertPreprocessor.from_vocab_file(
         vocab_path, sequence_length=None, max_seq_length=32,
