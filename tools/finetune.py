@@ -250,7 +250,7 @@ def main(argv=None):
     best = " ".join(f"{k} {v:.4f}" for k, v in result.best_metrics.items() if isinstance(v, float))
     print(f"best epoch {result.best_epoch} ({result.metric}): {best}")
     print(f"wrote {result.output_dir} ({result.steps} steps, {result.seconds:.0f} s)")
-    if args.tensorboard:
+    if args.tensorboard and os.path.isdir(output + ".logs"):
         print(f"TensorBoard logs: {output}.logs (tensorboard --logdir {output}.logs)")
 
 

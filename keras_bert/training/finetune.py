@@ -56,7 +56,7 @@ from keras_bert.training.finetuning_controls import (
     with_lr_multipliers,
 )
 from keras_bert.training.pretrain import resolve_jit_compile
-from keras_bert.training.trainer import Trainer
+from keras_bert.training.trainer import Trainer, TrainingInterrupted
 
 logger = logging.getLogger("keras_bert.training")
 
@@ -508,9 +508,14 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
             runner.log_dir = log_dir
             feedback.append(callbacks_lib.TensorBoard(log_dir, write_graph=False,
                                                       update_freq=options.log_every))
-    trainer.train(total_steps,
-                  callbacks=feedback + [_EvalAndKeepBest(runner)] + list(callbacks or []),
-                  verbose=0, log_every=options.log_every)
+    try:
+        trainer.train(total_steps,
+                      callbacks=feedback + [_EvalAndKeepBest(runner)] + list(callbacks or []),
+                      verbose=0, log_every=options.log_every)
+    except TrainingInterrupted:
+        if runner.step_logger is not None:
+            runner.step_logger.clear()  # The caller's message gets a line of its own.
+        raise
     if is_chief:
         shutil.rmtree(checkpoint_dir, ignore_errors=True)
     state = runner.state

@@ -24,7 +24,7 @@ from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training.distribute import strategy_name, worker_info
 from keras_bert.training.input_pipeline import pretraining_dataset
 from keras_bert.training.optimizers import OPTIMIZERS, create_optimizer
-from keras_bert.training.trainer import Trainer
+from keras_bert.training.trainer import Trainer, TrainingInterrupted
 
 JIT_SETTINGS = ("auto", "on", "off")
 RUN_FILE = "pretraining_run.json"
@@ -297,11 +297,12 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
         checkpoint_every=config.checkpoint_every, max_checkpoints=config.max_checkpoints,
         jit_compile=jit, steps_per_execution=config.steps_per_execution)
     all_callbacks = []
-    log_dir = None
+    log_dir = step_logger = None
     if is_chief:
-        all_callbacks.append(callbacks_lib.StepLogger(
+        step_logger = callbacks_lib.StepLogger(
             config.log_every, config.batch_size * config.gradient_accumulation_steps,
-            total_steps=config.num_train_steps, mode="auto" if verbose else "lines"))
+            total_steps=config.num_train_steps, mode="auto" if verbose else "lines")
+        all_callbacks.append(step_logger)
         if tensorboard and not callbacks_lib.tensorboard_available():
             print("TensorBoard logs off: the tensorboard package is not installed "
                   "(pip install tensorboard).")
@@ -310,8 +311,13 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
             all_callbacks.append(callbacks_lib.TensorBoard(log_dir, update_freq=config.log_every))
     all_callbacks += list(callbacks or [])
     # StepLogger draws the progress bar: no second one from Keras.
-    logs = trainer.train(config.num_train_steps, all_callbacks, verbose=0,
-                         log_every=config.log_every)
+    try:
+        logs = trainer.train(config.num_train_steps, all_callbacks, verbose=0,
+                             log_every=config.log_every)
+    except TrainingInterrupted:
+        if step_logger is not None:
+            step_logger.clear()  # The caller's message gets a line of its own.
+        raise
     result = {"logs": logs, "step": int(trainer.step.numpy()), "model": model}
     if is_chief:
         model_dir = os.path.join(output_dir, "model")
