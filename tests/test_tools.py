@@ -183,3 +183,16 @@ def test_pretrain_jit_compile_help_states_resolve_jit_compile_s_rule():
         assert resolve_jit_compile("auto", "mixed_bfloat16", cpu, amx=False) is True
         assert resolve_jit_compile("auto", "mixed_bfloat16", cpu, amx=True) is False
     assert resolve_jit_compile("auto", "float32", cpu) is True
+
+
+def test_tensorflow_loads_quietly_unless_verbose():
+    code = ("import sys; sys.path.insert(0, 'tools'); import _cli; _cli.quiet_tensorflow(); "
+            "import tensorflow as tf; print(tf.constant(2).numpy() * 21)")
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "42\n"
+    # Without it: "WARNING: All log messages before absl::InitializeLog() ...",
+    # "I0000 ... port.cc:153] oneDNN custom operations are on ...", "cudart_stub.cc".
+    assert "absl::InitializeLog" not in done.stderr and "I0000" not in done.stderr, done.stderr
