@@ -122,8 +122,12 @@ def _stderr_silenced():
 def quiet_tensorflow(verbose=False):
     """Imports TensorFlow without its C++ start-up notices, unless `verbose`.
 
-    TF_CPP_MIN_LOG_LEVEL=2 hides INFO and WARNING lines logged once
-    TensorFlow's logging is set up. TensorFlow 2.21 writes a few before that
+    TF_CPP_MIN_LOG_LEVEL=3 hides the C++ lines logged once TensorFlow's
+    logging is set up: INFO and WARNING, and ERROR too, as this CPU gets
+    notices at ERROR level ("oneDNN supports DT_INT64 only on platforms with
+    AVX-512. Falling back to the default Eigen-based implementation"); a real
+    failure still raises a Python exception with its message, and --verbose
+    shows everything. TensorFlow 2.21 writes a few lines before that
     ("All log messages before absl::InitializeLog() is called are written to
     STDERR", the oneDNN notice, "Could not find cuda drivers"), and the
     variable does not reach them (tensorflow/tensorflow#100442), so stderr's
@@ -137,7 +141,7 @@ def quiet_tensorflow(verbose=False):
         os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
         import tensorflow  # noqa: F401
         return
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with _stderr_silenced():
         import tensorflow as tf
 
