@@ -35,6 +35,16 @@ def format_duration(seconds):
     return f"{seconds}s"
 
 
+def byte_unit(total_bytes):
+    """("KB", 1e3) or ("MB", 1e6): a unit that counts `total_bytes` in whole numbers above 100.
+
+    The bar shows integer counts: 0.4 MB would read "0/0".
+    >>> byte_unit(460_000)
+    ('KB', 1000.0)
+    """
+    return ("MB", 1e6) if total_bytes >= 1e8 else ("KB", 1e3)
+
+
 def _format_value(value):
     if isinstance(value, float):
         return f"{value:.4f}" if abs(value) >= 1e-3 or value == 0 else f"{value:.3e}"

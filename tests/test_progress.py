@@ -63,3 +63,10 @@ def test_mode_is_checked():
 
 def test_format_duration():
     assert [format_duration(s) for s in (5, 65, 3725)] == ["5s", "1:05", "1:02:05"]
+
+
+def test_byte_unit_keeps_the_bar_s_integer_counts_readable():
+    from keras_bert.progress import byte_unit
+
+    assert byte_unit(460_000) == ("KB", 1e3)  # 460 KB, not "0/0" MB.
+    assert byte_unit(5e9) == ("MB", 1e6)

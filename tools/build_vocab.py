@@ -37,17 +37,18 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     _cli.quiet_tensorflow(args.verbose)
-    from keras_bert.progress import Progress
+    from keras_bert.progress import Progress, byte_unit
     from keras_bert.text import vocab
 
     started = time.time()
-    progress = None
+    progress = unit = None
 
     def report(done, total):
-        nonlocal progress
+        nonlocal progress, unit
         if progress is None:
-            progress = Progress(total / 1e6, unit="MB")
-        progress.update(done / 1e6)
+            unit = byte_unit(total)
+            progress = Progress(total / unit[1], unit=unit[0])
+        progress.update(done / unit[1])
 
     tokens = vocab.build_vocabulary_from_files(
         args.inputs, args.vocab_size, lowercase=args.lowercase,

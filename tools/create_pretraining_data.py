@@ -67,7 +67,7 @@ def main(argv=None):
     _cli.quiet_tensorflow(args.verbose)
     from keras_bert.data import create_pretraining_data
     from keras_bert.data.pretraining_data import PretrainingDataConfig
-    from keras_bert.progress import Progress
+    from keras_bert.progress import Progress, byte_unit
 
     config = PretrainingDataConfig(
         max_seq_length=args.max_seq_length,
@@ -76,15 +76,16 @@ def main(argv=None):
         whole_word_masking=args.whole_word_masking, dupe_factor=args.dupe_factor,
         short_seq_prob=args.short_seq_prob, document_pool_size=args.document_pool_size,
         lowercase=args.lowercase, seed=args.seed)
-    progress = None
+    progress = unit = None
     done = 0
 
     def report(num_bytes, total_bytes):
-        nonlocal progress, done
+        nonlocal progress, done, unit
         if progress is None:
-            progress = Progress(total_bytes / 1e6, unit="MB")
+            unit = byte_unit(total_bytes)
+            progress = Progress(total_bytes / unit[1], unit=unit[0])
         done += num_bytes
-        progress.update(done / 1e6)
+        progress.update(done / unit[1])
 
     started = time.time()
     metadata = create_pretraining_data(args.inputs, args.output, args.vocab_file,
