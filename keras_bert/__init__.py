@@ -12,3 +12,20 @@ from keras_bert.layers import (
 )
 from keras_bert.models import BertEncoder, BertPretrainer, BertTask
 from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
+
+# Subpackages load on first use: `import keras_bert; keras_bert.training.create_optimizer`
+# works without `import keras_bert.training` (PEP 562).
+_SUBPACKAGES = ("checkpoints", "data", "export", "layers", "models", "progress", "tasks",
+                "text", "training")
+
+
+def __getattr__(name):
+    if name in _SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"keras_bert.{name}")
+    raise AttributeError(f"module 'keras_bert' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SUBPACKAGES))

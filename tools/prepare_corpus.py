@@ -12,12 +12,14 @@ Example:
     python tools/prepare_corpus.py book1.txt book2.txt --output corpus/books.txt
 """
 
-import argparse
 import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import _cli  # noqa: E402
 
 
 def _documents(args):
@@ -38,25 +40,31 @@ def _documents(args):
             yield prose_to_sentences(part)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("inputs", nargs="*", help="plain UTF-8 prose files")
+def build_parser():
+    parser = _cli.parser(__doc__)
+    parser.add_argument("inputs", nargs="*", help="Plain UTF-8 prose files.")
     parser.add_argument("--pydoc-topics", action="store_true",
-                        help="include the documents of pydoc_data.topics")
+                        help="Include the documents of pydoc_data.topics.")
     parser.add_argument("--documents-by-blank-lines", type=int, default=0, metavar="N",
-                        help="split input files into documents at N or more blank lines "
-                        "(default: one document per file)")
+                        help="Split input files into documents at N or more blank lines "
+                        "(default 0: one document per file).")
     parser.add_argument("--holdout-every", type=int, default=0, metavar="K",
-                        help="put every K-th document into --holdout-output instead")
-    parser.add_argument("--holdout-output", help="corpus file for held-out documents")
-    parser.add_argument("--output", required=True, help="corpus file to write")
+                        help="Put every K-th document into --holdout-output instead (default 0: "
+                        "none).")
+    parser.add_argument("--holdout-output", help="Corpus file for held-out documents.")
+    parser.add_argument("--output", required=True, help="Corpus file to write.")
+    _cli.add_verbose(parser)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not args.inputs and not args.pydoc_topics:
         parser.error("give input files and/or --pydoc-topics")
     if bool(args.holdout_every) != bool(args.holdout_output):
         parser.error("--holdout-every and --holdout-output go together")
+    _cli.quiet_tensorflow(args.verbose)
 
     from keras_bert.data import write_corpus
 

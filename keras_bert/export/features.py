@@ -2,13 +2,13 @@
 
 import os
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from keras_bert.data.batching import length_sorted_lines
 from keras_bert.layers import BertFeatures
 from keras_bert.models import BertEncoder
+from keras_bert.progress import Progress
 from keras_bert.text import BertPreprocessor, infer_lowercase
 
 
@@ -64,7 +64,7 @@ def extract_features(
         batch_size: int, lines per batch.
         max_seq_length: int, longest packed sequence.
         lowercase: bool or None (None: inferred from the vocabulary).
-        verbose: bool, show a progress bar.
+        verbose: bool, show progress (`keras_bert.progress.Progress`, on stderr).
         sort_window: int >= 1, batches read and length-sorted together
             (1: batches in file order).
 
@@ -103,7 +103,8 @@ def extract_features(
                          num_parallel_calls=tf.data.AUTOTUNE)
         .prefetch(2)
     )
-    progress = keras.utils.Progbar(total, unit_name="line") if verbose else None
+    # A bar on a terminal; plain lines (no colour codes) in a pipe or a log.
+    progress = Progress(total, unit="line") if verbose else None
     tmp = output_file + ".partial"
     written = 0
     pending = {}  # line number -> (row, real tokens), until the lines before it are out
@@ -136,7 +137,7 @@ def extract_features(
                     }))
                     writer.write(example.SerializeToString())
             written += len(ready)
-            if progress:
+            if progress is not None:
                 progress.update(written)
     finally:
         if writer is not None:

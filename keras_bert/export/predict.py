@@ -59,7 +59,7 @@ def input_names(loaded, signature="serving_default"):
     return sorted(names, key=lambda name: order.get(name, len(order)))
 
 
-def run_signature(loaded, inputs, signature="serving_default", batch_size=64):
+def run_signature(loaded, inputs, signature="serving_default", batch_size=64, progress=None):
     """Calls `signature` on lists of str; returns a dict of numpy arrays.
 
     More than `batch_size` examples run in batches of similar length
@@ -74,14 +74,16 @@ def run_signature(loaded, inputs, signature="serving_default", batch_size=64):
         inputs: dict input name -> list of str (or bytes), one per example.
         signature: the signature name.
         batch_size: int, or None for one call on everything.
+        progress: callable(examples_done), called after each batch, or None
+            (e.g. `keras_bert.progress.Progress(len(texts), "text").update`).
     """
     function = loaded.signatures[signature]
     specs = function.structured_input_signature[1]
     return run_function(function, {name: spec.dtype for name, spec in specs.items()}, inputs,
-                        batch_size, f"Signature {signature!r}")
+                        batch_size, f"Signature {signature!r}", progress=progress)
 
 
-def run_function(function, dtypes, inputs, batch_size=64, what="The signature"):
+def run_function(function, dtypes, inputs, batch_size=64, what="The signature", progress=None):
     """`run_signature` for any callable taking keyword Tensors.
 
     Args:
@@ -90,6 +92,7 @@ def run_function(function, dtypes, inputs, batch_size=64, what="The signature"):
         inputs: dict input name -> list of values, one per example.
         batch_size: int, or None for one call on everything.
         what: str naming `function` in errors.
+        progress: callable(examples_done) called after each batch, or None.
     """
     missing = sorted(set(dtypes) - set(inputs))
     if missing:
@@ -101,12 +104,19 @@ def run_function(function, dtypes, inputs, batch_size=64, what="The signature"):
                          f"Received: {counts}.")
     count = len(next(iter(columns.values())))
 
+    done = 0
+
     def call(index):
+        nonlocal done
         tensors = {
             name: tf.constant([columns[name][i] for i in index], dtype=dtypes[name])
             for name in dtypes
         }
-        return {name: np.asarray(value) for name, value in function(**tensors).items()}
+        outputs = {name: np.asarray(value) for name, value in function(**tensors).items()}
+        done += len(index)
+        if progress is not None:
+            progress(done)
+        return outputs
 
     if batch_size is None or count <= batch_size:
         return call(range(count))

@@ -81,10 +81,31 @@ class BertTask(keras.Model):
     """
 
     task_name = None
+    #: False for heads that read sequence_output only (taggers, span QA).
+    uses_pooler = True
 
     def __init__(self, *args, preprocessor=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.preprocessor = preprocessor
+
+    @property
+    def trainable_weights(self):
+        """The model's trainable weights, less the pooler's when the head
+        does not read it: it would get no gradient, and Keras would warn
+        "Gradients do not exist for variables ['pooler/dense/kernel', ...]".
+        The pooler's weights are still saved and loaded; the encoder object
+        itself is left as it is."""
+        return self._without_unused_pooler(super().trainable_weights)
+
+    @property
+    def trainable_variables(self):
+        return self._without_unused_pooler(super().trainable_variables)
+
+    def _without_unused_pooler(self, weights):
+        if self.uses_pooler:
+            return weights
+        pooler = {id(w) for w in self.encoder.pooler.weights}
+        return [w for w in weights if id(w) not in pooler]
 
     def task_config(self):
         """The constructor arguments other than `encoder` (JSON-able)."""
@@ -322,6 +343,7 @@ class DenseHeadTask(BertTask):
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
         self.label_names = label_names
+        self.uses_pooler = feature == "pooled_output"
 
     def task_config(self):
         return {

@@ -28,6 +28,8 @@ class BertPreprocessor(keras.layers.Layer):
         inputs: string Tensor [batch] (or a scalar string: one unbatched
             example), or a tuple/list of two of them for sentence pairs.
             Python str and lists of str are converted with `tf.constant`.
+        inputs_b: the second texts of pairs, as a second argument instead
+            (what `tf.data.Dataset.map` passes for a dataset of pairs).
 
     Returns:
         dict of int32 Tensors [batch, seq] ([seq] unbatched): `token_ids`,
@@ -40,6 +42,9 @@ class BertPreprocessor(keras.layers.Layer):
     >>> sorted(x)
     ['padding_mask', 'segment_ids', 'token_ids']
     >>> pairs = preprocessor((tf.constant(["Who?"]), tf.constant(["Me."])))
+    >>> pairs = preprocessor(tf.constant(["Who?"]), tf.constant(["Me."]))  # The same.
+    >>> ds = tf.data.Dataset.from_tensor_slices((questions, contexts)).batch(32)
+    >>> ds = ds.map(preprocessor)  # map passes (questions, contexts) as two arguments.
     """
 
     def __init__(
@@ -88,14 +93,22 @@ class BertPreprocessor(keras.layers.Layer):
         """
         return cls(BertTokenizer(vocabulary, lowercase=lowercase), **kwargs)
 
-    def __call__(self, inputs, *args, **kwargs):
+    def __call__(self, inputs, inputs_b=None, **kwargs):
+        inputs = as_string_tensor(inputs)  # A batch given as a list of str.
         if isinstance(inputs, (list, tuple)):
             inputs = tuple(as_string_tensor(x) for x in inputs)
-        else:
-            inputs = as_string_tensor(inputs)
-        return super().__call__(inputs, *args, **kwargs)
+        if inputs_b is None:
+            return super().__call__(inputs, **kwargs)
+        return super().__call__(inputs, as_string_tensor(inputs_b), **kwargs)
 
-    def call(self, inputs):
+    def call(self, inputs, inputs_b=None):
+        if inputs_b is not None:
+            if isinstance(inputs, (list, tuple)):
+                raise ValueError(
+                    "BertPreprocessor takes a pair as (texts_a, texts_b) or as two "
+                    "arguments, not both."
+                )
+            inputs = (inputs, inputs_b)
         if isinstance(inputs, (list, tuple)):
             if len(inputs) not in (1, 2):
                 raise ValueError(

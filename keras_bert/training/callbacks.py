@@ -1,5 +1,6 @@
-"""Keras callbacks for long training runs."""
+"""Keras callbacks for long training runs: progress, TensorBoard."""
 
+import importlib.util
 import os
 import sys
 import time
@@ -7,15 +8,20 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_bert.progress import Progress
+
 
 class StepLogger(keras.callbacks.Callback):
-    """Prints one line every `log_every` steps: step, metrics, rate, speed.
+    """Training progress: a bar with ETA on a terminal, a line every `log_every` steps.
 
-    Works in log files (no carriage returns), unlike the progress bar.
-    Example line:
+    Off a terminal (a log file, a pipe) it prints one line every `log_every`
+    steps, with no carriage returns or colour codes:
         step 200/1000 loss 7.0213 mlm_loss 6.3311 masked_lm_accuracy 0.0820
         nsp_loss 0.6902 nsp_accuracy 0.5312 learning_rate 9.0e-05
-        examples/s 412.3 (12.1 s)
+        examples/s 412.3 (12.1 s) ETA 1:05
+    On a terminal, a Keras progress bar (step, ETA, metrics) and the same
+    lines above it as a record. A resumed run counts its rate and ETA from
+    the step it resumed at. Built on `keras_bert.progress.Progress`.
 
     Args:
         log_every: int, steps between lines.
@@ -23,42 +29,57 @@ class StepLogger(keras.callbacks.Callback):
             examples/second.
         total_steps: int or None, shown as "step N/total".
         stream: file to write to (default sys.stdout).
+        mode: "auto" (a bar on a terminal), "bar" or "lines".
     """
 
-    def __init__(self, log_every, batch_size, total_steps=None, stream=None):
+    def __init__(self, log_every, batch_size, total_steps=None, stream=None, mode="auto"):
         super().__init__()
         self.log_every = log_every
         self.batch_size = batch_size
         self.total_steps = total_steps
         self.stream = stream
+        self.mode = mode
+        self.progress = None
         self._last_step = None
         self._last_time = None
 
     def on_train_batch_begin(self, batch, logs=None):
-        if self._last_step is None:
+        if self.progress is None:
             self._last_step, self._last_time = batch, time.perf_counter()
+            self.progress = Progress(
+                self.total_steps, unit="step", mode=self.mode, every=self.log_every,
+                stream=self.stream or sys.stdout, initial=batch, format_line=self._line,
+                lines_in_bar_mode=True)
 
     def on_train_batch_end(self, batch, logs=None):
-        step = batch + 1
-        if self._last_step is None or step // self.log_every == self._last_step // self.log_every:
+        if self.progress is None:
             return
+        values = {name: float(value) for name, value in (logs or {}).items()}
+        self.progress.update(batch + 1, values)
+
+    def clear(self):
+        """Erases the progress bar's line, so that other output starts on a clean line."""
+        if self.progress is not None:
+            self.progress.clear()
+
+    def on_train_end(self, logs=None):
+        if self.progress is not None:
+            self.progress.close()
+
+    def _line(self, step, values):
         now = time.perf_counter()
         elapsed = max(now - self._last_time, 1e-9)
         speed = (step - self._last_step) * self.batch_size / elapsed
+        self._last_step, self._last_time = step, now
         total = f"/{self.total_steps}" if self.total_steps else ""
         parts = [f"step {step}{total}"]
-        for name, value in (logs or {}).items():
+        for name, value in values:
             if name == "learning_rate":
-                parts.append(f"{name} {float(value):.3e}")
+                parts.append(f"{name} {value:.3e}")
             else:
-                parts.append(f"{name} {float(value):.4f}")
+                parts.append(f"{name} {value:.4f}")
         parts.append(f"examples/s {speed:.1f} ({elapsed:.1f} s)")
-        stream = self.stream or sys.stdout
-        # On a terminal the Keras progress bar owns the current line.
-        newline = "\n" if getattr(stream, "isatty", lambda: False)() else ""
-        stream.write(newline + " ".join(parts) + "\n")
-        stream.flush()
-        self._last_step, self._last_time = step, now
+        return " ".join(parts)
 
 
 class TensorBoard(keras.callbacks.Callback):
@@ -118,3 +139,29 @@ class TensorBoard(keras.callbacks.Callback):
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+
+
+def tensorboard_available():
+    """Whether the `tensorboard` package (Keras' TensorBoard callback needs it) is installed."""
+    return importlib.util.find_spec("tensorboard") is not None
+
+
+def write_scalars(log_dir, step, values, prefix=""):
+    """Appends scalars to the TensorBoard event files in `log_dir`, at `step`.
+
+    For what a Keras callback does not see, such as evaluation metrics
+    computed outside `fit`. Non-numeric values are skipped.
+
+    Args:
+        log_dir: str, e.g. OUTPUT/logs/eval.
+        step: int, the global training step.
+        values: dict name -> number.
+        prefix: str put before each name (e.g. "eval_").
+    """
+    writer = tf.summary.create_file_writer(os.fspath(log_dir))
+    with writer.as_default():
+        for name, value in values.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                tf.summary.scalar(prefix + name, float(value), step=int(step))
+    writer.flush()
+    writer.close()

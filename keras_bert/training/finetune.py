@@ -18,7 +18,12 @@
    metrics. `early_stopping_patience` epochs without improvement end the
    run. Checkpoints for resuming go to `output_dir + ".checkpoints"` and are
    removed when the run ends; rerunning the same command after a crash or
-   SIGTERM resumes there.
+   SIGTERM resumes there (and says so). SIGTERM saves a checkpoint of the
+   current step and raises `TrainingInterrupted`;
+5. feedback: a progress bar with ETA on a terminal, a line every
+   `log_every` steps elsewhere (`StepLogger`), one line per evaluation, and
+   with `log_dir` TensorBoard logs (train/: the training metrics every
+   `log_every` steps; eval/: every evaluation, at its global step).
 
 Defaults follow Devlin et al. (2018), appendix A.3: batch 32, learning rate
 3e-5 (they search 2e-5..5e-5), 3 epochs, warmup 10%, dropout 0.1.
@@ -42,15 +47,15 @@ from keras_bert.data import batching
 from keras_bert.models.model_dir import CONFIG_FILE, VOCAB_FILE, read_task_info
 from keras_bert.models.registry import get_task, task_names
 from keras_bert.text import BertTokenizer, infer_lowercase
-from keras_bert.training.callbacks import StepLogger
-from keras_bert.training.distribute import resolve_strategy, worker_info
+from keras_bert.training import callbacks as callbacks_lib
+from keras_bert.training.distribute import resolve_strategy, strategy_name, worker_info
 from keras_bert.training.optimizers import create_optimizer
 from keras_bert.training.finetuning_controls import (
     freeze_encoder_layers,
     layerwise_lr_multipliers,
 )
 from keras_bert.training.pretrain import resolve_jit_compile
-from keras_bert.training.trainer import Trainer
+from keras_bert.training.trainer import Trainer, TrainingInterrupted
 
 logger = logging.getLogger("keras_bert.training")
 
@@ -297,6 +302,18 @@ def _fingerprint(task, model_dir, options, num_examples):
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _log_resume(checkpoint_dir, runner, total_steps):
+    latest = tf.train.latest_checkpoint(checkpoint_dir)
+    if latest is None:
+        return
+    step = int(latest.rsplit("-", 1)[1])
+    state = runner.state
+    best = (state["best_metrics"] or {}).get(runner.metric)
+    best = "" if best is None else f"; best {runner.metric} {best:.4f} at epoch {state['best_epoch']}"
+    logger.info("resumed from step %d/%d (%s): %d epoch(s) scored%s", step, total_steps,
+                checkpoint_dir, len(state["history"]), best)
+
+
 class _EvalAndKeepBest(keras.callbacks.Callback):
     """At each epoch end: score the eval set, save the best model, stop early."""
 
@@ -339,9 +356,8 @@ class _Runner:
                     f"to resume it."
                 )
             self.state = saved
-            logger.info("resuming: %d epoch(s) done, best %s %s at epoch %d",
-                        len(saved["history"]), self.metric,
-                        (saved["best_metrics"] or {}).get(self.metric), saved["best_epoch"])
+        self.log_dir = None
+        self.step_logger = None
 
     def _write_state(self):
         if not self.is_chief:
@@ -360,8 +376,13 @@ class _Runner:
         improved = best is None or value > best[self.metric]
         line = " ".join(
             f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items())
+        if self.step_logger is not None:
+            self.step_logger.clear()
         logger.info("epoch %d eval: %s (%.1f s)%s", epoch, line, time.time() - start,
                     " [best]" if improved else "")
+        if self.log_dir and self.is_chief:
+            callbacks_lib.write_scalars(os.path.join(self.log_dir, "eval"),
+                                        epoch * self.steps_per_epoch, metrics)
         self.state["history"].append(
             {"epoch": epoch, "train_loss": float(logs.get("loss", float("nan"))), **metrics})
         if improved:
@@ -384,7 +405,7 @@ class _Runner:
 
 
 def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
-             checkpoint_dir=None, callbacks=None, strategy=None):
+             checkpoint_dir=None, callbacks=None, strategy=None, log_dir=None, progress="auto"):
     """Fine-tunes `model_dir` on a task and writes the best model to `output_dir`.
 
     Args:
@@ -402,9 +423,17 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
             `options.strategy` here. Programs that run other TensorFlow ops
             first (reading TFDS data) should resolve it before them, as
             MultiWorkerMirroredStrategy and TPUStrategy require.
+        log_dir: str, TensorBoard log directory (train/ and eval/ in it), or
+            None for none. Kept after the run (unlike `checkpoint_dir`).
+        progress: "auto" (a progress bar on a terminal, lines elsewhere) or
+            "lines"; see `StepLogger`.
 
     Returns:
         `FinetuneResult`.
+
+    Raises:
+        TrainingInterrupted: after SIGTERM, once a checkpoint of the current
+            step is saved; the same call again resumes from it.
 
     Example:
     >>> train = read_task_data("classification", "train.csv", training=True)
@@ -451,7 +480,7 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
         "steps), max_seq_length %d, dtype %s, jit_compile %s, strategy %s", task,
         runner_task.num_train_examples, steps_per_epoch, options.epochs, options.batch_size,
         options.learning_rate, warmup_steps, runner_task.max_seq_length, options.dtype,
-        jit_compile, type(strategy).__name__)
+        jit_compile, strategy_name(strategy))
 
     checkpoint_dir = checkpoint_dir or output_dir.rstrip("/") + ".checkpoints"
     runner = _Runner(runner_task, output_dir, checkpoint_dir, options,
@@ -459,6 +488,7 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
                      is_chief)
     runner.model, runner.steps_per_epoch, runner.total_steps = model, steps_per_epoch, total_steps
     runner._write_state()  # The fingerprint guards every checkpoint written from here on.
+    _log_resume(checkpoint_dir, runner, total_steps)
 
     def dataset_fn(batch_size, input_pipeline_id, num_input_pipelines):
         return runner_task.training_batches(
@@ -466,9 +496,25 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
 
     trainer = Trainer(model, strategy, dataset_fn, options.batch_size, checkpoint_dir,
                       checkpoint_every=steps_per_epoch, max_checkpoints=1, jit_compile=jit_compile)
-    loggers = [StepLogger(options.log_every, options.batch_size, total_steps)] if is_chief else []
-    trainer.train(total_steps, callbacks=loggers + [_EvalAndKeepBest(runner)] + list(callbacks or []),
-                  verbose=0, log_every=options.log_every)
+    feedback = []
+    if is_chief:
+        runner.step_logger = callbacks_lib.StepLogger(options.log_every, options.batch_size,
+                                                      total_steps, mode=progress)
+        feedback.append(runner.step_logger)
+        if log_dir and not callbacks_lib.tensorboard_available():
+            logger.info("TensorBoard logs off: the tensorboard package is not installed "
+                        "(pip install tensorboard).")
+        elif log_dir:
+            runner.log_dir = log_dir
+            feedback.append(callbacks_lib.TensorBoard(log_dir, update_freq=options.log_every))
+    try:
+        trainer.train(total_steps,
+                      callbacks=feedback + [_EvalAndKeepBest(runner)] + list(callbacks or []),
+                      verbose=0, log_every=options.log_every)
+    except TrainingInterrupted:
+        if runner.step_logger is not None:
+            runner.step_logger.clear()  # The caller's message gets a line of its own.
+        raise
     if is_chief:
         shutil.rmtree(checkpoint_dir, ignore_errors=True)
     state = runner.state

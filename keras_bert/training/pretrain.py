@@ -4,13 +4,13 @@ OUTPUT_DIR/
   pretraining_run.json       what this run is (model config, data, settings)
   checkpoints/               tf.train checkpoints (model, optimizer, step)
     data-worker-K/           data-iterator state of worker K
-  logs/                      TensorBoard
+  logs/                      TensorBoard: train/ (every log_every steps), eval/
+                             (the evaluation data's metrics at the final step)
   model/                     the final model directory (config.json,
                              vocab.txt, model.weights.h5, task.json)
 """
 
 import dataclasses
-import importlib.util
 import json
 import os
 
@@ -24,7 +24,7 @@ from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training.distribute import strategy_name, worker_info
 from keras_bert.training.input_pipeline import pretraining_dataset
 from keras_bert.training.optimizers import OPTIMIZERS, create_optimizer
-from keras_bert.training.trainer import Trainer
+from keras_bert.training.trainer import Trainer, TrainingInterrupted
 
 JIT_SETTINGS = ("auto", "on", "off")
 RUN_FILE = "pretraining_run.json"
@@ -200,7 +200,7 @@ def _write_or_check_run(path, run, is_chief):
                 f"{path} records a run with other {changed} "
                 f"(was {[previous.get(k) for k in changed]}, now "
                 f"{[run.get(k) for k in changed]}). Resuming it with these settings "
-                "would not continue that run: use a new --output-dir.")
+                "would not continue that run: use a new --output.")
     if is_chief:
         with tf.io.gfile.GFile(path, "w") as f:
             f.write(json.dumps(run, indent=2, sort_keys=True) + "\n")
@@ -225,11 +225,13 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
         strategy: a `tf.distribute.Strategy` (default: the current one);
             see `keras_bert.training.resolve_strategy`.
         callbacks: extra Keras callbacks (get global step indices).
-        verbose: 0 or 1 (Keras progress bar on the chief).
+        verbose: 1: a progress bar with ETA on a terminal (on the chief),
+            and a line every `log_every` steps elsewhere; 0: lines only.
         eval_data_dir: str, data directory evaluated at the end (masked-LM
             and next-sentence accuracy), or None.
-        tensorboard: bool, write TensorBoard logs to `output_dir/logs`
-            (needs the `tensorboard` package; skipped with a notice if absent).
+        tensorboard: bool, write TensorBoard logs to `output_dir/logs`:
+            training metrics in train/, the evaluation's in eval/ (needs the
+            `tensorboard` package; skipped with a notice if absent).
 
     Returns:
         dict: "logs" (last training logs), "step", "model_dir" (chief) and
@@ -295,19 +297,27 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
         checkpoint_every=config.checkpoint_every, max_checkpoints=config.max_checkpoints,
         jit_compile=jit, steps_per_execution=config.steps_per_execution)
     all_callbacks = []
+    log_dir = step_logger = None
     if is_chief:
-        all_callbacks.append(callbacks_lib.StepLogger(
+        step_logger = callbacks_lib.StepLogger(
             config.log_every, config.batch_size * config.gradient_accumulation_steps,
-            total_steps=config.num_train_steps))
-        if tensorboard and importlib.util.find_spec("tensorboard") is None:
+            total_steps=config.num_train_steps, mode="auto" if verbose else "lines")
+        all_callbacks.append(step_logger)
+        if tensorboard and not callbacks_lib.tensorboard_available():
             print("TensorBoard logs off: the tensorboard package is not installed "
                   "(pip install tensorboard).")
         elif tensorboard:
-            all_callbacks.append(callbacks_lib.TensorBoard(
-                os.path.join(output_dir, "logs"), update_freq=config.log_every))
+            log_dir = os.path.join(output_dir, "logs")
+            all_callbacks.append(callbacks_lib.TensorBoard(log_dir, update_freq=config.log_every))
     all_callbacks += list(callbacks or [])
-    logs = trainer.train(config.num_train_steps, all_callbacks, verbose=verbose,
-                         log_every=config.log_every)
+    # StepLogger draws the progress bar: no second one from Keras.
+    try:
+        logs = trainer.train(config.num_train_steps, all_callbacks, verbose=0,
+                             log_every=config.log_every)
+    except TrainingInterrupted:
+        if step_logger is not None:
+            step_logger.clear()  # The caller's message gets a line of its own.
+        raise
     result = {"logs": logs, "step": int(trainer.step.numpy()), "model": model}
     if is_chief:
         model_dir = os.path.join(output_dir, "model")
@@ -319,6 +329,9 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
     if eval_data_dir is not None:
         result["eval"] = evaluate_pretraining(model, eval_data_dir, config.batch_size,
                                               strategy=strategy)
+        if log_dir is not None:
+            callbacks_lib.write_scalars(os.path.join(log_dir, "eval"), result["step"],
+                                        result["eval"])
     return result
 
 

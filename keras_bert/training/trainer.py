@@ -220,7 +220,7 @@ class Trainer:
                 raise FileNotFoundError(
                     f"{latest} (step {step}) has no data-iterator checkpoint for worker "
                     f"{self.task_id} ({data_path}). Was the number of workers changed? "
-                    "Resume with the same cluster, or start a new --output-dir."
+                    "Resume with the same cluster, or start a new --output."
                 )
             tf.train.Checkpoint(iterator=self._iterator).restore(data_path)
         return step

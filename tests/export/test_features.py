@@ -89,4 +89,5 @@ def test_cli(model_dir):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "wrote features for 5 lines" in result.stdout
+    assert "\x1b" not in result.stdout + result.stderr  # No colour codes into a pipe.
     assert np.load(out).shape == (5, 16)

@@ -247,3 +247,38 @@ def test_span_qa_no_answer_threshold(exports):
     logits = exports["qa"](inputs)
     null = logits["start_logits"][0, 0] + logits["end_logits"][0, 0]
     np.testing.assert_allclose(unanswered["score"][0], null, atol=1e-5)
+
+
+def _predict_tool():
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "tools", "predict.py")
+    spec = importlib.util.spec_from_file_location("predict_tool", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_predict_tool_takes_qa_contexts_with_context_not_text_b(exports, capsys, tmp_path):
+    tool = _predict_tool()
+    qa = os.path.dirname(exports["qa_export"])  # exports/qa: its latest version.
+    assert tool.main(["--model", qa, QUESTIONS[0], "--context", CONTEXTS[0]]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(f"{QUESTIONS[0]} | {CONTEXTS[0]}\t")  # Then answer, offsets, score.
+    assert tool.main(["--model", qa, QUESTIONS[0], "--text-b", CONTEXTS[0]]) == 1
+    assert "give --context, not --text-b" in capsys.readouterr().err
+    # Many questions from a file: in length-sorted batches, with progress on stderr.
+    questions = tmp_path / "questions.txt"
+    questions.write_text("".join(f"{q}\t{c}\n" for q, c in zip(QUESTIONS, CONTEXTS[:4] + ["x"])))
+    assert tool.main(["--model", qa, "--input", str(questions), "--batch-size", "2"]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == len(QUESTIONS)
+    assert "\x1b" not in captured.err  # Not a terminal: no bar, no colour codes.
+
+
+def test_run_signature_reports_progress(exports):
+    loaded = load_export(exports["tagger_export"])
+    seen = []
+    run_signature(loaded, {"text": TAG_TEXTS * 2}, batch_size=3, progress=seen.append)
+    assert seen == [3, 6, 9, 10]

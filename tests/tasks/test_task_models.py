@@ -81,3 +81,13 @@ def test_mixed_precision_classifier_outputs_float32(batch):
     classifier = BertClassifier(encoder, num_classes=2)
     assert classifier(batch).dtype == "float32"
     assert encoder(batch)["sequence_output"].dtype == "bfloat16"
+
+
+def test_heads_without_the_pooler_do_not_train_it(encoder):
+    pooler = {id(w) for w in encoder.pooler.weights}
+    for model in (BertTokenClassifier(encoder, num_classes=2), BertSpanLabeler(encoder)):
+        trained = {id(w) for w in model.trainable_variables}
+        assert trained and not trained & pooler
+        assert {id(w) for w in model.trainable_weights} == trained
+    # The encoder itself is unchanged: a classifier on it trains the pooler.
+    assert pooler <= {id(w) for w in BertClassifier(encoder, num_classes=2).trainable_variables}

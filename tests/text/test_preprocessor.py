@@ -50,8 +50,9 @@ def test_pairs(preprocessor):
 
 
 def test_python_strings_are_taken_as_tf_constant_takes_them(preprocessor):
-    # Keras' Layer.__call__ takes only tensors positionally. (A list, like
-    # a tuple, holds the segments: one batch, or a pair of batches.)
+    # Keras' Layer.__call__ takes only tensors positionally. A list of str
+    # is one batch; a list or tuple of batches holds the segments.
+    _assert_same(preprocessor(TEXTS), preprocessor(tf.constant(TEXTS)))
     _assert_same(preprocessor([TEXTS]), preprocessor(tf.constant(TEXTS)))
     _assert_same(
         preprocessor((["the fox"], ["a dog."])),
@@ -59,6 +60,17 @@ def test_python_strings_are_taken_as_tf_constant_takes_them(preprocessor):
     )
     # One unbatched example: [CLS] the fox [SEP] a dog . [SEP] (8 of 10).
     assert preprocessor(("the fox", "a dog."))["padding_mask"].numpy().sum() == 8
+
+
+def test_pairs_as_two_arguments_and_in_dataset_map(preprocessor):
+    """The README's `from_tensor_slices((q, c)).batch(32).map(preprocessor)`."""
+    expected = preprocessor((tf.constant(["the fox", "a"]), tf.constant(["a dog.", "b"])))
+    _assert_same(preprocessor(tf.constant(["the fox", "a"]), tf.constant(["a dog.", "b"])),
+                 expected)
+    ds = tf.data.Dataset.from_tensor_slices((["the fox", "a"], ["a dog.", "b"]))
+    _assert_same(next(iter(ds.batch(2).map(preprocessor))), expected)
+    with pytest.raises(ValueError, match="not both"):
+        preprocessor((tf.constant(["a"]), tf.constant(["b"])), tf.constant(["c"]))
 
 
 def test_same_as_tokenizer_then_packer(vocab_path):

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.training import StepLogger, TensorBoard
+from keras_bert.training.callbacks import write_scalars
 
 
 def test_step_logger_prints_a_line_every_n_steps():
@@ -21,6 +22,30 @@ def test_step_logger_prints_a_line_every_n_steps():
     assert lines[1].startswith("step 6/6 ")
     speed = float(lines[0].split("examples/s ")[1].split()[0])
     assert speed > 0
+    assert " ETA " in lines[0] and " ETA " not in lines[1]  # Steps left, none at the end.
+    assert "\x1b" not in stream.getvalue()  # No colour codes in a log file.
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_step_logger_on_a_terminal_draws_a_bar_with_the_lines_above_it():
+    stream = _Terminal()
+    logger = StepLogger(log_every=2, batch_size=8, total_steps=4, stream=stream)
+    logger.on_train_batch_begin(0)
+    for batch in range(4):
+        logger.on_train_batch_end(batch, {"loss": 1.5})
+        if batch == 1:
+            logger.clear()
+            stream.write("epoch 1 eval: accuracy 0.5\n")
+    logger.on_train_end()
+    out = stream.getvalue()
+    assert "━" in out  # keras.utils.Progbar's bar (its ETA beside it).
+    assert "\rstep 2/4 loss 1.5000 examples/s " in out
+    assert "\repoch 1 eval: accuracy 0.5\n" in out  # The bar's line cleared first.
+    assert out.endswith("\n")
 
 
 def _batch_losses(log_dir):
@@ -66,3 +91,14 @@ def test_tensorboard_writes_every_update_freq_steps_with_steps_per_execution(tmp
     assert _run_board(tmp_path, 4, calls) == {6: 5.0, 9: 8.0, 12: 11.0}
     with pytest.raises(ValueError, match="update_freq=0"):
         TensorBoard(str(tmp_path), update_freq=0)
+
+
+def test_write_scalars_appends_eval_metrics_at_a_global_step(tmp_path):
+    write_scalars(tmp_path, 40, {"accuracy": 0.75, "label": "skipped"})
+    write_scalars(tmp_path, 80, {"accuracy": 0.875})
+    values = {}
+    for path in tf.io.gfile.glob(str(tmp_path / "events*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                values[(value.tag, event.step)] = float(tf.make_ndarray(value.tensor))
+    assert values == {("accuracy", 40): 0.75, ("accuracy", 80): 0.875}

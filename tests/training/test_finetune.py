@@ -1,10 +1,13 @@
 """tools/finetune.py end to end (subprocess) on hand-made data with a tiny model, and the loop's rules."""
 
 import csv
+import glob
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -153,6 +156,60 @@ def test_tfds_classification_with_mock_data(workdir, tmp_path):
     assert result.train_examples == len(train) and result.steps == 3
     info = read_task_json(tmp_path / "sst2")
     assert info["task_config"]["label_names"] == ["negative", "positive"]
+
+
+def test_sigterm_saves_a_checkpoint_exits_143_and_a_rerun_resumes(workdir, tmp_path):
+    """As tools/pretrain.py: one message, no traceback; TensorBoard logs of train and eval."""
+    output = tmp_path / "run"
+    command = [sys.executable, TOOL, "--jit-compile", "off", "--task", "classification",
+               "--model", str(workdir / "tiny"), "--train", str(workdir / "train.csv"),
+               "--eval", str(workdir / "dev.csv"), "--output", str(output), "--epochs", "4",
+               "--batch-size", "8", "--max-seq-length", "16", "--log-every", "1",
+               "--early-stopping-patience", "0"]
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    log_path = tmp_path / "first.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.time() + 300
+            while "step 3/100 " not in log_path.read_text():  # Training, handler installed.
+                assert proc.poll() is None, log_path.read_text()[-3000:]
+                assert time.time() < deadline, "no training step after 300 s"
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    first = log_path.read_text()
+    assert code == 143, first[-3000:]
+    assert "Traceback" not in first and "TrainingInterrupted" not in first, first[-3000:]
+    assert first.count("stopped by SIGTERM at step ") == 1
+    stopped = int(first.split("stopped by SIGTERM at step ")[1].split(";")[0])
+    assert 3 <= stopped < 100
+    assert os.path.exists(str(output) + ".checkpoints")
+
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    second = done.stdout + done.stderr
+    assert done.returncode == 0, second[-3000:]
+    assert f"resumed from step {stopped}/100" in second
+    assert f"step {stopped + 1}/100 " in second and "step 1/100 " not in second
+    assert "Gradients do not exist" not in first + second
+    assert read_task_json(output)["epoch"] >= 1
+    assert not os.path.exists(str(output) + ".checkpoints")
+    logs = str(output) + ".logs"
+    assert glob.glob(os.path.join(logs, "train", "events.out.tfevents.*"))
+    assert len(glob.glob(os.path.join(logs, "eval", "events.out.tfevents.*"))) == 4  # 1 an epoch
+
+
+def test_tfds_data_that_is_not_prepared_says_how_to_prepare_it(tmp_path):
+    pytest.importorskip("tensorflow_datasets")
+    with pytest.raises(FileNotFoundError) as error:
+        finetune_lib.read_task_data("classification", "tfds:glue/mrpc", True,
+                                    tfds_data_dir=str(tmp_path))
+    message = str(error.value)
+    assert "tfds build glue/mrpc --data_dir DIR" in message
+    assert "--tfds-data-dir DIR" in message and str(tmp_path) in message
 
 
 class _FakeTask:

@@ -2,11 +2,13 @@
 
 import collections
 import dataclasses
+import glob
 import json
 import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert.config import BertConfig
 from keras_bert.data import read_metadata
@@ -37,7 +39,7 @@ def test_tiny_model_beats_the_unigram_baseline_on_held_out_documents(mlm_data, t
                                jit_compile="off")
     result = run_pretraining(mlm_data["train"], str(tmp_path), config,
                              bert_config=tiny_bert_config(64, hidden=64, layers=2),
-                             eval_data_dir=mlm_data["held"], verbose=0, tensorboard=False)
+                             eval_data_dir=mlm_data["held"], verbose=0, tensorboard=True)
     # Always guessing the held-out data's own most frequent masked token
     # (a generous unigram baseline) is right about 5% of the time.
     baseline = _most_frequent_token_share(mlm_data["held"])
@@ -56,6 +58,15 @@ def test_tiny_model_beats_the_unigram_baseline_on_held_out_documents(mlm_data, t
     x, _ = next(iter(pretraining_dataset(mlm_data["held"], 4, training=False)))
     np.testing.assert_allclose(reloaded.predict(x, verbose=0)["mlm_logits"],
                                result["model"].predict(x, verbose=0)["mlm_logits"], atol=1e-5)
+    # TensorBoard: training metrics in logs/train, the evaluation's in logs/eval at step 400.
+    assert glob.glob(os.path.join(str(tmp_path), "logs", "train", "events.out.tfevents.*"))
+    logged = {}
+    for path in glob.glob(os.path.join(str(tmp_path), "logs", "eval", "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                logged[value.tag] = (event.step, float(tf.make_ndarray(value.tensor)))
+    assert logged["masked_lm_accuracy"] == (400, pytest.approx(accuracy))
+    assert set(logged) == set(result["eval"])
     with open(os.path.join(str(tmp_path), "pretraining_run.json")) as f:
         run = json.load(f)
     assert run["model_config"]["vocab_size"] == VOCAB_SIZE and run["jit_compile"] == "off"

@@ -23,8 +23,8 @@ SETTINGS = dict(num_train_steps=30, batch_size=16, learning_rate=1e-3, warmup_st
 
 
 def _cli_args(data_dir, output_dir, config_file):
-    args = ["--data-dir", data_dir, "--output-dir", str(output_dir), "--config",
-            str(config_file), "--tensorboard", "false"]
+    args = ["--train", data_dir, "--output", str(output_dir), "--config",
+            str(config_file), "--no-tensorboard"]
     for key, value in SETTINGS.items():
         args += ["--" + key.replace("_", "-"), str(value)]
     return args

@@ -337,7 +337,17 @@ def read_tfds_classification(
     source = f"tfds:{name}[{split}]"
     report = DataReport(source, max_logged=max_logged)
     examples = ClassificationExamples([], [] if text_b_column else None, [], [], report)
-    dataset = builder.as_dataset(split=split, shuffle_files=False)
+    try:
+        dataset = builder.as_dataset(split=split, shuffle_files=False)
+    except AssertionError as e:  # TFDS' "could not find data in DIR".
+        where = data_dir or "the default TFDS directory (~/tensorflow_datasets or $TFDS_DATA_DIR)"
+        raise FileNotFoundError(
+            f"TFDS dataset {name} is not prepared in {where} ({e}). TFDS downloads need a "
+            f"network: on a connected machine run\n"
+            f"    tfds build {name} --data_dir DIR\n"
+            f"copy DIR to this machine and pass --tfds-data-dir DIR (Python: "
+            f"tfds_data_dir=DIR)."
+        ) from None
     decode = lambda b: b.decode("utf-8", errors="replace")  # noqa: E731
     for index, row in enumerate(tfds.as_numpy(dataset)):
         where = f"{source}:{index}"

@@ -62,6 +62,8 @@ class BertSpanLabeler(BertTask):
     >>> out = qa(inputs); out["start_logits"].shape  # (batch, seq)
     """
 
+    uses_pooler = False
+
     def __init__(self, encoder, **kwargs):
         # === Layers ===
         self.encoder = encoder

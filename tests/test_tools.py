@@ -1,0 +1,198 @@
+"""tools/*.py as one family: one spelling per concept, --help without TensorFlow, true defaults."""
+
+import argparse
+import dataclasses
+import glob
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+import _cli  # noqa: E402  (tools/_cli.py)
+
+TOOLS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "tools", "*.py"))
+               if not os.path.basename(p).startswith("_"))
+
+# Runs a tool's --help as `python tools/X.py --help` would, then reports what got imported.
+HELP_PROBE = """
+import json, runpy, sys
+path = sys.argv[1]
+sys.argv = [path, "--help"]
+code = None
+try:
+    runpy.run_path(path, run_name="__main__")
+except SystemExit as e:
+    code = e.code
+heavy = sorted(m for m in ("tensorflow", "keras", "keras_bert", "torch", "numpy")
+               if m in sys.modules)
+sys.stderr.write("PROBE " + json.dumps({"code": code, "heavy": heavy}) + "\\n")
+"""
+
+# Spellings that one of the flags below replaced.
+RETIRED = {"--model-dir", "--output-dir", "--max-length", "--sequence-length", "--seq-length",
+           "--jit", "--xla", "--vocab", "--eval-data-dir", "--data-dir", "--init-from"}
+
+
+def load_tool(name):
+    spec = importlib.util.spec_from_file_location(f"tool_{name[:-3]}",
+                                                  os.path.join(ROOT, "tools", name))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def parser_of(name):
+    return load_tool(name).build_parser()
+
+
+def options(parser):
+    return [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
+
+
+def run_help(name):
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", HELP_PROBE, os.path.join(ROOT, "tools", name)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    seconds = time.perf_counter() - start
+    probe = json.loads(done.stderr.split("PROBE ", 1)[1])
+    return done.stdout, probe, seconds
+
+
+@pytest.fixture(scope="module")
+def helps():
+    return {name: run_help(name) for name in TOOLS}
+
+
+def test_every_tool_answers_help_without_importing_tensorflow(helps):
+    assert len(TOOLS) >= 15
+    for name, (out, probe, _) in helps.items():
+        assert probe["code"] in (0, None), name
+        assert out.startswith("usage: "), name
+        assert probe["heavy"] == [], f"tools/{name} --help imported {probe['heavy']}"
+
+
+def test_help_takes_under_half_the_time_of_importing_tensorflow(helps):
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import tensorflow"], capture_output=True, check=True,
+                   env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    tensorflow_seconds = time.perf_counter() - start
+    slowest = max(seconds for _, _, seconds in helps.values())
+    assert slowest < tensorflow_seconds / 2, (slowest, tensorflow_seconds)
+
+
+@pytest.mark.parametrize("name", TOOLS)
+def test_every_flag_has_help_and_shows_its_default(name):
+    parser = parser_of(name)
+    assert parser.formatter_class is _cli.HelpFormatter
+    formatter = parser._get_formatter()
+    for action in options(parser):
+        label = action.option_strings or action.dest
+        assert action.help and action.help.strip(), f"{name} {label} has no help"
+        text = formatter._get_help_string(action)
+        if action.default not in (None, False) and action.option_strings and not action.required:
+            assert "default" in text.lower(), f"{name} {label}: default not shown"
+
+
+def test_one_spelling_per_concept():
+    flags = {}
+    for name in TOOLS:
+        for action in options(parser_of(name)):
+            for flag in action.option_strings:
+                flags.setdefault(flag, []).append((name, action))
+            assert action.dest not in ("export_dir", "model_dir", "model"
+                                       ) or action.option_strings, f"{name}: positional model"
+    assert not RETIRED & set(flags), sorted(RETIRED & set(flags))
+    for name, action in flags["--jit-compile"]:
+        if action.choices is not None:
+            assert tuple(action.choices) == ("auto", "on", "off"), name
+        else:  # The benchmarks compare several settings: a comma-separated list of them.
+            assert set(action.type(action.default)) <= {"auto", "on", "off"}, name
+    for name, action in flags["--tensorboard"]:
+        assert isinstance(action, argparse.BooleanOptionalAction), name  # A switch, no value.
+    for name, action in flags["--text-b"]:
+        assert "QA" not in action.help and "context" not in action.help, name
+    assert [name for name, _ in flags["--context"]] == ["predict.py"]
+    for flag in ("--model", "--output", "--max-seq-length", "--vocab-file", "--eval",
+                 "--verbose", "--jit-compile"):
+        assert len(flags[flag]) >= 2, flag  # Each spelling is the shared one.
+
+
+def _defaults(parser):
+    return {a.dest: a.default for a in options(parser)}
+
+
+def _check_defaults(parser, dataclass, renamed=()):
+    defaults = _defaults(parser)
+    checked = 0
+    for field in dataclasses.fields(dataclass):
+        dest = dict(renamed).get(field.name, field.name)
+        if dest in defaults:
+            assert defaults[dest] == getattr(dataclass(), field.name), field.name
+            checked += 1
+    return checked
+
+
+def test_tool_defaults_and_choices_are_the_library_s():
+    from keras_bert.checkpoints import convert
+    from keras_bert.config import DTYPES, PRESETS
+    from keras_bert.data.pretraining_data import MASKING_MODES, PretrainingDataConfig
+    from keras_bert.tasks.classification import tweets
+    from keras_bert.training import OPTIMIZERS, STRATEGIES, PretrainingConfig
+    from keras_bert.training.finetune import FinetuneOptions, fine_tunable_tasks
+    from keras_bert.training.pretrain import JIT_SETTINGS
+
+    assert _cli.STRATEGIES == STRATEGIES and _cli.JIT_COMPILE_CHOICES == JIT_SETTINGS
+    pretrain = parser_of("pretrain.py")
+    choices = {a.dest: a.choices for a in options(pretrain)}
+    assert tuple(choices["optimizer"]) == OPTIMIZERS
+    assert tuple(choices["dtype"]) == DTYPES and sorted(choices["preset"]) == sorted(PRESETS)
+    assert _check_defaults(pretrain, PretrainingConfig) == len(
+        dataclasses.fields(PretrainingConfig))
+
+    finetune = load_tool("finetune.py")
+    assert sorted(finetune.TASKS) == sorted(fine_tunable_tasks())
+    assert _check_defaults(finetune.build_parser(), FinetuneOptions) >= 25
+
+    data = load_tool("create_pretraining_data.py")
+    assert data.MASKING_MODES == MASKING_MODES
+    assert _check_defaults(data.build_parser(), PretrainingDataConfig) == len(
+        dataclasses.fields(PretrainingDataConfig))
+
+    tool = load_tool("convert_checkpoint.py")
+    assert tool.FORMATS == convert.FORMATS and tool.DEFAULT_TOLERANCE == convert.DEFAULT_TOLERANCE
+    tool = load_tool("sentiment_baseline.py")
+    assert (tool.TWEETS_EVAL_FRACTION, tool.TWEETS_SPLIT_SEED) == (
+        tweets.TWEETS_EVAL_FRACTION, tweets.TWEETS_SPLIT_SEED)
+
+
+def test_pretrain_jit_compile_help_states_resolve_jit_compile_s_rule():
+    from keras_bert.training.pretrain import resolve_jit_compile
+
+    text = {a.dest: a.help for a in options(parser_of("pretrain.py"))}["jit_compile"]
+    assert "off on TPU" in text and "AMX" in text and "on everywhere else" in text
+    # What the help says for mixed precision on a CPU without AMX: on.
+    cpu = __import__("tensorflow").distribute.get_strategy()
+    if not __import__("tensorflow").config.list_logical_devices("GPU"):
+        assert resolve_jit_compile("auto", "mixed_bfloat16", cpu, amx=False) is True
+        assert resolve_jit_compile("auto", "mixed_bfloat16", cpu, amx=True) is False
+    assert resolve_jit_compile("auto", "float32", cpu) is True
+
+
+def test_tensorflow_loads_quietly_unless_verbose():
+    code = ("import sys; sys.path.insert(0, 'tools'); import _cli; _cli.quiet_tensorflow(); "
+            "import tensorflow as tf; print(tf.constant(2).numpy() * 21)")
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "42\n"
+    # Without it: "WARNING: All log messages before absl::InitializeLog() ...",
+    # "I0000 ... port.cc:153] oneDNN custom operations are on ...", "cudart_stub.cc".
+    assert "absl::InitializeLog" not in done.stderr and "I0000" not in done.stderr, done.stderr

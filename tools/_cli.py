@@ -1,0 +1,148 @@
+"""What every tool in tools/ shares: help formatting, flag spellings, a quiet TensorFlow.
+
+Tools parse their flags before importing TensorFlow (or keras_bert, whose
+import loads it), so `--help` answers in a fraction of a second. This module
+imports neither.
+
+One spelling per concept, in every tool:
+  --model DIR            a model directory to read (or an export, for predict)
+  --output PATH          what the tool writes
+  --train / --eval       training and evaluation data
+  --max-seq-length N     longest packed sequence, in tokens
+  --vocab-file FILE      a WordPiece vocab.txt
+  --jit-compile {auto,on,off}  XLA
+  --tensorboard / --no-tensorboard  TensorBoard logs (a switch, on by default)
+  --progress {auto,bar,lines}  progress display
+  --verbose              TensorFlow's own C++ log lines too
+"""
+
+import argparse
+import contextlib
+import importlib.util
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Choices that tools/*.py state before importing keras_bert (which loads
+# TensorFlow); tests/test_tools.py checks them against the library's.
+JIT_COMPILE_CHOICES = ("auto", "on", "off")  # keras_bert.training.pretrain.JIT_SETTINGS
+STRATEGIES = ("auto", "cpu", "mirrored", "multiworker", "tpu")  # keras_bert.training.STRATEGIES
+PROGRESS_CHOICES = ("auto", "lines")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the docstring's layout and appends "(default: X)" to every flag that has one.
+
+    Unlike `argparse.ArgumentDefaultsHelpFormatter`, it says nothing for
+    defaults of None or False (an absent optional value, a switch that is
+    off) and leaves alone help that already names its default.
+    """
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if ("%(default)" in text or "default" in text.lower() or default is None
+                or default is False or default == argparse.SUPPRESS or action.required
+                or not action.option_strings):
+            return text
+        if isinstance(default, (list, tuple)):
+            default = ",".join(map(str, default))
+        return f"{text} (default: {str(default).replace('%', '%%')})"
+
+
+def parser(description, doc_epilog=True):
+    """An `ArgumentParser` with `HelpFormatter`; `description` is the tool's docstring.
+
+    With `doc_epilog`, the docstring's first paragraph is the description
+    and the rest goes after the flags.
+    """
+    head, _, tail = description.strip().partition("\n\n")
+    if not doc_epilog:
+        head, tail = description, None
+    return argparse.ArgumentParser(description=head, epilog=tail or None,
+                                   formatter_class=HelpFormatter)
+
+
+def bert_config_module():
+    """keras_bert/config.py (BertConfig, PRESETS, DTYPES), loaded without TensorFlow.
+
+    `import keras_bert.config` would run keras_bert/__init__.py, which loads
+    TensorFlow; config.py itself imports only the standard library, so it is
+    loaded here on its own, under another name, for flag names and choices.
+    """
+    name = "_keras_bert_config_for_cli"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, os.path.join(ROOT, "keras_bert", "config.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up by name.
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def add_progress(parser):
+    parser.add_argument(
+        "--progress", choices=PROGRESS_CHOICES, default="auto",
+        help="auto: a progress bar with ETA on a terminal, a line every --log-every steps "
+        "elsewhere; lines: lines on a terminal too.")
+
+
+def add_verbose(parser):
+    parser.add_argument(
+        "--verbose", action="store_true",
+        help="Also show TensorFlow's C++ log lines (oneDNN, CUDA probing, ...), hidden by "
+        "default.")
+
+
+def add_jit_compile(parser, default="auto", help_text=None):
+    parser.add_argument("--jit-compile", choices=JIT_COMPILE_CHOICES, default=default,
+                        help=help_text or "XLA-compile the model (auto: the tool's rule).")
+
+
+@contextlib.contextmanager
+def _stderr_silenced():
+    """Points file descriptor 2 at /dev/null (C++ code writes there, not to sys.stderr)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def quiet_tensorflow(verbose=False):
+    """Imports TensorFlow without its C++ start-up notices, unless `verbose`.
+
+    TF_CPP_MIN_LOG_LEVEL=3 hides the C++ lines logged once TensorFlow's
+    logging is set up: INFO and WARNING, and ERROR too, as this CPU gets
+    notices at ERROR level ("oneDNN supports DT_INT64 only on platforms with
+    AVX-512. Falling back to the default Eigen-based implementation"); a real
+    failure still raises a Python exception with its message, and --verbose
+    shows everything. TensorFlow 2.21 writes a few lines before that
+    ("All log messages before absl::InitializeLog() is called are written to
+    STDERR", the oneDNN notice, "Could not find cuda drivers"), and the
+    variable does not reach them (tensorflow/tensorflow#100442), so stderr's
+    file descriptor points at /dev/null while TensorFlow loads and probes its
+    devices. Errors raised by the import itself still surface as Python
+    exceptions once stderr is back. A no-op when TensorFlow is loaded already.
+    """
+    if "tensorflow" in sys.modules:
+        return
+    if verbose:
+        os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
+        import tensorflow  # noqa: F401
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    with _stderr_silenced():
+        import tensorflow as tf
+
+        tf.config.list_physical_devices()  # The CUDA probe ("failed call to cuInit").
