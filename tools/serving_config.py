@@ -3,16 +3,17 @@
 For each exports/NAME (integer version directories inside, as tools/export.py
 writes them), models.config serves the --serve-versions newest versions under
 /models/NAME (--base-path-prefix), labelled "canary" (newest) and "stable"
-(the one before). batching_parameters.txt is for --enable_batching: a 32-text
-max batch padded to sizes 1, 2, 4, ..., 32 (the sizes the exports' warmup
-requests cover), 2 ms batch timeout; its comments list each export's length
-buckets. See exports/README.md, "Serving with TF Serving".
+(the one before); TF Serving accepts labels at start-up only with
+--allow_version_labels_for_unavailable_models. batching_parameters.txt is for
+--enable_batching: batches of up to 32 texts padded to 1, 2, 4, ..., 32 texts
+(the sizes an XLA export's warmup requests compile), a 2 ms batch timeout; its
+comments list each export's lengths. See exports/README.md.
 
 Examples
 --------
   python tools/serving_config.py --model exports/sentiment --model exports/squad --output exports
   docker run -p 8500:8500 -p 8501:8501 -v "$PWD/exports:/models" tensorflow/serving \\
-      --model_config_file=/models/models.config \\
+      --model_config_file=/models/models.config --allow_version_labels_for_unavailable_models=true \\
       --enable_batching --batching_parameters_file=/models/batching_parameters.txt
 """
 

@@ -179,7 +179,10 @@ def models_config(models, serve_versions=2):
     lines = ["# TF Serving --model_config_file (ModelServerConfig, text format), written by",
              "# tools/serving_config.py. TF Serving polls it with",
              "# --model_config_file_poll_wait_seconds; a version it serves is never reloaded,",
-             "# export a new version instead.", "model_config_list {"]
+             "# export a new version instead. The version labels need",
+             "# --allow_version_labels_for_unavailable_models=true at start-up (TF Serving",
+             "# otherwise labels only versions that have finished loading).",
+             "model_config_list {"]
     for name, (base_path, versions) in models.items():
         served = sorted(versions)[-serve_versions:]
         lines += ["  config {", f'    name: "{name}"', f'    base_path: "{base_path}"',
@@ -229,11 +232,13 @@ def batching_parameters(exports_info=(), allowed_batch_sizes=ALLOWED_BATCH_SIZES
     for name, info in exports_info:
         buckets = length_buckets(info["max_seq_length"], info.get("sequence_length"),
                                  info.get("pad_to_multiple_of", 1))
-        shapes = f"{len(sizes) * len(buckets)} [batch, length] shapes" if (
-            info.get("sequence_length") or info.get("pad_to_multiple_of", 1) > 1) else (
-            "any length up to max_seq_length")
-        lines.append(f"#   {name}: lengths {buckets}{' (XLA)' if info.get('jit_compile') else ''}"
-                     f", {shapes}")
+        xla = ", XLA" if info.get("jit_compile") else ""
+        if info.get("sequence_length") or info.get("pad_to_multiple_of", 1) > 1:
+            lines.append(f"#   {name}: lengths {buckets}{xla}: {len(sizes) * len(buckets)} "
+                         f"[batch, length] shapes in all")
+        else:
+            lines.append(f"#   {name}: its batch's longest text, 2 to {info['max_seq_length']}"
+                         f"{xla} (warmed up at lengths {buckets})")
     lines += [f"max_batch_size {{ value: {sizes[-1]} }}",
               f"batch_timeout_micros {{ value: {batch_timeout_micros} }}",
               f"max_enqueued_batches {{ value: {max_enqueued_batches} }}",
