@@ -153,7 +153,8 @@ def test_serving_config_tool_writes_models_config_and_batching(three_exports, tm
     assert params.max_batch_size.value == ALLOWED_BATCH_SIZES[-1]
     assert params.batch_timeout_micros.value == 2000
     assert params.num_batch_threads.value >= 1
-    assert "sentiment: its batch's longest text, 2 to 24 (warmed up at lengths [8, 24])" in text
+    assert ("sentiment: its batch's longest text, 2 to 24 (warmed up at lengths [8, 24])"
+            in text)
     assert "qa: its batch's longest text, 2 to 20" in text
 
     # No versions: the error names the directory and the way out.
