@@ -81,6 +81,10 @@ def interleaved(systems, repeats, warmup=1):
     return times
 
 
+# --matmul-peak-size: 4096 measures the peak; a dry run passes a small size.
+MATMUL_PEAK_SIZE = [4096]
+
+
 def matmul_peak(dtype, repeats=5):
     """GFLOP/s of large tf.matmuls in `dtype` on this machine, now (best of runs).
 
@@ -88,7 +92,8 @@ def matmul_peak(dtype, repeats=5):
     over a 32 x 128 batch ([4096, 768] x [768, 3072]); the faster counts.
     """
     best = 0.0
-    for m, k, n in ((4096, 4096, 4096), (4096, 768, 3072)):
+    size = MATMUL_PEAK_SIZE[0]
+    for m, k, n in ((size, size, size), (size, 768 * size // 4096, 3072 * size // 4096)):
         a = tf.cast(tf.random.normal((m, k)), dtype)
         b = tf.cast(tf.random.normal((k, n)), dtype)
         f = tf.function(lambda: tf.matmul(a, b))
@@ -102,6 +107,40 @@ def _timed(fn):
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+# Dense (no sparsity) bfloat16 tensor-core peaks in TFLOP/s, from NVIDIA's data
+# sheets; the first name contained in the device's name counts.
+BF16_PEAK_TFLOPS = {"H100 PCIe": 756.0, "H200": 989.4, "H100": 989.4, "B200": 2250.0,
+                    "A100": 312.0, "L40S": 362.1, "L4": 121.0}
+
+
+def accelerator_name():
+    """The first GPU's name ("NVIDIA H200"), or None without a GPU."""
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        return None
+    return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
+
+
+def bf16_peak_flops(peak_tflops=None):
+    """(what, FLOP/s) of the bfloat16 peak MFU is measured against, or (why not, None).
+
+    --peak-tflops wins; else a known GPU's data-sheet peak (BF16_PEAK_TFLOPS).
+    """
+    if peak_tflops:
+        return f"--peak-tflops {peak_tflops:g}", peak_tflops * 1e12
+    name = accelerator_name()
+    for key, tflops in BF16_PEAK_TFLOPS.items():
+        if name and key in name:
+            return f"{name}: {tflops:g} TFLOP/s bf16 (data sheet, dense)", tflops * 1e12
+    return (f"no known bf16 peak for {name or 'this CPU'} (pass --peak-tflops)", None)
+
+
+def _add_mfu(row, dtype, flops_per_s, peak):
+    """MFU against the device's bf16 peak, for bfloat16 rows."""
+    if peak and dtype == "bfloat16":
+        row["MFU %"] = 100 * flops_per_s / peak
 
 
 def forward_flops(config, batch_size, seq_length):
@@ -202,6 +241,8 @@ def _optional(name, build):
 def bench_inference(args):
     config = keras_bert.BertConfig.from_preset(args.preset, vocab_size=30522)
     batch = random_batch(config, args.batch_size, args.max_seq_length)
+    peak_name, bf16_peak = bf16_peak_flops(args.peak_tflops)
+    print(f"MFU against: {peak_name}", flush=True)
     tokens = args.batch_size * args.max_seq_length
     flops = forward_flops(config, args.batch_size, args.max_seq_length)
     rows = []
@@ -233,6 +274,7 @@ def bench_inference(args):
                 "GFLOP/s": flops / median / 1e9,
                 "% matmul peak": 100 * flops / median / 1e9 / peak,
             }
+            _add_mfu(row, dtype, flops / median, bf16_peak)
             if reference:
                 row["vs PyTorch"] = statistics.median(times[reference]) / median
             rows.append(row)
@@ -349,6 +391,8 @@ def keras_hub_train(config, batch, dtype, jit_compile):
 def bench_training(args):
     rows = []
     peaks = {}
+    peak_name, bf16_peak = bf16_peak_flops(args.peak_tflops)
+    print(f"MFU against: {peak_name}", flush=True)
     for preset in args.train_presets:
         config = keras_bert.BertConfig.from_preset(preset, vocab_size=30522)
         batch = pretraining_batch(config, args.train_batch_size, args.max_seq_length, 20)
@@ -377,7 +421,9 @@ def bench_training(args):
                 gflops = steps * flops / median / 1e9
                 row = {"preset": preset, "dtype": dtype, "system": name,
                        "examples/s": steps * args.train_batch_size / median,
+                       "tokens/s": steps * args.train_batch_size * args.seq_length / median,
                        "GFLOP/s": gflops, "% matmul peak": 100 * gflops / peaks[dtype]}
+                _add_mfu(row, dtype, gflops * 1e9, bf16_peak)
                 if hub:
                     row["vs best keras-hub"] = min(hub) / median
                 rows.append(row)
@@ -561,7 +607,9 @@ def machine_line():
             cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return f"{cpu}, {os.cpu_count()} cores; " + ", ".join(versions)
+    gpu = accelerator_name()
+    return (f"{gpu + ' + ' if gpu else ''}{cpu}, {os.cpu_count()} cores; "
+            + ", ".join(versions))
 
 
 def append_markdown(path, title, command, rows):
@@ -725,6 +773,11 @@ def build_parser():
                         help="Batch size of the training benchmarks.")
     parser.add_argument("--train-steps", type=int, default=3,
                         help="Optimizer steps per timed training run.")
+    parser.add_argument("--matmul-peak-size", type=int, default=4096,
+                        help="Size of the matmuls timed for '%% matmul peak' (a dry run: 256).")
+    parser.add_argument("--peak-tflops", type=float, default=None,
+                        help="The device's bfloat16 peak for the MFU column (default: the "
+                        "data-sheet peak of a known GPU; none on CPU).")
     parser.add_argument("--output", default=os.path.join(ROOT, "BENCHMARKS.md"),
                         help="Markdown file to append to ('' for none).")
     _cli.add_verbose(parser)
@@ -734,6 +787,7 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     _import_libraries(args.verbose)
+    MATMUL_PEAK_SIZE[0] = args.matmul_peak_size
     args.systems = args.systems.split(",")
     args.train_presets = args.train_presets.split(",")
     names = list(BENCHMARKS) if args.benchmark == "all" else [args.benchmark]

@@ -3,7 +3,9 @@
 Writes exports/NAME/VERSION/ (saved_model.pb, variables/, assets/vocab.txt,
 keras_bert_export.json). VERSION defaults to 1 + the largest version already
 under exports/NAME, so a running TF Serving picks the new one up. The
-version directory appears only when it is complete.
+version directory appears only when it is complete. TF Serving's warmup
+requests go to assets.extra/ (--no-warmup leaves them out);
+tools/serving_config.py writes models.config and batching_parameters.txt.
 
 Signatures (see exports/README.md): serving_default (the task's: classify,
 tag or answer; embed for an encoder), embed, encode, preprocess.
@@ -64,6 +66,9 @@ def build_parser():
                         help="Span QA window stride (default: task.json's).")
     parser.add_argument("--max-windows", type=int, default=None,
                         help="Span QA: windows read per context (default 16).")
+    parser.add_argument("--no-warmup", dest="warmup", action="store_false",
+                        help="Leave out TF Serving's warmup requests "
+                        "(assets.extra/tf_serving_warmup_requests).")
     _cli.add_verbose(parser)
     return parser
 
@@ -94,7 +99,8 @@ def main(argv=None):
         if value is not None
     }
     try:
-        path = export_model(args.model, args.output, overwrite=args.overwrite, **options)
+        path = export_model(args.model, args.output, overwrite=args.overwrite,
+                            warmup=args.warmup, **options)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -1,7 +1,8 @@
 """export_model: a model directory (or a Keras model) -> a TF Serving SavedModel.
 
 exports/NAME/VERSION/ saved_model.pb, variables/, assets/vocab.txt,
-keras_bert_export.json (what was exported: task, signatures, lengths).
+keras_bert_export.json (what was exported: task, signatures, lengths),
+assets.extra/tf_serving_warmup_requests (TF Serving's warmup, tf_serving.py).
 """
 
 import inspect
@@ -16,6 +17,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert.export.predict import run_function
 from keras_bert.export.serving_module import BertServingModule
+from keras_bert.export.tf_serving import write_warmup_requests
 from keras_bert.models import BertEncoder, get_task, load_model_dir
 from keras_bert.text import BertTokenizer, infer_lowercase, save_vocabulary
 
@@ -153,7 +155,7 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
     )
 
 
-def export_model(model_or_dir, output, version=None, overwrite=False, **options):
+def export_model(model_or_dir, output, version=None, overwrite=False, warmup=True, **options):
     """Exports a model for TF Serving: raw-string signatures, vocab as an asset.
 
     Args:
@@ -164,6 +166,8 @@ def export_model(model_or_dir, output, version=None, overwrite=False, **options)
         version: int, the version under exports/NAME (default: next).
         overwrite: bool, replace an existing version directory. TF Serving
             does not reload a version it already serves; export a new one.
+        warmup: bool, write TF Serving's warmup requests
+            (assets.extra/tf_serving_warmup_requests; see `tf_serving.py`).
         **options: `build_serving_module` arguments (vocab_file, lowercase,
             max_seq_length, pairs, sequence_length, pad_to_multiple_of,
             jit_compile, doc_stride, ...).
@@ -180,10 +184,10 @@ def export_model(model_or_dir, output, version=None, overwrite=False, **options)
     else:
         model = model_or_dir
     module = build_serving_module(model, **options)
-    return save_serving_module(module, resolve_export_dir(output, version), overwrite)
+    return save_serving_module(module, resolve_export_dir(output, version), overwrite, warmup)
 
 
-def save_serving_module(module, export_dir, overwrite=False):
+def save_serving_module(module, export_dir, overwrite=False, warmup=True):
     """Writes `module` to `export_dir` atomically (TF Serving never sees half a version)."""
     export_dir = os.path.abspath(export_dir)
     if os.path.exists(export_dir) and not overwrite:
@@ -201,6 +205,8 @@ def save_serving_module(module, export_dir, overwrite=False):
         with open(os.path.join(saved, INFO_FILE), "w", encoding="utf-8") as f:
             json.dump(export_info(module, saved), f, indent=2, sort_keys=True)
             f.write("\n")
+        if warmup:
+            write_warmup_requests(saved, model_name=os.path.basename(parent))
         if os.path.exists(export_dir):
             shutil.rmtree(export_dir)
         os.rename(saved, export_dir)

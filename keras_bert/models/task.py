@@ -8,6 +8,7 @@ import tensorflow as tf
 from keras_bert.config import check_rate
 from keras_bert.layers.activations import initializer
 from keras_bert.models import model_dir as model_dir_lib
+from keras_bert.models.replica_jit import ReplicaJitCompile
 
 
 def _is_text(value):
@@ -63,7 +64,7 @@ def _is_pair_spec(spec):
             and all(isinstance(s, tf.TensorSpec) and s.dtype == tf.string for s in spec))
 
 
-class BertTask(keras.Model):
+class BertTask(ReplicaJitCompile, keras.Model):
     """A functional model made of `encoder` plus a task head, optionally with
     a `BertPreprocessor` that lets `fit`, `evaluate` and `predict` take raw text.
 
@@ -78,6 +79,9 @@ class BertTask(keras.Model):
     They are tokenized and packed in the tf.data pipeline (in parallel, each
     batch padded to its longest text), not in the model's graph. The integer
     input dict (token_ids, segment_ids, padding_mask) works as ever.
+
+    `compile(jit_compile=True)` under a multi-device strategy compiles each
+    replica's step with XLA and sums gradients outside it (`ReplicaJitCompile`).
     """
 
     task_name = None

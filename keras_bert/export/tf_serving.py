@@ -1,0 +1,285 @@
+"""The files TF Serving reads besides the SavedModel: warmup requests, models.config,
+batching_parameters.txt.
+
+- `write_warmup_requests(export_dir)`: `assets.extra/tf_serving_warmup_requests`
+  inside a version directory, a TFRecord of `PredictionLog` protos for the
+  default signature. TF Serving runs them when it loads the version, before
+  it reports the version available, so the first client request does not pay
+  for initialization (and, for an XLA export, for compiling its shapes).
+  `export_model` writes them into every export.
+- `models_config(...)`: a `ModelServerConfig` in text format for
+  `--model_config_file`, several models and versions.
+- `batching_parameters(...)`: a `BatchingParameters` in text format for
+  `--enable_batching --batching_parameters_file`.
+
+Shapes. A batch of an export is [B, S]: B texts (QA: context windows),
+S their padded length. S takes the values `length_buckets` lists (one, with
+`sequence_length`; multiples of `pad_to_multiple_of`; or any length up to
+`max_seq_length` with batch-longest padding). With batching on, TF Serving
+pads B up to the next of `allowed_batch_sizes`, so an XLA export sees at most
+len(ALLOWED_BATCH_SIZES) x len(length_buckets) shapes, and its warmup
+requests compile every one of them.
+
+Example:
+>>> write_warmup_requests("exports/sentiment/3")
+'exports/sentiment/3/assets.extra/tf_serving_warmup_requests'
+>>> open("exports/models.config", "w").write(models_config({"sentiment": "/models/sentiment"}))
+"""
+
+import json
+import os
+
+WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
+#: TF Serving's batcher pads a merged batch up to one of these (the last is
+#: max_batch_size). Powers of two: at most 2x padding, few shapes.
+ALLOWED_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
+#: TF Serving reads at most 1000 warmup records.
+MAX_WARMUP_RECORDS = 1000
+
+
+def length_buckets(max_seq_length, sequence_length=None, pad_to_multiple_of=1):
+    """The padded lengths S an export's batches take (all of them, or for
+    batch-longest padding a few representative ones)."""
+    if sequence_length:
+        return [sequence_length]
+    if pad_to_multiple_of > 1:
+        edges = range(pad_to_multiple_of, max_seq_length + pad_to_multiple_of,
+                      pad_to_multiple_of)
+        return sorted({min(edge, max_seq_length) for edge in edges})
+    # Any length from 2 to max_seq_length: short, medium and the longest.
+    return sorted({min(n, max_seq_length) for n in (8, 32, 128)} | {max_seq_length})
+
+
+def _export_info(export_dir):
+    with open(os.path.join(export_dir, "keras_bert_export.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _filler_word(vocab_file):
+    """A whole-word, lower-case ASCII token of the vocabulary: one WordPiece each."""
+    if not os.path.exists(vocab_file):
+        return "a"
+    with open(vocab_file, encoding="utf-8") as f:
+        for line in f:
+            token = line.rstrip("\n")
+            if len(token) >= 2 and token.isascii() and token.isalpha() and token.islower():
+                return token
+    return "a"
+
+
+def _texts(input_names, length, word):
+    """Texts for the inputs of one example whose packing is `length` long.
+
+    [CLS] a [SEP] (b [SEP]): the first input gets one word when there are
+    two (a QA question), the last one the rest.
+    """
+    words = max(length - 1 - len(input_names), len(input_names))
+    if len(input_names) == 1:
+        return {input_names[0]: " ".join([word] * words)}
+    return {input_names[0]: word, input_names[-1]: " ".join([word] * (words - 1))}
+
+
+def warmup_inputs(export_dir, batch_sizes=ALLOWED_BATCH_SIZES):
+    """The inputs of the warmup requests: a list of {input name: list of str}.
+
+    An XLA export (`jit_compile`) gets every (batch size, length bucket) pair;
+    another one each bucket at batch 1 and the longest at the largest batch.
+    """
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    info = _export_info(export_dir)
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
+        proto.ParseFromString(f.read())
+    signature = proto.meta_graphs[0].signature_def["serving_default"]
+    order = {"text": 0, "question": 0, "text_b": 1, "context": 1}
+    names = sorted(signature.inputs, key=lambda k: (order.get(k, 2), k))
+    word = _filler_word(os.path.join(export_dir, "assets", "vocab.txt"))
+    buckets = length_buckets(info["max_seq_length"], info.get("sequence_length"),
+                             info.get("pad_to_multiple_of", 1))
+    if info.get("jit_compile"):
+        shapes = [(b, s) for b in batch_sizes for s in buckets]
+    else:
+        shapes = [(1, s) for s in buckets] + [(max(batch_sizes), buckets[-1])]
+    requests = []
+    for batch, length in shapes[:MAX_WARMUP_RECORDS]:
+        example = _texts(names, length, word)
+        requests.append({name: [text] * batch for name, text in example.items()})
+    return requests
+
+
+def write_warmup_requests(export_dir, model_name=None, batch_sizes=ALLOWED_BATCH_SIZES):
+    """Writes `assets.extra/tf_serving_warmup_requests` into a version directory.
+
+    Args:
+        export_dir: str, the SavedModel (with keras_bert_export.json and
+            assets/vocab.txt), e.g. exports/sentiment/3.
+        model_name: str for the requests' model_spec (default the directory
+            above the version, "sentiment"). TF Serving runs warmup records
+            against the version being loaded whatever name they carry.
+        batch_sizes: the batch sizes the server pads to (batching_parameters).
+
+    Returns:
+        str, the path written.
+    """
+    import tensorflow as tf
+    from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
+
+    name = model_name or os.path.basename(os.path.dirname(os.path.abspath(export_dir)))
+    path = os.path.join(export_dir, WARMUP_FILE)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tf.io.TFRecordWriter(path) as writer:
+        for inputs in warmup_inputs(export_dir, batch_sizes):
+            request = predict_pb2.PredictRequest(
+                model_spec=model_pb2.ModelSpec(name=name, signature_name="serving_default"))
+            for key, texts in inputs.items():
+                request.inputs[key].CopyFrom(
+                    tf.make_tensor_proto([t.encode("utf-8") for t in texts], dtype=tf.string))
+            log = prediction_log_pb2.PredictionLog(
+                predict_log=prediction_log_pb2.PredictLog(request=request))
+            writer.write(log.SerializeToString())
+    return path
+
+
+def read_warmup_requests(export_dir):
+    """The `PredictionLog` protos of an export's warmup file (a list)."""
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    logs = []
+    for record in tf.data.TFRecordDataset(os.path.join(export_dir, WARMUP_FILE)):
+        log = prediction_log_pb2.PredictionLog()
+        log.ParseFromString(record.numpy())
+        logs.append(log)
+    return logs
+
+
+def _versions(export_base):
+    return sorted(int(n) for n in os.listdir(export_base)
+                  if n.isdigit() and os.path.isdir(os.path.join(export_base, n)))
+
+
+def models_config(models, serve_versions=2):
+    """A `ModelServerConfig` (text format) for `--model_config_file`.
+
+    Args:
+        models: dict model name -> (base path on the server, list of int
+            versions present). The `serve_versions` newest versions are
+            served; with two or more, the newest is labelled "canary" and
+            the one before "stable" (clients may ask for
+            /v1/models/NAME/labels/stable), else the one is "stable".
+        serve_versions: int >= 1.
+
+    Returns:
+        str.
+    """
+    if not isinstance(serve_versions, int) or serve_versions < 1:
+        raise ValueError(f"Expected serve_versions to be an int >= 1. "
+                         f"Received: serve_versions={serve_versions!r}")
+    lines = ["# TF Serving --model_config_file (ModelServerConfig, text format), written by",
+             "# tools/serving_config.py. TF Serving polls it with",
+             "# --model_config_file_poll_wait_seconds; a version it serves is never reloaded,",
+             "# export a new version instead. The version labels need",
+             "# --allow_version_labels_for_unavailable_models=true at start-up (TF Serving",
+             "# otherwise labels only versions that have finished loading).",
+             "model_config_list {"]
+    for name, (base_path, versions) in models.items():
+        served = sorted(versions)[-serve_versions:]
+        lines += ["  config {", f'    name: "{name}"', f'    base_path: "{base_path}"',
+                  '    model_platform: "tensorflow"']
+        if served:
+            lines.append("    model_version_policy { specific { "
+                         + " ".join(f"versions: {v}" for v in served) + " } }")
+            labels = {"stable": served[-2], "canary": served[-1]} if len(served) > 1 else {
+                "stable": served[-1]}
+            lines += [f'    version_labels {{ key: "{k}" value: {v} }}' for k, v in labels.items()]
+        else:
+            lines.append("    model_version_policy { latest { num_versions: 1 } }")
+        lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def batching_parameters(exports_info=(), allowed_batch_sizes=ALLOWED_BATCH_SIZES,
+                        batch_timeout_micros=2000, num_batch_threads=4,
+                        max_enqueued_batches=64):
+    """A `BatchingParameters` (text format) for `--batching_parameters_file`.
+
+    Args:
+        exports_info: list of (name, keras_bert_export.json dict) of the
+            exports the server holds; their length buckets are listed in the
+            comments with the number of shapes each can see.
+        allowed_batch_sizes: increasing ints; the last is max_batch_size.
+            The default matches the warmup requests of `write_warmup_requests`.
+        batch_timeout_micros: int, how long a request waits for others to
+            fill a batch: the latency added at low load (2 ms is small next
+            to a BERT forward pass).
+        num_batch_threads: int, batches run at once; on CPU the serving
+            machine's cores divided by TensorFlow's intra-op threads per
+            batch, on one GPU 1-2.
+        max_enqueued_batches: int, the queue length before requests are
+            refused (UNAVAILABLE) instead of waiting.
+
+    Returns:
+        str.
+    """
+    sizes = sorted(allowed_batch_sizes)
+    lines = ["# TF Serving --enable_batching --batching_parameters_file "
+             "(BatchingParameters, text format),", "# written by tools/serving_config.py.",
+             "# A request is a 1-D batch of strings; the batcher concatenates requests and",
+             "# pads the merged batch up to the next allowed size (with copies of a row).",
+             "# The graph then pads the texts to the batch's length bucket:"]
+    for name, info in exports_info:
+        buckets = length_buckets(info["max_seq_length"], info.get("sequence_length"),
+                                 info.get("pad_to_multiple_of", 1))
+        xla = ", XLA" if info.get("jit_compile") else ""
+        if info.get("sequence_length") or info.get("pad_to_multiple_of", 1) > 1:
+            lines.append(f"#   {name}: lengths {buckets}{xla}: {len(sizes) * len(buckets)} "
+                         f"[batch, length] shapes in all")
+        else:
+            lines.append(f"#   {name}: its batch's longest text, 2 to {info['max_seq_length']}"
+                         f"{xla} (warmed up at lengths {buckets})")
+    lines += [f"max_batch_size {{ value: {sizes[-1]} }}",
+              f"batch_timeout_micros {{ value: {batch_timeout_micros} }}",
+              f"max_enqueued_batches {{ value: {max_enqueued_batches} }}",
+              f"num_batch_threads {{ value: {num_batch_threads} }}"]
+    lines += [f"allowed_batch_sizes: {size}" for size in sizes]
+    # Inputs are 1-D strings: no variable-length dimension to pad.
+    lines.append("pad_variable_length_inputs: false")
+    return "\n".join(lines) + "\n"
+
+
+def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
+                         serve_versions=2, **batching):
+    """Writes models.config and batching_parameters.txt for exports/NAME directories.
+
+    Args:
+        export_bases: list of exports/NAME directories (integer versions inside).
+        output_dir: str, where the two files go (e.g. exports/).
+        base_path_prefix: str, where the server sees the exports
+            (/models/NAME, as when exports/ is mounted at /models).
+        serve_versions: int, see `models_config`.
+        **batching: `batching_parameters` arguments.
+
+    Returns:
+        (models.config path, batching_parameters.txt path).
+    """
+    models, infos = {}, []
+    for base in export_bases:
+        base = os.path.normpath(base)
+        name = os.path.basename(base)
+        versions = _versions(base)
+        if not versions:
+            raise FileNotFoundError(
+                f"No version directory in {base}: expected exports/NAME/1/saved_model.pb. "
+                f"Pass the exports/NAME directory that tools/export.py wrote.")
+        models[name] = (f"{base_path_prefix.rstrip('/')}/{name}", versions)
+        infos.append((name, _export_info(os.path.join(base, str(versions[-1])))))
+    os.makedirs(output_dir, exist_ok=True)
+    config_path = os.path.join(output_dir, "models.config")
+    batching_path = os.path.join(output_dir, "batching_parameters.txt")
+    with open(config_path, "w", encoding="utf-8") as f:
+        f.write(models_config(models, serve_versions))
+    with open(batching_path, "w", encoding="utf-8") as f:
+        f.write(batching_parameters(infos, **batching))
+    return config_path, batching_path

@@ -1,0 +1,46 @@
+"""One tiny export of each kind (classifier, token classifier, span QA), built once.
+
+Untrained (seeded) heads: the serving tests here check which ops an export
+uses, how it loads elsewhere and what TF Serving's files say, not answers.
+The exports are cached per pytest session, so the test modules that import
+`three_exports` share one set.
+"""
+
+import os
+
+import pytest
+
+from keras_bert.export import export_model
+from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
+from tests.export.conftest import LABELS, tiny_encoder, write_vocab
+
+KINDS = ("classifier", "tagger", "qa")
+_CACHE = {}
+
+
+def build_exports(root):
+    """{kind: export version dir} for KINDS, written under `root`."""
+    vocab_file = write_vocab(root)
+    models = {
+        "classifier": BertClassifier(tiny_encoder(0), num_classes=3, label_names=LABELS),
+        "tagger": BertTokenClassifier(tiny_encoder(1), num_classes=3,
+                                      label_names=["O", "ANIMAL", "WORD"]),
+        "qa": BertSpanLabeler(tiny_encoder(2)),
+    }
+    task_info = {"classifier": {"max_seq_length": 24}, "tagger": {"max_seq_length": 24},
+                 "qa": {"max_seq_length": 20, "doc_stride": 4, "max_query_length": 6,
+                        "max_answer_length": 5}}
+    exports = {}
+    for kind, model in models.items():
+        model_dir = os.path.join(root, "models", kind)
+        model.save_pretrained(model_dir, vocab_file=vocab_file, task_info=task_info[kind])
+        exports[kind] = export_model(model_dir, os.path.join(root, "exports", kind))
+    return exports
+
+
+@pytest.fixture(scope="session")
+def three_exports(tmp_path_factory):
+    """{kind: export dir}: one classifier, token classifier and span-QA export."""
+    if "exports" not in _CACHE:
+        _CACHE["exports"] = build_exports(str(tmp_path_factory.mktemp("export_kinds")))
+    return _CACHE["exports"]

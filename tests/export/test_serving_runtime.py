@@ -1,0 +1,92 @@
+"""The old-runtime check: every export kind answers alike in TF Serving's TensorFlow (2.20)."""
+
+import base64
+import importlib.util
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_bert.export.runtime_check import CHECK_TEXTS, RUNTIME, compare_reports
+from tests.export.export_kinds import KINDS, three_exports  # noqa: F401 (fixture)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(ROOT, "tools", "check_serving_runtime.py")
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("check_serving_runtime", TOOL)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_help_does_not_import_tensorflow():
+    code = ("import runpy, sys\nsys.argv = ['check_serving_runtime.py', '--help']\n"
+            f"try:\n    runpy.run_path({TOOL!r}, run_name='__main__')\n"
+            "except SystemExit as e:\n    assert e.code == 0\n"
+            "print('TENSORFLOW' if 'tensorflow' in sys.modules else 'NO TENSORFLOW')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "--model EXPORT_DIR" in done.stdout and "--venv" in done.stdout
+    assert done.stdout.strip().endswith("NO TENSORFLOW")
+
+
+def test_every_export_kind_answers_alike_in_tf_serving_runtime(three_exports, capsys):  # noqa: F811
+    # Creates ~/.cache/keras_bert/serving-runtime-tf2.20 on a machine's first
+    # run (minutes: TensorFlow 2.20 is a 620 MB wheel); later runs reuse it.
+    argv = [arg for kind in KINDS for arg in ("--model", three_exports[kind])]
+    code = _tool().main(argv)
+    out, err = capsys.readouterr()
+    if code == 3:
+        pytest.skip(f"TensorFlow {RUNTIME} / tensorflow-text {RUNTIME} cannot be installed "
+                    f"on this machine, so the old-runtime check could not run: {err[-1500:]}")
+    assert code == 0, out[-5000:] + err[-3000:]
+    assert f"TF Serving's runtime:     TensorFlow {RUNTIME}." in out
+    assert "VERDICT: OK. 3 export(s), 12 signature(s)" in out
+    for kind, signature in (("classifier", "classify"), ("tagger", "tag"), ("qa", "answer")):
+        line = next(line for line in out.splitlines()
+                    if three_exports[kind] in line and f" {signature}:" in line)
+        # The whole batch of edge-case texts ran (QA reads them in more windows).
+        rows = int(line.split(": ")[1].split(" rows")[0])
+        assert line.lstrip().startswith("OK") and rows >= len(CHECK_TEXTS), line
+    assert out.count("ops besides core TensorFlow") == 3
+    assert "NOT in the allowlist" not in out
+
+
+def _report(probabilities, labels, error=None):
+    """A probe report of one export with one signature, as runtime_probe.py writes it."""
+    def encode(array):
+        array = np.asarray(array)
+        data = ([base64.b64encode(v).decode() for v in array.ravel()] if array.dtype == object
+                else array.ravel().tolist())
+        return {"dtype": str(array.dtype), "shape": list(array.shape), "data": data}
+
+    outputs = {"probabilities": encode(np.asarray(probabilities, np.float32)),
+               "label": encode(np.asarray(labels, dtype=object))}
+    signature = {"inputs": ["text"], "session": outputs, "session_empty": outputs,
+                 "function": outputs}
+    export = {"error": error} if error else {"signatures": {"classify": signature}}
+    return {"tensorflow": "2.x", "tensorflow_text": "2.x", "exports": {"e/1": export}}
+
+
+def test_comparison_catches_what_would_break_a_rollout():
+    reference = _report([[0.25, 0.75]], [b"pos"])
+    assert compare_reports(reference, _report([[0.25 + 5e-6, 0.75]], [b"pos"])).ok
+    drifted = compare_reports(reference, _report([[0.2502, 0.7498]], [b"pos"]))
+    assert not drifted.ok and drifted.max_float_diff == pytest.approx(2e-4, rel=1e-3)
+    relabeled = compare_reports(reference, _report([[0.25, 0.75]], [b"neg"]))
+    assert not relabeled.ok
+    detail = {(c.path, c.output): c.detail for c in relabeled.comparisons}
+    assert detail["session", "label"] == "differs at [0]: b'neg' instead of b'pos'"
+    assert detail["session", "probabilities"] == "max |diff| 0.0e+00"
+    reshaped = compare_reports(reference, _report([[0.25, 0.75, 0.0]], [b"pos"]))
+    detail = {(c.path, c.output): c.detail for c in reshaped.comparisons}
+    assert detail["function", "probabilities"] == "float32[1, 3] instead of float32[1, 2]"
+    # An export the old runtime cannot load (e.g. a newer op) fails the check.
+    missing = compare_reports(reference, _report([[0.25, 0.75]], [b"pos"], error=(
+        "NotFoundError: Op type not registered 'RoundRobinTrim'")))
+    assert not missing.ok and "RoundRobinTrim" in missing.errors[0]

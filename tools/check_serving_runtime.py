@@ -1,0 +1,87 @@
+"""Check exports in the runtime TF Serving links, before a TF Serving rollout.
+
+TF Serving 2.20.0 links TensorFlow 2.20 and tensorflow-text 2.20; exports are
+written with TensorFlow 2.21. This creates, on first use, a cached virtual
+environment with tensorflow==2.20.* and tensorflow-text==2.20.* (minutes; later
+runs reuse it), loads each export there the way TF Serving does (a TF1
+Session, the tensorflow-text op libraries, no Keras) and through
+tf.saved_model.load, runs every signature that takes strings on a fixed batch
+of texts (empty, whitespace, CJK, emoji, combining accents, control
+characters, invalid UTF-8, a 22,500-character text, ...) and an empty batch,
+and compares the outputs with this runtime's: strings and ints exactly, floats
+to --atol. It also lists the ops each export needs besides core TensorFlow.
+
+Exit status: 0 same answers, 1 a mismatch or an export that fails to load or
+run, 3 the old runtime could not be installed.
+
+Examples
+--------
+  python tools/check_serving_runtime.py --model exports/sentiment/3
+  python tools/check_serving_runtime.py --model exports/sentiment --model exports/squad
+  python tools/check_serving_runtime.py --model exports/ner --venv /tmp/tf220 --atol 1e-4
+"""
+
+import argparse
+import os
+import sys
+
+# Nothing here imports TensorFlow before the arguments are parsed (--help stays fast).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", action="append", required=True, metavar="EXPORT_DIR",
+                        help="An export: exports/NAME/VERSION, or exports/NAME for its latest "
+                        "version. Repeat for several.")
+    parser.add_argument("--venv", default=None,
+                        help="The old runtime's virtual environment (default "
+                        "~/.cache/keras_bert/serving-runtime-tf2.20; created if missing).")
+    parser.add_argument("--runtime", default="2.20",
+                        help="TensorFlow / tensorflow-text release to check against "
+                        "(default 2.20, what TF Serving 2.20.0 links).")
+    parser.add_argument("--atol", type=float, default=1e-5,
+                        help="Float tolerance, absolute and relative (default 1e-5).")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from keras_bert.export.op_set import ALLOWED_TEXT_OPS, non_core_ops
+    from keras_bert.export.predict import latest_version
+    from keras_bert.export.runtime_check import (
+        RuntimeUnavailable,
+        check_serving_runtime,
+        format_report,
+    )
+
+    try:
+        export_dirs = [latest_version(path) for path in args.model]
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    log = lambda message: print(message, flush=True)  # noqa: E731
+    problems = 0
+    for path, ops in non_core_ops(export_dirs).items():
+        extra = sorted(set(ops) - set(ALLOWED_TEXT_OPS))
+        log(f"ops besides core TensorFlow in {path}: {ops or 'none'}"
+            + (f"  <- NOT in the allowlist {list(ALLOWED_TEXT_OPS)}" if extra else ""))
+        problems += bool(extra)
+    try:
+        report = check_serving_runtime(export_dirs, venv=args.venv, runtime=args.runtime,
+                                       atol=args.atol, rtol=args.atol, log=log)
+    except RuntimeUnavailable as e:
+        print(f"error: the old runtime is not available, nothing was checked: {e}",
+              file=sys.stderr)
+        return 3
+    for line in format_report(report, args.atol):
+        print(line)
+    if problems:
+        print(f"VERDICT: MISMATCH. {problems} export(s) use ops outside the allowlist (above).")
+    return 0 if report.ok and not problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

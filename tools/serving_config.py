@@ -1,0 +1,72 @@
+"""Write TF Serving's models.config and batching_parameters.txt for exports.
+
+For each exports/NAME (integer version directories inside, as tools/export.py
+writes them), models.config serves the --serve-versions newest versions under
+/models/NAME (--base-path-prefix), labelled "canary" (newest) and "stable"
+(the one before); TF Serving accepts labels at start-up only with
+--allow_version_labels_for_unavailable_models. batching_parameters.txt is for
+--enable_batching: batches of up to 32 texts padded to 1, 2, 4, ..., 32 texts
+(the sizes an XLA export's warmup requests compile), a 2 ms batch timeout; its
+comments list each export's lengths. See exports/README.md.
+
+Examples
+--------
+  python tools/serving_config.py --model exports/sentiment --model exports/squad --output exports
+  docker run -p 8500:8500 -p 8501:8501 -v "$PWD/exports:/models" tensorflow/serving \\
+      --model_config_file=/models/models.config --allow_version_labels_for_unavailable_models=true \\
+      --enable_batching --batching_parameters_file=/models/batching_parameters.txt
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from keras_bert.export.tf_serving import ALLOWED_BATCH_SIZES, write_serving_config  # noqa: E402
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", action="append", required=True, metavar="EXPORTS/NAME",
+                        help="An export base directory (versions inside). Repeat for several.")
+    parser.add_argument("--output", default="exports",
+                        help="Directory for models.config and batching_parameters.txt "
+                        "(default exports/).")
+    parser.add_argument("--base-path-prefix", default="/models",
+                        help="Where the server sees exports/ (default /models: base_path "
+                        "/models/NAME).")
+    parser.add_argument("--serve-versions", type=int, default=2,
+                        help="Newest versions served per model (default 2).")
+    parser.add_argument("--allowed-batch-sizes", default=",".join(map(str, ALLOWED_BATCH_SIZES)),
+                        help="Increasing batch sizes; the last is max_batch_size.")
+    parser.add_argument("--batch-timeout-micros", type=int, default=2000)
+    parser.add_argument("--num-batch-threads", type=int, default=4,
+                        help="Batches run at once (CPU: cores / intra-op threads; GPU: 1-2).")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    sizes = [int(s) for s in args.allowed_batch_sizes.split(",")]
+    if sizes != sorted(set(sizes)) or sizes[0] < 1:
+        print(f"error: --allowed-batch-sizes must increase from >= 1. Received: {sizes}",
+              file=sys.stderr)
+        return 1
+    try:
+        paths = write_serving_config(
+            args.model, args.output, base_path_prefix=args.base_path_prefix,
+            serve_versions=args.serve_versions, allowed_batch_sizes=sizes,
+            batch_timeout_micros=args.batch_timeout_micros,
+            num_batch_threads=args.num_batch_threads)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
