@@ -81,6 +81,10 @@ class BertTask(keras.Model):
     task_name = None
 
     def __init__(self, *args, preprocessor=None, **kwargs):
+        from keras_bert.models.encoder import check_kwargs
+
+        check_kwargs(type(self).__name__, {k: v for k, v in kwargs.items()
+                                           if k not in ("inputs", "outputs")})
         super().__init__(*args, **kwargs)
         self.preprocessor = preprocessor
 
