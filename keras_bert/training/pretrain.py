@@ -306,8 +306,11 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
             all_callbacks.append(callbacks_lib.TensorBoard(
                 os.path.join(output_dir, "logs"), update_freq=config.log_every))
     all_callbacks += list(callbacks or [])
-    logs = trainer.train(config.num_train_steps, all_callbacks, verbose=verbose,
-                         log_every=config.log_every)
+    try:
+        logs = trainer.train(config.num_train_steps, all_callbacks, verbose=verbose,
+                             log_every=config.log_every)
+    except tf.errors.DataLossError as e:
+        raise pretraining_data.corrupt_data_error(e, data_dir) from e
     result = {"logs": logs, "step": int(trainer.step.numpy()), "model": model}
     if is_chief:
         model_dir = os.path.join(output_dir, "model")
@@ -348,6 +351,9 @@ def evaluate_pretraining(model, data_dir, batch_size=64, strategy=None, steps=No
     def run(batch):
         strategy.run(step, args=batch)
 
-    for batch in strategy.experimental_distribute_dataset(dataset):
-        run(batch)
+    try:
+        for batch in strategy.experimental_distribute_dataset(dataset):
+            run(batch)
+    except tf.errors.DataLossError as e:
+        raise pretraining_data.corrupt_data_error(e, data_dir) from e
     return {m.name: float(m.result()) for m in metrics}
