@@ -122,8 +122,11 @@ def _weight_shapes(weights_path):
     shapes = {}
     try:
         with h5py.File(weights_path, "r") as f:
+            # A compiled model also saves its optimizer's slots ("optimizer/..."):
+            # only the model's own weights ("layers/...", "vars/...") count.
             f.visititems(lambda name, item: shapes.__setitem__(name, tuple(item.shape))
-                         if isinstance(item, h5py.Dataset) else None)
+                         if isinstance(item, h5py.Dataset)
+                         and not name.startswith("optimizer/") else None)
             saved = f.attrs.get(CONFIG_ATTR)
     except OSError as e:
         raise ValueError(f"{weights_path} is not a readable Keras weights file: {e}") from e
