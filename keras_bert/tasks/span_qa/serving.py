@@ -14,7 +14,7 @@ or end logit is outside the top 20 of its window.
 
 import tensorflow as tf
 
-from keras_bert.export.serving_module import STRINGS, BertServingModule
+from keras_bert.export.serving_module import STRINGS, BertServingModule, check_same_batch
 
 _NEG = -1e30  # Score of an impossible span (finite: JSON has no -inf).
 
@@ -186,6 +186,7 @@ class SpanQAServingModule(BertServingModule):
     def _features(self, question, context):
         """Packed windows [F, S] (+ example [F]) and the bookkeeping of `_answer`."""
         length = self.sequence_length or self.max_seq_length
+        question, context = check_same_batch(question, context)
         question_ids = self.tokenize(question)[:, : self.max_query_length]  # (B, (q))
         ids, starts, ends = self.tokenize_with_offsets(context)  # (B, (c))
         question_lengths = tf.cast(question_ids.row_lengths(), tf.int32)
