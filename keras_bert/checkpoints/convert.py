@@ -231,6 +231,7 @@ def check_inputs(vocab_file, lowercase=None, sentences=CHECK_SENTENCES):
         dict of int32 numpy arrays [batch, seq]: token_ids, segment_ids,
         padding_mask.
     """
+    import tensorflow as tf
     import tensorflow_text as tf_text
 
     vocab = _read_vocab(vocab_file)
@@ -243,9 +244,14 @@ def check_inputs(vocab_file, lowercase=None, sentences=CHECK_SENTENCES):
         if token not in lookup:
             raise CheckpointError(f"{vocab_file} has no {token} token.")
         special[token] = lookup[token]
+    # A table from the tokens, not the file: tensorflow-text would refuse a
+    # repeated token or blank line that keras_bert's tokenizer (and thus the
+    # model directory) accepts, keeping a repeated token's last id.
+    ids_of = {token: index for index, token in enumerate(vocab)}
+    table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+        list(ids_of), tf.constant(list(ids_of.values()), tf.int64)), default_value=-1)
     tokenizer = tf_text.BertTokenizer(
-        vocab_file, lower_case=lowercase, token_out_type="int64",
-        unknown_token="[UNK]",
+        table, lower_case=lowercase, token_out_type="int64", unknown_token="[UNK]",
     )
 
     def ids(text):
@@ -273,8 +279,11 @@ def check_inputs(vocab_file, lowercase=None, sentences=CHECK_SENTENCES):
 
 
 def _read_vocab(vocab_file):
-    with open(vocab_file, encoding="utf-8", errors="replace") as f:
-        return [line.rstrip("\n").rstrip("\r") for line in f]
+    # As keras_bert.text.load_vocabulary reads it (byte order mark dropped,
+    # lines stripped): the check tokenizes as the model directory will.
+    from keras_bert.text import load_vocabulary
+
+    return load_vocabulary(vocab_file)[0]
 
 
 def model_outputs(model, inputs):
