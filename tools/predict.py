@@ -50,8 +50,14 @@ def read_examples(args):
     """Lists of first and second texts (second None for single-text signatures)."""
     first, second = list(args.texts), list(args.text_b) if args.text_b else None
     if args.input:
-        with open(args.input, encoding="utf-8", errors="replace") as f:
-            rows = [line.rstrip("\n").split("\t", 1) for line in f if line.strip()]
+        # Every line is a row, a blank one too (an empty text): output row i
+        # answers input line i. (Split on "\n" only: str.splitlines would also
+        # split a text at U+2028 or a form feed.)
+        with open(args.input, encoding="utf-8", errors="replace", newline="") as f:
+            lines = f.read().split("\n")
+        if lines[-1] == "":
+            lines.pop()  # After the final newline.
+        rows = [line.rstrip("\r").split("\t", 1) for line in lines]
         first += [row[0] for row in rows]
         if any(len(row) == 2 for row in rows):
             second = (second or []) + [row[1] if len(row) == 2 else "" for row in rows]
@@ -90,4 +96,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from keras_bert.cli import run  # One-line errors; --debug shows the traceback.
+
+    sys.exit(run(main))
