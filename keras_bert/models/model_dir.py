@@ -12,10 +12,10 @@ import json
 import os
 import re
 import shutil
-import tempfile
 
 from keras_bert.config import BertConfig
 from keras_bert.models.registry import get_task
+from keras_bert.staging import make_staging_dir
 from keras_bert.text import BertPreprocessor, BertTokenizer, infer_lowercase, save_vocabulary
 
 CONFIG_FILE = "config.json"
@@ -68,7 +68,7 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
     model_dir = os.path.abspath(model_dir)
     parent = os.path.dirname(model_dir)
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(model_dir) + "-", dir=parent)
+    tmp = make_staging_dir(parent, ".tmp-", os.path.basename(model_dir))
     # mkdtemp makes a 0700 directory; give the model directory the usual
     # permissions (0777 less the umask) so other users and servers can read it.
     umask = os.umask(0)
@@ -179,6 +179,9 @@ _TASK_JSON_TYPES = {
     "max_windows": _INT, "null_score_diff_threshold": _NUMBER, "num_classes": _INT,
     "dropout_rate": _NUMBER, "label_names": (list,), "pretraining_steps": _INT, "epoch": _INT,
 }
+_TASK_JSON_MINIMUM = {"max_seq_length": 3, "doc_stride": 1, "max_query_length": 1,
+                      "max_answer_length": 1, "max_windows": 1, "num_classes": 1,
+                      "pretraining_steps": 0, "epoch": 0}
 _TYPE_NAMES = {_INT: "an integer", _NUMBER: "a number", _BOOL: "true or false",
                (str,): "a string", (dict,): "a JSON object", (list,): "a list of strings"}
 
@@ -196,6 +199,10 @@ def _check_task_json(values, path, prefix=""):
                 f"{path}: {prefix}{key} must be {_TYPE_NAMES[expected]}. Received: "
                 f"{key}={value!r}. Fix the file (it is written by save_pretrained)."
             )
+        least = _TASK_JSON_MINIMUM.get(key)
+        if least is not None and value < least:
+            raise ValueError(f"{path}: {prefix}{key} must be >= {least}. Received: "
+                             f"{key}={value!r}.")
         if key == "task_config":
             _check_task_json(value, path, prefix="task_config.")
 
@@ -291,7 +298,9 @@ def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,
     """
     task_info = task_info or {}
     if max_seq_length is None:
-        max_seq_length = task_info.get("max_seq_length") or min(512, max_position_embeddings)
+        max_seq_length = task_info.get("max_seq_length")
+    if max_seq_length is None:
+        max_seq_length = min(512, max_position_embeddings)
     if not isinstance(max_seq_length, int) or not 3 <= max_seq_length <= max_position_embeddings:
         raise ValueError(
             f"Expected max_seq_length in [3, {max_position_embeddings}] (the model's "
