@@ -88,6 +88,10 @@ class BertConfig:
 
     @classmethod
     def from_dict(cls, values):
+        if not isinstance(values, dict):
+            raise ValueError(
+                f"A BertConfig is a JSON object of fields. Received: a {type(values).__name__}."
+            )
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - fields)
         if unknown:
@@ -116,6 +120,8 @@ class BertConfig:
                 return cls.from_json(f.read())
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path} is not valid JSON: {e}") from e
+            except (ValueError, TypeError) as e:
+                raise ValueError(f"{path}: {e}") from e
 
 
 def _check_int(name, value, minimum):

@@ -117,4 +117,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from keras_bert.cli import run  # One-line errors; --debug shows the traceback.
+
+    sys.exit(run(main))

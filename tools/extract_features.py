@@ -60,4 +60,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from keras_bert.cli import run  # One-line errors; --debug shows the traceback.
+
+    sys.exit(run(main))

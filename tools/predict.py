@@ -60,8 +60,14 @@ def read_examples(args, pairs):
     given = args.text_b if args.text_b is not None else args.context
     first, second = list(args.texts), list(given) if given else None
     if args.input:
-        with open(args.input, encoding="utf-8", errors="replace") as f:
-            lines = [line.rstrip("\n") for line in f if line.strip()]
+        # Every line is a row, a blank one too (an empty text): output row i
+        # answers input line i. (Split on "\n" only: str.splitlines would also
+        # split a text at U+2028 or a form feed.)
+        with open(args.input, encoding="utf-8", errors="replace", newline="") as f:
+            lines = f.read().split("\n")
+        if lines[-1] == "":
+            lines.pop()  # After the final newline.
+        lines = [line.rstrip("\r") for line in lines]
         if not pairs:
             return first + lines, second
         rows = [line.split("\t", 1) for line in lines]
@@ -133,4 +139,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from keras_bert.cli import run  # One-line errors; --debug shows the traceback.
+
+    sys.exit(run(main))

@@ -13,7 +13,6 @@ forward pass (`reference.py`).
 import logging
 import os
 import shutil
-import tempfile
 
 import numpy as np
 
@@ -28,6 +27,7 @@ from keras_bert.checkpoints.source import (
     ConversionReport,
 )
 from keras_bert.models import BertEncoder, BertPretrainer
+from keras_bert.staging import make_staging_dir
 
 FORMATS = ("google", "huggingface")
 logger = logging.getLogger(__name__)
@@ -413,7 +413,7 @@ def convert_checkpoint(
 
     parent = os.path.dirname(output_dir)
     os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".convert-{os.path.basename(output_dir)}-", dir=parent)
+    staging = make_staging_dir(parent, ".convert-", os.path.basename(output_dir))
     try:
         staged = os.path.join(staging, "model")
         log(f"Writing {type(model).__name__} weights")

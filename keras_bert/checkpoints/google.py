@@ -80,6 +80,9 @@ def config_from_google(values, path="bert_config.json"):
 
     Google's configs have no LayerNorm epsilon: modeling.py always uses 1e-12.
     """
+    if not isinstance(values, dict):
+        raise CheckpointError(f"{path} must hold a JSON object of BERT settings. Received: "
+                              f"a JSON {type(values).__name__}.")
     unknown = sorted(set(values) - set(_CONFIG_KEYS) - _IGNORED_CONFIG_KEYS)
     if unknown:
         raise CheckpointError(

@@ -107,6 +107,9 @@ _WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
 
 def config_from_huggingface(values, path="config.json"):
     """BertConfig from the dict in a transformers BERT `config.json`."""
+    if not isinstance(values, dict):
+        raise CheckpointError(f"{path} must hold a JSON object of BERT settings. Received: "
+                              f"a JSON {type(values).__name__}.")
     model_type = values.get("model_type", "bert")
     if model_type != "bert":
         raise CheckpointError(
@@ -169,7 +172,9 @@ def load_tensors(weights_file):
         try:
             with open(weights_file, encoding="utf-8") as f:
                 weight_map = json.load(f)["weight_map"]
-        except (OSError, ValueError, KeyError) as e:
+            if not isinstance(weight_map, dict):
+                raise TypeError("weight_map is not a JSON object")
+        except (OSError, ValueError, KeyError, TypeError) as e:
             raise CheckpointError(f"Cannot read shard index {weights_file}: {e}") from e
         folder = os.path.dirname(weights_file)
         tensors = {}
@@ -221,6 +226,13 @@ def _load_pytorch(path):
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises RuntimeError, EOFError, pickle errors.
+        if "Weights only load failed" in str(e):
+            # The pickle calls code or builds objects other than tensors.
+            raise CheckpointError(
+                f"{path} is not a plain tensor file: its pickle asks to run code or build "
+                f"objects other than tensors, and was refused for safety (never loaded with "
+                f"weights_only=False). Get model.safetensors for this model instead."
+            ) from e
         message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(
             f"Cannot read {path}: {message}. The file is truncated or corrupt; "
@@ -415,6 +427,8 @@ def _read_lowercase(folder):
         return None
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f).get("do_lower_case")
+            value = json.load(f)
+        value = value.get("do_lower_case") if isinstance(value, dict) else None
+        return value if isinstance(value, bool) else None
     except (OSError, ValueError):
         return None

@@ -284,6 +284,15 @@ def check_against_config(source, describe=None, transposed=()):
         source.has_part(part)
 
     shapes = expected_shapes(source.config)
+    extra = [n for n in sorted(source.weights) if n not in shapes]
+    if extra:
+        shown = ", ".join(describe(n) for n in extra[:5])
+        more = f" and {len(extra) - 5} more" if len(extra) > 5 else ""
+        raise CheckpointError(
+            f"{source.path}: weight(s) {shown}{more} have no place in a model of its config "
+            f"(num_layers={source.config.num_layers}): the config describes fewer layers "
+            f"than the checkpoint has. Use the config released with these weights."
+        )
     errors = []
     for name, value in sorted(source.weights.items()):
         expected, found = tuple(shapes[name]), tuple(value.shape)

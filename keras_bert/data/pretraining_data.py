@@ -422,6 +422,17 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
         # Counted bytes are those of stripped lines: finish the bar.
         progress(total_bytes - reported[0], total_bytes)
 
+    if sum(s["num_instances"] for s in shards) == 0:
+        # An empty set would make training spin on empty files: refuse it.
+        for shard in shards:
+            tf.io.gfile.remove(os.path.join(output_dir, shard["file"]))
+        raise ValueError(
+            f"The corpus {', '.join(map(os.fspath, input_files))} gave no pretraining "
+            f"instances (documents: {sum(s['num_documents'] for s in shards)}); nothing "
+            f"was written to {output_dir}. It needs text: one sentence a line, a blank "
+            f"line between documents."
+        )
+
     from keras_bert.text import load_vocabulary
 
     tokens, _ = load_vocabulary(vocab_copy)
@@ -481,8 +492,14 @@ def _run_in_processes(tasks, num_workers, progress, total_bytes):
 # --- Reading -----------------------------------------------------------------
 
 
-def read_metadata(data_dir):
-    """The parsed metadata.json of a pretraining data directory."""
+def read_metadata(data_dir, check=True):
+    """The parsed metadata.json of a pretraining data directory.
+
+    With `check` (the default) the directory is checked against it first
+    (`check_data_dir`): metadata that disagrees with the records would
+    otherwise train silently wrong (truncated sequences, no masked-LM loss)
+    or not at all.
+    """
     path = os.path.join(data_dir, METADATA_FILE)
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(
@@ -490,13 +507,141 @@ def read_metadata(data_dir):
             "Create one with tools/create_pretraining_data.py."
         )
     with tf.io.gfile.GFile(path, "r") as f:
-        metadata = json.load(f)
-    if metadata.get("format") != FORMAT:
+        try:
+            metadata = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not valid JSON: {e}") from e
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
+        found = metadata.get("format") if isinstance(metadata, dict) else type(metadata).__name__
         raise ValueError(
             f"{path} is not keras_bert pretraining metadata "
-            f"(format={metadata.get('format')!r}, expected {FORMAT!r})."
+            f"(format={found!r}, expected {FORMAT!r})."
         )
+    if check:
+        check_data_dir(data_dir, metadata)
     return metadata
+
+
+# Records read from the start of each shard to check metadata.json against.
+_RECORDS_CHECKED = 64
+
+
+def check_data_dir(data_dir, metadata):
+    """Raises ValueError unless the records and vocab.txt agree with `metadata`.
+
+    Checks, before any training step: the types of the keys training reads;
+    that there are instances; that the shards' counts add up and every
+    shard file with instances exists and is not empty; that vocab.txt has
+    `vocab_size` tokens and the `vocab_hash` of the data; and, on the first
+    records of each shard, the masking mode, `max_seq_length`,
+    `max_predictions_per_seq` and the id ranges.
+    """
+    path = os.path.join(data_dir, METADATA_FILE)
+    fix = " Recreate the data with tools/create_pretraining_data.py."
+    for key, kind in (("max_seq_length", int), ("max_predictions_per_seq", int),
+                      ("vocab_size", int), ("num_instances", int), ("vocab_hash", str),
+                      ("masking", str), ("masked_lm_prob", (int, float)),
+                      ("whole_word_masking", bool), ("shards", list)):
+        value = metadata.get(key)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ValueError(f"{path}: {key} is missing or of the wrong type "
+                             f"({value!r}).{fix}")
+    if metadata["masking"] not in MASKING_MODES:
+        raise ValueError(f"{path}: masking must be one of {MASKING_MODES}. "
+                         f"Received: {metadata['masking']!r}.")
+    shards = metadata["shards"]
+    if not all(isinstance(x, dict) and isinstance(x.get("file"), str)
+               and isinstance(x.get("num_instances"), int) for x in shards):
+        raise ValueError(f"{path}: shards must be a list of {{file, num_instances}}.{fix}")
+    if metadata["num_instances"] < 1 or not shards:
+        raise ValueError(
+            f"{data_dir} holds no pretraining instances ({path}: num_instances "
+            f"{metadata['num_instances']}): nothing to train on. Give "
+            f"tools/create_pretraining_data.py a corpus with documents of several sentences."
+        )
+    counted = sum(x["num_instances"] for x in shards)
+    if counted != metadata["num_instances"]:
+        raise ValueError(f"{path}: the shards hold {counted} instances, num_instances says "
+                         f"{metadata['num_instances']}.{fix}")
+    vocab_file = os.path.join(data_dir, VOCAB_FILE)
+    if not tf.io.gfile.exists(vocab_file):
+        raise FileNotFoundError(f"{vocab_file} is missing: the data's vocabulary.{fix}")
+    from keras_bert.text import load_vocabulary
+
+    tokens, _ = load_vocabulary(vocab_file)
+    if len(tokens) != metadata["vocab_size"]:
+        raise ValueError(f"{vocab_file} has {len(tokens)} tokens, {path} says vocab_size "
+                         f"{metadata['vocab_size']}.{fix}")
+    if vocab_hash(tokens) != metadata["vocab_hash"]:
+        raise ValueError(f"{vocab_file} is not the vocabulary the records were made with "
+                         f"({path} vocab_hash {metadata['vocab_hash']}): it was edited.{fix}")
+    static = metadata["masking"] == "static"
+    for shard in shards:
+        file = os.path.join(data_dir, shard["file"])
+        if shard["num_instances"] == 0:
+            continue
+        if not tf.io.gfile.exists(file):
+            raise FileNotFoundError(f"{file} is missing ({path} lists it with "
+                                    f"{shard['num_instances']} instances).{fix}")
+        if tf.io.gfile.stat(file).length == 0:
+            raise ValueError(f"{file} is empty (0 bytes), {path} says it holds "
+                             f"{shard['num_instances']} instances.{fix}")
+        try:
+            records = list(tf.data.TFRecordDataset(file).take(_RECORDS_CHECKED).as_numpy_iterator())
+        except tf.errors.OpError as e:
+            raise ValueError(f"{file} is not a readable TFRecord file: {e.message}.{fix}") from e
+        if not records:
+            raise ValueError(f"{file} holds no records, {path} says "
+                             f"{shard['num_instances']}.{fix}")
+        for number, record in enumerate(records):
+            _check_record(record, metadata, f"{file} record {number}", static, path)
+
+
+def _check_record(record, metadata, where, static, path):
+    try:
+        feature = tf.train.Example.FromString(record).features.feature
+    except Exception as e:  # google.protobuf DecodeError
+        raise ValueError(f"{where} is not a tf.train.Example: {e}") from e
+    values = {name: list(feature[name].int64_list.value) for name in feature}
+    if "token_ids" not in values or "segment_ids" not in values:
+        raise ValueError(f"{where} has no token_ids / segment_ids: not pretraining data.")
+    has_masks = "masked_ids" in values
+    if has_masks != static:
+        raise ValueError(
+            f"{where} {'holds' if has_masks else 'has no'} masked_ids, but {path} says masking "
+            f"{metadata['masking']!r}: the records were made with masking "
+            f"{'static' if has_masks else 'dynamic'}. Fix masking in {path}."
+        )
+    length = len(values["token_ids"])
+    if length > metadata["max_seq_length"]:
+        raise ValueError(
+            f"{where} has {length} tokens, more than max_seq_length "
+            f"{metadata['max_seq_length']} in {path} (they would be truncated). Fix "
+            f"max_seq_length in {path}.")
+    if has_masks and len(values["masked_ids"]) > metadata["max_predictions_per_seq"]:
+        raise ValueError(
+            f"{where} has {len(values['masked_ids'])} masked tokens, more than "
+            f"max_predictions_per_seq {metadata['max_predictions_per_seq']} in {path}.")
+    ids = values["token_ids"] + values.get("masked_ids", [])
+    if ids and not 0 <= min(ids) <= max(ids) < metadata["vocab_size"]:
+        raise ValueError(f"{where} has token ids outside [0, vocab_size "
+                         f"{metadata['vocab_size']}) of {path}.")
+
+
+def corrupt_data_error(error, data_dir):
+    """A ValueError naming the shard of `data_dir` that raised `error` (a DataLossError).
+
+    tf.data's message does not name the file; this reads every shard
+    (checking each record's CRC) to find it.
+    """
+    for file in shard_paths(data_dir, read_metadata(data_dir, check=False)):
+        try:
+            for _ in tf.data.TFRecordDataset(file):
+                pass
+        except tf.errors.OpError as e:
+            return ValueError(f"{file} is corrupt: {e.message}. Recreate the data with "
+                              f"tools/create_pretraining_data.py.")
+    return ValueError(f"Reading the pretraining data in {data_dir} failed: {error.message}")
 
 
 def shard_paths(data_dir, metadata=None):

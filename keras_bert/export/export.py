@@ -15,10 +15,11 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from keras_bert.export.predict import run_function
+from keras_bert.export.predict import is_version, run_function
 from keras_bert.export.serving_module import BertServingModule
 from keras_bert.export.tf_serving import write_warmup_requests
 from keras_bert.models import BertEncoder, get_task, load_model_dir
+from keras_bert.staging import make_staging_dir
 from keras_bert.text import BertTokenizer, infer_lowercase, save_vocabulary
 
 INFO_FILE = "keras_bert_export.json"
@@ -29,7 +30,7 @@ def next_version(export_base):
     versions = [
         int(name)
         for name in (os.listdir(export_base) if os.path.isdir(export_base) else [])
-        if name.isdigit() and os.path.isdir(os.path.join(export_base, name))
+        if is_version(name) and os.path.isdir(os.path.join(export_base, name))
     ]
     return max(versions, default=0) + 1
 
@@ -37,7 +38,7 @@ def next_version(export_base):
 def resolve_export_dir(output, version=None):
     """exports/NAME -> exports/NAME/<next version>; exports/NAME/7 stays as it is."""
     output = os.path.normpath(output)
-    if os.path.basename(output).isdigit():
+    if is_version(os.path.basename(output)):
         if version is not None and int(os.path.basename(output)) != int(version):
             raise ValueError(
                 f"output={output!r} already ends in a version; it differs from "
@@ -125,7 +126,9 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
     if max_seq_length is None and preprocessor is not None:
         max_seq_length = preprocessor.max_seq_length
     if max_seq_length is None:
-        max_seq_length = info.get("max_seq_length") or encoder.max_position_embeddings
+        max_seq_length = info.get("max_seq_length")
+    if max_seq_length is None:
+        max_seq_length = encoder.max_position_embeddings
     if pad_to_max_seq_length:
         if sequence_length not in (None, max_seq_length):
             raise ValueError(
@@ -198,7 +201,7 @@ def save_serving_module(module, export_dir, overwrite=False, warmup=True):
     parent = os.path.dirname(export_dir)
     os.makedirs(parent, exist_ok=True)
     # Not an integer name: TF Serving ignores it while it is being written.
-    tmp = tempfile.mkdtemp(prefix=".tmp-export-", dir=parent)
+    tmp = make_staging_dir(parent, ".tmp-export-")
     try:
         saved = os.path.join(tmp, "saved_model")
         tf.saved_model.save(module, saved, signatures=module.signatures())

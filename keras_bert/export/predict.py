@@ -27,25 +27,52 @@ def register_text_ops():
     import tensorflow_text  # noqa: F401  (importing registers the ops)
 
 
+def is_version(name):
+    """True for a TF Serving version directory name: ASCII digits only.
+
+    (str.isdigit is also true for "²", which int() refuses.)
+    """
+    return name.isascii() and name.isdecimal()
+
+
 def latest_version(export_dir):
-    """exports/NAME -> exports/NAME/<largest integer>; a version dir stays as it is."""
+    """exports/NAME -> exports/NAME/<largest integer>; a version dir stays as it is.
+
+    Raises FileNotFoundError if there is no version directory, or if the
+    latest one has no saved_model.pb (empty, or an export that never
+    finished): answers of an older version would pass for the latest's.
+    """
     if os.path.exists(os.path.join(export_dir, "saved_model.pb")):
         return export_dir
-    versions = [int(n) for n in os.listdir(export_dir) if n.isdigit()] if os.path.isdir(
-        export_dir) else []
+    versions = [
+        int(n) for n in os.listdir(export_dir)
+        if is_version(n) and os.path.isdir(os.path.join(export_dir, n))
+    ] if os.path.isdir(export_dir) else []
     if not versions:
         raise FileNotFoundError(
             f"No SavedModel in {export_dir}: expected saved_model.pb there, or integer "
             f"version directories (exports/NAME/1/saved_model.pb). Create one with "
             f"tools/export.py."
         )
-    return os.path.join(export_dir, str(max(versions)))
+    latest = os.path.join(export_dir, str(max(versions)))
+    if not os.path.isfile(os.path.join(latest, "saved_model.pb")):
+        raise FileNotFoundError(
+            f"{latest} (the latest version of {export_dir}) has no saved_model.pb: it is "
+            f"empty or incomplete. Export again (tools/export.py), remove it, or name a "
+            f"version: {export_dir}/VERSION."
+        )
+    return latest
 
 
 def load_export(export_dir):
     """tf.saved_model.load of `export_dir` (or of its latest version)."""
     register_text_ops()
-    return tf.saved_model.load(latest_version(export_dir))
+    path = latest_version(export_dir)
+    try:
+        return tf.saved_model.load(path)
+    except (OSError, ValueError, tf.errors.OpError) as e:
+        message = getattr(e, "message", None) or str(e)
+        raise ValueError(f"Cannot load the SavedModel {path}: {message.strip()}") from e
 
 
 def input_names(loaded, signature="serving_default"):

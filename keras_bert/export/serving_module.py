@@ -26,6 +26,32 @@ STRINGS = tf.TensorSpec([None], tf.string)
 IDS = tf.TensorSpec([None, None], tf.int32)
 
 
+def check_rank(tensor, rank):
+    """`tensor`, after a run-time check of its rank (an EnsureShape op).
+
+    A SavedModel signature declares its input shapes but does not enforce
+    them: a rank-2 or scalar string batch would fail deep in the tokenizer
+    ("0 is duplicated in the input", "WhereOp: Unhandled input dimensions").
+    EnsureShape fails with INVALID_ARGUMENT "Shape of tensor text [1,2] is
+    not compatible with expected shape [?]", naming the input. (A Rank op
+    would not do: Grappler folds it to the traced rank.)
+    """
+    return tf.ensure_shape(tensor, [None] * rank)
+
+
+def check_same_batch(first, second):
+    """(first, second), string batches of rank 1 checked at run time to be equally long."""
+    names = [t.name.split(":")[0] for t in (first, second)]
+    first, second = check_rank(first, 1), check_rank(second, 1)
+    check = tf.debugging.assert_equal(
+        tf.shape(first)[0], tf.shape(second)[0],
+        message=f"inputs {names[0]} and {names[1]} must have the same batch size "
+        f"(one {names[1]} per {names[0]})",
+    )
+    with tf.control_dependencies([check]):
+        return tf.identity(first), tf.identity(second)
+
+
 class _Unsaved:
     """Python objects the module uses but `tf.saved_model.save` must not track.
 
@@ -193,8 +219,20 @@ class BertServingModule(tf.Module):
     def _encode(self, token_ids, segment_ids, padding_mask):
         """The encoder on ids packed elsewhere, with checks that name bad inputs."""
         encoder = self._keras.encoder
+        token_ids, segment_ids, padding_mask = (
+            check_rank(t, 2) for t in (token_ids, segment_ids, padding_mask))
         shape = tf.shape(token_ids)
         checks = [
+            tf.debugging.assert_greater(
+                shape[1], 0, message="encode: sequences must have at least one position "
+                "([CLS]); token_ids has width 0",
+            ),
+            tf.debugging.assert_non_negative(
+                padding_mask, message="encode: padding_mask must be 0 or 1 (1 = real token)"
+            ),
+            tf.debugging.assert_less_equal(
+                padding_mask, 1, message="encode: padding_mask must be 0 or 1 (1 = real token)"
+            ),
             tf.debugging.assert_equal(
                 tf.shape(segment_ids), shape,
                 message="encode: segment_ids must have the shape of token_ids",
@@ -239,11 +277,11 @@ class BertServingModule(tf.Module):
 
     def tokenize(self, text):
         """int32 RaggedTensor [B, (tokens)] of WordPiece ids."""
-        return self._keras.tokenize_fn(text)
+        return self._keras.tokenize_fn(check_rank(text, 1))
 
     def tokenize_with_offsets(self, text):
         """(ids, starts, ends) int32 RaggedTensors; offsets in code points of `text`."""
-        return self._keras.offsets_fn(text)
+        return self._keras.offsets_fn(check_rank(text, 1))
 
     def pack(self, segments):
         """Packs 1 or 2 ragged segments into the encoder input dict, [B, S] each.

@@ -7,6 +7,22 @@ from keras_bert.layers import BertEmbeddings, Pooler, TransformerEncoderBlock
 from keras_bert.models import model_dir as model_dir_lib
 
 _CONFIG_FIELDS = tuple(BertConfig().to_dict())
+# What keras.Model's functional constructor uses; it silently drops the rest.
+_MODEL_KWARGS = ("name", "trainable")
+
+
+def check_kwargs(owner, kwargs, hint=""):
+    """Raises ValueError naming keyword arguments `owner` does not take (as Keras layers do).
+
+    A functional keras.Model ignores unknown keyword arguments, so a typo
+    (`hiden_size=7`) or `config=cfg` would build the default model.
+    """
+    unknown = sorted(set(kwargs) - set(_MODEL_KWARGS))
+    if unknown:
+        raise ValueError(
+            f"Unrecognized keyword arguments passed to {owner}: "
+            f"{ {k: kwargs[k] for k in unknown} }.{hint}"
+        )
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -66,6 +82,9 @@ class BertEncoder(keras.Model):
         dtype=None,
         **kwargs,
     ):
+        check_kwargs(type(self).__name__, kwargs, hint=(
+            " Pass a BertConfig as BertEncoder(**config.to_dict()) or "
+            "BertEncoder.from_bert_config(config)."))
         config = dict(
             vocab_size=vocab_size,
             hidden_size=hidden_size,

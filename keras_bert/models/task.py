@@ -89,6 +89,10 @@ class BertTask(ReplicaJitCompile, keras.Model):
     uses_pooler = True
 
     def __init__(self, *args, preprocessor=None, **kwargs):
+        from keras_bert.models.encoder import check_kwargs
+
+        check_kwargs(type(self).__name__, {k: v for k, v in kwargs.items()
+                                           if k not in ("inputs", "outputs")})
         super().__init__(*args, **kwargs)
         self.preprocessor = preprocessor
 

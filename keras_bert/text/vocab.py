@@ -16,7 +16,8 @@ def load_vocabulary(vocabulary):
     """Reads a vocabulary given as a list of tokens or a `vocab.txt` path.
 
     A file has one token per line, id = line number (from 0); each line is
-    stripped of surrounding whitespace, as google-research/bert does.
+    stripped of surrounding whitespace, as google-research/bert does, and a
+    UTF-8 byte order mark at the start is dropped.
 
     Args:
         vocabulary: list of str, or str / os.PathLike path of a text file.
@@ -34,6 +35,9 @@ def load_vocabulary(vocabulary):
             )
         with tf.io.gfile.GFile(path, "r") as f:
             text = f.read()
+        # A UTF-8 byte order mark (some editors write one) is not part of
+        # the first token: "\ufeff[PAD]" would hide [PAD].
+        text = text[1:] if text.startswith("\ufeff") else text
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()  # The newline after the last token.

@@ -96,10 +96,10 @@ class FinetuneTask:
                 f"tools/convert_checkpoint.py."
             )
         self.base_info = read_task_info(model_dir) or {}
-        self.max_seq_length = (
-            options.max_seq_length or self.base_info.get("max_seq_length")
-            or self.default_max_seq_length
-        )
+        # `is None`, not `or`: a max_seq_length of 0 is an error, not "unset".
+        self.max_seq_length = next(
+            (v for v in (options.max_seq_length, self.base_info.get("max_seq_length"))
+             if v is not None), self.default_max_seq_length)
         if not 3 <= self.max_seq_length <= config.max_position_embeddings:
             raise ValueError(
                 f"--max-seq-length {self.max_seq_length} is out of range: the model in "

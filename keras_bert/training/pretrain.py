@@ -318,6 +318,8 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
         if step_logger is not None:
             step_logger.clear()  # The caller's message gets a line of its own.
         raise
+    except tf.errors.DataLossError as e:
+        raise pretraining_data.corrupt_data_error(e, data_dir) from e
     result = {"logs": logs, "step": int(trainer.step.numpy()), "model": model}
     if is_chief:
         model_dir = os.path.join(output_dir, "model")
@@ -361,6 +363,9 @@ def evaluate_pretraining(model, data_dir, batch_size=64, strategy=None, steps=No
     def run(batch):
         strategy.run(step, args=batch)
 
-    for batch in strategy.experimental_distribute_dataset(dataset):
-        run(batch)
+    try:
+        for batch in strategy.experimental_distribute_dataset(dataset):
+            run(batch)
+    except tf.errors.DataLossError as e:
+        raise pretraining_data.corrupt_data_error(e, data_dir) from e
     return {m.name: float(m.result()) for m in metrics}

@@ -136,36 +136,82 @@ def _check_row(values, where, text_column, text_b_column, label_column, regressi
             report.skip(where, "bad label", f"{label!r} is not a single value")
             return None
         label = str(label).strip() if not isinstance(label, bool) else str(label).lower()
+        if "\n" in label or "\r" in label:
+            report.skip(where, "bad label", f"{label!r} spans lines")
+            return None
     return text, text_b, label
 
 
-def _delimited_rows(path, delimiter, report):
-    """Yields (first line number, list of fields), header included."""
-    lines = read_lines(path, report)
-    numbers = []
+def _unterminated(lines, delimiter):
+    """True if the CSV record made of `lines` (str) ends inside a quoted field."""
+    try:
+        for _ in csv.reader(lines, delimiter=delimiter, strict=True):
+            pass
+    except csv.Error as e:
+        return "unexpected end of data" in str(e)
+    return False
 
-    def numbered():
-        for number, line in lines:
-            numbers.append(number)
-            yield line
 
+def _delimited_rows(path, delimiter, report, label_column=None):
+    """Yields (first line number, list of fields), header included.
+
+    A CSV record may span lines (a quoted text with line breaks). One whose
+    quote never closes, whose `label_column` takes in a line break or that
+    has the wrong number of columns holds a stray quote that would swallow
+    the rows after it: it is reported at the line where the quote opened,
+    skipped, and reading resumes at the next line.
+    """
+    lines = list(read_lines(path, report))
     # TSV (GLUE's format) has no quoting: a '"' is text. CSV quotes with '"'.
     quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
-    reader = csv.reader(numbered(), delimiter=delimiter, quoting=quoting, strict=False)
-    consumed = 0
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as e:
-            start = numbers[consumed] if consumed < len(numbers) else numbers[-1]
-            consumed = len(numbers)
-            report.skip(f"{path}:{start}", "malformed row", f"CSV error: {e}")
-            continue
-        start = numbers[consumed]
-        consumed = len(numbers)
-        yield start, row
+    label_index = width = None
+    first = 0  # Index in `lines` of the next record's first line.
+    while first < len(lines):
+        consumed = []
+
+        def numbered(start=first):
+            for i in range(start, len(lines)):
+                consumed.append(i)
+                yield lines[i][1]
+
+        reader = csv.reader(numbered(), delimiter=delimiter, quoting=quoting, strict=False)
+        resync = False
+        while not resync:
+            before = len(consumed)
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as e:
+                start = lines[consumed[before]][0] if before < len(consumed) else lines[-1][0]
+                report.skip(f"{path}:{start}", "malformed row", f"CSV error: {e}")
+                first = consumed[-1] + 1 if consumed else len(lines)
+                resync = True
+                continue
+            span = consumed[before:]
+            start, end = lines[span[0]][0], lines[span[-1]][0]
+            first = span[-1] + 1
+            if label_index is None and row:
+                names = [name.strip() for name in row]
+                label_index = names.index(label_column) if label_column in names else -1
+                width = len(names)
+            if len(span) > 1:
+                problem = None
+                if _unterminated([lines[i][1] for i in span], delimiter):
+                    problem = "its quote is never closed"
+                elif len(row) != width:
+                    problem = f"{len(row)} columns, the header has {width}"
+                elif 0 <= label_index < len(row) and any(c in row[label_index] for c in "\r\n"):
+                    problem = f"the quote takes line breaks into column {label_column!r}"
+                if problem:
+                    report.skip(
+                        f"{path}:{start}", "malformed row",
+                        f"a quote opened on this line would run over lines {start}-{end}: "
+                        f"{problem}; reading on from line {start + 1}")
+                    first = span[0] + 1
+                    resync = True
+                    continue
+            yield start, row
 
 
 def read_classification_file(
@@ -234,7 +280,7 @@ def read_classification_file(
             add(where, values)
         return examples
 
-    rows = _delimited_rows(path, "," if file_format == "csv" else "\t", report)
+    rows = _delimited_rows(path, "," if file_format == "csv" else "\t", report, label_column)
     header = next(rows, None)
     if header is None:
         raise ValueError(f"{path} is empty: expected a header line naming the columns {columns}.")
@@ -252,7 +298,12 @@ def read_classification_file(
         if len(row) != len(header):
             report.skip(where, "malformed row", f"{len(row)} columns, the header has {len(header)}")
             continue
-        add(where, dict(zip(header, row)))
+        values = dict(zip(header, row))
+        if not regression and '"' in values[label_column]:
+            # A stray quote (TSV has no quoting) would become a class of its own.
+            report.skip(where, "bad label", f"{values[label_column]!r} has a stray quote")
+            continue
+        add(where, values)
     return examples
 
 

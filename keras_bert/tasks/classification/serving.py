@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from keras_bert.export.serving_module import STRINGS, BertServingModule
+from keras_bert.export.serving_module import STRINGS, BertServingModule, check_same_batch
 from keras_bert.models.task import default_label_names
 
 
@@ -56,10 +56,10 @@ class ClassifierServingModule(BertServingModule):
         specs = [STRINGS, STRINGS] if self.pairs else [STRINGS]
         if self.pairs:
             def classify(text, text_b):
-                return self._classify((text, text_b))
+                return self._classify(check_same_batch(text, text_b))
 
             def preprocess(text, text_b):
-                return self.pack(tuple(self.tokenize(t) for t in (text, text_b)))
+                return self.pack(tuple(self.tokenize(t) for t in check_same_batch(text, text_b)))
         else:
             def classify(text):
                 return self._classify((text,))

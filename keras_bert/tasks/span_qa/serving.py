@@ -9,7 +9,7 @@ max-context tokens, n-best span pairing and the null score are
 
 import tensorflow as tf
 
-from keras_bert.export.serving_module import STRINGS, BertServingModule
+from keras_bert.export.serving_module import STRINGS, BertServingModule, check_same_batch
 from keras_bert.tasks.span_qa import windows as windows_lib
 
 
@@ -95,6 +95,7 @@ class SpanQAServingModule(BertServingModule):
 
     def _features(self, question, context):
         """`windows.squad_windows` of the batch, and the context's character offsets."""
+        question, context = check_same_batch(question, context)
         question_ids = self.tokenize(question)[:, : self.max_query_length]  # (B, (q))
         ids, starts, ends = self.tokenize_with_offsets(context)  # (B, (c))
         features = windows_lib.squad_windows(

@@ -1,0 +1,70 @@
+"""Staging folders: where a model directory, conversion or export is written before
+the rename that makes it visible, and the cleanup of those a killed process left.
+
+A staging folder's name carries its writer's PID and host,
+`{prefix}[{label}-]pid{PID}-{HOST}-{random}`. Making a new one first removes the
+folders of the same prefix in the same parent whose writer, on this host,
+is no longer running (a SIGKILL skips every `finally`). Folders of live
+processes, of other hosts, or without a PID in their name are left alone.
+"""
+
+import os
+import re
+import shutil
+import socket
+import tempfile
+
+
+def _host():
+    return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32]
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # Another user's process.
+        return True
+    return True
+
+
+def remove_stale(parent, prefix):
+    """Removes `prefix...pidN-HOST-...` folders in `parent` whose process N has ended.
+
+    Returns:
+        list of str, the folders removed.
+    """
+    pattern = re.compile(rf"{re.escape(prefix)}(?:.*-)?pid(\d+)-([A-Za-z0-9]*)-[^-]+$")
+    removed = []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    host = _host()
+    for name in names:
+        match = pattern.match(name)
+        if not match or match.group(2) != host or int(match.group(1)) == os.getpid():
+            continue
+        path = os.path.join(parent, name)
+        if os.path.isdir(path) and not _alive(int(match.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def make_staging_dir(parent, prefix, label=None):
+    """A new staging folder in `parent` (after removing dead writers' ones).
+
+    Args:
+        parent: str, the folder the result will be renamed into.
+        prefix: str, the kind of staging folder, e.g. ".tmp-export-".
+        label: str or None, e.g. the name of the folder being written,
+            for people looking at `parent`.
+
+    Returns:
+        str, the path of the new, empty folder (mode 0700, as mkdtemp makes it).
+    """
+    remove_stale(parent, prefix)
+    label = f"{label}-" if label else ""
+    return tempfile.mkdtemp(prefix=f"{prefix}{label}pid{os.getpid()}-{_host()}-", dir=parent)

@@ -1,0 +1,92 @@
+"""Leftovers of killed writers: the next model directory, conversion or export into
+the same folder removes the staging folders of dead processes, and only those."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from keras_bert.checkpoints import convert_checkpoint
+from keras_bert.export import export_model
+from keras_bert.models import BertEncoder
+from tests.checkpoints.conftest import (
+    huggingface_config,
+    random_weights,
+    to_huggingface,
+    write_huggingface,
+)
+from tests.checkpoints.conftest import tiny_config as checkpoint_config
+from tests.export.conftest import classifier_export  # noqa: F401 (a fixture)
+from tests.models.conftest import tiny_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# A writer that makes its staging folder, writes into it and waits to be killed.
+_WRITER = textwrap.dedent("""
+    import importlib.util, sys, time
+    spec = importlib.util.spec_from_file_location("staging", sys.argv[1])
+    staging = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(staging)
+    path = staging.make_staging_dir(sys.argv[2], sys.argv[3], sys.argv[4] or None)
+    open(path + "/model.weights.h5", "wb").write(b"half written")
+    print(path, flush=True)
+    time.sleep(600)
+""")
+
+
+def start_writer(parent, prefix, label=""):
+    """(process, staging folder) of a writer process that is still running."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, os.path.join(ROOT, "keras_bert", "staging.py"),
+         str(parent), prefix, label], stdout=subprocess.PIPE, text=True)
+    return process, process.stdout.readline().strip()
+
+
+@pytest.fixture
+def writers():
+    """Makes staging folders of one killed writer and one live writer."""
+    live = []
+
+    def make(parent, prefix, label=""):
+        os.makedirs(parent, exist_ok=True)
+        running, kept = start_writer(parent, prefix, label)
+        live.append(running)
+        killed, stale = start_writer(parent, prefix, label)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        assert os.path.isdir(stale) and os.path.isdir(kept)
+        return stale, kept
+
+    yield make
+    for process in live:
+        process.kill()
+        process.wait()
+
+
+def test_save_pretrained_removes_dead_model_dir_staging(writers, tmp_path):
+    stale, kept = writers(tmp_path / "models", ".tmp-", "encoder")
+    BertEncoder(**tiny_config(num_layers=1).to_dict()).save_pretrained(
+        str(tmp_path / "models" / "encoder"))
+    assert not os.path.exists(stale) and os.path.isdir(kept)
+    assert sorted(os.listdir(tmp_path / "models")) == sorted(
+        ["encoder", os.path.basename(kept)])
+
+
+def test_conversion_removes_dead_conversion_staging(writers, tmp_path):
+    stale, kept = writers(tmp_path / "models", ".convert-", "model")
+    config = checkpoint_config(hidden_act="gelu")
+    folder = write_huggingface(str(tmp_path / "hf"),
+                               to_huggingface(random_weights(config, heads=False), config),
+                               huggingface_config(config))
+    convert_checkpoint(folder, str(tmp_path / "models" / "model"))
+    assert not os.path.exists(stale) and os.path.isdir(kept)
+
+
+def test_export_removes_dead_export_staging(writers, classifier_export, tmp_path):  # noqa: F811
+    stale, kept = writers(tmp_path / "exports" / "sentiment", ".tmp-export-")
+    path = export_model(classifier_export["model_dir"], str(tmp_path / "exports" / "sentiment"))
+    assert os.path.basename(path) == "1"
+    assert not os.path.exists(stale) and os.path.isdir(kept)
