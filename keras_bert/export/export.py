@@ -89,7 +89,7 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
             (resolved) max_seq_length: `sequence_length=max_seq_length`
             (tools/export.py --pad-to-max-seq-length).
         **task_options: the task's serving options (its module's
-            `TASK_OPTIONS`: `pairs` for classifiers; doc_stride,
+            `TASK_OPTIONS`: `pairs`, `sub_batches` for classifiers; doc_stride,
             max_query_length, max_answer_length, max_windows,
             version_2_with_negative, null_score_diff_threshold for span QA),
             overriding task.json.

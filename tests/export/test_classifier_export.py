@@ -188,6 +188,26 @@ def test_fixed_length_and_multiple_of_padding(classifier_export):
     assert long.shape == (1, MAX_SEQ_LENGTH)  # Rounded up, but never past max_seq_length.
 
 
+def test_sub_batches_match_the_default_export_in_input_order(classifier_export):
+    # Mixed lengths in an order that sorting changes: 24 texts, so that
+    # sub_batches=3 splits (>= 8 a sub-batch) and rows must be put back.
+    words = ["a good movie", "cat", "the film was not very good at all", "what ?",
+             "a " + "great film " * 40, "the dog jumped over the fox", "b", "awful"]
+    texts = tf.constant([words[(7 * i) % 8] + " x" * (i % 5) for i in range(24)])
+    default = build_serving_module(classifier_export["model"])
+    sorted_module = build_serving_module(classifier_export["model"], sub_batches=3)
+    expected = default.classify(texts)
+    out = sorted_module.classify(texts)
+    np.testing.assert_allclose(out["probabilities"], expected["probabilities"], atol=1e-5)
+    assert out["label"].numpy().tolist() == expected["label"].numpy().tolist()
+    # Below 8 texts a sub-batch the request runs whole; an empty one works.
+    np.testing.assert_allclose(sorted_module.classify(texts[:5])["probabilities"],
+                               expected["probabilities"][:5], atol=1e-5)
+    assert sorted_module.classify(tf.constant([], tf.string))["label"].shape == (0,)
+    with pytest.raises(ValueError, match="sub_batches=0"):
+        build_serving_module(classifier_export["model"], sub_batches=0)
+
+
 def test_pairs_and_regression(classifier_export):
     pairs = build_serving_module(classifier_export["model"], pairs=True)
     packed = pairs.preprocess(tf.constant(["a good", "b"]), tf.constant(["movie", ""]))
