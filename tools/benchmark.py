@@ -347,6 +347,54 @@ def keras_hub_train(config, batch, dtype, jit_compile):
     return _fit_steps(model, x, ids, weights)
 
 
+def torch_train(config, batch, dtype):
+    """transformers BertForPreTraining + torch.optim.AdamW on the same batch.
+
+    MLM labels are the masked ids at the same masked positions (-100
+    elsewhere), plus the NSP labels. Note that transformers' head projects
+    every position to the vocabulary (then ignores the unlabeled ones),
+    where keras_bert's projects only the masked positions.
+    """
+    import torch
+    import transformers
+
+    torch.set_num_threads(os.cpu_count())
+    model = transformers.BertForPreTraining(
+        transformers.BertConfig(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            num_hidden_layers=config.num_layers,
+            num_attention_heads=config.num_heads,
+            intermediate_size=config.intermediate_size,
+            max_position_embeddings=config.max_position_embeddings,
+        )
+    ).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    labels = np.full(batch["token_ids"].shape, -100, "int64")
+    np.put_along_axis(labels, batch["masked_positions"], batch["masked_ids"], axis=1)
+    inputs = {
+        "input_ids": torch.from_numpy(batch["token_ids"].astype("int64")),
+        "token_type_ids": torch.from_numpy(batch["segment_ids"].astype("int64")),
+        "attention_mask": torch.from_numpy(batch["padding_mask"].astype("int64")),
+        "labels": torch.from_numpy(labels),
+        "next_sentence_label": torch.from_numpy(
+            batch["next_sentence_labels"].astype("int64")),
+    }
+
+    def run(steps):
+        start = time.perf_counter()
+        for _ in range(steps):
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bfloat16"):
+                loss = model(**inputs).loss
+            loss.backward()
+            optimizer.step()
+        loss.item()
+        return time.perf_counter() - start
+
+    return run
+
+
 def bench_training(args):
     rows = []
     peaks = {}
@@ -366,6 +414,10 @@ def bench_training(args):
                         config, batch, dtype, jit == "on"))
                     if run:
                         systems[f"keras-hub BertMaskedLM (jit={jit})"] = run
+            if "torch" in args.systems:
+                run = _optional("torch", lambda: torch_train(config, batch, dtype))
+                if run:
+                    systems["PyTorch BertForPreTraining + AdamW"] = run
             steps = args.train_steps
             times = interleaved({k: (lambda r=r: r(steps)) for k, r in systems.items()},
                                 args.repeats)
@@ -381,6 +433,9 @@ def bench_training(args):
                        "GFLOP/s": gflops, "% matmul peak": 100 * gflops / peaks[dtype]}
                 if hub:
                     row["vs best keras-hub"] = min(hub) / median
+                if "PyTorch BertForPreTraining + AdamW" in times:
+                    row["vs PyTorch"] = statistics.median(
+                        times["PyTorch BertForPreTraining + AdamW"]) / median
                 rows.append(row)
                 print("  " + _format_row(row), flush=True)
     return rows
@@ -799,6 +854,12 @@ def bench_serving_e2e(args):
                                 label_names=SERVING_E2E_LABELS)
     variants = {**SERVING_E2E_VARIANTS,
                 **(SERVING_E2E_XLA_VARIANTS if "on" in args.jit_compile else {})}
+    if args.serving_variants:
+        unknown = set(args.serving_variants.split(",")) - set(variants)
+        if unknown:
+            raise SystemExit(f"--serving-variants: unknown {sorted(unknown)}; "
+                             f"choose from {list(variants)} (XLA ones need --jit-compile on)")
+        variants = {k: v for k, v in variants.items() if k in args.serving_variants.split(",")}
     exports = {}
     for name, options in variants.items():
         path = os.path.join(workdir, "exports", str(len(exports)))
@@ -916,6 +977,10 @@ def build_parser():
                         help="serving-e2e: real tweets served, in file order.")
     parser.add_argument("--request-batch-size", type=int, default=64,
                         help="serving-e2e: texts per request of the throughput runs.")
+    parser.add_argument("--serving-variants", default="",
+                        help="serving-e2e: comma-separated export variants to time "
+                        "(default: all of SERVING_E2E_VARIANTS, plus the XLA ones with "
+                        "--jit-compile on).")
     parser.add_argument("--latency-calls", type=int, default=100,
                         help="serving-e2e: one-tweet calls timed per round (p50/p99).")
     parser.add_argument("--train-batch-size", type=int, default=16,
