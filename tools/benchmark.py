@@ -746,8 +746,8 @@ SERVING_E2E_VARIANTS = {
     "sorted x8": {"sub_batches": 8},
 }
 SERVING_E2E_XLA_VARIANTS = {
-    "XLA, pad to 16": {"jit_compile": True, "pad_to_multiple_of": 16},
-    "XLA, pad to 16, sorted x4": {"jit_compile": True, "pad_to_multiple_of": 16,
+    "XLA pad16": {"jit_compile": True, "pad_to_multiple_of": 16},
+    "XLA pad16 sorted x4": {"jit_compile": True, "pad_to_multiple_of": 16,
                                   "sub_batches": 4},
 }
 SERVING_E2E_LABELS = ["negative", "neutral", "positive"]
