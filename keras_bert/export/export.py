@@ -232,6 +232,8 @@ def export_info(module, saved_model_dir):
         "sequence_length": module.sequence_length,
         "pad_to_multiple_of": module.pad_to_multiple_of,
         "jit_compile": module.jit_compile,
+        # Classifier exports: length-sorted sub-batches per request (1: none).
+        **({"sub_batches": module.sub_batches} if hasattr(module, "sub_batches") else {}),
         "signatures": {
             name: {"inputs": describe(sig.inputs), "outputs": describe(sig.outputs)}
             for name, sig in sorted(signature_defs.items())
