@@ -2,9 +2,10 @@
 
 It imports only tensorflow (keras and keras_bert cannot be imported here)
 and loads tensorflow-text's FastWordpieceTokenizer kernels as TF Serving
-links them (`import tensorflow_text` itself would import keras); it loads each SavedModel with `tf.saved_model.load`, and
-times the `serving_default` signature on raw strings when the parent asks,
-so that the parent can interleave these runs with PyTorch's.
+links them (`import tensorflow_text` itself would import keras); it loads
+each SavedModel with `tf.saved_model.load` and times the `serving_default`
+signature on raw strings when the parent asks, so that the parent can
+interleave these runs with PyTorch's.
 
 Protocol: argv[1] is a JSON file {"exports": {name: dir}, "texts": [str]}.
 Each stdin line is a JSON request; each answer is one stdout line
