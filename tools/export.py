@@ -62,6 +62,10 @@ def build_parser():
                         "else guessed from vocab.txt).")
     parser.add_argument("--pairs", action="store_true", default=None,
                         help="Classifier: serving_default takes (text, text_b).")
+    parser.add_argument("--sub-batches", type=int, default=None,
+                        help="Classifier: sort a request by token length in the graph and run "
+                        "it as this many sub-batches, each padded to its own longest text "
+                        "(rows come back in request order; BENCHMARKS.md serving-e2e).")
     parser.add_argument("--doc-stride", type=int, default=None,
                         help="Span QA window stride (default: task.json's).")
     parser.add_argument("--max-windows", type=int, default=None,
@@ -93,6 +97,7 @@ def main(argv=None):
             "jit_compile": args.jit_compile == "on",
             "lowercase": args.lowercase,
             "pairs": args.pairs,
+            "sub_batches": args.sub_batches,
             "doc_stride": args.doc_stride,
             "max_windows": args.max_windows,
         }.items()

@@ -92,7 +92,7 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
             (resolved) max_seq_length: `sequence_length=max_seq_length`
             (tools/export.py --pad-to-max-seq-length).
         **task_options: the task's serving options (its module's
-            `TASK_OPTIONS`: `pairs` for classifiers; doc_stride,
+            `TASK_OPTIONS`: `pairs`, `sub_batches` for classifiers; doc_stride,
             max_query_length, max_answer_length, max_windows,
             version_2_with_negative, null_score_diff_threshold for span QA),
             overriding task.json.
@@ -241,6 +241,8 @@ def export_info(module, saved_model_dir):
         "sequence_length": module.sequence_length,
         "pad_to_multiple_of": module.pad_to_multiple_of,
         "jit_compile": module.jit_compile,
+        # Classifier exports: length-sorted sub-batches per request (1: none).
+        **({"sub_batches": module.sub_batches} if hasattr(module, "sub_batches") else {}),
         "signatures": {
             name: {"inputs": describe(sig.inputs), "outputs": describe(sig.outputs)}
             for name, sig in sorted(signature_defs.items())

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.export import build_serving_module, next_version, resolve_export_dir
+from keras_bert.export import build_serving_module, export_model, next_version, resolve_export_dir
 from keras_bert.export.export import INFO_FILE, save_serving_module
 from keras_bert.export.predict import format_outputs, load_export, run_signature
 from tests.export.conftest import (
@@ -186,6 +186,32 @@ def test_fixed_length_and_multiple_of_padding(classifier_export):
     assert rounded.preprocess(tf.constant(["a good"]))["token_ids"].shape == (1, 8)
     long = rounded.preprocess(tf.constant(["good " * 100]))["token_ids"]
     assert long.shape == (1, MAX_SEQ_LENGTH)  # Rounded up, but never past max_seq_length.
+
+
+def test_sub_batches_match_the_default_export_in_input_order(classifier_export, tmp_path):
+    # Mixed lengths in an order that sorting changes: 24 texts, so that
+    # sub_batches=3 splits (>= 8 a sub-batch) and rows must be put back.
+    words = ["a good movie", "cat", "the film was not very good at all", "what ?",
+             "a " + "great film " * 40, "the dog jumped over the fox", "b", "awful"]
+    texts = tf.constant([words[(7 * i) % 8] + " x" * (i % 5) for i in range(24)])
+    default = build_serving_module(classifier_export["model"])
+    sorted_module = build_serving_module(classifier_export["model"], sub_batches=3)
+    expected = default.classify(texts)
+    out = sorted_module.classify(texts)
+    np.testing.assert_allclose(out["probabilities"], expected["probabilities"], atol=1e-5)
+    assert out["label"].numpy().tolist() == expected["label"].numpy().tolist()
+    # Below 8 texts a sub-batch the request runs whole; an empty one works.
+    np.testing.assert_allclose(sorted_module.classify(texts[:5])["probabilities"],
+                               expected["probabilities"][:5], atol=1e-5)
+    assert sorted_module.classify(tf.constant([], tf.string))["label"].shape == (0,)
+    path = export_model(classifier_export["model_dir"], str(tmp_path / "sorted"), sub_batches=3)
+    with open(os.path.join(path, INFO_FILE), encoding="utf-8") as f:
+        assert json.load(f)["sub_batches"] == 3
+    reloaded = tf.saved_model.load(path).signatures["serving_default"]
+    np.testing.assert_allclose(reloaded(text=texts)["probabilities"],
+                               expected["probabilities"], atol=1e-5)
+    with pytest.raises(ValueError, match="sub_batches=0"):
+        build_serving_module(classifier_export["model"], sub_batches=0)
 
 
 def test_pairs_and_regression(classifier_export):

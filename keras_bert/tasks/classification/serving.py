@@ -20,17 +20,26 @@ class ClassifierServingModule(BertServingModule):
     Pairs are packed as [CLS] text [SEP] text_b [SEP], truncated longest
     first to `max_seq_length`. `preprocess` takes the same inputs.
 
+    With `sub_batches=k > 1`, a request of at least `8 * k` texts is sorted
+    by token length in the graph, split into k sub-batches of about equal
+    size, each padded to its own longest text, and the rows are returned in
+    the request's order: a few long tweets then no longer pad the whole
+    request (same outputs as k=1, up to float rounding).
+
     Args:
         model: a `BertClassifier`.
         label_names: list of K str, or None for the model's `label_names`
             (or "0".."K-1" if it has none).
         pairs: bool, signatures take (text, text_b).
+        sub_batches: int >= 1, length-sorted sub-batches per request (see above).
         **kwargs: `BertServingModule` arguments.
     """
 
     SIGNATURES = {**BertServingModule.SIGNATURES, "classify": "classify"}
     DEFAULT_SIGNATURE = "classify"
-    TASK_OPTIONS = ("pairs",)
+    TASK_OPTIONS = ("pairs", "sub_batches")
+    #: a request is split only when every sub-batch gets at least this many texts.
+    MIN_SUB_BATCH = 8
 
     @classmethod
     def options_from_task_info(cls, task_info):
@@ -38,7 +47,12 @@ class ClassifierServingModule(BertServingModule):
         return {"pairs": bool(task_info.get("pairs", False))}
 
     def __init__(self, model, tokenizer, vocab_file, max_seq_length, label_names=None,
-                 pairs=False, **kwargs):
+                 pairs=False, sub_batches=1, **kwargs):
+        if not isinstance(sub_batches, int) or sub_batches < 1:
+            raise ValueError(
+                f"Expected sub_batches to be an int >= 1. Received: sub_batches={sub_batches!r}"
+            )
+        self.sub_batches = sub_batches
         num_classes = model.num_classes
         label_names = default_label_names(num_classes, label_names or model.label_names)
         if len(label_names) != num_classes:
@@ -71,7 +85,11 @@ class ClassifierServingModule(BertServingModule):
         self.preprocess = tf.function(preprocess, input_signature=specs)
 
     def _classify(self, texts):
-        logits = self.run_model(self.pack(tuple(self.tokenize(t) for t in texts)))  # (B, K)
+        segments = tuple(self.tokenize(t) for t in texts)
+        if self.sub_batches > 1:
+            logits = self._run_model_sorted(segments)
+        else:
+            logits = self.run_model(self.pack(segments))  # (B, K)
         if self.num_classes == 1:
             return {"score": logits[:, 0]}
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
@@ -80,3 +98,22 @@ class ClassifierServingModule(BertServingModule):
             "label_id": label_id,
             "label": tf.gather(self.label_names, label_id),
         }
+
+    def _run_model_sorted(self, segments):
+        """Logits [B, K] computed on length-sorted sub-batches, rows in input order."""
+        k = self.sub_batches
+        lengths = tf.add_n([tf.cast(s.row_lengths(), tf.int32) for s in segments])  # (B,)
+        batch = tf.shape(lengths)[0]
+
+        def split():
+            order = tf.argsort(lengths, stable=True)  # (B,) shortest first
+            parts = []
+            for i in range(k):
+                index = order[batch * i // k:batch * (i + 1) // k]
+                parts.append(self.run_model(self.pack(tuple(tf.gather(s, index)
+                                                            for s in segments))))
+            # Row j of the concatenation is input row order[j].
+            return tf.gather(tf.concat(parts, 0), tf.math.invert_permutation(order))
+
+        return tf.cond(batch >= self.MIN_SUB_BATCH * k, split,
+                       lambda: self.run_model(self.pack(segments)))
