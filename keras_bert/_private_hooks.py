@@ -122,6 +122,16 @@ PRIVATE_HOOKS = (
         called_from=None,
     ),
     PrivateHook(
+        owner="tensorflow.python.framework.op_def_registry",
+        name="get",
+        used_in="keras_bert/export/op_set.py",
+        why="The op-set guard asks, in a process that imported only tensorflow, "
+        "whether each op of an export is registered by TensorFlow itself (so "
+        "TF Serving has it) or by tensorflow-text. TensorFlow has no public API "
+        "that answers whether an op name is registered in the runtime.",
+        called_from=None,
+    ),
+    PrivateHook(
         owner="tensorflow.core.protobuf.saved_model_pb2",
         name="SavedModel",
         used_in="keras_bert/export/export.py",

@@ -50,7 +50,7 @@ def exports(classifier_export, tmp_path):  # noqa: F811
 
 def test_predict_with_an_empty_latest_version_says_so(exports, capsys):
     os.makedirs(os.path.join(exports, "2"))
-    status = tool("predict").main([exports, "a good movie"])
+    status = tool("predict").main(["--model", exports, "a good movie"])
     assert status == 1
     err = capsys.readouterr().err
     assert_one_line_error(status, err, f"{exports}/2 (the latest version")
@@ -59,7 +59,7 @@ def test_predict_with_an_empty_latest_version_says_so(exports, capsys):
 def test_predict_ignores_files_and_non_ascii_digit_names(exports, capsys):
     open(os.path.join(exports, "7"), "w").close()
     os.makedirs(os.path.join(exports, "\u00b2"))
-    assert tool("predict").main([exports, "a good movie"]) == 0
+    assert tool("predict").main(["--model", exports, "a good movie"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and out[0].startswith("a good movie\t")
     assert next_version(exports) == 2
@@ -69,7 +69,7 @@ def test_predict_ignores_files_and_non_ascii_digit_names(exports, capsys):
 def test_predict_keeps_blank_lines_of_input(exports, tmp_path, capsys):
     path = tmp_path / "texts.txt"
     path.write_text("a good movie\n\nthe film was bad\n   \n")
-    assert tool("predict").main([exports, "--input", str(path)]) == 0
+    assert tool("predict").main(["--model", exports, "--input", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 4
     assert out[0].startswith("a good movie\t") and out[2].startswith("the film was bad\t")
@@ -77,7 +77,7 @@ def test_predict_keeps_blank_lines_of_input(exports, tmp_path, capsys):
 
 
 def test_predict_with_a_missing_input_file(exports, tmp_path):
-    status, _, err = run_tool("predict", exports, "--input", tmp_path / "missing.txt")
+    status, _, err = run_tool("predict", "--model", exports, "--input", tmp_path / "missing.txt")
     assert_one_line_error(status, err, "missing.txt")
 
 
@@ -99,7 +99,7 @@ def test_create_pretraining_data_with_a_missing_corpus(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n")
     status, _, err = run_tool("create_pretraining_data", tmp_path / "nope.txt",
-                              "--output-dir", tmp_path / "data", "--vocab-file", vocab)
+                              "--output", tmp_path / "data", "--vocab-file", vocab)
     assert_one_line_error(status, err, "nope.txt")
 
 
@@ -108,16 +108,16 @@ def test_create_pretraining_data_with_a_blank_corpus_then_pretrain(tmp_path):
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n")
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n   \n")
-    status, _, err = run_tool("create_pretraining_data", corpus, "--output-dir",
+    status, _, err = run_tool("create_pretraining_data", corpus, "--output",
                               tmp_path / "data", "--vocab-file", vocab, "--max-seq-length", 16)
     assert_one_line_error(status, err, "gave no pretraining instances")
-    status, _, err = run_tool("pretrain", "--data-dir", tmp_path / "data", "--output-dir",
+    status, _, err = run_tool("pretrain", "--train", tmp_path / "data", "--output",
                               tmp_path / "run", "--preset", "tiny", "--num-train-steps", 2)
     assert_one_line_error(status, err, "metadata.json not found")
 
 
 def test_the_error_wrapper(capsys):
-    from keras_bert.cli import run
+    run = tool("_cli").run
 
     def main(argv):
         raise KeyError("token_ids")

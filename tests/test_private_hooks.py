@@ -101,7 +101,10 @@ def test_keras_private_methods_overridden_in_keras_bert_are_listed():
     ],
 )
 def test_replaced_private_names_stay_out(pattern):
+    # A module listed in _private_hooks may be imported where it is listed.
+    listed = {(h.used_in, h.owner) for h in PRIVATE_HOOKS}
     found = [path for path, source in _keras_bert_sources()
              if path != os.path.join("keras_bert", "_private_hooks.py")
-             and re.search(pattern, source)]
+             and re.search(pattern, source)
+             and not any(path == used and re.search(pattern, owner) for used, owner in listed)]
     assert not found, f"{pattern} is back in {found}; see keras_bert/_private_hooks.py"

@@ -36,6 +36,9 @@ READMES = ("README.md", "exports/README.md")
 # Examples not run: key prefix -> reason. Keys are "FILE: first code line" for Python blocks
 # and "FILE: $ command" for commands (see `examples`).
 SKIP = {
+    "exports/README.md: $ python tools/check_serving_runtime.py":
+        "builds a TensorFlow 2.20 venv; tests/export/test_serving_runtime.py runs it on all "
+        "three export kinds",
     "README.md: $ bash tools/quickstart.sh":
         "installs TensorFlow from PyPI and fine-tunes the real MiniLM (7-10 minutes); "
         "its parts run below with tiny stand-ins",

@@ -21,17 +21,18 @@ Examples
   python tools/check_serving_runtime.py --model exports/ner --venv /tmp/tf220 --atol 1e-4
 """
 
-import argparse
 import os
 import sys
 
 # Nothing here imports TensorFlow before the arguments are parsed (--help stays fast).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import _cli  # noqa: E402
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+def build_parser():
+    parser = _cli.parser(__doc__)
     parser.add_argument("--model", action="append", required=True, metavar="EXPORT_DIR",
                         help="An export: exports/NAME/VERSION, or exports/NAME for its latest "
                         "version. Repeat for several.")
@@ -43,7 +44,11 @@ def parse_args(argv=None):
                         "(default 2.20, what TF Serving 2.20.0 links).")
     parser.add_argument("--atol", type=float, default=1e-5,
                         help="Float tolerance, absolute and relative (default 1e-5).")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
 
 
 def main(argv=None):

@@ -102,6 +102,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    from keras_bert.cli import run  # One-line errors; --debug shows the traceback.
+    from _cli import run  # One-line errors; --debug shows the traceback.
 
     sys.exit(run(main))

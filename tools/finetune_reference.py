@@ -29,45 +29,46 @@ Examples
   python tools/finetune_reference.py --limit 256 --epochs 1  # A smoke test.
 """
 
-import argparse
 import math
 import os
 import sys
 import time
 
-import numpy as np
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # The checkpoint is a local folder.
 
-from keras_bert.checkpoints.minilm import minilm_checkpoint_dir  # noqa: E402
-from keras_bert.tasks.classification.tweets import TWEETS_LABELS, tweet_sentiment_split  # noqa: E402
-from keras_bert.tasks.classification.metrics import classification_metrics  # noqa: E402
+import _cli  # noqa: E402
 
 # Parameters without weight decay, as in the Hugging Face examples.
 NO_DECAY = ("bias", "LayerNorm.weight")
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def build_parser():
+    parser = _cli.parser(__doc__)
     add = parser.add_argument
-    add("--learning-rate", type=float, default=5e-5)
-    add("--epochs", type=int, default=2)
-    add("--batch-size", type=int, default=32)
-    add("--eval-batch-size", type=int, default=128)
-    add("--warmup-fraction", type=float, default=0.1)
-    add("--weight-decay", type=float, default=0.01)
+    add("--learning-rate", type=float, default=5e-5, help="Peak AdamW learning rate.")
+    add("--epochs", type=int, default=2, help="Passes over the training tweets.")
+    add("--batch-size", type=int, default=32, help="Training batch size.")
+    add("--eval-batch-size", type=int, default=128, help="Evaluation batch size.")
+    add("--warmup-fraction", type=float, default=0.1,
+        help="Share of the steps with linear warmup (then linear decay to 0).")
+    add("--weight-decay", type=float, default=0.01,
+        help="AdamW weight decay (not on biases and LayerNorm weights).")
     add("--epsilon", type=float, default=1e-8, help="AdamW's epsilon.")
-    add("--global-clipnorm", type=float, default=1.0)
-    add("--dropout-rate", type=float, default=0.1)
-    add("--max-seq-length", type=int, default=128)
-    add("--seed", type=int, default=0)
+    add("--global-clipnorm", type=float, default=1.0, help="Gradient clipping norm.")
+    add("--dropout-rate", type=float, default=0.1, help="Dropout of the encoder and head.")
+    add("--max-seq-length", type=int, default=128, help="Longest tokenized tweet.")
+    add("--seed", type=int, default=0, help="Seed of the head, dropout and shuffling.")
     add("--log-every", type=int, default=50, help="Steps between progress lines.")
     add("--limit", type=int, default=None,
         help="Use a seeded random subset of this many training tweets, and at most as "
              "many held-out ones (a quick check; the full run uses all).")
+    return parser
+
+
+def parse_args(argv=None):
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit must be >= 1. Received: --limit {args.limit}")
@@ -109,8 +110,19 @@ def evaluate(model, tokenizer, encodings, labels, batch_size):
     return classification_metrics(labels, np.concatenate(predictions), len(TWEETS_LABELS))
 
 
+def _import_libraries():
+    """After flag parsing, so that --help imports neither numpy nor keras_bert."""
+    global np, TWEETS_LABELS, tweet_sentiment_split, classification_metrics
+    global minilm_checkpoint_dir
+    import numpy as np
+    from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
+    from keras_bert.tasks.classification.metrics import classification_metrics
+    from keras_bert.tasks.classification.tweets import TWEETS_LABELS, tweet_sentiment_split
+
+
 def main(argv=None):
     args = parse_args(argv)
+    _import_libraries()
     import torch
     import transformers
 

@@ -17,18 +17,20 @@ Examples
       --enable_batching --batching_parameters_file=/models/batching_parameters.txt
 """
 
-import argparse
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from keras_bert.export.tf_serving import ALLOWED_BATCH_SIZES, write_serving_config  # noqa: E402
+import _cli  # noqa: E402
+
+# keras_bert.export.tf_serving.ALLOWED_BATCH_SIZES (not imported: --help stays fast).
+ALLOWED_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def build_parser():
+    parser = _cli.parser(__doc__)
     parser.add_argument("--model", action="append", required=True, metavar="EXPORTS/NAME",
                         help="An export base directory (versions inside). Repeat for several.")
     parser.add_argument("--output", default="exports",
@@ -41,14 +43,20 @@ def parse_args(argv=None):
                         help="Newest versions served per model (default 2).")
     parser.add_argument("--allowed-batch-sizes", default=",".join(map(str, ALLOWED_BATCH_SIZES)),
                         help="Increasing batch sizes; the last is max_batch_size.")
-    parser.add_argument("--batch-timeout-micros", type=int, default=2000)
+    parser.add_argument("--batch-timeout-micros", type=int, default=2000,
+                        help="How long the batcher waits to fill a batch.")
     parser.add_argument("--num-batch-threads", type=int, default=4,
                         help="Batches run at once (CPU: cores / intra-op threads; GPU: 1-2).")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
+    from keras_bert.export.tf_serving import write_serving_config
     sizes = [int(s) for s in args.allowed_batch_sizes.split(",")]
     if sizes != sorted(set(sizes)) or sizes[0] < 1:
         print(f"error: --allowed-batch-sizes must increase from >= 1. Received: {sizes}",
