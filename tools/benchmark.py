@@ -475,7 +475,7 @@ def bench_training(args):
                 gflops = steps * flops / median / 1e9
                 row = {"preset": preset, "dtype": dtype, "system": name,
                        "examples/s": steps * args.train_batch_size / median,
-                       "tokens/s": steps * args.train_batch_size * args.seq_length / median,
+                       "tokens/s": steps * args.train_batch_size * args.max_seq_length / median,
                        "GFLOP/s": gflops, "% matmul peak": 100 * gflops / peaks[dtype]}
                 _add_mfu(row, dtype, gflops * 1e9, bf16_peak)
                 if hub:
@@ -771,7 +771,7 @@ def bench_serving(args):
     workdir = tempfile.mkdtemp(prefix="keras-bert-serving-")
     model_dir = os.path.join(workdir, "minilm")
     convert_checkpoint(source, model_dir, format="huggingface")
-    variants = {**VARIANTS, **(XLA_VARIANT if "on" in args.jit else {})}
+    variants = {**VARIANTS, **(XLA_VARIANT if "on" in args.jit_compile else {})}
     results = benchmark_serving(model_dir, variants=variants, rounds=args.repeats,
                                 workdir=workdir, log=lambda m: print("  " + m, flush=True))
     base = results["fixed-128"]["texts_per_s"] if "fixed-128" in results else None
