@@ -200,20 +200,27 @@ def keras_hub_forward(config, batch, dtype, jit_compile):
     return lambda: f(x).numpy()
 
 
+def transformers_config(config):
+    """The transformers.BertConfig of a keras_bert BertConfig (the shapes the peers compare)."""
+    import transformers
+
+    return transformers.BertConfig(
+        vocab_size=config.vocab_size,
+        hidden_size=config.hidden_size,
+        num_hidden_layers=config.num_layers,
+        num_attention_heads=config.num_heads,
+        intermediate_size=config.intermediate_size,
+        max_position_embeddings=config.max_position_embeddings,
+    )
+
+
 def torch_forward(config, batch, dtype):
     import torch
     import transformers
 
     torch.set_num_threads(os.cpu_count())
     model = transformers.BertModel(
-        transformers.BertConfig(
-            vocab_size=config.vocab_size,
-            hidden_size=config.hidden_size,
-            num_hidden_layers=config.num_layers,
-            num_attention_heads=config.num_heads,
-            intermediate_size=config.intermediate_size,
-            max_position_embeddings=config.max_position_embeddings,
-        )
+        transformers_config(config)
     ).eval()
     ids = torch.from_numpy(batch["token_ids"].astype("int64"))
     mask = torch.from_numpy(batch["padding_mask"].astype("int64"))
@@ -403,14 +410,7 @@ def torch_train(config, batch, dtype):
 
     torch.set_num_threads(os.cpu_count())
     model = transformers.BertForPreTraining(
-        transformers.BertConfig(
-            vocab_size=config.vocab_size,
-            hidden_size=config.hidden_size,
-            num_hidden_layers=config.num_layers,
-            num_attention_heads=config.num_heads,
-            intermediate_size=config.intermediate_size,
-            max_position_embeddings=config.max_position_embeddings,
-        )
+        transformers_config(config)
     ).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     labels = np.full(batch["token_ids"].shape, -100, "int64")
