@@ -16,6 +16,7 @@ Examples
   python tools/export.py --model models/sentiment --output exports/sentiment/3 --overwrite
   python tools/export.py --model models/minilm --output exports/minilm --max-seq-length 128
   python tools/export.py --model models/sentiment --output exports/sentiment --jit-compile on
+  python tools/export.py --model models/sentiment --output exports/sentiment --dtype mixed_bfloat16
 """
 
 import argparse
@@ -57,6 +58,11 @@ def build_parser():
         "outside). auto: off, as TF Serving runs an XLA export on CPU only with "
         "--xla_cpu_compilation_enabled; on is faster where that is set (exports/README.md, "
         "BENCHMARKS.md).")
+    parser.add_argument(
+        "--dtype", choices=("float32", "mixed_bfloat16"), default="float32",
+        help="Keras dtype policy of the exported model: mixed_bfloat16 multiplies in bfloat16 "
+        "(float32 variables and outputs); faster only on CPUs with AMX or AVX512-BF16 and at "
+        "large batches (BENCHMARKS.md serving-accuracy).")
     parser.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
                         help="Uncased vocabulary; --no-lowercase: cased (default: task.json's, "
                         "else guessed from vocab.txt).")
@@ -105,14 +111,14 @@ def main(argv=None):
     }
     try:
         path = export_model(args.model, args.output, overwrite=args.overwrite,
-                            warmup=args.warmup, **options)
+                            warmup=args.warmup, dtype=args.dtype, **options)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     with open(os.path.join(path, INFO_FILE), encoding="utf-8") as f:
         info = json.load(f)
     print(f"Exported {args.model} -> {path} ({info['module']}, max_seq_length "
-          f"{info['max_seq_length']}, jit_compile {info['jit_compile']})")
+          f"{info['max_seq_length']}, jit_compile {info['jit_compile']}, dtype {info['dtype']})")
     for name, signature in info["signatures"].items():
         inputs = ", ".join(f"{k}: {v['dtype']}{v['shape']}" for k, v in signature["inputs"].items())
         outputs = ", ".join(f"{k}: {v['dtype']}{v['shape']}"

@@ -40,6 +40,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # The checkpoint is a local folder
 
 import _cli  # noqa: E402
 
+# The tokenizer check: this many training texts, at most this many tokens.
+CHECKED_TEXTS = 512
+CHECKED_LENGTH = 128
 # Parameters without weight decay, as in the Hugging Face examples.
 NO_DECAY = ("bias", "LayerNorm.weight")
 
@@ -96,6 +99,27 @@ def _batch(tokenizer, encodings, indices):
     return tokenizer.pad(features, padding="longest", return_tensors="pt")
 
 
+def check_tokenizer(tokenizer, texts, vocab_file):
+    """Stops unless `tokenizer` gives keras_bert's token ids on `texts` (all but 1%)."""
+    import tensorflow as tf
+
+    from keras_bert.text import BertPreprocessor
+
+    ours = BertPreprocessor.from_vocab_file(vocab_file, lowercase=True, sequence_length=None,
+                                            max_seq_length=CHECKED_LENGTH)
+    packed = ours(tf.constant(texts))
+    ids = [row[mask.astype(bool)].tolist() for row, mask in
+           zip(packed["token_ids"].numpy(), packed["padding_mask"].numpy())]
+    theirs = tokenizer(texts, truncation=True, max_length=CHECKED_LENGTH)["input_ids"]
+    agree = sum(a == b for a, b in zip(ids, theirs))
+    if agree < 0.99 * len(texts):
+        raise SystemExit(f"error: the PyTorch tokenizer agrees with keras_bert's on only "
+                         f"{agree} of {len(texts)} texts (e.g. {theirs[0]} vs {ids[0]}); "
+                         f"the reference would not be comparable.")
+    print(f"tokenizer check: the same token ids as keras_bert on {agree} of {len(texts)} "
+          f"training texts", flush=True)
+
+
 def evaluate(model, tokenizer, encodings, labels, batch_size):
     """keras_bert's classification metrics (accuracy, macro_f1, mcc) of `model`."""
     import torch
@@ -131,8 +155,10 @@ def main(argv=None):
     train = _limited(train, args.limit, args.seed)
     held_out = _limited(held_out, args.limit, args.seed)
     folder = minilm_checkpoint_dir()
-    tokenizer = transformers.BertTokenizerFast(
-        vocab_file=os.path.join(folder, "vocab.txt"), do_lower_case=True)  # MiniLM is uncased.
+    # from_pretrained: transformers 5 ignores a `vocab_file=` argument and
+    # builds a tokenizer that maps every word to [UNK].
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(folder)
+    check_tokenizer(tokenizer, train.texts[:CHECKED_TEXTS], os.path.join(folder, "vocab.txt"))
     model = transformers.BertForSequenceClassification.from_pretrained(
         folder, num_labels=len(TWEETS_LABELS), hidden_dropout_prob=args.dropout_rate,
         attention_probs_dropout_prob=args.dropout_rate)
@@ -157,8 +183,9 @@ def main(argv=None):
           f"max_seq_length {args.max_seq_length}", flush=True)
 
     order = torch.Generator().manual_seed(args.seed)
-    step, start, losses = 0, time.time(), []
+    step, start, losses, train_seconds = 0, time.time(), [], 0.0
     for epoch in range(args.epochs):
+        epoch_start = time.time()
         permutation = torch.randperm(len(train_labels), generator=order).tolist()
         for first in range(0, len(permutation), args.batch_size):
             indices = permutation[first:first + args.batch_size]
@@ -177,10 +204,12 @@ def main(argv=None):
                 print(f"step {step}/{total_steps} learning_rate {rate:.3e} "
                       f"loss {np.mean(losses):.4f} ({time.time() - start:.0f} s)", flush=True)
                 losses = []
+        train_seconds += time.time() - epoch_start
         metrics = evaluate(model, tokenizer, eval_encodings, eval_labels, args.eval_batch_size)
         print(f"epoch {epoch + 1}/{args.epochs}: held-out accuracy {metrics['accuracy']:.4f} "
               f"macro_f1 {metrics['macro_f1']:.4f} mcc {metrics['mcc']:.4f} "
-              f"({time.time() - start:.0f} s)", flush=True)
+              f"({time.time() - start:.0f} s; training {step * args.batch_size / train_seconds:.1f} "
+              f"examples/s)", flush=True)
     return metrics
 
 

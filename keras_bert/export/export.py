@@ -158,7 +158,8 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
     )
 
 
-def export_model(model_or_dir, output, version=None, overwrite=False, warmup=True, **options):
+def export_model(model_or_dir, output, version=None, overwrite=False, warmup=True,
+                 dtype=None, **options):
     """Exports a model for TF Serving: raw-string signatures, vocab as an asset.
 
     Args:
@@ -171,6 +172,11 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
             does not reload a version it already serves; export a new one.
         warmup: bool, write TF Serving's warmup requests
             (assets.extra/tf_serving_warmup_requests; see `tf_serving.py`).
+        dtype: None, "float32" or "mixed_bfloat16": the Keras dtype policy
+            the model directory is loaded with. "mixed_bfloat16" multiplies in
+            bfloat16 (float32 variables and outputs); it pays on CPUs with
+            AMX or AVX512-BF16 at large batches (BENCHMARKS.md). A Keras
+            model is exported with its own policy.
         **options: `build_serving_module` arguments (vocab_file, lowercase,
             max_seq_length, pairs, sequence_length, pad_to_multiple_of,
             jit_compile, doc_stride, ...).
@@ -182,10 +188,20 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
     >>> export_model("models/sentiment", "exports/sentiment")
     'exports/sentiment/1'
     """
+    if dtype not in (None, "float32", "mixed_bfloat16"):
+        raise ValueError(f"Expected dtype None, 'float32' or 'mixed_bfloat16'. "
+                         f"Received: dtype={dtype!r}")
     if isinstance(model_or_dir, (str, os.PathLike)):
-        model = load_model_dir(os.fspath(model_or_dir), BertEncoder)
+        policy = {} if dtype in (None, "float32") else {"dtype": dtype}
+        model = load_model_dir(os.fspath(model_or_dir), BertEncoder, **policy)
     else:
         model = model_or_dir
+        policy = getattr(model, "encoder", model).pooler.dtype_policy.name
+        if dtype is not None and policy != dtype:
+            raise ValueError(
+                f"export_model(dtype={dtype!r}) re-loads a model directory, but a Keras model "
+                f"with dtype policy {policy!r} was given. Pass its model "
+                f"directory, or build the model with dtype={dtype!r}.")
     module = build_serving_module(model, **options)
     return save_serving_module(module, resolve_export_dir(output, version), overwrite, warmup)
 
@@ -241,6 +257,7 @@ def export_info(module, saved_model_dir):
         "sequence_length": module.sequence_length,
         "pad_to_multiple_of": module.pad_to_multiple_of,
         "jit_compile": module.jit_compile,
+        "dtype": module.dtype_policy,
         # Classifier exports: length-sorted sub-batches per request (1: none).
         **({"sub_batches": module.sub_batches} if hasattr(module, "sub_batches") else {}),
         "signatures": {

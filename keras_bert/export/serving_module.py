@@ -148,6 +148,7 @@ class BertServingModule(tf.Module):
         self.sequence_length = sequence_length
         self.pad_to_multiple_of = pad_to_multiple_of
         self.jit_compile = bool(jit_compile)
+        self.dtype_policy = encoder.pooler.dtype_policy.name  # The model's own stays float32.
         self._keras = _Unsaved(
             model=model,
             encoder=encoder,

@@ -170,7 +170,9 @@ class BertEncoder(keras.Model):
             "trainable": self.trainable,
             **self.get_bert_config().to_dict(),
             "output_attention_probs": self.output_attention_probs,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            # The layers' policy: a functional model's own `dtype_policy` stays
+            # float32 whatever `dtype` was given.
+            "dtype": keras.dtype_policies.serialize(self.pooler.dtype_policy),
         }
 
     @classmethod

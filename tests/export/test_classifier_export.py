@@ -214,6 +214,25 @@ def test_sub_batches_match_the_default_export_in_input_order(classifier_export, 
         build_serving_module(classifier_export["model"], sub_batches=0)
 
 
+def test_mixed_bfloat16_export_is_close_and_records_its_dtype(classifier_export, tmp_path):
+    texts = tf.constant(TEXTS)
+    expected = build_serving_module(classifier_export["model"]).classify(texts)
+    path = export_model(classifier_export["model_dir"], str(tmp_path / "bf16"),
+                        dtype="mixed_bfloat16", warmup=False)
+    with open(os.path.join(path, INFO_FILE), encoding="utf-8") as f:
+        assert json.load(f)["dtype"] == "mixed_bfloat16"
+    out = tf.saved_model.load(path).signatures["serving_default"](text=texts)
+    assert out["probabilities"].dtype == tf.float32  # bf16 inside, float32 out.
+    difference = np.abs(out["probabilities"].numpy() - expected["probabilities"].numpy())
+    # bfloat16 keeps ~3 significant digits: close to float32, but not equal.
+    assert 0 < difference.max() < 0.05
+    # A Keras model keeps its own policy: asking for another one is an error.
+    with pytest.raises(ValueError, match="model directory"):
+        export_model(classifier_export["model"], str(tmp_path / "x"), dtype="mixed_bfloat16")
+    with pytest.raises(ValueError, match="dtype='float16'"):
+        export_model(classifier_export["model_dir"], str(tmp_path / "y"), dtype="float16")
+
+
 def test_pairs_and_regression(classifier_export):
     pairs = build_serving_module(classifier_export["model"], pairs=True)
     packed = pairs.preprocess(tf.constant(["a good", "b"]), tf.constant(["movie", ""]))

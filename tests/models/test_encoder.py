@@ -50,6 +50,13 @@ def test_config_round_trip(encoder):
     assert clone.count_params() == encoder.count_params()
 
 
+def test_mixed_precision_policy_survives_get_config():
+    encoder = BertEncoder(**tiny_config().to_dict(), dtype="mixed_bfloat16")
+    clone = BertEncoder.from_config(encoder.get_config())
+    assert clone.pooler.dtype_policy.name == "mixed_bfloat16"
+    assert clone.embeddings.dtype_policy.name == "mixed_bfloat16"
+
+
 def test_keras_save_and_saved_model(encoder, batch, tmp_path):
     run_model_saving_test(encoder, batch, tmp_path)
     run_saved_model_test(encoder, batch, tmp_path)
