@@ -196,3 +196,29 @@ def test_tensorflow_loads_quietly_unless_verbose():
     # Without it: "WARNING: All log messages before absl::InitializeLog() ...",
     # "I0000 ... port.cc:153] oneDNN custom operations are on ...", "cudart_stub.cc".
     assert "absl::InitializeLog" not in done.stderr and "I0000" not in done.stderr, done.stderr
+
+
+def _load_tool(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "tools", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_finetune_benchmark_reads_both_logs_without_evaluation_time():
+    benchmark = _load_tool("benchmark")
+    # Epoch 1's evaluation (4 s) ran inside the interval that ended at step 100;
+    # epoch 2's after the last line, in no interval.
+    ours = "\n".join([
+        "step 50/100 loss 1.0 examples/s 160.0 (10.0 s)",
+        "epoch 1 eval: accuracy 0.5000 macro_f1 0.4000 mcc 0.1000 (4.0 s) [best]",
+        "step 100/100 loss 0.9 examples/s 114.3 (14.0 s)",
+        "epoch 2 eval: accuracy 0.6000 macro_f1 0.5000 mcc 0.2000 (4.0 s) [best]",
+    ])
+    assert benchmark._keras_bert_finetune_result(ours, 32) == (100 * 32 / 20.0, 0.6, 0.5)
+    reference = ("epoch 1/2: held-out accuracy 0.7000 macro_f1 0.6000 mcc 0.3 (9 s; training "
+                 "30.0 examples/s)\nepoch 2/2: held-out accuracy 0.8000 macro_f1 0.7000 mcc "
+                 "0.4 (20 s; training 25.5 examples/s)")
+    assert benchmark._reference_finetune_result(reference) == (25.5, 0.8, 0.7)
+    with pytest.raises(RuntimeError, match="did not finish"):
+        benchmark._keras_bert_finetune_result(ours.split("\n")[0], 32)

