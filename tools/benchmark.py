@@ -221,7 +221,7 @@ def torch_forward(config, batch, dtype):
     import torch
     import transformers
 
-    torch.set_num_threads(os.cpu_count())
+    torch.set_num_threads(usable_cores())
     model = transformers.BertModel(
         transformers_config(config)
     ).eval()
@@ -411,7 +411,7 @@ def torch_train(config, batch, dtype):
     import torch
     import transformers
 
-    torch.set_num_threads(os.cpu_count())
+    torch.set_num_threads(usable_cores())
     model = transformers.BertForPreTraining(
         transformers_config(config)
     ).train()
@@ -668,8 +668,13 @@ def machine_line():
     except (OSError, StopIteration):
         pass
     gpu = accelerator_name()
-    return (f"{gpu + ' + ' if gpu else ''}{cpu}, {os.cpu_count()} cores ({cpu_flags()}); "
+    return (f"{gpu + ' + ' if gpu else ''}{cpu}, {usable_cores()} cores ({cpu_flags()}); "
             + ", ".join(versions))
+
+
+def usable_cores():
+    """CPUs this process may run on (`taskset` narrows them); every system gets that many threads."""
+    return len(os.sched_getaffinity(0))
 
 
 def cpu_flags():
@@ -864,7 +869,7 @@ def _torch_classifier(source, classifier):
     import torch
     import transformers
 
-    torch.set_num_threads(os.cpu_count())
+    torch.set_num_threads(usable_cores())
     tokenizer = transformers.BertTokenizerFast.from_pretrained(source)
     model = transformers.BertForSequenceClassification.from_pretrained(
         source, num_labels=len(SERVING_E2E_LABELS), torch_dtype=torch.float32).eval()
@@ -1254,7 +1259,7 @@ def _torch_classifier_train(config, batch, labels):
     import torch
     import transformers
 
-    torch.set_num_threads(len(os.sched_getaffinity(0)))
+    torch.set_num_threads(usable_cores())
     torch_config = transformers_config(config)
     torch_config.num_labels = 3
     model = transformers.BertForSequenceClassification(torch_config).train()

@@ -35,7 +35,7 @@ Output: --output is a model directory written at every epoch that improves
 names, max_seq_length and the eval metrics). Load it with
 BertClassifier / BertTokenClassifier / BertSpanLabeler.from_pretrained.
 
-Defaults are the paper's: AdamW, lr 3e-5, batch 32, 3 epochs, warmup 10%,
+Defaults are the paper's: AdamW, lr 5e-5, batch 32, 3 epochs, warmup 10%,
 linear decay, weight decay 0.01, clip norm 1.0.
 
 Feedback: a progress bar with ETA on a terminal, a line every --log-every
@@ -108,7 +108,7 @@ def build_parser():
 
     # The defaults are FinetuneOptions' (tests/test_tools.py checks them).
     train = parser.add_argument_group("training")
-    train.add_argument("--learning-rate", type=float, default=3e-5,
+    train.add_argument("--learning-rate", type=float, default=5e-5,
                        help="Peak AdamW learning rate.")
     train.add_argument("--epochs", type=int, default=3, help="Passes over the training data.")
     train.add_argument("--batch-size", type=int, default=32,

@@ -272,7 +272,7 @@ def test_options_are_validated():
         finetune_lib.FinetuneOptions(warmup_fraction=1.5)
     with pytest.raises(ValueError, match="dtype"):
         finetune_lib.FinetuneOptions(dtype="float16")
-    assert np.isclose(finetune_lib.FinetuneOptions().learning_rate, 3e-5)
+    assert np.isclose(finetune_lib.FinetuneOptions().learning_rate, 5e-5)
 
 
 def test_freezing_and_layerwise_decay_from_the_cli(workdir):
