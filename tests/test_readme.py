@@ -51,6 +51,10 @@ SKIP = {
         "tools/quickstart.py runs a 4,000-tweet version, tests/checkpoints/test_minilm.py the conversion",
     "README.md: $ python tools/finetune.py --task classification --model models/minilm --train \"$(python -c":
         "the real 38k-tweet reproduction run, as above",
+    "README.md: $ python tools/finetune_reference.py":
+        "the PyTorch side of the 38k-tweet reproduction run (torch, ~40 minutes); "
+        "tests/test_tools.py checks its flags, and it stops unless its tokenizer gives "
+        "keras_bert's ids",
     "README.md: $ python tools/finetune.py --task classification --model models/minilm --train tfds:glue/mrpc":
         "TFDS glue/mrpc needs a download (the TFDS path is tested with tfds.testing.mock_data)",
     "README.md: $ kill -TERM <pid>": "a placeholder pid; tests/training test SIGTERM and resume",

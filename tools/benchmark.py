@@ -668,7 +668,7 @@ def machine_line():
     except (OSError, StopIteration):
         pass
     gpu = accelerator_name()
-    return (f"{gpu + ' + ' if gpu else ''}{cpu}, {usable_cores()} cores ({cpu_flags()}); "
+    return (f"{gpu + ' + ' if gpu else ''}{cpu}, {usable_cores()} core{'s' if usable_cores() > 1 else ''} ({cpu_flags()}); "
             + ", ".join(versions))
 
 
@@ -1197,9 +1197,10 @@ def bench_serving_accuracy(args):
         predicted = probabilities.argmax(-1)
         metrics = classification_metrics(labels, predicted, len(TWEETS_LABELS))
         row = {"export": f"{name}, sorted x4", "held-out tweets": len(labels),
-               "accuracy": metrics["accuracy"], "macro-F1": metrics["macro_f1"],
+               # Strings: the table's two decimals would hide a 0.3-point difference.
+               "accuracy": f"{metrics['accuracy']:.4f}", "macro-F1": f"{metrics['macro_f1']:.4f}",
                "labels unlike float32": int((predicted != base.argmax(-1)).sum()),
-               "max abs probability difference": float(np.abs(probabilities - base).max()),
+               "max abs probability difference": f"{np.abs(probabilities - base).max():.1e}",
                f"texts/s (batches of {size})": len(labels) / statistics.median(totals[name]),
                "p50 ms (1 text)": 1000 * float(np.percentile(latencies[name], 50))}
         rows.append(row)

@@ -59,7 +59,7 @@ def build_parser():
                         help="Training tweets (the full split has 34,342).")
     parser.add_argument("--eval-size", type=int, default=1000,
                         help="Held-out tweets scored (the full split has 3,816).")
-    parser.add_argument("--epochs", type=int, default=1, help="Fine-tuning epochs.")
+    parser.add_argument("--epochs", type=int, default=2, help="Fine-tuning epochs.")
     parser.add_argument("--retrain", action="store_true", help="Redo fine-tuning and export.")
     _cli.add_verbose(parser)
     return parser
@@ -109,8 +109,9 @@ def main(argv=None):
         with open(os.path.join(sentiment, "task.json")) as f:
             metrics = json.load(f).get("eval_metrics", {})
     else:
-        options = FinetuneOptions(epochs=args.epochs, learning_rate=1e-4, batch_size=32,
-                                  max_seq_length=64, log_every=25)
+        # The default recipe (lr 5e-5), on short tweets.
+        options = FinetuneOptions(epochs=args.epochs, batch_size=32, max_seq_length=64,
+                                  log_every=25)
         result = finetune("classification", minilm, sentiment, train, held_out, options)
         metrics = result.best_metrics
     majority = max(set(train.labels), key=train.labels.count)
