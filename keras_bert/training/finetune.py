@@ -239,8 +239,8 @@ def _finetune_jit_compile(options, strategy):
     """Like `resolve_jit_compile`, but "auto" is off on a CPU-only machine.
 
     Fine-tuning batches come in many length buckets, and XLA compiles each
-    one: fine-tuning MiniLM on the tweets here spent minutes compiling and
-    then ran no faster (18-20 vs 23 examples/s without XLA).
+    one; on CPU the compiled step was also 6-9% slower than TensorFlow's
+    (MiniLM, batch 32 at 32-64 tokens: BENCHMARKS.md, finetune-step).
     """
     if options.jit_compile == "auto" and not tf.config.list_logical_devices("GPU"):
         return False
