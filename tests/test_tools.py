@@ -222,3 +222,23 @@ def test_finetune_benchmark_reads_both_logs_without_evaluation_time():
     assert benchmark._reference_finetune_result(reference) == (25.5, 0.8, 0.7)
     with pytest.raises(RuntimeError, match="did not finish"):
         benchmark._keras_bert_finetune_result(ours.split("\n")[0], 32)
+
+
+def test_finetune_reference_refuses_a_tokenizer_unlike_keras_bert(tmp_path, capsys):
+    # transformers 5 ignores BertTokenizerFast(vocab_file=...) and maps every
+    # word to [UNK]; the reference must stop rather than train on that.
+    reference = _load_tool("finetune_reference")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "movie",
+                                "bad", "##s", "a"]) + "\n", encoding="utf-8")
+    texts = ["a good movie", "bad movies", "A GOOD movie"]
+    right = [[2, 9, 5, 6, 3], [2, 7, 6, 8, 3], [2, 9, 5, 6, 3]]
+
+    def tokenizer(ids):
+        return lambda batch, truncation, max_length: {"input_ids": ids[:len(batch)]}
+
+    reference.check_tokenizer(tokenizer(right), texts, str(vocab))
+    assert "3 of 3" in capsys.readouterr().out
+    unknown = [[2] + [1] * (len(row) - 2) + [3] for row in right]
+    with pytest.raises(SystemExit, match="agrees with keras_bert's on only 0 of 3"):
+        reference.check_tokenizer(tokenizer(unknown), texts, str(vocab))
