@@ -226,6 +226,12 @@ def test_mixed_bfloat16_export_is_close_and_records_its_dtype(classifier_export,
     difference = np.abs(out["probabilities"].numpy() - expected["probabilities"].numpy())
     # bfloat16 keeps ~3 significant digits: close to float32, but not equal.
     assert 0 < difference.max() < 0.05
+    # Only casts are new, so a TF Serving that runs the float32 export runs this
+    # one (the float32 export's ops are checked in test_op_set.py).
+    from keras_bert.export.op_set import graph_ops
+
+    new_ops = set(graph_ops(path)) - set(graph_ops(classifier_export["export_dir"]))
+    assert new_ops <= {"Cast"}, new_ops
     # A Keras model keeps its own policy: asking for another one is an error.
     with pytest.raises(ValueError, match="model directory"):
         export_model(classifier_export["model"], str(tmp_path / "x"), dtype="mixed_bfloat16")
