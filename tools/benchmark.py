@@ -1031,9 +1031,9 @@ def _pinned_process(command, cpus, log_path):
     threads = str(len(cpus))
     env = dict(os.environ, OMP_NUM_THREADS=threads, TF_NUM_INTRAOP_THREADS=threads,
                TF_NUM_INTEROP_THREADS=threads, TF_CPP_MIN_LOG_LEVEL="2")
-    log = open(log_path, "w", encoding="utf-8")
-    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                            preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+    with open(log_path, "w", encoding="utf-8") as log:  # The child keeps its own handle.
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                preexec_fn=lambda: os.sched_setaffinity(0, cpus))
 
 
 def _keras_bert_finetune_result(log_text, batch_size):
@@ -1124,12 +1124,12 @@ def bench_finetune(args):
     logs = {name: os.path.join(workdir, f"{name}.log") for name in ("keras_bert", "torch")}
     print(f"  logs: {logs['keras_bert']}, {logs['torch']}; cores {cores[0]} and {cores[1]}",
           flush=True)
-    processes = [_pinned_process(ours, cores[0], logs["keras_bert"]),
-                 _pinned_process(reference, cores[1], logs["torch"])]
+    first = _pinned_process(ours, cores[0], logs["keras_bert"])
     if cores[0] == cores[1]:  # One CPU: one after the other.
-        processes[0].wait()
-    for process in processes:
-        process.wait()
+        first.wait()
+    second = _pinned_process(reference, cores[1], logs["torch"])
+    first.wait()
+    second.wait()
     texts = {name: open(path, encoding="utf-8").read() for name, path in logs.items()}
     results = {
         "PyTorch BertForSequenceClassification + AdamW (random batches, per-batch padding)":

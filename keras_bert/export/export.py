@@ -192,8 +192,8 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
         raise ValueError(f"Expected dtype None, 'float32' or 'mixed_bfloat16'. "
                          f"Received: dtype={dtype!r}")
     if isinstance(model_or_dir, (str, os.PathLike)):
-        policy = {} if dtype in (None, "float32") else {"dtype": dtype}
-        model = load_model_dir(os.fspath(model_or_dir), BertEncoder, **policy)
+        encoder_kwargs = {} if dtype in (None, "float32") else {"dtype": dtype}
+        model = load_model_dir(os.fspath(model_or_dir), BertEncoder, **encoder_kwargs)
     else:
         model = model_or_dir
         policy = getattr(model, "encoder", model).pooler.dtype_policy.name
