@@ -277,6 +277,36 @@ def atomic_file(target):
         raise
 
 
+def save_atomically(save, filepath, overwrite=True, **kwargs):
+    """`save(filepath, ...)` through `atomic_file`: a failed save keeps the old file.
+
+    For `keras.Model.save` overrides: Keras writes a `.keras` file in place,
+    so a save that fails part-way (a full disk) leaves the previous file
+    unloadable. Other targets (a file object, a legacy `.h5`) go straight
+    to `save`.
+
+    Args:
+        save: the saving function, e.g. `super().save`, called as
+            `save(tmp, overwrite=True, **kwargs)`.
+        filepath: str or PathLike, the target.
+        overwrite: bool; False refuses an existing file (FileExistsError)
+            instead of Keras' interactive prompt.
+        **kwargs: passed to `save`.
+
+    Example:
+    >>> class MyModel(keras.Model):                       # doctest: +SKIP
+    ...     def save(self, filepath, overwrite=True, **kwargs):
+    ...         return save_atomically(super().save, filepath, overwrite, **kwargs)
+    """
+    if not isinstance(filepath, (str, os.PathLike)) or not os.fspath(filepath).endswith(".keras"):
+        return save(filepath, overwrite=overwrite, **kwargs)
+    if not overwrite and os.path.exists(filepath):
+        raise FileExistsError(f"{os.fspath(filepath)} exists: pass overwrite=True to replace it.")
+    with atomic_file(filepath) as tmp:
+        result = save(tmp, overwrite=True, **kwargs)
+    return result
+
+
 def write_text_atomic(path, text):
     """Writes `text` (UTF-8) to `path` through `atomic_file`."""
     with atomic_file(path) as tmp:

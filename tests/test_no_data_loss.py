@@ -221,7 +221,7 @@ def test_finetune_cleanup_removes_only_its_own_checkpoint_files(tmp_path):
     ckpt = tmp_path / "ckpt"
     for name in ("finetune_state.json", "checkpoint", "ckpt-12.index",
                  "ckpt-12.data-00000-of-00001", "data-worker-0/ckpt-12.index",
-                 "user_notes.txt", "ckpt-final.h5"):
+                 ".tmp/worker-1/ckpt-12.index", "user_notes.txt", "ckpt-final.h5"):
         write(str(ckpt / name), "x")
     finetune_lib.remove_checkpoints(str(ckpt))
     assert sorted(os.listdir(ckpt)) == ["ckpt-final.h5", "user_notes.txt"]
@@ -492,3 +492,53 @@ def test_a_tool_ends_quietly_when_its_reader_closes_the_pipe():
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=60) == 0, stderr
     assert stderr == ""
+
+
+def test_a_failed_encoder_save_keeps_the_previous_keras_file(encoder, tmp_path, monkeypatch):
+    path = str(tmp_path / "encoder.keras")
+    encoder.save(path)
+    before = snapshot(tmp_path)
+    from keras.src.saving import saving_api
+
+    def fail(model, filepath, **kwargs):
+        with open(filepath, "wb") as f:
+            f.write(b"PK\x03\x04 half a zip")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(saving_api, "save_model", fail)
+    with pytest.raises(OSError, match="No space"):
+        encoder.save(path)
+    assert snapshot(tmp_path) == before
+    monkeypatch.undo()
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_array_equal(weights_of(loaded)[0], weights_of(encoder)[0])
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        encoder.save(path, overwrite=False)
+
+
+def test_save_pretrained_into_a_folder_holding_only_the_vocab_it_copies(tmp_path):
+    os.makedirs(tmp_path / "m")
+    make_vocab(str(tmp_path / "m" / "vocab.txt"))
+    vocab = str(tmp_path / "m" / "vocab.txt")
+    with open(vocab, encoding="utf-8") as f:
+        size = sum(1 for _ in f)
+    model = BertEncoder(**tiny_config(num_layers=1, vocab_size=size).to_dict())
+    before = (tmp_path / "m" / "vocab.txt").read_bytes()
+    model.save_pretrained(str(tmp_path / "m"), vocab_file=vocab)
+    assert (tmp_path / "m" / "vocab.txt").read_bytes() == before
+    assert sorted(os.listdir(tmp_path / "m")) == ["config.json", "model.weights.h5", "vocab.txt"]
+    # Another vocabulary there is the user's: refused.
+    other = BertEncoder(**tiny_config(num_layers=1, vocab_size=size).to_dict())
+    os.makedirs(tmp_path / "n")
+    (tmp_path / "n" / "vocab.txt").write_bytes(before)
+    with pytest.raises(OutputError, match="vocab.txt"):
+        other.save_pretrained(str(tmp_path / "n"), vocab_file=vocab)
+    assert os.listdir(tmp_path / "n") == ["vocab.txt"]
+
+
+def test_export_to_a_file_as_exports_name_is_refused_at_once(tiny_model, tmp_path):
+    write(str(tmp_path / "exports" / "tiny"), "a file")
+    before = snapshot(tmp_path)
+    with pytest.raises(OutputError, match="is a file"):
+        export_model(tiny_model, str(tmp_path / "exports" / "tiny"))
+    assert snapshot(tmp_path) == before

@@ -17,7 +17,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from keras_bert.export.predict import is_version, run_function
 from keras_bert.export.serving_module import BertServingModule
 from keras_bert.export.tf_serving import write_warmup_requests
-from keras_bert.files import Kind, check_not_input, prepare_output_dir, staged_dir
+from keras_bert.files import Kind, OutputError, check_not_input, prepare_output_dir, staged_dir
 from keras_bert.models import BertEncoder, get_task, load_model_dir
 from keras_bert.text import BertTokenizer, infer_lowercase, save_vocabulary
 
@@ -227,8 +227,11 @@ def check_export_dir(export_dir, overwrite=False, inputs=()):
     Returns:
         str, its real path (links resolved).
     """
-    check_not_input(os.path.dirname(os.path.abspath(export_dir)), inputs,
-                    flag="The export folder")
+    base = os.path.dirname(os.path.abspath(export_dir))
+    check_not_input(base, inputs, flag="The export folder")
+    if os.path.exists(base) and not os.path.isdir(base):
+        raise OutputError(f"The export folder {base} is a file: give exports/NAME, a folder "
+                          f"for the versions (e.g. --output exports/sentiment).")
     real = prepare_output_dir(export_dir, EXPORT_VERSION_KIND, inputs=inputs,
                               overwrite_flag="overwrite=True (--overwrite)")
     if os.path.lexists(real) and not overwrite:

@@ -19,7 +19,7 @@ import re
 import shutil
 
 from keras_bert.config import BertConfig
-from keras_bert.files import Kind, prepare_output_dir, staged_dir
+from keras_bert.files import Kind, prepare_output_dir, real_path, staged_dir
 from keras_bert.models.registry import get_task
 from keras_bert.text import BertPreprocessor, BertTokenizer, infer_lowercase, save_vocabulary
 
@@ -93,7 +93,10 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
     vocab_file = vocab_file or getattr(model, "vocab_file", None)
     if vocab_file is not None:
         check_vocab(vocab_file, config.vocab_size)
-    target = prepare_output_dir(model_dir, MODEL_DIR_KIND)
+    if _holds_only(model_dir, VOCAB_FILE, vocab_file):
+        target = real_path(model_dir)  # Its one file is the vocabulary copied in.
+    else:
+        target = prepare_output_dir(model_dir, MODEL_DIR_KIND)
     # A vocab.txt inside `model_dir` (a re-save of a loaded model) is copied
     # into the staging folder before the old directory is replaced.
     with staged_dir(target) as tmp:
@@ -117,6 +120,13 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
         _stamp_config(os.path.join(tmp, WEIGHTS_FILE), config)
     if os.path.exists(os.path.join(target, VOCAB_FILE)):
         model.vocab_file = os.path.join(os.path.abspath(model_dir), VOCAB_FILE)
+
+
+def _holds_only(folder, name, source):
+    """True if `folder` holds only `name`, and that file is `source` itself."""
+    path = os.path.join(folder, name)
+    return (source is not None and os.path.isdir(folder) and os.listdir(folder) == [name]
+            and real_path(path) == real_path(source))
 
 
 def save_model_weights(model, path):

@@ -41,7 +41,6 @@ import json
 import logging
 import math
 import os
-import re
 import time
 
 import keras
@@ -62,7 +61,7 @@ from keras_bert.training.finetuning_controls import (
     layerwise_lr_multipliers,
 )
 from keras_bert.training.pretrain import resolve_jit_compile
-from keras_bert.training.trainer import CHECKPOINT_NAME, Trainer, TrainingInterrupted
+from keras_bert.training.trainer import Trainer, TrainingInterrupted, own_checkpoint_files
 
 logger = logging.getLogger("keras_bert.training")
 
@@ -334,11 +333,11 @@ def remove_checkpoints(checkpoint_dir):
     nothing else is left: files of the user's there stay."""
     if not os.path.isdir(checkpoint_dir):
         return
-    pattern = re.compile(rf"{re.escape(CHECKPOINT_NAME)}-\d+\.(index|data-\d+-of-\d+)$")
-    own = [name for name in os.listdir(checkpoint_dir)
-           if pattern.match(name) or name.startswith("data-worker-")
-           or name in (STATE_FILE, "checkpoint", ".tmp")]
-    remove_own(checkpoint_dir, own)
+    workers = os.path.join(checkpoint_dir, ".tmp")  # Non-chief workers' copies (Trainer).
+    if os.path.isdir(workers):
+        remove_own(workers, [name for name in os.listdir(workers)
+                             if name.startswith("worker-") and name[7:].isdigit()])
+    remove_own(checkpoint_dir, own_checkpoint_files(checkpoint_dir) + [STATE_FILE])
 
 
 def _fingerprint(task, model_dir, options, num_examples):
