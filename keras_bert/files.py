@@ -29,7 +29,8 @@ this module:
    uniquely named sibling and `os.replace`d over its target
    (`atomic_file`). On any error before the rename, the previous version is
    untouched. (Between the two renames of a folder, a SIGKILL leaves the old
-   version inside the staging folder, `.tmp-...-pidN-HOST-.../old`.)
+   version inside the staging folder, `.tmp-NAME-pidN-HOST-.../old`; the
+   next writer of NAME puts it back before removing dead writers' folders.)
 5. Symbolic links are followed: an output that is a link (or lies under
    one) is resolved to its real path, and the real target is replaced
    there; the link itself is never renamed.
@@ -48,7 +49,7 @@ import os
 import shutil
 import tempfile
 
-from keras_bert.staging import host_name, make_staging_dir, remove_stale
+from keras_bert.staging import host_name, make_staging_dir, remove_stale, stale_entries
 
 # The way out that every refusal names.
 WAY_OUT = "choose a new or empty folder, or remove it yourself"
@@ -192,6 +193,17 @@ def _replace_dir(new, target, staging):
         raise
 
 
+def _recover(target, prefix):
+    """Puts back the old `target` that a writer killed between its two renames
+    left in its staging folder (before that folder is removed as stale)."""
+    if os.path.lexists(target):
+        return
+    for staging in stale_entries(os.path.dirname(target), f"{prefix}{os.path.basename(target)}-"):
+        old = os.path.join(staging, "old")
+        if os.path.isdir(old) and not os.path.lexists(target):
+            os.rename(old, target)
+
+
 @contextlib.contextmanager
 def staged_dir(target, prefix=".tmp-"):
     """Yields an empty folder to write; on success it replaces `target` atomically.
@@ -211,6 +223,7 @@ def staged_dir(target, prefix=".tmp-"):
     target = real_path(target)
     parent = os.path.dirname(target)
     os.makedirs(parent, exist_ok=True)
+    _recover(target, prefix)
     staging = make_staging_dir(parent, prefix, os.path.basename(target))
     try:
         new = os.path.join(staging, "new")

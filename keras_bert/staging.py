@@ -33,6 +33,26 @@ def _alive(pid):
     return True
 
 
+def stale_entries(parent, prefix):
+    """The `prefix...pidN-HOST-...` entries of `parent` whose process N, on this
+    host, has ended (links excluded): paths, sorted."""
+    pattern = re.compile(rf"{re.escape(prefix)}(?:.*-)?pid(\d+)-([A-Za-z0-9]*)-[^-]+$")
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return []
+    host = host_name()
+    stale = []
+    for name in sorted(names):
+        match = pattern.match(name)
+        if not match or match.group(2) != host or int(match.group(1)) == os.getpid():
+            continue
+        path = os.path.join(parent, name)
+        if not _alive(int(match.group(1))) and not os.path.islink(path):
+            stale.append(path)
+    return stale
+
+
 def remove_stale(parent, prefix, files=False):
     """Removes `prefix...pidN-HOST-...` folders in `parent` whose process N has ended.
 
@@ -44,20 +64,8 @@ def remove_stale(parent, prefix, files=False):
     Returns:
         list of str, the folders removed.
     """
-    pattern = re.compile(rf"{re.escape(prefix)}(?:.*-)?pid(\d+)-([A-Za-z0-9]*)-[^-]+$")
     removed = []
-    try:
-        names = os.listdir(parent)
-    except OSError:
-        return removed
-    host = host_name()
-    for name in names:
-        match = pattern.match(name)
-        if not match or match.group(2) != host or int(match.group(1)) == os.getpid():
-            continue
-        path = os.path.join(parent, name)
-        if _alive(int(match.group(1))) or os.path.islink(path):
-            continue
+    for path in stale_entries(parent, prefix):
         if os.path.isdir(path):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)

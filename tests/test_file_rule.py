@@ -176,3 +176,17 @@ def test_remove_stale_removes_dead_writers_temp_files_only_when_asked(tmp_path):
     assert remove_stale(str(tmp_path), ".tmp-model-") == []
     assert remove_stale(str(tmp_path), ".tmp-model-", files=True) == [str(stale)]
     assert sorted(os.listdir(tmp_path)) == [live.name]
+
+
+def test_an_old_version_left_between_the_two_renames_is_put_back(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    # A writer killed after renaming out/ into its staging folder, before the new one in.
+    staging = tmp_path / f".tmp-out-pid{dead.pid}-{host_name()}-x1y2z3"
+    write(str(staging / "old" / "notes.json"), "the only copy")
+    write(str(staging / "new" / "notes.json"), "half")
+    with pytest.raises(RuntimeError):
+        with staged_dir(str(tmp_path / "out")):
+            raise RuntimeError("this writer fails too")
+    assert (tmp_path / "out" / "notes.json").read_text() == "the only copy"
+    assert sorted(os.listdir(tmp_path)) == ["out"]
