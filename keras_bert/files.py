@@ -132,6 +132,24 @@ def check_not_input(output, inputs, flag="the output"):
                 f"input. Choose an output outside {item}.")
 
 
+def check_writable(path, flag="The output"):
+    """Raises OutputError unless `path` can be created or replaced: its
+    nearest existing parent must be a folder this process may write in.
+    Paths with a scheme (gs://...) are not checked. Nothing is written."""
+    path = os.fspath(path)
+    if "://" in path:
+        return
+    parent = os.path.dirname(real_path(path))
+    while not os.path.lexists(parent) and os.path.dirname(parent) != parent:
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise OutputError(f"{flag} {path} cannot be created: {parent} is a file, not a "
+                          f"folder. Choose another path.")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag} {path} cannot be written: no write permission in {parent}. "
+                          f"Choose another path.")
+
+
 def _sample(names, count=5):
     return ", ".join(names[:count]) + (f" and {len(names) - count} more" if len(names) > count
                                        else "")
@@ -160,7 +178,8 @@ def prepare_output_dir(path, kind, overwrite=True, inputs=(), overwrite_flag="--
             kind is there and `overwrite` is False.
     """
     real = real_path(path)
-    check_not_input(real, inputs, flag=f"The output {path}")
+    check_writable(path)
+    check_not_input(path, inputs, flag="The output")
     if os.path.exists(real) and not os.path.isdir(real):
         raise OutputError(f"The output {path} is a file, not a folder for a {kind.name}: "
                           f"{WAY_OUT}.")

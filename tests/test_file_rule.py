@@ -190,3 +190,16 @@ def test_an_old_version_left_between_the_two_renames_is_put_back(tmp_path):
             raise RuntimeError("this writer fails too")
     assert (tmp_path / "out" / "notes.json").read_text() == "the only copy"
     assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_an_output_under_a_file_is_refused_before_any_work(tmp_path):
+    from keras_bert.files import check_writable
+
+    write(str(tmp_path / "notes.txt"), "mine")
+    with pytest.raises(OutputError, match=r"notes\.txt is a file, not a folder"):
+        check_writable(str(tmp_path / "notes.txt" / "model"))
+    with pytest.raises(OutputError, match=r"notes\.txt is a file, not a folder"):
+        prepare_output_dir(str(tmp_path / "notes.txt" / "deeper" / "model"), NOTES)
+    check_writable(str(tmp_path / "new" / "deeper" / "model"))
+    check_writable("gs://bucket/model")
+    assert (tmp_path / "notes.txt").read_text() == "mine"

@@ -554,3 +554,15 @@ def test_text_tools_refuse_to_write_over_their_input(name, tmp_path):
     with pytest.raises(OutputError, match="is the input"):
         module.main([corpus, "--output", corpus])
     assert snapshot(tmp_path) == before
+
+
+def test_outputs_under_a_file_fail_before_training(tmp_path):
+    model = make_model_dir(str(tmp_path / "tiny"))
+    write(str(tmp_path / "notes.txt"), "mine")
+    before = snapshot(tmp_path)
+    with pytest.raises(OutputError, match="is a file"):
+        finetune_lib.finetune("classification", model, str(tmp_path / "notes.txt" / "out"),
+                              None, None)
+    with pytest.raises(OutputError, match="is a file"):
+        write_serving_config([str(tmp_path)], str(tmp_path / "notes.txt"))
+    assert snapshot(tmp_path) == before

@@ -48,7 +48,7 @@ import tensorflow as tf
 
 from keras_bert.data.corpus import read_documents
 from keras_bert.data.instances import create_instances_from_document, document_windows
-from keras_bert.files import WAY_OUT, OutputError, check_not_input
+from keras_bert.files import WAY_OUT, OutputError, check_not_input, check_writable
 from keras_bert.staging import host_name, make_staging_dir
 
 METADATA_FILE = "metadata.json"
@@ -474,6 +474,7 @@ def check_output_dir(output_dir, input_files, vocab_file):
         list of str, the shard files of the previous data (replaced).
     """
     check_not_input(output_dir, input_files, flag="The output")
+    check_writable(os.path.join(output_dir, METADATA_FILE))
     if not tf.io.gfile.exists(output_dir):
         return []
     if not tf.io.gfile.isdir(output_dir):

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.data.batching import length_sorted_lines
-from keras_bert.files import OutputError, atomic_file, check_not_input
+from keras_bert.files import OutputError, atomic_file, check_not_input, check_writable
 from keras_bert.layers import BertFeatures
 from keras_bert.models import BertEncoder
 from keras_bert.progress import Progress
@@ -130,6 +130,7 @@ def extract_features(
         raise FileNotFoundError(f"Input file not found: {input_file}")
     # Before the model loads: never over the input, never onto a folder.
     check_not_input(output_file, [input_file, model_dir], flag="output_file")
+    check_writable(output_file, flag="output_file")
     if os.path.isdir(output_file):
         raise OutputError(f"output_file {output_file} is a folder; give a .npy or .tfrecord "
                           f"file name.")

@@ -29,7 +29,7 @@ Example:
 import json
 import os
 
-from keras_bert.files import OutputError, write_text_atomic
+from keras_bert.files import OutputError, check_writable, write_text_atomic
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 #: TF Serving's batcher pads a merged batch up to one of these (the last is
@@ -296,6 +296,7 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
     """
     _check_batching(batching.get("allowed_batch_sizes", ALLOWED_BATCH_SIZES),
                     **{k: v for k, v in batching.items() if k != "allowed_batch_sizes"})
+    check_writable(os.path.join(output_dir, "models.config"), flag="The serving config")
     if os.path.exists(output_dir) and not os.path.isdir(output_dir):
         raise OutputError(f"The output {output_dir} is a file; give the folder for "
                           f"models.config and batching_parameters.txt (e.g. exports).")

@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.config import DTYPES
-from keras_bert.files import WAY_OUT, OutputError, check_not_input
+from keras_bert.files import WAY_OUT, OutputError, check_not_input, check_writable
 from keras_bert.data import pretraining_data
 from keras_bert.models import BertEncoder, BertPretrainer
 from keras_bert.training import callbacks as callbacks_lib
@@ -200,6 +200,7 @@ def check_run_dir(output_dir, inputs=()):
     tf.io.gfile paths (gs://...).
     """
     check_not_input(output_dir, inputs, flag="The output")
+    check_writable(os.path.join(output_dir, RUN_FILE))
     if not tf.io.gfile.exists(output_dir):
         return
     if not tf.io.gfile.isdir(output_dir):
