@@ -472,21 +472,31 @@ def test_pretraining_refuses_an_output_of_something_else(tmp_path):
 
 
 _PRINTER = textwrap.dedent("""
-    import sys
+    import logging, sys
     sys.path.insert(0, sys.argv[1])
     import _cli
 
+    logger = logging.getLogger("keras_bert")
+    logger.addHandler(_cli.StdoutLogHandler())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
     def main(argv):
         for i in range(200000):
-            print("line", i)
+            if argv[0] == "print":
+                print("line", i)
+            else:
+                logger.info("line %d", i)
 
-    sys.exit(_cli.run(main))
+    sys.exit(_cli.run(main, sys.argv[2:]))
 """)
 
 
-def test_a_tool_ends_quietly_when_its_reader_closes_the_pipe():
-    process = subprocess.Popen([sys.executable, "-c", _PRINTER, os.path.join(ROOT, "tools")],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+@pytest.mark.parametrize("how", ["print", "logging"])
+def test_a_tool_ends_quietly_when_its_reader_closes_the_pipe(how):
+    process = subprocess.Popen(
+        [sys.executable, "-c", _PRINTER, os.path.join(ROOT, "tools"), how],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout.readline() == b"line 0\n"  # What `| head -1` reads.
     process.stdout.close()
     stderr = process.stderr.read().decode()

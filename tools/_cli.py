@@ -19,6 +19,7 @@ One spelling per concept, in every tool:
 import argparse
 import contextlib
 import importlib.util
+import logging
 import os
 import sys
 
@@ -206,6 +207,24 @@ def run(main, argv=None):
         print(f"error: {error_line(e)} (run with --debug for the traceback)", file=sys.stderr)
         return 1
     return 0 if status is None else status
+
+
+class StdoutLogHandler(logging.StreamHandler):
+    """A logging handler on stdout that lets a closed pipe end the tool.
+
+    `logging` reports a failed write on stderr and carries on, so
+    `tools/finetune.py ... | head` would print a "Logging error" traceback
+    per log line; a BrokenPipeError propagates instead, and `run` ends
+    the tool quietly.
+    """
+
+    def __init__(self):
+        super().__init__(sys.stdout)
+
+    def handleError(self, record):
+        if isinstance(sys.exc_info()[1], BrokenPipeError):
+            raise  # noqa: PLE0704 (re-raises the error being handled)
+        super().handleError(record)
 
 
 def _detach_stdout():

@@ -198,7 +198,7 @@ def main(argv=None):
 
     # keras_bert's progress lines only: the root logger would also print
     # TensorFlow's absl INFO records ("Sharding callback duration: ...").
-    handler = logging.StreamHandler(sys.stdout)
+    handler = _cli.StdoutLogHandler()  # A closed pipe (| head) ends the tool quietly.
     handler.setFormatter(logging.Formatter("%(message)s"))
     library_logger = logging.getLogger("keras_bert")
     library_logger.addHandler(handler)
