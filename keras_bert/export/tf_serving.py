@@ -283,6 +283,13 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
                          serve_versions=2, **batching):
     """Writes models.config and batching_parameters.txt for exports/NAME directories.
 
+    Refused, before anything is written: two exports with one folder name
+    (TF Serving would serve one of them), batching numbers below 1, and an
+    existing models.config or batching_parameters.txt that this function did
+    not write (its header names tools/serving_config.py). Names are quoted
+    for the text format (a `"` in a name is escaped); each file is replaced
+    atomically.
+
     Args:
         export_bases: list of exports/NAME directories (integer versions inside).
         output_dir: str, where the two files go (e.g. exports/).
