@@ -6,6 +6,9 @@ A staging folder's name carries its writer's PID and host,
 folders of the same prefix in the same parent whose writer, on this host,
 is no longer running (a SIGKILL skips every `finally`). Folders of live
 processes, of other hosts, or without a PID in their name are left alone.
+`keras_bert.files.atomic_file` names its temporary files the same way
+(`.tmp-NAME-pidN-HOST-RANDOM.EXT`), and `remove_stale(..., files=True)`
+removes those of dead writers too.
 """
 
 import os
@@ -15,7 +18,8 @@ import socket
 import tempfile
 
 
-def _host():
+def host_name():
+    """This machine's name as staging names carry it (letters and digits only)."""
     return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32]
 
 
@@ -29,26 +33,44 @@ def _alive(pid):
     return True
 
 
-def remove_stale(parent, prefix):
-    """Removes `prefix...pidN-HOST-...` folders in `parent` whose process N has ended.
-
-    Returns:
-        list of str, the folders removed.
-    """
+def stale_entries(parent, prefix):
+    """The `prefix...pidN-HOST-...` entries of `parent` whose process N, on this
+    host, has ended (links excluded): paths, sorted."""
     pattern = re.compile(rf"{re.escape(prefix)}(?:.*-)?pid(\d+)-([A-Za-z0-9]*)-[^-]+$")
-    removed = []
     try:
         names = os.listdir(parent)
     except OSError:
-        return removed
-    host = _host()
-    for name in names:
+        return []
+    host = host_name()
+    stale = []
+    for name in sorted(names):
         match = pattern.match(name)
         if not match or match.group(2) != host or int(match.group(1)) == os.getpid():
             continue
         path = os.path.join(parent, name)
-        if os.path.isdir(path) and not _alive(int(match.group(1))):
+        if not _alive(int(match.group(1))) and not os.path.islink(path):
+            stale.append(path)
+    return stale
+
+
+def remove_stale(parent, prefix, files=False):
+    """Removes `prefix...pidN-HOST-...` folders in `parent` whose process N has ended.
+
+    Args:
+        parent: str, the folder to look in.
+        prefix: str, the staging names' prefix.
+        files: bool, also remove files of that name (`atomic_file`'s).
+
+    Returns:
+        list of str, the folders removed.
+    """
+    removed = []
+    for path in stale_entries(parent, prefix):
+        if os.path.isdir(path):
             shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        elif files and os.path.isfile(path):
+            os.remove(path)
             removed.append(path)
     return removed
 
@@ -67,4 +89,4 @@ def make_staging_dir(parent, prefix, label=None):
     """
     remove_stale(parent, prefix)
     label = f"{label}-" if label else ""
-    return tempfile.mkdtemp(prefix=f"{prefix}{label}pid{os.getpid()}-{_host()}-", dir=parent)
+    return tempfile.mkdtemp(prefix=f"{prefix}{label}pid{os.getpid()}-{host_name()}-", dir=parent)

@@ -19,6 +19,7 @@ One spelling per concept, in every tool:
 import argparse
 import contextlib
 import importlib.util
+import logging
 import os
 import sys
 
@@ -178,6 +179,9 @@ def run(main, argv=None):
         main: the tool's main function, taking a list of arguments.
         argv: list of str, default `sys.argv[1:]`.
 
+    A closed standard output (`tool | head`) ends the tool quietly with its
+    status so far (0): the reader has what it wanted.
+
     Returns:
         int: main's return value (0 if None), 1 after an error, 130 after Ctrl-C.
     """
@@ -186,6 +190,11 @@ def run(main, argv=None):
     argv = [arg for arg in argv if arg != "--debug"]
     try:
         status = main(argv)
+        # Output to a pipe is block-buffered: a closed pipe shows up here.
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _detach_stdout()
+        return 0
     except KeyboardInterrupt:
         if debug:
             raise
@@ -198,6 +207,36 @@ def run(main, argv=None):
         print(f"error: {error_line(e)} (run with --debug for the traceback)", file=sys.stderr)
         return 1
     return 0 if status is None else status
+
+
+class StdoutLogHandler(logging.StreamHandler):
+    """A logging handler on stdout that lets a closed pipe end the tool.
+
+    `logging` reports a failed write on stderr and carries on, so
+    `tools/finetune.py ... | head` would print a "Logging error" traceback
+    per log line; a BrokenPipeError propagates instead, and `run` ends
+    the tool quietly.
+    """
+
+    def __init__(self):
+        super().__init__(sys.stdout)
+
+    def handleError(self, record):
+        if isinstance(sys.exc_info()[1], BrokenPipeError):
+            raise  # noqa: PLE0704 (re-raises the error being handled)
+        super().handleError(record)
+
+
+def _detach_stdout():
+    """Points stdout at /dev/null, so that the interpreter's last flush of
+    what is still buffered does not fail again ("Exception ignored ...
+    BrokenPipeError") on the way out."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _close_progress_bars():

@@ -73,7 +73,8 @@ def build_parser():
     parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
                         help="Largest max |diff| --check accepts.")
     parser.add_argument(
-        "--overwrite", action="store_true", help="Replace --output if it exists."
+        "--overwrite", action="store_true",
+        help="Replace --output if it is a model directory keras_bert wrote (else refused)."
     )
     _cli.add_verbose(parser)
     return parser

@@ -38,7 +38,7 @@ def build_parser():
         help="exports/NAME (next version) or exports/NAME/VERSION.",
     )
     parser.add_argument("--overwrite", action="store_true",
-                        help="Replace an existing VERSION directory.")
+                        help="Replace an existing VERSION directory (an export keras_bert wrote).")
     parser.add_argument("--vocab-file", default=None,
                         help="WordPiece vocab.txt (default: the model directory's).")
     parser.add_argument(

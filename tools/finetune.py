@@ -82,7 +82,8 @@ def build_parser():
     add("--eval-fraction", type=float, default=None,
         help="Without --eval: hold out this seeded share of --train (e.g. 0.1).")
     add("--split-seed", type=int, default=0, help="Seed of --eval-fraction.")
-    add("--overwrite", action="store_true", help="Replace --output if it exists.")
+    add("--overwrite", action="store_true",
+        help="Replace --output if it is a model directory keras_bert wrote.")
     add("--checkpoint-dir", default=None,
         help="Resumable checkpoints (default: OUTPUT.checkpoints, removed at the end).")
 
@@ -197,7 +198,7 @@ def main(argv=None):
 
     # keras_bert's progress lines only: the root logger would also print
     # TensorFlow's absl INFO records ("Sharding callback duration: ...").
-    handler = logging.StreamHandler(sys.stdout)
+    handler = _cli.StdoutLogHandler()  # A closed pipe (| head) ends the tool quietly.
     handler.setFormatter(logging.Formatter("%(message)s"))
     library_logger = logging.getLogger("keras_bert")
     library_logger.addHandler(handler)
@@ -205,6 +206,14 @@ def main(argv=None):
     library_logger.propagate = False
     output = args.output.rstrip("/")
     checkpoint_dir = args.checkpoint_dir or output + ".checkpoints"
+    # Before reading data or training: a file, a folder of something else,
+    # or one of the inputs as --output or --checkpoint-dir fails at once.
+    from keras_bert.training.finetune import check_outputs
+    data_files = [p for p in (args.train, args.eval) if p and not p.startswith("tfds:")]
+    try:
+        check_outputs(args.model, args.output, checkpoint_dir, inputs=data_files)
+    except ValueError as e:
+        sys.exit(f"error: {e}")
     if os.path.exists(args.output) and not args.overwrite and not os.path.exists(checkpoint_dir):
         sys.exit(f"{args.output} exists; pass --overwrite to replace it.")
     options = FinetuneOptions(

@@ -67,7 +67,11 @@ def main(argv=None):
     _cli.quiet_tensorflow(args.verbose)
 
     from keras_bert.data import write_corpus
+    from keras_bert.files import check_not_input
 
+    for output in (args.output, args.holdout_output):
+        if output:  # Before reading: an input is never written over.
+            check_not_input(output, args.inputs, flag="--output")
     documents = [d for d in _documents(args) if d]
     held = []
     if args.holdout_every:

@@ -13,7 +13,6 @@ A rerun reuses every step already done; --retrain redoes steps 2-4.
 """
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -75,7 +74,8 @@ def main(argv=None):
     from keras_bert.checkpoints import convert_checkpoint, minilm_checkpoint_dir
     from keras_bert.tasks.classification.tweets import tweet_sentiment_split
     from keras_bert.export import export_model
-    from keras_bert.training.finetune import FinetuneOptions, finetune
+    from keras_bert.export.export import check_export_dir
+    from keras_bert.training.finetune import FinetuneOptions, check_outputs, finetune
     from keras_bert.tasks.classification.metrics import classification_metrics
 
     minilm = os.path.join(args.models, "minilm")
@@ -100,9 +100,13 @@ def main(argv=None):
     held_out = held_out.subset(sorted(rng.permutation(len(held_out))[: args.eval_size].tolist()))
     print(f"  {len(train)} training tweets, {len(held_out)} held-out tweets (seeded split)")
     if args.retrain:
-        shutil.rmtree(sentiment, ignore_errors=True)
-        shutil.rmtree(export_dir, ignore_errors=True)
-    if os.path.exists(os.path.join(sentiment, "model.weights.h5")):
+        # Nothing is deleted up front: fine-tuning and the export replace
+        # models/sentiment and its export only if they are a model directory
+        # and an export keras_bert wrote (keras_bert.files), and refuse
+        # anything else before training starts.
+        check_outputs(minilm, sentiment, sentiment + ".checkpoints")
+        check_export_dir(export_dir, overwrite=True, inputs=[sentiment])
+    if not args.retrain and os.path.exists(os.path.join(sentiment, "model.weights.h5")):
         print(f"  {sentiment} exists; reusing it (--retrain to train again)")
         import json
 
@@ -125,10 +129,10 @@ def main(argv=None):
           f"macro-F1 {baseline['macro_f1']:.3f}")
 
     step("3/4 export a SavedModel that takes raw strings")
-    if os.path.exists(os.path.join(export_dir, "saved_model.pb")):
+    if not args.retrain and os.path.exists(os.path.join(export_dir, "saved_model.pb")):
         print(f"  {export_dir} exists; reusing it")
     else:
-        export_model(sentiment, export_dir)
+        export_model(sentiment, export_dir, overwrite=args.retrain)
         print(f"  wrote {export_dir}")
 
     step("4/4 serve it from a fresh process (tensorflow + tensorflow_text only)")

@@ -12,7 +12,6 @@ forward pass (`reference.py`).
 
 import logging
 import os
-import shutil
 
 import numpy as np
 
@@ -26,8 +25,9 @@ from keras_bert.checkpoints.source import (
     CheckpointError,
     ConversionReport,
 )
+from keras_bert.files import prepare_output_dir, staged_dir
 from keras_bert.models import BertEncoder, BertPretrainer
-from keras_bert.staging import make_staging_dir
+from keras_bert.models.model_dir import MODEL_DIR_KIND
 
 FORMATS = ("google", "huggingface")
 logger = logging.getLogger(__name__)
@@ -376,7 +376,9 @@ def convert_checkpoint(
     when the source has MLM/NSP heads, else a BertEncoder's). Everything is
     written to a temporary folder beside `output_dir` and renamed into place
     only after conversion (and the check, if asked) succeeded: on any error
-    `output_dir` is not created.
+    `output_dir` is not created, or an earlier one is left as it was.
+    `output_dir` must be new, empty, or (with `overwrite`) a model directory
+    keras_bert wrote, and must not hold the input (`keras_bert.files`).
 
     Args:
         input_path: the checkpoint (see `read_checkpoint`).
@@ -385,7 +387,7 @@ def convert_checkpoint(
         check: bool, reload the written directory and compare its outputs
             with an independent forward pass of the source (`check_model`).
         tolerance: float, see `check_model`.
-        overwrite: bool, replace `output_dir` if it exists.
+        overwrite: bool, replace `output_dir` if it is a model directory.
         log: optional function taking one str (e.g. print) for progress.
 
     Returns:
@@ -397,12 +399,14 @@ def convert_checkpoint(
     """
     log = log or (lambda message: None)
     output_dir = os.path.abspath(output_dir)
-    if os.path.exists(output_dir) and (not os.path.isdir(output_dir) or os.listdir(output_dir)):
-        if not overwrite:
-            raise CheckpointError(
-                f"Output {output_dir} already exists. Choose a new directory or "
-                f"pass overwrite=True (--overwrite)."
-            )
+    try:
+        # Refuses a file, a folder of something else and one holding the
+        # input; an earlier model directory needs `overwrite`.
+        target = prepare_output_dir(output_dir, MODEL_DIR_KIND, overwrite=overwrite,
+                                    inputs=[input_path],
+                                    overwrite_flag="overwrite=True (--overwrite)")
+    except FileExistsError as e:
+        raise CheckpointError(str(e)) from e
     log(f"Reading {input_path}")
     source = read_checkpoint(input_path, format)
     log(
@@ -411,23 +415,13 @@ def convert_checkpoint(
     )
     model, report = build_model(source)
 
-    parent = os.path.dirname(output_dir)
-    os.makedirs(parent, exist_ok=True)
-    staging = make_staging_dir(parent, ".convert-", os.path.basename(output_dir))
-    try:
-        staged = os.path.join(staging, "model")
+    with staged_dir(target, prefix=".convert-") as staged:
         log(f"Writing {type(model).__name__} weights")
         model.save_pretrained(staged, vocab_file=source.vocab_file)
         if check:
             log("Checking the written model against the source")
             reloaded = _reload(staged, model)
             check_model(reloaded, source, tolerance=tolerance, report=report)
-        if os.path.exists(output_dir):
-            old = os.path.join(staging, "old")
-            os.rename(output_dir, old)
-        os.rename(staged, output_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     report.output = output_dir
     return report
 

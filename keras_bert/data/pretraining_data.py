@@ -48,6 +48,8 @@ import tensorflow as tf
 
 from keras_bert.data.corpus import read_documents
 from keras_bert.data.instances import create_instances_from_document, document_windows
+from keras_bert.files import WAY_OUT, OutputError, check_not_input, check_writable
+from keras_bert.staging import host_name, make_staging_dir
 
 METADATA_FILE = "metadata.json"
 VOCAB_FILE = "vocab.txt"
@@ -362,7 +364,9 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
     Args:
         input_files: list of str, corpus files (one sentence per line, a
             blank line between documents; see `keras_bert.data.corpus`).
-        output_dir: str, created if missing. Existing shards are replaced.
+        output_dir: str, created if missing; else empty or pretraining data
+            keras_bert wrote, which is replaced once the new data is complete
+            (only the files its metadata.json lists are deleted).
         vocab_file: str, the WordPiece vocab.txt (copied into `output_dir`).
         config: a `PretrainingDataConfig` (default: its defaults).
         num_shards: int, output files (default: `num_workers`). Shard k
@@ -391,14 +395,127 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
     num_shards = int(num_shards or num_workers)
     if num_shards < 1:
         raise ValueError(f"Expected num_shards >= 1. Received: num_shards={num_shards}")
+    # Nothing is deleted before the new data is complete, and then only what
+    # the previous run's metadata.json lists.
+    previous = check_output_dir(output_dir, input_files, vocab_file)
     tf.io.gfile.makedirs(output_dir)
-    for name in tf.io.gfile.listdir(output_dir):
-        if name.startswith("pretraining-") or name == METADATA_FILE:
-            tf.io.gfile.remove(os.path.join(output_dir, name))
-    vocab_copy = os.path.join(output_dir, VOCAB_FILE)
-    if os.path.abspath(vocab_file) != os.path.abspath(vocab_copy):
-        tf.io.gfile.copy(vocab_file, vocab_copy, overwrite=True)
+    staging = _make_staging(output_dir)
+    try:
+        shards = _write_shards(input_files, staging, vocab_file, config, num_shards,
+                               num_workers, progress)
+        if sum(s["num_instances"] for s in shards) == 0:
+            # An empty set would make training spin on empty files: refuse it.
+            raise ValueError(
+                f"The corpus {', '.join(map(os.fspath, input_files))} gave no pretraining "
+                f"instances (documents: {sum(s['num_documents'] for s in shards)}); nothing "
+                f"was written to {output_dir}. It needs text: one sentence a line, a blank "
+                f"line between documents."
+            )
+        metadata = _metadata(input_files, os.path.join(staging, VOCAB_FILE), config,
+                             num_shards, shards)
+        new_names = {s["file"] for s in shards}
+        for name in previous:
+            if name not in new_names:
+                tf.io.gfile.remove(os.path.join(output_dir, name))
+        for name in sorted(new_names):
+            tf.io.gfile.rename(os.path.join(staging, name), os.path.join(output_dir, name),
+                               overwrite=True)
+        vocab_copy = os.path.join(output_dir, VOCAB_FILE)
+        if not _same_path(vocab_file, vocab_copy):
+            tf.io.gfile.rename(os.path.join(staging, VOCAB_FILE), vocab_copy, overwrite=True)
+        tmp = os.path.join(staging, METADATA_FILE)
+        with tf.io.gfile.GFile(tmp, "w") as f:
+            f.write(json.dumps(metadata, indent=2) + "\n")
+        tf.io.gfile.rename(tmp, os.path.join(output_dir, METADATA_FILE), overwrite=True)
+    finally:
+        if tf.io.gfile.exists(staging):
+            tf.io.gfile.rmtree(staging)
+    return metadata
 
+
+def _same_path(a, b):
+    return os.path.realpath(os.fspath(a)) == os.path.realpath(os.fspath(b))
+
+
+def _listed_files(output_dir):
+    """The shard files a previous run wrote in `output_dir` (its metadata.json
+    lists them), or None if it holds no keras_bert pretraining metadata."""
+    path = os.path.join(output_dir, METADATA_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            metadata = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
+        return None
+    shards = metadata.get("shards")
+    if not isinstance(shards, list) or not all(
+            isinstance(s, dict) and isinstance(s.get("file"), str)
+            and s["file"] == os.path.basename(s["file"]) and s["file"].startswith("pretraining-")
+            for s in shards):
+        return None
+    return [s["file"] for s in shards]
+
+
+_STAGING_PREFIX = ".tmp-pretraining-"
+
+
+def check_output_dir(output_dir, input_files, vocab_file):
+    """Raises unless `create_pretraining_data` may write `output_dir`.
+
+    It may be missing, empty (but for the vocab.txt given as `vocab_file`),
+    or pretraining data keras_bert wrote: a metadata.json listing its shards,
+    and no other pretraining-* file (it would be written over). Input files
+    must not lie inside it. Nothing is written.
+
+    Returns:
+        list of str, the shard files of the previous data (replaced).
+    """
+    check_not_input(output_dir, input_files, flag="The output")
+    check_writable(os.path.join(output_dir, METADATA_FILE))
+    if not tf.io.gfile.exists(output_dir):
+        return []
+    if not tf.io.gfile.isdir(output_dir):
+        raise OutputError(f"The output {output_dir} is a file, not a folder for pretraining "
+                          f"data: {WAY_OUT}.")
+    names = [n.rstrip("/") for n in tf.io.gfile.listdir(output_dir)]
+    names = [n for n in names if not n.startswith(_STAGING_PREFIX)]
+    if VOCAB_FILE in names and _same_path(vocab_file, os.path.join(output_dir, VOCAB_FILE)):
+        names.remove(VOCAB_FILE)
+    if not names:
+        return []
+    listed = _listed_files(output_dir)
+    if listed is None:
+        raise OutputError(
+            f"{output_dir} is not empty and holds no keras_bert pretraining data (no "
+            f"metadata.json of format {FORMAT!r}; it holds {', '.join(sorted(names)[:5])}); "
+            f"keras_bert only replaces what it wrote: {WAY_OUT}.")
+    strangers = sorted(n for n in names if n.startswith("pretraining-") and n not in listed)
+    if strangers:
+        raise OutputError(
+            f"{output_dir} holds {', '.join(strangers[:5])}, which its metadata.json does not "
+            f"list, and keras_bert would write over it: {WAY_OUT}.")
+    return [n for n in listed if n in names]
+
+
+def _make_staging(output_dir):
+    """A uniquely named staging folder inside `output_dir` (the shards are
+    renamed out of it, within one file system)."""
+    if "://" not in os.fspath(output_dir):
+        return make_staging_dir(output_dir, _STAGING_PREFIX)
+    path = os.path.join(output_dir, f"{_STAGING_PREFIX}pid{os.getpid()}-{host_name()}-"
+                                    f"{random.getrandbits(48):012x}")
+    tf.io.gfile.makedirs(path)
+    return path
+
+
+def _write_shards(input_files, output_dir, vocab_file, config, num_shards, num_workers,
+                  progress):
+    """Writes every shard (and vocab.txt) into `output_dir`; returns their counts."""
+    vocab_copy = os.path.join(output_dir, VOCAB_FILE)
+    tf.io.gfile.copy(vocab_file, vocab_copy, overwrite=True)
     total_bytes = _input_bytes(input_files)
     reported = [0]
     if progress is not None:
@@ -421,18 +538,11 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
     if progress is not None and reported[0] < total_bytes:
         # Counted bytes are those of stripped lines: finish the bar.
         progress(total_bytes - reported[0], total_bytes)
+    return shards
 
-    if sum(s["num_instances"] for s in shards) == 0:
-        # An empty set would make training spin on empty files: refuse it.
-        for shard in shards:
-            tf.io.gfile.remove(os.path.join(output_dir, shard["file"]))
-        raise ValueError(
-            f"The corpus {', '.join(map(os.fspath, input_files))} gave no pretraining "
-            f"instances (documents: {sum(s['num_documents'] for s in shards)}); nothing "
-            f"was written to {output_dir}. It needs text: one sentence a line, a blank "
-            f"line between documents."
-        )
 
+def _metadata(input_files, vocab_copy, config, num_shards, shards):
+    """The metadata.json dict of a finished set of shards."""
     from keras_bert.text import load_vocabulary
 
     tokens, _ = load_vocabulary(vocab_copy)
@@ -455,8 +565,6 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
         ],
         "input_files": [os.fspath(p) for p in input_files],
     }
-    with tf.io.gfile.GFile(os.path.join(output_dir, METADATA_FILE), "w") as f:
-        f.write(json.dumps(metadata, indent=2) + "\n")
     return metadata
 
 

@@ -8,7 +8,6 @@ assets.extra/tf_serving_warmup_requests (TF Serving's warmup, tf_serving.py).
 import inspect
 import json
 import os
-import shutil
 import tempfile
 
 import numpy as np
@@ -18,8 +17,8 @@ from tensorflow.core.protobuf import saved_model_pb2
 from keras_bert.export.predict import is_version, run_function
 from keras_bert.export.serving_module import BertServingModule
 from keras_bert.export.tf_serving import write_warmup_requests
+from keras_bert.files import Kind, OutputError, check_not_input, prepare_output_dir, staged_dir
 from keras_bert.models import BertEncoder, get_task, load_model_dir
-from keras_bert.staging import make_staging_dir
 from keras_bert.text import BertTokenizer, infer_lowercase, save_vocabulary
 
 INFO_FILE = "keras_bert_export.json"
@@ -191,6 +190,10 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
     if dtype not in (None, "float32", "mixed_bfloat16"):
         raise ValueError(f"Expected dtype None, 'float32' or 'mixed_bfloat16'. "
                          f"Received: dtype={dtype!r}")
+    export_dir = resolve_export_dir(output, version)
+    # Before any long work: a refused output fails at once.
+    inputs = [model_or_dir] if isinstance(model_or_dir, (str, os.PathLike)) else []
+    check_export_dir(export_dir, overwrite, inputs=inputs)
     if isinstance(model_or_dir, (str, os.PathLike)):
         encoder_kwargs = {} if dtype in (None, "float32") else {"dtype": dtype}
         model = load_model_dir(os.fspath(model_or_dir), BertEncoder, **encoder_kwargs)
@@ -203,35 +206,59 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
                 f"with dtype policy {policy!r} was given. Pass its model "
                 f"directory, or build the model with dtype={dtype!r}.")
     module = build_serving_module(model, **options)
-    return save_serving_module(module, resolve_export_dir(output, version), overwrite, warmup)
+    return save_serving_module(module, export_dir, overwrite, warmup)
 
 
-def save_serving_module(module, export_dir, overwrite=False, warmup=True):
-    """Writes `module` to `export_dir` atomically (TF Serving never sees half a version)."""
-    export_dir = os.path.abspath(export_dir)
-    if os.path.exists(export_dir) and not overwrite:
+#: What `save_serving_module` replaces (with overwrite): a version folder
+#: holding saved_model.pb and nothing but what an export writes.
+EXPORT_VERSION_KIND = Kind(
+    "SavedModel version folder", required=("saved_model.pb",),
+    allowed=("saved_model.pb", "fingerprint.pb", "variables", "assets", "assets.extra",
+             INFO_FILE))
+
+
+def check_export_dir(export_dir, overwrite=False, inputs=()):
+    """Raises unless `export_dir` (exports/NAME/VERSION) may be written.
+
+    A new version folder is always fine; an existing one (even empty: TF
+    Serving may be watching it) needs `overwrite` and must be an export
+    (`EXPORT_VERSION_KIND`); neither it nor exports/NAME may be an input.
+
+    Returns:
+        str, its real path (links resolved).
+    """
+    base = os.path.dirname(os.path.abspath(export_dir))
+    check_not_input(base, inputs, flag="The export folder")
+    if os.path.exists(base) and not os.path.isdir(base):
+        raise OutputError(f"The export folder {base} is a file: give exports/NAME, a folder "
+                          f"for the versions (e.g. --output exports/sentiment).")
+    real = prepare_output_dir(export_dir, EXPORT_VERSION_KIND, inputs=inputs,
+                              overwrite_flag="overwrite=True (--overwrite)")
+    if os.path.lexists(real) and not overwrite:
         raise FileExistsError(
             f"{export_dir} exists. Export to a new version (leave the version "
             f"out to get the next one), or pass overwrite=True (--overwrite)."
         )
-    parent = os.path.dirname(export_dir)
-    os.makedirs(parent, exist_ok=True)
-    # Not an integer name: TF Serving ignores it while it is being written.
-    tmp = make_staging_dir(parent, ".tmp-export-")
-    try:
-        saved = os.path.join(tmp, "saved_model")
+    return real
+
+
+def save_serving_module(module, export_dir, overwrite=False, warmup=True):
+    """Writes `module` to `export_dir` atomically (TF Serving never sees half a version).
+
+    The version is written into a staging folder beside it (not an integer
+    name: TF Serving ignores it) and renamed into place; an existing version
+    (with `overwrite`) is replaced only once the new one is complete.
+    """
+    real = check_export_dir(export_dir, overwrite)
+    model_name = os.path.basename(os.path.dirname(os.path.abspath(export_dir)))
+    with staged_dir(real, prefix=".tmp-export-") as saved:
         tf.saved_model.save(module, saved, signatures=module.signatures())
         with open(os.path.join(saved, INFO_FILE), "w", encoding="utf-8") as f:
             json.dump(export_info(module, saved), f, indent=2, sort_keys=True)
             f.write("\n")
         if warmup:
-            write_warmup_requests(saved, model_name=os.path.basename(parent))
-        if os.path.exists(export_dir):
-            shutil.rmtree(export_dir)
-        os.rename(saved, export_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return export_dir
+            write_warmup_requests(saved, model_name=model_name)
+    return os.path.abspath(export_dir)
 
 
 def export_info(module, saved_model_dir):

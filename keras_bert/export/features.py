@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.data.batching import length_sorted_lines
+from keras_bert.files import OutputError, atomic_file, check_not_input, check_writable
 from keras_bert.layers import BertFeatures
 from keras_bert.models import BertEncoder
 from keras_bert.progress import Progress
@@ -26,6 +27,50 @@ def _float_feature(values):
 
 def _int_feature(values):
     return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+
+def _write_features(dataset, compute, tmp, is_npy, pooling, total, progress):
+    """Writes the rows of `dataset` to `tmp` in line order; returns the count."""
+    written = 0
+    pending = {}  # line number -> (row, real tokens), until the lines before it are out
+    writer = array = None
+    try:
+        for batch, numbers in dataset:
+            values = np.asarray(compute(batch), dtype="float32")
+            counts = np.asarray(batch["padding_mask"]).sum(axis=1)
+            pending.update(zip(numbers.numpy().tolist(), zip(values, counts)))
+            ready = []
+            while written + len(ready) in pending:
+                ready.append(pending.pop(written + len(ready)))
+            if not ready:
+                continue
+            if is_npy:
+                if array is None:
+                    array = np.lib.format.open_memmap(
+                        tmp, mode="w+", dtype="float32", shape=(total, values.shape[-1])
+                    )
+                array[written : written + len(ready)] = np.stack([row for row, _ in ready])
+            else:
+                writer = writer or tf.io.TFRecordWriter(tmp)
+                for i, (row, count) in enumerate(ready):
+                    if pooling is None:
+                        row = row[:count]
+                    example = tf.train.Example(features=tf.train.Features(feature={
+                        "features": _float_feature(row.ravel()),
+                        "shape": _int_feature(row.shape),
+                        "line": _int_feature([written + i]),
+                    }))
+                    writer.write(example.SerializeToString())
+            written += len(ready)
+            if progress is not None:
+                progress.update(written)
+    finally:
+        if writer is not None:
+            writer.close()
+        if array is not None:
+            array.flush()
+            del array
+    return written
 
 
 def extract_features(
@@ -83,6 +128,12 @@ def extract_features(
         )
     if not os.path.exists(input_file):
         raise FileNotFoundError(f"Input file not found: {input_file}")
+    # Before the model loads: never over the input, never onto a folder.
+    check_not_input(output_file, [input_file, model_dir], flag="output_file")
+    check_writable(output_file, flag="output_file")
+    if os.path.isdir(output_file):
+        raise OutputError(f"output_file {output_file} is a folder; give a .npy or .tfrecord "
+                          f"file name.")
     # Checks batch_size and sort_window before the model is loaded; reads lazily.
     sorted_lines = length_sorted_lines(input_file, batch_size, sort_window)
     encoder = BertEncoder.from_pretrained(model_dir)
@@ -105,50 +156,12 @@ def extract_features(
     )
     # A bar on a terminal; plain lines (no colour codes) in a pipe or a log.
     progress = Progress(total, unit="line") if verbose else None
-    tmp = output_file + ".partial"
-    written = 0
-    pending = {}  # line number -> (row, real tokens), until the lines before it are out
-    writer = array = None
-    try:
-        for batch, numbers in dataset:
-            values = np.asarray(compute(batch), dtype="float32")
-            counts = np.asarray(batch["padding_mask"]).sum(axis=1)
-            pending.update(zip(numbers.numpy().tolist(), zip(values, counts)))
-            ready = []
-            while written + len(ready) in pending:
-                ready.append(pending.pop(written + len(ready)))
-            if not ready:
-                continue
-            if is_npy:
-                if array is None:
-                    array = np.lib.format.open_memmap(
-                        tmp, mode="w+", dtype="float32", shape=(total, values.shape[-1])
-                    )
-                array[written : written + len(ready)] = np.stack([row for row, _ in ready])
-            else:
-                writer = writer or tf.io.TFRecordWriter(tmp)
-                for i, (row, count) in enumerate(ready):
-                    if pooling is None:
-                        row = row[:count]
-                    example = tf.train.Example(features=tf.train.Features(feature={
-                        "features": _float_feature(row.ravel()),
-                        "shape": _int_feature(row.shape),
-                        "line": _int_feature([written + i]),
-                    }))
-                    writer.write(example.SerializeToString())
-            written += len(ready)
-            if progress is not None:
-                progress.update(written)
-    finally:
-        if writer is not None:
-            writer.close()
-        if array is not None:
-            array.flush()
-            del array
-    if written != total:
-        raise RuntimeError(f"Read {written} lines from {input_file}, expected {total}.")
-    if written == 0 and is_npy:
-        np.save(tmp, np.zeros((0, 0), "float32"))
-        os.replace(tmp + ".npy", tmp)
-    os.replace(tmp, output_file)
+    # A uniquely named sibling, renamed over output_file once complete: a
+    # failure leaves an earlier output_file as it was.
+    with atomic_file(output_file) as tmp:
+        written = _write_features(dataset, compute, tmp, is_npy, pooling, total, progress)
+        if written != total:
+            raise RuntimeError(f"Read {written} lines from {input_file}, expected {total}.")
+        if written == 0 and is_npy:
+            np.save(tmp, np.zeros((0, 0), "float32"))
     return written

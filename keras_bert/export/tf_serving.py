@@ -29,10 +29,14 @@ Example:
 import json
 import os
 
+from keras_bert.files import OutputError, check_writable, write_text_atomic
+
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 #: TF Serving's batcher pads a merged batch up to one of these (the last is
 #: max_batch_size). Powers of two: at most 2x padding, few shapes.
 ALLOWED_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
+#: Both files' header names their writer: only such files are replaced.
+_SIGNATURE = "tools/serving_config.py"
 #: TF Serving reads at most 1000 warmup records.
 MAX_WARMUP_RECORDS = 1000
 
@@ -159,6 +163,15 @@ def _versions(export_base):
                   if n.isdigit() and os.path.isdir(os.path.join(export_base, n)))
 
 
+def _quote(text):
+    """`text` as a protobuf text-format string literal (quotes, backslashes,
+    control characters escaped; other characters kept as UTF-8)."""
+    escapes = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = "".join(escapes.get(c, c if c.isprintable() or ord(c) > 127
+                              else f"\\{ord(c):03o}") for c in text)
+    return f'"{out}"'
+
+
 def models_config(models, serve_versions=2):
     """A `ModelServerConfig` (text format) for `--model_config_file`.
 
@@ -185,7 +198,7 @@ def models_config(models, serve_versions=2):
              "model_config_list {"]
     for name, (base_path, versions) in models.items():
         served = sorted(versions)[-serve_versions:]
-        lines += ["  config {", f'    name: "{name}"', f'    base_path: "{base_path}"',
+        lines += ["  config {", f"    name: {_quote(name)}", f"    base_path: {_quote(base_path)}",
                   '    model_platform: "tensorflow"']
         if served:
             lines.append("    model_version_policy { specific { "
@@ -198,6 +211,20 @@ def models_config(models, serve_versions=2):
         lines.append("  }")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _check_batching(allowed_batch_sizes, **numbers):
+    """Raises ValueError unless every batching number is an int >= 1 and the
+    batch sizes increase (TF Serving would start with a useless batcher)."""
+    sizes = list(allowed_batch_sizes)
+    if (not sizes or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes)
+            or sizes != sorted(set(sizes))):
+        raise ValueError(f"allowed_batch_sizes must be increasing integers >= 1 "
+                         f"(--allowed-batch-sizes 1,2,4,8). Received: {sizes}")
+    for name, value in numbers.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1 (--{name.replace('_', '-')}). "
+                             f"Received: {name}={value!r}")
 
 
 def batching_parameters(exports_info=(), allowed_batch_sizes=ALLOWED_BATCH_SIZES,
@@ -223,6 +250,9 @@ def batching_parameters(exports_info=(), allowed_batch_sizes=ALLOWED_BATCH_SIZES
     Returns:
         str.
     """
+    _check_batching(allowed_batch_sizes, batch_timeout_micros=batch_timeout_micros,
+                    num_batch_threads=num_batch_threads,
+                    max_enqueued_batches=max_enqueued_batches)
     sizes = sorted(allowed_batch_sizes)
     lines = ["# TF Serving --enable_batching --batching_parameters_file "
              "(BatchingParameters, text format),", "# written by tools/serving_config.py.",
@@ -253,6 +283,13 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
                          serve_versions=2, **batching):
     """Writes models.config and batching_parameters.txt for exports/NAME directories.
 
+    Refused, before anything is written: two exports with one folder name
+    (TF Serving would serve one of them), batching numbers below 1, and an
+    existing models.config or batching_parameters.txt that this function did
+    not write (its header names tools/serving_config.py). Names are quoted
+    for the text format (a `"` in a name is escaped); each file is replaced
+    atomically.
+
     Args:
         export_bases: list of exports/NAME directories (integer versions inside).
         output_dir: str, where the two files go (e.g. exports/).
@@ -264,10 +301,26 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
     Returns:
         (models.config path, batching_parameters.txt path).
     """
-    models, infos = {}, []
+    _check_batching(batching.get("allowed_batch_sizes", ALLOWED_BATCH_SIZES),
+                    **{k: v for k, v in batching.items() if k != "allowed_batch_sizes"})
+    check_writable(os.path.join(output_dir, "models.config"), flag="The serving config")
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        raise OutputError(f"The output {output_dir} is a file; give the folder for "
+                          f"models.config and batching_parameters.txt (e.g. exports).")
+    config_path = os.path.join(output_dir, "models.config")
+    batching_path = os.path.join(output_dir, "batching_parameters.txt")
+    for path in (config_path, batching_path):
+        _check_ours(path)
+    models, infos, sources = {}, [], {}
     for base in export_bases:
         base = os.path.normpath(base)
-        name = os.path.basename(base)
+        name = os.path.basename(os.path.abspath(base))
+        if name in sources:
+            raise ValueError(
+                f"{sources[name]} and {base} would both be served as model {name!r} (TF "
+                f"Serving names a model by its folder, and one name serves one model): "
+                f"rename one of the folders.")
+        sources[name] = base
         versions = _versions(base)
         if not versions:
             raise FileNotFoundError(
@@ -275,11 +328,25 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
                 f"Pass the exports/NAME directory that tools/export.py wrote.")
         models[name] = (f"{base_path_prefix.rstrip('/')}/{name}", versions)
         infos.append((name, _export_info(os.path.join(base, str(versions[-1])))))
+    config_text = models_config(models, serve_versions)
+    batching_text = batching_parameters(infos, **batching)
     os.makedirs(output_dir, exist_ok=True)
-    config_path = os.path.join(output_dir, "models.config")
-    batching_path = os.path.join(output_dir, "batching_parameters.txt")
-    with open(config_path, "w", encoding="utf-8") as f:
-        f.write(models_config(models, serve_versions))
-    with open(batching_path, "w", encoding="utf-8") as f:
-        f.write(batching_parameters(infos, **batching))
+    write_text_atomic(config_path, config_text)
+    write_text_atomic(batching_path, batching_text)
     return config_path, batching_path
+
+
+def _check_ours(path):
+    """Raises OutputError if `path` exists and is not a file serving_config wrote
+    (its first lines name tools/serving_config.py)."""
+    if not os.path.lexists(path):
+        return
+    if os.path.isdir(path):
+        raise OutputError(f"{path} is a folder; models.config and batching_parameters.txt "
+                          f"need their names free: choose another --output.")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        head = f.read(400)
+    if _SIGNATURE not in head:
+        raise OutputError(f"{path} exists and was not written by tools/serving_config.py; "
+                          f"keras_bert only replaces what it wrote: choose another --output, "
+                          f"or remove it yourself.")

@@ -3,19 +3,24 @@
 MODEL_DIR/
   config.json        BertConfig of the encoder
   vocab.txt          WordPiece vocabulary (when known)
-  model.weights.h5   Keras weights of the whole model
+  model.weights.h5   Keras weights of the whole model (no optimizer state), with
+                     the config and a sha256 of the arrays stamped in (checked on load)
   task.json          task models only: {"task": name, "task_config": {...}, ...}
+
+`save_model_dir` replaces only a folder of this layout (`MODEL_DIR_KIND`);
+see `keras_bert.files` for the rule every writer follows.
 """
 
 import collections
+import hashlib
 import json
 import os
 import re
 import shutil
 
 from keras_bert.config import BertConfig
+from keras_bert.files import Kind, prepare_output_dir, real_path, staged_dir
 from keras_bert.models.registry import get_task
-from keras_bert.staging import make_staging_dir
 from keras_bert.text import BertPreprocessor, BertTokenizer, infer_lowercase, save_vocabulary
 
 CONFIG_FILE = "config.json"
@@ -26,6 +31,9 @@ TASK_FILE = "task.json"
 # attribute): a config.json edited afterwards (num_heads changes no shape)
 # is caught on load.
 CONFIG_ATTR = "keras_bert_config"
+# ... and a sha256 of its arrays (`weights_checksum`): flipped bytes are
+# caught on load. Files without it (saved before) load unchecked.
+CHECKSUM_ATTR = "keras_bert_weights_sha256"
 # Fields that must equal the saved ones for the weights to mean the same
 # thing (dropout and initializer_range may change between runs).
 _WEIGHT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
@@ -49,32 +57,49 @@ def check_vocab(vocab_file, vocab_size):
         )
 
 
+# Files that evaluation writes beside the model (`write_predictions` of span QA).
+PREDICTION_FILES = ("eval_predictions.json", "eval_null_odds.json")
+#: What a model directory is, for `keras_bert.files`: save_pretrained replaces
+#: a folder only if it holds config.json and model.weights.h5 and nothing but
+#: files keras_bert writes there (a notes.txt of the user's makes it refuse).
+MODEL_DIR_KIND = Kind("keras_bert model directory", required=(CONFIG_FILE, WEIGHTS_FILE),
+                      allowed=(CONFIG_FILE, VOCAB_FILE, WEIGHTS_FILE, TASK_FILE,
+                               *PREDICTION_FILES))
+
+
 def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
-    """Writes `model` to `model_dir` atomically (a temp dir, then a rename).
+    """Writes `model` to `model_dir` atomically (a staging folder, then a rename).
+
+    `model_dir` may be missing, empty, or a model directory keras_bert wrote
+    (`MODEL_DIR_KIND`), which is replaced; anything else is refused (see
+    `keras_bert.files`). A link is followed: its target is replaced. The
+    weights are the model's only: a compiled model's optimizer state is
+    left out (training checkpoints keep it).
 
     Args:
         model: a `BertEncoder` or a task model with an `.encoder`.
-        model_dir: str, the directory to write; replaced if it exists.
+        model_dir: str, the directory to write.
         vocab_file: str path of vocab.txt to copy in, or None to use the
             vocabulary the model was loaded with (`model.vocab_file`), if any.
         task_info: dict of extra JSON-able facts for task.json
             (e.g. max_seq_length).
+
+    Raises:
+        keras_bert.files.OutputError: `model_dir` is a file or a folder that
+            is not a model directory keras_bert wrote.
     """
     encoder = getattr(model, "encoder", model)
     config = encoder.get_bert_config()
     vocab_file = vocab_file or getattr(model, "vocab_file", None)
     if vocab_file is not None:
         check_vocab(vocab_file, config.vocab_size)
-    model_dir = os.path.abspath(model_dir)
-    parent = os.path.dirname(model_dir)
-    os.makedirs(parent, exist_ok=True)
-    tmp = make_staging_dir(parent, ".tmp-", os.path.basename(model_dir))
-    # mkdtemp makes a 0700 directory; give the model directory the usual
-    # permissions (0777 less the umask) so other users and servers can read it.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)
-    try:
+    if _holds_only(model_dir, VOCAB_FILE, vocab_file):
+        target = real_path(model_dir)  # Its one file is the vocabulary copied in.
+    else:
+        target = prepare_output_dir(model_dir, MODEL_DIR_KIND)
+    # A vocab.txt inside `model_dir` (a re-save of a loaded model) is copied
+    # into the staging folder before the old directory is replaced.
+    with staged_dir(target) as tmp:
         config.to_json_file(os.path.join(tmp, CONFIG_FILE))
         if vocab_file is not None:
             shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
@@ -91,21 +116,54 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
             with open(os.path.join(tmp, TASK_FILE), "w", encoding="utf-8") as f:
                 json.dump(task, f, indent=2, sort_keys=True)
                 f.write("\n")
-        model.save_weights(os.path.join(tmp, WEIGHTS_FILE))
+        save_model_weights(model, os.path.join(tmp, WEIGHTS_FILE))
         _stamp_config(os.path.join(tmp, WEIGHTS_FILE), config)
-        if os.path.isdir(model_dir):
-            old = model_dir + ".old"
-            shutil.rmtree(old, ignore_errors=True)
-            os.rename(model_dir, old)
-            os.rename(tmp, model_dir)
-            shutil.rmtree(old)
-        else:
-            os.rename(tmp, model_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    if os.path.exists(os.path.join(model_dir, VOCAB_FILE)):
-        model.vocab_file = os.path.join(model_dir, VOCAB_FILE)
+    if os.path.exists(os.path.join(target, VOCAB_FILE)):
+        model.vocab_file = os.path.join(os.path.abspath(model_dir), VOCAB_FILE)
+
+
+def _holds_only(folder, name, source):
+    """True if `folder` holds only `name`, and that file is `source` itself."""
+    path = os.path.join(folder, name)
+    return (source is not None and os.path.isdir(folder) and os.listdir(folder) == [name]
+            and real_path(path) == real_path(source))
+
+
+def save_model_weights(model, path):
+    """`model.save_weights(path)` without the optimizer's slots.
+
+    A compiled model's `save_weights` also writes its optimizer's variables
+    (AdamW's two moments: twice the model's size); a model directory holds
+    the model only.
+    """
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None:
+        model.save_weights(path)
+        return
+    from keras.src.saving import saving_lib
+
+    saving_lib.save_weights_only(model, path, objects_to_skip=[optimizer])
+
+
+def weights_checksum(h5_file):
+    """sha256 (hex) of the arrays of an open h5py File, in sorted name order.
+
+    Each array contributes its name, dtype, shape and bytes, so a flipped
+    byte, a renamed or reshaped array all change it; HDF5 attributes (the
+    config stamp itself) do not take part.
+    """
+    import h5py
+    import numpy as np
+
+    names = []
+    h5_file.visititems(lambda name, item: names.append(name)
+                       if isinstance(item, h5py.Dataset) else None)
+    digest = hashlib.sha256()
+    for name in sorted(names):
+        data = np.ascontiguousarray(h5_file[name][()])
+        digest.update(f"{name}|{data.dtype.str}|{data.shape}|".encode("utf-8"))
+        digest.update(data.tobytes())
+    return digest.hexdigest()
 
 
 def _stamp_config(weights_path, config):
@@ -113,6 +171,29 @@ def _stamp_config(weights_path, config):
 
     with h5py.File(weights_path, "a") as f:
         f.attrs[CONFIG_ATTR] = config.to_json()
+        f.attrs[CHECKSUM_ATTR] = weights_checksum(f)
+
+
+def check_checksum(weights_path):
+    """Raises ValueError if `weights_path` does not match the checksum saved in it.
+
+    Files saved before checksums were stamped (no attribute) pass.
+    """
+    import h5py
+
+    try:
+        with h5py.File(weights_path, "r") as f:
+            saved = f.attrs.get(CHECKSUM_ATTR)
+            if saved is None:
+                return
+            found = weights_checksum(f)
+    except OSError as e:
+        raise ValueError(f"{weights_path} is not a readable Keras weights file: {e}") from e
+    if isinstance(saved, bytes):
+        saved = saved.decode("utf-8")
+    if found != saved:
+        raise ValueError(f"{weights_path} is corrupt (checksum mismatch): re-save or re-convert "
+                         f"the model.")
 
 
 def _weight_shapes(weights_path):
@@ -267,6 +348,7 @@ def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
             raise ValueError(f"{task_path}: task_config does not build a "
                              f"{spec.model.__name__}: {e}") from e
     check_weights(weights_path, model, config, config_path)
+    check_checksum(weights_path)
     try:
         model.load_weights(weights_path)
     except (ValueError, KeyError, OSError) as e:

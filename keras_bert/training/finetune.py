@@ -17,7 +17,9 @@
    holding the task facts (labels, max_seq_length, lowercase) and the eval
    metrics. `early_stopping_patience` epochs without improvement end the
    run. Checkpoints for resuming go to `output_dir + ".checkpoints"` and are
-   removed when the run ends; rerunning the same command after a crash or
+   removed when the run ends (only the files `finetune` wrote there, see
+   `remove_checkpoints`; a folder of something else is refused at the
+   start, `check_outputs`); rerunning the same command after a crash or
    SIGTERM resumes there (and says so). SIGTERM saves a checkpoint of the
    current step and raises `TrainingInterrupted`;
 5. feedback: a progress bar with ETA on a terminal, a line every
@@ -39,7 +41,6 @@ import json
 import logging
 import math
 import os
-import shutil
 import time
 
 import keras
@@ -48,7 +49,8 @@ import tensorflow as tf
 
 from keras_bert.config import DTYPES, BertConfig
 from keras_bert.data import batching
-from keras_bert.models.model_dir import CONFIG_FILE, VOCAB_FILE, read_task_info
+from keras_bert.files import Kind, check_not_input, prepare_output_dir, remove_own
+from keras_bert.models.model_dir import CONFIG_FILE, MODEL_DIR_KIND, VOCAB_FILE, read_task_info
 from keras_bert.models.registry import get_task, task_names
 from keras_bert.text import BertTokenizer, infer_lowercase
 from keras_bert.training import callbacks as callbacks_lib
@@ -59,7 +61,7 @@ from keras_bert.training.finetuning_controls import (
     layerwise_lr_multipliers,
 )
 from keras_bert.training.pretrain import resolve_jit_compile
-from keras_bert.training.trainer import Trainer, TrainingInterrupted
+from keras_bert.training.trainer import Trainer, TrainingInterrupted, own_checkpoint_files
 
 logger = logging.getLogger("keras_bert.training")
 
@@ -300,6 +302,44 @@ def fine_tunable_tasks():
     return [name for name in task_names() if get_task(name).finetune is not None]
 
 
+#: A fine-tuning checkpoint folder: STATE_FILE is the marker `finetune` writes
+#: first; a non-empty folder without it is refused.
+CHECKPOINT_DIR_KIND = Kind("fine-tuning checkpoint folder", required=(STATE_FILE,))
+
+
+def check_outputs(model_dir, output_dir, checkpoint_dir, inputs=()):
+    """Raises unless `finetune` may write `output_dir` and `checkpoint_dir`.
+
+    `output_dir` must be new, empty or a model directory keras_bert wrote
+    (it is replaced at each best epoch), and not the model fine-tuned from;
+    `checkpoint_dir` new, empty or one that `finetune` wrote (its
+    finetune_state.json), apart from both. Nothing is written.
+
+    Args:
+        model_dir: str, the model fine-tuned from (an input).
+        output_dir: str, the model directory to write.
+        checkpoint_dir: str, the resumable checkpoints' folder.
+        inputs: more input paths (the data files), never written over.
+    """
+    inputs = [model_dir, *inputs]
+    prepare_output_dir(output_dir, MODEL_DIR_KIND, inputs=inputs)
+    prepare_output_dir(checkpoint_dir, CHECKPOINT_DIR_KIND,
+                       inputs=[*inputs, output_dir])
+    check_not_input(output_dir, [checkpoint_dir], flag="The output")
+
+
+def remove_checkpoints(checkpoint_dir):
+    """Removes what `finetune` wrote in `checkpoint_dir`, and the folder if
+    nothing else is left: files of the user's there stay."""
+    if not os.path.isdir(checkpoint_dir):
+        return
+    workers = os.path.join(checkpoint_dir, ".tmp")  # Non-chief workers' copies (Trainer).
+    if os.path.isdir(workers):
+        remove_own(workers, [name for name in os.listdir(workers)
+                             if name.startswith("worker-") and name[7:].isdigit()])
+    remove_own(checkpoint_dir, own_checkpoint_files(checkpoint_dir) + [STATE_FILE])
+
+
 def _fingerprint(task, model_dir, options, num_examples):
     values = dataclasses.asdict(options)
     values.update(task=task, model_dir=os.path.abspath(model_dir), num_examples=num_examples)
@@ -421,7 +461,8 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
             or the `reader` module of each `keras_bert.tasks.<task>` folder).
         options: `FinetuneOptions` (None: the defaults).
         checkpoint_dir: str, where resumable checkpoints go (default
-            `output_dir + ".checkpoints"`, removed at the end).
+            `output_dir + ".checkpoints"`); what finetune wrote there is
+            removed at the end. It must be new, empty or one finetune wrote.
         callbacks: extra Keras callbacks (they see global steps).
         strategy: a `tf.distribute.Strategy`, or None to resolve
             `options.strategy` here. Programs that run other TensorFlow ops
@@ -448,6 +489,8 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     """
     task_class = finetune_task_class(task)
     options = options or FinetuneOptions()
+    checkpoint_dir = checkpoint_dir or output_dir.rstrip("/") + ".checkpoints"
+    check_outputs(model_dir, output_dir, checkpoint_dir)  # Before any long work.
     start_time = time.time()
     strategy = strategy or resolve_strategy(options.strategy)
     _, _, is_chief = worker_info(strategy)
@@ -486,7 +529,6 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
         options.learning_rate, warmup_steps, runner_task.max_seq_length, options.dtype,
         jit_compile, strategy_name(strategy))
 
-    checkpoint_dir = checkpoint_dir or output_dir.rstrip("/") + ".checkpoints"
     runner = _Runner(runner_task, output_dir, checkpoint_dir, options,
                      _fingerprint(task, model_dir, options, runner_task.num_train_examples),
                      is_chief)
@@ -520,7 +562,7 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
             runner.step_logger.clear()  # The caller's message gets a line of its own.
         raise
     if is_chief:
-        shutil.rmtree(checkpoint_dir, ignore_errors=True)
+        remove_checkpoints(checkpoint_dir)
     state = runner.state
     return FinetuneResult(
         output_dir=output_dir, metric=runner.metric, best_epoch=state["best_epoch"],

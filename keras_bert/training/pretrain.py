@@ -18,6 +18,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.config import DTYPES
+from keras_bert.files import WAY_OUT, OutputError, check_not_input, check_writable
 from keras_bert.data import pretraining_data
 from keras_bert.models import BertEncoder, BertPretrainer
 from keras_bert.training import callbacks as callbacks_lib
@@ -190,6 +191,28 @@ def build_pretrainer(metadata, data_dir, bert_config=None, init_from=None, dtype
     return model
 
 
+def check_run_dir(output_dir, inputs=()):
+    """Raises OutputError unless `output_dir` may hold this pretraining run.
+
+    It may be missing, empty, or an earlier run's (its pretraining_run.json,
+    which the run itself then checks); not a file, another folder, or one
+    that is or holds an input (the data, the starting model). Works on
+    tf.io.gfile paths (gs://...).
+    """
+    check_not_input(output_dir, inputs, flag="The output")
+    check_writable(os.path.join(output_dir, RUN_FILE))
+    if not tf.io.gfile.exists(output_dir):
+        return
+    if not tf.io.gfile.isdir(output_dir):
+        raise OutputError(f"The output {output_dir} is a file, not a folder for a pretraining "
+                          f"run: {WAY_OUT}.")
+    names = tf.io.gfile.listdir(output_dir)
+    if names and RUN_FILE not in names:
+        raise OutputError(
+            f"{output_dir} is not empty and is not a pretraining run (no {RUN_FILE}; it holds "
+            f"{', '.join(sorted(n.rstrip('/') for n in names)[:5])}): {WAY_OUT}.")
+
+
 def _write_or_check_run(path, run, is_chief):
     if tf.io.gfile.exists(path):
         with tf.io.gfile.GFile(path, "r") as f:
@@ -241,6 +264,8 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
     >>> run_pretraining("data/", "runs/tiny", PretrainingConfig(num_train_steps=1000),
     ...                 bert_config=BertConfig.from_preset("tiny", vocab_size=30522))
     """
+    # Before any long work: a refused output fails at once.
+    check_run_dir(output_dir, [data_dir, eval_data_dir, init_from])
     metadata = pretraining_data.read_metadata(data_dir)
     vocab_file = os.path.join(data_dir, pretraining_data.VOCAB_FILE)
     if eval_data_dir is not None:

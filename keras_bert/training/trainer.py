@@ -27,16 +27,28 @@ data stream restarts from its beginning.
 """
 
 import os
-import shutil
+import re
 import signal
 import threading
 
 import keras
 import tensorflow as tf
 
+from keras_bert.files import remove_own
 from keras_bert.training.distribute import worker_info
 
 CHECKPOINT_NAME = "ckpt"
+# The files a tf.train.CheckpointManager writes: "checkpoint" and ckpt-N.*.
+_CHECKPOINT_FILE = re.compile(rf"^(checkpoint|{CHECKPOINT_NAME}-\d+\.(index|data-\d+-of-\d+))$")
+
+
+def own_checkpoint_files(directory):
+    """The names in `directory` that the Trainer's checkpoint managers wrote
+    (what may be deleted there; anything else is not the Trainer's)."""
+    if not os.path.isdir(directory):
+        return []
+    return [name for name in os.listdir(directory)
+            if _CHECKPOINT_FILE.match(name) or re.match(r"^data-worker-\d+$", name)]
 
 
 class TrainingInterrupted(Exception):
@@ -232,7 +244,10 @@ class Trainer:
             self._data_manager.save(checkpoint_number=step)
         self._state_manager.save(checkpoint_number=step)
         if not self.is_chief:
-            shutil.rmtree(self._state_manager.directory, ignore_errors=True)
+            # A non-chief worker's copy is written only because every worker
+            # must save; it removes what it wrote there, nothing else.
+            directory = self._state_manager.directory
+            remove_own(directory, own_checkpoint_files(directory))
 
     # --- The loop --------------------------------------------------------
 

@@ -151,9 +151,16 @@ def test_existing_output_needs_overwrite(tmp_path):
     out = tmp_path / "model"
     out.mkdir()
     (out / "keep.txt").write_text("fine-tuned work")
+    # A folder that is not a model directory keras_bert wrote is never replaced.
+    for overwrite in (False, True):
+        with pytest.raises(ValueError, match="choose a new or empty folder"):
+            convert_checkpoint(folder, str(out), overwrite=overwrite)
+    assert (out / "keep.txt").read_text() == "fine-tuned work"
+    (out / "keep.txt").unlink()
+    convert_checkpoint(folder, str(out))
+    # An earlier conversion is replaced with --overwrite only.
     with pytest.raises(CheckpointError, match="--overwrite"):
         convert_checkpoint(folder, str(out))
-    assert (out / "keep.txt").exists()
     convert_checkpoint(folder, str(out), overwrite=True)
     assert sorted(os.listdir(out)) == ["config.json", "model.weights.h5", "vocab.txt"]
     assert sorted(os.listdir(tmp_path)) == ["hf", "model"]

@@ -1,0 +1,371 @@
+"""What keras_bert writes and deletes: one rule for every writer.
+
+Every writer (save_pretrained, finetune, pretrain, create_pretraining_data,
+convert_checkpoint, export, serving_config, extract_features) goes through
+this module:
+
+1. It deletes only what it can prove it wrote: the entries a `Kind` lists
+   for its own artifacts (a model directory's config.json, vocab.txt,
+   model.weights.h5, task.json, ...), the shard names its own metadata
+   lists, and its own uniquely named staging folders (`keras_bert.staging`).
+2. It writes into a folder only if the folder is missing, empty, or a
+   keras_bert artifact of the same kind, recognized by its files
+   (`Kind`): a model directory holds config.json and model.weights.h5 and
+   nothing else but files keras_bert writes there; an export version folder
+   holds saved_model.pb; a pretraining data folder holds a metadata.json
+   that lists its shards; a fine-tuning checkpoint folder holds the
+   finetune_state.json marker that `finetune` writes; a pretraining run
+   holds pretraining_run.json. Anything else is refused (`OutputError`),
+   naming the folder and the way out: a new or empty folder, or removing
+   it yourself. A model directory with a file of the user's in it is
+   refused too, since replacing it would delete that file.
+3. Inputs are never deleted or written over: an output that is, or
+   contains, an input is refused, and so is an existing output inside an
+   input folder.
+4. Replacements are staged and renamed: a folder is written into a
+   uniquely named staging folder beside its target (`staged_dir`), the old
+   version is renamed into that staging folder, the new one renamed into
+   place, and only then the old one removed; a file is written to a
+   uniquely named sibling and `os.replace`d over its target
+   (`atomic_file`). On any error before the rename, the previous version is
+   untouched. (Between the two renames of a folder, a SIGKILL leaves the old
+   version inside the staging folder, `.tmp-NAME-pidN-HOST-.../old`; the
+   next writer of NAME puts it back before removing dead writers' folders.)
+5. Symbolic links are followed: an output that is a link (or lies under
+   one) is resolved to its real path, and the real target is replaced
+   there; the link itself is never renamed.
+
+Example:
+>>> kind = Kind("notes folder", required=("notes.json",), allowed=("notes.json",))
+>>> path = prepare_output_dir("out/notes", kind)  # refuses a folder of something else
+>>> with staged_dir(path) as tmp:                 # the old out/notes survives any error
+...     write_text_atomic(os.path.join(tmp, "notes.json"), "{}")
+"""
+
+import contextlib
+import dataclasses
+import fnmatch
+import os
+import shutil
+import tempfile
+
+from keras_bert.staging import host_name, make_staging_dir, remove_stale, stale_entries
+
+# The way out that every refusal names.
+WAY_OUT = "choose a new or empty folder, or remove it yourself"
+
+
+class OutputError(ValueError):
+    """An output keras_bert refuses to write: it would delete or overwrite
+    something keras_bert did not write (or an input)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """A kind of folder keras_bert writes, recognized by its files.
+
+    Args:
+        name: str, for messages ("keras_bert model directory").
+        required: tuple of names that must all be present.
+        allowed: tuple of names or glob patterns that may be present (the
+            required ones included), or None for anything: a folder with
+            any other entry is not recognized, since replacing it would
+            delete that entry.
+        check: optional callable(path) -> bool, a further test (e.g. that a
+            marker file parses).
+    """
+
+    name: str
+    required: tuple = ()
+    allowed: tuple = None
+    check: object = None
+
+    def strangers(self, path):
+        """The entries of `path` this kind does not account for (sorted)."""
+        if self.allowed is None:
+            return []
+        return sorted(name for name in os.listdir(path)
+                      if not any(fnmatch.fnmatchcase(name, p) for p in self.allowed))
+
+    def recognizes(self, path):
+        """True if the folder `path` is an artifact of this kind."""
+        if not all(os.path.exists(os.path.join(path, name)) for name in self.required):
+            return False
+        if self.strangers(path):
+            return False
+        return self.check is None or bool(self.check(path))
+
+
+def real_path(path):
+    """`path` absolute, with every symbolic link resolved (the target is written)."""
+    return os.path.realpath(os.path.abspath(os.fspath(path)))
+
+
+def _within(path, root):
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def check_not_input(output, inputs, flag="the output"):
+    """Raises OutputError if writing `output` could clobber one of `inputs`.
+
+    Refused: an output that is an input, one that contains an input (a
+    folder holding it), and an existing output inside an input folder.
+
+    Args:
+        output: str, the path to be written.
+        inputs: iterable of str paths (None entries are skipped).
+        flag: str, how the user named the output, for the message.
+    """
+    out = real_path(output)
+    for item in inputs:
+        if item is None:
+            continue
+        source = real_path(item)
+        if _within(source, out):
+            what = "is" if source == out else "contains"
+            raise OutputError(
+                f"{flag} {output} {what} the input {item}: keras_bert never writes over its "
+                f"inputs. Choose another output path.")
+        if _within(out, source) and os.path.lexists(out):
+            raise OutputError(
+                f"{flag} {output} is inside the input {item}: writing it would change the "
+                f"input. Choose an output outside {item}.")
+
+
+def check_writable(path, flag="The output"):
+    """Raises OutputError unless `path` can be created or replaced: its
+    nearest existing parent must be a folder this process may write in.
+    Paths with a scheme (gs://...) are not checked. Nothing is written."""
+    path = os.fspath(path)
+    if "://" in path:
+        return
+    parent = os.path.dirname(real_path(path))
+    while not os.path.lexists(parent) and os.path.dirname(parent) != parent:
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise OutputError(f"{flag} {path} cannot be created: {parent} is a file, not a "
+                          f"folder. Choose another path.")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag} {path} cannot be written: no write permission in {parent}. "
+                          f"Choose another path.")
+
+
+def _sample(names, count=5):
+    return ", ".join(names[:count]) + (f" and {len(names) - count} more" if len(names) > count
+                                       else "")
+
+
+def prepare_output_dir(path, kind, overwrite=True, inputs=(), overwrite_flag="--overwrite"):
+    """Checks that the folder `path` may be (re)written; returns its real path.
+
+    Nothing is written or deleted. Call it before any long work, so that a
+    refused output fails at once.
+
+    Args:
+        path: str, the output folder.
+        kind: `Kind`, what the folder will hold.
+        overwrite: bool, whether an existing artifact of the same kind may
+            be replaced (a refusal names `overwrite_flag`).
+        inputs: paths the writer reads (see `check_not_input`).
+        overwrite_flag: str, the argument that allows replacing.
+
+    Returns:
+        str, the absolute path with symbolic links resolved.
+
+    Raises:
+        OutputError: `path` is a file, a folder of something else, or
+            overlaps an input; FileExistsError: an artifact of the same
+            kind is there and `overwrite` is False.
+    """
+    real = real_path(path)
+    check_writable(path)
+    check_not_input(path, inputs, flag="The output")
+    if os.path.exists(real) and not os.path.isdir(real):
+        raise OutputError(f"The output {path} is a file, not a folder for a {kind.name}: "
+                          f"{WAY_OUT}.")
+    if os.path.isdir(real) and os.listdir(real):
+        if not kind.recognizes(real):
+            strangers = kind.strangers(real)
+            if strangers and all(os.path.exists(os.path.join(real, n)) for n in kind.required):
+                detail = f"it also holds {_sample(strangers)}, which keras_bert did not write"
+            else:
+                detail = f"it holds {_sample(sorted(os.listdir(real)))}"
+            raise OutputError(f"{path} is not a {kind.name} ({detail}); keras_bert only "
+                              f"replaces what it wrote: {WAY_OUT}.")
+        if not overwrite:
+            raise FileExistsError(f"{path} already exists (a {kind.name}). Choose a new "
+                                  f"folder, or pass {overwrite_flag} to replace it.")
+    return real
+
+
+def _replace_dir(new, target, staging):
+    """Renames `new` onto `target`; the old `target` goes into `staging` first."""
+    old = None
+    if os.path.lexists(target):
+        old = os.path.join(staging, "old")
+        os.rename(target, old)
+    try:
+        os.rename(new, target)
+    except BaseException:
+        if old is not None:
+            os.rename(old, target)
+        raise
+
+
+def _recover(target, prefix):
+    """Puts back the old `target` that a writer killed between its two renames
+    left in its staging folder (before that folder is removed as stale)."""
+    if os.path.lexists(target):
+        return
+    for staging in stale_entries(os.path.dirname(target), f"{prefix}{os.path.basename(target)}-"):
+        old = os.path.join(staging, "old")
+        if os.path.isdir(old) and not os.path.lexists(target):
+            os.rename(old, target)
+
+
+@contextlib.contextmanager
+def staged_dir(target, prefix=".tmp-"):
+    """Yields an empty folder to write; on success it replaces `target` atomically.
+
+    The folder lies in a uniquely named staging folder beside `target`
+    (`keras_bert.staging.make_staging_dir`, which also removes those of dead
+    writers). On an exception nothing of `target` changes and the staging
+    folder is removed.
+
+    Args:
+        target: str, the folder to create or replace (links resolved).
+        prefix: str, the staging folder's prefix.
+
+    Yields:
+        str, the folder to write into (usual permissions, not mkdtemp's 0700).
+    """
+    target = real_path(target)
+    parent = os.path.dirname(target)
+    os.makedirs(parent, exist_ok=True)
+    _recover(target, prefix)
+    staging = make_staging_dir(parent, prefix, os.path.basename(target))
+    try:
+        new = os.path.join(staging, "new")
+        os.mkdir(new)
+        yield new
+        _replace_dir(new, target, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _umask():
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+@contextlib.contextmanager
+def atomic_file(target):
+    """Yields a temporary path beside `target`; on success it replaces `target`.
+
+    The temporary file has a unique name that keeps `target`'s extension
+    (Keras wants ".keras", NumPy ".npy"), `.tmp-NAME-pidN-HOST-RANDOM.EXT`,
+    and is `os.replace`d over the target only after the block ends without
+    error: a failed write leaves the previous file as it was. Example, for
+    a `.keras` save made through keras_bert's API:
+
+    >>> with atomic_file("model.keras") as tmp:  # doctest: +SKIP
+    ...     model.save(tmp)
+
+    Args:
+        target: str, the file to create or replace (a link is followed: its
+            target is replaced).
+
+    Yields:
+        str, the temporary path (an empty file exists there).
+    """
+    real = real_path(target)
+    if os.path.isdir(real):
+        raise OutputError(f"The output {target} is a folder; give a file name.")
+    parent = os.path.dirname(real)
+    os.makedirs(parent, exist_ok=True)
+    name = os.path.basename(real)
+    extension = ""
+    for ext in (".weights.h5", ".tar.gz"):
+        if name.endswith(ext):
+            extension = ext
+    extension = extension or os.path.splitext(name)[1]
+    stem = name[: len(name) - len(extension)] if extension else name
+    remove_stale(parent, f".tmp-{stem}-", files=True)  # Left by killed writers.
+    handle, tmp = tempfile.mkstemp(prefix=f".tmp-{stem}-pid{os.getpid()}-{host_name()}-",
+                                   suffix=extension, dir=parent)
+    os.close(handle)
+    try:
+        yield tmp
+        if os.path.exists(real):
+            mode = os.stat(real).st_mode & 0o7777
+        else:
+            mode = 0o666 & ~_umask()
+        os.chmod(tmp, mode)
+        os.replace(tmp, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
+def save_atomically(save, filepath, overwrite=True, **kwargs):
+    """`save(filepath, ...)` through `atomic_file`: a failed save keeps the old file.
+
+    For `keras.Model.save` overrides: Keras writes a `.keras` file in place,
+    so a save that fails part-way (a full disk) leaves the previous file
+    unloadable. Other targets (a file object, a legacy `.h5`) go straight
+    to `save`.
+
+    Args:
+        save: the saving function, e.g. `super().save`, called as
+            `save(tmp, overwrite=True, **kwargs)`.
+        filepath: str or PathLike, the target.
+        overwrite: bool; False refuses an existing file (FileExistsError)
+            instead of Keras' interactive prompt.
+        **kwargs: passed to `save`.
+
+    Example:
+    >>> class MyModel(keras.Model):                       # doctest: +SKIP
+    ...     def save(self, filepath, overwrite=True, **kwargs):
+    ...         return save_atomically(super().save, filepath, overwrite, **kwargs)
+    """
+    if not isinstance(filepath, (str, os.PathLike)) or not os.fspath(filepath).endswith(".keras"):
+        return save(filepath, overwrite=overwrite, **kwargs)
+    if not overwrite and os.path.exists(filepath):
+        raise FileExistsError(f"{os.fspath(filepath)} exists: pass overwrite=True to replace it.")
+    with atomic_file(filepath) as tmp:
+        result = save(tmp, overwrite=True, **kwargs)
+    return result
+
+
+def write_text_atomic(path, text):
+    """Writes `text` (UTF-8) to `path` through `atomic_file`."""
+    with atomic_file(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+    return path
+
+
+def remove_own(directory, names):
+    """Removes the entries `names` of `directory` (files or folders) and the
+    folder itself if nothing else is left in it.
+
+    Only for entries the caller wrote: a file of the user's in `directory`
+    keeps the folder and itself.
+
+    Returns:
+        bool, whether `directory` is gone.
+    """
+    for name in names:
+        path = os.path.join(directory, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+    try:
+        os.rmdir(directory)
+    except OSError:
+        return False
+    return True
