@@ -186,6 +186,38 @@ def test_tool_commands_get_tiny_flags():
     assert tool_argv("docker run tensorflow/serving") is None
 
 
+def test_every_readme_tool_command_parses():
+    # The default tier's README check: each `python tools/X.py ...` line, as written
+    # (before TINY_FLAGS), is accepted by that tool's own parser, so a renamed or
+    # dropped flag fails here in seconds. Running them all is the slow tier's
+    # test_readme_examples_run.
+    import importlib.util
+    import shlex
+
+    checked = []
+    for example in all_examples():
+        if example.kind != "command" or example.skip_reason():
+            continue
+        words = shlex.split(example.text)
+        if len(words) < 2 or words[0] != "python" or not words[1].startswith("tools/"):
+            continue
+        spec = importlib.util.spec_from_file_location(
+            "readme_tool_" + os.path.basename(words[1])[:-3], os.path.join(ROOT, words[1]))
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, os.path.join(ROOT, "tools"))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(os.path.join(ROOT, "tools"))
+        try:
+            module.build_parser().parse_args(words[2:])
+        except SystemExit as e:
+            raise AssertionError(f"{example.where}: {words[1]} refuses {words[2:]}") from e
+        checked.append(example.where)
+    assert len(checked) >= 10, checked
+
+
+@pytest.mark.slow
 def test_readme_examples_run(tmp_path):
     start = time.perf_counter()
     done = subprocess.run([sys.executable, os.path.abspath(__file__), str(tmp_path)],

@@ -35,6 +35,7 @@ def test_help_does_not_import_tensorflow():
     assert done.stdout.strip().endswith("NO TENSORFLOW")
 
 
+@pytest.mark.slow  # builds a TF 2.20 venv and serves three exports there
 def test_every_export_kind_answers_alike_in_tf_serving_runtime(three_exports, capsys):  # noqa: F811
     # Creates ~/.cache/keras_bert/serving-runtime-tf2.20 on a machine's first
     # run (minutes: TensorFlow 2.20 is a 620 MB wheel); later runs reuse it.

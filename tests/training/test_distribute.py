@@ -58,6 +58,7 @@ def _assert_same_training(result, reference):
         np.testing.assert_allclose(w, r, atol=1e-5)
 
 
+@pytest.mark.slow  # two worker processes over local gRPC
 def test_two_workers_on_localhost_match_one_process(replica_data, single, tmp_path):
     ports = [_free_port(), _free_port()]
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}

@@ -143,6 +143,7 @@ def test_span_qa_end_to_end(workdir):
     assert isinstance(BertSpanLabeler.from_pretrained(str(output)), BertSpanLabeler)
 
 
+@pytest.mark.slow  # TFDS mock data builds its dataset in the slow path
 def test_tfds_classification_with_mock_data(workdir, tmp_path):
     tfds = pytest.importorskip("tensorflow_datasets")
     options = finetune_lib.FinetuneOptions(

