@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_bert.layers.activations import initializer
 from keras_bert.export.export import predict_text
-from keras_bert.models.task import BertTask, text_inputs
+from keras_bert.models.task import BertTask
 
 _MASK_VALUE = -1e9
 
@@ -63,6 +63,7 @@ class BertSpanLabeler(BertTask):
     """
 
     uses_pooler = False
+    text_columns = (2,)
 
     def __init__(self, encoder, **kwargs):
         # === Layers ===
@@ -82,12 +83,9 @@ class BertSpanLabeler(BertTask):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-        texts = text_inputs(x)
+        # Lists, arrays and string datasets all return the decoded dict.
+        texts = self._predict_texts(x)
         if texts is None:
             return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
                                    callbacks=callbacks)
-        if len(texts) != 2:
-            raise ValueError(
-                "BertSpanLabeler.predict takes (questions, contexts): two batches of strings."
-            )
         return predict_text(self, texts, batch_size=batch_size or 64)
