@@ -243,8 +243,8 @@ def label_array(y, count, label_names=None, num_classes=None, what="This model",
                          f"length (a numpy array), one row per example.")
     if len(array) != count:
         raise ValueError(
-            f"{what} needs {name} with one row per example: {count} examples but "
-            f"{len(array)} rows of {name}."
+            f"{what}: expected {name} to have one row per text ({count}). Received: "
+            f"{len(array)} rows."
         )
     if name == "sample_weight":
         return _numbers(array, what, name).astype("float32")
