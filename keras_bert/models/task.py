@@ -392,9 +392,26 @@ class BertTask(ReplicaJitCompile, keras.Model):
             return dataset.map(check)
         return dataset.map(lambda x: check(x)[0])
 
+    def _require_labels(self, x, y, method):
+        """fit/evaluate without labels would fail deep in Keras ("None values
+        not supported"); say so up front."""
+        if isinstance(x, tf.data.Dataset):
+            parts = _dataset_text_parts(x.element_spec)
+            missing = parts is not None and not parts[1]
+        else:
+            # The integer dict path is Keras' own, as for any model.
+            missing = y is None and x is not None and not isinstance(x, dict) and (
+                task_inputs.holds_strings(x))
+        if missing:
+            raise ValueError(
+                f"{self._what(method)} needs labels: pass y (ids, or names from "
+                f"label_names), or a dataset of (x, y) batches. Received no labels."
+            )
+
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
             sample_weight=None, **kwargs):
+        self._require_labels(x, y, "fit")
         dataset = self._text_dataset(x, y, sample_weight, batch_size, shuffle)
         if dataset is None:
             x, y, sample_weight = self._integer_inputs(x, y, sample_weight, "fit")
@@ -422,6 +439,7 @@ class BertTask(ReplicaJitCompile, keras.Model):
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
                  **kwargs):
+        self._require_labels(x, y, "evaluate")
         dataset = self._text_dataset(x, y, sample_weight, batch_size)
         if dataset is None:
             x, y, sample_weight = self._integer_inputs(x, y, sample_weight, "evaluate")

@@ -258,9 +258,20 @@ def test_out_of_range_integer_inputs_are_refused(encoder_dir):
 
 def test_a_failed_fit_does_not_block_the_next(encoder_dir):
     model = classifier(encoder_dir)
-    inputs = model.preprocessor(tf.constant(TEXTS))
-    with pytest.raises(ValueError):
-        # Labels of the wrong rank fail while Keras traces its train step.
-        model.fit(inputs, np.zeros((5, 4), "int32"), verbose=0)
-    history = model.fit(TEXTS, IDS, epochs=2, verbose=0).history
+    # Adam creates its slots in the first train step.
+    model.compile(optimizer="adam",
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    unlabelled = model.preprocessor(tf.constant(TEXTS))
+    with pytest.raises(ValueError, match="None values not supported"):
+        # No labels: Keras fails while it traces its train step.
+        model.fit(unlabelled, verbose=0)
+    history = model.fit(TEXTS, np.array(IDS), epochs=2, verbose=0).history
     assert len(history["loss"]) == 2 and np.isfinite(history["loss"]).all()
+
+
+def test_fit_without_labels_says_so(encoder_dir):
+    model = classifier(encoder_dir)
+    with pytest.raises(ValueError, match="BertClassifier.fit needs labels: pass y"):
+        model.fit(TEXTS, verbose=0)
+    with pytest.raises(ValueError, match="BertClassifier.evaluate needs labels"):
+        model.evaluate(tf.data.Dataset.from_tensor_slices(TEXTS).batch(2), verbose=0)
