@@ -54,8 +54,10 @@ class BertSpanLabeler(BertTask):
     `answer` signature returns, from the same code: a dict of [batch] numpy
     arrays `answer` (the text), `start`, `end` (character offsets in the
     context, -1 for no answer) and `score`. Long contexts are read in
-    windows as the export does. On the integer input dict it returns the
-    logits, as any Keras model.
+    windows as the export does. Pairs follow `BertTask`'s rule (a tuple of
+    two lists, a list of `(question, context)` tuples, an [N, 2] array, or a
+    dataset of `((questions, contexts),)`), and all give this same dict. On
+    the integer input dict it returns the logits, as any Keras model.
 
     Example:
     >>> qa = BertSpanLabeler(encoder)

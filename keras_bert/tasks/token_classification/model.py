@@ -24,8 +24,9 @@ class BertTokenClassifier(DenseHeadTask):
     on strings returns what the export's `tag` signature returns, from the
     same code: a dict of [batch, tokens] numpy arrays `tokens`, `label`,
     `label_id`, `probability`, `start`, `end` (character offsets in the
-    text), `word_start` and `mask`. On the integer input dict it returns the
-    logits, as any Keras model.
+    text), `word_start` and `mask`; lists, 1-D arrays and string datasets
+    give this same dict (pairs and 2-D string arrays are refused). On the
+    integer input dict it returns the logits, as any Keras model.
 
     Example:
     >>> tagger = BertTokenClassifier(encoder, num_classes=9)
