@@ -63,9 +63,10 @@ class BertTask(ReplicaJitCompile, keras.Model):
     - rows: a LIST of `(a, b)` tuples, or a string array of shape [N, 2].
     An outer list/tuple of two items of two strings each fits both readings;
     only those exact containers decide it (tuple of lists = columns, list of
-    tuples = rows), any other is refused with both forms shown. Single-text
-    heads (taggers) refuse pairs and 2-D string arrays; `BertSpanLabeler`
-    takes `(questions, contexts)` by the same rule.
+    tuples = rows), any other is refused with both forms shown, as is a
+    tuple of two strings (one pair `[(a, b)]`, or two texts `[a, b]`).
+    Single-text heads (taggers) refuse pairs and 2-D string arrays;
+    `BertSpanLabeler` takes `(questions, contexts)` by the same rule.
 
     Labels (`y`): a numpy array, list or tuple of ids (floats for
     regression), or label names (str) mapped through `label_names`; an
@@ -169,6 +170,13 @@ class BertTask(ReplicaJitCompile, keras.Model):
 
     def _texts(self, x, method):
         """`x`'s string columns (a tuple of 1-D tf.string Tensors) or None."""
+        if (2 in self.text_columns and isinstance(x, tuple) and len(x) == 2
+                and all(isinstance(v, (str, bytes)) for v in x)):
+            # One pair, or two texts? Not guessed.
+            raise ValueError(
+                f"{self._what(method)}: a tuple of two strings could be one pair or two "
+                f"texts; pass [(a, b)] for one pair, or a list [a, b] for two texts."
+            )
         texts = task_inputs.text_inputs(x, self._what(method))
         if texts is None:
             return None
@@ -372,7 +380,7 @@ class BertTask(ReplicaJitCompile, keras.Model):
         if isinstance(x, tf.data.Dataset):
             return self._checked_integer_dataset(x, method), y, sample_weight
         task_inputs.check_integer_inputs(x, self.encoder, self._what(method))
-        if isinstance(x, dict) and "token_ids" in x and (y is not None or sample_weight is not None):
+        if isinstance(x, dict) and "token_ids" in x:
             count = len(x["token_ids"])
             y = self._labels(y, count, method)
             sample_weight = self._labels(sample_weight, count, method, "sample_weight")

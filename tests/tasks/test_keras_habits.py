@@ -160,6 +160,9 @@ def test_two_by_two_pairs_are_refused_unless_the_containers_say(encoder_dir):
     for ambiguous in ([[a1, b1], [a2, b2]], ((a1, b1), (a2, b2))):
         with pytest.raises(ValueError, match=r"not guessed.*tuple of two lists.*list of tuples"):
             model.predict(ambiguous, verbose=0)
+    with pytest.raises(ValueError, match=r"one pair or two texts; pass \[\(a, b\)\]"):
+        model.predict((a1, b1), verbose=0)
+    assert_all_close(model.predict([(a1, b1)], verbose=0), by_hand(model, [a1], [b1]))
     with pytest.raises(ValueError, match="neither"):
         model.predict([(a1, b1), (a2, b2), (a1, b1, a2)], verbose=0)
     with pytest.raises(ValueError, match=r"shape \(2, 3\)"):
