@@ -122,6 +122,36 @@ PRIVATE_HOOKS = (
         called_from=None,
     ),
     PrivateHook(
+        owner="keras.Model",
+        name="_compute_loss",
+        used_in="keras_bert/models/replica_jit.py",
+        why="Called in the per-replica XLA step to compute the compiled loss "
+        "exactly as Keras' own train_step does (loss weights, regularization "
+        "losses, loss scaling of the compiled losses). The public compute_loss "
+        "is what _compute_loss wraps for the one-replica path; calling "
+        "_compute_loss keeps both paths on the same code.",
+        called_from=None,
+    ),
+    PrivateHook(
+        owner="keras.src.trainers.trainer.Trainer",
+        name="_loss_tracker",
+        used_in="keras_bert/models/replica_jit.py",
+        why="The Mean metric behind the reported `loss` (set in Trainer.__init__). "
+        "The per-replica XLA step updates it, with the loss times the replica "
+        "count, as Keras' own train_step does; Keras offers no public way to "
+        "feed the reported loss from a custom step.",
+        called_from=None,
+    ),
+    PrivateHook(
+        owner="sys",
+        name="_base_executable",
+        used_in="keras_bert/export/runtime_check.py",
+        why="The interpreter a venv was made from, so the TF 2.20 runtime-check "
+        "venv is built from a real interpreter rather than from our .venv's "
+        "symlink. CPython sets it in every process; the venv module itself reads it.",
+        called_from=None,
+    ),
+    PrivateHook(
         owner="tensorflow.python.framework.op_def_registry",
         name="get",
         used_in="keras_bert/export/op_set.py",

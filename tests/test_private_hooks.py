@@ -4,6 +4,7 @@ Each hook is its own test case, named after it, so an upgrade that drops or
 stops calling one fails with that name.
 """
 
+import ast
 import importlib
 import inspect
 import os
@@ -108,3 +109,66 @@ def test_replaced_private_names_stay_out(pattern):
              and re.search(pattern, source)
              and not any(path == used and re.search(pattern, owner) for used, owner in listed)]
     assert not found, f"{pattern} is back in {found}; see keras_bert/_private_hooks.py"
+
+
+def _private_names(source):
+    """(used, defined): the private attribute names `source` reads or calls
+    (`x._name`, `getattr(x, "_name")`), and those it defines itself
+    (assignments, defs, classes, `setattr(x, "_name", ...)`, imports)."""
+    used, defined = set(), set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+        elif isinstance(node, ast.ImportFrom):
+            defined.update(alias.asname or alias.name for alias in node.names)
+        elif isinstance(node, ast.Attribute):
+            if isinstance(node.ctx, ast.Store):
+                defined.add(node.attr)
+            else:
+                used.add(node.attr)
+        elif (isinstance(node, ast.Call) and len(node.args) >= 2
+              and isinstance(node.args[1], ast.Constant)
+              and isinstance(node.args[1].value, str)):
+            function = getattr(node.func, "id", getattr(node.func, "attr", None))
+            if function in ("setattr", "__setattr__"):
+                defined.add(node.args[1].value)
+            elif function in ("getattr", "hasattr"):
+                used.add(node.args[1].value)
+    private = {n for n in used if n.startswith("_") and not n.startswith("__")}
+    return private, defined
+
+
+def test_every_private_name_read_or_called_is_listed():
+    # A private name of Keras, TensorFlow or Python that keras_bert reads or
+    # calls (not only overrides) must be listed: `self._compute_loss(...)`,
+    # `self._loss_tracker.update_state(...)`, `getattr(sys, "_base_executable")`.
+    # Names keras_bert defines itself anywhere are its own.
+    used, defined = {}, set()
+    for path, source in _keras_bert_sources():
+        names, own = _private_names(source)
+        defined |= own
+        for name in names:
+            used.setdefault(name, path)
+    listed = {hook.name for hook in PRIVATE_HOOKS}
+    unlisted = sorted(f"{path}: {name}" for name, path in used.items()
+                      if name not in defined and name not in listed)
+    assert not unlisted, (
+        f"keras_bert uses private names {unlisted} of another package: list them in "
+        "keras_bert/_private_hooks.py with why no public API serves."
+    )
+
+
+def test_private_name_scan_finds_calls_reads_and_getattr():
+    # The scan itself: a wrong scan would let unlisted names through.
+    used, defined = _private_names(
+        "class A(Base):\n"
+        "    def _mine(self):\n"
+        "        self._set = 1\n"
+        "        self._compute_loss(x)\n"
+        "        self._loss_tracker.update_state(1)\n"
+        "        getattr(sys, '_base_executable', None)\n"
+        "        return self._mine, self._set\n"
+    )
+    assert used - defined == {"_compute_loss", "_loss_tracker", "_base_executable"}
