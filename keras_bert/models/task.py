@@ -397,8 +397,10 @@ class BertTask(ReplicaJitCompile, keras.Model):
             return (task_inputs.integer_checks_in_graph(x, encoder, what),) + rest
 
         if isinstance(spec, tuple):
-            return dataset.map(check)
-        return dataset.map(lambda x: check(x)[0])
+            checked = dataset.map(check, num_parallel_calls=tf.data.AUTOTUNE)
+        else:
+            checked = dataset.map(lambda x: check(x)[0], num_parallel_calls=tf.data.AUTOTUNE)
+        return checked.prefetch(tf.data.AUTOTUNE)
 
     def _require_labels(self, x, y, method):
         """fit/evaluate without labels would fail deep in Keras ("None values

@@ -71,9 +71,13 @@ def test_fit_on_names_is_fit_on_their_ids(encoder_dir):
     for a, b in zip(model.get_weights(), by_ids):
         np.testing.assert_allclose(a, b, atol=1e-6)
     model.set_weights(start)
-    model.fit(TEXTS, tuple(IDS), batch_size=2, shuffle=False, verbose=0)  # A tuple of ints.
+    names = [NAMES[i] for i in IDS]
+    history = model.fit(TEXTS, tuple(IDS), batch_size=2, shuffle=False, verbose=0,
+                        validation_data=(TEXTS, names)).history  # A tuple of ints.
     for a, b in zip(model.get_weights(), by_ids):
         np.testing.assert_allclose(a, b, atol=1e-6)
+    expected = sparse_ce(IDS, by_hand(model, TEXTS))
+    assert history["val_loss"][0] == pytest.approx(expected, rel=1e-5)
 
 
 def test_label_mistakes_are_named(encoder_dir):
