@@ -8,60 +8,36 @@ import tensorflow as tf
 from keras_bert.config import check_rate
 from keras_bert.layers.activations import initializer
 from keras_bert.models import model_dir as model_dir_lib
+from keras_bert.models import task_inputs
 from keras_bert.models.replica_jit import ReplicaJitCompile
 
 
-def _is_text(value):
-    """True for a batch of strings: a list/tuple of str/bytes, a numpy str or
-    object array of them, or a tf.string Tensor."""
-    if isinstance(value, (tf.Tensor, tf.RaggedTensor)):
-        return value.dtype == tf.string
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind in "US":
-            return True
-        return value.dtype == object and value.size > 0 and isinstance(
-            value.flat[0], (str, bytes))
-    if isinstance(value, (list, tuple)):
-        return len(value) > 0 and all(isinstance(v, (str, bytes)) for v in value)
-    return False
+# The input rules live in task_inputs; these names stay importable from here.
+_is_text = task_inputs.is_text
+text_inputs = task_inputs.text_inputs
 
 
-def text_inputs(x):
-    """The string batches in `x`: a tuple of one (texts) or two (pairs), else None.
+def _dataset_text_parts(spec):
+    """Reads a dataset's element_spec by Keras' (x, y[, sample_weight]) rule.
 
-    Pairs are a tuple or list of two string batches, `(texts_a, texts_b)`.
+    Returns:
+        None when the inputs are not strings (Keras takes the dataset as it
+        is), else (features_spec, has_rest): `features_spec` is a string
+        TensorSpec or a tuple of two (pairs); `has_rest` says whether labels
+        (and sample weights) follow.
     """
-    if _is_text(x):
-        return (x,)
-    if isinstance(x, (list, tuple)) and len(x) == 2 and all(_is_text(v) for v in x):
-        return tuple(x)
+    def is_string_spec(s):
+        return isinstance(s, (tf.TensorSpec, tf.RaggedTensorSpec)) and s.dtype == tf.string
+
+    def is_features(s):
+        return is_string_spec(s) or (
+            isinstance(s, tuple) and len(s) in (1, 2) and all(is_string_spec(t) for t in s))
+
+    if is_string_spec(spec):
+        return spec, False
+    if isinstance(spec, tuple) and 1 <= len(spec) <= 3 and is_features(spec[0]):
+        return spec[0], len(spec) > 1
     return None
-
-
-def _to_string_tensor(value):
-    if isinstance(value, (tf.Tensor, tf.RaggedTensor)):
-        return value
-    if isinstance(value, np.ndarray) and value.dtype.kind == "U":
-        value = np.char.encode(value, "utf-8")
-    elif not isinstance(value, np.ndarray):
-        value = np.array([v.encode("utf-8") if isinstance(v, str) else v for v in value],
-                         dtype=object)
-    return tf.constant(value, tf.string)
-
-
-def _dataset_has_text(dataset):
-    spec = dataset.element_spec
-    features = spec[0] if isinstance(spec, tuple) and not _is_pair_spec(spec) else spec
-    flat = tf.nest.flatten(features)
-    return bool(flat) and all(
-        isinstance(s, (tf.TensorSpec, tf.RaggedTensorSpec)) and s.dtype == tf.string for s in flat
-    )
-
-
-def _is_pair_spec(spec):
-    """A dataset element that is itself (texts_a, texts_b), with no labels."""
-    return (isinstance(spec, tuple) and len(spec) == 2
-            and all(isinstance(s, tf.TensorSpec) and s.dtype == tf.string for s in spec))
 
 
 class BertTask(ReplicaJitCompile, keras.Model):
@@ -73,12 +49,33 @@ class BertTask(ReplicaJitCompile, keras.Model):
     `**kwargs`, and list their own constructor arguments in `task_config()`.
     Saving, loading, serialization and raw-text inputs are shared here.
 
-    With a preprocessor, `x` may be strings: a list of str, a numpy str or
-    object array, a tf.string Tensor, a pair `(texts_a, texts_b)` of them, or
-    a `tf.data.Dataset` of batched `(texts, labels)` / `((a, b), labels)`.
-    They are tokenized and packed in the tf.data pipeline (in parallel, each
-    batch padded to its longest text), not in the model's graph. The integer
-    input dict (token_ids, segment_ids, padding_mask) works as ever.
+    With a preprocessor, `fit`, `evaluate`, `predict` (and `model(texts)`,
+    `*_on_batch`) take strings. They are tokenized and packed in the tf.data
+    pipeline (in parallel, each batch padded to its longest text), not in the
+    model's graph. The integer input dict (token_ids, segment_ids,
+    padding_mask) works as ever; ids and masks out of range are refused.
+
+    Texts: a list or tuple of str, a 1-D numpy str/object array, a 1-D
+    tf.string Tensor. A single string is refused: pass `[text]`.
+
+    Sentence pairs, never guessed:
+    - columns: a TUPLE of two text batches, `(texts_a, texts_b)`;
+    - rows: a LIST of `(a, b)` tuples, or a string array of shape [N, 2].
+    An outer list/tuple of two items of two strings each fits both readings;
+    only those exact containers decide it (tuple of lists = columns, list of
+    tuples = rows), any other is refused with both forms shown, as is a
+    tuple of two strings (one pair `[(a, b)]`, or two texts `[a, b]`).
+    Single-text heads (taggers) refuse pairs and 2-D string arrays;
+    `BertSpanLabeler` takes `(questions, contexts)` by the same rule.
+
+    Labels (`y`): a numpy array, list or tuple of ids (floats for
+    regression), or label names (str) mapped through `label_names`; an
+    unknown name, or names on a model without `label_names`, is an error.
+
+    A `tf.data.Dataset` of batches follows Keras' rule: an element
+    `(x, y[, sample_weight])` is inputs and labels, `x` being texts or the
+    tuple `(texts_a, texts_b)`; string labels map through `label_names`.
+    Unlabelled elements: `texts`, `(texts,)` or `((texts_a, texts_b),)`.
 
     `compile(jit_compile=True)` under a multi-device strategy compiles each
     replica's step with XLA and sums gradients outside it (`ReplicaJitCompile`).
@@ -140,6 +137,12 @@ class BertTask(ReplicaJitCompile, keras.Model):
 
     # === Raw text in fit / evaluate / predict ===
 
+    #: How many string columns the head reads: 1 (texts), 2 (pairs).
+    text_columns = (1, 2)
+
+    def _what(self, method):
+        return f"{type(self).__name__}.{method}"
+
     def _require_preprocessor(self):
         if self.preprocessor is None:
             raise ValueError(
@@ -151,6 +154,49 @@ class BertTask(ReplicaJitCompile, keras.Model):
             )
         return self.preprocessor
 
+    def _check_text_columns(self, count, method):
+        """Refuses pairs for single-text heads and single texts for pair heads."""
+        if count in self.text_columns:
+            return
+        if count == 2:
+            raise ValueError(
+                f"{self._what(method)} takes one batch of texts (a list of str or a 1-D "
+                f"array), not sentence pairs or a 2-D string array."
+            )
+        raise ValueError(
+            f"{self._what(method)} takes pairs (two batches of strings); "
+            f"{task_inputs.PAIRS_RULE}."
+        )
+
+    def _texts(self, x, method):
+        """`x`'s string columns (a tuple of 1-D tf.string Tensors) or None."""
+        if (2 in self.text_columns and isinstance(x, tuple) and len(x) == 2
+                and all(isinstance(v, (str, bytes)) for v in x)):
+            # One pair, or two texts? Not guessed.
+            raise ValueError(
+                f"{self._what(method)}: a tuple of two strings could be one pair or two "
+                f"texts; pass [(a, b)] for one pair, or a list [a, b] for two texts."
+            )
+        texts = task_inputs.text_inputs(x, self._what(method))
+        if texts is None:
+            return None
+        self._check_text_columns(len(texts), method)
+        self._require_preprocessor()
+        counts = [task_inputs.count_rows(t) for t in texts]
+        if len(set(counts)) > 1:
+            raise ValueError(
+                f"Sentence pairs need as many second texts as first texts. Received: "
+                f"{counts[0]} and {counts[1]}."
+            )
+        return texts
+
+    def _labels(self, y, count, method, name="y"):
+        """`y` (or sample weights) as a numpy array of one row per example,
+        label names mapped through `label_names` (see `task_inputs.label_array`)."""
+        return task_inputs.label_array(
+            y, count, getattr(self, "label_names", None), getattr(self, "num_classes", None),
+            self._what(method), name)
+
     def _preprocess_element(self, *element):
         """(texts[, labels[, sample_weight]]) -> (encoder inputs, ...)."""
         x, rest = element[0], element[1:]
@@ -159,44 +205,37 @@ class BertTask(ReplicaJitCompile, keras.Model):
 
     def _text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
         """A batched, preprocessed tf.data.Dataset for string `x`, or None if
-        `x` holds no strings (then Keras takes it as it is)."""
+        `x` holds no strings (then Keras takes it as it is).
+
+        This is the one place where text input becomes a dataset; subclasses
+        may override it to take other raw forms (e.g. word lists with tag
+        lists) and call `super()._text_dataset(...)` for the rest.
+
+        Args:
+            x: texts, pairs or a `tf.data.Dataset` (see `BertTask`).
+            y: labels as users hold them (ids, floats, label names).
+            sample_weight: optional per-example weights.
+            batch_size: int, default 32 (in-memory inputs only).
+            shuffle: bool, shuffle in-memory inputs each epoch.
+
+        Returns:
+            A `tf.data.Dataset` of (encoder inputs[, labels[, weights]]), or None.
+        """
         if isinstance(x, tf.data.Dataset):
-            if not _dataset_has_text(x):
-                return None
-            self._require_preprocessor()
-            spec = x.element_spec
-            features = spec if _is_pair_spec(spec) or not isinstance(spec, tuple) else spec[0]
-            if any(s.shape.rank == 0 for s in tf.nest.flatten(features)):
-                raise ValueError(
-                    "The dataset yields single strings; batch it first, e.g. "
-                    "dataset.batch(32), as Keras takes one batch per element."
-                )
-            if _is_pair_spec(spec) or not isinstance(spec, tuple):
-                return x.map(lambda *t: self.preprocessor(t),
-                             num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-            return x.map(self._preprocess_element,
-                         num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-        texts = text_inputs(x)
+            return self._dataset_of_text_dataset(x)
+        texts = self._texts(x, "fit")
         if texts is None:
             return None
-        self._require_preprocessor()
-        texts = tuple(_to_string_tensor(t) for t in texts)
-        count = int(texts[0].shape[0])
-        if len(texts) == 2 and int(texts[1].shape[0]) != count:
-            raise ValueError(
-                f"Sentence pairs need as many second texts as first texts. Received: "
-                f"{count} and {int(texts[1].shape[0])}."
-            )
+        count = task_inputs.count_rows(texts[0])
+        if count == 0:
+            raise ValueError(f"{type(self).__name__}: fit and evaluate need at least one "
+                             f"text. Received: 0 texts.")
         columns = [texts if len(texts) == 2 else texts[0]]
         for name, value in (("y", y), ("sample_weight", sample_weight)):
-            if value is None:
-                continue
-            if len(keras.tree.flatten(value)[0]) != count:
-                raise ValueError(
-                    f"Expected {name} to have one row per text ({count}). Received: "
-                    f"{len(keras.tree.flatten(value)[0])} rows."
-                )
-            columns.append(value)
+            if value is not None:
+                columns.append(self._labels(value, count, "fit", name))
+        if sample_weight is not None and y is None:
+            raise ValueError("sample_weight needs labels: pass y as well.")
         dataset = tf.data.Dataset.from_tensor_slices(tuple(columns))
         if shuffle:
             dataset = dataset.shuffle(max(count, 1), reshuffle_each_iteration=True)
@@ -204,13 +243,190 @@ class BertTask(ReplicaJitCompile, keras.Model):
         return dataset.map(self._preprocess_element,
                            num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
+    def _text_features_of(self, dataset, method):
+        """Checks a string dataset's features; returns (parts, splitter) or None.
+
+        `splitter` turns the element's x into the tuple of string columns.
+        """
+        parts = _dataset_text_parts(dataset.element_spec)
+        if parts is None:
+            return None
+        self._require_preprocessor()
+        features, has_rest = parts
+        flat = tf.nest.flatten(features)
+        if any(s.shape.rank == 0 for s in flat):
+            raise ValueError(
+                "The dataset yields single strings; batch it first, e.g. "
+                "dataset.batch(32), as Keras takes one batch per element."
+            )
+        if isinstance(features, tuple):
+            columns = len(features)
+
+            def split(x):
+                return tuple(x)
+        elif features.shape.rank == 2 and features.shape[-1] == 2:
+            columns = 2  # Rows of pairs, [batch, 2].
+
+            def split(x):
+                return (x[:, 0], x[:, 1])
+        elif features.shape.rank == 1:
+            columns = 1
+
+            def split(x):
+                return (x,)
+        else:
+            raise ValueError(
+                f"{self._what(method)} takes a dataset of 1-D text batches (or pairs); its "
+                f"texts have shape {features.shape}. {task_inputs.DATASET_RULE[0].upper()}"
+                f"{task_inputs.DATASET_RULE[1:]}."
+            )
+        self._check_text_columns(columns, method)
+        return parts, split
+
+    def _dataset_of_text_dataset(self, dataset):
+        checked = self._text_features_of(dataset, "fit")
+        if checked is None:
+            return None
+        (features, has_rest), split = checked
+        label_spec = dataset.element_spec[1] if has_rest else None
+        map_labels = None
+        if isinstance(label_spec, (tf.TensorSpec, tf.RaggedTensorSpec)) and (
+                label_spec.dtype == tf.string):
+            label_names = getattr(self, "label_names", None)
+            if getattr(self, "num_classes", None) == 1 or not label_names:
+                raise ValueError(
+                    f"{type(self).__name__}: the dataset's labels are strings but the model "
+                    f"has no label_names to map them to ids (a regression needs numbers). "
+                    f"Pass ids, or build the model with label_names=[...]. If the strings "
+                    f"are second texts: {task_inputs.DATASET_RULE}."
+                )
+            what = type(self).__name__
+
+            def map_labels(labels):
+                return task_inputs.label_ids_tensor(labels, label_names, what)
+
+        def preprocess(x, *rest):
+            rest = list(rest)
+            if rest and map_labels is not None:
+                rest[0] = map_labels(rest[0])
+            return (self.preprocessor(split(x)),) + tuple(rest)
+
+        if isinstance(dataset.element_spec, tuple):
+            function = preprocess
+        else:
+            def function(x):
+                return preprocess(x)
+        return dataset.map(function, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+            tf.data.AUTOTUNE)
+
+    def _predict_dataset_texts(self, dataset):
+        """The string columns of a dataset for `predict` (labels dropped), as
+        1-D numpy object arrays, or None when it holds no strings."""
+        checked = self._text_features_of(dataset, "predict")
+        if checked is None:
+            return None
+        (features, has_rest), split = checked
+        self._refuse_string_labels_without_names(dataset)
+        if isinstance(dataset.element_spec, tuple):
+            dataset = dataset.map(lambda x, *rest: split(x))
+        else:
+            dataset = dataset.map(lambda x: split(x))
+        parts = [[] for _ in range(len(dataset.element_spec))]
+        for columns in dataset.as_numpy_iterator():
+            for part, column in zip(parts, columns):
+                part.append(column)
+        return tuple(np.concatenate(p) if p else np.zeros([0], object) for p in parts)
+
+    def _refuse_string_labels_without_names(self, dataset):
+        """predict drops labels; strings there without label_names are more
+        likely second texts than labels, so they are refused, not dropped."""
+        spec = dataset.element_spec
+        if (isinstance(spec, tuple) and len(spec) > 1
+                and isinstance(spec[1], (tf.TensorSpec, tf.RaggedTensorSpec))
+                and spec[1].dtype == tf.string and not getattr(self, "label_names", None)):
+            raise ValueError(
+                f"{self._what('predict')}: the dataset yields (x, strings); "
+                f"{task_inputs.DATASET_RULE}, but this model has no label_names to read "
+                f"the strings as labels. Map the dataset to ((texts_a, texts_b),) for pairs, "
+                f"or to (texts,) to drop the labels."
+            )
+
+    def _empty_prediction(self):
+        """predict's result for zero texts: each output with 0 rows."""
+        def empty(tensor):
+            shape = [0] + [d or 0 for d in tensor.shape[1:]]
+            return np.zeros(shape, dtype=tensor.dtype)
+        return keras.tree.map_structure(empty, self.output)
+
+    def _keras_call(self, method, *args, **kwargs):
+        """Runs a Keras training/evaluation/prediction entry point.
+
+        A call that fails while Keras traces its step function leaves the
+        half-traced tf.function cached on the model, and every later call
+        then fails with "Creating variables on a non-first call to a function
+        decorated with tf.function". The cached functions are dropped on
+        failure, so a fixed call works on the same model.
+        """
+        try:
+            return method(*args, **kwargs)
+        except BaseException:
+            self.train_function = None
+            self.test_function = None
+            self.predict_function = None
+            raise
+
+    def _integer_inputs(self, x, y, sample_weight, method):
+        """Checks the integer input dict, and reads labels as users hold them."""
+        if isinstance(x, tf.data.Dataset):
+            return self._checked_integer_dataset(x, method), y, sample_weight
+        task_inputs.check_integer_inputs(x, self.encoder, self._what(method))
+        if isinstance(x, dict) and "token_ids" in x:
+            count = len(x["token_ids"])
+            y = self._labels(y, count, method)
+            sample_weight = self._labels(sample_weight, count, method, "sample_weight")
+        return x, y, sample_weight
+
+    def _checked_integer_dataset(self, dataset, method):
+        spec = dataset.element_spec
+        features = spec[0] if isinstance(spec, tuple) else spec
+        if not isinstance(features, dict) or "token_ids" not in features:
+            return dataset
+        encoder, what = self.encoder, self._what(method)
+
+        def check(x, *rest):
+            return (task_inputs.integer_checks_in_graph(x, encoder, what),) + rest
+
+        if isinstance(spec, tuple):
+            checked = dataset.map(check, num_parallel_calls=tf.data.AUTOTUNE)
+        else:
+            checked = dataset.map(lambda x: check(x)[0], num_parallel_calls=tf.data.AUTOTUNE)
+        return checked.prefetch(tf.data.AUTOTUNE)
+
+    def _require_labels(self, x, y, method):
+        """fit/evaluate without labels would fail deep in Keras ("None values
+        not supported"); say so up front."""
+        if isinstance(x, tf.data.Dataset):
+            parts = _dataset_text_parts(x.element_spec)
+            missing = parts is not None and not parts[1]
+        else:
+            # The integer dict path is Keras' own, as for any model.
+            missing = y is None and x is not None and not isinstance(x, dict) and (
+                task_inputs.holds_strings(x))
+        if missing:
+            raise ValueError(
+                f"{self._what(method)} needs labels: pass y (ids, or names from "
+                f"label_names), or a dataset of (x, y) batches. Received no labels."
+            )
+
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
             sample_weight=None, **kwargs):
+        self._require_labels(x, y, "fit")
         dataset = self._text_dataset(x, y, sample_weight, batch_size, shuffle)
         if dataset is None:
-            return super().fit(
-                x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose,
+            x, y, sample_weight = self._integer_inputs(x, y, sample_weight, "fit")
+            return self._keras_call(
+                super().fit, x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose,
                 callbacks=callbacks, validation_split=validation_split,
                 validation_data=validation_data, shuffle=shuffle, class_weight=class_weight,
                 sample_weight=sample_weight, **kwargs)
@@ -226,25 +442,84 @@ class BertTask(ReplicaJitCompile, keras.Model):
         elif isinstance(validation_data, tf.data.Dataset):
             validation_data = self._text_dataset(validation_data) or validation_data
         # The dataset is shuffled above (when `shuffle`), not by Keras.
-        return super().fit(
-            dataset, epochs=epochs, verbose=verbose, callbacks=callbacks,
+        return self._keras_call(
+            super().fit, dataset, epochs=epochs, verbose=verbose, callbacks=callbacks,
             validation_data=validation_data, shuffle=False, class_weight=class_weight,
             **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
                  **kwargs):
+        self._require_labels(x, y, "evaluate")
         dataset = self._text_dataset(x, y, sample_weight, batch_size)
         if dataset is None:
-            return super().evaluate(x=x, y=y, batch_size=batch_size, verbose=verbose,
-                                    sample_weight=sample_weight, **kwargs)
-        return super().evaluate(dataset, verbose=verbose, **kwargs)
+            x, y, sample_weight = self._integer_inputs(x, y, sample_weight, "evaluate")
+            return self._keras_call(
+                super().evaluate, x=x, y=y, batch_size=batch_size, verbose=verbose,
+                sample_weight=sample_weight, **kwargs)
+        return self._keras_call(super().evaluate, dataset, verbose=verbose, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-        dataset = self._text_dataset(x, batch_size=batch_size)
+        if isinstance(x, tf.data.Dataset):
+            if self._text_features_of(x, "predict") is not None:
+                self._refuse_string_labels_without_names(x)
+                if isinstance(x.element_spec, tuple):
+                    x = x.map(lambda features, *rest: (features,))
+            dataset = self._text_dataset(x)
+        else:
+            texts = self._texts(x, "predict")
+            if texts is not None and task_inputs.count_rows(texts[0]) == 0:
+                return self._empty_prediction()
+            dataset = None if texts is None else self._text_dataset(
+                texts if len(texts) == 2 else texts[0], batch_size=batch_size)
         if dataset is None:
-            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
-                                   callbacks=callbacks)
-        return super().predict(dataset, verbose=verbose, steps=steps, callbacks=callbacks)
+            x, _, _ = self._integer_inputs(x, None, None, "predict")
+            return self._keras_call(super().predict, x, batch_size=batch_size,
+                                    verbose=verbose, steps=steps, callbacks=callbacks)
+        return self._keras_call(super().predict, dataset, verbose=verbose, steps=steps,
+                                callbacks=callbacks)
+
+    def _predict_texts(self, x, method="predict"):
+        """The string columns of `x` for heads whose `predict` decodes text
+        (taggers, QA): in-memory inputs and datasets alike, or None."""
+        if isinstance(x, tf.data.Dataset):
+            return self._predict_dataset_texts(x)
+        return self._texts(x, method)
+
+    # === Batch-level Keras entry points on strings ===
+
+    def __call__(self, *args, **kwargs):
+        # Strings never reach the functional graph: it takes the integer dict.
+        if args and not isinstance(args[0], dict) and task_inputs.holds_strings(args[0]):
+            texts = self._texts(args[0], "__call__")
+            args = (self.preprocessor(texts),) + args[1:]
+        return super().__call__(*args, **kwargs)
+
+    def predict_on_batch(self, x):
+        texts = None if isinstance(x, dict) else self._texts(x, "predict_on_batch")
+        if texts is None:
+            task_inputs.check_integer_inputs(x, self.encoder, self._what("predict_on_batch"))
+            return super().predict_on_batch(x)
+        count = task_inputs.count_rows(texts[0])
+        return self.predict(x, batch_size=max(count, 1), verbose=0)
+
+    def _on_batch_inputs(self, x, y, sample_weight, method):
+        texts = None if isinstance(x, dict) else self._texts(x, method)
+        if texts is None:
+            return self._integer_inputs(x, y, sample_weight, method)
+        count = task_inputs.count_rows(texts[0])
+        return (self.preprocessor(texts), self._labels(y, count, method),
+                self._labels(sample_weight, count, method, "sample_weight"))
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
+                       return_dict=False):
+        x, y, sample_weight = self._on_batch_inputs(x, y, sample_weight, "train_on_batch")
+        return self._keras_call(super().train_on_batch, x, y, sample_weight=sample_weight,
+                                class_weight=class_weight, return_dict=return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        x, y, sample_weight = self._on_batch_inputs(x, y, sample_weight, "test_on_batch")
+        return self._keras_call(super().test_on_batch, x, y, sample_weight=sample_weight,
+                                return_dict=return_dict)
 
     # === Model directories ===
 

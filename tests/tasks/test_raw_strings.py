@@ -85,8 +85,9 @@ def test_pairs_and_datasets(encoder_dir):
     dataset = tf.data.Dataset.from_tensor_slices(((first, second), LABELS[:4] // 2)).batch(2)
     classifier.fit(dataset, epochs=1, verbose=0)
     after = by_hand(classifier, first, second)
+    # Unlabelled pairs are ((a, b),): (a, b) would be texts and labels (Keras' rule).
     assert_all_close(classifier.predict(tf.data.Dataset.from_tensor_slices(
-        (first, second)).batch(3), verbose=0), after)
+        ((first, second),)).batch(3), verbose=0), after)
     single = tf.data.Dataset.from_tensor_slices((TEXTS, LABELS % 2)).batch(4)
     classifier.fit(single, epochs=1, verbose=0)
     with pytest.raises(ValueError, match="batch it first"):

@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_bert.layers.activations import initializer
 from keras_bert.export.export import predict_text
-from keras_bert.models.task import BertTask, text_inputs
+from keras_bert.models.task import BertTask
 
 _MASK_VALUE = -1e9
 
@@ -54,8 +54,10 @@ class BertSpanLabeler(BertTask):
     `answer` signature returns, from the same code: a dict of [batch] numpy
     arrays `answer` (the text), `start`, `end` (character offsets in the
     context, -1 for no answer) and `score`. Long contexts are read in
-    windows as the export does. On the integer input dict it returns the
-    logits, as any Keras model.
+    windows as the export does. Pairs follow `BertTask`'s rule (a tuple of
+    two lists, a list of `(question, context)` tuples, an [N, 2] array, or a
+    dataset of `((questions, contexts),)`), and all give this same dict. On
+    the integer input dict it returns the logits, as any Keras model.
 
     Example:
     >>> qa = BertSpanLabeler(encoder)
@@ -63,6 +65,7 @@ class BertSpanLabeler(BertTask):
     """
 
     uses_pooler = False
+    text_columns = (2,)
 
     def __init__(self, encoder, **kwargs):
         # === Layers ===
@@ -82,12 +85,9 @@ class BertSpanLabeler(BertTask):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-        texts = text_inputs(x)
+        # Lists, arrays and string datasets all return the decoded dict.
+        texts = self._predict_texts(x)
         if texts is None:
             return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
                                    callbacks=callbacks)
-        if len(texts) != 2:
-            raise ValueError(
-                "BertSpanLabeler.predict takes (questions, contexts): two batches of strings."
-            )
         return predict_text(self, texts, batch_size=batch_size or 64)

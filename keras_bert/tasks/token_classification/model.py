@@ -3,7 +3,7 @@
 import keras
 
 from keras_bert.export.export import predict_text
-from keras_bert.models.task import DenseHeadTask, text_inputs
+from keras_bert.models.task import DenseHeadTask
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -24,8 +24,9 @@ class BertTokenClassifier(DenseHeadTask):
     on strings returns what the export's `tag` signature returns, from the
     same code: a dict of [batch, tokens] numpy arrays `tokens`, `label`,
     `label_id`, `probability`, `start`, `end` (character offsets in the
-    text), `word_start` and `mask`. On the integer input dict it returns the
-    logits, as any Keras model.
+    text), `word_start` and `mask`; lists, 1-D arrays and string datasets
+    give this same dict (pairs and 2-D string arrays are refused). On the
+    integer input dict it returns the logits, as any Keras model.
 
     Example:
     >>> tagger = BertTokenClassifier(encoder, num_classes=9)
@@ -38,11 +39,12 @@ class BertTokenClassifier(DenseHeadTask):
         super().__init__(encoder, num_classes, dropout_rate, label_names,
                          feature="sequence_output", **kwargs)
 
+    text_columns = (1,)
+
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-        texts = text_inputs(x)
+        # Lists, arrays and string datasets all return the decoded dict.
+        texts = self._predict_texts(x)
         if texts is None:
             return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
                                    callbacks=callbacks)
-        if len(texts) != 1:
-            raise ValueError("BertTokenClassifier.predict takes one batch of texts, not pairs.")
         return predict_text(self, texts, batch_size=batch_size or 64)
