@@ -291,11 +291,7 @@ def squad_features(data, tokenizer, max_seq_length=384, doc_stride=128, max_quer
     Returns:
         `SquadFeatures`.
     """
-    if max_seq_length < max_query_length + 4:
-        raise ValueError(
-            f"max_seq_length={max_seq_length} leaves no room for context after a question of "
-            f"max_query_length={max_query_length} tokens and 3 special tokens."
-        )
+    windows_lib.check_query_length(max_seq_length, max_query_length)
     contexts = sorted({q.context for q in data.questions})
     context_row = {context: row for row, context in enumerate(contexts)}
     context_ids, context_starts, context_ends = _tokenize(tokenizer, contexts, with_offsets=True)
