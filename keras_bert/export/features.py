@@ -9,7 +9,7 @@ from keras_bert.data.batching import length_sorted_lines
 from keras_bert.layers import BertFeatures
 from keras_bert.models import BertEncoder
 from keras_bert.progress import Progress
-from keras_bert.text import BertPreprocessor, infer_lowercase
+from keras_bert.text import BertPreprocessor, infer_lowercase, text_files
 
 
 def _count_lines(path):
@@ -53,7 +53,8 @@ def extract_features(
 
     Args:
         model_dir: a model directory (any: encoder, pretrainer or task).
-        input_file: UTF-8 text, one text per line (invalid bytes are replaced).
+        input_file: UTF-8 text, one text per line (invalid bytes are replaced);
+            an empty file is an error ("No texts in FILE").
         output_file: ".npy" for pooled features ([num_lines, channels]
             float32; needs `pooling`), or ".tfrecord" for either: one
             tf.train.Example per line with "features" (float list,
@@ -81,8 +82,12 @@ def extract_features(
             "Token features (pooling=None) vary in length per line; write them to a "
             ".tfrecord file, or choose pooling='cls', 'mean' or 'max' for .npy."
         )
-    if not os.path.exists(input_file):
-        raise FileNotFoundError(f"Input file not found: {input_file}")
+    text_files.check_text_file(input_file, "input file")
+    if os.path.getsize(input_file) == 0:
+        # No line, no row: a (0, channels) array would hide a wrong path or a
+        # failed step before this one.
+        raise ValueError(
+            f"No texts in {input_file}: the file is empty. Pass a file with one text a line.")
     # Checks batch_size and sort_window before the model is loaded; reads lazily.
     sorted_lines = length_sorted_lines(input_file, batch_size, sort_window)
     encoder = BertEncoder.from_pretrained(model_dir)
