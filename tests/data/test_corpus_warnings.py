@@ -68,7 +68,7 @@ def test_several_documents_do_not_warn(tmp_path, vocab, caplog):
     (b"\x00\x01\x02binary\xff\xfe" * 50, "is a binary file"),
     (gzip.compress("\n".join(SENTENCES).encode()), "is gzip-compressed: decompress it"),
     ("\n".join(SENTENCES).encode("utf-16"), r"looks like UTF-16 \(byte-order mark\)"),
-])
+], ids=["binary", "gzip", "utf-16"])
 def test_a_corpus_that_is_not_text_is_named_before_anything_is_written(
         tmp_path, vocab, content, match):
     corpus = tmp_path / "corpus.txt"
