@@ -342,6 +342,8 @@ def build_vocabulary_from_files(
         raise FileNotFoundError(
             f"Expected existing text files. Missing: {missing or paths!r}"
         )
+    for path in paths:
+        text_files.check_text_file(path, "text file")  # Not a folder, gzip, UTF-16, binary.
     total = sum(tf.io.gfile.stat(p).length for p in paths)
     done = 0
 

@@ -175,3 +175,11 @@ def test_latin1_text_is_still_read_with_repairs(tmp_path):
     examples = classification.read_classification_file(path)
     assert examples.texts == ["caf\ufffd ok"]
     assert examples.report.repaired["invalid UTF-8"] == 1
+
+
+def test_a_boolean_regression_label_is_not_a_number(tmp_path):
+    path = write(tmp_path, "train.jsonl",
+                 '{"text": "a", "label": true}\n{"text": "b", "label": 0.5}\n')
+    examples = classification.read_classification_file(path, regression=True)
+    assert examples.labels == [0.5]
+    assert examples.report.skipped["bad label"] == 1

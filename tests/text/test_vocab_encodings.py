@@ -52,3 +52,12 @@ def test_gzip_vocab_and_directory(tmp_path):
         load_vocabulary(path)
     with pytest.raises(ValueError, match=f"^Vocabulary {tmp_path} is a directory"):
         load_vocabulary(str(tmp_path))
+
+
+def test_build_vocabulary_from_a_gzip_corpus_names_it(tmp_path):
+    from keras_bert.text.vocab import build_vocabulary_from_files
+
+    corpus = tmp_path / "corpus.txt.gz"
+    corpus.write_bytes(gzip.compress(b"the cat sat on the mat\n" * 20))
+    with pytest.raises(ValueError, match=f"^{corpus} is gzip-compressed"):
+        build_vocabulary_from_files([str(corpus)], vocab_size=30)

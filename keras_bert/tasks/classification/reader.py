@@ -164,6 +164,9 @@ def _check_row(values, where, text_column, text_b_column, label_column, regressi
         report.skip(where, "bad label", f"no value in {label_column!r}")
         return None
     if regression:
+        if isinstance(label, bool):
+            report.skip(where, "bad label", f"{label!r} is a boolean, not a number (regression)")
+            return None
         try:
             label = float(label)
         except (TypeError, ValueError):
