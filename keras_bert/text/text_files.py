@@ -78,6 +78,18 @@ def check_text_bytes(head, path):
         raise ValueError(f"{path} is a binary file (its bytes are mostly not UTF-8), not text.")
 
 
+def check_not_directory(path, what="file"):
+    """Raises ValueError when `path` is a directory (a file was expected).
+
+    Args:
+        path: str or os.PathLike (any `tf.io.gfile` path).
+        what: str, what the file is for ("data file"), for the message.
+    """
+    if tf.io.gfile.isdir(os.fspath(path)):
+        raise ValueError(f"{os.fspath(path)} is a directory: pass a file (the {what} itself), "
+                         f"not a folder.")
+
+
 def check_text_file(path, what="file"):
     """Raises a one-line error unless `path` is an existing UTF-8 text file.
 
@@ -93,8 +105,7 @@ def check_text_file(path, what="file"):
     path = os.fspath(path)
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"{what.capitalize()} not found: {path}")
-    if tf.io.gfile.isdir(path):
-        raise ValueError(f"{path} is a directory: pass a file (the {what} itself), not a folder.")
+    check_not_directory(path, what)
     with tf.io.gfile.GFile(path, "rb") as f:
         head = f.read(SNIFF_BYTES)
     check_text_bytes(head, path)

@@ -183,3 +183,9 @@ def test_a_boolean_regression_label_is_not_a_number(tmp_path):
     examples = classification.read_classification_file(path, regression=True)
     assert examples.labels == [0.5]
     assert examples.report.skipped["bad label"] == 1
+
+
+def test_a_huge_exponent_label_stays_small():
+    assert classification.label_key("1e999999999") == "1E+999999999"
+    assert classification.label_key("1e40") == classification.label_key("1" + "0" * 40)
+    assert classification.label_key("1.00000000000000000000000000001") != "1"

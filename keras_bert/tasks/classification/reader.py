@@ -95,8 +95,7 @@ def read_lines(path, report):
     order mark at the start is dropped. A directory, a compressed, UTF-16 or
     binary file is a ValueError naming it (`text_files.check_text_bytes`).
     """
-    if os.path.isdir(path):
-        raise ValueError(f"{path} is a directory: pass a file (the data file itself), not a folder.")
+    text_files.check_not_directory(path, "data file")
     with open(path, "rb") as f:
         data = f.read()
     text_files.check_text_bytes(data[: text_files.SNIFF_BYTES], path)
@@ -115,6 +114,8 @@ def read_lines(path, report):
 
 # A number as people write labels: "1", "-2", "1.0", ".5", "1e3" (not "nan", "inf").
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+# Normalizes without rounding: labels that differ in the 30th digit stay apart.
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 
 
 def label_key(label):
@@ -131,16 +132,18 @@ def label_key(label):
     """
     if isinstance(label, bool):
         return str(label).lower()
-    if isinstance(label, (int, float)) and not isinstance(label, bool):
+    if isinstance(label, (int, float)):
         # repr gives the float's shortest decimal form ("0.1", not 0.1000...0555).
         label = repr(label) if isinstance(label, float) else str(label)
     label = str(label).strip()
     if not _NUMBER.fullmatch(label):
         return label
     number = decimal.Decimal(label)
+    if abs(number.adjusted()) > 30:
+        return str(number.normalize(_EXACT))  # "1E+40": never a string of 10**9 digits.
     if number == number.to_integral_value():
         return str(int(number))
-    return format(number.normalize(), "f")
+    return format(number.normalize(_EXACT), "f")
 
 
 def _check_row(values, where, text_column, text_b_column, label_column, regression, report):
