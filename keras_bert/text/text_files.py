@@ -114,17 +114,17 @@ def check_text_file(path, what="file"):
 def describe_invalid_utf8(data, error):
     """Why `data` (bytes) is not UTF-8, for a message: where, and what it looks like.
 
+    Run `check_text_bytes` first: UTF-16 and binary files are told apart
+    there; what fails to decode after it is a legacy 8-bit encoding.
+
     Args:
         data: bytes that failed to decode.
         error: the `UnicodeDecodeError`.
 
     Returns:
-        str, e.g. "byte 0xe9 at offset 12 is not UTF-8; the file looks like
-        Latin-1 / Windows-1252".
+        str, e.g. "byte 0xe9 on line 6 is not UTF-8; the file looks like
+        Latin-1 / Windows-1252 (or another 8-bit encoding)".
     """
     line = data.count(b"\n", 0, error.start) + 1
-    guess = "Latin-1 / Windows-1252"
-    if b"\x00" in data[:SNIFF_BYTES]:
-        guess = "UTF-16"
     return (f"byte 0x{data[error.start]:02x} on line {line} is not UTF-8; the file looks like "
-            f"{guess}")
+            f"Latin-1 / Windows-1252 (or another 8-bit encoding)")

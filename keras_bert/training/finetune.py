@@ -409,7 +409,13 @@ class _EvalAndKeepBest(keras.callbacks.Callback):
 
 
 class _Runner:
-    """One fine-tuning run's state (kept in STATE_FILE for resuming)."""
+    """One fine-tuning run's state (kept in STATE_FILE for resuming).
+
+    A resume (STATE_FILE present) continues only the same run: the same
+    data files (`data_files`, their `file_fingerprint`s: path, size, content
+    hash) and the same options, model and example count (`fingerprint`).
+    Anything else is refused with a message naming what changed.
+    """
 
     def __init__(self, task, output_dir, checkpoint_dir, options, fingerprint, is_chief,
                  data_files=()):
