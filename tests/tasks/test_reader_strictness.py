@@ -189,3 +189,10 @@ def test_a_huge_exponent_label_stays_small():
     assert classification.label_key("1e999999999") == "1E+999999999"
     assert classification.label_key("1e40") == classification.label_key("1" + "0" * 40)
     assert classification.label_key("1.00000000000000000000000000001") != "1"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_missing_file_is_named(tmp_path, kind):
+    path = str(tmp_path / "nope.txt")
+    with pytest.raises(FileNotFoundError, match=f"not found: {path}$"):
+        _readers(kind)(path)

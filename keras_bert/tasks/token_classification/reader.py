@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from keras_bert.data.report import DataReport
 from keras_bert.tasks.classification.reader import read_lines
-from keras_bert.text import BertPacker
+from keras_bert.text import BertPacker, text_files
 
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")
 # Column separators: ASCII whitespace only. str.split() would also cut at a
@@ -75,6 +75,7 @@ def read_conll(path, max_logged=20):
     >>> sentences.words[0][:2], sentences.tags[0][:2]
     (['EU', 'rejects'], ['B-ORG', 'O'])
     """
+    text_files.check_text_file(path, "CoNLL file")
     report = DataReport(path, max_logged=max_logged)
     result = ConllSentences([], [], [], report)
     words, tags, start, problem = [], [], None, None
