@@ -287,8 +287,8 @@ def check_optimizer_settings(weight_decay, global_clipnorm):
         if (isinstance(value, bool) or not isinstance(value, (int, float))
                 or not math.isfinite(value) or value < 0):
             shown = int(value) if isinstance(value, float) and value.is_integer() else value
-            raise ValueError(f"Expected {name} >= 0{' (0 or None: no clipping)' if allow_none else ''}. "
-                             f"Received: {name}={shown!r}")
+            off = " (0 or None: no clipping)" if allow_none else ""
+            raise ValueError(f"Expected {name} >= 0{off}. Received: {name}={shown!r}")
 
 
 def create_optimizer(

@@ -77,7 +77,8 @@ def test_a_column_named_twice_is_an_error_at_line_1(tmp_path, name, header, row)
 
 def test_a_jsonl_key_named_twice_is_an_error_at_its_line(tmp_path):
     path = write(tmp_path, "train.jsonl",
-                 '{"text": "good", "label": "pos"}\n{"text": "bad", "label": "neg", "label": "pos"}\n')
+                 '{"text": "good", "label": "pos"}\n'
+                 '{"text": "bad", "label": "neg", "label": "pos"}\n')
     with pytest.raises(ValueError, match=f"^{path}:2: the object has key 'label' twice"):
         classification.read_classification_file(path)
 
@@ -134,7 +135,8 @@ CONTENT = {
 @pytest.mark.parametrize("kind", KINDS)
 def test_gzip_input_says_decompress_it(tmp_path, kind):
     path = write(tmp_path, "train.csv", gzip.compress(CONTENT[kind].encode()))
-    with pytest.raises(ValueError, match=rf"^{path} is gzip-compressed: decompress it \(gunzip {path}\)"):
+    with pytest.raises(ValueError,
+                       match=rf"^{path} is gzip-compressed: decompress it \(gunzip {path}\)"):
         _readers(kind)(path)
 
 
