@@ -127,16 +127,24 @@ def transformers_available():
 
 
 def transformers_forward(folder, token_ids, segment_ids, padding_mask):
-    """`BertModel` from a Hugging Face folder, run by transformers (float32).
+    """`BertModel` from a Hugging Face folder, run by transformers in float32.
+
+    Whatever the checkpoint's dtype (float16, bfloat16), the model runs in
+    float32, as the converted model does: transformers may load a model in
+    its saved dtype ("torch_dtype" in config.json, or by default in recent
+    versions), and a float16 forward pass differs from the float32 one by
+    more than any tolerance, while numpy cannot hold bfloat16 outputs.
+    Widening float16/bfloat16 weights to float32 is exact.
 
     Returns:
-        dict of numpy arrays: `sequence_output` [batch, seq, hidden] and
-        `pooled_output` [batch, hidden].
+        dict of float32 numpy arrays: `sequence_output` [batch, seq, hidden]
+        and `pooled_output` [batch, hidden].
     """
     import torch
     import transformers
 
     model = transformers.BertModel.from_pretrained(folder)
+    model = model.float()  # Parameters and buffers in float32, whatever was loaded.
     model.eval()
     with torch.no_grad():
         out = model(
@@ -145,6 +153,6 @@ def transformers_forward(folder, token_ids, segment_ids, padding_mask):
             attention_mask=torch.as_tensor(np.asarray(padding_mask), dtype=torch.long),
         )
     return {
-        "sequence_output": out.last_hidden_state.numpy(),
-        "pooled_output": out.pooler_output.numpy(),
+        "sequence_output": out.last_hidden_state.float().numpy(),
+        "pooled_output": out.pooler_output.float().numpy(),
     }

@@ -20,6 +20,8 @@ import re
 
 import tensorflow as tf
 
+from keras_bert.text import text_files
+
 # A line made only of one repeated punctuation character: a heading underline.
 _UNDERLINE = re.compile(r"^\s*([*=\-~^#+`'\".])\1{2,}\s*$")
 # Sentence end: . ! or ? (plus closing quotes/brackets), whitespace, then
@@ -155,7 +157,8 @@ def read_documents(paths):
 
     Memory holds one document, never a whole file. Lines are stripped; an
     empty (or all-whitespace) line ends a document, as does the end of a
-    file.
+    file. A file that is not text (a directory, gzip, UTF-16, binary) is a
+    ValueError naming it (`text_files.check_text_file`).
 
     Args:
         paths: list of str, corpus files (any `tf.io.gfile` path).
@@ -164,6 +167,7 @@ def read_documents(paths):
         list of str: the sentences of one document (never empty).
     """
     for path in paths:
+        text_files.check_text_file(path, "corpus file")
         document = []
         with tf.io.gfile.GFile(os.fspath(path), "rb") as f:
             for raw in f:

@@ -37,6 +37,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import logging
 import multiprocessing
 import os
 import random
@@ -50,6 +51,9 @@ from keras_bert.data.corpus import read_documents
 from keras_bert.data.instances import create_instances_from_document, document_windows
 from keras_bert.files import WAY_OUT, OutputError, check_not_input, check_writable
 from keras_bert.staging import host_name, make_staging_dir
+from keras_bert.text import text_files
+
+logger = logging.getLogger("keras_bert.data")
 
 METADATA_FILE = "metadata.json"
 VOCAB_FILE = "vocab.txt"
@@ -357,6 +361,27 @@ def _input_bytes(input_files):
     return sum(tf.io.gfile.stat(path).length for path in input_files)
 
 
+def _warn_single_documents(shards, input_files):
+    """Warns when a shard's NotNext pairs could only come from its one document.
+
+    A NotNext pair takes its B segment from another document of the shard;
+    with one document (a corpus without blank lines between documents, or
+    more shards than documents) B comes from the same document, and the
+    next-sentence labels are noise.
+    """
+    lonely = [s["file"] for s in shards if s["num_documents"] == 1]
+    if not lonely:
+        return
+    total = sum(s["num_documents"] for s in shards)
+    what = ("the corpus is a single document" if total == 1
+            else f"shards {', '.join(lonely)} hold a single document each")
+    logger.warning(
+        "%s: %s, so next-sentence prediction has no other document to draw its random "
+        "'next' segments from (NotNext pairs come from the same document). Separate "
+        "documents with a blank line%s.", ", ".join(map(os.fspath, input_files)), what,
+        "" if total == 1 else ", or pass fewer shards (--num-shards)")
+
+
 def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
                             num_shards=None, num_workers=1, progress=None):
     """Writes sharded TFRecords of pretraining instances and their metadata.
@@ -389,8 +414,8 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
     if not input_files:
         raise ValueError("No input files given: pass corpus files (one sentence a line).")
     for path in input_files:
-        if not tf.io.gfile.exists(path):
-            raise FileNotFoundError(f"Input corpus file not found: {path}")
+        # Before anything is written: a directory, gzip, UTF-16 or binary input.
+        text_files.check_text_file(path, "input corpus file")
     num_workers = max(int(num_workers), 1)
     num_shards = int(num_shards or num_workers)
     if num_shards < 1:
@@ -411,6 +436,7 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
                 f"was written to {output_dir}. It needs text: one sentence a line, a blank "
                 f"line between documents."
             )
+        _warn_single_documents(shards, input_files)
         metadata = _metadata(input_files, os.path.join(staging, VOCAB_FILE), config,
                              num_shards, shards)
         new_names = {s["file"] for s in shards}

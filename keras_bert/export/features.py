@@ -10,7 +10,7 @@ from keras_bert.files import OutputError, atomic_file, check_not_input, check_wr
 from keras_bert.layers import BertFeatures
 from keras_bert.models import BertEncoder
 from keras_bert.progress import Progress
-from keras_bert.text import BertPreprocessor, infer_lowercase
+from keras_bert.text import BertPreprocessor, infer_lowercase, text_files
 
 
 def _count_lines(path):
@@ -98,7 +98,8 @@ def extract_features(
 
     Args:
         model_dir: a model directory (any: encoder, pretrainer or task).
-        input_file: UTF-8 text, one text per line (invalid bytes are replaced).
+        input_file: UTF-8 text, one text per line (invalid bytes are replaced);
+            an empty file is an error ("No texts in FILE").
         output_file: ".npy" for pooled features ([num_lines, channels]
             float32; needs `pooling`), or ".tfrecord" for either: one
             tf.train.Example per line with "features" (float list,
@@ -128,6 +129,12 @@ def extract_features(
         )
     if not os.path.exists(input_file):
         raise FileNotFoundError(f"Input file not found: {input_file}")
+    text_files.check_text_file(input_file, "input file")
+    if os.path.getsize(input_file) == 0:
+        # No line, no row: a (0, channels) array would hide a wrong path or a
+        # failed step before this one.
+        raise ValueError(
+            f"No texts in {input_file}: the file is empty. Pass a file with one text a line.")
     # Before the model loads: never over the input, never onto a folder.
     check_not_input(output_file, [input_file, model_dir], flag="output_file")
     check_writable(output_file, flag="output_file")
@@ -162,6 +169,4 @@ def extract_features(
         written = _write_features(dataset, compute, tmp, is_npy, pooling, total, progress)
         if written != total:
             raise RuntimeError(f"Read {written} lines from {input_file}, expected {total}.")
-        if written == 0 and is_npy:
-            np.save(tmp, np.zeros((0, 0), "float32"))
     return written

@@ -5,7 +5,7 @@ import os
 
 import tensorflow as tf
 
-from keras_bert.text import _unicode
+from keras_bert.text import _unicode, text_files
 
 # The special tokens every keras_bert vocabulary has, in the order that
 # `build_vocabulary` writes them (ids 0-4).
@@ -16,8 +16,10 @@ def load_vocabulary(vocabulary):
     """Reads a vocabulary given as a list of tokens or a `vocab.txt` path.
 
     A file has one token per line, id = line number (from 0); each line is
-    stripped of surrounding whitespace, as google-research/bert does, and a
-    UTF-8 byte order mark at the start is dropped.
+    stripped of surrounding whitespace, as google-research/bert does (so
+    CRLF line ends read as LF), and a UTF-8 byte order mark at the start is
+    dropped. A file that is not UTF-8 text (Latin-1, UTF-16, compressed,
+    binary) or that has CR-only line ends is an error naming the file.
 
     Args:
         vocabulary: list of str, or str / os.PathLike path of a text file.
@@ -33,11 +35,30 @@ def load_vocabulary(vocabulary):
                 f"Vocabulary file not found: vocabulary={path!r}. Pass the "
                 "path of a vocab.txt (one token per line) or a list of tokens."
             )
-        with tf.io.gfile.GFile(path, "r") as f:
-            text = f.read()
+        if tf.io.gfile.isdir(path):
+            raise ValueError(
+                f"Vocabulary {path} is a directory: pass the vocab.txt file in it.")
+        with tf.io.gfile.GFile(path, "rb") as f:
+            data = f.read()
+        text_files.check_text_bytes(data[: text_files.SNIFF_BYTES], path)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(
+                f"Vocabulary {path}: {text_files.describe_invalid_utf8(data, e)}. Save it as "
+                f"UTF-8 (e.g. iconv -f LATIN1 -t UTF-8 {path} > vocab.utf8.txt)."
+            ) from None
         # A UTF-8 byte order mark (some editors write one) is not part of
         # the first token: "\ufeff[PAD]" would hide [PAD].
         text = text[1:] if text.startswith("\ufeff") else text
+        if "\r" in text and "\n" not in text.rstrip("\r\n\t "):
+            # Old Mac line ends: read by "\n" the whole file would be one token.
+            raise ValueError(
+                f"Vocabulary {path} has CR-only line ends (\\r, no \\n): one token a line "
+                f"needs \\n or \\r\\n line ends. Convert it (e.g. tr '\\r' '\\n' < {path} > "
+                f"vocab.lf.txt)."
+            )
+        # CRLF line ends: the "\r" goes with the whitespace that strip() drops.
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()  # The newline after the last token.
@@ -321,6 +342,8 @@ def build_vocabulary_from_files(
         raise FileNotFoundError(
             f"Expected existing text files. Missing: {missing or paths!r}"
         )
+    for path in paths:
+        text_files.check_text_file(path, "text file")  # Not a folder, gzip, UTF-16, binary.
     total = sum(tf.io.gfile.stat(p).length for p in paths)
     done = 0
 

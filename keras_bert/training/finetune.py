@@ -55,7 +55,7 @@ from keras_bert.models.registry import get_task, task_names
 from keras_bert.text import BertTokenizer, infer_lowercase
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training.distribute import resolve_strategy, strategy_name, worker_info
-from keras_bert.training.optimizers import create_optimizer
+from keras_bert.training.optimizers import check_optimizer_settings, create_optimizer
 from keras_bert.training.finetuning_controls import (
     freeze_encoder_layers,
     layerwise_lr_multipliers,
@@ -228,6 +228,7 @@ class FinetuneOptions:
                 raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
         if not 0 <= self.warmup_fraction < 1:
             raise ValueError(f"Expected warmup_fraction in [0, 1). Received: {self.warmup_fraction!r}")
+        check_optimizer_settings(self.weight_decay, self.global_clipnorm)
         if self.dtype not in DTYPES:
             raise ValueError(f"Expected dtype in {DTYPES}. Received: dtype={self.dtype!r}")
         if self.unknown_labels not in ("error", "skip"):
@@ -346,6 +347,81 @@ def _fingerprint(task, model_dir, options, num_examples):
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()
 
 
+# Files up to this size are hashed whole; larger ones by a sample of blocks.
+_FULL_HASH_BYTES = 256 * 1024 * 1024
+_SAMPLE_BLOCKS, _BLOCK_BYTES = 64, 1024 * 1024
+
+
+def file_fingerprint(path):
+    """{"path", "size", "sha256"} of a data file, cheap for large files.
+
+    Files up to 256 MiB are hashed whole (a fraction of the time it takes to
+    tokenize them). Larger files hash their size and 64 blocks of 1 MiB
+    spread evenly from the first byte to the last: an edit inside a large
+    file that leaves its size and these blocks as they were goes unseen.
+    """
+    size = os.path.getsize(path)
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        if size <= _FULL_HASH_BYTES:
+            for block in iter(lambda: f.read(_BLOCK_BYTES), b""):
+                digest.update(block)
+        else:
+            digest.update(str(size).encode())
+            step = (size - _BLOCK_BYTES) / (_SAMPLE_BLOCKS - 1)
+            for k in range(_SAMPLE_BLOCKS):
+                f.seek(int(k * step))
+                digest.update(f.read(_BLOCK_BYTES))
+    return {"path": os.path.abspath(path), "size": size, "sha256": digest.hexdigest()}
+
+
+def data_fingerprints(*datasets):
+    """`file_fingerprint` of the file behind each reader output (once per file).
+
+    Reader outputs name their input in `.report.source`; TFDS sources
+    ("tfds:...") and examples built in Python have no file and are left out.
+    """
+    result = []
+    for data in datasets:
+        source = getattr(getattr(data, "report", None), "source", None)
+        if isinstance(source, str) and os.path.isfile(source):
+            fingerprint = file_fingerprint(source)
+            if fingerprint not in result:
+                result.append(fingerprint)
+    return result
+
+
+def _changed_data_error(checkpoint_dir, saved, current):
+    """The ValueError for a resume whose data files differ from the run's, or None."""
+    def content(f):
+        return f["size"], f["sha256"]
+
+    now = {f["path"]: f for f in current}
+    problem = None
+    for old in saved:
+        new = now.get(old["path"])
+        if new == old or (new is None and content(old) in map(content, current)):
+            continue  # Unchanged, or the same file moved.
+        if new is None:
+            problem = f"{old['path']} is no longer an input"
+        elif new["size"] != old["size"]:
+            problem = f"{old['path']} changed size ({old['size']} -> {new['size']} bytes)"
+        else:
+            problem = f"{old['path']} changed content (same size)"
+        break
+    else:
+        added = [f for f in current if content(f) not in map(content, saved)]
+        if saved and added:
+            problem = f"{added[0]['path']} was not an input of that run"
+    if problem is None:
+        return None
+    return ValueError(
+        f"{checkpoint_dir} holds checkpoints of a run on other data: {problem}. Use a new "
+        f"--checkpoint-dir (checkpoint_dir=) to train on this data from the start, or restore "
+        f"the file to resume."
+    )
+
+
 def _log_resume(checkpoint_dir, runner, total_steps):
     latest = tf.train.latest_checkpoint(checkpoint_dir)
     if latest is None:
@@ -373,9 +449,16 @@ class _EvalAndKeepBest(keras.callbacks.Callback):
 
 
 class _Runner:
-    """One fine-tuning run's state (kept in STATE_FILE for resuming)."""
+    """One fine-tuning run's state (kept in STATE_FILE for resuming).
 
-    def __init__(self, task, output_dir, checkpoint_dir, options, fingerprint, is_chief):
+    A resume (STATE_FILE present) continues only the same run: the same
+    data files (`data_files`, their `file_fingerprint`s: path, size, content
+    hash) and the same options, model and example count (`fingerprint`).
+    Anything else is refused with a message naming what changed.
+    """
+
+    def __init__(self, task, output_dir, checkpoint_dir, options, fingerprint, is_chief,
+                 data_files=()):
         self.task = task
         self.output_dir = output_dir
         self.checkpoint_dir = checkpoint_dir
@@ -387,12 +470,16 @@ class _Runner:
                 f"--metric {self.metric!r} is not a {task.name} metric; choose one of "
                 f"{list(task.metrics)}."
             )
-        self.state = {"fingerprint": fingerprint, "history": [], "best_epoch": 0,
-                      "best_metrics": None, "bad_epochs": 0}
+        self.state = {"fingerprint": fingerprint, "data_files": list(data_files), "history": [],
+                      "best_epoch": 0, "best_metrics": None, "bad_epochs": 0}
         path = os.path.join(checkpoint_dir, STATE_FILE)
         if tf.io.gfile.exists(path):
             with tf.io.gfile.GFile(path) as f:
                 saved = json.load(f)
+            # The data first: its message names the file and what changed.
+            error = _changed_data_error(checkpoint_dir, saved.get("data_files", []), data_files)
+            if error is not None:
+                raise error
             if saved.get("fingerprint") != fingerprint:
                 raise ValueError(
                     f"{checkpoint_dir} holds checkpoints of another fine-tuning run (other data, "
@@ -531,7 +618,7 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
 
     runner = _Runner(runner_task, output_dir, checkpoint_dir, options,
                      _fingerprint(task, model_dir, options, runner_task.num_train_examples),
-                     is_chief)
+                     is_chief, data_files=data_fingerprints(train_data, eval_data))
     runner.model, runner.steps_per_epoch, runner.total_steps = model, steps_per_epoch, total_steps
     runner._write_state()  # The fingerprint guards every checkpoint written from here on.
     _log_resume(checkpoint_dir, runner, total_steps)

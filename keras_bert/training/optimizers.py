@@ -19,6 +19,8 @@ Private Keras hooks that remain, and why (no public API does the job):
   `_velocities`, `_velocity_hats`.
 """
 
+import math
+
 import keras
 import tensorflow as tf
 
@@ -268,6 +270,27 @@ class Lamb(_BertOptimizerMixin, keras.optimizers.Lamb):
     """
 
 
+def check_optimizer_settings(weight_decay, global_clipnorm):
+    """Refuses a negative (or non-finite) weight decay or clipping norm.
+
+    A negative `weight_decay` would grow the weights every step and a
+    negative `global_clipnorm` flips the sign of every gradient; Keras takes
+    both without a word. `global_clipnorm` 0 or None means no clipping.
+
+    Raises:
+        ValueError: "Expected weight_decay >= 0. Received: weight_decay=-1".
+    """
+    for name, value, allow_none in (("weight_decay", weight_decay, False),
+                                    ("global_clipnorm", global_clipnorm, True)):
+        if value is None and allow_none:
+            continue
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not math.isfinite(value) or value < 0):
+            shown = int(value) if isinstance(value, float) and value.is_integer() else value
+            off = " (0 or None: no clipping)" if allow_none else ""
+            raise ValueError(f"Expected {name} >= 0{off}. Received: {name}={shown!r}")
+
+
 def create_optimizer(
     learning_rate,
     num_train_steps,
@@ -332,6 +355,7 @@ def create_optimizer(
         raise ValueError(
             f"Expected optimizer to be one of {OPTIMIZERS}. Received: optimizer={optimizer!r}"
         )
+    check_optimizer_settings(weight_decay, global_clipnorm)
     if not isinstance(gradient_accumulation_steps, int) or gradient_accumulation_steps < 1:
         raise ValueError(
             "Expected gradient_accumulation_steps to be an int >= 1. Received: "

@@ -24,7 +24,7 @@ from keras_bert.models import BertEncoder, BertPretrainer
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training.distribute import strategy_name, worker_info
 from keras_bert.training.input_pipeline import pretraining_dataset
-from keras_bert.training.optimizers import OPTIMIZERS, create_optimizer
+from keras_bert.training.optimizers import OPTIMIZERS, check_optimizer_settings, create_optimizer
 from keras_bert.training.trainer import Trainer, TrainingInterrupted
 
 JIT_SETTINGS = ("auto", "on", "off")
@@ -87,6 +87,7 @@ class PretrainingConfig:
                 f"Expected optimizer in {OPTIMIZERS}. Received: optimizer={self.optimizer!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"Expected dtype in {DTYPES}. Received: dtype={self.dtype!r}")
+        check_optimizer_settings(self.weight_decay, self.global_clipnorm)
         if self.jit_compile not in JIT_SETTINGS:
             raise ValueError(
                 f"Expected jit_compile in {JIT_SETTINGS}. "

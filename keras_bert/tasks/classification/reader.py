@@ -9,10 +9,14 @@ one; a bad row is reported with its file and line, skipped and counted:
 - an empty or all-whitespace text (or text_b): "empty text";
 - an empty label, or (regression) one that is not a number: "bad label".
 
+A header that names a column twice is an error (FILE:1), as is a file that
+is not UTF-8 text (a directory, gzip, UTF-16, binary).
+
 Bytes that are not valid UTF-8 are decoded as U+FFFD (errors="replace");
 the row is kept and counted as "invalid UTF-8" in the report.
 
 Labels are kept as strings (classification) or floats (regression) here;
+numerically equal labels are one class (`label_key`: `1`, `1.0`, "1" -> "1");
 `encode_labels` turns them into ids against a fixed list of label names.
 A label of the evaluation data that is not among them is an error by
 default (metrics over a silently shrunk eval set would mislead), or is
@@ -24,13 +28,16 @@ encoder inputs, tokenized in the graph (batch it with `keras_bert.data.batching`
 
 import csv
 import dataclasses
+import decimal
 import json
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
 
 from keras_bert.data.report import DataReport
+from keras_bert.text import text_files
 
 FORMATS = ("csv", "tsv", "jsonl")
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
@@ -85,10 +92,13 @@ def read_lines(path, report):
 
     Each line is decoded as UTF-8 on its own; a line with invalid bytes is
     decoded with errors="replace" and reported as repaired. A UTF-8 byte
-    order mark at the start is dropped.
+    order mark at the start is dropped. A directory, a compressed, UTF-16 or
+    binary file is a ValueError naming it (`text_files.check_text_bytes`).
     """
+    text_files.check_not_directory(path, "data file")
     with open(path, "rb") as f:
         data = f.read()
+    text_files.check_text_bytes(data[: text_files.SNIFF_BYTES], path)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     # bytes.splitlines splits on \n, \r and \r\n only (str.splitlines would
@@ -100,6 +110,40 @@ def read_lines(path, report):
             line = raw.decode("utf-8", errors="replace")
             report.repair(f"{path}:{number}", "invalid UTF-8", f"{e.reason} at byte {e.start}, replaced by U+FFFD")
         yield number, line
+
+
+# A number as people write labels: "1", "-2", "1.0", ".5", "1e3" (not "nan", "inf").
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+# Normalizes without rounding: labels that differ in the 30th digit stay apart.
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
+def label_key(label):
+    """The class a label names: numerically equal labels give one key.
+
+    JSON Lines `1`, `1.0` and `"1"`, or CSV "1" and "1.0", are one class,
+    "1"; a non-integral number keeps its shortest form ("0.5"). Other labels
+    are their stripped text; JSON booleans are "true" / "false" (the same
+    class as the strings "true" / "false", not as 1 / 0).
+
+    Example:
+    >>> label_key(1.0), label_key(" 1 "), label_key("2.50"), label_key("pos")
+    ('1', '1', '2.5', 'pos')
+    """
+    if isinstance(label, bool):
+        return str(label).lower()
+    if isinstance(label, (int, float)):
+        # repr gives the float's shortest decimal form ("0.1", not 0.1000...0555).
+        label = repr(label) if isinstance(label, float) else str(label)
+    label = str(label).strip()
+    if not _NUMBER.fullmatch(label):
+        return label
+    number = decimal.Decimal(label)
+    if abs(number.adjusted()) > 30:
+        return str(number.normalize(_EXACT))  # "1E+40": never a string of 10**9 digits.
+    if number == number.to_integral_value():
+        return str(int(number))
+    return format(number.normalize(_EXACT), "f")
 
 
 def _check_row(values, where, text_column, text_b_column, label_column, regression, report):
@@ -123,6 +167,9 @@ def _check_row(values, where, text_column, text_b_column, label_column, regressi
         report.skip(where, "bad label", f"no value in {label_column!r}")
         return None
     if regression:
+        if isinstance(label, bool):
+            report.skip(where, "bad label", f"{label!r} is a boolean, not a number (regression)")
+            return None
         try:
             label = float(label)
         except (TypeError, ValueError):
@@ -135,11 +182,28 @@ def _check_row(values, where, text_column, text_b_column, label_column, regressi
         if isinstance(label, (dict, list)):
             report.skip(where, "bad label", f"{label!r} is not a single value")
             return None
-        label = str(label).strip() if not isinstance(label, bool) else str(label).lower()
+        if isinstance(label, float) and not np.isfinite(label):
+            report.skip(where, "bad label", f"{label!r} is not finite")
+            return None
+        label = label_key(label)
         if "\n" in label or "\r" in label:
             report.skip(where, "bad label", f"{label!r} spans lines")
             return None
     return text, text_b, label
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs):
+    """`json.loads` hook: a dict, or _DuplicateKey (json would keep the last value)."""
+    values = {}
+    for key, value in pairs:
+        if key in values:
+            raise _DuplicateKey(key)
+        values[key] = value
+    return values
 
 
 def _unterminated(lines, delimiter):
@@ -245,8 +309,7 @@ def read_classification_file(
     >>> examples.texts[0], examples.labels[0]
     ('hide new secretions from the parental units', '0')
     """
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"Data file not found: {path}")
+    text_files.check_text_file(path, "data file")
     file_format = detect_format(path, file_format)
     report = DataReport(path, max_logged=max_logged)
     columns = [c for c in (text_column, text_b_column, label_column) if c]
@@ -270,10 +333,15 @@ def read_classification_file(
             if not line.strip():
                 continue
             try:
-                values = json.loads(line)
+                values = json.loads(line, object_pairs_hook=_unique_keys)
             except json.JSONDecodeError as e:
                 report.skip(where, "malformed row", f"invalid JSON ({e.msg} at column {e.colno})")
                 continue
+            except _DuplicateKey as e:
+                raise ValueError(
+                    f"{where}: the object has key {e.args[0]!r} twice; which value is meant is "
+                    f"ambiguous. Keep one of them."
+                ) from None
             if not isinstance(values, dict):
                 report.skip(where, "malformed row", f"a JSON {type(values).__name__}, not an object")
                 continue
@@ -285,6 +353,14 @@ def read_classification_file(
     if header is None:
         raise ValueError(f"{path} is empty: expected a header line naming the columns {columns}.")
     header = [name.strip() for name in header[1]]
+    # dict(zip(header, row)) would keep the last of two same-named columns.
+    repeated = [c for c in dict.fromkeys(header) if header.count(c) > 1 and c]
+    if repeated:
+        raise ValueError(
+            f"{path}:1: the header names column {repeated[0]!r} {header.count(repeated[0])} "
+            f"times ({header}); which one is meant is ambiguous. Rename the columns so each "
+            f"name is used once."
+        )
     missing = [c for c in columns if c not in header]
     if missing:
         raise ValueError(
@@ -454,17 +530,19 @@ def split_examples(examples, eval_fraction=0.1, seed=0):
 
 
 def infer_label_names(labels):
-    """The sorted distinct labels; numerically sorted when all are integers.
+    """The sorted distinct classes; numerically sorted when all are numbers.
+
+    Numerically equal labels are one class (`label_key`): "1" and "1.0"
+    give one name, "1".
 
     Example:
-    >>> infer_label_names(["10", "2", "2"])
+    >>> infer_label_names(["10", "2", "2", "2.0"])
     ['2', '10']
     """
-    names = set(labels)
-    try:
-        return sorted(names, key=int)
-    except ValueError:
-        return sorted(names)
+    names = {label_key(label) for label in labels}
+    if all(_NUMBER.fullmatch(name) for name in names):
+        return sorted(names, key=decimal.Decimal)
+    return sorted(names)
 
 
 def encode_labels(examples, label_names, unknown_labels="error"):
@@ -482,12 +560,15 @@ def encode_labels(examples, label_names, unknown_labels="error"):
     """
     if unknown_labels not in ("error", "skip"):
         raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: {unknown_labels!r}")
-    index = {name: i for i, name in enumerate(label_names)}
+    # Matched by class: a declared name "1.0" takes the label "1".
+    index = {}
+    for i, name in enumerate(label_names):
+        index.setdefault(label_key(name), i)
     keep, ids = [], []
     for i, (label, where) in enumerate(zip(examples.labels, examples.where)):
-        if label in index:
+        if label_key(label) in index:
             keep.append(i)
-            ids.append(index[label])
+            ids.append(index[label_key(label)])
             continue
         if unknown_labels == "error":
             raise ValueError(

@@ -3,6 +3,8 @@
 Reading (`read_squad`): every question is checked; problems are reported as
 "FILE: question ID: ..." and counted in the `DataReport`:
 
+- an `is_impossible` that is not a JSON boolean ("false", 0): an error
+  (a string would read as true and switch the set to SQuAD 2.0);
 - a question without id or text, or with an empty context: skipped
   ("malformed row"); a repeated id: skipped ("duplicate id");
 - an answer whose `answer_start` does not point at its `text` in the context
@@ -41,7 +43,7 @@ import tensorflow as tf
 
 from keras_bert.data.report import DataReport
 from keras_bert.tasks.span_qa import windows as windows_lib
-from keras_bert.text import BertPacker
+from keras_bert.text import BertPacker, text_files
 
 
 @dataclasses.dataclass
@@ -102,6 +104,7 @@ def read_squad(path, training, max_logged=20):
     ['Denver Broncos', 'Denver Broncos', 'Denver Broncos']
     """
     report = DataReport(path, max_logged=max_logged)
+    text_files.check_text_file(path, "SQuAD file")
     with open(path, "rb") as f:
         raw = f.read()
     try:
@@ -128,7 +131,13 @@ def read_squad(path, training, max_logged=20):
         if qid in seen:
             report.skip(where, "duplicate id")
             continue
-        impossible = bool(qa.get("is_impossible", False))
+        impossible = qa.get("is_impossible", False)
+        if not isinstance(impossible, bool):
+            # bool("false") is True: a string would silently turn the set into SQuAD 2.0.
+            raise ValueError(
+                f"{where}: is_impossible is {impossible!r} ({type(impossible).__name__}); "
+                f"expected JSON true or false. Fix the file (e.g. \"is_impossible\": false)."
+            )
         version_2_with_negative = version_2_with_negative or impossible
         spans, texts = _check_answers(qa.get("answers") or [], context, where, training, report)
         if training and not impossible and not spans:
@@ -282,11 +291,7 @@ def squad_features(data, tokenizer, max_seq_length=384, doc_stride=128, max_quer
     Returns:
         `SquadFeatures`.
     """
-    if max_seq_length < max_query_length + 4:
-        raise ValueError(
-            f"max_seq_length={max_seq_length} leaves no room for context after a question of "
-            f"max_query_length={max_query_length} tokens and 3 special tokens."
-        )
+    windows_lib.check_query_length(max_seq_length, max_query_length)
     contexts = sorted({q.context for q in data.questions})
     context_row = {context: row for row, context in enumerate(contexts)}
     context_ids, context_starts, context_ends = _tokenize(tokenizer, contexts, with_offsets=True)

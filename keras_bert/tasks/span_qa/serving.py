@@ -37,7 +37,10 @@ class SpanQAServingModule(BertServingModule):
 
     Args:
         model: a `BertSpanLabeler`.
-        max_query_length: int (64 in run_squad.py).
+        max_query_length: int, question tokens kept; refused (as fine-tuning
+            refuses it) when it leaves no context token. None (not in
+            task.json): 64 as in run_squad.py, or (max_seq_length - 3) // 2
+            when that is shorter.
         doc_stride: int (128).
         max_answer_length: int, in tokens (30).
         n_best_size: int, start and end candidates per window (20).
@@ -57,10 +60,11 @@ class SpanQAServingModule(BertServingModule):
         # tools/finetune.py writes the SQuAD settings the model was trained with.
         return {k: task_info[k] for k in cls.TASK_OPTIONS if k in task_info}
 
-    def __init__(self, model, tokenizer, vocab_file, max_seq_length, max_query_length=64,
+    def __init__(self, model, tokenizer, vocab_file, max_seq_length, max_query_length=None,
                  doc_stride=128, max_answer_length=30, n_best_size=20, max_windows=16,
                  version_2_with_negative=False, null_score_diff_threshold=0.0, **kwargs):
-        for name, value in (("max_query_length", max_query_length),
+        query = 1 if max_query_length is None else max_query_length  # None: set below.
+        for name, value in (("max_query_length", query),
                             ("doc_stride", doc_stride),
                             ("max_answer_length", max_answer_length),
                             ("n_best_size", n_best_size),
@@ -73,8 +77,14 @@ class SpanQAServingModule(BertServingModule):
                 f"Span QA needs room for [CLS] question [SEP] context [SEP]. "
                 f"Received: a packed length of {length}."
             )
-        # At least one context token per window.
-        self.max_query_length = min(max_query_length, length - 4)
+        if max_query_length is None:
+            # Not set (a model without fine-tuning settings): run_squad.py's
+            # 64, or half the window when that is shorter.
+            max_query_length = max(
+                1, min(windows_lib.DEFAULT_MAX_QUERY_LENGTH, (length - 3) // 2))
+        # A number that was set is checked as fine-tuning checks it, never cut.
+        windows_lib.check_query_length(length, max_query_length)
+        self.max_query_length = max_query_length
         self.doc_stride = doc_stride
         self.max_answer_length = max_answer_length
         self.n_best_size = n_best_size

@@ -27,6 +27,30 @@ import tensorflow as tf
 NO_SPAN = -1e30  # Score of a window without a valid span (finite: JSON has no -inf).
 
 
+# run_squad.py's max_query_length, the default when none is given.
+DEFAULT_MAX_QUERY_LENGTH = 64
+
+
+def check_query_length(max_seq_length, max_query_length):
+    """Refuses a question length that leaves no context in a window.
+
+    A window is `[CLS] question [SEP] context [SEP]`: with max_seq_length <
+    max_query_length + 4 a long question leaves no context token. Fine-tuning
+    (`reader.squad_features`) and serving (`SpanQAServingModule`) both call
+    this, so an export refuses exactly what fine-tuning refuses.
+
+    Raises:
+        ValueError: naming both numbers and the flags to change.
+    """
+    if max_seq_length < max_query_length + 4:
+        raise ValueError(
+            f"max_seq_length={max_seq_length} leaves no room for context after a question of "
+            f"max_query_length={max_query_length} tokens and 3 special tokens. Pass a smaller "
+            f"max_query_length (--max-query-length) or a larger max_seq_length "
+            f"(--max-seq-length)."
+        )
+
+
 def window_layout(context_lengths, window_sizes, doc_stride, max_windows=None):
     """Where each window (feature) of each example starts, and its length.
 

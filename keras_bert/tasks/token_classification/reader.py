@@ -1,6 +1,7 @@
 """CoNLL-style token classification data (NER, chunking, POS).
 
-File format: one token a line, columns separated by whitespace, the token in
+File format: one token a line, columns separated by ASCII spaces or tabs
+(a no-break space inside a token is part of it), the token in
 the first column and its tag in the last (CoNLL-2003's
 "EU NNP B-NP B-ORG" and two-column "EU B-ORG" both work); a blank line
 between sentences; `-DOCSTART-` lines are skipped.
@@ -26,9 +27,13 @@ import tensorflow as tf
 
 from keras_bert.data.report import DataReport
 from keras_bert.tasks.classification.reader import read_lines
-from keras_bert.text import BertPacker
+from keras_bert.text import BertPacker, text_files
 
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")
+# Column separators: ASCII whitespace only. str.split() would also cut at a
+# no-break space (U+00A0) or other Unicode spaces that sit inside a token.
+_ASCII_SPACE = " \t\r\n\f\v"
+_COLUMNS = re.compile(f"[{re.escape(_ASCII_SPACE)}]+")
 
 
 @dataclasses.dataclass
@@ -70,6 +75,7 @@ def read_conll(path, max_logged=20):
     >>> sentences.words[0][:2], sentences.tags[0][:2]
     (['EU', 'rejects'], ['B-ORG', 'O'])
     """
+    text_files.check_text_file(path, "CoNLL file")
     report = DataReport(path, max_logged=max_logged)
     result = ConllSentences([], [], [], report)
     words, tags, start, problem = [], [], None, None
@@ -87,7 +93,7 @@ def read_conll(path, max_logged=20):
         words, tags, start, problem = [], [], None, None
 
     for number, line in read_lines(path, report):
-        columns = line.split()
+        columns = _COLUMNS.split(line.strip(_ASCII_SPACE)) if line.strip() else []
         if not columns:
             flush()
             continue
