@@ -1,4 +1,4 @@
-"""The TensorFlow side of `benchmark.py serving-e2e` and `serving-accuracy`: a model server's process.
+"""The TensorFlow side of `benchmark.py serving-e2e` and `serving-accuracy`: a server process.
 
 It imports only tensorflow (keras and keras_bert cannot be imported here)
 and loads tensorflow-text's FastWordpieceTokenizer kernels as TF Serving

@@ -59,7 +59,7 @@ def keras_bert_finetune_result(log_text, batch_size):
 
 
 def reference_finetune_result(log_text):
-    """(training examples/s, accuracy, macro-F1) of the last epoch in tools/finetune_reference.py's log.
+    """(training examples/s, accuracy, macro-F1) of the last epoch of finetune_reference.py.
 
     Raises:
         RuntimeError: when the log has no finished epoch.

@@ -162,7 +162,7 @@ def optional(name, build):
 
 
 def usable_cores():
-    """CPUs this process may run on (`taskset` narrows them); every system gets that many threads."""
+    """CPUs this process may run on (`taskset` narrows them); each system gets as many threads."""
     return len(os.sched_getaffinity(0))
 
 

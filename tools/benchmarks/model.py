@@ -120,7 +120,8 @@ def bench_inference(args):
     flops = harness.forward_flops(config, args.batch_size, args.max_seq_length)
     rows = []
     for dtype in args.dtypes:
-        print(f"inference {args.preset} {dtype} {args.batch_size}x{args.max_seq_length}", flush=True)
+        print(f"inference {args.preset} {dtype} {args.batch_size}x{args.max_seq_length}",
+              flush=True)
         systems = {}
         for jit in args.jit_compile:
             systems[f"keras_bert (jit={jit})"] = keras_bert_forward(
