@@ -53,7 +53,16 @@ def parser_of(name):
 
 
 def options(parser):
-    return [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
+    """A parser's arguments, and those of each of its subcommands (tools/benchmark.py)."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        found.append(action)
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                found += options(subparser)
+    return found
 
 
 def run_help(name):
@@ -206,7 +215,8 @@ def _load_tool(name):
 
 
 def test_finetune_benchmark_reads_both_logs_without_evaluation_time():
-    benchmark = _load_tool("benchmark")
+    from benchmarks.finetune import keras_bert_finetune_result, reference_finetune_result
+
     # Epoch 1's evaluation (4 s) ran inside the interval that ended at step 100;
     # epoch 2's after the last line, in no interval.
     ours = "\n".join([
@@ -215,13 +225,13 @@ def test_finetune_benchmark_reads_both_logs_without_evaluation_time():
         "step 100/100 loss 0.9 examples/s 114.3 (14.0 s)",
         "epoch 2 eval: accuracy 0.6000 macro_f1 0.5000 mcc 0.2000 (4.0 s) [best]",
     ])
-    assert benchmark._keras_bert_finetune_result(ours, 32) == (100 * 32 / 20.0, 0.6, 0.5)
+    assert keras_bert_finetune_result(ours, 32) == (100 * 32 / 20.0, 0.6, 0.5)
     reference = ("epoch 1/2: held-out accuracy 0.7000 macro_f1 0.6000 mcc 0.3 (9 s; training "
                  "30.0 examples/s)\nepoch 2/2: held-out accuracy 0.8000 macro_f1 0.7000 mcc "
                  "0.4 (20 s; training 25.5 examples/s)")
-    assert benchmark._reference_finetune_result(reference) == (25.5, 0.8, 0.7)
+    assert reference_finetune_result(reference) == (25.5, 0.8, 0.7)
     with pytest.raises(RuntimeError, match="did not finish"):
-        benchmark._keras_bert_finetune_result(ours.split("\n")[0], 32)
+        keras_bert_finetune_result(ours.split("\n")[0], 32)
 
 
 def test_finetune_reference_refuses_a_tokenizer_unlike_keras_bert(tmp_path, capsys):

@@ -10,6 +10,9 @@ Variants: --jit-compile off times batch-longest and fixed-128 padding;
 --jit-compile on an XLA-compiled batch-longest export (padded to a multiple
 of 16); --jit-compile off,on all three.
 
+The benchmark itself is `benchmark_serving` in tools/benchmarks/serving.py
+(`python tools/benchmark.py serving` runs it on the real MiniLM).
+
 Examples
 --------
   python tools/benchmark_serving.py --model models/minilm
@@ -56,12 +59,7 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     _cli.quiet_tensorflow(args.verbose)
-    from keras_bert.tasks.classification.serving_benchmark import (
-        VARIANTS,
-        XLA_VARIANT,
-        benchmark_serving,
-        format_results,
-    )
+    from benchmarks.serving import VARIANTS, XLA_VARIANT, benchmark_serving, format_results
 
     variants = {**(VARIANTS if "off" in args.jit_compile else {}),
                 **(XLA_VARIANT if "on" in args.jit_compile else {})}

@@ -63,15 +63,18 @@ fi
 # 2. BERT-base, bfloat16 + XLA: inference and MLM training steps, tokens/s and MFU.
 peak=()
 if [ -n "${PEAK_TFLOPS:-}" ]; then peak=(--peak-tflops "$PEAK_TFLOPS"); fi
+# Each subcommand takes only its own flags (tools/benchmark.py SUB --help).
 if [ "$mode" = full ]; then
-  sizes=(--preset base --train-presets base --batch-size 64 --max-seq-length 128
-         --train-batch-size 32 --train-steps 10 --repeats 5 --output "${OUTPUT:-BENCHMARKS.md}")
+  sizes=(--max-seq-length 128 --repeats 5 --output "${OUTPUT:-BENCHMARKS.md}")
+  inference=(--preset base --batch-size 64)
+  training=(--train-presets base --train-batch-size 32 --train-steps 10)
 else
-  sizes=(--preset tiny --train-presets tiny --batch-size 2 --max-seq-length 16
-         --train-batch-size 2 --train-steps 1 --repeats 1 --matmul-peak-size 256 --output "")
+  sizes=(--max-seq-length 16 --repeats 1 --matmul-peak-size 256 --output "")
+  inference=(--preset tiny --batch-size 2)
+  training=(--train-presets tiny --train-batch-size 2 --train-steps 1)
 fi
-for benchmark in inference training; do
-  "$PYTHON" tools/benchmark.py "$benchmark" --dtypes bfloat16 --jit-compile on --systems keras_bert \
-    "${sizes[@]}" "${peak[@]}"
-done
+"$PYTHON" tools/benchmark.py inference --dtypes bfloat16 --jit-compile on --systems keras_bert \
+  "${inference[@]}" "${sizes[@]}" "${peak[@]}"
+"$PYTHON" tools/benchmark.py training --dtypes bfloat16 --jit-compile on --systems keras_bert \
+  "${training[@]}" "${sizes[@]}" "${peak[@]}"
 echo "device check: done ($mode)"

@@ -1,4 +1,4 @@
-"""The TensorFlow side of `benchmark.py serving-e2e`: a process like a model server's.
+"""The TensorFlow side of `benchmark.py serving-e2e` and `serving-accuracy`: a server process.
 
 It imports only tensorflow (keras and keras_bert cannot be imported here)
 and loads tensorflow-text's FastWordpieceTokenizer kernels as TF Serving
@@ -22,6 +22,11 @@ import json
 import os
 import sys
 import time
+
+# Run by path, this file's folder comes first on sys.path; its siblings
+# (benchmark modules) are no business of a serving process.
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
+    os.path.abspath(__file__))]
 
 for _name in ("keras", "keras_bert", "tf_keras"):
     sys.modules[_name] = None  # import -> ImportError, as on a serving host

@@ -1,0 +1,160 @@
+"""tools/benchmark.py as subcommands over tools/benchmarks/: each owns its flags; records parse."""
+
+import argparse
+import ast
+import glob
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+import benchmark  # noqa: E402  (tools/benchmark.py)
+from benchmarks import finetune, harness  # noqa: E402
+
+COMMON = {"--output", "--verbose"}
+SYNTHETIC = {"--max-seq-length", "--repeats", "--dtypes", "--jit-compile", "--systems",
+             "--matmul-peak-size"}
+# What each benchmark reads, and so the flags of its subcommand.
+FLAGS = {
+    "inference": {"--preset", "--batch-size", "--peak-tflops", *SYNTHETIC},
+    "training": {"--train-presets", "--train-batch-size", "--train-steps", "--peak-tflops",
+                 *SYNTHETIC},
+    "profile": {"--train-presets", "--train-batch-size", *SYNTHETIC},
+    "tokenizer": {"--repeats"},
+    "realtext": {"--preset", "--realtext-count", "--repeats", "--dtypes", "--jit-compile"},
+    "serving": {"--repeats", "--jit-compile"},
+    "serving-e2e": {"--serving-texts", "--request-batch-size", "--serving-variants",
+                    "--latency-calls", "--repeats", "--dtypes", "--jit-compile"},
+    "serving-accuracy": {"--model", "--request-batch-size", "--latency-calls", "--repeats"},
+    "finetune": {"--finetune-limit", "--finetune-epochs", "--finetune-learning-rate"},
+    "finetune-step": {"--train-batch-size", "--finetune-lengths", "--repeats", "--train-steps",
+                      "--jit-compile", "--systems", "--matmul-peak-size"},
+}
+HELP_PROBE = """
+import json, runpy, sys
+path = sys.argv[1]
+sys.argv = [path, *sys.argv[2:], "--help"]
+try:
+    runpy.run_path(path, run_name="__main__")
+except SystemExit:
+    pass
+heavy = sorted(m for m in ("tensorflow", "keras", "keras_bert", "torch", "numpy")
+               if m in sys.modules)
+sys.stderr.write("PROBE " + json.dumps(heavy) + "\\n")
+"""
+
+
+def subcommands():
+    action = next(a for a in benchmark.build_parser()._actions
+                  if isinstance(a, argparse._SubParsersAction))
+    return action.choices
+
+
+def flags_of(parser):
+    return {flag for action in parser._actions for flag in action.option_strings} - {"-h",
+                                                                                       "--help"}
+
+
+def test_each_subcommand_owns_exactly_the_flags_its_benchmark_reads():
+    parsers = subcommands()
+    assert list(parsers) == [*FLAGS, "all"]
+    for name, expected in FLAGS.items():
+        assert flags_of(parsers[name]) == expected | COMMON, name
+        assert parsers[name].formatter_class is benchmark._cli.HelpFormatter, name
+    assert flags_of(parsers["all"]) == set().union(*FLAGS.values()) | COMMON
+
+
+def test_a_flag_of_another_benchmark_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        benchmark.build_parser().parse_args(["tokenizer", "--train-presets", "small"])
+    assert "unrecognized arguments: --train-presets small" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        benchmark.build_parser().parse_args(["--repeats", "3", "inference"])
+
+
+def test_parsed_values_are_ready_to_use():
+    args = benchmark.build_parser().parse_args(
+        ["training", "--train-presets", "tiny,small", "--systems", "keras_bert,torch",
+         "--jit-compile", "on", "--matmul-peak-size", "256"])
+    assert args.train_presets == ["tiny", "small"] and args.systems == ["keras_bert", "torch"]
+    assert args.jit_compile == ["on"] and args.matmul_peak_size == 256
+    assert [b.name for b in args.benchmarks] == ["training"]
+    assert args.benchmarks[0].title(args) == "tiny,small"
+    args = benchmark.build_parser().parse_args(["all"])
+    assert [b.name for b in args.benchmarks] == list(FLAGS)
+    assert (args.dtypes, args.train_presets, args.repeats) == (
+        ["float32", "bfloat16"], ["small", "base"], 5)
+
+
+def _recorded_commands():
+    """Every `python tools/benchmark.py ...` in BENCHMARKS.md and README.md."""
+    found = []
+    for name in ("BENCHMARKS.md", "README.md"):
+        with open(os.path.join(ROOT, name), encoding="utf-8") as f:
+            text = f.read()
+        found += [(name, c) for c in re.findall(r"`(python tools/benchmark\.py [^`]*)`", text)]
+        found += [(name, line.split("#")[0].strip()) for line in text.splitlines()
+                  if line.startswith("python tools/benchmark.py ")]
+    return found
+
+
+def test_every_recorded_benchmark_command_parses():
+    commands = _recorded_commands()
+    assert len(commands) >= 25
+    seen = set()
+    for where, command in commands:
+        words = shlex.split(command)
+        try:
+            args = benchmark.build_parser().parse_args(words[2:])
+        except SystemExit as e:
+            raise AssertionError(f"{where}: {command}") from e
+        seen.add(words[2])
+        # What a new table records parses back to the same values.
+        again = benchmark.build_parser().parse_args(
+            shlex.split(harness.recorded_command(words[2:]))[2:])
+        assert vars(again) == vars(args), command
+    assert {"inference", "training", "serving-e2e", "finetune", "all"} <= seen
+
+
+@pytest.mark.parametrize("argv", [[], ["inference"], ["serving-e2e"], ["finetune"], ["all"]])
+def test_help_imports_no_tensorflow(argv):
+    done = subprocess.run(
+        [sys.executable, "-c", HELP_PROBE, os.path.join(ROOT, "tools", "benchmark.py"), *argv],
+        capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.stdout.startswith("usage: benchmark.py " + " ".join(argv)), done.stdout[:200]
+    assert json.loads(done.stderr.split("PROBE ", 1)[1]) == []
+    if argv == ["inference"]:
+        assert "--finetune-lengths" not in done.stdout and "--peak-tflops" in done.stdout
+
+
+def test_no_module_global_is_assigned_at_run_time():
+    paths = [os.path.join(ROOT, "tools", "benchmark.py"),
+             *glob.glob(os.path.join(ROOT, "tools", "benchmarks", "*.py"))]
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            assert not isinstance(node, (ast.Global, ast.Nonlocal)), f"{path}:{node.lineno}"
+            # A module-level list or dict written inside a function (X[0] = ...).
+            if isinstance(node, ast.FunctionDef):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Assign):
+                        for target in inner.targets:
+                            assert not (isinstance(target, ast.Subscript)
+                                        and isinstance(target.value, ast.Name)
+                                        and target.value.id.isupper()), (
+                                f"{path}:{inner.lineno}")
+
+
+def test_finetune_results_are_public_functions():
+    assert callable(finetune.keras_bert_finetune_result)
+    assert finetune.reference_finetune_result(
+        "epoch 1/1: held-out accuracy 0.5000 macro_f1 0.4000 mcc 0.1 (9 s; training "
+        "12.5 examples/s)") == (12.5, 0.5, 0.4)

