@@ -210,7 +210,8 @@ def _write(path, text):
 
 
 def prepare_readme_dir(work):
-    """Tiny stand-ins for what README.md names: models/minilm, MODEL_DIR, checkpoints, data."""
+    """Tiny stand-ins for what README.md names: models/minilm, the quickstart's
+    models/sentiment, MODEL_DIR, checkpoints, data."""
     import json
     import shutil
 
@@ -229,6 +230,11 @@ def prepare_readme_dir(work):
                                    intermediate_size=64, max_position_embeddings=128)
     keras_bert.BertEncoder(**config.to_dict()).save_pretrained(
         os.path.join(work, "models", "minilm"), vocab_file=vocab)
+    # The quickstart's fine-tuned classifier, which README examples use but never write.
+    keras_bert.BertClassifier.from_pretrained(
+        os.path.join(work, "models", "minilm"), num_classes=3,
+        label_names=["negative", "neutral", "positive"], max_seq_length=64,
+    ).save_pretrained(os.path.join(work, "models", "sentiment"))
 
     tiny = ckpt.tiny_config()
     ckpt.write_google(os.path.join(work, "uncased_L-12_H-768_A-12"), ckpt.random_weights(tiny),
