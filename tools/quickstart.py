@@ -68,11 +68,9 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     _cli.quiet_tensorflow(args.verbose)
-    from keras_bert.progress import default_log_handler
-
-    # keras_bert's set-up, data and evaluation lines, as finetune() prints them.
-    with default_log_handler():
-        _quickstart(args)
+    # finetune() prints its set-up, data summary (the tweets' invalid UTF-8 counted in one
+    # line), evaluation and early-stopping lines itself.
+    _quickstart(args)
 
 
 def command_line(*words):
