@@ -44,15 +44,20 @@ def default_log_handler(name="keras_bert", stream=None):
         return
     handler = logging.StreamHandler(stream or sys.stdout)
     handler.setFormatter(logging.Formatter("%(message)s"))
-    level = logger.level
+    level, propagate = logger.level, logger.propagate
     logger.addHandler(handler)
     if level == logging.NOTSET:  # A level the program set stays.
         logger.setLevel(logging.INFO)
+    # Not to the root logger too: a dependency's bare `logging.warning(...)` call
+    # gives the root a stderr handler mid-run (`logging.basicConfig`), which
+    # would print every later line twice.
+    logger.propagate = False
     try:
         yield
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
+        logger.propagate = propagate
 
 
 def _is_terminal(stream):

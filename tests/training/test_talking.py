@@ -46,12 +46,16 @@ def test_default_log_handler_prints_info_only_when_logging_is_not_configured(mon
     root = logging.getLogger()
     monkeypatch.setattr(root, "handlers", [])  # pytest's capture handler stands aside.
     monkeypatch.setattr(library, "handlers", [])
-    stream = io.StringIO()
+    stream, late = io.StringIO(), io.StringIO()
     with default_log_handler(stream=stream):
         logging.getLogger("keras_bert.training").info("epoch %d eval: accuracy %.4f", 1, 0.5)
+        # A dependency calls logging.warning(): the root gets a handler mid-run.
+        monkeypatch.setattr(root, "handlers", [logging.StreamHandler(late)])
+        logging.getLogger("keras_bert.training").info("epoch 2 eval")
     logging.getLogger("keras_bert.training").info("after the block")
-    assert stream.getvalue() == "epoch 1 eval: accuracy 0.5000\n"
-    assert library.handlers == [] and library.level == logging.NOTSET
+    assert stream.getvalue() == "epoch 1 eval: accuracy 0.5000\nepoch 2 eval\n"
+    assert late.getvalue() == ""  # Not twice.
+    assert library.handlers == [] and library.level == logging.NOTSET and library.propagate
     # A program that set up logging keeps its own: no second copy.
     mine = io.StringIO()
     handler = logging.StreamHandler(mine)
@@ -94,6 +98,7 @@ def test_python_finetune_prints_setup_evaluation_and_early_stopping_once(workdir
         assert out.count("early stopping: accuracy has not improved for 1 epoch(s)") == 1
     assert out.index("epoch 1 eval") < out.index("FINISHED")
     assert "retracing" not in done.stderr
+    assert " eval: accuracy" not in done.stderr  # Once, on stdout.
 
 
 def test_evaluation_traces_once_whatever_the_batch_shapes(workdir, caplog):
