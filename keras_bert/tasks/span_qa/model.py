@@ -113,7 +113,7 @@ class BertSpanLabeler(BertTask):
             raise ValueError(
                 f"Expected as many contexts as questions. Received: {len(questions)} "
                 f"questions and {len(contexts)} contexts.")
-        data = squad_data(questions, contexts, _answer_rows(y, len(questions)))
+        data = squad.squad_data(questions, contexts, _answer_rows(y, len(questions)))
         info = getattr(self, "task_info", None) or {}
         max_seq_length = preprocessor.max_seq_length or preprocessor.sequence_length
         # At least one context token per window, as the serving module.
@@ -185,34 +185,3 @@ def _answer_rows(y, count):
                       "answer_start": s} for t, s in zip(texts, starts)])
     return rows
 
-
-def squad_data(questions, contexts, answers):
-    """In-memory questions -> the reader's `SquadData` (training: offsets must match).
-
-    Args:
-        questions, contexts: lists of str.
-        answers: list (one per question) of lists of {"text", "answer_start"};
-            an empty list marks a question without answer (SQuAD v2.0).
-
-    Returns:
-        `reader.SquadData`; raises ValueError naming the first answer whose
-        offsets do not point at its text.
-    """
-    from keras_bert.data.report import DataReport
-    from keras_bert.tasks.span_qa import reader as squad
-
-    report = DataReport("answers", max_logged=0)
-    result = squad.SquadData([], False, report)
-    for i, (question, context, rows) in enumerate(zip(questions, contexts, answers)):
-        where = f"answers[{i}]"
-        spans, texts = squad._check_answers(rows, context, where, True, report)
-        impossible = not rows
-        if not impossible and not spans:
-            raise ValueError(
-                f"{report.messages[-1]}. Fix answer_start (a character offset into "
-                f"contexts[{i}]) or the answer text.")
-        result.version_2_with_negative |= impossible
-        result.questions.append(squad.SquadQuestion(
-            str(i), question, context, spans, texts, impossible, where))
-        report.kept()
-    return result
