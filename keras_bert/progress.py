@@ -48,9 +48,9 @@ def default_log_handler(name="keras_bert", stream=None):
     logger.addHandler(handler)
     if level == logging.NOTSET:  # A level the program set stays.
         logger.setLevel(logging.INFO)
-    # Not to the root logger too: a dependency's bare `logging.warning(...)` call
-    # gives the root a stderr handler mid-run (`logging.basicConfig`), which
-    # would print every later line twice.
+    # Not to the root logger too: absl's logging (TensorFlow's checkpoint saver
+    # logs "Sharding callback duration") calls `logging.basicConfig()` mid-run,
+    # which gives the root a stderr handler that would print every later line twice.
     logger.propagate = False
     try:
         yield

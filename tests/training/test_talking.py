@@ -74,6 +74,7 @@ FINETUNE_SCRIPT = textwrap.dedent("""
         handler.setFormatter(logging.Formatter("%(message)s"))
         logging.getLogger("keras_bert").addHandler(handler)
         logging.getLogger("keras_bert").setLevel(logging.INFO)
+        logging.getLogger("keras_bert").propagate = False
     options = FinetuneOptions(epochs=3, batch_size=8, max_seq_length=16, jit_compile="off",
                               log_every=4, learning_rate=1e-5, early_stopping_patience=1)
     train = read_task_data("classification", root + "/train.csv", True, options)
