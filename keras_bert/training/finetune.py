@@ -19,11 +19,14 @@
    run. Checkpoints for resuming go to `output_dir + ".checkpoints"` and are
    removed when the run ends (only the files `finetune` wrote there, see
    `remove_checkpoints`; a folder of something else is refused at the
-   start, `check_outputs`); rerunning the same command after a crash or
-   SIGTERM resumes there (and says so). SIGTERM saves a checkpoint of the
-   current step and raises `TrainingInterrupted`;
+   start, `check_outputs`); rerunning the same command after a crash,
+   SIGTERM or Ctrl-C resumes there (and says so). SIGTERM and SIGINT
+   (Ctrl-C) save a checkpoint of the current step and raise
+   `TrainingInterrupted`;
 5. feedback: a progress bar with ETA on a terminal, a line every
-   `log_every` steps elsewhere (`StepLogger`), one line per evaluation, and
+   `log_every` steps elsewhere (`StepLogger`; one or the other, never
+   both), the set-up and one line per evaluation (printed to stdout when
+   the program configured no logging), and
    with `log_dir` TensorBoard logs (train/: the training metrics every
    `log_every` steps; eval/: every evaluation, at its global step).
 
@@ -52,6 +55,7 @@ from keras_bert.data import batching
 from keras_bert.files import Kind, check_not_input, prepare_output_dir, remove_own
 from keras_bert.models.model_dir import CONFIG_FILE, MODEL_DIR_KIND, VOCAB_FILE, read_task_info
 from keras_bert.models.registry import get_task, task_names
+from keras_bert.progress import default_log_handler
 from keras_bert.text import BertTokenizer, infer_lowercase
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training.distribute import resolve_strategy, strategy_name, worker_info
@@ -69,11 +73,45 @@ STATE_FILE = "finetune_state.json"
 
 
 def predict_batches(model, dataset):
-    """Runs `model` (inference mode) over (features, ...) batches; yields numpy outputs."""
-    predict = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+    """Runs `model` (inference mode) over (features, ...) batches; yields numpy outputs.
+
+    One traced function per model and input structure, whatever the batch
+    shapes (every dimension is None in its input signature) and however
+    many evaluations: each epoch's evaluation reuses it, so TensorFlow never
+    retraces (nor warns that it does).
+    """
+    spec = dataset.element_spec
+    features_spec = spec[0] if isinstance(spec, tuple) else spec
+    predict = inference_function(model, features_spec)
     for element in dataset:
         features = element[0] if isinstance(element, tuple) else element
         yield keras.tree.map_structure(lambda t: np.asarray(t), predict(features))
+
+
+def inference_function(model, features_spec):
+    """`model(x, training=False)` as a tf.function for inputs like `features_spec`, kept on the model.
+
+    Args:
+        model: a Keras model.
+        features_spec: a structure of `tf.TensorSpec` (a dataset's
+            `element_spec` of the features); its shapes are relaxed to
+            None in every dimension.
+
+    Returns:
+        A `tf.function` traced at most once.
+    """
+    signature = tf.nest.map_structure(
+        lambda s: tf.TensorSpec([None] * s.shape.rank, s.dtype), features_spec)
+    key = repr(signature)
+    functions = model.__dict__.get("_keras_bert_inference_functions")
+    if functions is None:
+        functions = {}
+        # object.__setattr__: Keras must not track the dict as model state.
+        object.__setattr__(model, "_keras_bert_inference_functions", functions)
+    if key not in functions:
+        functions[key] = tf.function(lambda x: model(x, training=False),
+                                     input_signature=[signature])
+    return functions[key]
 
 
 class FinetuneTask:
@@ -563,9 +601,17 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     Returns:
         `FinetuneResult`.
 
+    Feedback: the set-up, data report, every evaluation and early
+    stopping are logged to the `keras_bert` loggers at INFO; when the
+    program has not configured logging (no handler on "keras_bert" nor on
+    the root logger), they are printed to stdout for the run
+    (`keras_bert.progress.default_log_handler`). The step progress is a bar
+    on a terminal, lines elsewhere: one display, never both.
+
     Raises:
-        TrainingInterrupted: after SIGTERM, once a checkpoint of the current
-            step is saved; the same call again resumes from it.
+        TrainingInterrupted: after SIGTERM or SIGINT (Ctrl-C), once a
+            checkpoint of the current step is saved; the same call again
+            resumes from it.
 
     Example:
     >>> train = read_task_data("classification", "train.csv", training=True)
@@ -574,6 +620,14 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     ...                   train, dev, FinetuneOptions(epochs=2))
     >>> result.best_metrics["accuracy"]
     """
+    with default_log_handler():
+        return _finetune(task, model_dir, output_dir, train_data, eval_data, options,
+                         checkpoint_dir, callbacks, strategy, log_dir, progress)
+
+
+def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
+              checkpoint_dir=None, callbacks=None, strategy=None, log_dir=None, progress="auto"):
+    """`finetune`, with its logging set up."""
     task_class = finetune_task_class(task)
     options = options or FinetuneOptions()
     checkpoint_dir = checkpoint_dir or output_dir.rstrip("/") + ".checkpoints"
