@@ -6,7 +6,8 @@ from keras import ops
 
 from keras_bert.layers.activations import initializer
 from keras_bert.export.export import predict_text
-from keras_bert.models.task import BertTask
+from keras_bert.models.task import BertTask, text_inputs
+from keras_bert.tasks.span_qa.windows import resolve_query_length
 
 _MASK_VALUE = -1e9
 
@@ -119,8 +120,8 @@ class BertSpanLabeler(BertTask):
         data = squad.squad_data(questions, contexts, _answer_rows(y, len(questions)))
         info = getattr(self, "task_info", None) or {}
         max_seq_length = preprocessor.max_seq_length or preprocessor.sequence_length
-        # At least one context token per window, as the serving module.
-        max_query_length = min(info.get("max_query_length", 64), max_seq_length - 4)
+        # As the serving module: the saved length, checked (never cut), or its default.
+        max_query_length = resolve_query_length(max_seq_length, info.get("max_query_length"))
         features = squad.squad_features(
             data, preprocessor.tokenizer, max_seq_length, info.get("doc_stride", 128),
             max_query_length, training=True)
