@@ -1,8 +1,6 @@
 """BertTask: the base of every model that puts a head on a `BertEncoder`."""
 
 
-import os
-import tempfile
 import warnings
 
 import keras
@@ -12,6 +10,7 @@ import tensorflow as tf
 from keras_bert.config import check_rate
 from keras_bert.layers.activations import initializer
 from keras_bert.models import model_dir as model_dir_lib
+from keras_bert.models.keras_file import AtomicKerasSave
 from keras_bert.models.registry import get_task
 from keras_bert.models.replica_jit import ReplicaJitCompile
 
@@ -104,7 +103,7 @@ def _is_pair_spec(spec):
             and all(isinstance(s, tf.TensorSpec) and s.dtype == tf.string for s in spec))
 
 
-class BertTask(ReplicaJitCompile, keras.Model):
+class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
     """A functional model made of `encoder` plus a task head, optionally with
     a `BertPreprocessor` that lets `fit`, `evaluate` and `predict` take raw text.
 
@@ -197,18 +196,25 @@ class BertTask(ReplicaJitCompile, keras.Model):
 
         Args:
             optimizer, loss, metrics, loss_weights: as in `keras.Model.compile`,
-                or "auto" for the task's default.
+                or "auto" for the task's default. With a `loss` of one's own,
+                "auto" metrics and loss weights are none (Keras' defaults).
             **kwargs: other `keras.Model.compile` arguments (`jit_compile`,
                 `weighted_metrics`, `steps_per_execution`, ...).
         """
         if _is_auto(optimizer):
             optimizer = self.default_optimizer()
+        # The default metrics and loss weights go with the default loss: with
+        # a loss of one's own, `evaluate` returns just the loss, as in Keras.
+        own_loss = not _is_auto(loss)
         if _is_auto(loss):
             loss = self.default_loss()
         if _is_auto(metrics):
-            metrics = self.default_metrics()
+            metrics = None
+            if not own_loss and kwargs.get("weighted_metrics") is None:
+                # Weighted: `sample_weight` (padding, unlabeled pieces) counts.
+                kwargs["weighted_metrics"] = self.default_metrics()
         if _is_auto(loss_weights):
-            loss_weights = self.default_loss_weights()
+            loss_weights = None if own_loss else self.default_loss_weights()
         _check_logits_loss(loss)
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         loss_weights=loss_weights, **kwargs)
@@ -255,7 +261,8 @@ class BertTask(ReplicaJitCompile, keras.Model):
         )
 
     def default_metrics(self):
-        """The metrics `compile()` adds by default (None: none)."""
+        """The metrics `compile()` adds by default, as `weighted_metrics`
+        (None: none)."""
         return None
 
     def default_loss_weights(self):
@@ -458,22 +465,7 @@ class BertTask(ReplicaJitCompile, keras.Model):
         """True when `compile()` with no arguments works (a registered fine-tunable task)."""
         if not self.task_name:
             return False
-        spec = get_task(self.task_name)
-        return spec.finetune is not None and type(self).default_loss is not BertTask.default_loss
-
-    # === Saving ===
-
-    def save(self, filepath, overwrite=True, zipped=None, **kwargs):
-        """`keras.Model.save`, made atomic for `.keras` files.
-
-        The file is written under a unique temporary name beside `filepath`
-        and renamed over it when complete, so a save that fails part-way (a
-        full disk) leaves the previous file as it was. Other formats go to
-        Keras unchanged.
-        """
-        if not str(filepath).endswith(".keras") or zipped is False:
-            return super().save(filepath, overwrite=overwrite, zipped=zipped, **kwargs)
-        return _atomic_keras_save(super().save, filepath, overwrite, zipped, kwargs)
+        return get_task(self.task_name).finetune is not None
 
 
 def _same_value(a, b):
@@ -497,7 +489,10 @@ def _apply_task_kwargs(model, cls, task_kwargs, model_dir, replace_if_needed):
     except ValueError as error:
         # E.g. num_classes=5 against the 3 saved label_names: the arguments
         # alone describe the new head.
-        fresh = cls(encoder=model.encoder, **task_kwargs)
+        try:
+            fresh = cls(encoder=model.encoder, **task_kwargs)
+        except (TypeError, ValueError):
+            raise error from None
         if [tuple(w.shape) for w in fresh.weights] == old_shapes:
             raise error
         rebuilt = None
@@ -516,32 +511,6 @@ def _apply_task_kwargs(model, cls, task_kwargs, model_dir, replace_if_needed):
         f"{model_dir}: the trained {cls.__name__} head is discarded for a new, randomly "
         f"initialized one, because {what} changes its shape.", stacklevel=3)
     return cls(encoder=model.encoder, **task_kwargs)
-
-
-def _atomic_keras_save(save, filepath, overwrite, zipped, kwargs):
-    """Runs `save` (Keras' `Model.save`) into a unique temporary file beside
-    `filepath`, then renames it over `filepath` in one step."""
-    filepath = os.fspath(filepath)
-    if not overwrite and os.path.exists(filepath):
-        # Keras asks on a terminal; keep its behavior for the real target.
-        return save(filepath, overwrite=overwrite, zipped=zipped, **kwargs)
-    folder = os.path.dirname(os.path.abspath(filepath))
-    os.makedirs(folder, exist_ok=True)
-    # Keras tells formats by the extension, so the name keeps ".keras".
-    handle, tmp = tempfile.mkstemp(
-        prefix=f".{os.path.basename(filepath)}.", suffix=".tmp.keras", dir=folder)
-    os.close(handle)
-    try:
-        save(tmp, overwrite=True, zipped=zipped, **kwargs)
-        # mkstemp makes the file 0600; give it the usual permissions.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, filepath)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 class DenseHeadTask(BertTask):
