@@ -119,6 +119,12 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
     batch padded to its longest text), not in the model's graph. The integer
     input dict (token_ids, segment_ids, padding_mask) works as ever.
 
+    `compile()` fills every argument left out with the task's fine-tuning
+    defaults (`default_optimizer`, `default_loss`, `default_metrics`), and
+    `from_pretrained` returns the model compiled with them; a `.keras` file
+    keeps the compile configuration (`get_compile_config`). `save` writes
+    `.keras` files atomically (`AtomicKerasSave`).
+
     `compile(jit_compile=True)` under a multi-device strategy compiles each
     replica's step with XLA and sums gradients outside it (`ReplicaJitCompile`).
     """
@@ -209,7 +215,9 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
         if _is_auto(loss):
             loss = self.default_loss()
         if _is_auto(metrics):
-            metrics = None
+            # [], not None: Keras keeps the metrics of an earlier compile
+            # (from_pretrained's) when given None.
+            metrics = []
             if not own_loss and kwargs.get("weighted_metrics") is None:
                 # Weighted: `sample_weight` (padding, unlabeled pieces) counts.
                 kwargs["weighted_metrics"] = self.default_metrics()
