@@ -215,12 +215,15 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
         if _is_auto(loss):
             loss = self.default_loss()
         if _is_auto(metrics):
-            # [], not None: Keras keeps the metrics of an earlier compile
-            # (from_pretrained's) when given None.
-            metrics = []
+            metrics = None
             if not own_loss and kwargs.get("weighted_metrics") is None:
                 # Weighted: `sample_weight` (padding, unlabeled pieces) counts.
                 kwargs["weighted_metrics"] = self.default_metrics()
+        # None means no metrics: Keras would keep an earlier compile's
+        # (from_pretrained's) when both are None.
+        metrics = [] if metrics is None else metrics
+        if kwargs.get("weighted_metrics") is None:
+            kwargs["weighted_metrics"] = []
         if _is_auto(loss_weights):
             loss_weights = None if own_loss else self.default_loss_weights()
         _check_logits_loss(loss)

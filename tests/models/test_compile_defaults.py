@@ -151,3 +151,17 @@ def test_a_task_without_a_recipe_says_what_to_pass(encoder):
         model.compile(optimizer="adam")
     model.compile(optimizer="adam", loss="mse")
     assert model.compiled
+
+
+def test_a_loss_of_ones_own_means_keras_metrics_not_the_defaults(encoder_dir):
+    classifier = BertClassifier.from_pretrained(encoder_dir, num_classes=2)
+    loss, accuracy = classifier.evaluate(TEXTS, np.array(LABELS), verbose=0)
+    # Keras would keep from_pretrained's metrics on a later compile without any.
+    classifier.compile(optimizer="adam",
+                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    assert classifier.evaluate(TEXTS, np.array(LABELS), verbose=0) == pytest.approx(loss)
+    classifier.compile(metrics=None)
+    assert classifier.evaluate(TEXTS, np.array(LABELS), verbose=0) == pytest.approx(loss)
+    classifier.compile(metrics=["accuracy"])
+    assert classifier.evaluate(TEXTS, np.array(LABELS), verbose=0) == pytest.approx(
+        [loss, accuracy])
