@@ -219,11 +219,11 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
             if not own_loss and kwargs.get("weighted_metrics") is None:
                 # Weighted: `sample_weight` (padding, unlabeled pieces) counts.
                 kwargs["weighted_metrics"] = self.default_metrics()
-        # None means no metrics: Keras would keep an earlier compile's
-        # (from_pretrained's) when both are None.
-        metrics = [] if metrics is None else metrics
-        if kwargs.get("weighted_metrics") is None:
-            kwargs["weighted_metrics"] = []
+        if (self.compiled and metrics is None and kwargs.get("weighted_metrics") is None
+                and self._has_default_recipe()):
+            # None means no metrics: Keras would keep an earlier compile's
+            # (from_pretrained's defaults) when both are None.
+            metrics = []
         if _is_auto(loss_weights):
             loss_weights = None if own_loss else self.default_loss_weights()
         _check_logits_loss(loss)

@@ -17,6 +17,9 @@ class BertPreprocessor(keras.layers.Layer):
     a `tf.function` saved with `tf.saved_model.save` (a process that loads
     the SavedModel needs `import tensorflow_text`, not keras_bert).
 
+    In a `.keras` file the settings are in the config and the vocabulary
+    is an asset (the tokenizer's `vocab.txt`), so the config stays a few KB.
+
     Args:
         tokenizer: a `BertTokenizer`.
         sequence_length: int or None; see `BertPacker`.
