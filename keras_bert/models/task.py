@@ -243,13 +243,18 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
         args = getattr(self, "_task_compile_args", None)
         if not self.compiled or args is None:
             return {}
-        return keras.saving.serialize_keras_object(args)
+        config = dict(keras.saving.serialize_keras_object(args))
+        # An optimizer that never stepped has no slots in the file: building
+        # one on load would make Keras warn that the variable counts differ.
+        config["optimizer_built"] = bool(self.optimizer.built)
+        return config
 
     def compile_from_config(self, config):
         """Compiles the model from `get_compile_config`'s output (a .keras load calls this)."""
-        config = keras.saving.deserialize_keras_object(config)
-        self.compile(**config)
-        if self.built:
+        config = dict(config)
+        optimizer_built = config.pop("optimizer_built", True)
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built and optimizer_built:
             # The optimizer's variables must exist before Keras loads their values.
             self.optimizer.build(self.trainable_variables)
 

@@ -97,7 +97,7 @@ class BertPreprocessor(keras.layers.Layer):
         """The `BertPacker`, made with the tokenizer's special token ids."""
         if self._packer is None:
             tokenizer = self.tokenizer
-            tokenizer.vocab_size  # A clear error when there is no vocabulary yet.
+            _ = tokenizer.vocab_size  # A clear error when there is no vocabulary yet.
             self._packer = self._new_packer(
                 tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
         return self._packer

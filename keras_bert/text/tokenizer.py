@@ -600,11 +600,13 @@ class BertTokenizer(keras.layers.Layer):
 
         One token a line in `vocab.txt`, the model directory's format; a
         vocabulary with a token that a line cannot hold (a line break in it,
-        or whitespace around it, which reading vocab.txt strips) goes to
-        `vocabulary.json` instead, so that every id keeps its token.
+        whitespace around it or a leading byte order mark, which reading
+        vocab.txt strips) goes to `vocabulary.json` instead, so that every
+        id keeps its token.
         """
         tokens = self._require_vocabulary()
-        if any(t != t.strip() or "\n" in t or "\r" in t for t in tokens):
+        if tokens[0].startswith("\ufeff") or any(
+                t != t.strip() or "\n" in t or "\r" in t for t in tokens):
             with open(os.path.join(dir_path, _VOCAB_JSON), "w", encoding="utf-8") as f:
                 json.dump(tokens, f, ensure_ascii=False)
         else:
