@@ -165,3 +165,11 @@ def test_a_loss_of_ones_own_means_keras_metrics_not_the_defaults(encoder_dir):
     classifier.compile(metrics=["accuracy"])
     assert classifier.evaluate(TEXTS, np.array(LABELS), verbose=0) == pytest.approx(
         [loss, accuracy])
+
+
+def test_help_says_strings_work_after_from_pretrained_and_it_is_compiled():
+    import pydoc
+
+    text = " ".join(pydoc.render_doc(BertClassifier, renderer=pydoc.plaintext).split())
+    assert "Strings work after `from_pretrained`" in text
+    assert "Compiled by default" in text
