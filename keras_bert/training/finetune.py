@@ -119,7 +119,8 @@ class FinetuneTask:
 
     Subclasses set `name`, `model_class`, `metrics` (higher is better, the
     first is the default early-stopping metric) and implement `prepare`,
-    `model_kwargs`, `loss`, `evaluate`.
+    `model_kwargs`, `evaluate`. The loss is the model's own
+    (`model_class.default_loss`, what `compile()` uses by default).
     """
 
     name = None
@@ -169,8 +170,26 @@ class FinetuneTask:
             return self.base_info.get("task_config", {}).get("label_names")
         return None
 
+    @classmethod
+    def default_optimizer(cls):
+        """The optimizer task models compile with by default (`BertTask.compile`).
+
+        `create_optimizer` with `FinetuneOptions`' defaults: AdamW, learning
+        rate 5e-5, weight decay 0.01 (LayerNorm and biases excluded),
+        epsilon 1e-6, global clipnorm 1.0. The rate is constant: warmup
+        and decay need the run's step count, which `compile` does not know
+        (`finetune` builds the scheduled one).
+        """
+        options = FinetuneOptions()
+        return create_optimizer(
+            options.learning_rate, None, weight_decay=options.weight_decay,
+            global_clipnorm=options.global_clipnorm)
+
     def build_model(self, dtype=None):
-        return self.model_class.from_pretrained(self.model_dir, dtype=dtype, **self.model_kwargs())
+        # "auto": a fine-tuned directory of the task keeps its head unless
+        # the new labels change its shape (then a warning says it is new).
+        return self.model_class.from_pretrained(
+            self.model_dir, dtype=dtype, new_head="auto", **self.model_kwargs())
 
     def training_batches(self, batch_size, seed, input_pipeline_id=0, num_input_pipelines=1):
         return batching.training_batches(
@@ -661,8 +680,9 @@ def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
             options.learning_rate, total_steps, warmup_steps, weight_decay=options.weight_decay,
             global_clipnorm=options.global_clipnorm, loss_scale=options.dtype == "mixed_float16",
             lr_multipliers=multipliers)
-        loss_weights = getattr(runner_task, "loss_weights", lambda: None)()
-        model.compile(optimizer=optimizer, loss=runner_task.loss(), loss_weights=loss_weights)
+        # The loss (and loss weights) are the model's defaults; no Keras
+        # metrics: the task's own are computed after each epoch.
+        model.compile(optimizer=optimizer, metrics=None)
     logger.info(
         "%s: %d training examples, %d steps/epoch x %d epochs, batch %d, lr %g (warmup %d "
         "steps), max_seq_length %d, dtype %s, jit_compile %s, strategy %s", task,

@@ -45,8 +45,10 @@ class BertSpanLabeler(BertTask):
     Inputs: the encoder input dict of [CLS] question [SEP] context [SEP].
     Outputs (a dict): `start_logits`, `end_logits`, float32
     [batch_size, seq_length]; padded positions are -1e9 so they never win.
-    Train with sparse categorical cross-entropy (from_logits) on the start
-    and end token positions.
+    Compiled by default (`from_pretrained`, or `compile()` with no
+    arguments): keras_bert's AdamW as in fine-tuning, and the mean of the
+    start and end sparse categorical cross-entropies on the logits
+    (run_squad.py's loss), with start and end position accuracy.
 
     Args:
         encoder: a `BertEncoder`.
@@ -99,6 +101,18 @@ class BertSpanLabeler(BertTask):
         sequence = encoder(inputs)["sequence_output"]
         outputs = self.span_logits(self.output_dense(sequence), inputs["padding_mask"])
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+    def default_loss(self):
+        # Start and end cross-entropy, averaged (run_squad.py's total_loss).
+        ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        return {"start_logits": ce, "end_logits": ce}
+
+    def default_loss_weights(self):
+        return {"start_logits": 0.5, "end_logits": 0.5}
+
+    def default_metrics(self):
+        return {name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+                for name in ("start_logits", "end_logits")}
 
     def _text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
         """(questions, contexts) with SQuAD answers -> batched (inputs, positions); else as BertTask."""

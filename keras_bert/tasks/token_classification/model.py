@@ -6,15 +6,20 @@ import tensorflow as tf
 
 from keras_bert.export.export import predict_text
 from keras_bert.models.task import DenseHeadTask
+from keras_bert.tasks.token_classification.metrics import IGNORE_LABEL, LabeledTokenAccuracy
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertTokenClassifier(DenseHeadTask):
     """Sequence output -> dropout -> dense: one label distribution per token.
 
-    Output: float32 logits [batch_size, seq_length, num_classes]. Train with
-    a per-token loss and `sample_weight` 0 at padding and at tokens that
-    carry no label (e.g. ## continuations when labels go on the first piece).
+    Output: float32 logits [batch_size, seq_length, num_classes].
+
+    Compiled by default (`from_pretrained`, or `compile()` with no
+    arguments): keras_bert's AdamW as in fine-tuning, per-token sparse
+    categorical cross-entropy on the logits that skips pieces labeled -1
+    (not first pieces, [CLS], [SEP], padding, as the CoNLL reader labels
+    them) and honors `sample_weight`, and the accuracy over labeled pieces.
 
     Args:
         encoder: a `BertEncoder`.
@@ -49,6 +54,15 @@ class BertTokenClassifier(DenseHeadTask):
     def __init__(self, encoder, num_classes, dropout_rate=None, label_names=None, **kwargs):
         super().__init__(encoder, num_classes, dropout_rate, label_names,
                          feature="sequence_output", **kwargs)
+
+    def default_loss(self):
+        # Label -1 marks pieces that carry no label (not first pieces, [CLS],
+        # [SEP], padding); the mean is over labeled pieces only.
+        return keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, ignore_class=IGNORE_LABEL)
+
+    def default_metrics(self):
+        return [LabeledTokenAccuracy()]
 
     text_columns = (1,)
 
