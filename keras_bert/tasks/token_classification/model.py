@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from keras_bert.export.export import predict_text
 from keras_bert.models.task import DenseHeadTask
+from keras_bert.tasks.token_classification.serving import TokenClassifierServingModule
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -50,6 +51,8 @@ class BertTokenClassifier(DenseHeadTask):
         super().__init__(encoder, num_classes, dropout_rate, label_names,
                          feature="sequence_output", **kwargs)
 
+    task_name = "token_classification"
+    serving_module_class = TokenClassifierServingModule
     text_columns = (1,)
 
     def _text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
