@@ -65,7 +65,8 @@ def encode_labels(examples, label_names, unknown_labels="error", labels=None, ke
                 f"{list(label_names)}. Fix the file, declare every {noun} with --label-names, "
                 f"or leave such rows out with --unknown-labels skip."
             )
-        examples.report.skip(where, "unknown label", f"{noun} {unknown[0]!r} not in {list(label_names)}")
+        examples.report.skip(
+            where, "unknown label", f"{noun} {unknown[0]!r} not in {list(label_names)}")
         examples.report.num_kept -= 1
     if not sequences:
         ids = np.asarray(ids, dtype="int32")

@@ -35,8 +35,9 @@ class TokenClassifierServingModule(BertServingModule):
     DEFAULT_SIGNATURE = "tag"
 
     def __init__(self, model, tokenizer, vocab_file, max_seq_length, label_names=None, **kwargs):
+        num_classes = model.num_classes
         label_names = check_labels(
-            model.num_classes, default_label_names(model.num_classes, label_names or model.label_names))
+            num_classes, default_label_names(num_classes, label_names or model.label_names))
         self.label_names = tf.constant([str(name) for name in label_names], tf.string)
         super().__init__(model, tokenizer, vocab_file, max_seq_length, **kwargs)
 
