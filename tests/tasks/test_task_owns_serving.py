@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from keras_bert.export.export import build_serving_module
+from keras_bert.export.serving_module import BertServingModule
 from keras_bert.models import BertEncoder, registry
 from keras_bert.models.model_dir import load_model_dir
 from keras_bert.tasks.span_qa.model import BertSpanLabeler
@@ -51,6 +52,9 @@ def test_predict_on_strings_needs_no_registry(tagger_dir, empty_registry, monkey
     assert set(tags["label"][0].astype(str)) <= set(TAGS)
     assert tags["start"][0].tolist() == [0, 5, 11, 14, 20]
     assert isinstance(build_serving_module(tagger), TokenClassifierServingModule)
+    # An explicit class wins (the base module serves the tagger's encoder).
+    base = build_serving_module(tagger, serving_module_class=BertServingModule)
+    assert type(base) is BertServingModule and "tag" not in base.SIGNATURES
     assert not empty_registry
 
 
