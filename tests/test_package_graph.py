@@ -61,3 +61,63 @@ def test_no_cycle_between_packages():
 
     cycles = sorted(p for p in graph if reaches(p, p))
     assert not cycles, f"Packages in an import cycle: {cycles}"
+
+
+def _sibling_task_imports(root=ROOT):
+    """["FILE:LINE: tasks/A imports tasks/B"] for a task folder importing another.
+
+    Absolute (`keras_bert.tasks.B...`), package-level (`from keras_bert.tasks
+    import X`, which runs every task's __init__) and relative (`from ..B
+    import x`) imports all count. Shared code belongs in data/ or models/.
+    """
+    tasks = root / "tasks"
+    found = []
+    for path in sorted(tasks.rglob("*.py")):
+        parts = path.relative_to(tasks).parts
+        if len(parts) < 2:
+            continue  # tasks/__init__.py gathers the folders: not a task itself.
+        folder = parts[0]
+        package = ["keras_bert", "tasks", *parts[:-1]]  # The package the file sits in.
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                names = [f"{module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for name in names:
+                pieces = name.split(".")
+                if pieces[:2] != ["keras_bert", "tasks"]:
+                    continue
+                target = pieces[2] if len(pieces) > 2 else None
+                if target != folder:
+                    where = f"{path.relative_to(root.parent)}:{node.lineno}"
+                    found.append(f"{where}: tasks/{folder} imports {name}")
+    return found
+
+
+def test_no_task_folder_imports_a_sibling_task():
+    siblings = _sibling_task_imports()
+    assert not siblings, "Move shared code to data/ or models/:\n" + "\n".join(siblings)
+
+
+def test_sibling_task_check_catches_each_import_form(tmp_path):
+    root = tmp_path / "keras_bert"
+    folder = root / "tasks" / "tagging"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("from keras_bert.tasks.tagging import reader\n")
+    (folder / "reader.py").write_text(
+        "from keras_bert.data.text_data import read_lines\n"
+        "from keras_bert.tasks.classification.reader import read_lines\n"
+        "import keras_bert.tasks.span_qa.windows\n"
+        "from keras_bert.tasks import BertClassifier\n"
+        "from ..classification import reader\n"
+        "from . import model\n")
+    assert [line.split(": ", 1)[1] for line in _sibling_task_imports(root)] == [
+        "tasks/tagging imports keras_bert.tasks.classification.reader.read_lines",
+        "tasks/tagging imports keras_bert.tasks.span_qa.windows",
+        "tasks/tagging imports keras_bert.tasks.BertClassifier",
+        "tasks/tagging imports keras_bert.tasks.classification.reader",
+    ]

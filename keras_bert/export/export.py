@@ -18,7 +18,7 @@ from keras_bert.export.predict import is_version, run_function
 from keras_bert.export.serving_module import BertServingModule
 from keras_bert.export.tf_serving import write_warmup_requests
 from keras_bert.files import Kind, OutputError, check_not_input, prepare_output_dir, staged_dir
-from keras_bert.models import BertEncoder, get_task, load_model_dir
+from keras_bert.models import BertEncoder, load_model_dir
 from keras_bert.text import BertTokenizer, infer_lowercase, save_vocabulary
 
 INFO_FILE = "keras_bert_export.json"
@@ -67,7 +67,8 @@ def _task_config(model, task_info):
 
 def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
                          max_seq_length=None, sequence_length=None, pad_to_multiple_of=1,
-                         jit_compile=False, pad_to_max_seq_length=False, **task_options):
+                         jit_compile=False, pad_to_max_seq_length=False,
+                         serving_module_class=None, **task_options):
     """The `BertServingModule` (or the task's subclass) for a Keras model.
 
     A task model with a preprocessor (`from_pretrained` attaches one) is
@@ -90,6 +91,9 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
         pad_to_max_seq_length: bool, pad every batch to exactly the
             (resolved) max_seq_length: `sequence_length=max_seq_length`
             (tools/export.py --pad-to-max-seq-length).
+        serving_module_class: the `BertServingModule` subclass to build;
+            default the model's `serving_module_class` (its task folder's
+            serving module), else `BertServingModule` (encoders, pretrainers).
         **task_options: the task's serving options (its module's
             `TASK_OPTIONS`: `pairs`, `sub_batches` for classifiers; doc_stride,
             max_query_length, max_answer_length, max_windows,
@@ -136,7 +140,10 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
             )
         sequence_length = max_seq_length
     task = info.get("task")
-    module_cls = (get_task(task).serving if task else None) or BertServingModule
+    # The task model's own class names its module (no registry: a model's
+    # `predict` never loops back through the task registry).
+    module_cls = serving_module_class or getattr(model, "serving_module_class", None) or (
+        BertServingModule)
     unknown = sorted(set(task_options) - set(module_cls.TASK_OPTIONS))
     if unknown:
         raise ValueError(

@@ -312,6 +312,10 @@ def read_task_info(model_dir):
 def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
     """Rebuilds the model saved in `model_dir` (the type task.json names).
 
+    The task that task.json names is found with `registry.get_task`, which
+    imports its folder (`keras_bert.tasks.NAME`) on demand: no earlier import
+    of the task is needed.
+
     Returns:
         A `BertEncoder` or task model with its weights loaded; its
         `vocab_file` attribute is the directory's vocab.txt (or None) and

@@ -126,7 +126,11 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
     replica's step with XLA and sums gradients outside it (`ReplicaJitCompile`).
     """
 
+    #: The task's name in task.json and the registry; each task model class sets its own.
     task_name = None
+    #: The `BertServingModule` subclass of this task's exports and of `predict`
+    #: on strings; the task model's own folder sets it (None: the base module).
+    serving_module_class = None
     #: False for heads that read sequence_output only (taggers, span QA).
     uses_pooler = True
 

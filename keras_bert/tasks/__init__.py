@@ -1,6 +1,9 @@
 """Fine-tuning tasks, one folder each: head model, reader, fine-tuning task,
-serving module and metrics. Importing this package registers them in
-`keras_bert.models.registry` (keras_bert's own __init__ does).
+serving module and metrics. Importing this package registers them all in
+`keras_bert.models.registry` (keras_bert's own __init__ does, for its
+public names); loading does not rely on it: `get_task(NAME)` imports the
+folder `keras_bert.tasks.NAME` on demand. A task folder imports no sibling
+task folder (tests/test_package_graph.py checks).
 """
 
 from keras_bert.tasks.classification import BertClassifier, ClassificationTask

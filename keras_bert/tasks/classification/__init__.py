@@ -9,4 +9,5 @@ from keras_bert.tasks.classification.finetune import ClassificationTask
 from keras_bert.tasks.classification.model import BertClassifier
 from keras_bert.tasks.classification.serving import ClassifierServingModule
 
-register_task(TaskSpec("classification", model=BertClassifier, finetune=ClassificationTask, serving=ClassifierServingModule))
+# TASK: what `keras_bert.models.registry.get_task("classification")` finds here on demand.
+TASK = register_task(TaskSpec("classification", model=BertClassifier, finetune=ClassificationTask))

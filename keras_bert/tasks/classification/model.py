@@ -3,6 +3,7 @@
 import keras
 
 from keras_bert.models.task import DenseHeadTask
+from keras_bert.tasks.classification.serving import ClassifierServingModule
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -46,6 +47,9 @@ class BertClassifier(DenseHeadTask):
     >>> classifier.compile()
     >>> classifier.fit(inputs, labels)
     """
+
+    task_name = "classification"
+    serving_module_class = ClassifierServingModule
 
     def __init__(self, encoder, num_classes, dropout_rate=None, label_names=None, **kwargs):
         super().__init__(encoder, num_classes, dropout_rate, label_names,

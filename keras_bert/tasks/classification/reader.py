@@ -30,17 +30,17 @@ import csv
 import dataclasses
 import decimal
 import json
-import os
 import re
 
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.data import labels as labels_lib
 from keras_bert.data.report import DataReport
+# The format-neutral helpers live in data/; imported here for this reader
+# and for callers that know them from this module.
+from keras_bert.data.text_data import FORMATS, detect_format, read_lines, split_examples  # noqa: F401
 from keras_bert.text import text_files
-
-FORMATS = ("csv", "tsv", "jsonl")
-_EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
 
 
 @dataclasses.dataclass
@@ -70,46 +70,6 @@ class ClassificationExamples:
         return ClassificationExamples(
             pick(self.texts), pick(self.texts_b), pick(self.labels), pick(self.where), self.report
         )
-
-
-def detect_format(path, file_format=None):
-    """"csv", "tsv" or "jsonl" from `file_format` or the file extension."""
-    if file_format is not None:
-        if file_format not in FORMATS:
-            raise ValueError(f"Expected file_format in {FORMATS}. Received: {file_format!r}")
-        return file_format
-    ext = os.path.splitext(path)[1].lower()
-    if ext not in _EXTENSIONS:
-        raise ValueError(
-            f"Cannot tell the format of {path} from its extension {ext!r}. Name it "
-            f"{sorted(_EXTENSIONS)} or pass file_format (--format) as one of {FORMATS}."
-        )
-    return _EXTENSIONS[ext]
-
-
-def read_lines(path, report):
-    """Yields (line_number, str line with its ending) of a text file.
-
-    Each line is decoded as UTF-8 on its own; a line with invalid bytes is
-    decoded with errors="replace" and reported as repaired. A UTF-8 byte
-    order mark at the start is dropped. A directory, a compressed, UTF-16 or
-    binary file is a ValueError naming it (`text_files.check_text_bytes`).
-    """
-    text_files.check_not_directory(path, "data file")
-    with open(path, "rb") as f:
-        data = f.read()
-    text_files.check_text_bytes(data[: text_files.SNIFF_BYTES], path)
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    # bytes.splitlines splits on \n, \r and \r\n only (str.splitlines would
-    # also split on U+2028 and other separators that may sit inside a text).
-    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            line = raw.decode("utf-8", errors="replace")
-            report.repair(f"{path}:{number}", "invalid UTF-8", f"{e.reason} at byte {e.start}, replaced by U+FFFD")
-        yield number, line
 
 
 # A number as people write labels: "1", "-2", "1.0", ".5", "1e3" (not "nan", "inf").
@@ -501,34 +461,6 @@ def read_tfds_classification(
     return examples, label_names
 
 
-def split_examples(examples, eval_fraction=0.1, seed=0):
-    """A fixed, seeded split into (train, eval) examples.
-
-    The same `examples`, fraction and seed always give the same split: a
-    permutation drawn with `np.random.default_rng(seed)`, its first
-    round(eval_fraction * n) indices for eval (in file order), the rest
-    for training (in file order).
-
-    Args:
-        examples: `ClassificationExamples` (or anything with `subset` and `len`).
-        eval_fraction: float in (0, 1).
-        seed: int.
-
-    Returns:
-        A tuple `(train_examples, eval_examples)`.
-    """
-    if not 0 < eval_fraction < 1:
-        raise ValueError(f"Expected eval_fraction in (0, 1). Received: eval_fraction={eval_fraction!r}")
-    n = len(examples)
-    permutation = np.random.default_rng(seed).permutation(n)
-    num_eval = int(round(eval_fraction * n))
-    if num_eval == 0 or num_eval == n:
-        raise ValueError(f"eval_fraction={eval_fraction} of {n} examples leaves an empty split.")
-    eval_indices = np.sort(permutation[:num_eval])
-    train_indices = np.sort(permutation[num_eval:])
-    return examples.subset(train_indices.tolist()), examples.subset(eval_indices.tolist())
-
-
 def infer_label_names(labels):
     """The sorted distinct classes; numerically sorted when all are numbers.
 
@@ -546,7 +478,9 @@ def infer_label_names(labels):
 
 
 def encode_labels(examples, label_names, unknown_labels="error"):
-    """Label strings -> int32 ids in `label_names` order.
+    """Label strings -> int32 ids in `label_names` order, matched by class (`label_key`).
+
+    `keras_bert.data.labels.encode_labels` with classification's `label_key`.
 
     Args:
         examples: `ClassificationExamples` with string labels.
@@ -558,27 +492,7 @@ def encode_labels(examples, label_names, unknown_labels="error"):
     Returns:
         A tuple `(examples, ids)`: the examples kept and their int32 ids.
     """
-    if unknown_labels not in ("error", "skip"):
-        raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: {unknown_labels!r}")
-    # Matched by class: a declared name "1.0" takes the label "1".
-    index = {}
-    for i, name in enumerate(label_names):
-        index.setdefault(label_key(name), i)
-    keep, ids = [], []
-    for i, (label, where) in enumerate(zip(examples.labels, examples.where)):
-        if label_key(label) in index:
-            keep.append(i)
-            ids.append(index[label_key(label)])
-            continue
-        if unknown_labels == "error":
-            raise ValueError(
-                f"{where}: unknown label {label!r}; the model's labels are {list(label_names)}. "
-                f"Fix the row, declare every label with --label-names, or leave such rows out "
-                f"with --unknown-labels skip."
-            )
-        examples.report.skip(where, "unknown label", f"{label!r} not in {list(label_names)}")
-        examples.report.num_kept -= 1
-    return examples.subset(keep), np.asarray(ids, dtype="int32")
+    return labels_lib.encode_labels(examples, label_names, unknown_labels, key=label_key)
 
 
 def classification_dataset(examples, labels, preprocessor):

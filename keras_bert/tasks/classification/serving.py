@@ -3,7 +3,7 @@
 import tensorflow as tf
 
 from keras_bert.export.serving_module import STRINGS, BertServingModule, check_same_batch
-from keras_bert.models.task import default_label_names
+from keras_bert.models.task import check_labels, default_label_names
 
 
 class ClassifierServingModule(BertServingModule):
@@ -54,12 +54,8 @@ class ClassifierServingModule(BertServingModule):
             )
         self.sub_batches = sub_batches
         num_classes = model.num_classes
-        label_names = default_label_names(num_classes, label_names or model.label_names)
-        if len(label_names) != num_classes:
-            raise ValueError(
-                f"Expected {num_classes} label names (num_classes). "
-                f"Received: label_names={label_names}"
-            )
+        label_names = check_labels(
+            num_classes, default_label_names(num_classes, label_names or model.label_names))
         self.pairs = bool(pairs)
         self.num_classes = num_classes
         self.label_names = tf.constant([str(name) for name in label_names], tf.string)

@@ -15,7 +15,8 @@ import importlib.util
 import logging
 import os
 
-from keras_bert.tasks.classification.reader import read_classification_file, split_examples
+from keras_bert.data.text_data import split_examples
+from keras_bert.tasks.classification.reader import read_classification_file
 
 logger = logging.getLogger("keras_bert.data")
 

@@ -9,4 +9,5 @@ from keras_bert.tasks.span_qa.finetune import SpanQATask
 from keras_bert.tasks.span_qa.model import BertSpanLabeler
 from keras_bert.tasks.span_qa.serving import SpanQAServingModule
 
-register_task(TaskSpec("span_qa", model=BertSpanLabeler, finetune=SpanQATask, serving=SpanQAServingModule))
+# TASK: what `keras_bert.models.registry.get_task("span_qa")` finds here on demand.
+TASK = register_task(TaskSpec("span_qa", model=BertSpanLabeler, finetune=SpanQATask))

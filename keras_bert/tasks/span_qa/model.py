@@ -7,6 +7,7 @@ from keras import ops
 from keras_bert.layers.activations import initializer
 from keras_bert.export.export import predict_text
 from keras_bert.models.task import BertTask, text_inputs
+from keras_bert.tasks.span_qa.serving import SpanQAServingModule
 from keras_bert.tasks.span_qa.windows import resolve_query_length
 
 _MASK_VALUE = -1e9
@@ -82,6 +83,8 @@ class BertSpanLabeler(BertTask):
     ...        [{"text": ["John"], "answer_start": [0]}])
     """
 
+    task_name = "span_qa"
+    serving_module_class = SpanQAServingModule
     uses_pooler = False
     text_columns = (2,)
 

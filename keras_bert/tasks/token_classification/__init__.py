@@ -9,4 +9,5 @@ from keras_bert.tasks.token_classification.finetune import TokenClassificationTa
 from keras_bert.tasks.token_classification.model import BertTokenClassifier
 from keras_bert.tasks.token_classification.serving import TokenClassifierServingModule
 
-register_task(TaskSpec("token_classification", model=BertTokenClassifier, finetune=TokenClassificationTask, serving=TokenClassifierServingModule))
+# TASK: what `keras_bert.models.registry.get_task("token_classification")` finds here on demand.
+TASK = register_task(TaskSpec("token_classification", model=BertTokenClassifier, finetune=TokenClassificationTask))

@@ -7,6 +7,7 @@ import tensorflow as tf
 from keras_bert.export.export import predict_text
 from keras_bert.models.task import DenseHeadTask
 from keras_bert.tasks.token_classification.metrics import IGNORE_LABEL, LabeledTokenAccuracy
+from keras_bert.tasks.token_classification.serving import TokenClassifierServingModule
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -51,6 +52,10 @@ class BertTokenClassifier(DenseHeadTask):
     >>> tagger.fit([["John", "lives", "in", "Paris"]], [["B-PER", "O", "O", "B-LOC"]])
     """
 
+    task_name = "token_classification"
+    serving_module_class = TokenClassifierServingModule
+    text_columns = (1,)
+
     def __init__(self, encoder, num_classes, dropout_rate=None, label_names=None, **kwargs):
         super().__init__(encoder, num_classes, dropout_rate, label_names,
                          feature="sequence_output", **kwargs)
@@ -63,8 +68,6 @@ class BertTokenClassifier(DenseHeadTask):
 
     def default_metrics(self):
         return [LabeledTokenAccuracy()]
-
-    text_columns = (1,)
 
     def _text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
         """Word lists with tag lists -> batched (inputs, labels, sample_weight); else as BertTask."""

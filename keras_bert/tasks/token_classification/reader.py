@@ -25,8 +25,9 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.data import labels as labels_lib
 from keras_bert.data.report import DataReport
-from keras_bert.tasks.classification.reader import read_lines
+from keras_bert.data.text_data import read_lines
 from keras_bert.text import BertPacker, text_files
 
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")
@@ -128,31 +129,18 @@ def tag_names(tags):
 
 
 def encode_tags(sentences, label_names, unknown_labels="error"):
-    """Tag strings -> lists of int ids; see `classification.encode_labels`.
+    """Tag strings -> lists of int ids: `keras_bert.data.labels.encode_labels` on tags.
+
+    A sentence with an unknown tag is an error naming its first line, or
+    (`unknown_labels="skip"`) is skipped whole and counted.
 
     Returns:
         A tuple `(sentences, ids)`: the sentences kept and a list of int32
         numpy arrays, one per sentence.
     """
-    if unknown_labels not in ("error", "skip"):
-        raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: {unknown_labels!r}")
-    index = {name: i for i, name in enumerate(label_names)}
-    keep, ids = [], []
-    for i, (tags, where) in enumerate(zip(sentences.tags, sentences.where)):
-        unknown = [tag for tag in tags if tag not in index]
-        if not unknown:
-            keep.append(i)
-            ids.append(np.array([index[tag] for tag in tags], dtype="int32"))
-            continue
-        if unknown_labels == "error":
-            raise ValueError(
-                f"{where}: unknown tag {unknown[0]!r} in this sentence; the model's tags are "
-                f"{list(label_names)}. Fix the file, declare every tag with --label-names, or "
-                f"leave such sentences out with --unknown-labels skip."
-            )
-        sentences.report.skip(where, "unknown label", f"tag {unknown[0]!r} not in {list(label_names)}")
-        sentences.report.num_kept -= 1
-    return sentences.subset(keep), ids
+    sentences, ids = labels_lib.encode_labels(
+        sentences, label_names, unknown_labels, labels=sentences.tags, noun="tag")
+    return sentences, list(ids)
 
 
 def align_first_pieces(pieces_per_word, tag_ids, max_seq_length, cls_id, sep_id):

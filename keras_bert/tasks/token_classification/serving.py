@@ -3,7 +3,7 @@
 import tensorflow as tf
 
 from keras_bert.export.serving_module import STRINGS, BertServingModule
-from keras_bert.models.task import default_label_names
+from keras_bert.models.task import check_labels, default_label_names
 
 
 class TokenClassifierServingModule(BertServingModule):
@@ -35,12 +35,9 @@ class TokenClassifierServingModule(BertServingModule):
     DEFAULT_SIGNATURE = "tag"
 
     def __init__(self, model, tokenizer, vocab_file, max_seq_length, label_names=None, **kwargs):
-        label_names = default_label_names(model.num_classes, label_names or model.label_names)
-        if len(label_names) != model.num_classes:
-            raise ValueError(
-                f"Expected {model.num_classes} label names (num_classes). "
-                f"Received: label_names={label_names}"
-            )
+        num_classes = model.num_classes
+        label_names = check_labels(
+            num_classes, default_label_names(num_classes, label_names or model.label_names))
         self.label_names = tf.constant([str(name) for name in label_names], tf.string)
         super().__init__(model, tokenizer, vocab_file, max_seq_length, **kwargs)
 

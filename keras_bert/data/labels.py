@@ -1,0 +1,73 @@
+"""Label names -> ids, for every task's reader: one encoding, one error.
+
+A label (a class of a text, a tag of a word) that is not among the model's
+`label_names` is an error by default, naming its file and line (metrics
+over a silently shrunk eval set would mislead), or is skipped and counted
+in the reading's `DataReport` with `unknown_labels="skip"`.
+"""
+
+import numpy as np
+
+UNKNOWN_LABELS = ("error", "skip")
+
+
+def encode_labels(examples, label_names, unknown_labels="error", labels=None, key=None,
+                  noun="label"):
+    """Label strings -> int32 ids in `label_names` order.
+
+    A row holds one label (a text's class) or a sequence of labels (a
+    sentence's tags, one per word); a row with any unknown label is one
+    unknown row.
+
+    Args:
+        examples: a task reader's examples: `where` ("FILE:LINE" per row),
+            `report` (a `DataReport`) and `subset(indices)`.
+        label_names: list of str, the model's labels in id order.
+        unknown_labels: "error" raises ValueError at the first row with a
+            label not in `label_names`, naming its file and line; "skip"
+            reports each such row, counts it in `examples.report` and
+            leaves it out.
+        labels: list, one label or label sequence per row; default
+            `examples.labels`.
+        key: callable label -> the class it names, applied to both the
+            labels and `label_names` (e.g. `"1.0"` and `"1"` are one class);
+            default: labels match `label_names` exactly.
+        noun: str, what a label is called in messages ("label", "tag").
+
+    Returns:
+        A tuple `(examples, ids)`: the examples kept and their ids: an int32
+        array [num_kept] for one label per row, a list of int32 arrays (one
+        per row) for sequences.
+    """
+    if unknown_labels not in UNKNOWN_LABELS:
+        raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: {unknown_labels!r}")
+    key = key or (lambda label: label)
+    labels = examples.labels if labels is None else labels
+    index = {}
+    for i, name in enumerate(label_names):
+        index.setdefault(key(name), i)  # Matched by class: a declared "1.0" takes the label "1".
+    keep, ids = [], []
+    sequences = False
+    for i, (row, where) in enumerate(zip(labels, examples.where)):
+        is_sequence = isinstance(row, (list, tuple, np.ndarray))
+        sequences = sequences or is_sequence
+        keys = [key(label) for label in row] if is_sequence else [key(row)]
+        unknown = [label for label, k in zip(row if is_sequence else [row], keys) if k not in index]
+        if not unknown:
+            keep.append(i)
+            row_ids = [index[k] for k in keys]
+            ids.append(np.asarray(row_ids, dtype="int32") if is_sequence else row_ids[0])
+            continue
+        in_row = " in this sentence" if is_sequence else ""
+        if unknown_labels == "error":
+            raise ValueError(
+                f"{where}: unknown {noun} {unknown[0]!r}{in_row}; the model's {noun}s are "
+                f"{list(label_names)}. Fix the file, declare every {noun} with --label-names, "
+                f"or leave such rows out with --unknown-labels skip."
+            )
+        examples.report.skip(
+            where, "unknown label", f"{noun} {unknown[0]!r} not in {list(label_names)}")
+        examples.report.num_kept -= 1
+    if not sequences:
+        ids = np.asarray(ids, dtype="int32")
+    return examples.subset(keep), ids

@@ -1,0 +1,97 @@
+"""Format-neutral reading of labeled text files, for every task's reader.
+
+`detect_format` names a table's format from its extension, `read_lines`
+yields a file's lines with invalid UTF-8 repaired and reported, and
+`split_examples` makes the fixed, seeded train / eval split. They know
+nothing of a task: a task's reader (tasks/*/reader.py) builds on them.
+"""
+
+import os
+
+import numpy as np
+
+from keras_bert.text import text_files
+
+FORMATS = ("csv", "tsv", "jsonl")
+_EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
+
+
+def detect_format(path, file_format=None):
+    """"csv", "tsv" or "jsonl" from `file_format` or the file extension.
+
+    Args:
+        path: str, the data file.
+        file_format: str or None; when given it must be one of `FORMATS`.
+
+    Returns:
+        str, one of `FORMATS`.
+    """
+    if file_format is not None:
+        if file_format not in FORMATS:
+            raise ValueError(f"Expected file_format in {FORMATS}. Received: {file_format!r}")
+        return file_format
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in _EXTENSIONS:
+        raise ValueError(
+            f"Cannot tell the format of {path} from its extension {ext!r}. Name it "
+            f"{sorted(_EXTENSIONS)} or pass file_format (--format) as one of {FORMATS}."
+        )
+    return _EXTENSIONS[ext]
+
+
+def read_lines(path, report):
+    """Yields (line_number, str line with its ending) of a text file.
+
+    Each line is decoded as UTF-8 on its own; a line with invalid bytes is
+    decoded with errors="replace" and reported as repaired. A UTF-8 byte
+    order mark at the start is dropped. A directory, a compressed, UTF-16 or
+    binary file is a ValueError naming it (`text_files.check_text_bytes`).
+
+    Args:
+        path: str, the file.
+        report: `keras_bert.data.report.DataReport`, told of each repair.
+    """
+    text_files.check_not_directory(path, "data file")
+    with open(path, "rb") as f:
+        data = f.read()
+    text_files.check_text_bytes(data[: text_files.SNIFF_BYTES], path)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    # bytes.splitlines splits on \n, \r and \r\n only (str.splitlines would
+    # also split on U+2028 and other separators that may sit inside a text).
+    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw.decode("utf-8", errors="replace")
+            report.repair(f"{path}:{number}", "invalid UTF-8", f"{e.reason} at byte {e.start}, replaced by U+FFFD")
+        yield number, line
+
+
+def split_examples(examples, eval_fraction=0.1, seed=0):
+    """A fixed, seeded split into (train, eval) examples.
+
+    The same `examples`, fraction and seed always give the same split: a
+    permutation drawn with `np.random.default_rng(seed)`, its first
+    round(eval_fraction * n) indices for eval (in file order), the rest
+    for training (in file order).
+
+    Args:
+        examples: anything with `subset(indices)` and `len` (a task
+            reader's examples: `ClassificationExamples`, `ConllSentences`).
+        eval_fraction: float in (0, 1).
+        seed: int.
+
+    Returns:
+        A tuple `(train_examples, eval_examples)`.
+    """
+    if not 0 < eval_fraction < 1:
+        raise ValueError(f"Expected eval_fraction in (0, 1). Received: eval_fraction={eval_fraction!r}")
+    n = len(examples)
+    permutation = np.random.default_rng(seed).permutation(n)
+    num_eval = int(round(eval_fraction * n))
+    if num_eval == 0 or num_eval == n:
+        raise ValueError(f"eval_fraction={eval_fraction} of {n} examples leaves an empty split.")
+    eval_indices = np.sort(permutation[:num_eval])
+    train_indices = np.sort(permutation[num_eval:])
+    return examples.subset(train_indices.tolist()), examples.subset(eval_indices.tolist())
