@@ -1,13 +1,29 @@
 """The one task registry.
 
 Each folder of `keras_bert.tasks` registers a `TaskSpec` (head model,
-fine-tuning task, serving module) under its name: the name that task.json,
-tools/finetune.py --task and exports use. The generic machinery (model
-directories, fine-tuning, export) looks tasks up here, so it never imports
-`keras_bert.tasks` (importing `keras_bert` registers them all).
+fine-tuning task, serving module, options dataclass, task.json schema) under
+its name: the name that task.json, tools/finetune.py --task and exports use.
+The generic machinery (model directories, fine-tuning, export) looks tasks up
+here, so it never imports `keras_bert.tasks` (importing `keras_bert`
+registers them all).
+
+A task's options and task.json schema live in its folder's options.py, which
+imports only the standard library: tools/finetune.py reads those files
+before TensorFlow loads, to build its --task choices and task flags
+(tools/_cli.py `task_options`). So a task folder's name is its registered
+name, and adding a task touches only its folder and its registration line.
+
+The task.json schema is a dict {key: {"type": T, "minimum": M, "nullable": B}}
+with T one of `SCHEMA_TYPES` ("integer", "number", "boolean", "string",
+"object", "strings"), M optional (a number) and B optional (default False:
+null is refused). It names the keys the task writes in task.json (top
+level and "task_config"); `keras_bert.models.model_dir` checks them, with
+the generic keys it owns.
 """
 
 import dataclasses
+
+SCHEMA_TYPES = ("integer", "number", "boolean", "string", "object", "strings")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,12 +37,46 @@ class TaskSpec:
             or None (pretraining is not fine-tuned).
         serving: the `keras_bert.export.BertServingModule` subclass, or
             None for the base module (embed / encode / preprocess).
+        options: the task's options dataclass (its reader's and fine-tuning
+            settings; each field's metadata "help" is its flag's help), or
+            None (the task takes none).
+        task_json: dict, the schema of the task.json keys the task writes
+            (see the module docstring), or None.
     """
 
     name: str
     model: type
     finetune: type = None
     serving: type = None
+    options: type = None
+    task_json: dict = None
+
+    def __post_init__(self):
+        for key, rule in (self.task_json or {}).items():
+            if rule.get("type") not in SCHEMA_TYPES:
+                raise ValueError(
+                    f"Task {self.name!r}: task_json[{key!r}] must have a type in {SCHEMA_TYPES}. "
+                    f"Received: {rule!r}."
+                )
+        if self.options is not None and not dataclasses.is_dataclass(self.options):
+            raise ValueError(
+                f"Task {self.name!r}: options must be a dataclass. Received: {self.options!r}."
+            )
+
+    def make_options(self, **values):
+        """The task's options with `values` (defaults elsewhere); errors name the task."""
+        if self.options is None:
+            if values:
+                raise ValueError(f"Task {self.name!r} takes no options. Received: {sorted(values)}.")
+            return None
+        known = {field.name for field in dataclasses.fields(self.options)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(
+                f"{unknown[0]!r} is not a {self.name} option. {self.options.__name__} takes "
+                f"{sorted(known)}."
+            )
+        return self.options(**values)
 
 
 _REGISTRY = {}
