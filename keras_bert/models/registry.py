@@ -12,6 +12,10 @@ imports only the standard library: tools/finetune.py reads those files
 before TensorFlow loads, to build its --task choices and task flags
 (tools/_cli.py `task_options`). So a task folder's name is its registered
 name, and adding a task touches only its folder and its registration line.
+Each field of the options dataclass is a flag (`--field-name`, or metadata
+"flag"), its metadata "help" the flag's help and "choices" its choices; a
+field that several tasks declare (label_names) is one flag. A ClassVar
+`eval_fraction_allowed = False` on the class refuses --eval-fraction.
 
 The task.json schema is a dict {key: {"type": T, "minimum": M, "nullable": B}}
 with T one of `SCHEMA_TYPES` ("integer", "number", "boolean", "string",
