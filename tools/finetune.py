@@ -181,9 +181,9 @@ def task_option_values(args):
 def main(argv=None):
     args = parse_args(argv)
     _cli.quiet_tensorflow(args.verbose)
+    from keras_bert.models.registry import get_task
     from keras_bert.tasks.classification.reader import split_examples
     from keras_bert.training.distribute import resolve_strategy
-    from keras_bert.models.registry import get_task
     from keras_bert.training.finetune import FinetuneOptions, finetune, read_task_data
     from keras_bert.training.trainer import TrainingInterrupted
 
@@ -215,7 +215,8 @@ def main(argv=None):
         lowercase=args.lowercase, metric=args.metric,
         early_stopping_patience=args.early_stopping_patience, dtype=args.dtype,
         jit_compile=args.jit_compile, strategy=args.strategy, seed=args.seed,
-        log_every=args.log_every, freeze_layers=args.freeze_layers, freeze_embeddings=args.freeze_embeddings,
+        log_every=args.log_every, freeze_layers=args.freeze_layers,
+        freeze_embeddings=args.freeze_embeddings,
         layerwise_lr_decay=args.layerwise_lr_decay,
         encoder_lr_multiplier=args.encoder_lr_multiplier,
     )

@@ -131,8 +131,8 @@ class FinetuneTask:
     def __init__(self, model_dir, options, task_options=None):
         self.model_dir = model_dir
         self.options = options
-        # The task's own options (its TaskSpec's options dataclass).
-        self.task_options = task_options
+        # The task's own options (its TaskSpec's options dataclass; None: its defaults).
+        self.task_options = _check_task_options(self.name, task_options)
         config = BertConfig.from_json_file(os.path.join(model_dir, CONFIG_FILE))
         self.vocab_file = os.path.join(model_dir, VOCAB_FILE)
         if not os.path.exists(self.vocab_file):
