@@ -315,7 +315,8 @@ def read_task_info(model_dir):
 
     Raises ValueError naming the file and key if it is not a JSON object or
     a key keras_bert reads has the wrong type ("lowercase": "false" is not
-    false).
+    false) or is below its minimum: the generic keys here and the task's
+    own, from its TaskSpec's `task_json` (`task_json_schema`).
     """
     path = os.path.join(model_dir, TASK_FILE)
     if not os.path.exists(path):
