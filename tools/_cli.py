@@ -142,7 +142,8 @@ def add_task_options(parser, tasks):
         tasks: dict {task name: options dataclass} (see `task_options`).
 
     Returns:
-        dict {field name: [task names]}: which tasks each flag's value goes to.
+        dict {field name: (flag, [task names])}: each flag's spelling and the
+        tasks its value goes to.
     """
     import dataclasses
 
@@ -172,7 +173,7 @@ def add_task_options(parser, tasks):
             if "choices" in field.metadata:
                 kwargs["choices"] = tuple(field.metadata["choices"])
         groups[title].add_argument(flag_name(field), **kwargs)
-    return owners
+    return {name: (flag_name(field), owners[name]) for name, field in fields.items()}
 
 
 def _comma_list(text):

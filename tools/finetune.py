@@ -164,9 +164,8 @@ def parse_args(argv=None, tasks=None):
                    if getattr(options, "eval_fraction_allowed", True)]
         parser.error(f"--eval-fraction splits {' and '.join(allowed)} data; "
                      f"give {args.task} an --eval file")
-    for name, owners in args.task_flags.items():
+    for name, (flag, owners) in args.task_flags.items():
         if args.task not in owners and getattr(args, name) != parser.get_default(name):
-            flag = next(a.option_strings[0] for a in parser._actions if a.dest == name)
             parser.error(f"{flag} is a {' / '.join(owners)} option; --task {args.task} "
                          f"does not take it")
     return args
@@ -174,7 +173,7 @@ def parse_args(argv=None, tasks=None):
 
 def task_option_values(args):
     """The parsed flags of `args.task`'s options, as keyword arguments."""
-    return {name: getattr(args, name) for name, owners in args.task_flags.items()
+    return {name: getattr(args, name) for name, (_, owners) in args.task_flags.items()
             if args.task in owners}
 
 
