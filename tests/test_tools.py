@@ -152,6 +152,7 @@ def test_tool_defaults_and_choices_are_the_library_s():
     from keras_bert.checkpoints import convert
     from keras_bert.config import DTYPES, PRESETS
     from keras_bert.data.pretraining_data import MASKING_MODES, PretrainingDataConfig
+    from keras_bert.models.registry import get_task
     from keras_bert.tasks.classification import tweets
     from keras_bert.training import OPTIMIZERS, STRATEGIES, PretrainingConfig
     from keras_bert.training.finetune import FinetuneOptions, fine_tunable_tasks
@@ -166,8 +167,13 @@ def test_tool_defaults_and_choices_are_the_library_s():
         dataclasses.fields(PretrainingConfig))
 
     finetune = load_tool("finetune.py")
-    assert sorted(finetune.TASKS) == sorted(fine_tunable_tasks())
-    assert _check_defaults(finetune.build_parser(), FinetuneOptions) >= 25
+    assert sorted(_cli.task_options()) == sorted(fine_tunable_tasks())
+    assert _check_defaults(finetune.build_parser(), FinetuneOptions) == len(
+        dataclasses.fields(FinetuneOptions))
+    for task in fine_tunable_tasks():
+        task_options = get_task(task).options
+        assert _check_defaults(finetune.build_parser(), task_options) == len(
+            dataclasses.fields(task_options))
 
     data = load_tool("create_pretraining_data.py")
     assert data.MASKING_MODES == MASKING_MODES

@@ -82,6 +82,104 @@ def bert_config_module():
     return sys.modules[name]
 
 
+def task_options():
+    """{task name: its options dataclass}, read from keras_bert/tasks/*/options.py without TensorFlow.
+
+    The light view of the task registry (keras_bert/models/registry.py):
+    each task folder's options.py imports only the standard library and
+    names its dataclass in the folder's registration line (`TaskSpec(...,
+    options=...)`); the folder's name is the task's registered name.
+    Registering a task in the library imports TensorFlow, so tools read
+    these files on their own, under other names (the classes are copies of
+    the library's, for flag names, defaults, help and choices only).
+    tests/training/test_task_options.py checks this view against the
+    registry's fine-tunable tasks.
+    """
+    name = "_keras_bert_task_options_for_cli"
+    if name not in sys.modules:
+        found = {}
+        tasks_dir = os.path.join(ROOT, "keras_bert", "tasks")
+        for task in sorted(os.listdir(tasks_dir)):
+            path = os.path.join(tasks_dir, task, "options.py")
+            if not os.path.isfile(path):
+                continue
+            module_name = f"{name}_{task}"
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module  # dataclasses look their module up by name.
+            spec.loader.exec_module(module)
+            found[task] = _options_class(module, path)
+        sys.modules[name] = found
+    return dict(sys.modules[name])
+
+
+def _options_class(module, path):
+    """The one dataclass that `module` (a task's options.py) defines."""
+    import dataclasses
+
+    classes = [value for value in vars(module).values()
+               if isinstance(value, type) and dataclasses.is_dataclass(value)
+               and value.__module__ == module.__name__]
+    if len(classes) != 1:
+        raise ValueError(f"{path} must define exactly one options dataclass. Received: "
+                         f"{[c.__name__ for c in classes]}.")
+    return classes[0]
+
+
+def flag_name(field):
+    """The flag of an options dataclass field: metadata "flag", else --field-name."""
+    return field.metadata.get("flag") or "--" + field.name.replace("_", "-")
+
+
+def add_task_options(parser, tasks):
+    """Adds a flag per field of the tasks' options dataclasses, in argument groups.
+
+    A field that several tasks declare (label_names) is one flag, in a
+    group titled with all of them; they must agree on its default.
+
+    Args:
+        parser: an `argparse.ArgumentParser`.
+        tasks: dict {task name: options dataclass} (see `task_options`).
+
+    Returns:
+        dict {field name: (flag, [task names])}: each flag's spelling and the
+        tasks its value goes to.
+    """
+    import dataclasses
+
+    owners, fields = {}, {}
+    for task, options in sorted(tasks.items()):
+        for field in dataclasses.fields(options) if options is not None else ():
+            if field.name in fields and fields[field.name].default != field.default:
+                raise ValueError(
+                    f"Task options disagree on {field.name}'s default: "
+                    f"{fields[field.name].default!r} and {field.default!r} ({task}).")
+            fields.setdefault(field.name, field)
+            owners.setdefault(field.name, []).append(task)
+    groups = {}
+    for name, field in fields.items():
+        title = ", ".join(owners[name])
+        if title not in groups:
+            groups[title] = parser.add_argument_group(f"{title} options")
+        kwargs = {"dest": name, "default": field.default, "help": field.metadata.get("help")}
+        if not kwargs["help"]:
+            raise ValueError(f"{name} of {owners[name]} has no metadata help.")
+        if field.type in (bool, "bool"):
+            kwargs["action"] = "store_true"
+        elif field.type in (list, "list"):
+            kwargs["type"] = _comma_list
+        else:
+            kwargs["type"] = {int: int, float: float, "int": int, "float": float}.get(field.type, str)
+            if "choices" in field.metadata:
+                kwargs["choices"] = tuple(field.metadata["choices"])
+        groups[title].add_argument(flag_name(field), **kwargs)
+    return {name: (flag_name(field), owners[name]) for name, field in fields.items()}
+
+
+def _comma_list(text):
+    return text.split(",") if text else None
+
+
 def add_progress(parser):
     parser.add_argument(
         "--progress", choices=PROGRESS_CHOICES, default="auto",

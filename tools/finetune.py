@@ -67,15 +67,19 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import _cli  # noqa: E402
 
-# keras_bert.training.fine_tunable_tasks(); tests/test_tools.py checks the list.
-TASKS = ("classification", "token_classification", "span_qa")
 
+def build_parser(tasks=None):
+    """The flags: generic ones here, each task's from its options dataclass.
 
-def build_parser():
+    Args:
+        tasks: dict {task name: options dataclass}; None: the registered
+            fine-tuning tasks (`_cli.task_options`, read without TensorFlow).
+    """
+    tasks = _cli.task_options() if tasks is None else tasks
     dtypes = _cli.bert_config_module().DTYPES
     parser = _cli.parser(__doc__)
     add = parser.add_argument
-    add("--task", required=True, choices=TASKS, help="The fine-tuning task.")
+    add("--task", required=True, choices=sorted(tasks), help="The fine-tuning task.")
     add("--model", required=True, help="Model directory to start from.")
     add("--output", required=True, help="Model directory to write (the best epoch).")
     add("--train", required=True, help="Training data file (or tfds:NAME[SPLIT]).")
@@ -87,26 +91,6 @@ def build_parser():
         help="Replace --output if it is a model directory keras_bert wrote.")
     add("--checkpoint-dir", default=None,
         help="Resumable checkpoints (default: OUTPUT.checkpoints, removed at the end).")
-
-    data = parser.add_argument_group("classification data")
-    data.add_argument("--format", dest="file_format", choices=("csv", "tsv", "jsonl"), default=None,
-                      help="File format (default: from the extension).")
-    data.add_argument("--text-column", default="text", help="Column of the (first) text.")
-    data.add_argument("--text-b-column", default=None, help="Second text of sentence pairs.")
-    data.add_argument("--label-column", default="label", help="Column of the label.")
-    data.add_argument("--regression", action="store_true",
-                      help="Numeric labels: one output, MSE (e.g. STS-B).")
-    data.add_argument("--tfds-data-dir", default=None,
-                      help="TFDS data directory for tfds:NAME data (prepared on a connected "
-                      "machine with `tfds build NAME --data_dir DIR`).")
-
-    labels = parser.add_argument_group("labels (classification, token classification)")
-    labels.add_argument("--label-names", default=None,
-                        help="Comma-separated labels in id order (default: the model's, else "
-                        "sorted from --train).")
-    labels.add_argument("--unknown-labels", choices=("error", "skip"), default="error",
-                        help="A label outside --label-names: stop with its FILE:LINE (default) "
-                        "or skip the row and count it.")
 
     # The defaults are FinetuneOptions' (tests/test_tools.py checks them).
     train = parser.add_argument_group("training")
@@ -157,18 +141,8 @@ def build_parser():
     controls.add_argument("--encoder-lr-multiplier", type=float, default=1.0,
                           help="The encoder's learning rate as a fraction of the head's.")
 
-    qa = parser.add_argument_group("span_qa")
-    qa.add_argument("--doc-stride", type=int, default=128,
-                    help="Tokens between the starts of a context's windows.")
-    qa.add_argument("--max-query-length", type=int, default=64,
-                    help="Question tokens kept.")
-    qa.add_argument("--n-best-size", type=int, default=20,
-                    help="Best starts and ends combined into answer candidates.")
-    qa.add_argument("--max-answer-length", type=int, default=30,
-                    help="Longest answer, in tokens.")
-    qa.add_argument("--null-score-diff-threshold", type=float, default=0.0,
-                    help="SQuAD v2.0: answer \"\" when the null score beats the best span by "
-                    "more than this.")
+    # Each task's flags, from its options dataclass (keras_bert/tasks/<task>/options.py).
+    parser.set_defaults(task_flags=_cli.add_task_options(parser, tasks))
 
     out = parser.add_argument_group("output")
     out.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=True,
@@ -178,21 +152,36 @@ def build_parser():
     return parser
 
 
-def parse_args(argv=None):
-    parser = build_parser()
+def parse_args(argv=None, tasks=None):
+    tasks = _cli.task_options() if tasks is None else tasks
+    parser = build_parser(tasks)
     args = parser.parse_args(argv)
     if (args.eval is None) == (args.eval_fraction is None):
         parser.error("give exactly one of --eval and --eval-fraction")
-    if args.eval_fraction is not None and args.task == "span_qa":
-        parser.error("--eval-fraction splits classification and token classification data; "
-                     "give span_qa an --eval file")
+    if args.eval_fraction is not None and not getattr(
+            tasks[args.task], "eval_fraction_allowed", True):
+        allowed = [name for name, options in sorted(tasks.items())
+                   if getattr(options, "eval_fraction_allowed", True)]
+        parser.error(f"--eval-fraction splits {' and '.join(allowed)} data; "
+                     f"give {args.task} an --eval file")
+    for name, (flag, owners) in args.task_flags.items():
+        if args.task not in owners and getattr(args, name) != parser.get_default(name):
+            parser.error(f"{flag} is a {' / '.join(owners)} option; --task {args.task} "
+                         f"does not take it")
     return args
+
+
+def task_option_values(args):
+    """The parsed flags of `args.task`'s options, as keyword arguments."""
+    return {name: getattr(args, name) for name, (_, owners) in args.task_flags.items()
+            if args.task in owners}
 
 
 def main(argv=None):
     args = parse_args(argv)
     _cli.quiet_tensorflow(args.verbose)
-    from keras_bert.tasks.classification.reader import split_examples
+    from keras_bert.models.registry import get_task
+    from keras_bert.data.text_data import split_examples
     from keras_bert.training.distribute import resolve_strategy
     from keras_bert.training.finetune import FinetuneOptions, finetune, read_task_data
     from keras_bert.training.trainer import TrainingInterrupted
@@ -222,28 +211,21 @@ def main(argv=None):
         eval_batch_size=args.eval_batch_size, warmup_fraction=args.warmup_fraction,
         weight_decay=args.weight_decay, global_clipnorm=args.global_clipnorm,
         dropout_rate=args.dropout_rate, max_seq_length=args.max_seq_length,
-        lowercase=args.lowercase,
-        label_names=args.label_names.split(",") if args.label_names else None,
-        unknown_labels=args.unknown_labels, regression=args.regression, metric=args.metric,
+        lowercase=args.lowercase, metric=args.metric,
         early_stopping_patience=args.early_stopping_patience, dtype=args.dtype,
         jit_compile=args.jit_compile, strategy=args.strategy, seed=args.seed,
-        log_every=args.log_every, doc_stride=args.doc_stride,
-        max_query_length=args.max_query_length, n_best_size=args.n_best_size,
-        max_answer_length=args.max_answer_length,
-        null_score_diff_threshold=args.null_score_diff_threshold,
-        freeze_layers=args.freeze_layers, freeze_embeddings=args.freeze_embeddings,
+        log_every=args.log_every, freeze_layers=args.freeze_layers,
+        freeze_embeddings=args.freeze_embeddings,
         layerwise_lr_decay=args.layerwise_lr_decay,
         encoder_lr_multiplier=args.encoder_lr_multiplier,
     )
-    columns = dict(text_column=args.text_column, text_b_column=args.text_b_column,
-                   label_column=args.label_column, file_format=args.file_format,
-                   tfds_data_dir=args.tfds_data_dir)
     try:
+        task_options = get_task(args.task).make_options(**task_option_values(args))
         # Before any other TensorFlow op (multi-worker and TPU strategies need that).
         strategy = resolve_strategy(args.strategy)
-        train = read_task_data(args.task, args.train, True, options, **columns)
+        train = read_task_data(args.task, args.train, True, task_options)
         if args.eval is not None:
-            held_out = read_task_data(args.task, args.eval, False, options, **columns)
+            held_out = read_task_data(args.task, args.eval, False, task_options)
         else:
             train, held_out = split_examples(train, args.eval_fraction, args.split_seed)
             print(f"split {args.train}: {len(train)} train / {len(held_out)} eval "
@@ -251,7 +233,7 @@ def main(argv=None):
         result = finetune(args.task, args.model, args.output, train, held_out, options,
                           checkpoint_dir=checkpoint_dir, strategy=strategy,
                           log_dir=output + ".logs" if args.tensorboard else None,
-                          progress=args.progress)
+                          progress=args.progress, task_options=task_options)
     except TrainingInterrupted as e:
         print(e, flush=True)
         sys.exit(128 + e.signum)

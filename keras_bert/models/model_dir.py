@@ -251,41 +251,63 @@ def check_weights(weights_path, model, config, config_path):
         )
 
 
-# Types of the task.json keys keras_bert reads ("task_config" keys included).
-_INT, _NUMBER, _BOOL = (int,), (int, float), (bool,)
-_TASK_JSON_TYPES = {
-    "task": (str,), "task_config": (dict,), "lowercase": _BOOL, "max_seq_length": _INT,
-    "pairs": _BOOL, "regression": _BOOL, "version_2_with_negative": _BOOL,
-    "doc_stride": _INT, "max_query_length": _INT, "max_answer_length": _INT,
-    "max_windows": _INT, "null_score_diff_threshold": _NUMBER, "num_classes": _INT,
-    "dropout_rate": _NUMBER, "label_names": (list,), "pretraining_steps": _INT, "epoch": _INT,
+# The generic task.json keys (every task's, written by save_model_dir and
+# finetune); each task's own keys are in its TaskSpec's task_json schema
+# (keras_bert/models/registry.py). Keys in neither are not checked.
+_GENERIC_TASK_JSON = {
+    "task": {"type": "string"},
+    "task_config": {"type": "object"},
+    "lowercase": {"type": "boolean"},
+    "max_seq_length": {"type": "integer", "minimum": 3},
+    "epoch": {"type": "integer", "minimum": 0},
 }
-_TASK_JSON_MINIMUM = {"max_seq_length": 3, "doc_stride": 1, "max_query_length": 1,
-                      "max_answer_length": 1, "max_windows": 1, "num_classes": 1,
-                      "pretraining_steps": 0, "epoch": 0}
-_TYPE_NAMES = {_INT: "an integer", _NUMBER: "a number", _BOOL: "true or false",
-               (str,): "a string", (dict,): "a JSON object", (list,): "a list of strings"}
+# Python types of the schema's types; bool is an int in Python, so it is
+# refused where a number is expected.
+_SCHEMA_PYTHON_TYPES = {"integer": (int,), "number": (int, float), "boolean": (bool,),
+                        "string": (str,), "object": (dict,), "strings": (list,)}
+_TYPE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "true or false",
+               "string": "a string", "object": "a JSON object", "strings": "a list of strings"}
 
 
-def _check_task_json(values, path, prefix=""):
+def task_json_schema(task):
+    """The task.json schema of `task`: the generic keys and its TaskSpec's.
+
+    Args:
+        task: str, the task.json "task" value; an unknown (or non-string)
+            name gets the generic keys only (loading it fails later, naming
+            the known tasks).
+    """
+    schema = dict(_GENERIC_TASK_JSON)
+    try:
+        spec = get_task(task) if isinstance(task, str) else None
+    except ValueError:
+        spec = None
+    if spec is not None and spec.task_json:
+        schema.update(spec.task_json)
+    return schema
+
+
+def _check_task_json(values, path, schema, prefix=""):
     for key, value in values.items():
-        expected = _TASK_JSON_TYPES.get(key)
-        if expected is None or value is None and key in ("dropout_rate", "label_names"):
+        rule = schema.get(key)
+        if rule is None or value is None and rule.get("nullable"):
             continue
-        ok = isinstance(value, expected) and (expected == _BOOL or not isinstance(value, bool))
-        if ok and key == "label_names":
+        kind = rule["type"]
+        ok = isinstance(value, _SCHEMA_PYTHON_TYPES[kind]) and (
+            kind == "boolean" or not isinstance(value, bool))
+        if ok and kind == "strings":
             ok = all(isinstance(name, str) for name in value)
         if not ok:
             raise ValueError(
-                f"{path}: {prefix}{key} must be {_TYPE_NAMES[expected]}. Received: "
+                f"{path}: {prefix}{key} must be {_TYPE_NAMES[kind]}. Received: "
                 f"{key}={value!r}. Fix the file (it is written by save_pretrained)."
             )
-        least = _TASK_JSON_MINIMUM.get(key)
+        least = rule.get("minimum")
         if least is not None and value < least:
             raise ValueError(f"{path}: {prefix}{key} must be >= {least}. Received: "
                              f"{key}={value!r}.")
         if key == "task_config":
-            _check_task_json(value, path, prefix="task_config.")
+            _check_task_json(value, path, schema, prefix="task_config.")
 
 
 def read_task_info(model_dir):
@@ -293,7 +315,8 @@ def read_task_info(model_dir):
 
     Raises ValueError naming the file and key if it is not a JSON object or
     a key keras_bert reads has the wrong type ("lowercase": "false" is not
-    false).
+    false) or is below its minimum: the generic keys here and the task's
+    own, from its TaskSpec's `task_json` (`task_json_schema`).
     """
     path = os.path.join(model_dir, TASK_FILE)
     if not os.path.exists(path):
@@ -305,7 +328,7 @@ def read_task_info(model_dir):
             raise ValueError(f"{path} is not valid JSON: {e}") from e
     if not isinstance(info, dict):
         raise ValueError(f"{path} must hold a JSON object. Received: a JSON {type(info).__name__}.")
-    _check_task_json(info, path)
+    _check_task_json(info, path, task_json_schema(info.get("task")))
     return info
 
 

@@ -129,4 +129,6 @@ def _check_labels(y):
         )
 
 
-register_task(TaskSpec("pretraining", model=BertPretrainer))
+# pretrain.py writes pretraining_steps in task.json.
+register_task(TaskSpec("pretraining", model=BertPretrainer,
+                       task_json={"pretraining_steps": {"type": "integer", "minimum": 0}}))

@@ -15,10 +15,29 @@ importing one task does not import the others' code paths at run time.
 The serving module is not looked up here: a task model class names its own
 (`serving_module_class`, from its folder's serving.py), so a model's
 `predict` on strings and its export never go through the registry.
+
+A task's options and task.json schema live in its folder's options.py, which
+imports only the standard library: tools/finetune.py reads those files
+before TensorFlow loads, to build its --task choices and task flags
+(tools/_cli.py `task_options`). So a task folder's name is its registered
+name, and adding a task touches only its folder and its registration line.
+Each field of the options dataclass is a flag (`--field-name`, or metadata
+"flag"), its metadata "help" the flag's help and "choices" its choices; a
+field that several tasks declare (label_names) is one flag. A ClassVar
+`eval_fraction_allowed = False` on the class refuses --eval-fraction.
+
+The task.json schema is a dict {key: {"type": T, "minimum": M, "nullable": B}}
+with T one of `SCHEMA_TYPES` ("integer", "number", "boolean", "string",
+"object", "strings"), M optional (a number) and B optional (default False:
+null is refused). It names the keys the task writes in task.json (top
+level and "task_config"); `keras_bert.models.model_dir` checks them, with
+the generic keys it owns.
 """
 
 import dataclasses
 import importlib
+
+SCHEMA_TYPES = ("integer", "number", "boolean", "string", "object", "strings")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,16 +52,48 @@ class TaskSpec:
         serving: the `keras_bert.export.BertServingModule` subclass; default
             the model class's `serving_module_class` (None: the base module,
             embed / encode / preprocess).
+        options: the task's options dataclass (its reader's and fine-tuning
+            settings; each field's metadata "help" is its flag's help), or
+            None (the task takes none).
+        task_json: dict, the schema of the task.json keys the task writes
+            (see the module docstring), or None.
     """
 
     name: str
     model: type
     finetune: type = None
     serving: type = None
+    options: type = None
+    task_json: dict = None
 
     def __post_init__(self):
         if self.serving is None:  # One fact: the model class names its serving module.
             object.__setattr__(self, "serving", getattr(self.model, "serving_module_class", None))
+        for key, rule in (self.task_json or {}).items():
+            if rule.get("type") not in SCHEMA_TYPES:
+                raise ValueError(
+                    f"Task {self.name!r}: task_json[{key!r}] must have a type in {SCHEMA_TYPES}. "
+                    f"Received: {rule!r}."
+                )
+        if self.options is not None and not dataclasses.is_dataclass(self.options):
+            raise ValueError(
+                f"Task {self.name!r}: options must be a dataclass. Received: {self.options!r}."
+            )
+
+    def make_options(self, **values):
+        """The task's options with `values` (defaults elsewhere); errors name the task."""
+        if self.options is None:
+            if values:
+                raise ValueError(f"Task {self.name!r} takes no options. Received: {sorted(values)}.")
+            return None
+        known = {field.name for field in dataclasses.fields(self.options)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(
+                f"{unknown[0]!r} is not a {self.name} option. {self.options.__name__} takes "
+                f"{sorted(known)}."
+            )
+        return self.options(**values)
 
 
 _REGISTRY = {}

@@ -129,9 +129,11 @@ class FinetuneTask:
     default_max_seq_length = 128
     padding_values = None  # Of training elements; None = 0 everywhere.
 
-    def __init__(self, model_dir, options):
+    def __init__(self, model_dir, options, task_options=None):
         self.model_dir = model_dir
         self.options = options
+        # The task's own options (its TaskSpec's options dataclass; None: its defaults).
+        self.task_options = _check_task_options(self.name, task_options)
         config = BertConfig.from_json_file(os.path.join(model_dir, CONFIG_FILE))
         self.vocab_file = os.path.join(model_dir, VOCAB_FILE)
         if not os.path.exists(self.vocab_file):
@@ -160,8 +162,15 @@ class FinetuneTask:
         self.tokenizer = BertTokenizer(self.vocab_file, lowercase=self.lowercase)
 
     @classmethod
-    def read_data(cls, path, training, options, **reader_options):
-        """Reads one input file (or source) of the task; see `read_task_data`."""
+    def read_data(cls, path, training, task_options):
+        """Reads one input file (or source) of the task; see `read_task_data`.
+
+        Args:
+            path: str, the file (or source).
+            training: bool.
+            task_options: the task's options (its TaskSpec's dataclass), or
+                None for a task without options.
+        """
         raise NotImplementedError
 
     def base_label_names(self):
@@ -208,7 +217,13 @@ class FinetuneTask:
 
 @dataclasses.dataclass
 class FinetuneOptions:
-    """Hyperparameters and switches of `finetune`; CLI flags use the same names.
+    """The generic hyperparameters and switches of `finetune`; CLI flags use the same names.
+
+    A task's own settings (classification's columns and labels, SQuAD's
+    doc_stride, ...) are not here: they are its options dataclass, on its
+    `TaskSpec` (`keras_bert.tasks.<task>.options`), given to `finetune` as
+    `task_options=`. Passing one of them here raises a TypeError naming
+    that class.
 
     Args:
         learning_rate: float, peak AdamW learning rate.
@@ -221,10 +236,6 @@ class FinetuneOptions:
         max_seq_length: int or None (task default 128, 384 for span_qa, or
             the value in the model directory's task.json).
         lowercase: bool or None (None: task.json's, else guessed from the vocabulary).
-        label_names: list of str or None (None: the model directory's labels
-            for the same task, else sorted from the training data).
-        unknown_labels: "error" or "skip", for labels outside label_names.
-        regression: bool, classification with one float output and MSE (STS-B).
         metric: str or None, the early-stopping metric (None: the task's first:
             accuracy, pearson, entity f1, SQuAD f1).
         early_stopping_patience: int, epochs without improvement before
@@ -235,8 +246,6 @@ class FinetuneOptions:
         seed: int, for the head's initialization, dropout and shuffling.
         log_every: int, steps between progress lines.
         eval_batch_size: int or None (None: batch_size).
-        doc_stride, max_query_length, n_best_size, max_answer_length,
-        null_score_diff_threshold: SQuAD settings (run_squad.py's defaults).
         freeze_layers: int, encoder blocks frozen from the bottom (0: none).
         freeze_embeddings: bool, freeze the embedding layer too.
         layerwise_lr_decay: float in (0, 1], layer-wise learning-rate decay
@@ -254,9 +263,6 @@ class FinetuneOptions:
     dropout_rate: float = None
     max_seq_length: int = None
     lowercase: bool = None
-    label_names: list = None
-    unknown_labels: str = "error"
-    regression: bool = False
     metric: str = None
     early_stopping_patience: int = 1
     dtype: str = "float32"
@@ -265,11 +271,6 @@ class FinetuneOptions:
     seed: int = 0
     log_every: int = 50
     eval_batch_size: int = None
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    null_score_diff_threshold: float = 0.0
     freeze_layers: int = 0
     freeze_embeddings: bool = False
     layerwise_lr_decay: float = 1.0
@@ -278,8 +279,7 @@ class FinetuneOptions:
     def __post_init__(self):
         if not self.learning_rate > 0:
             raise ValueError(f"Expected learning_rate > 0. Received: {self.learning_rate!r}")
-        for name in ("epochs", "batch_size", "log_every", "doc_stride", "n_best_size",
-                     "max_answer_length", "max_query_length"):
+        for name in ("epochs", "batch_size", "log_every"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
@@ -288,11 +288,40 @@ class FinetuneOptions:
         check_optimizer_settings(self.weight_decay, self.global_clipnorm)
         if self.dtype not in DTYPES:
             raise ValueError(f"Expected dtype in {DTYPES}. Received: dtype={self.dtype!r}")
-        if self.unknown_labels not in ("error", "skip"):
-            raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: {self.unknown_labels!r}")
         if self.early_stopping_patience < 0:
             raise ValueError(
                 f"Expected early_stopping_patience >= 0. Received: {self.early_stopping_patience!r}")
+
+
+def _refuse_task_fields(init):
+    """Wraps FinetuneOptions' __init__: a task's field gets an error naming its class.
+
+    Task fields moved to each task's options (`TaskSpec.options`); the
+    dataclass's own TypeError ("unexpected keyword argument") would not say
+    where they went.
+    """
+    def __init__(self, *args, **kwargs):
+        generic = {field.name for field in dataclasses.fields(FinetuneOptions)}
+        for name in kwargs:
+            if name in generic:
+                continue
+            owners = [spec for spec in map(get_task, task_names())
+                      if spec.options is not None
+                      and name in {f.name for f in dataclasses.fields(spec.options)}]
+            if owners:
+                where = " or ".join(
+                    f"{spec.options.__name__}({name}=...) (keras_bert.tasks.{spec.name}.options)"
+                    for spec in owners)
+                raise TypeError(
+                    f"FinetuneOptions has no {name!r}: it is a task option. Pass "
+                    f"task_options={where} to finetune() and read_task_data()."
+                )
+        init(self, *args, **kwargs)
+
+    return __init__
+
+
+FinetuneOptions.__init__ = _refuse_task_fields(FinetuneOptions.__init__)
 
 
 def _finetune_jit_compile(options, strategy):
@@ -321,8 +350,7 @@ class FinetuneResult:
     seconds: float
 
 
-def read_task_data(task, path, training, options=None, text_column="text", text_b_column=None,
-                   label_column="label", file_format=None, tfds_data_dir=None):
+def read_task_data(task, path, training, task_options=None, **fields):
     """Reads one input of `task`; the readers report bad rows as FILE:LINE.
 
     Args:
@@ -332,17 +360,43 @@ def read_task_data(task, path, training, options=None, text_column="text", text_
             classification "tfds:NAME:SPLIT" / "tfds:NAME" (split "train"
             for training, else "validation" or "test").
         training: bool.
-        options: `FinetuneOptions` (regression flag), or None.
+        task_options: the task's options (`get_task(task).options`, e.g.
+            `ClassificationOptions(text_column="sentence")`), or None for
+            its defaults with `fields`. Give the same object to `finetune`:
+            the reader may fill it in. A `FinetuneOptions` (what this
+            argument was before task options moved to the tasks) holds no
+            reader settings and counts as None.
+        **fields: fields of the task's options, when `task_options` is None
+            (`text_column="sentence"`).
 
     Returns:
         `ClassificationExamples`, `ConllSentences` or `SquadData`. For TFDS,
-        the dataset's ClassLabel names are set on `options.label_names` when
-        it has none.
+        the dataset's ClassLabel names are set on `task_options.label_names`
+        when it has none.
     """
-    options = options or FinetuneOptions()
-    return finetune_task_class(task).read_data(
-        path, training, options, text_column=text_column, text_b_column=text_b_column,
-        label_column=label_column, file_format=file_format, tfds_data_dir=tfds_data_dir)
+    task_class = finetune_task_class(task)
+    if isinstance(task_options, FinetuneOptions):
+        task_options = None
+    if task_options is None:
+        task_options = get_task(task).make_options(**fields)
+    elif fields:
+        raise ValueError(f"Give read_task_data either task_options or its fields, not both. "
+                         f"Received: task_options and {sorted(fields)}.")
+    return task_class.read_data(path, training, _check_task_options(task, task_options))
+
+
+def _check_task_options(task, task_options):
+    """`task_options`, or the task's defaults for None; a TypeError for another task's."""
+    spec = get_task(task)
+    if task_options is None:
+        return spec.make_options()
+    if spec.options is None or not isinstance(task_options, spec.options):
+        expected = spec.options.__name__ if spec.options else "None"
+        raise TypeError(
+            f"task_options for {task!r} must be {expected}. Received: "
+            f"{type(task_options).__name__}."
+        )
+    return task_options
 
 
 def finetune_task_class(task):
@@ -398,8 +452,10 @@ def remove_checkpoints(checkpoint_dir):
     remove_own(checkpoint_dir, own_checkpoint_files(checkpoint_dir) + [STATE_FILE])
 
 
-def _fingerprint(task, model_dir, options, num_examples):
+def _fingerprint(task, model_dir, options, num_examples, task_options=None):
     values = dataclasses.asdict(options)
+    if task_options is not None:
+        values.update(dataclasses.asdict(task_options))
     values.update(task=task, model_dir=os.path.abspath(model_dir), num_examples=num_examples)
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -593,7 +649,8 @@ class _Runner:
 
 
 def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
-             checkpoint_dir=None, callbacks=None, strategy=None, log_dir=None, progress="auto"):
+             checkpoint_dir=None, callbacks=None, strategy=None, log_dir=None, progress="auto",
+             task_options=None):
     """Fine-tunes `model_dir` on a task and writes the best model to `output_dir`.
 
     Args:
@@ -603,7 +660,7 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
         output_dir: str, the model directory to write (the best epoch).
         train_data, eval_data: reader output for the task (`read_task_data`,
             or the `reader` module of each `keras_bert.tasks.<task>` folder).
-        options: `FinetuneOptions` (None: the defaults).
+        options: `FinetuneOptions`, the generic settings (None: the defaults).
         checkpoint_dir: str, where resumable checkpoints go (default
             `output_dir + ".checkpoints"`); what finetune wrote there is
             removed at the end. It must be new, empty or one finetune wrote.
@@ -616,6 +673,13 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
             None for none. Kept after the run (unlike `checkpoint_dir`).
         progress: "auto" (a progress bar on a terminal, lines elsewhere) or
             "lines"; see `StepLogger`.
+        task_options: the task's own settings, its `TaskSpec.options`
+            dataclass (`ClassificationOptions`, `TokenClassificationOptions`,
+            `SpanQAOptions` in `keras_bert.tasks.<task>.options`), or None
+            for its defaults. Pass the object given to `read_task_data`.
+            These fields (label_names, regression, doc_stride, ...) were
+            FinetuneOptions' before; FinetuneOptions now refuses them with a
+            TypeError that names the class to use.
 
     Returns:
         `FinetuneResult`.
@@ -636,26 +700,29 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     >>> train = read_task_data("classification", "train.csv", training=True)
     >>> dev = read_task_data("classification", "dev.csv", training=False)
     >>> result = finetune("classification", "models/minilm", "models/minilm-sentiment",
-    ...                   train, dev, FinetuneOptions(epochs=2))
+    ...                   train, dev, FinetuneOptions(epochs=2),
+    ...                   task_options=ClassificationOptions(label_names=["neg", "pos"]))
     >>> result.best_metrics["accuracy"]
     """
     with default_log_handler():
         return _finetune(task, model_dir, output_dir, train_data, eval_data, options,
-                         checkpoint_dir, callbacks, strategy, log_dir, progress)
+                         checkpoint_dir, callbacks, strategy, log_dir, progress, task_options)
 
 
 def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
-              checkpoint_dir=None, callbacks=None, strategy=None, log_dir=None, progress="auto"):
+              checkpoint_dir=None, callbacks=None, strategy=None, log_dir=None, progress="auto",
+              task_options=None):
     """`finetune`, with its logging set up."""
     task_class = finetune_task_class(task)
     options = options or FinetuneOptions()
+    task_options = _check_task_options(task, task_options)
     checkpoint_dir = checkpoint_dir or output_dir.rstrip("/") + ".checkpoints"
     check_outputs(model_dir, output_dir, checkpoint_dir)  # Before any long work.
     start_time = time.time()
     strategy = strategy or resolve_strategy(options.strategy)
     _, _, is_chief = worker_info(strategy)
     keras.utils.set_random_seed(options.seed)
-    runner_task = task_class(model_dir, options)
+    runner_task = task_class(model_dir, options, task_options)
     runner_task.prepare(train_data, eval_data)
     for report in {id(d.report): d.report for d in (train_data, eval_data)}.values():
         logger.info("%s", report.summary())
@@ -691,7 +758,8 @@ def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
         jit_compile, strategy_name(strategy))
 
     runner = _Runner(runner_task, output_dir, checkpoint_dir, options,
-                     _fingerprint(task, model_dir, options, runner_task.num_train_examples),
+                     _fingerprint(task, model_dir, options, runner_task.num_train_examples,
+                                  task_options),
                      is_chief, data_files=data_fingerprints(train_data, eval_data))
     runner.model, runner.steps_per_epoch, runner.total_steps = model, steps_per_epoch, total_steps
     runner._write_state()  # The fingerprint guards every checkpoint written from here on.

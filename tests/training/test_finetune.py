@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
+from keras_bert.tasks.classification.options import ClassificationOptions
 from keras_bert.training import finetune as finetune_lib
 from tests.training.finetune_fixtures import (
     CONLL_TEXT,
@@ -148,12 +149,16 @@ def test_tfds_classification_with_mock_data(workdir, tmp_path):
     tfds = pytest.importorskip("tensorflow_datasets")
     options = finetune_lib.FinetuneOptions(
         epochs=1, batch_size=4, max_seq_length=16, jit_compile="off", log_every=100)
+    task_options = ClassificationOptions()
     with tfds.testing.mock_data(num_examples=12):
-        train = finetune_lib.read_task_data("classification", "tfds:glue/sst2", True, options)
-        held_out = finetune_lib.read_task_data("classification", "tfds:glue/sst2", False, options)
-    assert options.label_names == ["negative", "positive"]
+        train = finetune_lib.read_task_data("classification", "tfds:glue/sst2", True,
+                                            task_options)
+        held_out = finetune_lib.read_task_data("classification", "tfds:glue/sst2", False,
+                                               task_options)
+    assert task_options.label_names == ["negative", "positive"]
     result = finetune_lib.finetune(
-        "classification", str(workdir / "tiny"), str(tmp_path / "sst2"), train, held_out, options)
+        "classification", str(workdir / "tiny"), str(tmp_path / "sst2"), train, held_out, options,
+        task_options=task_options)
     assert result.train_examples == len(train) and result.steps == 3
     info = read_task_json(tmp_path / "sst2")
     assert info["task_config"]["label_names"] == ["negative", "positive"]

@@ -17,11 +17,14 @@ class ClassificationTask(FinetuneTask):
     model_class = BertClassifier
 
     @classmethod
-    def read_data(cls, path, training, options, text_column="text", text_b_column=None,
-                  label_column="label", file_format=None, tfds_data_dir=None):
+    def read_data(cls, path, training, task_options):
         """A .csv / .tsv / .jsonl file, or "tfds:NAME[SPLIT]" (split "train" for
-        training, else "validation" or "test"). A TFDS dataset's ClassLabel names
-        go to `options.label_names` when it has none (no names: regression)."""
+        training, else "validation" or "test"), read as `task_options` (a
+        `ClassificationOptions`) says. A TFDS dataset's ClassLabel names go to
+        `task_options.label_names` when it has none (no names: regression)."""
+        options = task_options
+        text_column, text_b_column = options.text_column, options.text_b_column
+        label_column, tfds_data_dir = options.label_column, options.tfds_data_dir
         if path.startswith("tfds:"):
             name, _, split = path[len("tfds:"):].partition("[")
             split = split.rstrip("]") or (
@@ -35,10 +38,11 @@ class ClassificationTask(FinetuneTask):
                 options.label_names = names
             return examples
         return reader.read_classification_file(
-            path, text_column, text_b_column, label_column, options.regression, file_format)
+            path, text_column, text_b_column, label_column, options.regression,
+            options.file_format)
 
     def prepare(self, train, eval_data):
-        options = self.options
+        options = self.task_options
         self.regression = options.regression or (
             self.base_info.get("regression", False) and options.label_names is None
         )

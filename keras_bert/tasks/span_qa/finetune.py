@@ -20,12 +20,12 @@ class SpanQATask(FinetuneTask):
     default_max_seq_length = 384
 
     @classmethod
-    def read_data(cls, path, training, options, **reader_options):
+    def read_data(cls, path, training, task_options):
         """A SQuAD v1.1 / v2.0 JSON file."""
         return squad.read_squad(path, training=training)
 
     def prepare(self, train, eval_data):
-        options = self.options
+        options = self.task_options
         self.version_2_with_negative = bool(train.version_2_with_negative or eval_data.version_2_with_negative)
         train_features = squad.squad_features(
             train, self.tokenizer, self.max_seq_length, options.doc_stride,
@@ -48,7 +48,7 @@ class SpanQATask(FinetuneTask):
         for out in predict_batches(model, batches):
             starts += list(out["start_logits"])
             ends += list(out["end_logits"])
-        options = self.options
+        options = self.task_options
         self.predictions, self.null_odds = squad.squad_predictions(
             self.eval_data, self.eval_features, starts, ends, n_best_size=options.n_best_size,
             max_answer_length=options.max_answer_length,
@@ -58,7 +58,7 @@ class SpanQATask(FinetuneTask):
 
     def task_info(self):
         info = super().task_info()
-        options = self.options
+        options = self.task_options
         info.update(
             doc_stride=options.doc_stride, max_query_length=options.max_query_length,
             max_answer_length=options.max_answer_length, n_best_size=options.n_best_size,

@@ -17,12 +17,12 @@ class TokenClassificationTask(FinetuneTask):
     padding_values = conll.LABEL_PADDING
 
     @classmethod
-    def read_data(cls, path, training, options, **reader_options):
+    def read_data(cls, path, training, task_options):
         """A CoNLL file (token ... tag per line, blank line between sentences)."""
         return conll.read_conll(path)
 
     def prepare(self, train, eval_data):
-        options = self.options
+        options = self.task_options
         self.label_names = options.label_names or self.base_label_names() or conll.tag_names(
             train.tags)
         train, train_ids = conll.encode_tags(train, self.label_names, options.unknown_labels)

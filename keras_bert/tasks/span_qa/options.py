@@ -1,0 +1,62 @@
+"""Span QA's options and task.json schema (standard library only).
+
+tools/finetune.py reads this file before TensorFlow loads (tools/_cli.py
+`task_options`), so it imports nothing else; see
+keras_bert/tasks/classification/options.py for the field metadata.
+"""
+
+import dataclasses
+import typing
+
+
+def _field(default, help):
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
+@dataclasses.dataclass
+class SpanQAOptions:
+    """SQuAD fine-tuning settings (google-research/bert run_squad.py's defaults).
+
+    Args:
+        doc_stride: int >= 1, tokens between the starts of a context's windows.
+        max_query_length: int >= 1, question tokens kept.
+        n_best_size: int >= 1, best starts and ends combined into candidates.
+        max_answer_length: int >= 1, the longest answer, in tokens.
+        null_score_diff_threshold: float, SQuAD v2.0: answer "" when the null
+            score beats the best span by more than this.
+    """
+
+    # A SQuAD file's questions share contexts: --eval-fraction would split
+    # questions of one context between train and eval.
+    eval_fraction_allowed: typing.ClassVar[bool] = False
+
+    doc_stride: int = _field(128, "Tokens between the starts of a context's windows.")
+    max_query_length: int = _field(64, "Question tokens kept.")
+    n_best_size: int = _field(20, "Best starts and ends combined into answer candidates.")
+    max_answer_length: int = _field(30, "Longest answer, in tokens.")
+    null_score_diff_threshold: float = _field(
+        0.0, "SQuAD v2.0: answer \"\" when the null score beats the best span by more than "
+        "this.")
+
+    def __post_init__(self):
+        for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
+        value = self.null_score_diff_threshold
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise ValueError(f"Expected null_score_diff_threshold to be a number. Received: "
+                             f"null_score_diff_threshold={value!r}")
+
+
+# task.json keys span QA writes (see keras_bert.models.registry).
+TASK_JSON = {
+    "version_2_with_negative": {"type": "boolean"},
+    "doc_stride": {"type": "integer", "minimum": 1},
+    "max_query_length": {"type": "integer", "minimum": 1},
+    "n_best_size": {"type": "integer", "minimum": 1},
+    "max_answer_length": {"type": "integer", "minimum": 1},
+    "max_windows": {"type": "integer", "minimum": 1},
+    "null_score_diff_threshold": {"type": "number"},
+    "dropout_rate": {"type": "number", "nullable": True},
+}

@@ -1,0 +1,46 @@
+"""Token classification's options and task.json schema (standard library only).
+
+tools/finetune.py reads this file before TensorFlow loads (tools/_cli.py
+`task_options`), so it imports nothing else; see
+keras_bert/tasks/classification/options.py for the field metadata.
+"""
+
+import dataclasses
+
+UNKNOWN_LABELS = ("error", "skip")
+
+
+@dataclasses.dataclass
+class TokenClassificationOptions:
+    """Fine-tuning settings of token classification (NER).
+
+    Args:
+        label_names: list of str or None (None: the model directory's tags
+            for the same task, else sorted from the training data).
+        unknown_labels: "error" or "skip", for tags outside label_names.
+    """
+
+    label_names: list = dataclasses.field(default=None, metadata={
+        "help": "Comma-separated labels in id order (default: the model's, else sorted from "
+        "--train)."})
+    unknown_labels: str = dataclasses.field(default="error", metadata={
+        "help": "A label outside --label-names: stop with its FILE:LINE (default) or skip the "
+        "row and count it.", "choices": UNKNOWN_LABELS})
+
+    def __post_init__(self):
+        if self.unknown_labels not in UNKNOWN_LABELS:
+            raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: "
+                             f"unknown_labels={self.unknown_labels!r}")
+        if self.label_names is not None and (
+                isinstance(self.label_names, str)
+                or not all(isinstance(n, str) for n in self.label_names)):
+            raise ValueError(f"Expected label_names to be a list of str. Received: "
+                             f"label_names={self.label_names!r}")
+
+
+# task.json keys token classification writes (see keras_bert.models.registry).
+TASK_JSON = {
+    "num_classes": {"type": "integer", "minimum": 1},
+    "dropout_rate": {"type": "number", "nullable": True},
+    "label_names": {"type": "strings", "nullable": True},
+}
