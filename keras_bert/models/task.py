@@ -5,6 +5,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import sources
 from keras_bert.config import check_rate
 from keras_bert.layers.activations import initializer
 from keras_bert.models import model_dir as model_dir_lib
@@ -552,7 +553,11 @@ class BertTask(ReplicaJitCompile, keras.Model):
         a freshly initialized head built from `task_kwargs`.
 
         Args:
-            model_dir: str, the model directory.
+            model_dir: str, the model directory, or any source
+                `keras_bert.sources.resolve_source` takes (a Hugging Face
+                folder or Hub id, a Google TF1 folder, "bert-base-uncased"):
+                converted once into a cache, with its casing, maximum length
+                and (for a fine-tuned Hugging Face head) labels.
             dtype: None or a Keras dtype policy name ("mixed_bfloat16").
             max_seq_length: int, the longest packed text of the attached
                 preprocessor; default task.json's, else the model's
@@ -567,6 +572,7 @@ class BertTask(ReplicaJitCompile, keras.Model):
         """
         from keras_bert.models.encoder import BertEncoder
 
+        model_dir = sources.resolve_source(model_dir)
         encoder_kwargs = {} if dtype is None else {"dtype": dtype}
         model = model_dir_lib.load_model_dir(model_dir, BertEncoder, **encoder_kwargs)
         info = model.task_info or {}
@@ -582,6 +588,11 @@ class BertTask(ReplicaJitCompile, keras.Model):
                 model.vocab_file, model.encoder.max_position_embeddings, info,
                 max_seq_length=max_seq_length, lowercase=lowercase)
         return model
+
+    @classmethod
+    def from_preset(cls, model_dir, **kwargs):
+        """`from_pretrained`, under the name keras-hub users know."""
+        return cls.from_pretrained(model_dir, **kwargs)
 
 
 class DenseHeadTask(BertTask):
