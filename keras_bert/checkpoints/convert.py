@@ -174,14 +174,14 @@ def text_settings(source, log=None):
 
     Args:
         source: SourceCheckpoint.
-        log: function taking one str; default `logger.info`.
+        log: function taking one str; default `logger.warning`.
 
     Returns:
         dict with "lowercase" (bool) and "max_seq_length" (int).
     """
     from keras_bert.text import infer_lowercase
 
-    log = log or logger.info
+    log = log or logger.warning
     lowercase = source.lowercase
     if lowercase is None:
         lowercase = infer_lowercase(source.vocab_file)
@@ -478,7 +478,7 @@ def convert_checkpoint(
         f"Keras model"
     )
     model, report = build_model(source)
-    report.text_settings = text_settings(source, log=lambda m: (logger.info(m), log(m)))
+    report.text_settings = text_settings(source)
 
     with staged_dir(target, prefix=".convert-") as staged:
         log(f"Writing {type(model).__name__} weights")
