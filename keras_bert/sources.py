@@ -13,6 +13,7 @@ The preprocessor is built from a model directory by `keras_bert.models`
 `load_preprocessor` here the same way.
 """
 
+import json
 import os
 
 # Files that make a folder a keras_bert model directory
@@ -27,6 +28,22 @@ def is_model_dir(path):
     """True if `path` is a folder holding config.json and model.weights.h5."""
     return os.path.isdir(path) and all(
         os.path.isfile(os.path.join(path, name)) for name in _MODEL_DIR_FILES)
+
+
+def _looks_like_model_dir(path):
+    """A damaged model directory (e.g. its weights file deleted) is still one:
+    `load_model_dir` then names what is missing. Its config.json has
+    BertConfig's field names (num_layers), not transformers' (num_hidden_layers)."""
+    if not os.path.isdir(path):
+        return False
+    if any(os.path.isfile(os.path.join(path, name)) for name in ("model.weights.h5", "task.json")):
+        return True
+    try:
+        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and "num_layers" in config and "model_type" not in config
 
 
 def register_source_resolver(function):
@@ -52,7 +69,7 @@ def resolve_source(source):
         str, the path of a keras_bert model directory.
     """
     source = os.fspath(source)
-    if is_model_dir(source) or _resolver is None:
+    if is_model_dir(source) or _looks_like_model_dir(source) or _resolver is None:
         # Without a resolver, `load_model_dir` says what is missing.
         return source
     return _resolver(source)
