@@ -142,9 +142,14 @@ def hub_snapshot(repo_id, asked=None):
     except errors.RevisionNotFoundError as e:
         raise FileNotFoundError(f"{named}: revision not found on the Hub: {e}") from e
     except (errors.LocalEntryNotFoundError, errors.HfHubHTTPError, OSError, ValueError) as e:
-        why = ("HF_HUB_OFFLINE is set, so no network was reached" if offline else
-               f"the Hub could not be reached or refused ({type(e).__name__}), so nothing "
-               f"was downloaded")
+        if offline:
+            why = "HF_HUB_OFFLINE is set, so no network was reached"
+        elif isinstance(e, errors.LocalEntryNotFoundError):
+            # What huggingface_hub raises when the connection fails.
+            why = "the Hub could not be reached (no network was reached), so nothing was downloaded"
+        else:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            why = f"the Hub refused the download ({first})"
         raise FileNotFoundError(
             f"{named} is not in the Hugging Face cache {cache} and {why}. Download it where "
             f"there is network (`hf download {repo_id}`, then copy the cache or set "

@@ -182,6 +182,24 @@ def test_hub_id_missing_offline_says_where_it_looked_and_that_no_network_was_rea
     assert "tools/convert_checkpoint.py" in message
 
 
+def test_hub_unreachable_online_says_no_network_was_reached(tmp_path, monkeypatch):
+    import huggingface_hub
+    from huggingface_hub import errors
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    calls = []
+
+    def unreachable(repo_id, **kwargs):
+        calls.append((repo_id, kwargs["local_files_only"]))
+        raise errors.LocalEntryNotFoundError("Connection error, and the file is not cached")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", unreachable)
+    with pytest.raises(FileNotFoundError, match=r"could not be reached \(no network was "
+                                                r"reached\)"):
+        BertEncoder.from_pretrained("bert_tiny_en_uncased")
+    assert calls == [("google/bert_uncased_L-2_H-128_A-2", False)]
+
+
 def test_unknown_name_lists_the_table_and_how_to_convert(tmp_path):
     with pytest.raises(FileNotFoundError) as error:
         BertEncoder.from_pretrained("bert-basic-uncased")
