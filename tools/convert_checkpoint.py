@@ -29,7 +29,7 @@ bert_base_en_uncased, ...: keras_bert.checkpoints.KNOWN_NAMES), read from
 huggingface_hub's cache and downloaded when missing (never with HF_HUB_OFFLINE=1).
 A fine-tuned BertForSequenceClassification / BertForTokenClassification keeps
 its head and id2label names. The casing (do_lower_case, Google's uncased_/cased_
-folder name) and the maximum length (max_position_embeddings) go into task.json.
+folder name) goes into task.json.
 
 Output
 ------

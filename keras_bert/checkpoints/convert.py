@@ -165,19 +165,20 @@ def assign_weights(model, source):
 
 
 def text_settings(source, log=None):
-    """The text settings a converted model keeps (task.json), from the source.
+    """The text settings a converted model keeps in task.json, from the source.
 
-    `lowercase` from the source (tokenizer config, Google folder name);
-    `max_seq_length` from its config's max_position_embeddings (at most 512,
-    BERT's pretraining length). A setting the source does not give is
-    defaulted, and one line says which default was taken.
+    `lowercase` comes from the source (tokenizer config, Google folder name);
+    when the source does not say, it is guessed from vocab.txt and one line
+    says so. The maximum length needs no entry: it is the source config's
+    max_position_embeddings (config.json), which the preprocessor takes by
+    default (at most 512); fine-tuning keeps its own shorter default.
 
     Args:
         source: SourceCheckpoint.
         log: function taking one str; default `logger.warning`.
 
     Returns:
-        dict with "lowercase" (bool) and "max_seq_length" (int).
+        dict with "lowercase" (bool).
     """
     from keras_bert.text import infer_lowercase
 
@@ -188,8 +189,7 @@ def text_settings(source, log=None):
         log(f"{source.path} does not say whether it lowercases (no do_lower_case, no "
             f"uncased_/cased_ folder name): lowercase={lowercase}, guessed from vocab.txt; "
             f"pass lowercase= to from_pretrained to change it.")
-    return {"lowercase": bool(lowercase),
-            "max_seq_length": min(512, source.config.max_position_embeddings)}
+    return {"lowercase": bool(lowercase)}
 
 
 def build_model(source):

@@ -100,6 +100,10 @@ def test_huggingface_folder_loads_in_one_call_and_is_converted_once(tmp_path, ba
     _assert_matches_weights(encoder, weights, config, batch)
     (converted,) = os.listdir(cache / "converted")
     assert converted.startswith("hf-")
+    # The casing is the source's; the maximum length is config.json's
+    # max_position_embeddings, so fine-tuning keeps its own default.
+    assert json.loads((cache / "converted" / converted / "task.json").read_text()) == {
+        "lowercase": True}
     assert sorted(os.listdir(cache / "converted" / converted)) == [
         "config.json", "model.weights.h5", "task.json", "vocab.txt"]
 
@@ -278,8 +282,7 @@ def test_convert_tool_takes_a_hub_id_and_checks_it(tmp_path, no_network, capsys)
     assert tool.main(["--input", "org/tiny-bert", "--output", str(out), "--check"]) == 0
     printed = capsys.readouterr().out
     assert "check vs numpy" in printed and "lowercase=True" in printed
-    assert json.loads((out / "task.json").read_text()) == {"lowercase": True,
-                                                           "max_seq_length": 24}
+    assert json.loads((out / "task.json").read_text()) == {"lowercase": True}
 
 
 def test_convert_report_carries_head_checked_against_numpy(tmp_path):
