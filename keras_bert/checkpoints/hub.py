@@ -102,11 +102,16 @@ def locate_checkpoint(source):
     # "models/bert" with a local "models" folder is a mistyped path, not a Hub id.
     looks_local = source.startswith((".", "/", "~")) or (
         source not in KNOWN_NAMES and os.path.isdir(source.split("/")[0]))
-    if not _HUB_ID.fullmatch(repo_id) or looks_local:
+    if looks_local:
+        raise FileNotFoundError(
+            f"Model directory not found: no such path {os.path.abspath(source)}. Pass a "
+            f"keras_bert model directory, a Hugging Face or Google checkpoint folder, a Hub "
+            f"id or a known name (keras_bert.checkpoints.KNOWN_NAMES); {HOW_TO_CONVERT}.")
+    if not _HUB_ID.fullmatch(repo_id):
         raise FileNotFoundError(
             f"{source!r} not found: no such path ({os.path.abspath(source)}), not a name "
             f"of keras_bert's table ({', '.join(sorted(KNOWN_NAMES))}) and not a Hugging "
-            f"Face Hub id (ORG/NAME). Pass a keras_bert model directory, a Hugging Face or "
+            f"Face Hub id (ORG/NAME, read from the cache {hub_cache_dir()}). Pass a keras_bert model directory, a Hugging Face or "
             f"Google checkpoint folder, a Hub id or a known name; {HOW_TO_CONVERT}.")
     return hub_snapshot(repo_id, asked=source)
 

@@ -211,6 +211,7 @@ def test_unknown_name_lists_the_table_and_how_to_convert(tmp_path):
     assert "'bert-basic-uncased' not found" in message
     assert os.path.abspath("bert-basic-uncased") in message
     assert "bert_base_en_uncased" in message and "all-MiniLM-L6-v2" in message
+    assert str(tmp_path / "hf_cache") in message
     assert "tools/convert_checkpoint.py" in message
     # A missing path under an existing folder is a path, never a Hub id.
     with pytest.raises(FileNotFoundError, match="no such path"):
