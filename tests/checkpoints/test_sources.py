@@ -133,6 +133,10 @@ def test_casing_and_length_come_from_the_source_not_the_vocabulary(tmp_path):
     assert preprocessor.tokenizer.lowercase is False and preprocessor.max_seq_length == 24
     # An explicit argument still wins.
     assert BertPreprocessor.from_pretrained(folder, lowercase=True).tokenizer.lowercase is True
+    # The casing stays with an encoder that is saved again.
+    BertEncoder.from_pretrained(folder).save_pretrained(str(tmp_path / "resaved"))
+    assert json.loads((tmp_path / "resaved" / "task.json").read_text()) == {"lowercase": False}
+    assert BertPreprocessor.from_pretrained(str(tmp_path / "resaved")).tokenizer.lowercase is False
 
 
 def test_a_missing_fact_logs_the_default_taken(tmp_path, caplog):
