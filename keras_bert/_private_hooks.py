@@ -143,6 +143,17 @@ PRIVATE_HOOKS = (
         called_from=None,
     ),
     PrivateHook(
+        owner="keras.src.saving.saving_lib",
+        name="save_weights_only",
+        used_in="keras_bert/models/model_dir.py",
+        why="save_pretrained writes a compiled model's weights without its "
+        "optimizer's slots (objects_to_skip=[optimizer]): Model.save_weights "
+        "always adds them (twice the model's size), and deleting them from the "
+        "HDF5 file afterwards leaves the file as large. Keras has no public "
+        "weights-only-without-optimizer save.",
+        called_from=None,
+    ),
+    PrivateHook(
         owner="sys",
         name="_base_executable",
         used_in="keras_bert/export/runtime_check.py",

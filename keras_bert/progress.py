@@ -12,10 +12,52 @@ Example:
 >>> progress.close()
 """
 
+import contextlib
+import logging
 import sys
 import time
 
 MODES = ("auto", "bar", "lines")
+
+
+@contextlib.contextmanager
+def default_log_handler(name="keras_bert", stream=None):
+    """Shows the library's INFO lines while the block runs, when nobody configured logging.
+
+    Long work (`finetune`) reports its set-up, every evaluation and early
+    stopping through the `keras_bert` loggers. Python shows nothing below
+    WARNING without a handler, so inside this block, if neither the
+    `keras_bert` logger nor the root logger has a handler, one is attached
+    that writes the bare message to `stream` (default sys.stdout, where the
+    progress lines go) at INFO; it is removed at the end of the block. A
+    program that configures logging itself (`logging.basicConfig`, or a
+    handler on "keras_bert" as tools/finetune.py does) keeps its own
+    configuration and gets no second copy of any line.
+
+    Args:
+        name: str, the logger to show.
+        stream: file, or None for sys.stdout.
+    """
+    logger = logging.getLogger(name)
+    if logger.handlers or logging.getLogger().handlers:
+        yield
+        return
+    handler = logging.StreamHandler(stream or sys.stdout)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    if level == logging.NOTSET:  # A level the program set stays.
+        logger.setLevel(logging.INFO)
+    # Not to the root logger too: absl's logging (TensorFlow's checkpoint saver
+    # logs "Sharding callback duration") calls `logging.basicConfig()` mid-run,
+    # which gives the root a stderr handler that would print every later line twice.
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 def _is_terminal(stream):

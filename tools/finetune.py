@@ -41,8 +41,9 @@ linear decay, weight decay 0.01, clip norm 1.0.
 Feedback: a progress bar with ETA on a terminal, a line every --log-every
 steps in a log file, one line per evaluation; TensorBoard logs in OUTPUT.logs
 (train/: loss and learning rate every --log-every steps; eval/: the eval
-metrics after every epoch). SIGTERM saves a checkpoint of the current step
-and exits with status 143; rerunning the same command resumes there.
+metrics after every epoch). SIGTERM or Ctrl-C (SIGINT) saves a checkpoint of
+the current step and exits with status 143 (130 for Ctrl-C); rerunning the same
+command resumes there.
 
 Examples
 --------
@@ -253,7 +254,7 @@ def main(argv=None):
                           progress=args.progress)
     except TrainingInterrupted as e:
         print(e, flush=True)
-        sys.exit(143)
+        sys.exit(128 + e.signum)
     except (ValueError, FileNotFoundError) as e:
         sys.exit(f"error: {e}")
     best = " ".join(f"{k} {v:.4f}" for k, v in result.best_metrics.items() if isinstance(v, float))

@@ -9,8 +9,8 @@ Feedback: a progress bar with ETA on a terminal, a line every --log-every steps
 in a log file; TensorBoard logs in OUTPUT/logs (train/ and, with --eval, eval/).
 
 Rerunning the same command resumes from the latest checkpoint in --output
-(model, optimizer, step, data position). SIGTERM saves a checkpoint first and
-exits with status 143.
+(model, optimizer, step, data position). SIGTERM or Ctrl-C (SIGINT) saves a
+checkpoint first and exits with status 143 (130 for Ctrl-C).
 
 Multi-worker: run the same command on every machine with TF_CONFIG set, e.g.
     TF_CONFIG='{"cluster": {"worker": ["10.0.0.1:2222", "10.0.0.2:2222"]},
@@ -157,7 +157,7 @@ def main(argv=None):
             eval_data_dir=args.eval, tensorboard=args.tensorboard)
     except TrainingInterrupted as e:
         print(e, flush=True)
-        sys.exit(143)
+        sys.exit(128 + e.signum)
     line = " ".join(f"{k} {v:.4f}" for k, v in result["logs"].items())
     print(f"finished at step {result['step']}: {line}")
     if "eval" in result:

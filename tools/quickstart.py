@@ -67,6 +67,24 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     _cli.quiet_tensorflow(args.verbose)
+    # finetune() prints its set-up, data summary (the tweets' invalid UTF-8 counted in one
+    # line), evaluation and early-stopping lines itself.
+    _quickstart(args)
+
+
+def command_line(*words):
+    """A shell command a user can paste: paths relative to here when they are under it."""
+    import shlex
+
+    def short(word):
+        if os.path.isabs(word) and os.path.abspath(word).startswith(os.getcwd() + os.sep):
+            return os.path.relpath(word)
+        return word
+
+    return " ".join(shlex.quote(short(w)) for w in words)
+
+
+def _quickstart(args):
     start = time.time()
 
     import numpy as np
@@ -75,7 +93,9 @@ def main(argv=None):
     from keras_bert.tasks.classification.tweets import tweet_sentiment_split
     from keras_bert.export import export_model
     from keras_bert.export.export import check_export_dir
-    from keras_bert.training.finetune import FinetuneOptions, check_outputs, finetune
+    from keras_bert.training.finetune import (FinetuneOptions, check_outputs, finetune,
+                                              remove_checkpoints)
+    from keras_bert.training.trainer import TrainingInterrupted
     from keras_bert.tasks.classification.metrics import classification_metrics
 
     minilm = os.path.join(args.models, "minilm")
@@ -106,7 +126,11 @@ def main(argv=None):
         # anything else before training starts.
         check_outputs(minilm, sentiment, sentiment + ".checkpoints")
         check_export_dir(export_dir, overwrite=True, inputs=[sentiment])
-    if not args.retrain and os.path.exists(os.path.join(sentiment, "model.weights.h5")):
+    checkpoints = sentiment + ".checkpoints"  # finetune's: an interrupted run resumes.
+    if args.retrain:
+        remove_checkpoints(checkpoints)  # Only the files finetune wrote there.
+    if (not args.retrain and os.path.exists(os.path.join(sentiment, "model.weights.h5"))
+            and not os.path.exists(checkpoints)):
         print(f"  {sentiment} exists; reusing it (--retrain to train again)")
         import json
 
@@ -116,7 +140,12 @@ def main(argv=None):
         # The default recipe (lr 5e-5), on short tweets.
         options = FinetuneOptions(epochs=args.epochs, batch_size=32, max_seq_length=64,
                                   log_every=25)
-        result = finetune("classification", minilm, sentiment, train, held_out, options)
+        try:
+            result = finetune("classification", minilm, sentiment, train, held_out, options,
+                              checkpoint_dir=checkpoints)
+        except TrainingInterrupted as e:  # Ctrl-C or SIGTERM: saved, resumable.
+            print(e, flush=True)
+            sys.exit(128 + e.signum)
         metrics = result.best_metrics
     majority = max(set(train.labels), key=train.labels.count)
     labels = sorted(set(train.labels))
@@ -141,8 +170,10 @@ def main(argv=None):
                             env=env, stderr=None if args.verbose else subprocess.PIPE, text=True)
     if served.returncode != 0:
         sys.exit(f"serving failed (exit {served.returncode}):\n{served.stderr or ''}")
-    print(f"\ndone in {time.time() - start:.0f} s. Try: python tools/predict.py --model {export_dir} "
-          f"\"your text\"")
+    # The venv's interpreter: a bare `python` may not have TensorFlow.
+    try_it = command_line(sys.executable, os.path.join(ROOT, "tools", "predict.py"), "--model",
+                          export_dir, "your text")
+    print(f"\ndone in {time.time() - start:.0f} s. Try: {try_it}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ class DataReport:
     Args:
         source: str, the input's name (a path, or "tfds:glue/sst2").
         max_logged: int, how many messages to log one by one; the rest are
-            only counted (a corrupt file must not flood the log).
+            only counted (a corrupt file must not flood the log). 0 logs
+            none: the caller reports the counts (`summary()`).
 
     Example:
     >>> report = DataReport("train.csv")
@@ -41,7 +42,7 @@ class DataReport:
         self.messages.append(message)
         if len(self.messages) <= self.max_logged:
             logger.warning(message)
-        elif len(self.messages) == self.max_logged + 1:
+        elif self.max_logged and len(self.messages) == self.max_logged + 1:
             logger.warning(
                 "%s: more problems; only counting them from here on.", self.source
             )

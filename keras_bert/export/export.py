@@ -106,7 +106,7 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
     vocab_file = vocab_file or getattr(model, "vocab_file", None) or (
         tokenizer.vocabulary_file if tokenizer is not None else None)
     if vocab_file is None and tokenizer is not None:
-        # A model from a .keras file carries its vocabulary inline.
+        # A model from a .keras file holds its vocabulary in memory (from its assets).
         vocab_file = os.path.join(tempfile.mkdtemp(prefix="keras_bert-vocab-"), "vocab.txt")
         save_vocabulary(tokenizer.vocabulary, vocab_file)
     if vocab_file is None:

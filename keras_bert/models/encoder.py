@@ -7,6 +7,7 @@ from keras_bert.config import BertConfig, check_hyperparameters
 from keras_bert.files import save_atomically
 from keras_bert.layers import BertEmbeddings, Pooler, TransformerEncoderBlock
 from keras_bert.models import model_dir as model_dir_lib
+from keras_bert.models.keras_file import AtomicKerasSave
 
 _CONFIG_FIELDS = tuple(BertConfig().to_dict())
 # What keras.Model's functional constructor uses; it silently drops the rest.
@@ -28,7 +29,7 @@ def check_kwargs(owner, kwargs, hint=""):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertEncoder(keras.Model):
+class BertEncoder(AtomicKerasSave, keras.Model):
     """The BERT encoder: embeddings, `num_layers` encoder blocks, pooler.
 
     The constructor arguments are the fields of `BertConfig`.

@@ -84,6 +84,9 @@ class BertPretrainer(BertTask):
         )
         self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
 
+    def default_loss(self):
+        return None  # The loss is `compute_loss`'s: MLM + NSP.
+
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         _check_labels(y)
         masked_ids = ops.cast(y["masked_ids"], "int32")

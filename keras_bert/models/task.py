@@ -1,6 +1,8 @@
 """BertTask: the base of every model that puts a head on a `BertEncoder`."""
 
 
+import warnings
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -10,7 +12,44 @@ from keras_bert.config import check_rate
 from keras_bert.layers.activations import initializer
 from keras_bert.models import model_dir as model_dir_lib
 from keras_bert.models import task_inputs
+from keras_bert.models.keras_file import AtomicKerasSave
+from keras_bert.models.registry import get_task
 from keras_bert.models.replica_jit import ReplicaJitCompile
+
+# Loss names (as `keras.losses.get` takes them) that expect probabilities by
+# default; a task model outputs logits.
+_PROBABILITY_LOSSES = frozenset(
+    name for base in ("sparse_categorical", "categorical", "binary",
+                      "binary_focal", "categorical_focal")
+    for name in (f"{base}_crossentropy",
+                 "".join(p.capitalize() for p in base.split("_")) + "Crossentropy")
+) | {"bce", "BCE"}
+
+
+def _is_auto(value):
+    return isinstance(value, str) and value == "auto"
+
+
+def _check_logits_loss(loss):
+    """Raises ValueError for a loss in `loss` (any nesting) that reads its
+    input as probabilities: the model outputs logits."""
+    for item in keras.tree.flatten(loss) if isinstance(loss, (dict, list, tuple)) else [loss]:
+        if isinstance(item, str):
+            probabilities = item in _PROBABILITY_LOSSES
+            name = item
+        elif isinstance(item, keras.losses.Loss):
+            probabilities = item.get_config().get("from_logits") is False
+            name = type(item).__name__
+        else:
+            probabilities = getattr(item, "__name__", None) in _PROBABILITY_LOSSES
+            name = getattr(item, "__name__", repr(item))
+        if probabilities:
+            raise ValueError(
+                f"loss={name!r} reads probabilities, but this model outputs logits. Pass "
+                f"compile() for the task's default loss, or a loss object with "
+                f"from_logits=True, e.g. "
+                f"keras.losses.SparseCategoricalCrossentropy(from_logits=True)."
+            )
 
 
 # The input rules live in task_inputs; these names stay importable from here.
@@ -41,7 +80,7 @@ def _dataset_text_parts(spec):
     return None
 
 
-class BertTask(ReplicaJitCompile, keras.Model):
+class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
     """A functional model made of `encoder` plus a task head, optionally with
     a `BertPreprocessor` that lets `fit`, `evaluate` and `predict` take raw text.
 
@@ -77,6 +116,12 @@ class BertTask(ReplicaJitCompile, keras.Model):
     `(x, y[, sample_weight])` is inputs and labels, `x` being texts or the
     tuple `(texts_a, texts_b)`; string labels map through `label_names`.
     Unlabelled elements: `texts`, `(texts,)` or `((texts_a, texts_b),)`.
+
+    `compile()` fills every argument left out with the task's fine-tuning
+    defaults (`default_optimizer`, `default_loss`, `default_metrics`), and
+    `from_pretrained` returns the model compiled with them; a `.keras` file
+    keeps the compile configuration (`get_compile_config`). `save` writes
+    `.keras` files atomically (`AtomicKerasSave`).
 
     `compile(jit_compile=True)` under a multi-device strategy compiles each
     replica's step with XLA and sums gradients outside it (`ReplicaJitCompile`).
@@ -135,6 +180,108 @@ class BertTask(ReplicaJitCompile, keras.Model):
             if isinstance(config.get(key), dict):
                 config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
+
+    # === Compiled by default ===
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", loss_weights="auto",
+                **kwargs):
+        """Configures the model for training; every "auto" argument gets the task's default.
+
+        The defaults are the library's fine-tuning recipe (`default_optimizer`,
+        `default_loss`, `default_metrics`, `default_loss_weights`), so
+        `compile()` with no arguments, or no `compile` at all after
+        `from_pretrained`, trains as `keras_bert.training.finetune` does
+        (at a constant learning rate).
+
+        The model outputs logits: a loss that takes probabilities
+        (`"sparse_categorical_crossentropy"`, or a loss object with
+        `from_logits=False`) is refused with a ValueError that names the
+        fix, rather than trained on silently.
+
+        Args:
+            optimizer, loss, metrics, loss_weights: as in `keras.Model.compile`,
+                or "auto" for the task's default. With a `loss` of one's own,
+                "auto" metrics and loss weights are none (Keras' defaults).
+            **kwargs: other `keras.Model.compile` arguments (`jit_compile`,
+                `weighted_metrics`, `steps_per_execution`, ...).
+        """
+        if _is_auto(optimizer):
+            optimizer = self.default_optimizer()
+        # The default metrics and loss weights go with the default loss: with
+        # a loss of one's own, `evaluate` returns just the loss, as in Keras.
+        own_loss = not _is_auto(loss)
+        if _is_auto(loss):
+            loss = self.default_loss()
+        if _is_auto(metrics):
+            metrics = None
+            if not own_loss and kwargs.get("weighted_metrics") is None:
+                # Weighted: `sample_weight` (padding, unlabeled pieces) counts.
+                kwargs["weighted_metrics"] = self.default_metrics()
+        if (self.compiled and metrics is None and kwargs.get("weighted_metrics") is None
+                and self._has_default_recipe()):
+            # None means no metrics: Keras would keep an earlier compile's
+            # (from_pretrained's defaults) when both are None.
+            metrics = []
+        if _is_auto(loss_weights):
+            loss_weights = None if own_loss else self.default_loss_weights()
+        _check_logits_loss(loss)
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                        loss_weights=loss_weights, **kwargs)
+        # What `get_compile_config` saves in a .keras file: the arguments, resolved.
+        object.__setattr__(self, "_task_compile_args", dict(
+            optimizer=self.optimizer, loss=loss, metrics=metrics, loss_weights=loss_weights,
+            **kwargs))
+
+    def get_compile_config(self):
+        """The `compile` arguments, serialized (a .keras file keeps them).
+
+        Overridden with `compile_from_config` because `compile` is: Keras
+        would otherwise load the model uncompiled, with a warning.
+        """
+        args = getattr(self, "_task_compile_args", None)
+        if not self.compiled or args is None:
+            return {}
+        config = dict(keras.saving.serialize_keras_object(args))
+        # An optimizer that never stepped has no slots in the file: building
+        # one on load would make Keras warn that the variable counts differ.
+        config["optimizer_built"] = bool(self.optimizer.built)
+        return config
+
+    def compile_from_config(self, config):
+        """Compiles the model from `get_compile_config`'s output (a .keras load calls this)."""
+        config = dict(config)
+        optimizer_built = config.pop("optimizer_built", True)
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built and optimizer_built:
+            # The optimizer's variables must exist before Keras loads their values.
+            self.optimizer.build(self.trainable_variables)
+
+    def default_optimizer(self):
+        """The default fine-tuning optimizer: the registered task's
+        `FinetuneTask.default_optimizer()` (keras_bert's AdamW, learning rate
+        5e-5, weight decay 0.01, epsilon 1e-6, global clipnorm 1.0)."""
+        spec = get_task(self.task_name) if self.task_name else None
+        if spec is None or spec.finetune is None:
+            raise ValueError(
+                f"{type(self).__name__} has no default optimizer (it is not a registered "
+                f"fine-tunable task): pass compile(optimizer=...)."
+            )
+        return spec.finetune.default_optimizer()
+
+    def default_loss(self):
+        """The task's loss on this model's outputs (logits); subclasses define it."""
+        raise ValueError(
+            f"{type(self).__name__} has no default loss: pass compile(loss=...)."
+        )
+
+    def default_metrics(self):
+        """The metrics `compile()` adds by default, as `weighted_metrics`
+        (None: none)."""
+        return None
+
+    def default_loss_weights(self):
+        """The weights of a multi-output loss (None: Keras' default)."""
+        return None
 
     # === Raw text in fit / evaluate / predict ===
 
@@ -544,13 +691,21 @@ class BertTask(ReplicaJitCompile, keras.Model):
 
     @classmethod
     def from_pretrained(cls, model_dir, dtype=None, max_seq_length=None, lowercase=None,
-                        **task_kwargs):
-        """Loads a model directory as this task, with a preprocessor when it has a vocab.txt.
+                        new_head=False, **task_kwargs):
+        """Loads a model directory as this task, compiled, with a preprocessor
+        when it has a vocab.txt (then `fit`/`evaluate`/`predict` take strings).
 
-        A directory saved from this same task (with the same `task_kwargs`,
-        if given) loads whole, head included. Any other directory (an
-        encoder, a pretrainer, another task) gives its encoder weights and
-        a freshly initialized head built from `task_kwargs`.
+        A directory saved from this same task keeps its trained head.
+        `task_kwargs` that change no weight (new `label_names`, a
+        `dropout_rate`) are applied to it; values are compared, not types
+        (a tuple of the saved label names is no change). One that changes a
+        weight's shape (another `num_classes`) would discard the trained
+        head, so it raises ValueError unless `new_head` says so. Any other
+        directory (an encoder, a pretrainer, another task) gives its encoder
+        weights and a freshly initialized head built from `task_kwargs`.
+
+        The model comes compiled with the task's defaults (see `compile`):
+        `fit` works without calling `compile`.
 
         Args:
             model_dir: str, the model directory, or any source
@@ -563,6 +718,10 @@ class BertTask(ReplicaJitCompile, keras.Model):
                 preprocessor; default task.json's, else the model's
                 max_position_embeddings (at most 512).
             lowercase: bool; default task.json's, else guessed from vocab.txt.
+            new_head: False (default): keep a saved head of this task;
+                True: a freshly initialized head from `task_kwargs` alone;
+                "auto": keep the saved head when its shapes allow, else a
+                fresh one, with a warning that says so.
             **task_kwargs: the head's arguments (num_classes, label_names, ...).
 
         Example:
@@ -573,26 +732,87 @@ class BertTask(ReplicaJitCompile, keras.Model):
         from keras_bert.models.encoder import BertEncoder
 
         model_dir = sources.resolve_source(model_dir)
+        if new_head not in (False, True, "auto"):
+            raise ValueError(
+                f"Expected new_head to be False, True or 'auto'. Received: new_head={new_head!r}"
+            )
         encoder_kwargs = {} if dtype is None else {"dtype": dtype}
         model = model_dir_lib.load_model_dir(model_dir, BertEncoder, **encoder_kwargs)
         info = model.task_info or {}
-        if not (isinstance(model, cls) and all(
-                model.task_config().get(k) == v for k, v in task_kwargs.items())):
-            encoder = getattr(model, "encoder", model)
-            vocab_file = model.vocab_file
-            model = cls(encoder=encoder, **task_kwargs)
-            model.vocab_file = vocab_file
-            model.task_info = None
-        if model.vocab_file is not None:
+        loaded, vocab_file = model, model.vocab_file
+        if isinstance(model, cls) and new_head is not True:
+            model = _apply_task_kwargs(model, cls, task_kwargs, model_dir, new_head == "auto")
+        else:
+            model = cls(encoder=getattr(model, "encoder", model), **task_kwargs)
+        if model is not loaded:
+            # A rebuilt model: task.json's facts about the text and data stay,
+            # its task and task_config are the new model's own.
+            model.task_info = {k: v for k, v in info.items()
+                               if k not in ("task", "task_config")} or None
+        model.vocab_file = vocab_file
+        if vocab_file is not None:
             model.preprocessor = model_dir_lib.build_preprocessor(
-                model.vocab_file, model.encoder.max_position_embeddings, info,
+                vocab_file, model.encoder.max_position_embeddings, info,
                 max_seq_length=max_seq_length, lowercase=lowercase)
+        if model._has_default_recipe():
+            model.compile()
         return model
 
     @classmethod
     def from_preset(cls, model_dir, **kwargs):
         """`from_pretrained`, under the name keras-hub users know."""
         return cls.from_pretrained(model_dir, **kwargs)
+
+    def _has_default_recipe(self):
+        """True when `compile()` with no arguments works (a registered fine-tunable task)."""
+        if not self.task_name:
+            return False
+        return get_task(self.task_name).finetune is not None
+
+
+def _same_value(a, b):
+    """Equal as JSON would store them: a tuple equals the list of its items."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _apply_task_kwargs(model, cls, task_kwargs, model_dir, replace_if_needed):
+    """`model` (loaded whole from `model_dir`) with `task_kwargs` applied, its
+    trained head kept; see `BertTask.from_pretrained`."""
+    saved = model.task_config()
+    unknown = sorted(set(task_kwargs) - set(saved))
+    changed = {k: v for k, v in task_kwargs.items() if k in saved and not _same_value(saved[k], v)}
+    if not changed and not unknown:
+        return model
+    old_shapes = [tuple(w.shape) for w in model.weights]
+    try:
+        rebuilt = cls(encoder=model.encoder, **{**saved, **task_kwargs})
+    except ValueError as error:
+        # E.g. num_classes=5 against the 3 saved label_names: the arguments
+        # alone describe the new head.
+        try:
+            fresh = cls(encoder=model.encoder, **task_kwargs)
+        except (TypeError, ValueError):
+            raise error from None
+        if [tuple(w.shape) for w in fresh.weights] == old_shapes:
+            raise error
+        rebuilt = None
+    if rebuilt is not None and [tuple(w.shape) for w in rebuilt.weights] == old_shapes:
+        # Same variables, same order: only names and non-weight settings changed.
+        rebuilt.set_weights(model.get_weights())
+        return rebuilt
+    what = ", ".join(f"{k}={v!r} (saved: {saved.get(k)!r})" for k, v in changed.items())
+    if not replace_if_needed:
+        raise ValueError(
+            f"{model_dir} holds a trained {cls.__name__} head, and {what} changes its "
+            f"shape. Pass new_head=True to start from a new, randomly initialized head, "
+            f"or leave the argument out to keep the trained one."
+        )
+    warnings.warn(
+        f"{model_dir}: the trained {cls.__name__} head is discarded for a new, randomly "
+        f"initialized one, because {what} changes its shape.", stacklevel=3)
+    return cls(encoder=model.encoder, **task_kwargs)
 
 
 class DenseHeadTask(BertTask):

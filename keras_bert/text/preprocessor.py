@@ -18,6 +18,9 @@ class BertPreprocessor(keras.layers.Layer):
     a `tf.function` saved with `tf.saved_model.save` (a process that loads
     the SavedModel needs `import tensorflow_text`, not keras_bert).
 
+    In a `.keras` file the settings are in the config and the vocabulary
+    is an asset (the tokenizer's `vocab.txt`), so the config stays a few KB.
+
     Args:
         tokenizer: a `BertTokenizer`.
         sequence_length: int or None; see `BertPacker`.
@@ -68,17 +71,37 @@ class BertPreprocessor(keras.layers.Layer):
         self.sequence_length = sequence_length
         self.max_seq_length = max_seq_length
         self.truncation = truncation
-        # Validates sequence_length, max_seq_length and truncation.
-        self.packer = BertPacker(
-            cls_token_id=tokenizer.cls_token_id,
-            sep_token_id=tokenizer.sep_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-            sequence_length=sequence_length,
-            max_seq_length=max_seq_length,
-            truncation=truncation,
+        self._packer = None
+        if not tokenizer.has_vocabulary:
+            # Loading a .keras file: the vocabulary (and so the special
+            # token ids) comes later, from the tokenizer's assets. This
+            # validates sequence_length, max_seq_length and truncation now.
+            self._new_packer(0, 0, 0)
+        else:
+            self._packer = self._new_packer(
+                tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
+        self.built = True
+
+    def _new_packer(self, cls_token_id, sep_token_id, pad_token_id):
+        return BertPacker(
+            cls_token_id=cls_token_id,
+            sep_token_id=sep_token_id,
+            pad_token_id=pad_token_id,
+            sequence_length=self.sequence_length,
+            max_seq_length=self.max_seq_length,
+            truncation=self.truncation,
             name="packer",
         )
-        self.built = True
+
+    @property
+    def packer(self):
+        """The `BertPacker`, made with the tokenizer's special token ids."""
+        if self._packer is None:
+            tokenizer = self.tokenizer
+            _ = tokenizer.vocab_size  # A clear error when there is no vocabulary yet.
+            self._packer = self._new_packer(
+                tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
+        return self._packer
 
     @classmethod
     def from_vocab_file(cls, vocabulary, lowercase=True, **kwargs):

@@ -1,6 +1,7 @@
 """BERT WordPiece tokenizer that runs inside the TensorFlow graph."""
 
 import functools
+import json
 import os
 
 import keras
@@ -10,8 +11,12 @@ import tensorflow_text as tf_text
 from keras_bert.text import _unicode
 from keras_bert.text.vocab import SPECIAL_TOKENS
 from keras_bert.text.vocab import load_vocabulary
+from keras_bert.text.vocab import save_vocabulary
 
 _OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
+# The vocabulary's file among a .keras file's assets (see `save_assets`).
+_VOCAB_TXT = "vocab.txt"
+_VOCAB_JSON = "vocabulary.json"
 
 
 def _wordpiece_vocab(tokens, token_to_id):
@@ -192,7 +197,9 @@ class BertTokenizer(keras.layers.Layer):
 
     Args:
         vocabulary: list of str (one token per id), or the path of a
-            `vocab.txt` file with one token per line.
+            `vocab.txt` file with one token per line; None for one that
+            `set_vocabulary` or `load_assets` sets later. A `.keras` file
+            keeps it as an asset (`vocab.txt`), not in the config.
         lowercase: bool. True for uncased vocabularies (lower-case and strip
             accents), False for cased ones (text kept as it is).
         max_chars_per_word: int. Longer words become `[UNK]` (100 in BERT).
@@ -239,27 +246,46 @@ class BertTokenizer(keras.layers.Layer):
                 "Expected max_chars_per_word to be a positive int. "
                 f"Received: max_chars_per_word={max_chars_per_word!r}"
             )
-        tokens, source = load_vocabulary(vocabulary)
-        self.vocabulary_file = (
-            os.fspath(vocabulary)
-            if isinstance(vocabulary, (str, os.PathLike))
-            else None
-        )
         self.lowercase = lowercase
         self.max_chars_per_word = max_chars_per_word
-        self._vocabulary = tokens
-        self._token_to_id = {}
+        self.vocabulary_file = None
+        self._vocabulary = None
+        if vocabulary is not None:
+            self.set_vocabulary(vocabulary)
+        self.built = True
+
+    def set_vocabulary(self, vocabulary):
+        """Sets the tokens and builds the in-graph tables from them.
+
+        `BertTokenizer(None)` (what a `.keras` file's config holds) gets its
+        vocabulary here, from `load_assets`.
+
+        Args:
+            vocabulary: list of str (one token per id), or the path of a
+                `vocab.txt` file with one token per line.
+        """
+        tokens, source = load_vocabulary(vocabulary)
+        lowercase = self.lowercase
+        max_chars_per_word = self.max_chars_per_word
+        token_to_id = {}
         for index, token in enumerate(tokens):
             # Like the reference's dict: a repeated token keeps its last id.
-            self._token_to_id[token] = index
+            token_to_id[token] = index
         for token in SPECIAL_TOKENS:
-            if token not in self._token_to_id:
+            if token not in token_to_id:
                 raise ValueError(
                     f"The special token {token!r} is missing from the "
                     f"vocabulary ({source}). BERT needs all of "
                     f"{list(SPECIAL_TOKENS)}; add the missing line(s) to the "
                     "vocabulary, or build one with tools/build_vocab.py."
                 )
+        self.vocabulary_file = (
+            os.fspath(vocabulary)
+            if isinstance(vocabulary, (str, os.PathLike))
+            else None
+        )
+        self._vocabulary = tokens
+        self._token_to_id = token_to_id
         self.pad_token_id = self._token_to_id["[PAD]"]
         self.unk_token_id = self._token_to_id["[UNK]"]
         self.cls_token_id = self._token_to_id["[CLS]"]
@@ -299,17 +325,31 @@ class BertTokenizer(keras.layers.Layer):
         self._fast_path_pattern = _fast_path_pattern(
             lowercase, max_chars_per_word
         )
-        self.built = True
+
+    def _require_vocabulary(self):
+        if self._vocabulary is None:
+            raise ValueError(
+                "This BertTokenizer has no vocabulary yet (a config holds none: it "
+                "is saved as an asset of the .keras file). Load the model with "
+                "keras.models.load_model('model.keras'), or call "
+                "set_vocabulary('vocab.txt')."
+            )
+        return self._vocabulary
+
+    @property
+    def has_vocabulary(self):
+        """bool: False until `set_vocabulary` (or `load_assets`) has run."""
+        return self._vocabulary is not None
 
     @property
     def vocabulary(self):
         """The tokens, as a list of str indexed by id."""
-        return list(self._vocabulary)
+        return list(self._require_vocabulary())
 
     @property
     def vocab_size(self):
         """int: number of ids."""
-        return len(self._vocabulary)
+        return len(self._require_vocabulary())
 
     def token_to_id(self, token):
         """The id of one token (str). Raises KeyError naming it if absent."""
@@ -492,6 +532,7 @@ class BertTokenizer(keras.layers.Layer):
         )
 
     def _prepare(self, inputs):
+        self._require_vocabulary()
         if not isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
             inputs = tf.convert_to_tensor(inputs)
         if inputs.dtype != tf.string:
@@ -554,11 +595,42 @@ class BertTokenizer(keras.layers.Layer):
         )
         return tuple(x[0] for x in outputs) if scalar else outputs
 
+    def save_assets(self, dir_path):
+        """Writes the vocabulary into a `.keras` file's assets (Keras calls this).
+
+        One token a line in `vocab.txt`, the model directory's format; a
+        vocabulary with a token that a line cannot hold (a line break in it,
+        whitespace around it or a leading byte order mark, which reading
+        vocab.txt strips) goes to `vocabulary.json` instead, so that every
+        id keeps its token.
+        """
+        tokens = self._require_vocabulary()
+        if tokens[0].startswith("\ufeff") or any(
+                t != t.strip() or "\n" in t or "\r" in t for t in tokens):
+            with open(os.path.join(dir_path, _VOCAB_JSON), "w", encoding="utf-8") as f:
+                json.dump(tokens, f, ensure_ascii=False)
+        else:
+            save_vocabulary(tokens, os.path.join(dir_path, _VOCAB_TXT))
+
+    def load_assets(self, dir_path):
+        """Reads the vocabulary that `save_assets` wrote (Keras calls this)."""
+        path = os.path.join(dir_path, _VOCAB_JSON)
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                self.set_vocabulary(json.load(f))
+        else:
+            self.set_vocabulary(os.path.join(dir_path, _VOCAB_TXT))
+        # The path is inside Keras' temporary folder: not a file to keep.
+        self.vocabulary_file = None
+
     def get_config(self):
+        # The vocabulary is an asset (`save_assets`): a 30,522-token list
+        # inline would make the config (and every error that prints it)
+        # hundreds of KB.
         config = super().get_config()
         config.update(
             {
-                "vocabulary": self.vocabulary,
+                "vocabulary": None,
                 "lowercase": self.lowercase,
                 "max_chars_per_word": self.max_chars_per_word,
             }

@@ -19,9 +19,11 @@ class StepLogger(keras.callbacks.Callback):
         step 200/1000 loss 7.0213 mlm_loss 6.3311 masked_lm_accuracy 0.0820
         nsp_loss 0.6902 nsp_accuracy 0.5312 learning_rate 9.0e-05
         examples/s 412.3 (12.1 s) ETA 1:05
-    On a terminal, a Keras progress bar (step, ETA, metrics) and the same
-    lines above it as a record. A resumed run counts its rate and ETA from
-    the step it resumed at. Built on `keras_bert.progress.Progress`.
+    On a terminal, only a Keras progress bar (step, ETA, metrics): one
+    display per mode, so no two ETAs or losses disagree on screen (lines
+    printed above a bar would show their own). A resumed run counts its
+    rate and ETA from the step it resumed at. Built on
+    `keras_bert.progress.Progress`.
 
     Args:
         log_every: int, steps between lines.
@@ -48,8 +50,7 @@ class StepLogger(keras.callbacks.Callback):
             self._last_step, self._last_time = batch, time.perf_counter()
             self.progress = Progress(
                 self.total_steps, unit="step", mode=self.mode, every=self.log_every,
-                stream=self.stream or sys.stdout, initial=batch, format_line=self._line,
-                lines_in_bar_mode=True)
+                stream=self.stream or sys.stdout, initial=batch, format_line=self._line)
 
     def on_train_batch_end(self, batch, logs=None):
         if self.progress is None:

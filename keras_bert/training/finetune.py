@@ -19,11 +19,14 @@
    run. Checkpoints for resuming go to `output_dir + ".checkpoints"` and are
    removed when the run ends (only the files `finetune` wrote there, see
    `remove_checkpoints`; a folder of something else is refused at the
-   start, `check_outputs`); rerunning the same command after a crash or
-   SIGTERM resumes there (and says so). SIGTERM saves a checkpoint of the
-   current step and raises `TrainingInterrupted`;
+   start, `check_outputs`); rerunning the same command after a crash,
+   SIGTERM or Ctrl-C resumes there (and says so). SIGTERM and SIGINT
+   (Ctrl-C) save a checkpoint of the current step and raise
+   `TrainingInterrupted`;
 5. feedback: a progress bar with ETA on a terminal, a line every
-   `log_every` steps elsewhere (`StepLogger`), one line per evaluation, and
+   `log_every` steps elsewhere (`StepLogger`; one or the other, never
+   both), the set-up and one line per evaluation (printed to stdout when
+   the program configured no logging), and
    with `log_dir` TensorBoard logs (train/: the training metrics every
    `log_every` steps; eval/: every evaluation, at its global step).
 
@@ -52,6 +55,7 @@ from keras_bert.data import batching
 from keras_bert.files import Kind, check_not_input, prepare_output_dir, remove_own
 from keras_bert.models.model_dir import CONFIG_FILE, MODEL_DIR_KIND, VOCAB_FILE, read_task_info
 from keras_bert.models.registry import get_task, task_names
+from keras_bert.progress import default_log_handler
 from keras_bert.text import BertTokenizer, infer_lowercase
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training.distribute import resolve_strategy, strategy_name, worker_info
@@ -69,11 +73,45 @@ STATE_FILE = "finetune_state.json"
 
 
 def predict_batches(model, dataset):
-    """Runs `model` (inference mode) over (features, ...) batches; yields numpy outputs."""
-    predict = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+    """Runs `model` (inference mode) over (features, ...) batches; yields numpy outputs.
+
+    One traced function per model and input structure, whatever the batch
+    shapes (every dimension is None in its input signature) and however
+    many evaluations: each epoch's evaluation reuses it, so TensorFlow never
+    retraces (nor warns that it does).
+    """
+    spec = dataset.element_spec
+    features_spec = spec[0] if isinstance(spec, tuple) else spec
+    predict = inference_function(model, features_spec)
     for element in dataset:
         features = element[0] if isinstance(element, tuple) else element
         yield keras.tree.map_structure(lambda t: np.asarray(t), predict(features))
+
+
+def inference_function(model, features_spec):
+    """`model(x, training=False)` as a tf.function for inputs like `features_spec`, kept on the model.
+
+    Args:
+        model: a Keras model.
+        features_spec: a structure of `tf.TensorSpec` (a dataset's
+            `element_spec` of the features); its shapes are relaxed to
+            None in every dimension.
+
+    Returns:
+        A `tf.function` traced at most once.
+    """
+    signature = tf.nest.map_structure(
+        lambda s: tf.TensorSpec([None] * s.shape.rank, s.dtype), features_spec)
+    key = repr(signature)
+    functions = model.__dict__.get("_keras_bert_inference_functions")
+    if functions is None:
+        functions = {}
+        # object.__setattr__: Keras must not track the dict as model state.
+        object.__setattr__(model, "_keras_bert_inference_functions", functions)
+    if key not in functions:
+        functions[key] = tf.function(lambda x: model(x, training=False),
+                                     input_signature=[signature])
+    return functions[key]
 
 
 class FinetuneTask:
@@ -81,7 +119,8 @@ class FinetuneTask:
 
     Subclasses set `name`, `model_class`, `metrics` (higher is better, the
     first is the default early-stopping metric) and implement `prepare`,
-    `model_kwargs`, `loss`, `evaluate`.
+    `model_kwargs`, `evaluate`. The loss is the model's own
+    (`model_class.default_loss`, what `compile()` uses by default).
     """
 
     name = None
@@ -131,8 +170,26 @@ class FinetuneTask:
             return self.base_info.get("task_config", {}).get("label_names")
         return None
 
+    @classmethod
+    def default_optimizer(cls):
+        """The optimizer task models compile with by default (`BertTask.compile`).
+
+        `create_optimizer` with `FinetuneOptions`' defaults: AdamW, learning
+        rate 5e-5, weight decay 0.01 (LayerNorm and biases excluded),
+        epsilon 1e-6, global clipnorm 1.0. The rate is constant: warmup
+        and decay need the run's step count, which `compile` does not know
+        (`finetune` builds the scheduled one).
+        """
+        options = FinetuneOptions()
+        return create_optimizer(
+            options.learning_rate, None, weight_decay=options.weight_decay,
+            global_clipnorm=options.global_clipnorm)
+
     def build_model(self, dtype=None):
-        return self.model_class.from_pretrained(self.model_dir, dtype=dtype, **self.model_kwargs())
+        # "auto": a fine-tuned directory of the task keeps its head unless
+        # the new labels change its shape (then a warning says it is new).
+        return self.model_class.from_pretrained(
+            self.model_dir, dtype=dtype, new_head="auto", **self.model_kwargs())
 
     def training_batches(self, batch_size, seed, input_pipeline_id=0, num_input_pipelines=1):
         return batching.training_batches(
@@ -563,9 +620,17 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     Returns:
         `FinetuneResult`.
 
+    Feedback: the set-up, data report, every evaluation and early
+    stopping are logged to the `keras_bert` loggers at INFO; when the
+    program has not configured logging (no handler on "keras_bert" nor on
+    the root logger), they are printed to stdout for the run
+    (`keras_bert.progress.default_log_handler`). The step progress is a bar
+    on a terminal, lines elsewhere: one display, never both.
+
     Raises:
-        TrainingInterrupted: after SIGTERM, once a checkpoint of the current
-            step is saved; the same call again resumes from it.
+        TrainingInterrupted: after SIGTERM or SIGINT (Ctrl-C), once a
+            checkpoint of the current step is saved; the same call again
+            resumes from it.
 
     Example:
     >>> train = read_task_data("classification", "train.csv", training=True)
@@ -574,6 +639,14 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     ...                   train, dev, FinetuneOptions(epochs=2))
     >>> result.best_metrics["accuracy"]
     """
+    with default_log_handler():
+        return _finetune(task, model_dir, output_dir, train_data, eval_data, options,
+                         checkpoint_dir, callbacks, strategy, log_dir, progress)
+
+
+def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
+              checkpoint_dir=None, callbacks=None, strategy=None, log_dir=None, progress="auto"):
+    """`finetune`, with its logging set up."""
     task_class = finetune_task_class(task)
     options = options or FinetuneOptions()
     checkpoint_dir = checkpoint_dir or output_dir.rstrip("/") + ".checkpoints"
@@ -607,8 +680,9 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
             options.learning_rate, total_steps, warmup_steps, weight_decay=options.weight_decay,
             global_clipnorm=options.global_clipnorm, loss_scale=options.dtype == "mixed_float16",
             lr_multipliers=multipliers)
-        loss_weights = getattr(runner_task, "loss_weights", lambda: None)()
-        model.compile(optimizer=optimizer, loss=runner_task.loss(), loss_weights=loss_weights)
+        # The loss (and loss weights) are the model's defaults; no Keras
+        # metrics: the task's own are computed after each epoch.
+        model.compile(optimizer=optimizer, metrics=None)
     logger.info(
         "%s: %d training examples, %d steps/epoch x %d epochs, batch %d, lr %g (warmup %d "
         "steps), max_seq_length %d, dtype %s, jit_compile %s, strategy %s", task,

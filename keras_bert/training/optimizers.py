@@ -317,7 +317,8 @@ def create_optimizer(
     Args:
         learning_rate: float, peak learning rate.
         num_train_steps: int, optimizer updates in the whole run (the rate
-            reaches 0 there).
+            reaches 0 there); None for a constant `learning_rate` (no
+            warmup, no decay).
         warmup_steps: int, updates of linear warmup.
         optimizer: "adamw" (`AdamW`) or "lamb" (`Lamb`: Adam moments with
             a per-variable trust ratio; its weight decay is the same
@@ -361,8 +362,16 @@ def create_optimizer(
             "Expected gradient_accumulation_steps to be an int >= 1. Received: "
             f"gradient_accumulation_steps={gradient_accumulation_steps!r}"
         )
-    schedule = LinearWarmupLinearDecay(learning_rate, num_train_steps, warmup_steps)
-    if gradient_accumulation_steps > 1:
+    if num_train_steps is None:
+        if warmup_steps:
+            raise ValueError(
+                "warmup_steps needs num_train_steps (the schedule's length). Received: "
+                f"warmup_steps={warmup_steps!r}, num_train_steps=None"
+            )
+        schedule = float(learning_rate)
+    else:
+        schedule = LinearWarmupLinearDecay(learning_rate, num_train_steps, warmup_steps)
+    if gradient_accumulation_steps > 1 and num_train_steps is not None:
         schedule = PerUpdateSchedule(schedule, gradient_accumulation_steps)
     cls = AdamW if optimizer == "adamw" else Lamb
     result = cls(

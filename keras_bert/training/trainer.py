@@ -51,15 +51,27 @@ def own_checkpoint_files(directory):
             if _CHECKPOINT_FILE.match(name) or re.match(r"^data-worker-\d+$", name)]
 
 
-class TrainingInterrupted(Exception):
-    """Raised by `Trainer.train` after SIGTERM, once a checkpoint is saved."""
+# The signals that stop training after a checkpoint: a scheduler's SIGTERM and Ctrl-C.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
-    def __init__(self, step):
+
+class TrainingInterrupted(Exception):
+    """Raised by `Trainer.train` after SIGTERM or SIGINT (Ctrl-C), once a checkpoint is saved.
+
+    Attributes:
+        step: int, the step saved.
+        signum: int, the signal received; a program that ends on it should
+            exit with 128 + signum (143 for SIGTERM, 130 for Ctrl-C).
+    """
+
+    def __init__(self, step, signum=signal.SIGTERM):
+        name = "SIGINT (Ctrl-C)" if signum == signal.SIGINT else signal.Signals(signum).name
         super().__init__(
-            f"Training stopped by SIGTERM at step {step}; a checkpoint was saved. "
+            f"Training stopped by {name} at step {step}; a checkpoint was saved. "
             "Run the same command again to resume."
         )
         self.step = step
+        self.signum = int(signum)
 
 
 def _inner_optimizer(optimizer):
@@ -153,6 +165,7 @@ class Trainer:
 
         self._train_function = self._make_train_function(jit_compile)
         self._stop_requested = threading.Event()
+        self._stop_signal = signal.SIGTERM
 
     # --- The step --------------------------------------------------------
 
@@ -252,14 +265,19 @@ class Trainer:
     # --- The loop --------------------------------------------------------
 
     def _request_stop(self, signum, frame):
+        if signum == signal.SIGINT and self._stop_requested.is_set():
+            # A second Ctrl-C: the user does not want to wait for the step to end.
+            raise KeyboardInterrupt
+        self._stop_signal = signum
         self._stop_requested.set()
 
     def train(self, num_steps, callbacks=None, verbose=1, log_every=100):
         """Trains until step `num_steps`, resuming from the latest checkpoint.
 
         Metrics are running means since the last multiple of `log_every`
-        (they are reset there). SIGTERM (single worker) finishes the current
-        step, saves a checkpoint and raises `TrainingInterrupted`.
+        (they are reset there). SIGTERM or SIGINT (Ctrl-C; single worker)
+        finishes the current step, saves a checkpoint and raises
+        `TrainingInterrupted`; a second Ctrl-C stops at once, unsaved.
 
         Args:
             num_steps: int, the final step (optimizer updates in total).
@@ -275,9 +293,10 @@ class Trainer:
         callbacks = keras.callbacks.CallbackList(
             callbacks, add_history=True, add_progbar=bool(verbose) and self.is_chief,
             verbose=verbose, epochs=1, steps=num_steps, model=self.model)
-        handler = None
+        handlers = {}
         if self.num_workers == 1 and threading.current_thread() is threading.main_thread():
-            handler = signal.signal(signal.SIGTERM, self._request_stop)
+            handlers = {signum: signal.signal(signum, self._request_stop)
+                        for signum in STOP_SIGNALS}
         logs = {}
         self._stop_requested.clear()
         self.model.stop_training = False
@@ -303,12 +322,12 @@ class Trainer:
                 if crossed or step >= num_steps or stopping:
                     self.save()
                 if self._stop_requested.is_set():
-                    raise TrainingInterrupted(step)
+                    raise TrainingInterrupted(step, self._stop_signal)
                 if self.model.stop_training:  # A callback ended the run early.
                     break
             callbacks.on_epoch_end(0, logs)
             callbacks.on_train_end(logs)
         finally:
-            if handler is not None:
-                signal.signal(signal.SIGTERM, handler)
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
         return logs

@@ -251,8 +251,10 @@ def test_fine_tuned_sequence_classifier_keeps_its_head_and_label_names(tmp_path,
                         batch["padding_mask"])
     np.testing.assert_allclose(np.asarray(classifier(batch)),
                                ref["pooled_output"] @ head_w.T + head_b, atol=1e-4)
-    # Asking for another label count keeps the encoder and starts a new head.
-    fresh = BertClassifier.from_pretrained(folder, num_classes=5)
+    # Another label count would discard the trained head: only when asked.
+    with pytest.raises(ValueError, match="new_head=True"):
+        BertClassifier.from_pretrained(folder, num_classes=5)
+    fresh = BertClassifier.from_pretrained(folder, num_classes=5, new_head=True)
     assert fresh.num_classes == 5 and fresh.label_names is None
 
 

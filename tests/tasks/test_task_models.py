@@ -66,8 +66,11 @@ def test_from_pretrained_takes_encoder_weights_and_fresh_head(encoder, batch, tm
     again = BertClassifier.from_pretrained(tmp_path / "clf")
     assert again.task_info["max_seq_length"] == 7
     assert_all_close(again(batch), classifier(batch))
-    # A different head size gives a fresh head on the same encoder weights.
-    five = BertClassifier.from_pretrained(tmp_path / "clf", num_classes=5)
+    # A different head size discards the trained head: only when asked to,
+    # and then a fresh head on the same encoder weights.
+    with pytest.raises(ValueError, match="num_classes=5.*new_head=True"):
+        BertClassifier.from_pretrained(tmp_path / "clf", num_classes=5)
+    five = BertClassifier.from_pretrained(tmp_path / "clf", num_classes=5, new_head=True)
     assert five(batch).shape == (2, 5)
     assert_all_close(five.encoder(batch), encoder(batch))
     # Any model directory gives its encoder.

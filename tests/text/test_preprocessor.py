@@ -140,12 +140,17 @@ def test_saved_model_round_trip(vocab_path, tmp_path):
     assert result.stdout.strip().splitlines()[-1] == "[101, 7592, 999, 102]"
 
 
-def test_config_round_trip(preprocessor):
+def test_config_round_trip(preprocessor, tmp_path):
     clone = keras.saving.deserialize_keras_object(
         keras.saving.serialize_keras_object(preprocessor)
     )
     assert isinstance(clone, BertPreprocessor)
     assert clone.get_config() == preprocessor.get_config()
+    # The vocabulary travels as an asset (as in a .keras file), not in the config.
+    with pytest.raises(ValueError, match="no vocabulary yet"):
+        clone(tf.constant(TEXTS))
+    preprocessor.tokenizer.save_assets(str(tmp_path))
+    clone.tokenizer.load_assets(str(tmp_path))
     _assert_same(clone(tf.constant(TEXTS)), preprocessor(tf.constant(TEXTS)))
 
 

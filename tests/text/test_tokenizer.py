@@ -207,13 +207,18 @@ def test_graph_modes_and_scalar_input(tokenizer):
     assert tokenizer(np.array(texts)).to_list() == want
 
 
-def test_config_round_trip(tokenizer):
+def test_config_round_trip(tokenizer, tmp_path):
     config = tokenizer.get_config()
     assert config["lowercase"] is True and config["max_chars_per_word"] == 100
+    # The vocabulary is an asset (vocab.txt in a .keras file), not config.
+    assert config["vocabulary"] is None
     clone = keras.saving.deserialize_keras_object(
         keras.saving.serialize_keras_object(tokenizer)
     )
-    assert isinstance(clone, BertTokenizer)
+    assert isinstance(clone, BertTokenizer) and not clone.has_vocabulary
+    tokenizer.save_assets(str(tmp_path))
+    assert (tmp_path / "vocab.txt").read_text().splitlines() == tokenizer.vocabulary
+    clone.load_assets(str(tmp_path))
     text = tf.constant(["Round trip, héllo!"])
     assert clone(text).to_list() == tokenizer(text).to_list()
 

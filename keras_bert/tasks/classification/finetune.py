@@ -1,6 +1,5 @@
 """ClassificationTask: sentence (pair) classification or regression fine-tuning."""
 
-import keras
 import numpy as np
 
 from keras_bert.data import batching
@@ -82,11 +81,6 @@ class ClassificationTask(FinetuneTask):
             "label_names": self.label_names,
             "dropout_rate": self.options.dropout_rate,
         }
-
-    def loss(self):
-        if self.regression:
-            return keras.losses.MeanSquaredError()
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
     def evaluate(self, model, batch_size):
         batches = batching.eval_batches(self.eval_dataset, batch_size)

@@ -21,13 +21,43 @@ class BertClassifier(DenseHeadTask):
         label_names: optional list of `num_classes` label strings, saved in
             task.json and used by exports.
 
+    Strings work after `from_pretrained`: it attaches a `BertPreprocessor`
+    (the directory's vocab.txt, lowercase and max_seq_length), so `fit`,
+    `evaluate` and `predict` take raw text: a list of str, a numpy or
+    tf.string array, a pair `(texts_a, texts_b)` of them, or a batched
+    `tf.data.Dataset` of `(texts, labels)`. Without a preprocessor they take
+    the encoder's integer input dict.
+
+    Compiled by default: `from_pretrained` returns the model compiled with
+    the fine-tuning recipe, and `compile()` with no arguments does the same:
+    keras_bert's AdamW (learning rate 5e-5, weight decay 0.01, epsilon
+    1e-6, global clipnorm 1.0, constant rate), sparse categorical
+    cross-entropy on the logits (mean squared error for num_classes=1) and
+    accuracy (mean absolute error). Any argument may be given instead; a
+    loss that reads probabilities is refused. A `.keras` file keeps the
+    compile configuration.
+
     Example:
-    >>> classifier = BertClassifier(encoder, num_classes=3)
-    >>> classifier.compile(optimizer="adam",
-    ...     loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    >>> classifier.fit(x, labels)
+    >>> classifier = BertClassifier.from_pretrained("models/minilm", num_classes=3,
+    ...                                             label_names=["neg", "neu", "pos"])
+    >>> classifier.fit(["what a day", "not again"], [2, 0], epochs=1)
+    >>> classifier.predict(["what a day"]).argmax(-1)
+    >>> classifier = BertClassifier(encoder, num_classes=3)  # Integer inputs.
+    >>> classifier.compile()
+    >>> classifier.fit(inputs, labels)
     """
 
     def __init__(self, encoder, num_classes, dropout_rate=None, label_names=None, **kwargs):
         super().__init__(encoder, num_classes, dropout_rate, label_names,
                          feature="pooled_output", **kwargs)
+
+    def default_loss(self):
+        # Regression (num_classes=1, e.g. STS-B): the output is the value itself.
+        if self.num_classes == 1:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        if self.num_classes == 1:
+            return [keras.metrics.MeanAbsoluteError(name="mae")]
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]

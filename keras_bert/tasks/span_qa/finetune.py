@@ -3,7 +3,6 @@
 import json
 import os
 
-import keras
 
 from keras_bert.data import batching
 from keras_bert.tasks.span_qa import metrics as metrics_lib
@@ -42,14 +41,6 @@ class SpanQATask(FinetuneTask):
 
     def model_kwargs(self):
         return {}
-
-    def loss(self):
-        # Start and end cross-entropy, averaged (run_squad.py's total_loss).
-        ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        return {"start_logits": ce, "end_logits": ce}
-
-    def loss_weights(self):
-        return {"start_logits": 0.5, "end_logits": 0.5}
 
     def evaluate(self, model, batch_size):
         batches = batching.eval_batches(self.eval_dataset, batch_size)

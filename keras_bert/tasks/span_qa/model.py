@@ -1,11 +1,13 @@
 """BertSpanLabeler: start and end logits for extractive question answering."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_bert.layers.activations import initializer
 from keras_bert.export.export import predict_text
-from keras_bert.models.task import BertTask
+from keras_bert.models.task import BertTask, text_inputs
+from keras_bert.tasks.span_qa.windows import resolve_query_length
 
 _MASK_VALUE = -1e9
 
@@ -43,8 +45,10 @@ class BertSpanLabeler(BertTask):
     Inputs: the encoder input dict of [CLS] question [SEP] context [SEP].
     Outputs (a dict): `start_logits`, `end_logits`, float32
     [batch_size, seq_length]; padded positions are -1e9 so they never win.
-    Train with sparse categorical cross-entropy (from_logits) on the start
-    and end token positions.
+    Compiled by default (`from_pretrained`, or `compile()` with no
+    arguments): keras_bert's AdamW as in fine-tuning, and the mean of the
+    start and end sparse categorical cross-entropies on the logits
+    (run_squad.py's loss), with start and end position accuracy.
 
     Args:
         encoder: a `BertEncoder`.
@@ -62,6 +66,20 @@ class BertSpanLabeler(BertTask):
     Example:
     >>> qa = BertSpanLabeler(encoder)
     >>> out = qa(inputs); out["start_logits"].shape  # (batch, seq)
+
+    `fit` and `evaluate` also take SQuAD's answers as they come:
+    `fit((questions, contexts), answers)`, one answer entry per question,
+    each `{"text": [...], "answer_start": [...]}` (character offsets into
+    the context; a bare str / int for a single answer; empty lists for a
+    SQuAD v2.0 question without answer), or Hugging Face's column form
+    `{"text": [[...], ...], "answer_start": [[...], ...]}`. Contexts are cut
+    into windows and answers labeled as the SQuAD reader does
+    (`reader.squad_features`, the first answer whose offsets match its
+    text), with task.json's `doc_stride` and `max_query_length` (default
+    128 and 64). An answer whose offsets do not match its text is an error.
+
+    >>> qa.fit((["Who lives in Paris?"], ["John lives in Paris."]),
+    ...        [{"text": ["John"], "answer_start": [0]}])
     """
 
     uses_pooler = False
@@ -84,6 +102,51 @@ class BertSpanLabeler(BertTask):
         outputs = self.span_logits(self.output_dense(sequence), inputs["padding_mask"])
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
+    def default_loss(self):
+        # Start and end cross-entropy, averaged (run_squad.py's total_loss).
+        ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        return {"start_logits": ce, "end_logits": ce}
+
+    def default_loss_weights(self):
+        return {"start_logits": 0.5, "end_logits": 0.5}
+
+    def default_metrics(self):
+        return {name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+                for name in ("start_logits", "end_logits")}
+
+    def _text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        """(questions, contexts) with SQuAD answers -> batched (inputs, positions); else as BertTask."""
+        texts = text_inputs(x)
+        if texts is None or len(texts) != 2 or not _is_answers(y):
+            return super()._text_dataset(x, y, sample_weight, batch_size, shuffle)
+        from keras_bert.tasks.span_qa import reader as squad
+
+        preprocessor = self._require_preprocessor()
+        if sample_weight is not None:
+            raise ValueError(
+                "sample_weight is not taken with SQuAD answers: a question's windows are "
+                "weighed alike. Pass the integer input dict to weigh windows yourself.")
+        questions, contexts = (_strings(t) for t in texts)
+        if len(questions) != len(contexts):
+            raise ValueError(
+                f"Expected as many contexts as questions. Received: {len(questions)} "
+                f"questions and {len(contexts)} contexts.")
+        data = squad.squad_data(questions, contexts, _answer_rows(y, len(questions)))
+        info = getattr(self, "task_info", None) or {}
+        max_seq_length = preprocessor.max_seq_length or preprocessor.sequence_length
+        # As the serving module: the saved length, checked (never cut), or its default.
+        max_query_length = resolve_query_length(max_seq_length, info.get("max_query_length"))
+        features = squad.squad_features(
+            data, preprocessor.tokenizer, max_seq_length, info.get("doc_stride", 128),
+            max_query_length, training=True)
+        if data.report.num_skipped:
+            raise ValueError(f"{data.report.messages[-1]}. Fix or leave out that answer.")
+        dataset = squad.squad_dataset(features).apply(
+            tf.data.experimental.assert_cardinality(len(features)))
+        if shuffle:
+            dataset = dataset.shuffle(max(len(features), 1), reshuffle_each_iteration=True)
+        return dataset.padded_batch(batch_size or 32).prefetch(tf.data.AUTOTUNE)
+
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         # Lists, arrays and string datasets all return the decoded dict.
         texts = self._predict_texts(x)
@@ -91,3 +154,49 @@ class BertSpanLabeler(BertTask):
             return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
                                    callbacks=callbacks)
         return predict_text(self, texts, batch_size=batch_size or 64)
+
+
+def _strings(texts):
+    """A batch of strings as a list of str."""
+    values = texts.numpy() if hasattr(texts, "numpy") else texts
+    return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in list(values)]
+
+
+def _is_answers(y):
+    """SQuAD answers: a list of {"text", "answer_start"} dicts, or a dict of such columns."""
+    if isinstance(y, dict):
+        return "answer_start" in y
+    return (isinstance(y, (list, tuple)) and len(y) > 0
+            and all(isinstance(a, dict) and "answer_start" in a for a in y))
+
+
+def _answer_rows(y, count):
+    """SQuAD answers -> one list of {"text": str, "answer_start": int} per question."""
+    if isinstance(y, dict):
+        texts, starts = y.get("text"), y.get("answer_start")
+        if not (isinstance(texts, (list, tuple)) and isinstance(starts, (list, tuple))
+                and all(isinstance(v, (list, tuple)) for v in list(texts) + list(starts))):
+            raise ValueError(
+                "A dict of answers holds one list per question in each column: "
+                "{'text': [['John'], ...], 'answer_start': [[0], ...]}. For one question, "
+                "pass a list of one answer dict: [{'text': ['John'], 'answer_start': [0]}].")
+        y = [{"text": t, "answer_start": s} for t, s in zip(texts, starts)]
+    if len(y) != count:
+        raise ValueError(
+            f"Expected one answer entry per question ({count}). Received: {len(y)} entries.")
+    rows = []
+    for i, answer in enumerate(y):
+        texts, starts = answer.get("text", []), answer.get("answer_start", [])
+        if isinstance(texts, (str, bytes)):
+            texts = [texts]
+        if not isinstance(starts, (list, tuple)) and not hasattr(starts, "__len__"):
+            starts = [starts]
+        texts, starts = list(texts), [int(s) for s in starts]
+        if len(texts) != len(starts):
+            raise ValueError(
+                f"answers[{i}] has {len(texts)} texts but {len(starts)} answer_start "
+                f"offsets; give one offset per answer text.")
+        rows.append([{"text": t.decode("utf-8") if isinstance(t, bytes) else t,
+                      "answer_start": s} for t, s in zip(texts, starts)])
+    return rows
+

@@ -190,6 +190,39 @@ def _check_answers(answers, context, where, training, report):
     return spans, texts
 
 
+def squad_data(questions, contexts, answers):
+    """Questions held in memory -> `SquadData` for training, checked as `read_squad` checks a file.
+
+    `BertSpanLabeler.fit((questions, contexts), answers)` reads its answers
+    through this; an answer whose offsets do not match its text is an
+    error here (a file's is skipped and counted).
+
+    Args:
+        questions, contexts: lists of str.
+        answers: list (one per question) of lists of {"text", "answer_start"};
+            an empty list marks a question without answer (SQuAD v2.0).
+
+    Returns:
+        `SquadData`; raises ValueError naming the first answer whose
+        offsets do not point at its text.
+    """
+    report = DataReport("answers", max_logged=0)
+    result = SquadData([], False, report)
+    for i, (question, context, rows) in enumerate(zip(questions, contexts, answers)):
+        where = f"answers[{i}]"
+        spans, texts = _check_answers(rows, context, where, True, report)
+        impossible = not rows
+        if not impossible and not spans:
+            raise ValueError(
+                f"{report.messages[-1]}. Fix answer_start (a character offset into "
+                f"contexts[{i}]) or the answer text.")
+        result.version_2_with_negative |= impossible
+        result.questions.append(SquadQuestion(
+            str(i), question, context, spans, texts, impossible, where))
+        report.kept()
+    return result
+
+
 @dataclasses.dataclass
 class SquadFeatures:
     """Windows of the questions, one entry per window.

@@ -77,14 +77,8 @@ class SpanQAServingModule(BertServingModule):
                 f"Span QA needs room for [CLS] question [SEP] context [SEP]. "
                 f"Received: a packed length of {length}."
             )
-        if max_query_length is None:
-            # Not set (a model without fine-tuning settings): run_squad.py's
-            # 64, or half the window when that is shorter.
-            max_query_length = max(
-                1, min(windows_lib.DEFAULT_MAX_QUERY_LENGTH, (length - 3) // 2))
         # A number that was set is checked as fine-tuning checks it, never cut.
-        windows_lib.check_query_length(length, max_query_length)
-        self.max_query_length = max_query_length
+        self.max_query_length = windows_lib.resolve_query_length(length, max_query_length)
         self.doc_stride = doc_stride
         self.max_answer_length = max_answer_length
         self.n_best_size = n_best_size

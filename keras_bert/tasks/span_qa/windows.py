@@ -51,6 +51,16 @@ def check_query_length(max_seq_length, max_query_length):
         )
 
 
+def resolve_query_length(max_seq_length, max_query_length=None):
+    """The question length to use: the one given, checked (`check_query_length`),
+    or when none was set (a model without fine-tuning settings) run_squad.py's
+    64, or half the window when that is shorter. Never cut silently."""
+    if max_query_length is None:
+        max_query_length = max(1, min(DEFAULT_MAX_QUERY_LENGTH, (max_seq_length - 3) // 2))
+    check_query_length(max_seq_length, max_query_length)
+    return max_query_length
+
+
 def window_layout(context_lengths, window_sizes, doc_stride, max_windows=None):
     """Where each window (feature) of each example starts, and its length.
 

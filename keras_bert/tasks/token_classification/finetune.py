@@ -1,6 +1,5 @@
 """TokenClassificationTask: a tag per word (NER), fine-tuned on CoNLL files."""
 
-import keras
 
 from keras_bert.data import batching
 from keras_bert.tasks.token_classification import metrics as metrics_lib
@@ -48,11 +47,6 @@ class TokenClassificationTask(FinetuneTask):
             "label_names": self.label_names,
             "dropout_rate": self.options.dropout_rate,
         }
-
-    def loss(self):
-        # Label -1 marks pieces that carry no label (not first pieces, [CLS],
-        # [SEP], padding); the mean is over labeled pieces only.
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1)
 
     def predict_tags(self, model, batch_size):
         batches = batching.eval_batches(self.eval_dataset, batch_size, self.padding_values)

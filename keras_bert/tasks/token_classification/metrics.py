@@ -6,6 +6,43 @@ seqeval's default mode (conlleval) reads them.
 
 import collections
 
+import keras
+from keras import ops
+
+# The label of word pieces that carry none (not first pieces, [CLS], [SEP],
+# padding): the reader writes it, the loss and `LabeledTokenAccuracy` skip it.
+IGNORE_LABEL = -1
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class LabeledTokenAccuracy(keras.metrics.SparseCategoricalAccuracy):
+    """Per-token accuracy over the pieces that carry a label.
+
+    Pieces labeled `ignore_class` (-1: not first pieces, special tokens,
+    padding) and pieces of `sample_weight` 0 count for nothing. Keras'
+    `SparseCategoricalAccuracy` would count a -1 label as a wrong guess.
+
+    Args:
+        ignore_class: int, the label of pieces without one.
+        **kwargs: `keras.metrics.SparseCategoricalAccuracy` arguments.
+    """
+
+    def __init__(self, name="accuracy", ignore_class=IGNORE_LABEL, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.ignore_class = ignore_class
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_true = ops.convert_to_tensor(y_true)
+        weight = ops.cast(ops.not_equal(y_true, self.ignore_class), "float32")
+        if sample_weight is not None:
+            weight = weight * ops.reshape(ops.cast(sample_weight, "float32"), ops.shape(weight))
+        return super().update_state(
+            ops.where(ops.equal(y_true, self.ignore_class), 0, y_true), y_pred,
+            sample_weight=weight)
+
+    def get_config(self):
+        return {**super().get_config(), "ignore_class": self.ignore_class}
+
 
 def _split_tag(tag):
     # "B-PER" -> ("B", "PER"); "O" -> ("O", ""); "I-ORG-X" -> ("I", "ORG-X").

@@ -1,18 +1,25 @@
 """BertTokenClassifier: a label per token (NER, POS tagging)."""
 
 import keras
+import numpy as np
+import tensorflow as tf
 
 from keras_bert.export.export import predict_text
 from keras_bert.models.task import DenseHeadTask
+from keras_bert.tasks.token_classification.metrics import IGNORE_LABEL, LabeledTokenAccuracy
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertTokenClassifier(DenseHeadTask):
     """Sequence output -> dropout -> dense: one label distribution per token.
 
-    Output: float32 logits [batch_size, seq_length, num_classes]. Train with
-    a per-token loss and `sample_weight` 0 at padding and at tokens that
-    carry no label (e.g. ## continuations when labels go on the first piece).
+    Output: float32 logits [batch_size, seq_length, num_classes].
+
+    Compiled by default (`from_pretrained`, or `compile()` with no
+    arguments): keras_bert's AdamW as in fine-tuning, per-token sparse
+    categorical cross-entropy on the logits that skips pieces labeled -1
+    (not first pieces, [CLS], [SEP], padding, as the CoNLL reader labels
+    them) and honors `sample_weight`, and the accuracy over labeled pieces.
 
     Args:
         encoder: a `BertEncoder`.
@@ -33,13 +40,113 @@ class BertTokenClassifier(DenseHeadTask):
     >>> tagger(inputs).shape  # (batch, seq, 9)
     >>> tagger = BertTokenClassifier.from_pretrained("models/minilm-ner")
     >>> tagger.predict(["John lives in Paris."])["label"][0]
+
+    `fit` and `evaluate` also take words and tags as CoNLL gives them: a
+    list of word lists and a list of tag lists (tag names from
+    `label_names`, or int ids). Each word is tokenized on its own and its
+    tag goes on its first WordPiece; the other pieces, [CLS], [SEP] and
+    padding get `sample_weight` 0 (the CoNLL reader's labeling, from the
+    same function, `reader.first_piece_examples`).
+
+    >>> tagger.fit([["John", "lives", "in", "Paris"]], [["B-PER", "O", "O", "B-LOC"]])
     """
 
     def __init__(self, encoder, num_classes, dropout_rate=None, label_names=None, **kwargs):
         super().__init__(encoder, num_classes, dropout_rate, label_names,
                          feature="sequence_output", **kwargs)
 
+    def default_loss(self):
+        # Label -1 marks pieces that carry no label (not first pieces, [CLS],
+        # [SEP], padding); the mean is over labeled pieces only.
+        return keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, ignore_class=IGNORE_LABEL)
+
+    def default_metrics(self):
+        return [LabeledTokenAccuracy()]
+
     text_columns = (1,)
+
+    def _text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        """Word lists with tag lists -> batched (inputs, labels, sample_weight); else as BertTask."""
+        if not _is_word_lists(x):
+            return super()._text_dataset(x, y, sample_weight, batch_size, shuffle)
+        from keras_bert.tasks.token_classification.reader import first_piece_examples
+
+        preprocessor = self._require_preprocessor()
+        if y is None:
+            raise ValueError(
+                "Word lists go to fit / evaluate with their tags, one list per sentence: "
+                "fit(words, tags). predict takes texts: predict([\"John lives in Paris.\"]).")
+        if sample_weight is not None:
+            raise ValueError(
+                "sample_weight is not taken with word lists: the weights are 1 on each "
+                "word's first piece and 0 elsewhere. Pass the integer input dict to weigh "
+                "tokens yourself.")
+        tag_ids = self._tag_ids(x, y)
+        max_seq_length = preprocessor.max_seq_length or preprocessor.sequence_length
+        examples = first_piece_examples(x, tag_ids, preprocessor.tokenizer, max_seq_length)
+
+        def weigh(features, labels, word_index):  # Label -1: no tag at this piece.
+            return features, tf.maximum(labels, 0), tf.cast(labels >= 0, tf.float32)
+
+        # A known length: Keras then counts steps and never warns "ran out of data".
+        dataset = examples.map(weigh).apply(tf.data.experimental.assert_cardinality(len(x)))
+        if shuffle:
+            dataset = dataset.shuffle(max(len(x), 1), reshuffle_each_iteration=True)
+        padding = ({"token_ids": 0, "segment_ids": 0, "padding_mask": 0}, 0, 0.0)
+        return dataset.padded_batch(batch_size or 32, padding_values=padding).prefetch(
+            tf.data.AUTOTUNE)
+
+    def _tag_ids(self, words, tags):
+        """Tag names (through label_names) or int ids -> one int32 array per sentence."""
+        if isinstance(tags, np.ndarray) and tags.dtype != object:
+            tags = list(tags)
+        if (isinstance(tags, (str, bytes)) or not hasattr(tags, "__len__")
+                or len(tags) != len(words)):
+            count = len(tags) if hasattr(tags, "__len__") else type(tags).__name__
+            raise ValueError(
+                f"Expected one tag list per sentence: {len(words)} sentences of words. "
+                f"Received: {count} tag lists.")
+        index = {name: i for i, name in enumerate(self.label_names or [])}
+        ids = []
+        for row, (sentence, sentence_tags) in enumerate(zip(words, tags)):
+            if isinstance(sentence_tags, (str, bytes)) or not hasattr(sentence_tags, "__len__"):
+                raise ValueError(
+                    f"Expected tags[{row}] to be a list of tags, one per word. Received: "
+                    f"{sentence_tags!r}")
+            if len(sentence_tags) != len(sentence):
+                raise ValueError(
+                    f"Sentence {row} has {len(sentence)} words but {len(sentence_tags)} tags: "
+                    f"words[{row}]={list(sentence)!r}, tags[{row}]={list(sentence_tags)!r}.")
+            row_ids = []
+            for tag in sentence_tags:
+                row_ids.append(self._tag_id(tag, index, row))
+            ids.append(np.asarray(row_ids, dtype="int32"))
+        return ids
+
+    def _tag_id(self, tag, index, row):
+        if isinstance(tag, bytes):
+            tag = tag.decode("utf-8")
+        if isinstance(tag, str):
+            if tag in index:
+                return index[tag]
+            if not index:
+                raise ValueError(
+                    f"Tag {tag!r} (sentence {row}) is a name, but this tagger has no "
+                    f"label_names. Pass int ids, or build it with label_names=[...], e.g. "
+                    f"from_pretrained(MODEL_DIR, num_classes=..., label_names=[...]).")
+            raise ValueError(
+                f"Unknown tag {tag!r} in sentence {row}; the tagger's label_names are "
+                f"{self.label_names}.")
+        if isinstance(tag, (bool, np.bool_)) or not isinstance(tag, (int, np.integer)):
+            raise ValueError(
+                f"Expected tags to be names from label_names or int ids. Received: {tag!r} "
+                f"in sentence {row}.")
+        if not 0 <= int(tag) < self.num_classes:
+            raise ValueError(
+                f"Tag id {int(tag)} in sentence {row} is out of range: this tagger has "
+                f"num_classes={self.num_classes} (ids 0 to {self.num_classes - 1}).")
+        return int(tag)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         # Lists, arrays and string datasets all return the decoded dict.
@@ -48,3 +155,12 @@ class BertTokenClassifier(DenseHeadTask):
             return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
                                    callbacks=callbacks)
         return predict_text(self, texts, batch_size=batch_size or 64)
+
+
+def _is_word_lists(x):
+    """True for a batch of sentences given as words: a list/tuple of lists/tuples of str."""
+    if not isinstance(x, (list, tuple)) or not x:
+        return False
+    return all(isinstance(sentence, (list, tuple))
+               and all(isinstance(word, (str, bytes)) for word in sentence) for sentence in x
+               ) and any(len(sentence) for sentence in x)

@@ -221,7 +221,7 @@ def token_classification_dataset(sentences, tag_ids, tokenizer, max_seq_length, 
     loss, `SparseCategoricalCrossentropy(ignore_class=-1)`) on other pieces,
     [CLS] and [SEP]; pad them with -1 too (`LABEL_PADDING`). Cached in
     memory: words are tokenized and packed once, `batch_size` sentences at a
-    time.
+    time. `first_piece_examples` on `sentences.words`.
 
     Args:
         sentences: `ConllSentences`.
@@ -236,7 +236,31 @@ def token_classification_dataset(sentences, tag_ids, tokenizer, max_seq_length, 
         word of each first piece, -1 elsewhere (a word missing from it was
         cut by `max_seq_length` or has no pieces).
     """
-    words = tf.ragged.constant(sentences.words, dtype=tf.string)
+    return first_piece_examples(sentences.words, tag_ids, tokenizer, max_seq_length, batch_size)
+
+
+def first_piece_examples(words, tag_ids, tokenizer, max_seq_length, batch_size=128):
+    """Word lists and their tag ids -> unbatched `(encoder inputs, labels, word_index)`.
+
+    The one labeling of words for the tagger: the CoNLL reader
+    (`token_classification_dataset`) and `BertTokenClassifier.fit` on word
+    lists both call it. Each word is tokenized on its own and its tag goes
+    on its first piece (`align_first_pieces`); labels are -1 on the other
+    pieces, [CLS] and [SEP]. Cached in memory.
+
+    Args:
+        words: list (one per sentence) of lists of str.
+        tag_ids: list (one per sentence) of int sequences, as long as the
+            sentence's words.
+        tokenizer: `keras_bert.text.BertTokenizer`.
+        max_seq_length: int, pieces beyond max_seq_length - 2 are cut.
+        batch_size: int, sentences tokenized and packed per call.
+
+    Returns:
+        A `tf.data.Dataset` of `(features, labels, word_index)` as
+        `token_classification_dataset`.
+    """
+    words = tf.ragged.constant([list(w) for w in words], dtype=tf.string, ragged_rank=1)
     tags = tf.ragged.constant([list(t) for t in tag_ids], dtype=tf.int32, ragged_rank=1)
     cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
 
