@@ -13,10 +13,22 @@ from keras_bert.layers import (
 from keras_bert.models import BertEncoder, BertPretrainer, BertTask
 from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
 
+from keras_bert import sources as _sources
+
+
+def _resolve_checkpoint(source):
+    """Any source other than a model directory: the converter, loaded on first use."""
+    from keras_bert.checkpoints.resolve import resolve_source
+
+    return resolve_source(source)
+
+
+_sources.register_source_resolver(_resolve_checkpoint)
+
 # Subpackages load on first use: `import keras_bert; keras_bert.training.create_optimizer`
 # works without `import keras_bert.training` (PEP 562).
-_SUBPACKAGES = ("checkpoints", "data", "export", "layers", "models", "progress", "tasks",
-                "text", "training")
+_SUBPACKAGES = ("checkpoints", "data", "export", "layers", "models", "progress", "sources",
+                "tasks", "text", "training")
 
 
 def __getattr__(name):

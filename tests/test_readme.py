@@ -55,6 +55,9 @@ SKIP = {
         "keras_bert's ids",
     "README.md: $ python tools/finetune.py --task classification --model models/minilm --train tfds:glue/mrpc":
         "TFDS glue/mrpc needs a download (the TFDS path is tested with tfds.testing.mock_data)",
+    "README.md: classifier = BertClassifier.from_pretrained(\"bert-base-uncased\"":
+        "needs the Hugging Face Hub (or its cache); tests/checkpoints/test_sources.py loads "
+        "Hub ids and known names from a fake offline cache",
     "README.md: $ kill -TERM <pid>": "a placeholder pid; tests/training test SIGTERM and resume",
     "README.md: $ python tools/pretrain.py ...same flags...":
         "a placeholder for the command above; tests/training test SIGTERM and resume",

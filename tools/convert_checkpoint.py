@@ -23,6 +23,14 @@ huggingface  A transformers BERT folder (BertModel, BertForPreTraining,
 
 The format is detected from the files unless --format is given.
 
+--input may also be a Hugging Face Hub id (google-bert/bert-base-uncased) or a
+well-known name (bert-base-uncased, all-MiniLM-L6-v2, keras-hub's
+bert_base_en_uncased, ...: keras_bert.checkpoints.KNOWN_NAMES), read from
+huggingface_hub's cache and downloaded when missing (never with HF_HUB_OFFLINE=1).
+A fine-tuned BertForSequenceClassification / BertForTokenClassification keeps
+its head and id2label names. The casing (do_lower_case, Google's uncased_/cased_
+folder name) goes into task.json.
+
 Output
 ------
 MODEL_DIR/config.json, vocab.txt, model.weights.h5: a BertPretrainer's weights
@@ -57,7 +65,9 @@ DEFAULT_TOLERANCE = 1e-3
 
 def build_parser():
     parser = _cli.parser(__doc__, doc_epilog=False)
-    parser.add_argument("--input", required=True, help="Checkpoint folder, prefix or weights file.")
+    parser.add_argument("--input", required=True,
+                        help="Checkpoint folder, prefix or weights file, Hugging Face Hub id "
+                        "or known name (bert-base-uncased).")
     parser.add_argument("--output", required=True, help="Model directory to create.")
     parser.add_argument(
         "--format", choices=FORMATS, default=None, help="Input format (default: detect)."

@@ -17,6 +17,8 @@ from keras_bert.checkpoints.convert import (
     read_checkpoint,
 )
 from keras_bert.checkpoints.google import read_google_checkpoint, write_google_checkpoint
+from keras_bert.checkpoints.hub import KNOWN_NAMES, locate_checkpoint
 from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
+from keras_bert.checkpoints.resolve import resolve_source
 from keras_bert.checkpoints.source import CheckpointError, ConversionReport, SourceCheckpoint
 from keras_bert.checkpoints.minilm import minilm_checkpoint_dir

@@ -17,6 +17,7 @@ import numpy as np
 
 from keras_bert.checkpoints import reference
 from keras_bert.checkpoints.google import read_google_checkpoint
+from keras_bert.checkpoints.hub import locate_checkpoint
 from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
 from keras_bert.checkpoints.source import (
     MLM_WEIGHTS,
@@ -26,7 +27,8 @@ from keras_bert.checkpoints.source import (
     ConversionReport,
 )
 from keras_bert.files import prepare_output_dir, staged_dir
-from keras_bert.models import BertEncoder, BertPretrainer
+from keras_bert.models import BertEncoder, BertPretrainer, get_task
+from keras_bert.models import model_dir as model_dir_lib
 from keras_bert.models.model_dir import MODEL_DIR_KIND
 
 FORMATS = ("google", "huggingface")
@@ -162,12 +164,42 @@ def assign_weights(model, source):
     return [v for v in model.weights if id(v) not in assigned]
 
 
+def text_settings(source, log=None):
+    """The text settings a converted model keeps in task.json, from the source.
+
+    `lowercase` comes from the source (tokenizer config, Google folder name);
+    when the source does not say, it is guessed from vocab.txt and one line
+    says so. The maximum length needs no entry: it is the source config's
+    max_position_embeddings (config.json), which the preprocessor takes by
+    default (at most 512); fine-tuning keeps its own shorter default.
+
+    Args:
+        source: SourceCheckpoint.
+        log: function taking one str; default `logger.warning`.
+
+    Returns:
+        dict with "lowercase" (bool).
+    """
+    from keras_bert.text import infer_lowercase
+
+    log = log or logger.warning
+    lowercase = source.lowercase
+    if lowercase is None:
+        lowercase = infer_lowercase(source.vocab_file)
+        log(f"{source.path} does not say whether it lowercases (no do_lower_case, no "
+            f"uncased_/cased_ folder name): lowercase={lowercase}, guessed from vocab.txt; "
+            f"pass lowercase= to from_pretrained to change it.")
+    return {"lowercase": bool(lowercase)}
+
+
 def build_model(source):
     """A Keras model holding the weights of `source`, and a ConversionReport.
 
-    A `BertPretrainer` when the source has an MLM or NSP head, else a
-    `BertEncoder`. BertPretrainer always has both heads: when the source has
-    only one, the other stays freshly initialized and the report says so.
+    The task model of `source.head` (a fine-tuned Hugging Face classifier,
+    its head and labels included) when there is one; else a `BertPretrainer`
+    when the source has an MLM or NSP head, else a `BertEncoder`.
+    BertPretrainer always has both heads: when the source has only one, the
+    other stays freshly initialized and the report says so.
     """
     report = ConversionReport(
         format=source.format,
@@ -185,16 +217,38 @@ def build_model(source):
     }
     encoder = BertEncoder(**source.config.to_dict())
     model = encoder
-    if parts["mlm_head"] or parts["nsp_head"]:
+    head = source.head
+    if head is not None:
+        # A fine-tuned classifier has no MLM/NSP heads to keep.
+        parts["mlm_head"] = parts["nsp_head"] = False
+        model = get_task(head["task"]).model(
+            encoder=encoder, num_classes=int(head["bias"].shape[0]),
+            label_names=head["label_names"])
+        report.label_names = head["label_names"]
+    elif parts["mlm_head"] or parts["nsp_head"]:
         model = BertPretrainer(encoder=encoder)
     report.loaded_parts = ["encoder"] + [p for p, present in parts.items() if present]
     report.missing_parts = [p for p, present in parts.items() if not present]
 
     left = assign_weights(model, source)
+    if head is not None:
+        dense = model.output_dense
+        for var, value in ((dense.kernel, head["kernel"]), (dense.bias, head["bias"])):
+            if tuple(var.shape) != value.shape:
+                raise CheckpointError(f"{head['source_names']}: the Keras variable {var.path} "
+                                      f"has shape {tuple(var.shape)}, the source gives "
+                                      f"{value.shape}")
+            var.assign(value.astype(var.dtype))
+        report.loaded_parts.append(f"{head['task']}_head")
+        left = [v for v in left if v is not dense.kernel and v is not dense.bias]
+        if head["label_names"] is None:
+            report.warnings.append(
+                f"the source's {head['task']} head has no id2label names; labels are "
+                f"\"0\"..\"{head['bias'].shape[0] - 1}\".")
     expected_left = []
     if not parts["pooler"]:
         expected_left += encoder.pooler.weights
-    if model is not encoder:
+    if isinstance(model, BertPretrainer):
         if not parts["mlm_head"]:
             tied = encoder.embeddings.token_embeddings
             expected_left += [v for v in model.mlm_head.weights if v is not tied]
@@ -212,7 +266,7 @@ def build_model(source):
                 "the source has no pooler (bert/pooler/dense); pooled_output comes "
                 "from a freshly initialized pooler: fine-tune before using it."
             )
-        elif model is not encoder:
+        elif isinstance(model, BertPretrainer):
             report.warnings.append(
                 f"the source has no {part}; BertPretrainer's {part} is freshly "
                 f"initialized."
@@ -333,13 +387,21 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
         if "bert/pooler/dense/kernel" not in source.weights:
             ref.pop("pooled_output")
     out = model_outputs(model, inputs)
+    if source.head is not None and hasattr(model, "output_dense"):
+        # The head is a Linear on the pooled (sequence) output, as in transformers.
+        feature = "pooled_output" if source.head["task"] == "classification" else (
+            "sequence_output")
+        if feature in ref:
+            ref["head_logits"] = ref[feature] @ source.head["kernel"] + source.head["bias"]
+            out["head_logits"] = np.asarray(model(inputs, training=False))
     real = inputs["padding_mask"].astype(bool)
     diffs, failures = {}, []
-    for key in ("sequence_output", "pooled_output", "mlm_logits", "nsp_logits"):
+    for key in ("sequence_output", "pooled_output", "mlm_logits", "nsp_logits",
+                "head_logits"):
         if key not in ref or key not in out:
             continue
         got, want = out[key], ref[key]
-        if key in ("sequence_output", "mlm_logits"):
+        if key in ("sequence_output", "mlm_logits") or got.ndim == 3:
             got, want = got[real], want[real]
         diff = float(np.max(np.abs(got.astype(np.float64) - want)))
         diffs[key] = diff
@@ -381,7 +443,8 @@ def convert_checkpoint(
     keras_bert wrote, and must not hold the input (`keras_bert.files`).
 
     Args:
-        input_path: the checkpoint (see `read_checkpoint`).
+        input_path: the checkpoint (see `read_checkpoint`), or a Hugging Face
+            Hub id or known name (see `keras_bert.checkpoints.hub`).
         output_dir: the model directory to create.
         format: "google", "huggingface", or None to detect.
         check: bool, reload the written directory and compare its outputs
@@ -398,6 +461,7 @@ def convert_checkpoint(
     >>> print(report.summary())
     """
     log = log or (lambda message: None)
+    input_path = locate_checkpoint(input_path)
     output_dir = os.path.abspath(output_dir)
     try:
         # Refuses a file, a folder of something else and one holding the
@@ -414,10 +478,12 @@ def convert_checkpoint(
         f"Keras model"
     )
     model, report = build_model(source)
+    report.text_settings = text_settings(source)
 
     with staged_dir(target, prefix=".convert-") as staged:
         log(f"Writing {type(model).__name__} weights")
-        model.save_pretrained(staged, vocab_file=source.vocab_file)
+        model_dir_lib.save_model_dir(model, staged, vocab_file=source.vocab_file,
+                                     task_info=report.text_settings)
         if check:
             log("Checking the written model against the source")
             reloaded = _reload(staged, model)
@@ -427,6 +493,5 @@ def convert_checkpoint(
 
 
 def _reload(model_dir, model):
-    if isinstance(model, BertPretrainer):
-        return BertPretrainer.from_pretrained(model_dir)
-    return BertEncoder.from_pretrained(model_dir)
+    return model_dir_lib.load_model_dir(model_dir, BertEncoder)
+

@@ -215,6 +215,8 @@ def read_google_checkpoint(path):
         vocab_file=os.path.join(folder, VOCAB_FILE),
         lowercase=_guess_lowercase(folder),
     )
+    if source.lowercase is not None:
+        source.lowercase_from = f"folder name {os.path.basename(os.path.normpath(folder))!r}"
     known = expected_shapes(config)
     for name in sorted(shape_map):
         reason = _classify(name)

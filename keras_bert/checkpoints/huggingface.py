@@ -100,6 +100,23 @@ _HEAD_RULES = [
 ]
 # Buffers saved with the weights that are not weights.
 _BUFFERS = {"embeddings.position_ids": "position id buffer (0..max_position-1)"}
+# Architectures that look like BERT but are not, refused by name.
+OTHER_ARCHITECTURES = {
+    "roberta": "RoBERTa", "xlm-roberta": "XLM-RoBERTa", "camembert": "CamemBERT",
+    "distilbert": "DistilBERT", "albert": "ALBERT", "electra": "ELECTRA",
+    "deberta": "DeBERTa", "deberta-v2": "DeBERTa-v2", "mpnet": "MPNet",
+    "modernbert": "ModernBERT", "megatron-bert": "Megatron-BERT", "mobilebert": "MobileBERT",
+    "longformer": "Longformer", "bart": "BART", "t5": "T5", "gpt2": "GPT-2",
+    "nomic_bert": "NomicBERT",
+}
+# transformers' fine-tuned heads keras_bert has a task for: the architecture
+# name's suffix -> registered task. Both are `classifier` = Linear on the
+# pooled (sequence) or per-token (token) output, after dropout.
+_HEAD_TASKS = {
+    "ForSequenceClassification": "classification",
+    "ForTokenClassification": "token_classification",
+}
+_HEAD_WEIGHT, _HEAD_BIAS = "classifier.weight", "classifier.bias"
 _DECODER_WEIGHT = "cls.predictions.decoder.weight"
 _DECODER_BIAS = "cls.predictions.decoder.bias"
 _WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
@@ -112,9 +129,12 @@ def config_from_huggingface(values, path="config.json"):
                               f"a JSON {type(values).__name__}.")
     model_type = values.get("model_type", "bert")
     if model_type != "bert":
+        name = OTHER_ARCHITECTURES.get(model_type, "")
+        what = f"a {name} checkpoint (model_type={model_type!r})" if name else (
+            f"model_type={model_type!r}")
         raise CheckpointError(
-            f"{path}: model_type={model_type!r} is not BERT. Only BERT "
-            f"checkpoints (model_type 'bert') convert: other architectures "
+            f"{path}: this is {what}, and model_type={model_type!r} is not BERT; "
+            f"keras_bert loads BERT only (model_type 'bert'): other architectures "
             f"differ in position ids, normalization or names."
         )
     position_type = values.get("position_embedding_type", "absolute")
@@ -314,8 +334,8 @@ def read_huggingface_checkpoint(path):
         weights={},
         source_names={},
         vocab_file=os.path.join(folder, VOCAB_FILE),
-        lowercase=_read_lowercase(folder),
     )
+    source.lowercase, source.lowercase_from = read_lowercase(folder, values)
     prefix = _model_prefix(tensors)
     if prefix is None:
         raise CheckpointError(
@@ -355,6 +375,7 @@ def read_huggingface_checkpoint(path):
         source.weights[google] = np.ascontiguousarray(value)
         source.source_names[google] = name
     _tied_decoder(source, tensors, prefix)
+    source.head = _read_head(source, values, tensors, config_file)
 
     check_against_config(
         source,
@@ -421,14 +442,69 @@ def _tied_decoder(source, tensors, prefix):
             )
 
 
-def _read_lowercase(folder):
-    path = os.path.join(folder, "tokenizer_config.json")
-    if not os.path.isfile(path):
-        return None
+def _read_json(path):
     try:
         with open(path, encoding="utf-8") as f:
             value = json.load(f)
-        value = value.get("do_lower_case") if isinstance(value, dict) else None
-        return value if isinstance(value, bool) else None
+        return value if isinstance(value, dict) else {}
     except (OSError, ValueError):
+        return {}
+
+
+def read_lowercase(folder, config_values=None):
+    """(lowercase, where it was read), or (None, None) when the folder doesn't say.
+
+    Looked for in the tokenizer's own settings first: tokenizer_config.json
+    `do_lower_case`, tokenizer.json's BertNormalizer `lowercase`, then
+    config.json `do_lower_case` (some older uploads keep it there).
+    """
+    value = _read_json(os.path.join(folder, "tokenizer_config.json")).get("do_lower_case")
+    if isinstance(value, bool):
+        return value, "tokenizer_config.json do_lower_case"
+    normalizer = _read_json(os.path.join(folder, "tokenizer.json")).get("normalizer")
+    value = normalizer.get("lowercase") if isinstance(normalizer, dict) else None
+    if isinstance(value, bool):
+        return value, "tokenizer.json normalizer lowercase"
+    value = (config_values or {}).get("do_lower_case")
+    if isinstance(value, bool):
+        return value, "config.json do_lower_case"
+    return None, None
+
+
+def _read_head(source, values, tensors, config_file):
+    """A fine-tuned `classifier` Linear of BertFor{Sequence,Token}Classification.
+
+    Returns the `SourceCheckpoint.head` dict, or None (then the tensors stay
+    in `unused`, reported).
+    """
+    architectures = values.get("architectures") or []
+    task = next((t for suffix, t in _HEAD_TASKS.items()
+                 if any(str(a).endswith(suffix) for a in architectures)), None)
+    if task is None or _HEAD_WEIGHT not in tensors or _HEAD_BIAS not in tensors:
         return None
+    weight = np.asarray(tensors[_HEAD_WEIGHT], np.float32)  # [num_labels, hidden]
+    bias = np.asarray(tensors[_HEAD_BIAS], np.float32)
+    hidden = source.config.hidden_size
+    if weight.ndim != 2 or weight.shape[1] != hidden or bias.shape != (weight.shape[0],):
+        raise CheckpointError(
+            f"{_HEAD_WEIGHT} has shape {weight.shape} and {_HEAD_BIAS} {bias.shape}; a "
+            f"{architectures[0]} head of hidden_size={hidden} needs [num_labels, {hidden}] "
+            f"and [num_labels].")
+    num_labels = weight.shape[0]
+    label_names = None
+    id2label = values.get("id2label")
+    if isinstance(id2label, dict):
+        try:
+            names = {int(k): str(v) for k, v in id2label.items()}
+        except ValueError:
+            names = {}
+        if sorted(names) == list(range(num_labels)) and len(set(names.values())) == num_labels:
+            label_names = [names[i] for i in range(num_labels)]
+        else:
+            source.warnings.append(
+                f"{config_file}: id2label {id2label} does not name the {num_labels} labels of "
+                f"{_HEAD_WEIGHT}; labels are unnamed.")
+    for name in (_HEAD_WEIGHT, _HEAD_BIAS):
+        source.unused.remove(name)
+    return {"task": task, "kernel": np.ascontiguousarray(weight.T), "bias": bias,
+            "label_names": label_names, "source_names": f"{_HEAD_WEIGHT}, {_HEAD_BIAS}"}

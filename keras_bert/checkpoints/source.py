@@ -110,6 +110,11 @@ class SourceCheckpoint:
             tensor(s) it came from, for error messages.
         vocab_file: path of the source's vocab.txt.
         lowercase: bool or None when the source doesn't say.
+        lowercase_from: str, where `lowercase` was read (for the report).
+        head: dict or None: a fine-tuned label head the source carries,
+            {"task": registered task name, "kernel": [hidden, num_classes],
+            "bias": [num_classes], "label_names": list of str or None,
+            "source_names": str}.
         ignored: dict, source tensor name -> why it was deliberately skipped
             (optimizer slots, step counters, buffers that are not weights).
         unused: list of source tensor names that no BERT weight maps to
@@ -124,6 +129,8 @@ class SourceCheckpoint:
     source_names: dict
     vocab_file: str
     lowercase: object = None
+    lowercase_from: object = None
+    head: object = None
     ignored: dict = dataclasses.field(default_factory=dict)
     unused: list = dataclasses.field(default_factory=list)
     warnings: list = dataclasses.field(default_factory=list)
@@ -169,6 +176,9 @@ class ConversionReport:
         max_abs_diff: dict, output name -> max |converted - reference| over real
             positions, filled in by the numeric check (empty without it).
         reference: what the check compared against ("transformers" or "numpy").
+        text_settings: dict, the task.json text settings written with the
+            model ("lowercase", "max_seq_length"), as taken from the source.
+        label_names: list of str or None, a carried-over head's labels.
     """
 
     format: str
@@ -183,6 +193,8 @@ class ConversionReport:
     warnings: list = dataclasses.field(default_factory=list)
     max_abs_diff: dict = dataclasses.field(default_factory=dict)
     reference: object = None
+    text_settings: dict = dataclasses.field(default_factory=dict)
+    label_names: object = None
 
     def summary(self):
         """A few human-readable lines."""
@@ -195,6 +207,11 @@ class ConversionReport:
             f"({len(self.ignored)} ignored on purpose, {len(self.unused)} unused)",
             f"  loaded: {', '.join(self.loaded_parts)}",
         ]
+        if self.text_settings:
+            lines.append("  text settings: " + ", ".join(
+                f"{k}={v}" for k, v in sorted(self.text_settings.items())))
+        if self.label_names:
+            lines.append(f"  labels: {', '.join(self.label_names)}")
         if self.missing_parts:
             lines.append(
                 f"  missing in source (not created): {', '.join(self.missing_parts)}"

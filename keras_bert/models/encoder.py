@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert import sources
 from keras_bert.config import BertConfig, check_hyperparameters
 from keras_bert.files import save_atomically
 from keras_bert.layers import BertEmbeddings, Pooler, TransformerEncoderBlock
@@ -206,11 +207,22 @@ class BertEncoder(AtomicKerasSave, keras.Model):
 
         Args:
             model_dir: str, a directory written by `save_pretrained` or
-                tools/convert_checkpoint.py.
+                tools/convert_checkpoint.py, or any source
+                `keras_bert.sources.resolve_source` takes: a Hugging Face
+                folder or Hub id, a Google TF1 folder, a known name such as
+                "bert-base-uncased" (converted once, into a cache).
             **kwargs: encoder options that do not change weights, e.g.
                 `dtype="mixed_bfloat16"` or `output_attention_probs=True`.
+
+        Example:
+        >>> encoder = BertEncoder.from_pretrained("google-bert/bert-base-uncased")
         """
+        model_dir = sources.resolve_source(model_dir)
         model = model_dir_lib.load_model_dir(model_dir, cls, **kwargs)
         encoder = getattr(model, "encoder", model)
         encoder.vocab_file = model.vocab_file
+        encoder.task_info = {k: v for k, v in (model.task_info or {}).items()
+                             if k in model_dir_lib.TEXT_SETTINGS}
         return encoder
+
+    from_preset = from_pretrained

@@ -5,7 +5,10 @@ MODEL_DIR/
   vocab.txt          WordPiece vocabulary (when known)
   model.weights.h5   Keras weights of the whole model (no optimizer state), with
                      the config and a sha256 of the arrays stamped in (checked on load)
-  task.json          task models only: {"task": name, "task_config": {...}, ...}
+  task.json          task models: {"task": name, "task_config": {...}, ...}; every
+                     model: the text settings taken from its source checkpoint
+                     ("lowercase", "max_seq_length"), which an encoder's task.json
+                     holds alone (no "task" key)
 
 `save_model_dir` replaces only a folder of this layout (`MODEL_DIR_KIND`);
 see `keras_bert.files` for the rule every writer follows.
@@ -18,6 +21,7 @@ import os
 import re
 import shutil
 
+from keras_bert import sources
 from keras_bert.config import BertConfig
 from keras_bert.files import Kind, prepare_output_dir, real_path, staged_dir
 from keras_bert.models.registry import get_task
@@ -27,6 +31,9 @@ CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
 WEIGHTS_FILE = "model.weights.h5"
 TASK_FILE = "task.json"
+# The text settings a model directory keeps for its preprocessor (task.json
+# keys), also for a bare encoder: they come from the source checkpoint.
+TEXT_SETTINGS = ("lowercase", "max_seq_length")
 # The weights file keeps a copy of the config it was saved with (an HDF5
 # attribute): a config.json edited afterwards (num_heads changes no shape)
 # is caught on load.
@@ -82,7 +89,9 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
         vocab_file: str path of vocab.txt to copy in, or None to use the
             vocabulary the model was loaded with (`model.vocab_file`), if any.
         task_info: dict of extra JSON-able facts for task.json
-            (e.g. max_seq_length).
+            (e.g. max_seq_length). An encoder's task.json keeps only the
+            text settings (`TEXT_SETTINGS`), from `task_info` or from the
+            directory it was loaded from (`model.task_info`).
 
     Raises:
         keras_bert.files.OutputError: `model_dir` is a file or a folder that
@@ -113,6 +122,11 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
                 **(getattr(model, "task_info", None) or {}),
                 **(task_info or {}),
             }
+        else:
+            task = {k: v for k, v in {**(getattr(model, "task_info", None) or {}),
+                                      **(task_info or {})}.items()
+                    if k in TEXT_SETTINGS and v is not None}
+        if task:
             with open(os.path.join(tmp, TASK_FILE), "w", encoding="utf-8") as f:
                 json.dump(task, f, indent=2, sort_keys=True)
                 f.write("\n")
@@ -364,8 +378,8 @@ def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
         vocab_path = None
     encoder = encoder_cls(**config.to_dict(), **encoder_kwargs)
     task = read_task_info(model_dir)
-    if task is None:
-        model = encoder
+    if task is None or "task" not in task:
+        model = encoder  # A bare encoder (its task.json holds text settings only).
     else:
         task_path = os.path.join(model_dir, TASK_FILE)
         spec = get_task(task.get("task"), where=task_path)
@@ -387,6 +401,34 @@ def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
     model.vocab_file = vocab_path
     model.task_info = task
     return model
+
+
+def load_preprocessor(model_dir, max_seq_length=None, lowercase=None):
+    """The `BertPreprocessor` of a model directory (`BertPreprocessor.from_pretrained`).
+
+    Args:
+        model_dir: str, a model directory with a vocab.txt.
+        max_seq_length: int or None; see `build_preprocessor`.
+        lowercase: bool or None; see `build_preprocessor`.
+    """
+    if not os.path.isdir(model_dir):
+        raise FileNotFoundError(f"Model directory not found: {model_dir}")
+    vocab_path = os.path.join(model_dir, VOCAB_FILE)
+    config_path = os.path.join(model_dir, CONFIG_FILE)
+    for path in (config_path, vocab_path):
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                f"{path} is missing: a preprocessor needs the {CONFIG_FILE} and {VOCAB_FILE} "
+                f"of a model directory. Create one with tools/convert_checkpoint.py or "
+                f"save_pretrained(vocab_file=...).")
+    config = BertConfig.from_json_file(config_path)
+    check_vocab(vocab_path, config.vocab_size)
+    return build_preprocessor(vocab_path, config.max_position_embeddings,
+                              read_task_info(model_dir), max_seq_length=max_seq_length,
+                              lowercase=lowercase)
+
+
+sources.register_preprocessor_loader(load_preprocessor)
 
 
 def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,

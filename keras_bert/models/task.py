@@ -7,6 +7,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import sources
 from keras_bert.config import check_rate
 from keras_bert.layers.activations import initializer
 from keras_bert.models import model_dir as model_dir_lib
@@ -711,7 +712,11 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
         `fit` works without calling `compile`.
 
         Args:
-            model_dir: str, the model directory.
+            model_dir: str, the model directory, or any source
+                `keras_bert.sources.resolve_source` takes (a Hugging Face
+                folder or Hub id, a Google TF1 folder, "bert-base-uncased"):
+                converted once into a cache, with its casing, maximum length
+                and (for a fine-tuned Hugging Face head) labels.
             dtype: None or a Keras dtype policy name ("mixed_bfloat16").
             max_seq_length: int, the longest packed text of the attached
                 preprocessor; default task.json's, else the model's
@@ -730,6 +735,7 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
         """
         from keras_bert.models.encoder import BertEncoder
 
+        model_dir = sources.resolve_source(model_dir)
         if new_head not in (False, True, "auto"):
             raise ValueError(
                 f"Expected new_head to be False, True or 'auto'. Received: new_head={new_head!r}"
@@ -755,6 +761,11 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
         if model._has_default_recipe():
             model.compile()
         return model
+
+    @classmethod
+    def from_preset(cls, model_dir, **kwargs):
+        """`from_pretrained`, under the name keras-hub users know."""
+        return cls.from_pretrained(model_dir, **kwargs)
 
     def _has_default_recipe(self):
         """True when `compile()` with no arguments works (a registered fine-tunable task)."""

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert import sources
 from keras_bert.text.packer import BertPacker
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.tokenizer import as_string_tensor
@@ -115,6 +116,33 @@ class BertPreprocessor(keras.layers.Layer):
             A `BertPreprocessor`.
         """
         return cls(BertTokenizer(vocabulary, lowercase=lowercase), **kwargs)
+
+    @classmethod
+    def from_pretrained(cls, source, max_seq_length=None, lowercase=None):
+        """The preprocessor of a model directory or of any checkpoint users hold.
+
+        Texts are truncated to `max_seq_length` and each batch is padded to
+        its longest text, as the task models' preprocessors do.
+
+        Args:
+            source: a keras_bert model directory, a Hugging Face folder or
+                Hub id, a Google TF1 folder, or a known name such as
+                "bert-base-uncased" (see `keras_bert.sources.resolve_source`).
+            max_seq_length: int; default the one saved with the model (from
+                the source's max_position_embeddings), else at most 512.
+            lowercase: bool; default the one saved with the model (from the
+                source's do_lower_case or folder name).
+
+        Returns:
+            A `BertPreprocessor`.
+
+        Example:
+        >>> preprocessor = BertPreprocessor.from_pretrained("bert-base-uncased")
+        """
+        return sources.load_preprocessor(source, max_seq_length=max_seq_length,
+                                         lowercase=lowercase)
+
+    from_preset = from_pretrained
 
     def __call__(self, inputs, inputs_b=None, **kwargs):
         inputs = as_string_tensor(inputs)  # A batch given as a list of str.

@@ -162,7 +162,9 @@ def test_existing_output_needs_overwrite(tmp_path):
     with pytest.raises(CheckpointError, match="--overwrite"):
         convert_checkpoint(folder, str(out))
     convert_checkpoint(folder, str(out), overwrite=True)
-    assert sorted(os.listdir(out)) == ["config.json", "model.weights.h5", "vocab.txt"]
+    # task.json holds the text settings taken from the source.
+    assert sorted(os.listdir(out)) == ["config.json", "model.weights.h5", "task.json",
+                                       "vocab.txt"]
     assert sorted(os.listdir(tmp_path)) == ["hf", "model"]
 
 

@@ -72,7 +72,8 @@ def test_bare_model_without_prefix_old_layer_norm_names(tmp_path, batch):
     assert report.loaded_parts == ["encoder", "pooler"]
     assert report.missing_parts == ["mlm_head", "nsp_head"]
     assert "mlm_head" in report.summary() and "not created" in report.summary()
-    assert sorted(os.listdir(out)) == ["config.json", "model.weights.h5", "vocab.txt"]
+    assert sorted(os.listdir(out)) == ["config.json", "model.weights.h5", "task.json",
+                                       "vocab.txt"]  # task.json: the text settings
     encoder = BertEncoder.from_pretrained(out)
     assert encoder.get_bert_config().hidden_act == "gelu_approx"
     _assert_encoder_matches(encoder, weights, config, batch)

@@ -1,0 +1,162 @@
+"""Names users type -> a local checkpoint folder (Hugging Face Hub and its cache).
+
+`locate_checkpoint(source)` turns what a user passes to `from_pretrained`
+or tools/convert_checkpoint.py --input into a local path:
+- an existing path is itself (a folder, a weights file, a TF checkpoint prefix);
+- a name of `KNOWN_NAMES` ("bert-base-uncased", keras-hub's
+  "bert_base_en_uncased") is its Hugging Face Hub id;
+- a Hub id ("google-bert/bert-base-uncased") is its snapshot folder in
+  huggingface_hub's cache (HF_HUB_CACHE, default ~/.cache/huggingface/hub),
+  downloaded when missing unless HF_HUB_OFFLINE is set, in which case only the
+  cache is read and no network is reached.
+Anything else is refused with what was looked for and how to convert.
+"""
+
+import os
+import re
+
+from keras_bert.checkpoints.source import CheckpointError
+
+#: Well-known names -> Hugging Face Hub ids. keras-hub's BERT presets were
+#: converted from Google's original releases, which the Hub holds under
+#: google-bert/ (base, large) and google/ (the 24 smaller BERTs of "Well-Read
+#: Students Learn Better", named bert_uncased_L-{layers}_H-{hidden}_A-{heads}).
+KNOWN_NAMES = {
+    # The legacy transformers names (the Hub redirects them to google-bert/).
+    "bert-base-uncased": "google-bert/bert-base-uncased",
+    "bert-base-cased": "google-bert/bert-base-cased",
+    "bert-large-uncased": "google-bert/bert-large-uncased",
+    "bert-large-cased": "google-bert/bert-large-cased",
+    "bert-base-multilingual-cased": "google-bert/bert-base-multilingual-cased",
+    "bert-base-chinese": "google-bert/bert-base-chinese",
+    "all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2",
+    # keras-hub presets (keras_hub.models.BertBackbone.from_preset names).
+    "bert_tiny_en_uncased": "google/bert_uncased_L-2_H-128_A-2",
+    "bert_small_en_uncased": "google/bert_uncased_L-4_H-512_A-8",
+    "bert_medium_en_uncased": "google/bert_uncased_L-8_H-512_A-8",
+    "bert_base_en_uncased": "google-bert/bert-base-uncased",
+    "bert_base_en": "google-bert/bert-base-cased",
+    "bert_large_en_uncased": "google-bert/bert-large-uncased",
+    "bert_large_en": "google-bert/bert-large-cased",
+    "bert_base_multi": "google-bert/bert-base-multilingual-cased",
+    "bert_base_zh": "google-bert/bert-base-chinese",
+}
+
+# What a download fetches: the config, tokenizer files and one weights format
+# (safetensors first; pytorch_model.bin only when a repository has no
+# safetensors). tf_model.h5, flax and onnx files are left on the Hub.
+_TEXT_FILES = ["config.json", "vocab.txt", "tokenizer_config.json", "tokenizer.json",
+               "special_tokens_map.json"]
+_SAFETENSORS = ["model.safetensors", "model.safetensors.index.json", "model-*.safetensors"]
+_PYTORCH = ["pytorch_model.bin", "pytorch_model.bin.index.json", "pytorch_model-*.bin"]
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+_TRUE = ("1", "ON", "YES", "TRUE")
+HOW_TO_CONVERT = ("tools/convert_checkpoint.py --input CHECKPOINT --output MODEL_DIR converts "
+                  "a Hugging Face or Google folder into a model directory")
+
+
+def hub_offline():
+    """True when HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) asks for no network."""
+    return any(os.environ.get(name, "").upper() in _TRUE
+               for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def hub_cache_dir():
+    """huggingface_hub's cache folder, read from the environment on each call
+    (huggingface_hub reads it once, at import)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    if os.environ.get("HUGGINGFACE_HUB_CACHE"):
+        return os.environ["HUGGINGFACE_HUB_CACHE"]
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "huggingface")
+    return os.path.join(home, "hub")
+
+
+def _exists(path):
+    # A Google checkpoint prefix (".../bert_model.ckpt") is no file itself.
+    return os.path.exists(path) or os.path.isfile(path + ".index")
+
+
+def locate_checkpoint(source):
+    """A local path for `source`: an existing path, or a Hub snapshot folder.
+
+    Args:
+        source: str or path-like: a folder, weights file or TF checkpoint
+            prefix; a name of `KNOWN_NAMES`; or a Hub id "ORG/NAME".
+
+    Returns:
+        str, a path that exists.
+
+    Raises:
+        FileNotFoundError: nothing was found; the message says what was
+            looked for (the path, the Hub cache, the names table) and whether
+            the network was reached.
+        CheckpointError: the Hub refused the id or huggingface_hub is missing.
+    """
+    source = os.fspath(source)
+    if _exists(source):
+        return source
+    repo_id = KNOWN_NAMES.get(source, source)
+    # "models/bert" with a local "models" folder is a mistyped path, not a Hub id.
+    looks_local = source.startswith((".", "/", "~")) or (
+        source not in KNOWN_NAMES and os.path.isdir(source.split("/")[0]))
+    if looks_local:
+        raise FileNotFoundError(
+            f"Model directory not found: no such path {os.path.abspath(source)}. Pass a "
+            f"keras_bert model directory, a Hugging Face or Google checkpoint folder, a Hub "
+            f"id or a known name (keras_bert.checkpoints.KNOWN_NAMES); {HOW_TO_CONVERT}.")
+    if not _HUB_ID.fullmatch(repo_id):
+        raise FileNotFoundError(
+            f"{source!r} not found: no such path ({os.path.abspath(source)}), not a name "
+            f"of keras_bert's table ({', '.join(sorted(KNOWN_NAMES))}) and not a Hugging "
+            f"Face Hub id (ORG/NAME, read from the cache {hub_cache_dir()}). Pass a keras_bert model directory, a Hugging Face or "
+            f"Google checkpoint folder, a Hub id or a known name; {HOW_TO_CONVERT}.")
+    return hub_snapshot(repo_id, asked=source)
+
+
+def hub_snapshot(repo_id, asked=None):
+    """The local snapshot folder of Hub repository `repo_id` (see module doc)."""
+    asked = asked or repo_id
+    named = f"{asked!r} (Hub id {repo_id})" if asked != repo_id else repo_id
+    cache = hub_cache_dir()
+    try:
+        import huggingface_hub
+        from huggingface_hub import errors
+    except ImportError as e:
+        raise CheckpointError(
+            f"{named} is a Hugging Face Hub id, and reading it needs huggingface_hub "
+            f"(`pip install huggingface_hub`); or pass the downloaded folder.") from e
+    offline = hub_offline()
+
+    def download(patterns):
+        return huggingface_hub.snapshot_download(
+            repo_id, cache_dir=cache, allow_patterns=patterns, local_files_only=offline)
+
+    try:
+        folder = download(_TEXT_FILES + _SAFETENSORS)
+        if not any(os.path.exists(os.path.join(folder, name))
+                   for name in ("model.safetensors", "model.safetensors.index.json")):
+            folder = download(_TEXT_FILES + _PYTORCH)
+    except errors.RepositoryNotFoundError as e:
+        raise FileNotFoundError(
+            f"{named} is not a repository on the Hugging Face Hub (or it is private or "
+            f"gated: log in with `hf auth login`). Names keras_bert knows: "
+            f"{', '.join(sorted(KNOWN_NAMES))}.") from e
+    except errors.RevisionNotFoundError as e:
+        raise FileNotFoundError(f"{named}: revision not found on the Hub: {e}") from e
+    except (errors.LocalEntryNotFoundError, errors.HfHubHTTPError, OSError, ValueError) as e:
+        if offline:
+            why = "HF_HUB_OFFLINE is set, so no network was reached"
+        elif isinstance(e, errors.LocalEntryNotFoundError):
+            # What huggingface_hub raises when the connection fails.
+            why = "the Hub could not be reached (no network was reached), so nothing was downloaded"
+        else:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            why = f"the Hub refused the download ({first})"
+        raise FileNotFoundError(
+            f"{named} is not in the Hugging Face cache {cache} and {why}. Download it where "
+            f"there is network (`hf download {repo_id}`, then copy the cache or set "
+            f"HF_HUB_CACHE), or pass its downloaded folder; {HOW_TO_CONVERT}.") from e
+    return folder

@@ -1,0 +1,88 @@
+"""Where `from_pretrained(source)` finds its model directory.
+
+A source is a keras_bert model directory or a checkpoint users already hold
+(a Hugging Face folder or Hub id, a Google TF1 folder, a name from
+`keras_bert.checkpoints.resolve.KNOWN_NAMES`). Models and text must not
+import the converter (`keras_bert.checkpoints` sits above them), so they
+call `resolve_source` here, and the converter's resolver is registered by
+`keras_bert/__init__.py`; it loads on first use, so a model directory never
+imports the converter.
+
+The preprocessor is built from a model directory by `keras_bert.models`
+(which `keras_bert.text` must not import either): it registers
+`load_preprocessor` here the same way.
+"""
+
+import json
+import os
+
+# Files that make a folder a keras_bert model directory
+# (keras_bert.models.model_dir.CONFIG_FILE, WEIGHTS_FILE).
+_MODEL_DIR_FILES = ("config.json", "model.weights.h5")
+
+_resolver = None
+_preprocessor_loader = None
+
+
+def is_model_dir(path):
+    """True if `path` is a folder holding config.json and model.weights.h5."""
+    return os.path.isdir(path) and all(
+        os.path.isfile(os.path.join(path, name)) for name in _MODEL_DIR_FILES)
+
+
+def _looks_like_model_dir(path):
+    """A damaged model directory (e.g. its weights file deleted) is still one:
+    `load_model_dir` then names what is missing. Its config.json has
+    BertConfig's field names (num_layers), not transformers' (num_hidden_layers)."""
+    if not os.path.isdir(path):
+        return False
+    if any(os.path.isfile(os.path.join(path, name)) for name in ("model.weights.h5", "task.json")):
+        return True
+    try:
+        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and "num_layers" in config and "model_type" not in config
+
+
+def register_source_resolver(function):
+    """Sets the function that turns any other source into a model directory.
+
+    Args:
+        function: takes the source (str), returns the path of a keras_bert
+            model directory (converted, e.g. into a cache), or raises an
+            error that says what was looked for.
+    """
+    global _resolver
+    _resolver = function
+
+
+def resolve_source(source):
+    """The model directory for `source`: itself if it is one, else the resolver's.
+
+    Args:
+        source: str or path-like: a model directory, a checkpoint folder, a
+            Hub id or a known name.
+
+    Returns:
+        str, the path of a keras_bert model directory.
+    """
+    source = os.fspath(source)
+    if is_model_dir(source) or _looks_like_model_dir(source) or _resolver is None:
+        # Without a resolver, `load_model_dir` says what is missing.
+        return source
+    return _resolver(source)
+
+
+def register_preprocessor_loader(function):
+    """Sets the function (model_dir, **kwargs) -> BertPreprocessor."""
+    global _preprocessor_loader
+    _preprocessor_loader = function
+
+
+def load_preprocessor(source, **kwargs):
+    """The `BertPreprocessor` of `source`'s model directory (see `resolve_source`)."""
+    if _preprocessor_loader is None:
+        raise RuntimeError("No preprocessor loader registered: import keras_bert first.")
+    return _preprocessor_loader(resolve_source(source), **kwargs)
