@@ -4,7 +4,6 @@ import keras
 
 from keras_bert import sources
 from keras_bert.config import BertConfig, check_hyperparameters
-from keras_bert.files import save_atomically
 from keras_bert.layers import BertEmbeddings, Pooler, TransformerEncoderBlock
 from keras_bert.models import model_dir as model_dir_lib
 from keras_bert.models.keras_file import AtomicKerasSave
@@ -191,11 +190,6 @@ class BertEncoder(AtomicKerasSave, keras.Model):
         if isinstance(config, str):
             config = BertConfig.from_preset(config)
         return cls(**config.to_dict(), **kwargs)
-
-    def save(self, filepath, overwrite=True, **kwargs):
-        """`keras.Model.save`, but a `.keras` file is replaced only once the new
-        one is complete (`keras_bert.files.save_atomically`)."""
-        return save_atomically(super().save, filepath, overwrite, **kwargs)
 
     def save_pretrained(self, model_dir, vocab_file=None):
         """Writes config.json, model.weights.h5 (and vocab.txt) to `model_dir`."""
