@@ -17,7 +17,6 @@ from keras_bert.training import finetune as finetune_lib
 from tests.conftest import run_tool as run_finetune_tool
 from tests.training.finetune_fixtures import (
     CONLL_TEXT,
-    make_model_dir,
     sentiment_rows,
     squad_json,
     write_json,
@@ -28,9 +27,9 @@ TOOL = os.path.join(ROOT, "tools", "finetune.py")
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
+def workdir(tmp_path_factory, tiny_model_dir):
     root = tmp_path_factory.mktemp("finetune")
-    make_model_dir(str(root / "tiny"))
+    os.symlink(tiny_model_dir, root / "tiny")  # The session's tiny model dir, read only here.
     for name, n, seed in (("train", 200, 0), ("dev", 40, 1)):
         with open(root / f"{name}.csv", "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)

@@ -20,16 +20,16 @@ from keras_bert.progress import default_log_handler
 from keras_bert.tasks import BertClassifier
 from keras_bert.training import finetune as finetune_lib
 from tests.conftest import run_tool
-from tests.training.finetune_fixtures import make_model_dir, sentiment_rows
+from tests.training.finetune_fixtures import sentiment_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "finetune.py")
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
+def workdir(tmp_path_factory, tiny_model_dir):
     root = tmp_path_factory.mktemp("talking")
-    make_model_dir(str(root / "tiny"))
+    os.symlink(tiny_model_dir, root / "tiny")  # The session's tiny model dir, read only here.
     for name, n, seed in (("train", 64, 0), ("dev", 16, 1)):
         with open(root / f"{name}.csv", "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
