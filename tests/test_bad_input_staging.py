@@ -19,7 +19,6 @@ from tests.checkpoints.conftest import (
     write_huggingface,
 )
 from tests.checkpoints.conftest import tiny_config as checkpoint_config
-from tests.export.conftest import classifier_export  # noqa: F401 (a fixture)
 from tests.models.conftest import tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -85,7 +84,7 @@ def test_conversion_removes_dead_conversion_staging(writers, tmp_path):
     assert not os.path.exists(stale) and os.path.isdir(kept)
 
 
-def test_export_removes_dead_export_staging(writers, classifier_export, tmp_path):  # noqa: F811
+def test_export_removes_dead_export_staging(writers, classifier_export, tmp_path):
     stale, kept = writers(tmp_path / "exports" / "sentiment", ".tmp-export-")
     path = export_model(classifier_export["model_dir"], str(tmp_path / "exports" / "sentiment"))
     assert os.path.basename(path) == "1"

@@ -5,13 +5,11 @@ import importlib.util
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from keras_bert.export.export import next_version, resolve_export_dir
-from tests.export.conftest import classifier_export  # noqa: F401 (a fixture)
+from tests.conftest import run_tool  # In this process: (status, stdout, stderr).
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -24,15 +22,6 @@ def tool(name):
     return module
 
 
-def run_tool(name, *args):
-    """Runs tools/NAME.py in a subprocess; returns (exit status, stdout, stderr)."""
-    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    process = subprocess.run([sys.executable, os.path.join(ROOT, "tools", f"{name}.py"),
-                              *map(str, args)], capture_output=True, text=True, timeout=300,
-                             env=env, cwd=ROOT)
-    return process.returncode, process.stdout, process.stderr
-
-
 def assert_one_line_error(status, err, match):
     assert status != 0
     assert "Traceback" not in err
@@ -41,7 +30,7 @@ def assert_one_line_error(status, err, match):
 
 
 @pytest.fixture
-def exports(classifier_export, tmp_path):  # noqa: F811
+def exports(classifier_export, tmp_path):
     """A copy of exports/sentiment with its version 1."""
     base = str(tmp_path / "sentiment")
     shutil.copytree(os.path.dirname(classifier_export["export_dir"]), base)
@@ -81,7 +70,7 @@ def test_predict_with_a_missing_input_file(exports, tmp_path):
     assert_one_line_error(status, err, "missing.txt")
 
 
-def test_export_with_max_seq_length_0_in_task_json_is_an_error(classifier_export,  # noqa: F811
+def test_export_with_max_seq_length_0_in_task_json_is_an_error(classifier_export,
                                                                tmp_path, capsys):
     model_dir = str(tmp_path / "model")
     shutil.copytree(classifier_export["model_dir"], model_dir)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
-from keras_bert.config import BertConfig
+from tests.conftest import tiny_config as root_tiny_config
 
 WORDS = (
     "[PAD] [UNK] [CLS] [SEP] [MASK] the quick brown fox jumps over lazy dog . hello ! "
@@ -23,18 +23,10 @@ WORDS = (
 
 
 def tiny_config(**overrides):
-    values = dict(
-        vocab_size=len(WORDS),
-        hidden_size=16,
-        num_layers=2,
-        num_heads=2,
-        intermediate_size=32,
-        hidden_act="gelu_approx",
-        max_position_embeddings=24,
-        type_vocab_size=2,
-    )
-    values.update(overrides)
-    return BertConfig(**values)
+    """The suite's tiny config (tests/conftest.py) with WORDS as vocabulary and 24 positions."""
+    values = dict(vocab_size=len(WORDS), hidden_act="gelu_approx", max_position_embeddings=24,
+                  type_vocab_size=2)
+    return root_tiny_config(**{**values, **overrides})
 
 
 def random_weights(config, seed=0, heads=True):

@@ -38,10 +38,9 @@ def reference():
 
 
 @pytest.fixture(scope="module")
-def converted(source_dir, tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("minilm") / "model")
-    report = convert_checkpoint(source_dir, out, check=True)
-    return out, report
+def converted(minilm_model_dir):
+    """(model dir, report): the session's one MiniLM conversion (tests/conftest.py)."""
+    return minilm_model_dir
 
 
 def _inputs(reference):

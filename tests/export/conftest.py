@@ -1,4 +1,9 @@
-"""Shared fixtures of the export tests: tiny fine-tuned models and a clean loader process."""
+"""Helpers of the export tests: tiny fine-tuned models and a clean loader process.
+
+The session fixtures built from them (classifier_export, task_exports,
+three_exports, clean_process) live in tests/conftest.py, so that each is
+built once per run.
+"""
 
 import json
 import os
@@ -8,21 +13,15 @@ import textwrap
 
 import keras
 import numpy as np
-import pytest
 import tensorflow as tf
 
-from keras_bert.config import BertConfig
 from keras_bert.export import export_model
 from keras_bert.models import BertEncoder, load_model_dir
-from keras_bert.tasks import BertClassifier
+from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from keras_bert.text import BertPreprocessor, BertTokenizer
+from tests.conftest import EXPORT_VOCAB as VOCAB
+from tests.conftest import tiny_config
 
-VOCAB = [
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    "the", "a", "b", "c", "fox", "dog", "cat", "##s", "##es", "jump", "##ed", "over",
-    "good", "bad", "great", "awful", "movie", "film", "is", "was", "not", "very",
-    "who", "what", "where", "did", "cafe", "naive", "!", "?", ",", ".", "'", "x", "y",
-]
 LABELS = ["negative", "neutral", "positive"]
 MAX_SEQ_LENGTH = 24  # task.json max_seq_length; the encoder takes 32 positions.
 
@@ -42,8 +41,7 @@ def write_vocab(directory):
 
 def tiny_encoder(seed=0):
     keras.utils.set_random_seed(seed)
-    config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_layers=2, num_heads=2,
-                        intermediate_size=32, max_position_embeddings=32)
+    config = tiny_config(vocab_size=len(VOCAB), max_position_embeddings=32)
     return BertEncoder(**config.to_dict())
 
 
@@ -59,11 +57,9 @@ def fit_a_few_steps(model, inputs, targets, loss, sample_weight=None):
     model.fit(inputs, targets, sample_weight=sample_weight, epochs=8, verbose=0)
 
 
-@pytest.fixture(scope="session")
-def classifier_export(tmp_path_factory):
-    """A fine-tuned tiny 3-class classifier: its model dir, export, vocab and Keras model."""
-    root = tmp_path_factory.mktemp("classifier")
-    vocab_file = write_vocab(str(root))
+def build_classifier_export(root):
+    """A fine-tuned tiny 3-class classifier under `root`: its model dir, export, vocab and Keras model."""
+    vocab_file = write_vocab(root)
     classifier = BertClassifier(tiny_encoder(), num_classes=3, label_names=LABELS)
     texts = tf.constant([t for t, _ in TRAIN_TEXTS])
     fit_a_few_steps(
@@ -77,6 +73,54 @@ def classifier_export(tmp_path_factory):
     # As loaded from the directory: with task_info (max_seq_length) and vocab_file.
     return {"model_dir": model_dir, "export_dir": export_dir, "vocab_file": vocab_file,
             "model": load_model_dir(model_dir, BertEncoder)}
+
+
+# Texts of the tagger and span-QA exports (tests/export/test_task_exports.py).
+TAGS = ["O", "ANIMAL", "WORD"]
+TAG_TEXTS = [
+    "The fox jumped over the dog!", "  Café   naïve  cats,", "", "x",
+    "a " + "dog " * 40,  # Truncated to the model's length.
+]
+QA_MAX_SEQ_LENGTH = 20
+QUESTIONS = ["who jumped ?", "what was good", "where", "what is it?", "who"]
+CONTEXTS = [
+    "The fox jumped over the dog.",
+    # Longer than one window: read in doc_stride windows.
+    "The movie was very good, the film was bad, the cat was awful and the dog was great. " * 2,
+    "",
+    "Café!",
+    "x " * 5000,  # 10k characters: 16 windows, the rest unread.
+]
+
+
+def build_task_exports(root):
+    """A fine-tuned tiny tagger and span-QA model under `root`: dirs, exports, vocab, Keras models."""
+    vocab_file = write_vocab(root)
+    tokenizer = BertTokenizer(vocab_file)
+    result = {"vocab_file": vocab_file}
+
+    tagger = BertTokenClassifier(tiny_encoder(1), num_classes=3, label_names=TAGS)
+    inputs = preprocessor(vocab_file)(tf.constant(TAG_TEXTS[:2]))
+    animals = {tokenizer.token_to_id(t) for t in ("fox", "dog", "cat")}
+    tags = np.vectorize(lambda i: 1 if i in animals else 2 if i > 4 else 0)(
+        inputs["token_ids"].numpy())
+    fit_a_few_steps(tagger, inputs, tags,
+                    keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                    sample_weight=inputs["padding_mask"])
+    tagger.save_pretrained(os.path.join(root, "tagger"), vocab_file=vocab_file)
+
+    qa = BertSpanLabeler(tiny_encoder(2))
+    inputs = preprocessor(vocab_file)((tf.constant(QUESTIONS[:2]), tf.constant(CONTEXTS[:1] * 2)))
+    fit_a_few_steps(qa, inputs, {"start_logits": np.array([5, 6]), "end_logits": np.array([6, 8])},
+                    keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    qa.save_pretrained(os.path.join(root, "qa"), vocab_file=vocab_file,
+                       task_info={"max_seq_length": QA_MAX_SEQ_LENGTH, "doc_stride": 4,
+                                  "max_query_length": 6, "max_answer_length": 5})
+    for name in ("tagger", "qa"):
+        result[name] = load_model_dir(os.path.join(root, name), BertEncoder)
+        result[name + "_export"] = export_model(os.path.join(root, name),
+                                                os.path.join(root, "exports", name))
+    return result
 
 
 # The clean process: keras, keras_bert and tf_keras cannot be imported (as on
@@ -157,3 +201,36 @@ def run_clean_process(body, **args):
         f"{process.stderr[-5000:]}"
     )
     return json.loads(lines[-1][len("RESULT "):])
+
+
+def run_clean_checks(checks):
+    """Runs several clean-process checks in ONE fresh clean process, one after the other.
+
+    Args:
+        checks: {name: (body, args)}: `body` as for `run_clean_process`, run
+            as a function of `ARGS` (its `args`) and `result`.
+
+    Returns:
+        {name: result}, each with "args" (its `args`), "python_modules" (of
+        the whole process) and "non_core_ops" for its own `export_dirs`
+        argument; a check that raised has "error" (its traceback) instead.
+    """
+    functions = []
+    for name, (body, _) in checks.items():
+        functions.append(f"def _check_{name}(ARGS, result):\n"
+                         + textwrap.indent(textwrap.dedent(body), "    ") + "\n    return result\n")
+    # One check's failure is that check's (its traceback), not the others'.
+    calls = "import traceback\n" + "".join(
+        f"try:\n    result[{name!r}] = _check_{name}(ARGS[{name!r}], {{}})\n"
+        f"except Exception:\n    result[{name!r}] = {{'error': traceback.format_exc()}}\n"
+        for name in checks)
+    export_dirs = [d for _, args in checks.values() for d in args.get("export_dirs", [])]
+    everything = run_clean_process("\n".join(functions) + calls, export_dirs=export_dirs,
+                                   **{name: args for name, (_, args) in checks.items()})
+    results = {}
+    for name, (_, args) in checks.items():
+        results[name] = dict(everything[name], args=args,
+                             python_modules=everything["python_modules"],
+                             non_core_ops={d: everything["non_core_ops"][d]
+                                           for d in args.get("export_dirs", [])})
+    return results

@@ -2,20 +2,16 @@
 
 Untrained (seeded) heads: the serving tests here check which ops an export
 uses, how it loads elsewhere and what TF Serving's files say, not answers.
-The exports are cached per pytest session, so the test modules that import
-`three_exports` share one set.
+The `three_exports` session fixture (tests/conftest.py) builds them once.
 """
 
 import os
-
-import pytest
 
 from keras_bert.export import export_model
 from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from tests.export.conftest import LABELS, tiny_encoder, write_vocab
 
 KINDS = ("classifier", "tagger", "qa")
-_CACHE = {}
 
 
 def build_exports(root):
@@ -36,11 +32,3 @@ def build_exports(root):
         model.save_pretrained(model_dir, vocab_file=vocab_file, task_info=task_info[kind])
         exports[kind] = export_model(model_dir, os.path.join(root, "exports", kind))
     return exports
-
-
-@pytest.fixture(scope="session")
-def three_exports(tmp_path_factory):
-    """{kind: export dir}: one classifier, token classifier and span-QA export."""
-    if "exports" not in _CACHE:
-        _CACHE["exports"] = build_exports(str(tmp_path_factory.mktemp("export_kinds")))
-    return _CACHE["exports"]

@@ -5,21 +5,15 @@ import tensorflow as tf
 
 from keras_bert.export import export_model
 from keras_bert.export.predict import load_export
-from keras_bert.tasks import BertSpanLabeler
-from tests.export.conftest import MAX_SEQ_LENGTH, tiny_encoder, write_vocab
 
 
 @pytest.fixture(scope="module")
-def loaded(classifier_export, tmp_path_factory):
-    """The classifier export, its pair export, and an (untrained) span QA export."""
+def loaded(classifier_export, three_exports, tmp_path_factory):
+    """The classifier export, its pair export, and the session's (untrained) span QA export."""
     root = tmp_path_factory.mktemp("bad_input_exports")
     pairs = export_model(classifier_export["model_dir"], str(root / "pairs"), pairs=True)
-    qa_dir = str(root / "qa_model")
-    BertSpanLabeler(tiny_encoder()).save_pretrained(
-        qa_dir, vocab_file=write_vocab(str(root)), task_info={"max_seq_length": MAX_SEQ_LENGTH})
-    qa = export_model(qa_dir, str(root / "qa"))
     return {"classifier": load_export(classifier_export["export_dir"]),
-            "pairs": load_export(pairs), "qa": load_export(qa)}
+            "pairs": load_export(pairs), "qa": load_export(three_exports["qa"])}
 
 
 def call(loaded, signature, **inputs):

@@ -10,11 +10,11 @@ import tensorflow as tf
 from keras_bert.export import build_serving_module, export_model, next_version, resolve_export_dir
 from keras_bert.export.export import INFO_FILE, save_serving_module
 from keras_bert.export.predict import format_outputs, load_export, run_signature
+from tests.conftest import clean_result
 from tests.export.conftest import (
     LABELS,
     MAX_SEQ_LENGTH,
     preprocessor,
-    run_clean_process,
 )
 
 TEXTS = [
@@ -96,13 +96,19 @@ result["after_errors"] = jsonable(serve(text=tf.constant(["a good movie"]))["lab
 """
 
 
-@pytest.fixture(scope="module")
-def clean(classifier_export):
-    return run_clean_process(
-        CLEAN_CHECKS, export_dir=classifier_export["export_dir"], texts=TEXTS,
+def clean_args(request):
+    """ARGS of CLEAN_CHECKS, run in the session's clean process (tests/conftest.py)."""
+    classifier_export = request.getfixturevalue("classifier_export")
+    return dict(
+        export_dir=classifier_export["export_dir"], texts=TEXTS,
         export_dirs=[classifier_export["export_dir"]],
         bad={k: (v.decode("latin-1") if isinstance(v, bytes) else v) for k, v in BAD.items()},
     )
+
+
+@pytest.fixture(scope="module")
+def clean(clean_process):
+    return clean_result(clean_process, "classifier")
 
 
 def test_loads_without_keras_and_matches_the_keras_model(classifier_export, clean):

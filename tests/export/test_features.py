@@ -1,6 +1,4 @@
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -10,9 +8,8 @@ from keras_bert.export.features import extract_features
 from keras_bert.layers import BertFeatures
 from keras_bert.models import BertEncoder
 from keras_bert.text import BertPreprocessor
-from tests.models.conftest import tiny_config
+from tests.conftest import run_tool, tiny_config
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "##s", "."]
 LINES = ["the cat sat on the mat .", "", "a dog ran", "cats ran on a mat . " * 20, "dog"]
 
@@ -81,13 +78,10 @@ def test_bad_requests_are_explained(model_dir):
 
 def test_cli(model_dir):
     out = model_dir / "cli.npy"
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "tools", "extract_features.py"),
-         "--model", str(model_dir / "model"), "--input", str(model_dir / "input.txt"),
-         "--output", str(out), "--pooling", "cls", "--max-seq-length", "32"],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert "wrote features for 5 lines" in result.stdout
-    assert "\x1b" not in result.stdout + result.stderr  # No colour codes into a pipe.
+    status, stdout, stderr = run_tool(
+        "extract_features", "--model", model_dir / "model", "--input", model_dir / "input.txt",
+        "--output", out, "--pooling", "cls", "--max-seq-length", "32")
+    assert status == 0, stderr[-2000:]
+    assert "wrote features for 5 lines" in stdout
+    assert "\x1b" not in stdout + stderr  # No colour codes into a pipe.
     assert np.load(out).shape == (5, 16)

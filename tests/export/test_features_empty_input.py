@@ -1,16 +1,13 @@
 """extract_features on an empty input: an error naming the file, nothing written (issue 23)."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 from keras_bert.export.features import extract_features
 from keras_bert.models import BertEncoder
-from tests.models.conftest import tiny_config
+from tests.conftest import run_tool, tiny_config
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module")
@@ -38,14 +35,11 @@ def test_empty_input_is_an_error_and_writes_nothing(model_dir, name):
 
 def test_cli_says_no_texts_in_one_line(model_dir):
     out = model_dir / "cli.npy"
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "tools", "extract_features.py"),
-         "--model", str(model_dir / "model"), "--input", str(model_dir / "empty.txt"),
-         "--output", str(out)],
-        capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
-    assert result.returncode != 0
-    assert f"No texts in {model_dir / 'empty.txt'}" in result.stderr
-    assert "Traceback" not in result.stderr
+    status, _, stderr = run_tool("extract_features", "--model", model_dir / "model",
+                                 "--input", model_dir / "empty.txt", "--output", out)
+    assert status != 0
+    assert f"No texts in {model_dir / 'empty.txt'}" in stderr
+    assert "Traceback" not in stderr
     assert not out.exists()
 
 

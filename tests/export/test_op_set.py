@@ -11,10 +11,10 @@ from keras_bert.export.op_set import (
     graph_ops,
     non_core_ops,
 )
-from tests.export.export_kinds import KINDS, three_exports  # noqa: F401 (fixture)
+from tests.export.export_kinds import KINDS
 
 
-def test_every_export_kind_uses_only_core_ops_and_the_allowlist(three_exports):  # noqa: F811
+def test_every_export_kind_uses_only_core_ops_and_the_allowlist(three_exports):
     paths = [three_exports[kind] for kind in KINDS]
     bad = disallowed_ops(paths)
     assert not bad, "\n".join(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from keras_bert.export.runtime_check import CHECK_TEXTS, RUNTIME, compare_reports
-from tests.export.export_kinds import KINDS, three_exports  # noqa: F401 (fixture)
+from tests.export.export_kinds import KINDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "check_serving_runtime.py")
@@ -36,7 +36,7 @@ def test_help_does_not_import_tensorflow():
 
 
 @pytest.mark.slow  # builds a TF 2.20 venv and serves three exports there
-def test_every_export_kind_answers_alike_in_tf_serving_runtime(three_exports, capsys):  # noqa: F811
+def test_every_export_kind_answers_alike_in_tf_serving_runtime(three_exports, capsys):
     # Creates ~/.cache/keras_bert/serving-runtime-tf2.20 on a machine's first
     # run (minutes: TensorFlow 2.20 is a 620 MB wheel); later runs reuse it.
     argv = [arg for kind in KINDS for arg in ("--model", three_exports[kind])]

@@ -3,78 +3,30 @@
 import os
 import unicodedata
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.export import build_serving_module, export_model
+from keras_bert.export import build_serving_module
 from keras_bert.export.predict import load_export, run_signature
-from keras_bert.models import BertEncoder, load_model_dir
-from keras_bert.tasks import BertSpanLabeler, BertTokenClassifier
 from keras_bert.text import BertTokenizer
+from tests.conftest import clean_result
 from tests.export.conftest import (
-    fit_a_few_steps,
+    CONTEXTS,
+    QA_MAX_SEQ_LENGTH,
+    QUESTIONS,
+    TAG_TEXTS,
+    TAGS,
     preprocessor,
-    run_clean_process,
-    tiny_encoder,
-    write_vocab,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:Gradients do not exist")
-
-TAGS = ["O", "ANIMAL", "WORD"]
-TAG_TEXTS = [
-    "The fox jumped over the dog!", "  Café   naïve  cats,", "", "x",
-    "a " + "dog " * 40,  # Truncated to the model's length.
-]
-QA_MAX_SEQ_LENGTH = 20
-QUESTIONS = ["who jumped ?", "what was good", "where", "what is it?", "who"]
-CONTEXTS = [
-    "The fox jumped over the dog.",
-    # Longer than one window: read in doc_stride windows.
-    "The movie was very good, the film was bad, the cat was awful and the dog was great. " * 2,
-    "",
-    "Café!",
-    "x " * 5000,  # 10k characters: 16 windows, the rest unread.
-]
 
 
 def surface(text):
     """What an uncased WordPiece token of `text` looks like: lower-cased, no accents."""
     text = unicodedata.normalize("NFD", text.lower())
     return "".join(c for c in text if unicodedata.category(c) != "Mn")
-
-
-@pytest.fixture(scope="module")
-def exports(tmp_path_factory):
-    root = str(tmp_path_factory.mktemp("tasks"))
-    vocab_file = write_vocab(root)
-    tokenizer = BertTokenizer(vocab_file)
-    result = {"vocab_file": vocab_file}
-
-    tagger = BertTokenClassifier(tiny_encoder(1), num_classes=3, label_names=TAGS)
-    inputs = preprocessor(vocab_file)(tf.constant(TAG_TEXTS[:2]))
-    animals = {tokenizer.token_to_id(t) for t in ("fox", "dog", "cat")}
-    tags = np.vectorize(lambda i: 1 if i in animals else 2 if i > 4 else 0)(
-        inputs["token_ids"].numpy())
-    fit_a_few_steps(tagger, inputs, tags,
-                    keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                    sample_weight=inputs["padding_mask"])
-    tagger.save_pretrained(os.path.join(root, "tagger"), vocab_file=vocab_file)
-
-    qa = BertSpanLabeler(tiny_encoder(2))
-    inputs = preprocessor(vocab_file)((tf.constant(QUESTIONS[:2]), tf.constant(CONTEXTS[:1] * 2)))
-    fit_a_few_steps(qa, inputs, {"start_logits": np.array([5, 6]), "end_logits": np.array([6, 8])},
-                    keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    qa.save_pretrained(os.path.join(root, "qa"), vocab_file=vocab_file,
-                       task_info={"max_seq_length": QA_MAX_SEQ_LENGTH, "doc_stride": 4,
-                                  "max_query_length": 6, "max_answer_length": 5})
-    for name in ("tagger", "qa"):
-        result[name] = load_model_dir(os.path.join(root, name), BertEncoder)
-        result[name + "_export"] = export_model(os.path.join(root, name),
-                                                os.path.join(root, "exports", name))
-    return result
 
 
 CLEAN_CHECKS = """
@@ -102,13 +54,22 @@ result["qa_empty"] = {k: v.shape.as_list() for k, v in empty.items()}
 """
 
 
+def clean_args(request):
+    """ARGS of CLEAN_CHECKS, run in the session's clean process (tests/conftest.py)."""
+    exports = request.getfixturevalue("task_exports")
+    return dict(tagger=exports["tagger_export"], qa=exports["qa_export"],
+                texts=TAG_TEXTS, questions=QUESTIONS, contexts=CONTEXTS,
+                export_dirs=[exports["tagger_export"], exports["qa_export"]])
+
+
 @pytest.fixture(scope="module")
-def clean(exports):
-    return run_clean_process(
-        CLEAN_CHECKS, tagger=exports["tagger_export"], qa=exports["qa_export"],
-        texts=TAG_TEXTS, questions=QUESTIONS, contexts=CONTEXTS,
-        export_dirs=[exports["tagger_export"], exports["qa_export"]],
-    )
+def exports(task_exports):
+    return task_exports
+
+
+@pytest.fixture(scope="module")
+def clean(clean_process):
+    return clean_result(clean_process, "tasks")
 
 
 def test_run_signature_in_length_sorted_batches_matches_one_call(exports):

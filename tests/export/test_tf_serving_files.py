@@ -20,7 +20,7 @@ from keras_bert.export.tf_serving import (
     length_buckets,
     read_warmup_requests,
 )
-from tests.export.export_kinds import KINDS, three_exports  # noqa: F401 (fixture)
+from tests.export.export_kinds import KINDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -52,7 +52,7 @@ def _run_warmup(export_dir):
     return runs
 
 
-def test_every_export_kind_carries_warmup_requests_that_run(three_exports):  # noqa: F811
+def test_every_export_kind_carries_warmup_requests_that_run(three_exports):
     expected_inputs = {"classifier": ["text"], "tagger": ["text"], "qa": ["context", "question"]}
     for kind in KINDS:
         path = three_exports[kind]
@@ -79,7 +79,7 @@ def test_every_export_kind_carries_warmup_requests_that_run(three_exports):  # n
         assert outputs["label" if kind != "qa" else "answer"].dtype == tf.string
 
 
-def test_xla_export_warms_every_batch_size_and_length_bucket(three_exports, tmp_path):  # noqa: F811
+def test_xla_export_warms_every_batch_size_and_length_bucket(three_exports, tmp_path):
     path = export_model(_model_dir(three_exports["classifier"], "classifier"),
                         str(tmp_path / "sentiment_xla"), jit_compile=True, pad_to_multiple_of=8)
     logs = read_warmup_requests(path)
@@ -125,7 +125,7 @@ def _batching_parameters_class():
         pool.FindMessageTypeByName("tensorflow.serving.test.BatchingParameters"))
 
 
-def test_serving_config_tool_writes_models_config_and_batching(three_exports, tmp_path):  # noqa: F811
+def test_serving_config_tool_writes_models_config_and_batching(three_exports, tmp_path):
     # Two versions of the classifier (a copy stands for a second export).
     sentiment = tmp_path / "exports" / "sentiment"
     shutil.copytree(three_exports["classifier"], sentiment / "1")

@@ -2,16 +2,10 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert.config import BertConfig
 from keras_bert.models import BertEncoder
+from tests.conftest import TINY, tiny_config  # noqa: F401 (re-exported: the suite's one tiny config)
 
-VOCAB = 30
-
-
-def tiny_config(**overrides):
-    values = dict(vocab_size=VOCAB, hidden_size=16, num_layers=2, num_heads=2,
-                  intermediate_size=32, max_position_embeddings=16)
-    return BertConfig(**{**values, **overrides})
+VOCAB = TINY["vocab_size"]
 
 
 @pytest.fixture

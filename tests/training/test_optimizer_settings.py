@@ -1,16 +1,14 @@
 """Negative weight decay and clipping norms are refused, everywhere they enter (issue 23)."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 from keras_bert.training import create_optimizer
 from keras_bert.training.finetune import FinetuneOptions
 from keras_bert.training.pretrain import PretrainingConfig
+from tests.conftest import run_tool
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.mark.parametrize("make", [
@@ -40,12 +38,10 @@ def test_zero_and_none_still_mean_off():
 
 
 def test_finetune_tool_refuses_negative_weight_decay_in_one_line(tmp_path):
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "tools", "finetune.py"), "--task", "classification",
-         "--model", str(tmp_path), "--train", str(tmp_path / "t.csv"),
-         "--output", str(tmp_path / "o"), "--eval-fraction", "0.1", "--weight-decay", "-1"],
-        capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
-    assert result.returncode != 0
-    assert "Expected weight_decay >= 0. Received: weight_decay=-1" in result.stderr
-    assert "Traceback" not in result.stderr
+    status, _, stderr = run_tool(
+        "finetune", "--task", "classification", "--model", tmp_path, "--train", tmp_path / "t.csv",
+        "--output", tmp_path / "o", "--eval-fraction", "0.1", "--weight-decay", "-1")
+    assert status != 0
+    assert "Expected weight_decay >= 0. Received: weight_decay=-1" in stderr
+    assert "Traceback" not in stderr
     assert not os.path.exists(tmp_path / "o")

