@@ -119,15 +119,14 @@ def _quickstart(args):
     train = train.subset(sorted(rng.permutation(len(train))[: args.train_size].tolist()))
     held_out = held_out.subset(sorted(rng.permutation(len(held_out))[: args.eval_size].tolist()))
     print(f"  {len(train)} training tweets, {len(held_out)} held-out tweets (seeded split)")
-    if args.retrain:
-        # Nothing is deleted up front: fine-tuning and the export replace
-        # models/sentiment and its export only if they are a model directory
-        # and an export keras_bert wrote (keras_bert.files), and refuse
-        # anything else before training starts.
-        check_outputs(minilm, sentiment, sentiment + ".checkpoints")
-        check_export_dir(export_dir, overwrite=True, inputs=[sentiment])
     checkpoints = sentiment + ".checkpoints"  # finetune's: an interrupted run resumes.
     if args.retrain:
+        # Nothing else is deleted up front: fine-tuning and the export replace
+        # models/sentiment and its export only if they are a model directory
+        # and an export keras_bert wrote (keras_bert.files). Checked before
+        # the old checkpoints go, so a refused output leaves them too.
+        check_outputs(minilm, sentiment, checkpoints)
+        check_export_dir(export_dir, overwrite=True, inputs=[sentiment])
         remove_checkpoints(checkpoints)  # Only the files finetune wrote there.
     if (not args.retrain and os.path.exists(os.path.join(sentiment, "model.weights.h5"))
             and not os.path.exists(checkpoints)):

@@ -5,9 +5,7 @@ import glob
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -15,6 +13,7 @@ import pytest
 from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from keras_bert.tasks.classification.options import ClassificationOptions
 from keras_bert.training import finetune as finetune_lib
+from tests.conftest import interrupt_after
 from tests.conftest import run_tool as run_finetune_tool
 from tests.training.finetune_fixtures import (
     CONLL_TEXT,
@@ -171,21 +170,9 @@ def test_sigterm_saves_a_checkpoint_exits_143_and_a_rerun_resumes(workdir, tmp_p
                "--batch-size", "8", "--max-seq-length", "16", "--log-every", "1",
                "--early-stopping-patience", "0"]
     env = dict(os.environ, PYTHONPATH=ROOT)
-    log_path = tmp_path / "first.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.time() + 300
-            while "step 3/100 " not in log_path.read_text():  # Training, handler installed.
-                assert proc.poll() is None, log_path.read_text()[-3000:]
-                assert time.time() < deadline, "no training step after 300 s"
-                time.sleep(0.02)
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    first = log_path.read_text()
+    # "step 3/100": training has started and the signal handler is installed.
+    code, first = interrupt_after(command, "step 3/100 ", signal.SIGTERM,
+                                  tmp_path / "first.log", env)
     assert code == 143, first[-3000:]
     assert "Traceback" not in first and "TrainingInterrupted" not in first, first[-3000:]
     assert first.count("stopped by SIGTERM at step ") == 1

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import keras
 import numpy as np
@@ -19,7 +18,7 @@ import tensorflow as tf
 from keras_bert.progress import default_log_handler
 from keras_bert.tasks import BertClassifier
 from keras_bert.training import finetune as finetune_lib
-from tests.conftest import run_tool
+from tests.conftest import interrupt_after, run_tool
 from tests.training.finetune_fixtures import sentiment_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -127,21 +126,9 @@ def test_ctrl_c_saves_a_checkpoint_says_so_once_and_a_rerun_resumes(workdir, tmp
                "--eval", str(workdir / "dev.csv"), "--output", str(output), "--epochs", "4",
                "--batch-size", "4", "--max-seq-length", "16", "--log-every", "1",
                "--early-stopping-patience", "0", "--no-tensorboard"]
-    log_path = tmp_path / "first.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(command, env=env(), stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.time() + 300
-            while "step 3/64 " not in log_path.read_text():  # Training, handler installed.
-                assert proc.poll() is None, log_path.read_text()[-3000:]
-                assert time.time() < deadline, "no training step after 300 s"
-                time.sleep(0.02)
-            proc.send_signal(signal.SIGINT)
-            code = proc.wait(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    first = log_path.read_text()
+    # "step 3/64": training has started and the signal handler is installed.
+    code, first = interrupt_after(command, "step 3/64 ", signal.SIGINT, tmp_path / "first.log",
+                                  env())
     assert code == 130, first[-3000:]
     assert "Traceback" not in first and "KeyboardInterrupt" not in first, first[-3000:]
     assert first.count("Training stopped by SIGINT (Ctrl-C) at step ") == 1
