@@ -35,8 +35,10 @@ class SpanLogits(keras.layers.Layer):
         }
 
     def compute_output_spec(self, scores, padding_mask):
-        spec = keras.KerasTensor(scores.shape[:-1], dtype="float32")
-        return {"start_logits": spec, "end_logits": spec}
+        # Two distinct tensors: a functional model tells outputs apart by
+        # object, and one spec for both made `end_logits` return the start.
+        return {name: keras.KerasTensor(scores.shape[:-1], dtype="float32")
+                for name in ("start_logits", "end_logits")}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
