@@ -1,7 +1,8 @@
 """Where `from_pretrained(source)` finds its model directory.
 
 A source is a keras_bert model directory or a checkpoint users already hold
-(a Hugging Face folder or Hub id, a Google TF1 folder, a name from
+(a Hugging Face folder or Hub id, a transformers-TF tf_model.h5 folder, a
+Google TF1 folder, a name from
 `keras_bert.checkpoints.resolve.KNOWN_NAMES`). Models and text must not
 import the converter (`keras_bert.checkpoints` sits above them), so they
 call `resolve_source` here, and the converter's resolver is registered by

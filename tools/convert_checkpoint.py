@@ -1,4 +1,4 @@
-"""Convert a Google or Hugging Face BERT checkpoint into a keras_bert model directory.
+"""Convert a Google, Hugging Face or transformers-TF BERT checkpoint into a model directory.
 
 Input formats
 -------------
@@ -20,6 +20,16 @@ huggingface  A transformers BERT folder (BertModel, BertForPreTraining,
              Tensor names with or without the "bert." prefix. Hugging Face's
              "gelu" is exact (erf); "gelu_new"/"gelu_pytorch_tanh" become
              "gelu_approx".
+transformers_tf
+             A folder written by transformers' TensorFlow save_pretrained
+             (TFBertModel, TFBertForPreTraining, TFBertForSequenceClassification,
+             TFBertForTokenClassification, TFBertForQuestionAnswering) with
+               config.json
+               tf_model.h5        (Keras 2 h5 weights, read with h5py; neither
+                                   transformers nor tf_keras is needed)
+               vocab.txt
+             --input may also be the tf_model.h5 inside it. A folder that also
+             has model.safetensors or pytorch_model.bin is read as huggingface.
 
 The format is detected from the files unless --format is given.
 
@@ -27,8 +37,8 @@ The format is detected from the files unless --format is given.
 well-known name (bert-base-uncased, all-MiniLM-L6-v2, keras-hub's
 bert_base_en_uncased, ...: keras_bert.checkpoints.KNOWN_NAMES), read from
 huggingface_hub's cache and downloaded when missing (never with HF_HUB_OFFLINE=1).
-A fine-tuned BertForSequenceClassification / BertForTokenClassification keeps
-its head and id2label names. The casing (do_lower_case, Google's uncased_/cased_
+A fine-tuned BertForSequenceClassification / BertForTokenClassification /
+BertForQuestionAnswering (PyTorch or TF) keeps its head and id2label names. The casing (do_lower_case, Google's uncased_/cased_
 folder name) goes into task.json.
 
 Output
@@ -48,6 +58,8 @@ Examples
       --output models/bert_base_uncased --check
   python tools/convert_checkpoint.py --input all-MiniLM-L6-v2 \\
       --output models/minilm --format huggingface --check
+  python tools/convert_checkpoint.py --input my_tf_sentiment_model \\
+      --output models/sentiment --check      # save_pretrained of a TFBertFor...
 """
 
 import os
@@ -59,7 +71,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _cli  # noqa: E402
 
 # keras_bert.checkpoints.FORMATS and convert.DEFAULT_TOLERANCE (tests/test_tools.py checks).
-FORMATS = ("google", "huggingface")
+FORMATS = ("google", "huggingface", "transformers_tf")
 DEFAULT_TOLERANCE = 1e-3
 
 

@@ -1,15 +1,16 @@
-"""Convert a Google or Hugging Face BERT checkpoint into a keras_bert model directory.
+"""Convert a Google, Hugging Face or transformers-TF BERT checkpoint into a model directory.
 
     source = read_checkpoint("uncased_L-12_H-768_A-12")        # any format
     model, report = build_model(source)                         # Keras model, weights set
     report = convert_checkpoint(SRC, "models/bert_base", check=True)
 
-The readers (`google.py`, `huggingface.py`) give weights under Google's names;
+The readers (`google.py`, `huggingface.py`, `transformers_tf.py`) give weights under Google's names;
 this module puts them into a `BertEncoder` (and `BertPretrainer` heads), writes
 the model directory, and checks the result numerically against an independent
 forward pass (`reference.py`).
 """
 
+import inspect
 import logging
 import os
 
@@ -19,6 +20,11 @@ from keras_bert.checkpoints import reference
 from keras_bert.checkpoints.google import read_google_checkpoint
 from keras_bert.checkpoints.hub import locate_checkpoint
 from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
+from keras_bert.checkpoints.transformers_tf import (
+    TF_WEIGHTS_FILE,
+    TF_WEIGHTS_INDEX,
+    read_transformers_tf_checkpoint,
+)
 from keras_bert.checkpoints.source import (
     MLM_WEIGHTS,
     NSP_WEIGHTS,
@@ -31,7 +37,11 @@ from keras_bert.models import BertEncoder, BertPretrainer, get_task
 from keras_bert.models import model_dir as model_dir_lib
 from keras_bert.models.model_dir import MODEL_DIR_KIND
 
-FORMATS = ("google", "huggingface")
+FORMATS = ("google", "huggingface", "transformers_tf")
+# A Hugging Face folder's PyTorch weights; read in preference to tf_model.h5
+# when a folder has both (what transformers' PyTorch classes load).
+_PYTORCH_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                    "pytorch_model.bin.index.json")
 logger = logging.getLogger(__name__)
 
 # Sentences the numeric check runs: a single sentence, a pair, and a short one
@@ -45,9 +55,16 @@ DEFAULT_TOLERANCE = 1e-3
 
 
 def detect_format(path):
-    """"google" or "huggingface", from the files at `path`."""
+    """"google", "huggingface" or "transformers_tf", from the files at `path`.
+
+    A Hugging Face folder is "transformers_tf" when it holds tf_model.h5 and
+    no PyTorch weights (model.safetensors, pytorch_model.bin); with both, the
+    PyTorch weights are read.
+    """
     if os.path.isfile(path + ".index") or path.endswith((".index", ".ckpt")):
         return "google"
+    if os.path.isfile(path) and path.endswith(".h5"):
+        return "transformers_tf"
     if os.path.isfile(path) and path.endswith((".safetensors", ".bin", ".index.json")):
         return "huggingface"
     if os.path.isdir(path):
@@ -55,6 +72,8 @@ def detect_format(path):
         if "bert_config.json" in files or any(f.endswith(".index") for f in files):
             return "google"
         if "config.json" in files:
+            if files & {TF_WEIGHTS_FILE, TF_WEIGHTS_INDEX} and not files & set(_PYTORCH_WEIGHTS):
+                return "transformers_tf"
             return "huggingface"
         raise CheckpointError(
             f"Cannot tell the format of {path}: it has neither bert_config.json "
@@ -68,14 +87,17 @@ def read_checkpoint(path, format=None):
 
     Args:
         path: a Google release folder or checkpoint prefix, or a Hugging Face
-            model folder or weights file.
-        format: "google", "huggingface", or None to detect it from the files.
+            model folder or weights file (PyTorch, or transformers-TF tf_model.h5).
+        format: "google", "huggingface", "transformers_tf", or None to detect
+            it from the files.
     """
     format = format or detect_format(path)
     if format == "google":
         return read_google_checkpoint(path)
     if format == "huggingface":
         return read_huggingface_checkpoint(path)
+    if format == "transformers_tf":
+        return read_transformers_tf_checkpoint(path)
     raise CheckpointError(f"Unknown checkpoint format: {format!r}. Expected one of {FORMATS}.")
 
 
@@ -221,9 +243,13 @@ def build_model(source):
     if head is not None:
         # A fine-tuned classifier has no MLM/NSP heads to keep.
         parts["mlm_head"] = parts["nsp_head"] = False
-        model = get_task(head["task"]).model(
-            encoder=encoder, num_classes=int(head["bias"].shape[0]),
-            label_names=head["label_names"])
+        model_class = get_task(head["task"]).model
+        labels = {}
+        # A span head (BertSpanLabeler) has its 2 units fixed and no labels.
+        if "num_classes" in inspect.signature(model_class.__init__).parameters:
+            labels = {"num_classes": int(head["bias"].shape[0]),
+                      "label_names": head["label_names"]}
+        model = model_class(encoder=encoder, **labels)
         report.label_names = head["label_names"]
     elif parts["mlm_head"] or parts["nsp_head"]:
         model = BertPretrainer(encoder=encoder)
@@ -241,7 +267,7 @@ def build_model(source):
             var.assign(value.astype(var.dtype))
         report.loaded_parts.append(f"{head['task']}_head")
         left = [v for v in left if v is not dense.kernel and v is not dense.bias]
-        if head["label_names"] is None:
+        if head["label_names"] is None and head["task"] != "span_qa":
             report.warnings.append(
                 f"the source's {head['task']} head has no id2label names; labels are "
                 f"\"0\"..\"{head['bias'].shape[0] - 1}\".")
@@ -261,7 +287,8 @@ def build_model(source):
         names = [v.path for v in left if id(v) in unexpected]
         raise CheckpointError(f"No source weight maps to the Keras variable(s) {names}.")
     for part in report.missing_parts:
-        if part == "pooler":
+        # A token or span head reads no pooled output (transformers saves none for them).
+        if part == "pooler" and getattr(model, "uses_pooler", True):
             report.warnings.append(
                 "the source has no pooler (bert/pooler/dense); pooled_output comes "
                 "from a freshly initialized pooler: fine-tune before using it."
@@ -393,7 +420,10 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
             "sequence_output")
         if feature in ref:
             ref["head_logits"] = ref[feature] @ source.head["kernel"] + source.head["bias"]
-            out["head_logits"] = np.asarray(model(inputs, training=False))
+            logits = model(inputs, training=False)
+            if isinstance(logits, dict):  # A span head: [batch, seq, 2] as start, end.
+                logits = np.stack([logits["start_logits"], logits["end_logits"]], axis=-1)
+            out["head_logits"] = np.asarray(logits)
     real = inputs["padding_mask"].astype(bool)
     diffs, failures = {}, []
     for key in ("sequence_output", "pooled_output", "mlm_logits", "nsp_logits",
@@ -446,7 +476,7 @@ def convert_checkpoint(
         input_path: the checkpoint (see `read_checkpoint`), or a Hugging Face
             Hub id or known name (see `keras_bert.checkpoints.hub`).
         output_dir: the model directory to create.
-        format: "google", "huggingface", or None to detect.
+        format: "google", "huggingface", "transformers_tf", or None to detect.
         check: bool, reload the written directory and compare its outputs
             with an independent forward pass of the source (`check_model`).
         tolerance: float, see `check_model`.

@@ -44,11 +44,13 @@ KNOWN_NAMES = {
 
 # What a download fetches: the config, tokenizer files and one weights format
 # (safetensors first; pytorch_model.bin only when a repository has no
-# safetensors). tf_model.h5, flax and onnx files are left on the Hub.
+# safetensors; tf_model.h5 only when it has neither, as a TF model pushed with
+# push_to_hub). Flax and onnx files are left on the Hub.
 _TEXT_FILES = ["config.json", "vocab.txt", "tokenizer_config.json", "tokenizer.json",
                "special_tokens_map.json"]
 _SAFETENSORS = ["model.safetensors", "model.safetensors.index.json", "model-*.safetensors"]
 _PYTORCH = ["pytorch_model.bin", "pytorch_model.bin.index.json", "pytorch_model-*.bin"]
+_TF = ["tf_model.h5"]
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 _TRUE = ("1", "ON", "YES", "TRUE")
 HOW_TO_CONVERT = ("tools/convert_checkpoint.py --input CHECKPOINT --output MODEL_DIR converts "
@@ -139,6 +141,10 @@ def hub_snapshot(repo_id, asked=None):
         if not any(os.path.exists(os.path.join(folder, name))
                    for name in ("model.safetensors", "model.safetensors.index.json")):
             folder = download(_TEXT_FILES + _PYTORCH)
+        if not any(os.path.exists(os.path.join(folder, name))
+                   for name in ("model.safetensors", "model.safetensors.index.json",
+                                "pytorch_model.bin", "pytorch_model.bin.index.json")):
+            folder = download(_TEXT_FILES + _TF)
     except errors.RepositoryNotFoundError as e:
         raise FileNotFoundError(
             f"{named} is not a repository on the Hugging Face Hub (or it is private or "

@@ -110,16 +110,28 @@ OTHER_ARCHITECTURES = {
     "nomic_bert": "NomicBERT",
 }
 # transformers' fine-tuned heads keras_bert has a task for: the architecture
-# name's suffix -> registered task. Both are `classifier` = Linear on the
-# pooled (sequence) or per-token (token) output, after dropout.
-_HEAD_TASKS = {
-    "ForSequenceClassification": "classification",
-    "ForTokenClassification": "token_classification",
+# name's suffix -> (registered task, the head layer's name). `classifier` is a
+# Linear on the pooled (sequence) or per-token (token) output, after dropout;
+# `qa_outputs` a Linear of 2 units (start, end) on every token.
+HEAD_TASKS = {
+    "ForSequenceClassification": ("classification", "classifier"),
+    "ForTokenClassification": ("token_classification", "classifier"),
+    "ForQuestionAnswering": ("span_qa", "qa_outputs"),
 }
-_HEAD_WEIGHT, _HEAD_BIAS = "classifier.weight", "classifier.bias"
 _DECODER_WEIGHT = "cls.predictions.decoder.weight"
 _DECODER_BIAS = "cls.predictions.decoder.bias"
 _WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
+
+
+def _other_architecture(architectures):
+    """(class name, display name) of a non-BERT class in config.json's
+    architectures ("RobertaForSequenceClassification", "TFDistilBertModel"), or None."""
+    known = {re.sub(r"[-_]", "", key): name for key, name in OTHER_ARCHITECTURES.items()}
+    for architecture in architectures if isinstance(architectures, list) else []:
+        base = re.sub(r"^TF|(?:Model|For\w+|LMHead\w*)$", "", str(architecture)).lower()
+        if base in known:
+            return str(architecture), known[base]
+    return None
 
 
 def config_from_huggingface(values, path="config.json"):
@@ -128,6 +140,12 @@ def config_from_huggingface(values, path="config.json"):
         raise CheckpointError(f"{path} must hold a JSON object of BERT settings. Received: "
                               f"a JSON {type(values).__name__}.")
     model_type = values.get("model_type", "bert")
+    other = _other_architecture(values.get("architectures"))
+    if model_type == "bert" and other:
+        raise CheckpointError(
+            f"{path}: this is a {other[1]} checkpoint (architectures {other[0]!r}), not BERT; "
+            f"keras_bert loads BERT only: other architectures differ in position ids, "
+            f"normalization or names.")
     if model_type != "bert":
         name = OTHER_ARCHITECTURES.get(model_type, "")
         what = f"a {name} checkpoint (model_type={model_type!r})" if name else (
@@ -177,9 +195,12 @@ def find_weights_file(folder):
         candidate = os.path.join(folder, name)
         if os.path.isfile(candidate):
             return candidate
+    tf_only = os.path.isfile(os.path.join(folder, "tf_model.h5"))
     raise CheckpointError(
         f"No weights file in {folder}: expected {SAFETENSORS_FILE} "
-        f"(or {SAFETENSORS_INDEX}, {PYTORCH_FILE})."
+        f"(or {SAFETENSORS_INDEX}, {PYTORCH_FILE})"
+        + ("; its tf_model.h5 is read with format \"transformers_tf\" (--format "
+           "transformers_tf, or leave the format out)." if tf_only else ".")
     )
 
 
@@ -471,40 +492,77 @@ def read_lowercase(folder, config_values=None):
     return None, None
 
 
+def head_task(values):
+    """(task, head layer name) of a config's fine-tuned architecture, else (None, None).
+
+    Args:
+        values: dict, a transformers config.json ("architectures" names the
+            class, e.g. "BertForSequenceClassification"; TF classes save it
+            without their "TF" prefix).
+    """
+    for architecture in values.get("architectures") or []:
+        for suffix, found in HEAD_TASKS.items():
+            if str(architecture).endswith(suffix):
+                return found
+    return None, None
+
+
+def make_head(source, values, task, kernel, bias, names, config_file):
+    """The `SourceCheckpoint.head` dict of a fine-tuned head, shapes checked.
+
+    Label names come from config.json's id2label (a span head has none).
+
+    Args:
+        source: the SourceCheckpoint being read (its config and warnings).
+        values: dict, the config.json.
+        task: str, the registered task (see `HEAD_TASKS`).
+        kernel: float32 array [hidden, num_labels] (Google / Keras layout).
+        bias: float32 array [num_labels].
+        names: str, the source tensors' names, for messages.
+        config_file: str, the config's path, for messages.
+    """
+    hidden = source.config.hidden_size
+    architecture = (values.get("architectures") or [task])[0]
+    if kernel.ndim != 2 or kernel.shape[0] != hidden or bias.shape != (kernel.shape[1],) or (
+            task == "span_qa" and kernel.shape[1] != 2):
+        units = "2" if task == "span_qa" else "num_labels"
+        raise CheckpointError(
+            f"{names}: found shapes {kernel.shape} and {bias.shape} (as [hidden, units]); a "
+            f"{architecture} head of hidden_size={hidden} needs [{hidden}, {units}] and "
+            f"[{units}]. The weights do not belong to this config.json.")
+    num_labels = kernel.shape[1]
+    label_names = None
+    id2label = values.get("id2label")
+    if task != "span_qa" and isinstance(id2label, dict):
+        try:
+            found = {int(k): str(v) for k, v in id2label.items()}
+        except ValueError:
+            found = {}
+        if sorted(found) == list(range(num_labels)) and len(set(found.values())) == num_labels:
+            label_names = [found[i] for i in range(num_labels)]
+        else:
+            source.warnings.append(
+                f"{config_file}: id2label {id2label} does not name the {num_labels} labels of "
+                f"{names}; labels are unnamed.")
+    return {"task": task, "kernel": np.ascontiguousarray(kernel, np.float32),
+            "bias": np.asarray(bias, np.float32), "label_names": label_names,
+            "source_names": names}
+
+
 def _read_head(source, values, tensors, config_file):
-    """A fine-tuned `classifier` Linear of BertFor{Sequence,Token}Classification.
+    """A fine-tuned Linear head of BertFor{Sequence,Token}Classification or
+    BertForQuestionAnswering (see `HEAD_TASKS`).
 
     Returns the `SourceCheckpoint.head` dict, or None (then the tensors stay
     in `unused`, reported).
     """
-    architectures = values.get("architectures") or []
-    task = next((t for suffix, t in _HEAD_TASKS.items()
-                 if any(str(a).endswith(suffix) for a in architectures)), None)
-    if task is None or _HEAD_WEIGHT not in tensors or _HEAD_BIAS not in tensors:
+    task, layer = head_task(values)
+    weight_name, bias_name = f"{layer}.weight", f"{layer}.bias"
+    if task is None or weight_name not in tensors or bias_name not in tensors:
         return None
-    weight = np.asarray(tensors[_HEAD_WEIGHT], np.float32)  # [num_labels, hidden]
-    bias = np.asarray(tensors[_HEAD_BIAS], np.float32)
-    hidden = source.config.hidden_size
-    if weight.ndim != 2 or weight.shape[1] != hidden or bias.shape != (weight.shape[0],):
-        raise CheckpointError(
-            f"{_HEAD_WEIGHT} has shape {weight.shape} and {_HEAD_BIAS} {bias.shape}; a "
-            f"{architectures[0]} head of hidden_size={hidden} needs [num_labels, {hidden}] "
-            f"and [num_labels].")
-    num_labels = weight.shape[0]
-    label_names = None
-    id2label = values.get("id2label")
-    if isinstance(id2label, dict):
-        try:
-            names = {int(k): str(v) for k, v in id2label.items()}
-        except ValueError:
-            names = {}
-        if sorted(names) == list(range(num_labels)) and len(set(names.values())) == num_labels:
-            label_names = [names[i] for i in range(num_labels)]
-        else:
-            source.warnings.append(
-                f"{config_file}: id2label {id2label} does not name the {num_labels} labels of "
-                f"{_HEAD_WEIGHT}; labels are unnamed.")
-    for name in (_HEAD_WEIGHT, _HEAD_BIAS):
+    weight = np.asarray(tensors[weight_name], np.float32)  # [num_labels, hidden]
+    head = make_head(source, values, task, weight.T, np.asarray(tensors[bias_name], np.float32),
+                     f"{weight_name}, {bias_name}", config_file)
+    for name in (weight_name, bias_name):
         source.unused.remove(name)
-    return {"task": task, "kernel": np.ascontiguousarray(weight.T), "bias": bias,
-            "label_names": label_names, "source_names": f"{_HEAD_WEIGHT}, {_HEAD_BIAS}"}
+    return head

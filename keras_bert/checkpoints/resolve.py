@@ -4,8 +4,11 @@
 so every `from_pretrained(source)` takes, besides a model directory:
 - a Hugging Face folder (config.json, model.safetensors or pytorch_model.bin,
   vocab.txt, tokenizer files), BertModel or a fine-tuned
-  BertForSequenceClassification / BertForTokenClassification (head and
-  id2label names carried over);
+  BertForSequenceClassification / BertForTokenClassification /
+  BertForQuestionAnswering (head and id2label names carried over);
+- a transformers-TF folder (config.json, tf_model.h5, vocab.txt) of TFBertModel
+  or the same fine-tuned TFBertFor... classes (`transformers_tf.py`); a folder
+  with both keeps reading model.safetensors / pytorch_model.bin;
 - a Hugging Face Hub id or a name of `hub.KNOWN_NAMES` (from the Hub's cache
   when HF_HUB_OFFLINE is set);
 - a Google TF1 checkpoint folder.

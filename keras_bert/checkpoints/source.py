@@ -101,7 +101,7 @@ class SourceCheckpoint:
     """A checkpoint read into memory, in Google's names and layout.
 
     Attributes:
-        format: "google" or "huggingface".
+        format: "google", "huggingface" or "transformers_tf".
         path: the folder or checkpoint prefix that was read.
         config: BertConfig read from the source's config file.
         weights: dict, Google variable name -> float32 numpy array in Google's
@@ -161,7 +161,7 @@ class ConversionReport:
     """What a conversion loaded, skipped and checked.
 
     Attributes:
-        format: "google" or "huggingface".
+        format: "google", "huggingface" or "transformers_tf".
         source: path that was read.
         output: the model directory written, or None.
         config: the BertConfig of the converted model.
