@@ -49,10 +49,13 @@ Environment used (Python 3.11.7, CPU, 2026-12-01):
         --output tests/fixtures/transformers_tf
 """
 
-import argparse
 import json
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _cli  # noqa: E402
 
 SEED = 26
 HIDDEN, LAYERS, HEADS, INTERMEDIATE, MAX_POSITIONS = 32, 2, 4, 64, 32
@@ -198,15 +201,17 @@ def write_fixture(kind, folder):
     print(f"{folder}: {class_name} (architectures {architectures}), {size // 1024} KB")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("\n\n", 1)[1])
+def build_parser():
+    parser = _cli.parser(__doc__)
     parser.add_argument("--output", default=os.path.join("tests", "fixtures", "transformers_tf"),
                         help="Folder to write one subfolder per kind into.")
     parser.add_argument("--kinds", default=",".join(KINDS),
-                        help=f"Comma-separated kinds to write (default: all of {list(KINDS)}).")
-    args = parser.parse_args(argv)
+                        help=f"Comma-separated kinds to write, of {list(KINDS)}.")
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
     try:
         import transformers
 
