@@ -249,6 +249,7 @@ def prepare_readme_dir(work):
     import shutil
 
     import keras
+    import numpy as np
 
     import keras_bert
     from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
@@ -276,6 +277,13 @@ def prepare_readme_dir(work):
     ckpt.write_huggingface(os.path.join(work, "path", "to", "bert-base-uncased"),
                            ckpt.to_huggingface(ckpt.random_weights(hf, heads=False), hf),
                            ckpt.huggingface_config(hf))
+    # "From transformers-TF": a TFBertForSequenceClassification folder and its logits
+    # on the README's two reviews (tools/make_tf_h5_fixtures.py wrote both).
+    tf_fixture = os.path.join(ROOT, "tests", "fixtures", "transformers_tf",
+                              "sequence_classification")
+    shutil.copytree(tf_fixture, os.path.join(work, "my-tf-sentiment"))
+    with np.load(os.path.join(tf_fixture, "expected.npz")) as expected:
+        np.save(os.path.join(work, "tf_logits.npy"), expected["text_logits"][:2])
 
     rows = [("I love my new phone!", "positive"), ("worst service ever", "negative"),
             ("The meeting is at 3pm.", "neutral"), ("what a great day", "positive"),
