@@ -23,6 +23,7 @@ model                    TFBertModel                       True
 sequence_classification  TFBertForSequenceClassification   True  (id2label neg/neu/pos)
 token_classification     TFBertForTokenClassification      False (id2label O/B-PER/...)
 question_answering       TFBertForQuestionAnswering        True
+pretraining              TFBertForPreTraining              True  (MLM and NSP heads)
 
 expected.npz (plain arrays, no pickles):
   token_ids, segment_ids, padding_mask   int32 [3, 12]: fixed ids with padding
@@ -35,7 +36,8 @@ expected.npz (plain arrays, no pickles):
   versions                               str: tensorflow, transformers versions
 where OUTPUT is sequence_output and pooled_output (model), logits
 (sequence_classification, token_classification), start_logits and end_logits
-(question_answering). Weights are drawn at scales large enough that a
+(question_answering), mlm_logits [batch, seq, vocab] and nsp_logits
+(pretraining). Weights are drawn at scales large enough that a
 misplaced or untransposed weight changes every output (transformers'
 initializer_range of 0.02 would leave outputs near constant).
 
@@ -84,6 +86,7 @@ KINDS = {
     "token_classification": ("TFBertForTokenClassification", False, ("logits",)),
     "question_answering": ("TFBertForQuestionAnswering", True,
                            ("start_logits", "end_logits")),
+    "pretraining": ("TFBertForPreTraining", True, ("mlm_logits", "nsp_logits")),
 }
 # Raw texts; question answering reads (question, context) pairs.
 TEXTS = [
@@ -137,6 +140,9 @@ def outputs_of(model, kind, token_ids, segment_ids, padding_mask):
                   "pooled_output": result.pooler_output}
     elif kind == "question_answering":
         values = {"start_logits": result.start_logits, "end_logits": result.end_logits}
+    elif kind == "pretraining":
+        values = {"mlm_logits": result.prediction_logits,
+                  "nsp_logits": result.seq_relationship_logits}
     else:
         values = {"logits": result.logits}
     return {k: np.asarray(v, np.float32) for k, v in values.items()}

@@ -16,7 +16,8 @@ import h5py
 import numpy as np
 import pytest
 
-from keras_bert.checkpoints import CheckpointError, detect_format, read_checkpoint
+from keras_bert.checkpoints import CheckpointError, build_model, detect_format, read_checkpoint
+from keras_bert.checkpoints.convert import model_outputs
 from keras_bert.models import BertEncoder
 from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from keras_bert.text import BertPreprocessor
@@ -156,6 +157,21 @@ def test_tf_question_answering_loads_as_span_labeler(cache):
     assert task["task"] == "span_qa" and task["lowercase"] is True
 
 
+def test_tf_pretraining_model_keeps_its_mlm_and_nsp_heads():
+    folder, expected = _fixture("pretraining")
+    model, report = build_model(read_checkpoint(folder))
+    assert report.loaded_parts == ["encoder", "pooler", "mlm_head", "nsp_head"]
+    # The MLM head lists the word embeddings again (tied): read once, the copy skipped.
+    assert len(report.ignored) == 5 and report.unused == []
+    assert all(why.startswith("the same weight as tf_bert_for_pre_training/bert/embeddings/")
+               for why in report.ignored.values())
+    out = model_outputs(model, _inputs(expected))
+    real = expected["padding_mask"].astype(bool)
+    np.testing.assert_allclose(out["mlm_logits"][real], expected["mlm_logits"][real],
+                               rtol=ATOL, atol=ATOL)
+    np.testing.assert_allclose(out["nsp_logits"], expected["nsp_logits"], atol=ATOL)
+
+
 def test_convert_tool_takes_a_tf_h5_folder_and_checks_it(tmp_path, capsys):
     import sys
 
@@ -193,6 +209,16 @@ def test_damaged_h5_says_which_file_and_what_to_do(tmp_path, damage):
                        match=r"Cannot read .*tf_model\.h5: .*truncated or corrupt; download it "
                              r"again, or save it again with save_pretrained"):
         BertEncoder.from_pretrained(folder)
+
+
+def test_sharded_tf_h5_is_refused_with_the_way_out(tmp_path):
+    folder = _copy("model", tmp_path)
+    os.rename(os.path.join(folder, "tf_model.h5"), os.path.join(folder, "tf_model-00001.h5"))
+    with open(os.path.join(folder, "tf_model.h5.index.json"), "w") as f:
+        json.dump({"weight_map": {}}, f)
+    with pytest.raises(CheckpointError, match=r"sharded tf_model\.h5\.index\.json.*"
+                                              r"max_shard_size"):
+        read_checkpoint(folder)
 
 
 def test_keras3_weights_file_is_not_taken_for_a_tf_h5(tmp_path):
