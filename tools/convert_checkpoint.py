@@ -38,8 +38,9 @@ well-known name (bert-base-uncased, all-MiniLM-L6-v2, keras-hub's
 bert_base_en_uncased, ...: keras_bert.checkpoints.KNOWN_NAMES), read from
 huggingface_hub's cache and downloaded when missing (never with HF_HUB_OFFLINE=1).
 A fine-tuned BertForSequenceClassification / BertForTokenClassification /
-BertForQuestionAnswering (PyTorch or TF) keeps its head and id2label names. The casing (do_lower_case, Google's uncased_/cased_
-folder name) goes into task.json.
+BertForQuestionAnswering (PyTorch or TF) keeps its head and id2label names.
+The casing (do_lower_case, Google's uncased_/cased_ folder name) goes into
+task.json.
 
 Output
 ------

@@ -4,10 +4,11 @@
     model, report = build_model(source)                         # Keras model, weights set
     report = convert_checkpoint(SRC, "models/bert_base", check=True)
 
-The readers (`google.py`, `huggingface.py`, `transformers_tf.py`) give weights under Google's names;
-this module puts them into a `BertEncoder` (and `BertPretrainer` heads), writes
-the model directory, and checks the result numerically against an independent
-forward pass (`reference.py`).
+The readers (`google.py`, `huggingface.py`, `transformers_tf.py`) give weights
+under Google's names; this module puts them into a `BertEncoder` (and
+`BertPretrainer` heads, or a fine-tuned task head), writes the model
+directory, and checks the result numerically against an independent forward
+pass (`reference.py`).
 """
 
 import inspect
@@ -20,17 +21,17 @@ from keras_bert.checkpoints import reference
 from keras_bert.checkpoints.google import read_google_checkpoint
 from keras_bert.checkpoints.hub import locate_checkpoint
 from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
-from keras_bert.checkpoints.transformers_tf import (
-    TF_WEIGHTS_FILE,
-    TF_WEIGHTS_INDEX,
-    read_transformers_tf_checkpoint,
-)
 from keras_bert.checkpoints.source import (
     MLM_WEIGHTS,
     NSP_WEIGHTS,
     POOLER_WEIGHTS,
     CheckpointError,
     ConversionReport,
+)
+from keras_bert.checkpoints.transformers_tf import (
+    TF_WEIGHTS_FILE,
+    TF_WEIGHTS_INDEX,
+    read_transformers_tf_checkpoint,
 )
 from keras_bert.files import prepare_output_dir, staged_dir
 from keras_bert.models import BertEncoder, BertPretrainer, get_task
@@ -218,8 +219,9 @@ def build_model(source):
     """A Keras model holding the weights of `source`, and a ConversionReport.
 
     The task model of `source.head` (a fine-tuned Hugging Face classifier,
-    its head and labels included) when there is one; else a `BertPretrainer`
-    when the source has an MLM or NSP head, else a `BertEncoder`.
+    tagger or span labeler, its head and labels included) when there is one;
+    else a `BertPretrainer` when the source has an MLM or NSP head, else a
+    `BertEncoder`.
     BertPretrainer always has both heads: when the source has only one, the
     other stays freshly initialized and the report says so.
     """
@@ -267,7 +269,7 @@ def build_model(source):
             var.assign(value.astype(var.dtype))
         report.loaded_parts.append(f"{head['task']}_head")
         left = [v for v in left if v is not dense.kernel and v is not dense.bias]
-        if head["label_names"] is None and head["task"] != "span_qa":
+        if head["label_names"] is None and labels:
             report.warnings.append(
                 f"the source's {head['task']} head has no id2label names; labels are "
                 f"\"0\"..\"{head['bias'].shape[0] - 1}\".")

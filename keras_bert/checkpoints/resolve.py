@@ -33,7 +33,7 @@ from keras_bert.checkpoints.source import CheckpointError
 CACHE_ENV = "KERAS_BERT_CACHE"
 # Bumped when the converter writes model directories differently, so older
 # cached conversions are not reused.
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: a BertForQuestionAnswering folder converts to a span_qa model.
 logger = logging.getLogger(__name__)
 
 

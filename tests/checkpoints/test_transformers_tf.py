@@ -241,8 +241,9 @@ def test_non_bert_config_is_refused_by_name(tmp_path):
     values["architectures"] = ["TFDistilBertForSequenceClassification"]
     with open(path, "w") as f:
         json.dump(values, f)
-    with pytest.raises(CheckpointError, match=r"is a DistilBERT checkpoint \(architectures "
-                                              r"'TFDistilBertForSequenceClassification'\), not BERT"):
+    with pytest.raises(CheckpointError,
+                       match=r"is a DistilBERT checkpoint \(architectures "
+                             r"'TFDistilBertForSequenceClassification'\), not BERT"):
         BertClassifier.from_pretrained(folder)
     with open(path, "w") as f:
         json.dump({**values, "model_type": "roberta",
