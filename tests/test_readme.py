@@ -282,6 +282,8 @@ def prepare_readme_dir(work):
     tf_fixture = os.path.join(ROOT, "tests", "fixtures", "transformers_tf",
                               "sequence_classification")
     shutil.copytree(tf_fixture, os.path.join(work, "my-tf-sentiment"))
+    # from_pretrained converts it into the cache: this run's own, not the user's.
+    os.environ["KERAS_BERT_CACHE"] = os.path.join(work, "keras_bert_cache")
     with np.load(os.path.join(tf_fixture, "expected.npz")) as expected:
         np.save(os.path.join(work, "tf_logits.npy"), expected["text_logits"][:2])
 
