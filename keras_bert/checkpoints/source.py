@@ -1,6 +1,6 @@
 """What a checkpoint reader returns, the report of a conversion, and its error.
 
-Every reader (Google TF1 checkpoint, Hugging Face) turns its source into one
+Every reader (Google TF1 checkpoint, Hugging Face, transformers-TF h5) turns its source into one
 `SourceCheckpoint` whose weights carry Google's original variable names and
 layout ("bert/encoder/layer_0/attention/self/query/kernel", kernels [in, out]).
 Google's names are the one shared vocabulary: the weight loader in

@@ -167,9 +167,10 @@ def read_transformers_tf_checkpoint(path):
             os.path.join(folder, TF_WEIGHTS_INDEX)):
         raise CheckpointError(
             f"{folder} holds a sharded {TF_WEIGHTS_INDEX}, which keras_bert does not read. "
-            f"Save the model as one file (save_pretrained(folder, max_shard_size=\"20GB\")) "
-            f"or as safetensors (TFBertModel -> BertModel.from_pretrained(folder, "
-            f"from_tf=True).save_pretrained(folder)).")
+            f"Where transformers < 5 runs, save the model as one file "
+            f"(model.save_pretrained(folder, max_shard_size=\"20GB\")), or as safetensors "
+            f"with torch (BertModel.from_pretrained(folder, from_tf=True).save_pretrained("
+            f"folder), the task class in place of BertModel).")
     config_file = os.path.join(folder, CONFIG_FILE)
     if not os.path.isfile(config_file):
         raise CheckpointError(
