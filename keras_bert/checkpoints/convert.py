@@ -19,6 +19,7 @@ from keras_bert.checkpoints import reference
 from keras_bert.checkpoints.google import read_google_checkpoint
 from keras_bert.checkpoints.hub import locate_checkpoint
 from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
+from keras_bert.checkpoints.keras_hub import read_keras_hub_preset
 from keras_bert.checkpoints.source import (
     MLM_WEIGHTS,
     NSP_WEIGHTS,
@@ -26,12 +27,13 @@ from keras_bert.checkpoints.source import (
     CheckpointError,
     ConversionReport,
 )
+from keras_bert import sources
 from keras_bert.files import prepare_output_dir, staged_dir
 from keras_bert.models import BertEncoder, BertPretrainer, get_task
 from keras_bert.models import model_dir as model_dir_lib
 from keras_bert.models.model_dir import MODEL_DIR_KIND
 
-FORMATS = ("google", "huggingface")
+FORMATS = ("google", "huggingface", "keras_hub")
 logger = logging.getLogger(__name__)
 
 # Sentences the numeric check runs: a single sentence, a pair, and a short one
@@ -45,7 +47,7 @@ DEFAULT_TOLERANCE = 1e-3
 
 
 def detect_format(path):
-    """"google" or "huggingface", from the files at `path`."""
+    """"google", "huggingface" or "keras_hub", from the files at `path`."""
     if os.path.isfile(path + ".index") or path.endswith((".index", ".ckpt")):
         return "google"
     if os.path.isfile(path) and path.endswith((".safetensors", ".bin", ".index.json")):
@@ -55,7 +57,8 @@ def detect_format(path):
         if "bert_config.json" in files or any(f.endswith(".index") for f in files):
             return "google"
         if "config.json" in files:
-            return "huggingface"
+            # A keras-hub preset's config.json is a serialized Keras object.
+            return "keras_hub" if sources.keras_hub_class(path) else "huggingface"
         raise CheckpointError(
             f"Cannot tell the format of {path}: it has neither bert_config.json "
             f"(Google) nor config.json (Hugging Face). Pass format= / --format."
@@ -76,6 +79,8 @@ def read_checkpoint(path, format=None):
         return read_google_checkpoint(path)
     if format == "huggingface":
         return read_huggingface_checkpoint(path)
+    if format == "keras_hub":
+        return read_keras_hub_preset(path)
     raise CheckpointError(f"Unknown checkpoint format: {format!r}. Expected one of {FORMATS}.")
 
 
@@ -167,9 +172,11 @@ def assign_weights(model, source):
 def text_settings(source, log=None):
     """The text settings a converted model keeps in task.json, from the source.
 
-    `lowercase` comes from the source (tokenizer config, Google folder name);
-    when the source does not say, it is guessed from vocab.txt and one line
-    says so. The maximum length needs no entry: it is the source config's
+    `lowercase` comes from the source (tokenizer config, keras-hub's
+    tokenizer.json, Google folder name); when the source does not say, it is
+    guessed from vocab.txt and one line says so. The maximum length needs an
+    entry only when the source's preprocessor says one (keras-hub's
+    preprocessor.json sequence_length); else it is the source config's
     max_position_embeddings (config.json), which the preprocessor takes by
     default (at most 512); fine-tuning keeps its own shorter default.
 
@@ -178,7 +185,8 @@ def text_settings(source, log=None):
         log: function taking one str; default `logger.warning`.
 
     Returns:
-        dict with "lowercase" (bool).
+        dict with "lowercase" (bool) and, when the source says it,
+        "max_seq_length" (int).
     """
     from keras_bert.text import infer_lowercase
 
@@ -189,7 +197,10 @@ def text_settings(source, log=None):
         log(f"{source.path} does not say whether it lowercases (no do_lower_case, no "
             f"uncased_/cased_ folder name): lowercase={lowercase}, guessed from vocab.txt; "
             f"pass lowercase= to from_pretrained to change it.")
-    return {"lowercase": bool(lowercase)}
+    settings = {"lowercase": bool(lowercase)}
+    if source.max_seq_length is not None:
+        settings["max_seq_length"] = int(source.max_seq_length)
+    return settings
 
 
 def build_model(source):
@@ -223,7 +234,7 @@ def build_model(source):
         parts["mlm_head"] = parts["nsp_head"] = False
         model = get_task(head["task"]).model(
             encoder=encoder, num_classes=int(head["bias"].shape[0]),
-            label_names=head["label_names"])
+            label_names=head["label_names"], **head.get("options", {}))
         report.label_names = head["label_names"]
     elif parts["mlm_head"] or parts["nsp_head"]:
         model = BertPretrainer(encoder=encoder)
