@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert.checkpoints import CheckpointError, convert_checkpoint
 from keras_bert.models import BertEncoder
@@ -83,13 +84,13 @@ def test_classifier_preset_predicts_keras_hubs_logits_on_raw_strings(presets):
     assert classifier.preprocessor.max_seq_length == SEQUENCE_LENGTH
     assert classifier.encoder.max_position_embeddings == 24
     assert classifier.encoder.hidden_act == "gelu_approx"
-    np.testing.assert_allclose(classifier.predict(TEXTS, verbose=0), presets["logits"],
-                               atol=1e-5)
-    # The preprocessing is keras-hub's, token for token.
-    packed = classifier.preprocessor(np.array(TEXTS))
+    # Raw strings through the attached preprocessor (what predict runs; the
+    # slow test below calls predict itself), token for token keras-hub's.
+    packed = classifier.preprocessor(tf.constant(TEXTS))
     for key in ("token_ids", "segment_ids", "padding_mask"):
         np.testing.assert_array_equal(np.asarray(packed[key]).astype(np.int32),
                                       presets["inputs"][key].astype(np.int32))
+    np.testing.assert_allclose(classifier(packed), presets["logits"], atol=1e-5)
 
 
 def test_backbone_preset_gives_keras_hubs_encoder_outputs(presets):
@@ -115,6 +116,9 @@ def test_convert_check_and_export_of_a_classifier_preset(presets, tmp_path):
     from keras_bert.export import export_model
     from keras_bert.export.predict import load_export, run_signature
 
+    classifier = BertClassifier.from_pretrained(presets["classifier"])
+    np.testing.assert_allclose(classifier.predict(TEXTS, verbose=0), presets["logits"],
+                               atol=1e-5)
     report = convert_checkpoint(presets["classifier"], str(tmp_path / "converted"), check=True)
     assert report.format == "keras_hub"
     assert report.loaded_parts == ["encoder", "pooler", "classification_head"]
