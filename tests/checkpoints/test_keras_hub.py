@@ -6,6 +6,7 @@ preprocessor, written with `save_to_preset`, and its outputs on raw
 strings. keras-hub is imported once for the module (it is slow to import).
 """
 
+import csv
 import json
 import os
 
@@ -17,6 +18,7 @@ from keras_bert.checkpoints import CheckpointError, convert_checkpoint
 from keras_bert.models import BertEncoder
 from keras_bert.tasks import BertClassifier
 from keras_bert.text import BertPreprocessor
+from tests.conftest import run_tool
 
 keras_hub = pytest.importorskip("keras_hub")
 
@@ -112,8 +114,7 @@ def test_backbone_preset_gives_keras_hubs_encoder_outputs(presets):
 
 
 @pytest.mark.slow
-def test_convert_check_and_export_of_a_classifier_preset(presets, tmp_path):
-    from keras_bert.export import export_model
+def test_predict_convert_export_and_finetune_of_a_classifier_preset(presets, tmp_path):
     from keras_bert.export.predict import load_export, run_signature
 
     classifier = BertClassifier.from_pretrained(presets["classifier"])
@@ -127,7 +128,10 @@ def test_convert_check_and_export_of_a_classifier_preset(presets, tmp_path):
 
     # tools/export.py --model PRESET: raw strings in, keras-hub's logits
     # (as probabilities and labels) out.
-    path = export_model(presets["classifier"], str(tmp_path / "exports" / "sentiment"))
+    status, out, err = run_tool("export", "--model", presets["classifier"],
+                                "--output", tmp_path / "exports" / "sentiment")
+    assert status == 0, err
+    path = str(tmp_path / "exports" / "sentiment" / "1")
     assert os.path.isfile(os.path.join(path, "assets.extra", "tf_serving_warmup_requests"))
     outputs = run_signature(load_export(path), {"text": TEXTS})
     logits = presets["logits"]
@@ -135,6 +139,19 @@ def test_convert_check_and_export_of_a_classifier_preset(presets, tmp_path):
     np.testing.assert_allclose(outputs["probabilities"], softmax / softmax.sum(-1, keepdims=True),
                                atol=1e-5)
     np.testing.assert_array_equal(outputs["label_id"], logits.argmax(-1))
+
+    # tools/finetune.py --model PRESET starts from the converted preset.
+    with open(tmp_path / "train.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "label"])
+        writer.writerows([(text, str(i % 3)) for i, text in enumerate(TEXTS * 3)])
+    status, out, err = run_tool("finetune", "--task", "classification",
+                                "--model", presets["classifier"], "--output", tmp_path / "tuned",
+                                "--train", tmp_path / "train.csv", "--eval-fraction", "0.25",
+                                "--epochs", "1", "--batch-size", "4", "--jit-compile", "off")
+    assert status == 0, err
+    task = json.loads((tmp_path / "tuned" / "task.json").read_text())
+    assert task["task_config"]["num_classes"] == 3 and task["max_seq_length"] == SEQUENCE_LENGTH
 
 
 def _copy_with_config(source, target, change):
