@@ -52,7 +52,7 @@ _PYTORCH = ["pytorch_model.bin", "pytorch_model.bin.index.json", "pytorch_model-
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 _TRUE = ("1", "ON", "YES", "TRUE")
 HOW_TO_CONVERT = ("tools/convert_checkpoint.py --input CHECKPOINT --output MODEL_DIR converts "
-                  "a Hugging Face or Google folder into a model directory")
+                  "a Hugging Face, Google or keras-hub preset folder into a model directory")
 
 
 def hub_offline():
@@ -105,14 +105,15 @@ def locate_checkpoint(source):
     if looks_local:
         raise FileNotFoundError(
             f"Model directory not found: no such path {os.path.abspath(source)}. Pass a "
-            f"keras_bert model directory, a Hugging Face or Google checkpoint folder, a Hub "
+            f"keras_bert model directory, a Hugging Face, Google or keras-hub preset folder, a Hub "
             f"id or a known name (keras_bert.checkpoints.KNOWN_NAMES); {HOW_TO_CONVERT}.")
     if not _HUB_ID.fullmatch(repo_id):
         raise FileNotFoundError(
             f"{source!r} not found: no such path ({os.path.abspath(source)}), not a name "
             f"of keras_bert's table ({', '.join(sorted(KNOWN_NAMES))}) and not a Hugging "
             f"Face Hub id (ORG/NAME, read from the cache {hub_cache_dir()}). Pass a keras_bert model directory, a Hugging Face or "
-            f"Google checkpoint folder, a Hub id or a known name; {HOW_TO_CONVERT}.")
+            f"Google checkpoint folder, a keras-hub preset folder, a Hub id or a known name; "
+            f"{HOW_TO_CONVERT}.")
     return hub_snapshot(repo_id, asked=source)
 
 
