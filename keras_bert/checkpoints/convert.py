@@ -363,7 +363,9 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
 
     The encoder outputs are compared with Hugging Face transformers when the
     source is a Hugging Face folder and torch + transformers are importable,
-    else (and always for the heads) with `reference.numpy_forward`.
+    with keras-hub (encoder and classifier head) when the source is a
+    keras-hub preset and keras_hub is importable, else (and for the other
+    heads) with `reference.numpy_forward`.
     Positions that are padding are not compared.
 
     Args:
@@ -397,13 +399,18 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
         used = "transformers (encoder), numpy (heads)"
         if "bert/pooler/dense/kernel" not in source.weights:
             ref.pop("pooled_output")
+    elif source.format == "keras_hub" and reference.keras_hub_available():
+        ref.update(reference.keras_hub_forward(
+            source.path, inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"]))
+        used = "keras-hub"
     out = model_outputs(model, inputs)
     if source.head is not None and hasattr(model, "output_dense"):
         # The head is a Linear on the pooled (sequence) output, as in transformers.
         feature = "pooled_output" if source.head["task"] == "classification" else (
             "sequence_output")
-        if feature in ref:
+        if feature in ref and "head_logits" not in ref:
             ref["head_logits"] = ref[feature] @ source.head["kernel"] + source.head["bias"]
+        if "head_logits" in ref:
             out["head_logits"] = np.asarray(model(inputs, training=False))
     real = inputs["padding_mask"].astype(bool)
     diffs, failures = {}, []
