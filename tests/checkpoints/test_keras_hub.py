@@ -87,7 +87,8 @@ def test_classifier_preset_predicts_keras_hubs_logits_on_raw_strings(presets):
     assert classifier.encoder.max_position_embeddings == 24
     assert classifier.encoder.hidden_act == "gelu_approx"
     # Raw strings through the attached preprocessor (what predict runs; the
-    # slow test below calls predict itself), token for token keras-hub's.
+    # slow test below serves them from the export, which shares predict's
+    # code), token for token keras-hub's.
     packed = classifier.preprocessor(tf.constant(TEXTS))
     for key in ("token_ids", "segment_ids", "padding_mask"):
         np.testing.assert_array_equal(np.asarray(packed[key]).astype(np.int32),
@@ -117,9 +118,6 @@ def test_backbone_preset_gives_keras_hubs_encoder_outputs(presets):
 def test_predict_convert_export_and_finetune_of_a_classifier_preset(presets, tmp_path):
     from keras_bert.export.predict import load_export, run_signature
 
-    classifier = BertClassifier.from_pretrained(presets["classifier"])
-    np.testing.assert_allclose(classifier.predict(TEXTS, verbose=0), presets["logits"],
-                               atol=1e-5)
     report = convert_checkpoint(presets["classifier"], str(tmp_path / "converted"), check=True)
     assert report.format == "keras_hub"
     assert report.loaded_parts == ["encoder", "pooler", "classification_head"]
@@ -188,3 +186,35 @@ def test_a_classifier_with_an_activation_is_refused(presets, tmp_path):
                                {"task.json": softmax})
     with pytest.raises(CheckpointError, match=r"activation='softmax'.*activation=None"):
         BertClassifier.from_pretrained(preset)
+
+
+def test_a_kaggle_preset_name_is_read_from_kagglehubs_cache_offline(presets, tmp_path,
+                                                                     monkeypatch):
+    import shutil
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the network was reached")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setenv("KAGGLEHUB_CACHE", str(tmp_path / "kagglehub"))
+    # kagglehub's layout: models/OWNER/MODEL/FRAMEWORK/VARIATION/VERSION (+ VERSION.complete).
+    base = tmp_path / "kagglehub" / "models" / "keras" / "bert" / "keras"
+    base = base / "bert_tiny_en_uncased_sst2"
+    shutil.copytree(presets["classifier"], base / "5")
+    with pytest.raises(FileNotFoundError) as error:  # An unfinished download.
+        BertClassifier.from_pretrained("bert_tiny_en_uncased_sst2")
+    message = str(error.value)
+    assert "kaggle://keras/bert/keras/bert_tiny_en_uncased_sst2/5" in message
+    assert str(base / "5") in message and "no network was reached" in message
+    (base / "5.complete").write_text("")
+    classifier = BertClassifier.from_pretrained("bert_tiny_en_uncased_sst2")
+    packed = classifier.preprocessor(tf.constant(TEXTS))
+    np.testing.assert_allclose(classifier(packed), presets["logits"], atol=1e-5)
+
+
+def test_a_preset_without_weights_names_the_missing_file(presets, tmp_path):
+    preset = _copy_with_config(presets["backbone"], tmp_path / "broken", {})
+    os.remove(os.path.join(preset, "model.weights.h5"))
+    with pytest.raises(CheckpointError, match=r"broken/model.weights.h5 is missing"):
+        BertEncoder.from_pretrained(preset)
