@@ -1,4 +1,4 @@
-"""Convert a Google or Hugging Face BERT checkpoint into a keras_bert model directory.
+"""Convert a Google, Hugging Face or keras-hub BERT checkpoint into a keras_bert model directory.
 
 Input formats
 -------------
@@ -20,6 +20,14 @@ huggingface  A transformers BERT folder (BertModel, BertForPreTraining,
              Tensor names with or without the "bert." prefix. Hugging Face's
              "gelu" is exact (erf); "gelu_new"/"gelu_pytorch_tanh" become
              "gelu_approx".
+keras_hub    A keras-hub preset folder (save_to_preset, or a Kaggle download)
+               config.json        (BertBackbone; other backbones are refused)
+               model.weights.h5, tokenizer.json, assets/tokenizer/vocabulary.txt
+               preprocessor.json  (optional: its sequence_length is kept)
+               task.json, task.weights.h5  (a BertTextClassifier: head kept)
+             keras-hub's BertBackbone GELU is the tanh approximation
+             ("gelu_approx"); --check compares with keras-hub itself when it
+             is installed, else with numpy.
 
 The format is detected from the files unless --format is given.
 
