@@ -37,7 +37,8 @@ def keras_hub_class(path):
     """The class a keras-hub preset folder's config.json names ("BertBackbone"), or None.
 
     keras-hub writes config.json as a serialized Keras object whose
-    registered_name is "keras_hub>CLASS"; a keras_bert config.json is flat.
+    registered_name is "keras_hub>CLASS" (older presets, saved by keras-nlp,
+    say "keras_nlp>CLASS"); a keras_bert config.json is flat.
     """
     try:
         with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
@@ -48,7 +49,8 @@ def keras_hub_class(path):
         return None
     registered = str(config.get("registered_name") or "")
     module = str(config.get("module") or "")
-    if registered.startswith("keras_hub>") or module.startswith("keras_hub."):
+    if registered.startswith(("keras_hub>", "keras_nlp>")) or module.startswith(
+            ("keras_hub.", "keras_nlp.")):
         return config.get("class_name")
     return None
 

@@ -19,7 +19,7 @@ from keras_bert.checkpoints import reference
 from keras_bert.checkpoints.google import read_google_checkpoint
 from keras_bert.checkpoints.hub import locate_checkpoint
 from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
-from keras_bert.checkpoints.keras_hub import read_keras_hub_preset
+from keras_bert.checkpoints.keras_hub_preset import read_keras_hub_preset
 from keras_bert.checkpoints.source import (
     MLM_WEIGHTS,
     NSP_WEIGHTS,

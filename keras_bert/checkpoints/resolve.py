@@ -10,7 +10,7 @@ so every `from_pretrained(source)` takes, besides a model directory:
   when HF_HUB_OFFLINE is set);
 - a Google TF1 checkpoint folder;
 - a keras-hub preset folder (BertBackbone, or a fine-tuned BertTextClassifier
-  whose head comes along; `keras_hub.read_keras_hub_preset`).
+  whose head comes along; `keras_hub_preset.read_keras_hub_preset`).
 
 The conversion is written once, by `convert_checkpoint` (a staged folder
 renamed into place), to KERAS_BERT_CACHE/converted/NAME-KEY (default

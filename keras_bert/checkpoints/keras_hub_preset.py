@@ -154,7 +154,7 @@ def read_keras_hub_preset(path):
             tensor whose shape differs from what config.json implies.
 
     Example:
-    >>> source = read_keras_hub_preset("bert_tiny_en_uncased_sst2")
+    >>> source = read_keras_hub_preset("presets/bert_tiny_en_uncased_sst2")  # a folder
     >>> source.head["kernel"].shape
     (128, 2)
     """
