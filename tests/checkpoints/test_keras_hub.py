@@ -218,3 +218,17 @@ def test_a_preset_without_weights_names_the_missing_file(presets, tmp_path):
     os.remove(os.path.join(preset, "model.weights.h5"))
     with pytest.raises(CheckpointError, match=r"broken/model.weights.h5 is missing"):
         BertEncoder.from_pretrained(preset)
+
+
+def test_a_keras_nlp_era_preset_is_a_preset_not_a_model_directory(presets, tmp_path):
+    from keras_bert import sources
+
+    def keras_nlp(values):
+        values["registered_name"] = "keras_nlp>BertBackbone"
+        values["module"] = "keras_nlp.src.models.bert.bert_backbone"
+
+    preset = _copy_with_config(presets["backbone"], tmp_path / "old", {"config.json": keras_nlp})
+    # It has config.json and model.weights.h5, as a keras_bert model directory has.
+    assert sources.keras_hub_class(preset) == "BertBackbone"
+    assert not sources.is_model_dir(preset)
+    assert sources.is_model_dir(sources.resolve_source(preset))
