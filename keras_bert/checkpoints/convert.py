@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from keras_bert import sources
 from keras_bert.checkpoints import reference
 from keras_bert.checkpoints.google import read_google_checkpoint
 from keras_bert.checkpoints.hub import locate_checkpoint
@@ -27,7 +28,6 @@ from keras_bert.checkpoints.source import (
     CheckpointError,
     ConversionReport,
 )
-from keras_bert import sources
 from keras_bert.files import prepare_output_dir, staged_dir
 from keras_bert.models import BertEncoder, BertPretrainer, get_task
 from keras_bert.models import model_dir as model_dir_lib
