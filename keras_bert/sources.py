@@ -2,7 +2,7 @@
 
 A source is a keras_bert model directory or a checkpoint users already hold
 (a Hugging Face folder or Hub id, a transformers-TF tf_model.h5 folder, a
-Google TF1 folder, a name from
+Google TF1 folder, a keras-hub preset folder, a name from
 `keras_bert.checkpoints.resolve.KNOWN_NAMES`). Models and text must not
 import the converter (`keras_bert.checkpoints` sits above them), so they
 call `resolve_source` here, and the converter's resolver is registered by
@@ -26,16 +26,40 @@ _preprocessor_loader = None
 
 
 def is_model_dir(path):
-    """True if `path` is a folder holding config.json and model.weights.h5."""
+    """True if `path` is a folder holding config.json and model.weights.h5
+    (and is not a keras-hub preset, which has both files too)."""
     return os.path.isdir(path) and all(
-        os.path.isfile(os.path.join(path, name)) for name in _MODEL_DIR_FILES)
+        os.path.isfile(os.path.join(path, name)) for name in _MODEL_DIR_FILES
+    ) and keras_hub_class(path) is None
+
+
+def keras_hub_class(path):
+    """The class a keras-hub preset folder's config.json names ("BertBackbone"), or None.
+
+    keras-hub writes config.json as a serialized Keras object whose
+    registered_name is "keras_hub>CLASS" (older presets, saved by keras-nlp,
+    say "keras_nlp>CLASS"); a keras_bert config.json is flat.
+    """
+    try:
+        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict) or not isinstance(config.get("config"), dict):
+        return None
+    registered = str(config.get("registered_name") or "")
+    module = str(config.get("module") or "")
+    if registered.startswith(("keras_hub>", "keras_nlp>")) or module.startswith(
+            ("keras_hub.", "keras_nlp.")):
+        return config.get("class_name")
+    return None
 
 
 def _looks_like_model_dir(path):
     """A damaged model directory (e.g. its weights file deleted) is still one:
     `load_model_dir` then names what is missing. Its config.json has
     BertConfig's field names (num_layers), not transformers' (num_hidden_layers)."""
-    if not os.path.isdir(path):
+    if not os.path.isdir(path) or keras_hub_class(path) is not None:
         return False
     if any(os.path.isfile(os.path.join(path, name)) for name in ("model.weights.h5", "task.json")):
         return True

@@ -58,6 +58,16 @@ SKIP = {
     "README.md: classifier = BertClassifier.from_pretrained(\"bert-base-uncased\"":
         "needs the Hugging Face Hub (or its cache); tests/checkpoints/test_sources.py loads "
         "Hub ids and known names from a fake offline cache",
+    "README.md: classifier = keras_hub.models.BertTextClassifier.from_preset(":
+        "needs keras-hub and a preset folder; tests/checkpoints/test_keras_hub.py saves a tiny "
+        "one with keras-hub and checks keras_bert's logits against it",
+    "README.md: $ python tools/export.py --model my_preset":
+        "a keras-hub preset folder; tests/checkpoints/test_keras_hub.py exports one (slow tier)",
+    "README.md: $ python tools/finetune.py --task classification --model my_preset":
+        "a keras-hub preset folder; tests/checkpoints/test_keras_hub.py fine-tunes one (slow tier)",
+    "README.md: model = modeling.BertModel(":
+        "the old google-research/bert and Model Garden lines, shown for comparison; "
+        "tests/checkpoints/test_sources.py loads Google folders with from_pretrained",
     "README.md: $ kill -TERM <pid>": "a placeholder pid; tests/training test SIGTERM and resume",
     "README.md: $ python tools/pretrain.py ...same flags...":
         "a placeholder for the command above; tests/training test SIGTERM and resume",

@@ -1,4 +1,4 @@
-"""Convert a Google, Hugging Face or transformers-TF BERT checkpoint into a model directory.
+"""Convert a Google, Hugging Face, transformers-TF or keras-hub BERT checkpoint into a model directory.
 
 Input formats
 -------------
@@ -30,6 +30,14 @@ transformers_tf
                vocab.txt
              --input may also be the tf_model.h5 inside it. A folder that also
              has model.safetensors or pytorch_model.bin is read as huggingface.
+keras_hub    A keras-hub preset folder (save_to_preset, or a Kaggle download)
+               config.json        (BertBackbone; other backbones are refused)
+               model.weights.h5, tokenizer.json, assets/tokenizer/vocabulary.txt
+               preprocessor.json  (optional: its sequence_length is kept)
+               task.json, task.weights.h5  (a BertTextClassifier: head kept)
+             keras-hub's BertBackbone GELU is the tanh approximation
+             ("gelu_approx"); --check compares with keras-hub itself when it
+             is installed, else with numpy.
 
 The format is detected from the files unless --format is given.
 
@@ -72,7 +80,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _cli  # noqa: E402
 
 # keras_bert.checkpoints.FORMATS and convert.DEFAULT_TOLERANCE (tests/test_tools.py checks).
-FORMATS = ("google", "huggingface", "transformers_tf")
+FORMATS = ("google", "huggingface", "transformers_tf", "keras_hub")
 DEFAULT_TOLERANCE = 1e-3
 
 

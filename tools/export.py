@@ -17,6 +17,9 @@ Examples
   python tools/export.py --model models/minilm --output exports/minilm --max-seq-length 128
   python tools/export.py --model models/sentiment --output exports/sentiment --jit-compile on
   python tools/export.py --model models/sentiment --output exports/sentiment --dtype mixed_bfloat16
+  # Any checkpoint from_pretrained takes, converted once into the cache:
+  python tools/export.py --model my_keras_hub_classifier_preset --output exports/sentiment
+  python tools/export.py --model google-bert/bert-base-uncased --output exports/bert_base
 """
 
 import argparse
@@ -32,7 +35,10 @@ import _cli  # noqa: E402
 
 def build_parser():
     parser = _cli.parser(__doc__)
-    parser.add_argument("--model", required=True, help="Model directory (config.json, ...).")
+    parser.add_argument("--model", required=True,
+                        help="Model directory (config.json, ...), or any checkpoint "
+                             "from_pretrained takes: a Hugging Face folder or Hub id, a Google "
+                             "folder, a keras-hub preset (converted once into the cache).")
     parser.add_argument(
         "--output", required=True,
         help="exports/NAME (next version) or exports/NAME/VERSION.",

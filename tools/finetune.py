@@ -80,7 +80,10 @@ def build_parser(tasks=None):
     parser = _cli.parser(__doc__)
     add = parser.add_argument
     add("--task", required=True, choices=sorted(tasks), help="The fine-tuning task.")
-    add("--model", required=True, help="Model directory to start from.")
+    add("--model", required=True,
+        help="Model directory to start from, or any checkpoint from_pretrained takes: a "
+             "Hugging Face folder or Hub id, a Google folder, a keras-hub preset (converted "
+             "once into the cache).")
     add("--output", required=True, help="Model directory to write (the best epoch).")
     add("--train", required=True, help="Training data file (or tfds:NAME[SPLIT]).")
     add("--eval", default=None, help="Evaluation data file (or tfds:NAME[SPLIT]).")

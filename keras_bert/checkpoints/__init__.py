@@ -1,4 +1,4 @@
-"""Google TF1, Hugging Face and transformers-TF BERT checkpoints -> keras_bert model directories.
+"""Google TF1, Hugging Face, transformers-TF and keras-hub BERT checkpoints -> keras_bert model directories.
 
 Example:
 >>> from keras_bert.checkpoints import convert_checkpoint
@@ -19,6 +19,7 @@ from keras_bert.checkpoints.convert import (
 from keras_bert.checkpoints.google import read_google_checkpoint, write_google_checkpoint
 from keras_bert.checkpoints.hub import KNOWN_NAMES, locate_checkpoint
 from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
+from keras_bert.checkpoints.keras_hub_preset import read_keras_hub_preset
 from keras_bert.checkpoints.resolve import resolve_source
 from keras_bert.checkpoints.transformers_tf import read_transformers_tf_checkpoint
 from keras_bert.checkpoints.source import CheckpointError, ConversionReport, SourceCheckpoint

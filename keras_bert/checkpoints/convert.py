@@ -17,10 +17,12 @@ import os
 
 import numpy as np
 
+from keras_bert import sources
 from keras_bert.checkpoints import reference
 from keras_bert.checkpoints.google import read_google_checkpoint
 from keras_bert.checkpoints.hub import locate_checkpoint
 from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
+from keras_bert.checkpoints.keras_hub_preset import read_keras_hub_preset
 from keras_bert.checkpoints.source import (
     MLM_WEIGHTS,
     NSP_WEIGHTS,
@@ -38,7 +40,7 @@ from keras_bert.models import BertEncoder, BertPretrainer, get_task
 from keras_bert.models import model_dir as model_dir_lib
 from keras_bert.models.model_dir import MODEL_DIR_KIND
 
-FORMATS = ("google", "huggingface", "transformers_tf")
+FORMATS = ("google", "huggingface", "transformers_tf", "keras_hub")
 # A Hugging Face folder's PyTorch weights; read in preference to tf_model.h5
 # when a folder has both (what transformers' PyTorch classes load).
 _PYTORCH_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
@@ -56,7 +58,7 @@ DEFAULT_TOLERANCE = 1e-3
 
 
 def detect_format(path):
-    """"google", "huggingface" or "transformers_tf", from the files at `path`.
+    """"google", "huggingface", "transformers_tf" or "keras_hub", from the files at `path`.
 
     A Hugging Face folder is "transformers_tf" when it holds tf_model.h5 and
     no PyTorch weights (model.safetensors, pytorch_model.bin); with both, the
@@ -73,6 +75,9 @@ def detect_format(path):
         if "bert_config.json" in files or any(f.endswith(".index") for f in files):
             return "google"
         if "config.json" in files:
+            # A keras-hub preset's config.json is a serialized Keras object.
+            if sources.keras_hub_class(path):
+                return "keras_hub"
             if files & {TF_WEIGHTS_FILE, TF_WEIGHTS_INDEX} and not files & set(_PYTORCH_WEIGHTS):
                 return "transformers_tf"
             return "huggingface"
@@ -99,6 +104,8 @@ def read_checkpoint(path, format=None):
         return read_huggingface_checkpoint(path)
     if format == "transformers_tf":
         return read_transformers_tf_checkpoint(path)
+    if format == "keras_hub":
+        return read_keras_hub_preset(path)
     raise CheckpointError(f"Unknown checkpoint format: {format!r}. Expected one of {FORMATS}.")
 
 
@@ -190,9 +197,11 @@ def assign_weights(model, source):
 def text_settings(source, log=None):
     """The text settings a converted model keeps in task.json, from the source.
 
-    `lowercase` comes from the source (tokenizer config, Google folder name);
-    when the source does not say, it is guessed from vocab.txt and one line
-    says so. The maximum length needs no entry: it is the source config's
+    `lowercase` comes from the source (tokenizer config, keras-hub's
+    tokenizer.json, Google folder name); when the source does not say, it is
+    guessed from vocab.txt and one line says so. The maximum length needs an
+    entry only when the source's preprocessor says one (keras-hub's
+    preprocessor.json sequence_length); else it is the source config's
     max_position_embeddings (config.json), which the preprocessor takes by
     default (at most 512); fine-tuning keeps its own shorter default.
 
@@ -201,7 +210,8 @@ def text_settings(source, log=None):
         log: function taking one str; default `logger.warning`.
 
     Returns:
-        dict with "lowercase" (bool).
+        dict with "lowercase" (bool) and, when the source says it,
+        "max_seq_length" (int).
     """
     from keras_bert.text import infer_lowercase
 
@@ -212,7 +222,10 @@ def text_settings(source, log=None):
         log(f"{source.path} does not say whether it lowercases (no do_lower_case, no "
             f"uncased_/cased_ folder name): lowercase={lowercase}, guessed from vocab.txt; "
             f"pass lowercase= to from_pretrained to change it.")
-    return {"lowercase": bool(lowercase)}
+    settings = {"lowercase": bool(lowercase)}
+    if source.max_seq_length is not None:
+        settings["max_seq_length"] = int(source.max_seq_length)
+    return settings
 
 
 def build_model(source):
@@ -251,7 +264,7 @@ def build_model(source):
         if "num_classes" in inspect.signature(model_class.__init__).parameters:
             labels = {"num_classes": int(head["bias"].shape[0]),
                       "label_names": head["label_names"]}
-        model = model_class(encoder=encoder, **labels)
+        model = model_class(encoder=encoder, **labels, **head.get("options", {}))
         report.label_names = head["label_names"]
     elif parts["mlm_head"] or parts["nsp_head"]:
         model = BertPretrainer(encoder=encoder)
@@ -381,7 +394,9 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
 
     The encoder outputs are compared with Hugging Face transformers when the
     source is a Hugging Face folder and torch + transformers are importable,
-    else (and always for the heads) with `reference.numpy_forward`.
+    with keras-hub (encoder and classifier head) when the source is a
+    keras-hub preset and keras_hub is importable, else (and for the other
+    heads) with `reference.numpy_forward`.
     Positions that are padding are not compared.
 
     Args:
@@ -415,13 +430,18 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
         used = "transformers (encoder), numpy (heads)"
         if "bert/pooler/dense/kernel" not in source.weights:
             ref.pop("pooled_output")
+    elif source.format == "keras_hub" and reference.keras_hub_available():
+        ref.update(reference.keras_hub_forward(
+            source.path, inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"]))
+        used = "keras-hub"
     out = model_outputs(model, inputs)
     if source.head is not None and hasattr(model, "output_dense"):
         # The head is a Linear on the pooled (sequence) output, as in transformers.
         feature = "pooled_output" if source.head["task"] == "classification" else (
             "sequence_output")
-        if feature in ref:
+        if feature in ref and "head_logits" not in ref:
             ref["head_logits"] = ref[feature] @ source.head["kernel"] + source.head["bias"]
+        if "head_logits" in ref:
             logits = model(inputs, training=False)
             if isinstance(logits, dict):  # A span head: [batch, seq, 2] as start, end.
                 logits = np.stack([logits["start_logits"], logits["end_logits"]], axis=-1)

@@ -5,6 +5,11 @@ or tools/convert_checkpoint.py --input into a local path:
 - an existing path is itself (a folder, a weights file, a TF checkpoint prefix);
 - a name of `KNOWN_NAMES` ("bert-base-uncased", keras-hub's
   "bert_base_en_uncased") is its Hugging Face Hub id;
+- a Kaggle model handle ("kaggle://keras/bert/keras/bert_tiny_en_uncased_sst2/5",
+  the table's value for a keras-hub preset the Hugging Face Hub does not hold)
+  is its folder in kagglehub's cache (KAGGLEHUB_CACHE, default
+  ~/.cache/kagglehub), downloaded with kagglehub when missing unless
+  HF_HUB_OFFLINE is set;
 - a Hub id ("google-bert/bert-base-uncased") is its snapshot folder in
   huggingface_hub's cache (HF_HUB_CACHE, default ~/.cache/huggingface/hub),
   downloaded when missing unless HF_HUB_OFFLINE is set, in which case only the
@@ -17,7 +22,8 @@ import re
 
 from keras_bert.checkpoints.source import CheckpointError
 
-#: Well-known names -> Hugging Face Hub ids. keras-hub's BERT presets were
+#: Well-known names -> Hugging Face Hub ids (or, for a keras-hub preset the
+#: Hub does not hold, its Kaggle handle). keras-hub's BERT presets were
 #: converted from Google's original releases, which the Hub holds under
 #: google-bert/ (base, large) and google/ (the 24 smaller BERTs of "Well-Read
 #: Students Learn Better", named bert_uncased_L-{layers}_H-{hidden}_A-{heads}).
@@ -40,7 +46,10 @@ KNOWN_NAMES = {
     "bert_large_en": "google-bert/bert-large-cased",
     "bert_base_multi": "google-bert/bert-base-multilingual-cased",
     "bert_base_zh": "google-bert/bert-base-chinese",
+    # keras-hub's SST-2 fine-tuned classifier has no Hub copy: its Kaggle preset.
+    "bert_tiny_en_uncased_sst2": "kaggle://keras/bert/keras/bert_tiny_en_uncased_sst2/5",
 }
+KAGGLE = "kaggle://"
 
 # What a download fetches: the config, tokenizer files and one weights format
 # (safetensors first; pytorch_model.bin only when a repository has no
@@ -54,7 +63,7 @@ _TF = ["tf_model.h5"]
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 _TRUE = ("1", "ON", "YES", "TRUE")
 HOW_TO_CONVERT = ("tools/convert_checkpoint.py --input CHECKPOINT --output MODEL_DIR converts "
-                  "a Hugging Face or Google folder into a model directory")
+                  "a Hugging Face, Google or keras-hub preset folder into a model directory")
 
 
 def hub_offline():
@@ -101,21 +110,74 @@ def locate_checkpoint(source):
     if _exists(source):
         return source
     repo_id = KNOWN_NAMES.get(source, source)
+    if repo_id.startswith(KAGGLE):
+        return kaggle_snapshot(repo_id, asked=source)
     # "models/bert" with a local "models" folder is a mistyped path, not a Hub id.
     looks_local = source.startswith((".", "/", "~")) or (
         source not in KNOWN_NAMES and os.path.isdir(source.split("/")[0]))
     if looks_local:
         raise FileNotFoundError(
             f"Model directory not found: no such path {os.path.abspath(source)}. Pass a "
-            f"keras_bert model directory, a Hugging Face or Google checkpoint folder, a Hub "
+            f"keras_bert model directory, a Hugging Face, Google or keras-hub preset folder, a Hub "
             f"id or a known name (keras_bert.checkpoints.KNOWN_NAMES); {HOW_TO_CONVERT}.")
     if not _HUB_ID.fullmatch(repo_id):
         raise FileNotFoundError(
             f"{source!r} not found: no such path ({os.path.abspath(source)}), not a name "
             f"of keras_bert's table ({', '.join(sorted(KNOWN_NAMES))}) and not a Hugging "
             f"Face Hub id (ORG/NAME, read from the cache {hub_cache_dir()}). Pass a keras_bert model directory, a Hugging Face or "
-            f"Google checkpoint folder, a Hub id or a known name; {HOW_TO_CONVERT}.")
+            f"Google checkpoint folder, a keras-hub preset folder, a Hub id or a known name; "
+            f"{HOW_TO_CONVERT}.")
     return hub_snapshot(repo_id, asked=source)
+
+
+def kagglehub_cache_dir():
+    """kagglehub's cache folder (KAGGLEHUB_CACHE, default ~/.cache/kagglehub)."""
+    return os.environ.get("KAGGLEHUB_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "kagglehub")
+
+
+def kaggle_snapshot(handle, asked=None):
+    """The local folder of a Kaggle model handle (see module doc).
+
+    Args:
+        handle: "kaggle://OWNER/MODEL/FRAMEWORK/VARIATION/VERSION".
+        asked: what the user typed (a name of `KNOWN_NAMES`), for messages.
+
+    Returns:
+        str, the preset folder in kagglehub's cache.
+    """
+    named = f"{asked!r} (Kaggle {handle})" if asked and asked != handle else handle
+    parts = handle[len(KAGGLE):].split("/")
+    if len(parts) != 5 or not all(parts):
+        raise FileNotFoundError(
+            f"{named} is not a Kaggle model handle: expected "
+            f"kaggle://OWNER/MODEL/FRAMEWORK/VARIATION/VERSION.")
+    owner, model, framework, variation, version = parts
+    base = os.path.join(kagglehub_cache_dir(), "models", owner, model, framework, variation)
+    folder = os.path.join(base, version)
+    # kagglehub marks a finished download with VERSION.complete beside it.
+    if os.path.isdir(folder) and os.path.isfile(os.path.join(base, f"{version}.complete")):
+        return folder
+    how = (f"Download it where there is network (`kagglehub.model_download("
+           f"\"{handle[len(KAGGLE):]}\")`, then copy the cache or set KAGGLEHUB_CACHE), or pass "
+           f"the downloaded keras-hub preset folder")
+    if hub_offline():
+        raise FileNotFoundError(
+            f"{named} is not in kagglehub's cache ({folder}) and HF_HUB_OFFLINE is set, so no "
+            f"network was reached. {how}.")
+    try:
+        import kagglehub
+    except ImportError as e:
+        raise CheckpointError(
+            f"{named} is a Kaggle model not in kagglehub's cache ({folder}); downloading it "
+            f"needs kagglehub (`pip install kagglehub`). {how}.") from e
+    try:
+        return kagglehub.model_download(handle[len(KAGGLE):])
+    except Exception as e:  # kagglehub raises its own and requests' errors.
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise FileNotFoundError(
+            f"{named} is not in kagglehub's cache ({folder}) and kagglehub could not download "
+            f"it ({first}). {how}.") from e
 
 
 def hub_snapshot(repo_id, asked=None):

@@ -156,3 +156,41 @@ def transformers_forward(folder, token_ids, segment_ids, padding_mask):
         "sequence_output": out.last_hidden_state.float().numpy(),
         "pooled_output": out.pooler_output.float().numpy(),
     }
+
+
+def keras_hub_available():
+    """True when keras_hub can be imported."""
+    try:
+        import keras_hub  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def keras_hub_forward(preset, token_ids, segment_ids, padding_mask):
+    """The preset's backbone (and classifier head) run by keras-hub itself.
+
+    Returns:
+        dict of float32 numpy arrays: `sequence_output` [batch, seq, hidden],
+        `pooled_output` [batch, hidden] and, when task.json names a text
+        classifier, `head_logits` [batch, num_classes].
+    """
+    import json
+    import os
+
+    import keras_hub
+
+    inputs = {"token_ids": np.asarray(token_ids, np.int32),
+              "segment_ids": np.asarray(segment_ids, np.int32),
+              "padding_mask": np.asarray(padding_mask, np.int32)}
+    backbone = keras_hub.models.Backbone.from_preset(preset)
+    out = backbone(inputs, training=False)
+    outputs = {k: np.asarray(out[k], np.float32) for k in ("sequence_output", "pooled_output")}
+    task_file = os.path.join(preset, "task.json")
+    if os.path.isfile(task_file):
+        with open(task_file, encoding="utf-8") as f:
+            task = json.load(f)
+        if task.get("class_name") in ("BertTextClassifier", "BertClassifier"):
+            classifier = keras_hub.models.TextClassifier.from_preset(preset, preprocessor=None)
+            outputs["head_logits"] = np.asarray(classifier(inputs, training=False), np.float32)
+    return outputs

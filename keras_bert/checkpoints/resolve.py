@@ -11,7 +11,9 @@ so every `from_pretrained(source)` takes, besides a model directory:
   with both keeps reading model.safetensors / pytorch_model.bin;
 - a Hugging Face Hub id or a name of `hub.KNOWN_NAMES` (from the Hub's cache
   when HF_HUB_OFFLINE is set);
-- a Google TF1 checkpoint folder.
+- a Google TF1 checkpoint folder;
+- a keras-hub preset folder (BertBackbone, or a fine-tuned BertTextClassifier
+  whose head comes along; `keras_hub_preset.read_keras_hub_preset`).
 
 The conversion is written once, by `convert_checkpoint` (a staged folder
 renamed into place), to KERAS_BERT_CACHE/converted/NAME-KEY (default
@@ -98,7 +100,8 @@ def resolve_source(source):
         if os.path.isdir(local) and "Cannot tell the format" in str(e):
             raise CheckpointError(
                 f"{local} is not a keras_bert model directory (config.json + "
-                f"model.weights.h5), nor a Hugging Face (config.json) or Google "
-                f"(bert_config.json) checkpoint folder.") from e
+                f"model.weights.h5), nor a Hugging Face (config.json), Google "
+                f"(bert_config.json) or keras-hub preset (config.json naming "
+                f"keras_hub>BertBackbone) checkpoint folder.") from e
         raise
     return target

@@ -111,10 +111,14 @@ class SourceCheckpoint:
         vocab_file: path of the source's vocab.txt.
         lowercase: bool or None when the source doesn't say.
         lowercase_from: str, where `lowercase` was read (for the report).
+        max_seq_length: int or None, the text length the source's own
+            preprocessor used (keras-hub's preprocessor.json), when it says;
+            None leaves the config's max_position_embeddings.
         head: dict or None: a fine-tuned label head the source carries,
             {"task": registered task name, "kernel": [hidden, num_classes],
             "bias": [num_classes], "label_names": list of str or None,
-            "source_names": str}.
+            "source_names": str, optional "options": more task model
+            arguments, e.g. {"dropout_rate": 0.1}}.
         ignored: dict, source tensor name -> why it was deliberately skipped
             (optimizer slots, step counters, buffers that are not weights).
         unused: list of source tensor names that no BERT weight maps to
@@ -130,6 +134,7 @@ class SourceCheckpoint:
     vocab_file: str
     lowercase: object = None
     lowercase_from: object = None
+    max_seq_length: object = None
     head: object = None
     ignored: dict = dataclasses.field(default_factory=dict)
     unused: list = dataclasses.field(default_factory=list)

@@ -17,6 +17,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from keras_bert.export.predict import is_version, run_function
 from keras_bert.export.serving_module import BertServingModule
 from keras_bert.export.tf_serving import write_warmup_requests
+from keras_bert import sources
 from keras_bert.files import Kind, OutputError, check_not_input, prepare_output_dir, staged_dir
 from keras_bert.models import BertEncoder, load_model_dir
 from keras_bert.text import BertTokenizer, infer_lowercase, save_vocabulary
@@ -169,8 +170,11 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
     """Exports a model for TF Serving: raw-string signatures, vocab as an asset.
 
     Args:
-        model_or_dir: a model directory (str; loaded with its task.json) or
-            a Keras model (`BertEncoder` or task model).
+        model_or_dir: a model directory (str; loaded with its task.json),
+            any other source `from_pretrained` takes (a Hugging Face folder
+            or Hub id, a Google folder, a keras-hub preset: converted once
+            into the cache, see `keras_bert.sources.resolve_source`), or a
+            Keras model (`BertEncoder` or task model).
         output: exports/NAME (a new version directory is made inside:
             1 + the largest existing one) or exports/NAME/VERSION.
         version: int, the version under exports/NAME (default: next).
@@ -203,7 +207,8 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
     check_export_dir(export_dir, overwrite, inputs=inputs)
     if isinstance(model_or_dir, (str, os.PathLike)):
         encoder_kwargs = {} if dtype in (None, "float32") else {"dtype": dtype}
-        model = load_model_dir(os.fspath(model_or_dir), BertEncoder, **encoder_kwargs)
+        model = load_model_dir(sources.resolve_source(model_or_dir), BertEncoder,
+                               **encoder_kwargs)
     else:
         model = model_or_dir
         policy = getattr(model, "encoder", model).pooler.dtype_policy.name

@@ -50,6 +50,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import sources
 from keras_bert.config import DTYPES, BertConfig
 from keras_bert.data import batching
 from keras_bert.files import Kind, check_not_input, prepare_output_dir, remove_own
@@ -656,7 +657,10 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     Args:
         task: "classification", "token_classification" or "span_qa".
         model_dir: str, the starting model directory (config.json,
-            model.weights.h5, vocab.txt; task.json optional).
+            model.weights.h5, vocab.txt; task.json optional), or any other
+            source `from_pretrained` takes (a Hugging Face folder or Hub id,
+            a Google folder, a keras-hub preset), converted once into the
+            cache first (`keras_bert.sources.resolve_source`).
         output_dir: str, the model directory to write (the best epoch).
         train_data, eval_data: reader output for the task (`read_task_data`,
             or the `reader` module of each `keras_bert.tasks.<task>` folder).
@@ -718,6 +722,7 @@ def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     task_options = _check_task_options(task, task_options)
     checkpoint_dir = checkpoint_dir or output_dir.rstrip("/") + ".checkpoints"
     check_outputs(model_dir, output_dir, checkpoint_dir)  # Before any long work.
+    model_dir = sources.resolve_source(model_dir)
     start_time = time.time()
     strategy = strategy or resolve_strategy(options.strategy)
     _, _, is_chief = worker_info(strategy)

@@ -288,7 +288,9 @@ def test_convert_tool_takes_a_hub_id_and_checks_it(tmp_path, no_network, capsys)
     out = tmp_path / "converted"
     assert tool.main(["--input", "org/tiny-bert", "--output", str(out), "--check"]) == 0
     printed = capsys.readouterr().out
-    assert "check vs numpy" in printed and "lowercase=True" in printed
+    # transformers is the reference when the test extra installed it.
+    assert ("check vs numpy" in printed or "check vs transformers" in printed)
+    assert "lowercase=True" in printed
     assert json.loads((out / "task.json").read_text()) == {"lowercase": True}
 
 
