@@ -164,7 +164,7 @@ def label_matrix(y, count, num_classes, label_names=None, what="This model"):
     bad = ~np.isin(array, (0.0, 1.0))
     if bad.any():
         row, column = (int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(f"{what}: y must hold 0 or 1. Received {array[row, column]!r} at "
+        raise ValueError(f"{what}: y must hold 0 or 1. Received {float(array[row, column])!r} at "
                          f"row {row}, label {column}.")
     return array
 
