@@ -4,6 +4,7 @@ model's labels, fine-tuning that stores the tuned thresholds (issue 27, item 1).
 import json
 import math
 
+import keras
 import numpy as np
 import pytest
 
@@ -94,7 +95,7 @@ def test_thresholds_and_f1_match_the_numpy_reference():
         {"micro_f1": 0.8, "macro_f1": 5 / 6, "exact_match": 0.5})
 
 
-def test_labels_as_names_or_rows_and_thresholds_are_checked(encoder):  # noqa: F811
+def test_labels_as_names_or_rows_and_thresholds_are_checked(encoder, batch, tmp_path):  # noqa: F811
     names = ["sports", "politics", "tech"]
     assert label_matrix([["tech", "sports"], [], ["politics"]], 3, 3, names).tolist() == [
         [1, 0, 1], [0, 0, 0], [0, 1, 0]]
@@ -112,6 +113,18 @@ def test_labels_as_names_or_rows_and_thresholds_are_checked(encoder):  # noqa: F
     assert model.task_config()["thresholds"] is None
     with pytest.raises(ValueError, match=r"label_names=\['a'\] differs from label_columns"):
         MultiLabelOptions(label_columns=["x", "y"], label_names=["a"])
+
+    # A .keras file keeps the thresholds and the compiled loss.
+    model = BertMultiLabelClassifier(encoder, num_classes=3, label_names=names,
+                                     thresholds=[0.2, 0.5, 0.8])
+    model.compile()
+    model.save(str(tmp_path / "model.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "model.keras"))
+    assert type(loaded) is BertMultiLabelClassifier
+    assert loaded.thresholds == [0.2, 0.5, 0.8] and loaded.label_names == names
+    assert loaded.loss.get_config()["from_logits"] is True
+    np.testing.assert_allclose(np.asarray(loaded(batch, training=False)),
+                               np.asarray(model(batch, training=False)), rtol=1e-6, atol=1e-6)
 
 
 TRAIN = [("good movie", "pos"), ("bad film", "neg"), ("good film in paris", "pos|place"),
