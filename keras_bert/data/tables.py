@@ -142,7 +142,8 @@ def table_rows(path, file_format, columns, report, label_column=None,
                     f"ambiguous. Keep one of them."
                 ) from None
             if not isinstance(values, dict):
-                report.skip(where, "malformed row", f"a JSON {type(values).__name__}, not an object")
+                report.skip(where, "malformed row",
+                            f"a JSON {type(values).__name__}, not an object")
                 continue
             yield where, values
         return

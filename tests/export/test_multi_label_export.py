@@ -1,5 +1,6 @@
-"""The multi-label export: dense probabilities and 0/1 decisions at the saved thresholds, label
-names in keras_bert_export.json, the same answers as the model's `predict`; tools/predict.py's lines.
+"""The multi-label export: dense probabilities and 0/1 decisions at the saved thresholds,
+label names in keras_bert_export.json, the same answers as the model's `predict`, and
+tools/predict.py's lines.
 
 Its op set is checked with every export kind (test_op_set.py, export_kinds.KINDS).
 """

@@ -45,6 +45,7 @@ def test_names_with_a_separator_in_csv_and_tsv(tmp_path, caplog):
     examples = reader.read_multi_label_file(tsv, label_separator=",")
     assert examples.labels == [["sports", "tech"]]
     assert reader.infer_label_names([["b", "a"], [], ["b"]]) == ["a", "b"]
+    assert reader.infer_label_names([["10", "2"], ["0"]]) == ["0", "2", "10"]
 
 
 def test_zero_one_columns_and_json_lists(tmp_path, caplog):
