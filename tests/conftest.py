@@ -172,7 +172,8 @@ def task_exports(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def three_exports(tmp_path_factory):
-    """{kind: export dir}: one untrained (seeded) classifier, token classifier and span-QA export."""
+    """{kind: export dir}: one untrained (seeded) classifier, token classifier, span-QA and
+    multi-label export (tests/export/export_kinds.py KINDS; named when there were three)."""
     from tests.export.export_kinds import build_exports
 
     return build_exports(str(tmp_path_factory.mktemp("export_kinds")))

@@ -36,6 +36,8 @@ FLAGS = {
     "finetune": {"--finetune-limit", "--finetune-epochs", "--finetune-learning-rate"},
     "finetune-step": {"--train-batch-size", "--finetune-lengths", "--repeats", "--train-steps",
                       "--jit-compile", "--systems", "--matmul-peak-size"},
+    "finetune-multilabel": {"--multilabel-train", "--finetune-epochs",
+                            "--finetune-learning-rate"},
 }
 HELP_PROBE = """
 import json, runpy, sys

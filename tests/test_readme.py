@@ -303,6 +303,11 @@ def prepare_readme_dir(work):
     for name in ("train.csv", "dev.csv"):
         _write(os.path.join(work, name),
                "text,label\n" + "".join(f'"{t}",{label}\n' for t, label in rows))
+    topics = [("the match and the vote", "sports|politics"), ("new phone chips", "tech"),
+              ("a goal tonight", "sports"), ("the vote count", "politics"),
+              ("chips for the match", "tech|sports"), ("hello there", "")]
+    _write(os.path.join(work, "topics.csv"),
+           "text,topics\n" + "".join(f"{t},{labels}\n" for t, labels in topics))
     pairs = [("A man is playing a guitar.", "A man plays guitar.", 4.8),
              ("A dog runs.", "The stock market fell.", 0.2),
              ("Two kids are smiling.", "Children smile.", 4.0)]

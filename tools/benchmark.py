@@ -14,6 +14,7 @@ table to BENCHMARKS.md with the command, versions and machine.
   python tools/benchmark.py serving-e2e --repeats 3
   python tools/benchmark.py finetune                  # ~45 min on 2 cores
   python tools/benchmark.py finetune-step --train-batch-size 32
+  python tools/benchmark.py finetune-multilabel      # ~10 min on 2 cores
   python tools/benchmark.py serving-accuracy --model models/minilm-tweets
   python tools/benchmark.py all
 

@@ -1,4 +1,5 @@
-"""Fine-tune a model directory: classification, token classification or SQuAD QA.
+"""Fine-tune a model directory: classification, multi-label classification, token
+classification or SQuAD QA.
 
 Tasks and their data
 --------------------
@@ -10,6 +11,16 @@ classification        CSV / TSV (header line naming the columns) or JSON Lines,
                       and --eval tfds:glue/mrpc (validation, else test), or
                       tfds:NAME[SPLIT]. Metrics: accuracy, macro_f1, mcc;
                       pearson, spearman for regression.
+multi_label_classification
+                      CSV / TSV / JSON Lines, any number of labels per text:
+                      names in --label-column separated by --label-separator
+                      (default "|": "sports|politics"; empty: none), 0/1
+                      columns named by --label-columns, or (JSON Lines) a
+                      list of names or of 0/1. Sigmoid head, binary
+                      cross-entropy. Each label's decision threshold is tuned
+                      for F1 on the eval set (or fixed: --threshold) and saved
+                      in task.json. Metrics: macro_f1, micro_f1, exact_match,
+                      f1_LABEL.
 token_classification  CoNLL files: token ... tag per line (tag last), blank line
                       between sentences, -DOCSTART- skipped. Labels on each
                       word's first WordPiece. Metrics: entity precision,
@@ -22,7 +33,7 @@ span_qa               SQuAD v1.1 / v2.0 JSON. Windows of --max-seq-length
                       Metrics: exact, f1 (the official normalization).
 
 Without --eval, --eval-fraction F holds out a seeded share of --train
-(classification and token classification).
+(classification, multi-label and token classification).
 
 Bad rows (wrong column count, invalid JSON, empty text, answer offsets that
 do not match their text, ...) are reported as FILE:LINE (or question id),
@@ -33,7 +44,8 @@ data outside the model's labels stops the run with its FILE:LINE unless
 Output: --output is a model directory written at every epoch that improves
 --metric (config.json, model.weights.h5, vocab.txt, task.json with the label
 names, max_seq_length and the eval metrics). Load it with
-BertClassifier / BertTokenClassifier / BertSpanLabeler.from_pretrained.
+BertClassifier / BertMultiLabelClassifier / BertTokenClassifier /
+BertSpanLabeler.from_pretrained.
 
 Defaults are the paper's: AdamW, lr 5e-5, batch 32, 3 epochs, warmup 10%,
 linear decay, weight decay 0.01, clip norm 1.0.
@@ -51,6 +63,8 @@ Examples
       --train train.csv --eval dev.csv --output models/minilm-sentiment
   python tools/finetune.py --task classification --model models/minilm \\
       --train tfds:glue/mrpc --eval tfds:glue/mrpc --output models/minilm-mrpc
+  python tools/finetune.py --task multi_label_classification --model models/minilm \\
+      --train topics.csv --eval-fraction 0.1 --label-column topics --output models/topics
   python tools/finetune.py --task token_classification --model models/minilm \\
       --train eng.train --eval eng.testa --output models/minilm-ner
   python tools/finetune.py --task span_qa --model models/minilm \\
@@ -118,7 +132,7 @@ def build_parser(tasks=None):
     train.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
                        help="Lower-case text (default: task.json's, else guessed from vocab.txt).")
     train.add_argument("--metric", default=None,
-                       help="Early-stopping metric (default: accuracy / pearson / f1).")
+                       help="Early-stopping metric (default: accuracy / pearson / macro_f1 / f1).")
     train.add_argument("--early-stopping-patience", type=int, default=1,
                        help="Epochs without improvement before stopping; 0 = never.")
     train.add_argument("--dtype", choices=dtypes, default="float32", help="Keras dtype policy.")

@@ -1,7 +1,9 @@
 """Run an exported SavedModel on texts locally (no server), as TF Serving would.
 
 Loads with TensorFlow and the tensorflow-text ops only; prints one line per
-text: the text, then the label and its probability (classifiers), the score
+text: the text, then the label and its probability (classifiers), each
+predicted label with its probability (multi-label: "label:p ...", "-" for
+none; names from the export's keras_bert_export.json), the score
 (regression), the answer and its offsets (QA), token/label@start:end (token
 classifiers) or the output values (embed, encode). Progress of large inputs
 goes to stderr.
@@ -13,6 +15,7 @@ Examples
   python tools/predict.py --model exports/nli "A man sleeps." --text-b "Nobody sleeps."
   python tools/predict.py --model exports/squad "Who wrote it?" --context "It was written by Ann."
   python tools/predict.py --model exports/sentiment "hello" --signature embed
+  python tools/predict.py --model exports/tweet-tags "@ann is this it? http://t.co/x"
 """
 
 import os
@@ -95,6 +98,7 @@ def main(argv=None):
         format_outputs,
         input_names,
         load_export,
+        read_export_info,
         run_signature,
     )
     from keras_bert.progress import Progress
@@ -102,6 +106,7 @@ def main(argv=None):
     try:
         loaded = load_export(args.model)
         names = input_names(loaded, args.signature)
+        label_names = read_export_info(args.model).get("label_names")
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -133,7 +138,7 @@ def main(argv=None):
     outputs = run_signature(loaded, inputs, args.signature, args.batch_size,
                             progress=progress.update)
     progress.close()
-    for line in format_outputs(inputs, outputs):
+    for line in format_outputs(inputs, outputs, label_names):
         print(line)
     return 0
 

@@ -12,7 +12,7 @@ UNKNOWN_LABELS = ("error", "skip")
 
 
 def encode_labels(examples, label_names, unknown_labels="error", labels=None, key=None,
-                  noun="label"):
+                  noun="label", row_noun="sentence"):
     """Label strings -> int32 ids in `label_names` order.
 
     A row holds one label (a text's class) or a sequence of labels (a
@@ -33,6 +33,8 @@ def encode_labels(examples, label_names, unknown_labels="error", labels=None, ke
             labels and `label_names` (e.g. `"1.0"` and `"1"` are one class);
             default: labels match `label_names` exactly.
         noun: str, what a label is called in messages ("label", "tag").
+        row_noun: str, what a row of several labels is called in messages
+            ("sentence" for tags; "row" for the label sets of multi-label texts).
 
     Returns:
         A tuple `(examples, ids)`: the examples kept and their ids: an int32
@@ -58,7 +60,7 @@ def encode_labels(examples, label_names, unknown_labels="error", labels=None, ke
             row_ids = [index[k] for k in keys]
             ids.append(np.asarray(row_ids, dtype="int32") if is_sequence else row_ids[0])
             continue
-        in_row = " in this sentence" if is_sequence else ""
+        in_row = f" in this {row_noun}" if is_sequence else ""
         if unknown_labels == "error":
             raise ValueError(
                 f"{where}: unknown {noun} {unknown[0]!r}{in_row}; the model's {noun}s are "

@@ -2,13 +2,16 @@
 
 `detect_format` names a table's format from its extension, `read_lines`
 yields a file's lines with invalid UTF-8 repaired and reported, and
-`split_examples` makes the fixed, seeded train / eval split. They know
-nothing of a task: a task's reader (tasks/*/reader.py) builds on them.
+`split_examples` makes the fixed, seeded train / eval split, and
+`text_label_dataset` turns texts and their labels into the tokenized
+dataset of the text classifiers. They know nothing of a task: a task's
+reader (tasks/*/reader.py) builds on them.
 """
 
 import os
 
 import numpy as np
+import tensorflow as tf
 
 from keras_bert.text import text_files
 
@@ -95,3 +98,33 @@ def split_examples(examples, eval_fraction=0.1, seed=0):
     eval_indices = np.sort(permutation[:num_eval])
     train_indices = np.sort(permutation[num_eval:])
     return examples.subset(train_indices.tolist()), examples.subset(eval_indices.tolist())
+
+
+def text_label_dataset(texts, texts_b, labels, preprocessor):
+    """Texts and labels -> a dataset of unbatched `(encoder inputs, label)` pairs.
+
+    Tokenization and packing run in the graph (`preprocessor`, a
+    `BertPreprocessor` with `sequence_length=None`, so each example keeps
+    its own length, at most `preprocessor.max_seq_length`); the result is
+    cached in memory, so text is tokenized once. Batch it with
+    `batching.training_batches` or `batching.eval_batches`.
+
+    Args:
+        texts: list of str, the first (or only) segment.
+        texts_b: list of str (second segments of pairs), or None.
+        labels: numpy array with one row per text: int32 ids [N], float32
+            values [N], or 0/1 rows [N, num_labels] (multi-label).
+        preprocessor: `keras_bert.text.BertPreprocessor`.
+
+    Returns:
+        A `tf.data.Dataset` of `({"token_ids", "segment_ids",
+        "padding_mask"}: int32 [seq], label)`.
+    """
+    first = tf.constant(texts, tf.string)
+    columns = (first,) if texts_b is None else (first, tf.constant(texts_b, tf.string))
+    dataset = tf.data.Dataset.from_tensor_slices((columns, labels))
+
+    def pack(segments, label):
+        return preprocessor(segments if len(segments) == 2 else segments[0]), label
+
+    return dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE).cache()

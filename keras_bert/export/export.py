@@ -14,15 +14,13 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from keras_bert.export.predict import is_version, run_function
+from keras_bert.export.predict import INFO_FILE, is_version, run_function
 from keras_bert.export.serving_module import BertServingModule
 from keras_bert.export.tf_serving import write_warmup_requests
 from keras_bert import sources
 from keras_bert.files import Kind, OutputError, check_not_input, prepare_output_dir, staged_dir
 from keras_bert.models import BertEncoder, load_model_dir
 from keras_bert.text import BertTokenizer, infer_lowercase, save_vocabulary
-
-INFO_FILE = "keras_bert_export.json"
 
 
 def next_version(export_base):
@@ -299,6 +297,7 @@ def export_info(module, saved_model_dir):
         "dtype": module.dtype_policy,
         # Classifier exports: length-sorted sub-batches per request (1: none).
         **({"sub_batches": module.sub_batches} if hasattr(module, "sub_batches") else {}),
+        **module.export_metadata(),
         "signatures": {
             name: {"inputs": describe(sig.inputs), "outputs": describe(sig.outputs)}
             for name, sig in sorted(signature_defs.items())

@@ -10,12 +10,16 @@ Example:
 'great movie\tpositive\t0.9731'
 """
 
+import json
 import os
 
 import numpy as np
 import tensorflow as tf
 
 from keras_bert.data.batching import length_sorted_batches
+
+#: What an export records beside saved_model.pb (settings, signatures, task facts).
+INFO_FILE = "keras_bert_export.json"
 
 # Signature inputs in the order texts are given on a command line.
 FIRST_INPUTS = ("text", "question")
@@ -73,6 +77,19 @@ def load_export(export_dir):
     except (OSError, ValueError, tf.errors.OpError) as e:
         message = getattr(e, "message", None) or str(e)
         raise ValueError(f"Cannot load the SavedModel {path}: {message.strip()}") from e
+
+
+def read_export_info(export_dir):
+    """The export's keras_bert_export.json as a dict ({} when it has none).
+
+    Args:
+        export_dir: exports/NAME (its latest version) or exports/NAME/VERSION.
+    """
+    path = os.path.join(latest_version(export_dir), INFO_FILE)
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def input_names(loaded, signature="serving_default"):
@@ -173,13 +190,27 @@ def _text(value):
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
 
 
-def format_outputs(inputs, outputs):
-    """One line (or block) of text per example, for a terminal."""
+def format_outputs(inputs, outputs, label_names=None):
+    """One line (or block) of text per example, for a terminal.
+
+    Args:
+        inputs: dict input name -> list of str, as given to `run_signature`.
+        outputs: dict of numpy arrays, what it returned.
+        label_names: list of str naming the columns of a multi-label
+            `predicted` (the export's keras_bert_export.json "label_names",
+            `read_export_info`); None: "0".."C-1".
+    """
     first = next(iter(inputs.values()))
     lines = []
     for i in range(len(first)):
         shown = " | ".join(_text(inputs[name][i]) for name in inputs)
-        if "probabilities" in outputs:
+        if "predicted" in outputs and "probabilities" in outputs:
+            # Multi-label: every predicted label with its probability ("-": none).
+            names = label_names or [str(c) for c in range(outputs["predicted"].shape[-1])]
+            chosen = [f"{names[c]}:{outputs['probabilities'][i][c]:.4f}"
+                      for c in np.flatnonzero(outputs["predicted"][i])]
+            lines.append(f"{shown}\t{' '.join(chosen) or '-'}")
+        elif "probabilities" in outputs:
             label = _text(outputs["label"][i])
             lines.append(f"{shown}\t{label}\t{outputs['probabilities'][i].max():.4f}")
         elif "score" in outputs and "answer" not in outputs:

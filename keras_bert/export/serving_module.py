@@ -192,6 +192,14 @@ class BertServingModule(tf.Module):
         )
         self._define_signatures()
 
+    def export_metadata(self):
+        """Task facts for the export's keras_bert_export.json (JSON-able dict; none here).
+
+        What a client needs beside the signatures' tensors, e.g. the label
+        names that the columns of a multi-label `predicted` stand for.
+        """
+        return {}
+
     # === Signatures ===
 
     def _define_signatures(self):

@@ -278,9 +278,11 @@ _GENERIC_TASK_JSON = {
 # Python types of the schema's types; bool is an int in Python, so it is
 # refused where a number is expected.
 _SCHEMA_PYTHON_TYPES = {"integer": (int,), "number": (int, float), "boolean": (bool,),
-                        "string": (str,), "object": (dict,), "strings": (list,)}
+                        "string": (str,), "object": (dict,), "strings": (list,),
+                        "numbers": (list,)}
 _TYPE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "true or false",
-               "string": "a string", "object": "a JSON object", "strings": "a list of strings"}
+               "string": "a string", "object": "a JSON object", "strings": "a list of strings",
+               "numbers": "a list of numbers"}
 
 
 def task_json_schema(task):
@@ -311,6 +313,9 @@ def _check_task_json(values, path, schema, prefix=""):
             kind == "boolean" or not isinstance(value, bool))
         if ok and kind == "strings":
             ok = all(isinstance(name, str) for name in value)
+        if ok and kind == "numbers":
+            ok = all(isinstance(number, (int, float)) and not isinstance(number, bool)
+                     for number in value)
         if not ok:
             raise ValueError(
                 f"{path}: {prefix}{key} must be {_TYPE_NAMES[kind]}. Received: "

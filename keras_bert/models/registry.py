@@ -28,8 +28,8 @@ field that several tasks declare (label_names) is one flag. A ClassVar
 
 The task.json schema is a dict {key: {"type": T, "minimum": M, "nullable": B}}
 with T one of `SCHEMA_TYPES` ("integer", "number", "boolean", "string",
-"object", "strings"), M optional (a number) and B optional (default False:
-null is refused). It names the keys the task writes in task.json (top
+"object", "strings", "numbers": a list of numbers), M optional (a number;
+not for lists) and B optional (default False: null is refused). It names the keys the task writes in task.json (top
 level and "task_config"); `keras_bert.models.model_dir` checks them, with
 the generic keys it owns.
 """
@@ -37,7 +37,7 @@ the generic keys it owns.
 import dataclasses
 import importlib
 
-SCHEMA_TYPES = ("integer", "number", "boolean", "string", "object", "strings")
+SCHEMA_TYPES = ("integer", "number", "boolean", "string", "object", "strings", "numbers")
 
 
 @dataclasses.dataclass(frozen=True)

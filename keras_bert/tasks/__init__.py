@@ -8,6 +8,8 @@ task folder (tests/test_package_graph.py checks).
 
 from keras_bert.tasks.classification import BertClassifier, ClassificationTask
 from keras_bert.tasks.classification import ClassifierServingModule
+from keras_bert.tasks.multi_label_classification import BertMultiLabelClassifier
+from keras_bert.tasks.multi_label_classification import MultiLabelServingModule, MultiLabelTask
 from keras_bert.tasks.span_qa import BertSpanLabeler, SpanQAServingModule, SpanQATask
 from keras_bert.tasks.token_classification import BertTokenClassifier
 from keras_bert.tasks.token_classification import TokenClassificationTask

@@ -1,4 +1,4 @@
-"""One tiny export of each kind (classifier, token classifier, span QA), built once.
+"""One tiny export of each kind (classifier, token classifier, span QA, multi-label), built once.
 
 Untrained (seeded) heads: the serving tests here check which ops an export
 uses, how it loads elsewhere and what TF Serving's files say, not answers.
@@ -8,10 +8,14 @@ The `three_exports` session fixture (tests/conftest.py) builds them once.
 import os
 
 from keras_bert.export import export_model
-from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
+from keras_bert.tasks import BertClassifier, BertMultiLabelClassifier, BertSpanLabeler
+from keras_bert.tasks import BertTokenClassifier
 from tests.export.conftest import LABELS, tiny_encoder, write_vocab
 
-KINDS = ("classifier", "tagger", "qa")
+KINDS = ("classifier", "tagger", "qa", "multi_label")
+#: The multi-label export's labels and decision thresholds (one each).
+MULTI_LABELS = ["animal", "movie", "question"]
+MULTI_THRESHOLDS = [0.3, 0.5, 0.7]
 
 
 def build_exports(root):
@@ -22,10 +26,14 @@ def build_exports(root):
         "tagger": BertTokenClassifier(tiny_encoder(1), num_classes=3,
                                       label_names=["O", "ANIMAL", "WORD"]),
         "qa": BertSpanLabeler(tiny_encoder(2)),
+        "multi_label": BertMultiLabelClassifier(tiny_encoder(3), num_classes=3,
+                                                label_names=MULTI_LABELS,
+                                                thresholds=MULTI_THRESHOLDS),
     }
     task_info = {"classifier": {"max_seq_length": 24}, "tagger": {"max_seq_length": 24},
                  "qa": {"max_seq_length": 20, "doc_stride": 4, "max_query_length": 6,
-                        "max_answer_length": 5}}
+                        "max_answer_length": 5},
+                 "multi_label": {"max_seq_length": 24}}
     exports = {}
     for kind, model in models.items():
         model_dir = os.path.join(root, "models", kind)

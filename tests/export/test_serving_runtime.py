@@ -35,7 +35,7 @@ def test_help_does_not_import_tensorflow():
     assert done.stdout.strip().endswith("NO TENSORFLOW")
 
 
-@pytest.mark.slow  # builds a TF 2.20 venv and serves three exports there
+@pytest.mark.slow  # builds a TF 2.20 venv and serves the four exports there
 def test_every_export_kind_answers_alike_in_tf_serving_runtime(three_exports, capsys):
     # Creates ~/.cache/keras_bert/serving-runtime-tf2.20 on a machine's first
     # run (minutes: TensorFlow 2.20 is a 620 MB wheel); later runs reuse it.
@@ -47,14 +47,15 @@ def test_every_export_kind_answers_alike_in_tf_serving_runtime(three_exports, ca
                     f"on this machine, so the old-runtime check could not run: {err[-1500:]}")
     assert code == 0, out[-5000:] + err[-3000:]
     assert f"TF Serving's runtime:     TensorFlow {RUNTIME}." in out
-    assert "VERDICT: OK. 3 export(s), 12 signature(s)" in out
-    for kind, signature in (("classifier", "classify"), ("tagger", "tag"), ("qa", "answer")):
+    assert f"VERDICT: OK. {len(KINDS)} export(s), {4 * len(KINDS)} signature(s)" in out
+    for kind, signature in (("classifier", "classify"), ("tagger", "tag"), ("qa", "answer"),
+                            ("multi_label", "classify")):
         line = next(line for line in out.splitlines()
                     if three_exports[kind] in line and f" {signature}:" in line)
         # The whole batch of edge-case texts ran (QA reads them in more windows).
         rows = int(line.split(": ")[1].split(" rows")[0])
         assert line.lstrip().startswith("OK") and rows >= len(CHECK_TEXTS), line
-    assert out.count("ops besides core TensorFlow") == 3
+    assert out.count("ops besides core TensorFlow") == len(KINDS)
     assert "NOT in the allowlist" not in out
 
 

@@ -53,7 +53,8 @@ def _run_warmup(export_dir):
 
 
 def test_every_export_kind_carries_warmup_requests_that_run(three_exports):
-    expected_inputs = {"classifier": ["text"], "tagger": ["text"], "qa": ["context", "question"]}
+    expected_inputs = {"classifier": ["text"], "tagger": ["text"], "qa": ["context", "question"],
+                       "multi_label": ["text"]}
     for kind in KINDS:
         path = three_exports[kind]
         # A TFRecord of PredictionLog protos, where TF Serving looks for it.
@@ -76,7 +77,10 @@ def test_every_export_kind_carries_warmup_requests_that_run(three_exports):
             assert shapes == [(1, 8), (1, max_length), (max(ALLOWED_BATCH_SIZES), max_length)]
         else:
             assert [s[1] for s in shapes] == [8, max_length, max_length]
-        assert outputs["label" if kind != "qa" else "answer"].dtype == tf.string
+        if kind == "multi_label":  # Dense numbers only: probabilities and 0/1 decisions.
+            assert outputs["predicted"].dtype == tf.int32
+        else:
+            assert outputs["label" if kind != "qa" else "answer"].dtype == tf.string
 
 
 def test_xla_export_warms_every_batch_size_and_length_bucket(three_exports, tmp_path):

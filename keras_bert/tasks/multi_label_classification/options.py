@@ -1,0 +1,106 @@
+"""Multi-label classification's options and task.json schema (standard library only).
+
+tools/finetune.py reads this file before TensorFlow loads (tools/_cli.py
+`task_options`), so it imports nothing else; see
+keras_bert/tasks/classification/options.py for the field metadata. Fields
+that classification declares too (text_column, label_column, file_format,
+label_names, unknown_labels) are one flag each, with the same default.
+"""
+
+import dataclasses
+
+FILE_FORMATS = ("csv", "tsv", "jsonl")
+UNKNOWN_LABELS = ("error", "skip")
+#: The separator of label names in one cell: "|" needs no quoting in a CSV.
+DEFAULT_SEPARATOR = "|"
+
+
+def _field(default, help, **metadata):
+    return dataclasses.field(default=default, metadata={"help": help, **metadata})
+
+
+@dataclasses.dataclass
+class MultiLabelOptions:
+    """Reader and fine-tuning settings of multi-label classification.
+
+    A row's labels are given one of three ways:
+    - names in one column (`label_column`), separated by `label_separator`
+      ("sports|politics"; an empty cell is a text with no label); in JSON
+      Lines the value may also be a list of names;
+    - 0/1 columns, one per label (`label_columns`; their names are the
+      label names);
+    - JSON Lines: a list of 0/1 in `label_column`, one per label, in
+      `label_names` order (without label_names: "0".."K-1").
+
+    Args:
+        text_column: str, the column of the text.
+        label_column: str, the column of the label names (or 0/1 list).
+        label_columns: list of str or None, 0/1 columns, one per label
+            (given: `label_column` is not read).
+        label_separator: str, separates the names in one cell.
+        file_format: "csv", "tsv", "jsonl" or None (from the extension).
+        label_names: list of str or None (None: the model directory's labels
+            for the same task, else `label_columns`, else sorted from the
+            training data).
+        unknown_labels: "error" or "skip", for labels outside label_names.
+        threshold: float in (0, 1) or None: one decision threshold for every
+            label; None tunes one per label on the evaluation set.
+    """
+
+    text_column: str = _field("text", "Column of the (first) text.")
+    label_column: str = _field("label", "Column of the label.")
+    label_columns: list = _field(
+        None, "Multi-label: comma-separated 0/1 columns, one per label (their names are the "
+        "labels); replaces --label-column.")
+    label_separator: str = _field(
+        DEFAULT_SEPARATOR, "Multi-label: separator of the label names in one --label-column "
+        "cell (default '|', e.g. 'sports|politics'; an empty cell: no label).")
+    file_format: str = _field(None, "File format (default: from the extension).",
+                              flag="--format", choices=FILE_FORMATS)
+    label_names: list = _field(
+        None, "Comma-separated labels in id order (default: the model's, else sorted from "
+        "--train).")
+    unknown_labels: str = _field(
+        "error", "A label outside --label-names: stop with its FILE:LINE (default) or skip the "
+        "row and count it.", choices=UNKNOWN_LABELS)
+    threshold: float = _field(
+        None, "Multi-label: one decision threshold for every label (default: one per label, "
+        "tuned for F1 on --eval and saved with the model).")
+
+    def __post_init__(self):
+        for name in ("text_column", "label_column"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"Expected {name} to be a column name. Received: {name}={value!r}")
+        for name in ("label_columns", "label_names"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, str) or not value or not all(
+                    isinstance(n, str) and n for n in value) or len(set(value)) != len(value)):
+                raise ValueError(f"Expected {name} to be a list of distinct, non-empty str. "
+                                 f"Received: {name}={value!r}")
+        if self.label_columns is not None and self.label_names is not None and list(
+                self.label_columns) != list(self.label_names):
+            raise ValueError(
+                f"label_columns name the labels; label_names={self.label_names!r} differs from "
+                f"label_columns={self.label_columns!r}. Give one of them.")
+        if not isinstance(self.label_separator, str) or not self.label_separator:
+            raise ValueError(f"Expected label_separator to be a non-empty str. Received: "
+                             f"label_separator={self.label_separator!r}")
+        if self.file_format not in (None, *FILE_FORMATS):
+            raise ValueError(f"Expected file_format in {FILE_FORMATS} or None. Received: "
+                             f"file_format={self.file_format!r}")
+        if self.unknown_labels not in UNKNOWN_LABELS:
+            raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: "
+                             f"unknown_labels={self.unknown_labels!r}")
+        if self.threshold is not None and not 0 < self.threshold < 1:
+            raise ValueError(f"Expected threshold in (0, 1) or None. Received: "
+                             f"threshold={self.threshold!r}")
+
+
+# task.json keys multi-label classification writes (see keras_bert.models.registry).
+TASK_JSON = {
+    "num_classes": {"type": "integer", "minimum": 1},
+    "dropout_rate": {"type": "number", "nullable": True},
+    "label_names": {"type": "strings", "nullable": True},
+    "thresholds": {"type": "numbers", "nullable": True},
+}
