@@ -294,6 +294,9 @@ def export_info(module, saved_model_dir):
         "dtype": module.dtype_policy,
         # Classifier exports: length-sorted sub-batches per request (1: none).
         **({"sub_batches": module.sub_batches} if hasattr(module, "sub_batches") else {}),
+        # Tagger exports: the strategy of the entities signature.
+        **({"aggregation_strategy": module.aggregation_strategy}
+           if hasattr(module, "aggregation_strategy") else {}),
         "signatures": {
             name: {"inputs": describe(sig.inputs), "outputs": describe(sig.outputs)}
             for name, sig in sorted(signature_defs.items())
@@ -330,14 +333,17 @@ def predict_text(model, inputs, signature=None, batch_size=64):
         model: a task model with a preprocessor.
         inputs: tuple of string batches, in the signature's input order
             (`(texts,)`, `(questions, contexts)`).
-        signature: str, default the module's DEFAULT_SIGNATURE.
+        signature: str, default the module's DEFAULT_SIGNATURE; or a
+            function of the module that is not saved as a signature (the
+            tagger's entities with another strategy).
         batch_size: int, batches of similar length (see `run_function`).
 
     Returns:
         dict of numpy arrays: what the exported signature returns.
     """
     module = serving_module_of(model)
-    function = getattr(module, module.SIGNATURES[signature or module.DEFAULT_SIGNATURE])
+    function = signature if callable(signature) else getattr(
+        module, module.SIGNATURES[signature or module.DEFAULT_SIGNATURE])
     names = list(inspect.signature(function.python_function).parameters)
     if len(inputs) != len(names):
         raise ValueError(
