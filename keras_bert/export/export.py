@@ -344,7 +344,7 @@ def predict_text(model, inputs, signature=None, batch_size=64):
     module = serving_module_of(model)
     function = signature if callable(signature) else getattr(
         module, module.SIGNATURES[signature or module.DEFAULT_SIGNATURE])
-    names = list(inspect.signature(function.python_function).parameters)
+    names = list(inspect.signature(getattr(function, "python_function", function)).parameters)
     if len(inputs) != len(names):
         raise ValueError(
             f"{type(model).__name__}.predict takes {len(names)} string input(s) "

@@ -73,7 +73,9 @@ def _task(kind, model_dir, tmp_path, class_weights):
     return task
 
 
-@pytest.mark.parametrize("kind", ["classification", "token_classification"])
+# The tagger's case tokenizes CoNLL twice (train and eval): slow tier.
+@pytest.mark.parametrize("kind", ["classification", pytest.param(
+    "token_classification", marks=pytest.mark.slow)])
 def test_training_step_loss_is_numpy_weighted_cross_entropy(kind, tiny_model_dir, tmp_path):
     task = _task(kind, tiny_model_dir, tmp_path, "auto")
     weights = task.class_weights
@@ -101,6 +103,7 @@ def test_training_step_loss_is_numpy_weighted_cross_entropy(kind, tiny_model_dir
         assert (sample_weight[~labeled] == 0).all() and (~labeled).any()
 
 
+@pytest.mark.slow
 def test_class_weights_are_refused_for_regression(tiny_model_dir, tmp_path):
     path = tmp_path / "sts.csv"
     path.write_text("text,label\ngood movie,0.5\nbad film,1.5\n")

@@ -94,19 +94,19 @@ def group_entities(text, tags, label_names, strategy):
     outside = types.index(OUTSIDE) if OUTSIDE in types else -1
     mask = tf.cast(tags["mask"], tf.bool)  # (B, T)
     batch = tf.shape(mask)[0]
-    positions = tf.broadcast_to(tf.range(tf.shape(mask)[1])[None, :], tf.shape(mask))
-    rows = tf.broadcast_to(tf.range(batch)[:, None], tf.shape(mask))
-    # The real pieces of the whole batch, row after row: (N,) each.
+    # The real pieces of the whole batch, row after row: (N,) each. (Gathers
+    # at one set of indices: cheaper to trace than a boolean_mask per tensor.)
+    where = tf.cast(tf.where(mask), tf.int32)  # (N, 2): row, position
     piece = {
-        "label": tf.boolean_mask(tags["label_id"], mask),
-        "score": tf.boolean_mask(tf.cast(tags["probability"], tf.float32), mask),
-        "start": tf.boolean_mask(tags["start"], mask),
-        "end": tf.boolean_mask(tags["end"], mask),
-        "row": tf.boolean_mask(rows, mask),
+        "label": tf.gather_nd(tags["label_id"], where),
+        "score": tf.gather_nd(tf.cast(tags["probability"], tf.float32), where),
+        "start": tf.gather_nd(tags["start"], where),
+        "end": tf.gather_nd(tags["end"], where),
+        "row": where[:, 0],
     }
     if strategy in ("first", "max"):
         # A row's first piece always opens a word, even if the tokenizer called it "##".
-        opens = tf.boolean_mask((tags["word_start"] > 0) | (positions == 0), mask)
+        opens = (tf.gather_nd(tags["word_start"], where) > 0) | (where[:, 1] == 0)
         units = _words(piece, opens, strategy)
     else:
         units = piece
@@ -122,30 +122,34 @@ def group_entities(text, tags, label_names, strategy):
                      | (unit_type != tf.roll(unit_type, 1, 0)))
     group = tf.cumsum(tf.cast(new_group, tf.int32)) - 1  # (U,) group of each unit
     num_groups = tf.reduce_sum(tf.cast(new_group, tf.int32))
-    first = tf.boolean_mask(index, new_group)  # (G,) first unit of each group
+    first = _true_indices(new_group)  # (G,) first unit of each group
     last = tf.math.unsorted_segment_max(index, group, num_groups)
     score = tf.math.unsorted_segment_mean(units["score"], group, num_groups)
     kind = tf.gather(unit_type, first)
-    keep = kind != outside
-    row = tf.boolean_mask(tf.gather(units["row"], first), keep)
-    start = tf.boolean_mask(tf.gather(units["start"], first), keep)
-    end = tf.boolean_mask(tf.gather(units["end"], last), keep)
+    kept = _true_indices(kind != outside)  # (E_total,) groups that are entities
+    first, last, kind, score = (tf.gather(x, kept) for x in (first, last, kind, score))
+    row = tf.gather(units["row"], first)
+    start = tf.gather(units["start"], first)
+    end = tf.gather(units["end"], last)
     values = {
-        "label": tf.gather(tf.constant(types, tf.string), tf.boolean_mask(kind, keep)),
+        "label": tf.gather(tf.constant(types, tf.string), kind),
         "text": tf.strings.substr(tf.gather(text, row), start, end - start, unit="UTF8_CHAR"),
         "start": start,
         "end": end,
-        "score": tf.boolean_mask(score, keep),
+        "score": score,
     }
     padding = {"label": "", "text": "", "start": -1, "end": -1, "score": 0.0}
-    result = {
-        name: tf.RaggedTensor.from_value_rowids(value, row, nrows=batch).to_tensor(
-            padding[name])
-        for name, value in values.items()
-    }
-    result["num_entities"] = tf.math.bincount(row, minlength=batch, maxlength=batch,
-                                              dtype=tf.int32)
+    # One row partition for every output: entities of row b, in text order.
+    rows = tf.RaggedTensor.from_value_rowids(tf.range(tf.shape(row)[0]), row, nrows=batch)
+    result = {name: rows.with_values(value).to_tensor(padding[name])
+              for name, value in values.items()}
+    result["num_entities"] = tf.cast(rows.row_lengths(), tf.int32)
     return result
+
+
+def _true_indices(flags):
+    """int32 [n]: the positions of the True values of a bool vector."""
+    return tf.cast(tf.where(flags)[:, 0], tf.int32)
 
 
 def _words(piece, opens, strategy):
@@ -153,7 +157,7 @@ def _words(piece, opens, strategy):
     index = tf.range(tf.shape(opens)[0])
     word = tf.cumsum(tf.cast(opens, tf.int32)) - 1  # (N,) word of each piece
     num_words = tf.reduce_sum(tf.cast(opens, tf.int32))
-    first = tf.boolean_mask(index, opens)  # (W,)
+    first = _true_indices(opens)  # (W,)
     last = tf.math.unsorted_segment_max(index, word, num_words)
     if strategy == "first":
         chosen = first

@@ -60,20 +60,24 @@ class TokenClassifierServingModule(BertServingModule):
     def _define_signatures(self):
         super()._define_signatures()
         self.tag = tf.function(self._tag, input_signature=[STRINGS])
-        self.entities = self.entities_function(self.aggregation_strategy)
+        # autograph=False: plain ops, no Python control flow to convert
+        # (autograph made each trace take seconds).
+        self.entities = tf.function(self.entities_function(self.aggregation_strategy),
+                                    input_signature=[STRINGS], autograph=False)
 
     def entities_function(self, strategy):
-        """The tf.function text [B] -> entities with `strategy` (traced once per strategy)."""
-        functions = self._keras.__dict__.setdefault("entities_functions", {})
-        if strategy not in functions:
-            names = [name.decode("utf-8") for name in self.label_names.numpy()]
+        """text [B] -> the entities of `strategy`: the `tag` graph, then `group_entities`.
 
-            def entities(text):
-                return entities_lib.group_entities(text, self._tag(text), names, strategy)
+        The `entities` signature traces it; `BertTokenClassifier.predict`
+        runs it as it is (the grouping eagerly: no trace per strategy).
+        """
+        entities_lib.check_strategy(strategy)
+        names = [name.decode("utf-8") for name in self.label_names.numpy()]
 
-            functions[entities_lib.check_strategy(strategy)] = tf.function(
-                entities, input_signature=[STRINGS])
-        return functions[strategy]
+        def entities(text):
+            return entities_lib.group_entities(text, self.tag(text), names, strategy)
+
+        return entities
 
     def _tag(self, text):
         ids, starts, ends = self.tokenize_with_offsets(text)  # (B, (n)) each
