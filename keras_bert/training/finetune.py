@@ -223,16 +223,21 @@ class FinetuneTask:
             return None
         labels = self.class_weight_labels()
         if labels is None:
-            kind = "regression" if getattr(self, "regression", False) else self.name
-            raise ValueError(
-                f"--class-weights (class_weights={spec!r}) is for single-label classification "
-                f"and token classification; {kind} has no classes to weigh. Drop the flag.")
+            raise self.class_weights_error()
         label_names, label_ids = labels
         self.class_weights = class_weights_lib.resolve_class_weights(spec, label_names, label_ids)
         logger.info("class weights (%s): %s", "auto: N / (C * n_c), mean 1 over the training "
                     "labels" if spec == class_weights_lib.AUTO else "given",
                     class_weights_lib.describe(self.class_weights, label_names))
         return self.class_weights
+
+    def class_weights_error(self):
+        """The ValueError for `options.class_weights` on a task (or setting) without classes."""
+        kind = "regression" if getattr(self, "regression", False) else self.name
+        return ValueError(
+            f"--class-weights (class_weights={self.options.class_weights!r}) is for "
+            f"single-label classification and token classification; {kind} has no classes "
+            f"to weigh. Drop the flag.")
 
     def training_batches(self, batch_size, seed, input_pipeline_id=0, num_input_pipelines=1):
         dataset, padding_values = self.train_dataset, self.padding_values
@@ -775,6 +780,9 @@ def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     _, _, is_chief = worker_info(strategy)
     keras.utils.set_random_seed(options.seed)
     runner_task = task_class(model_dir, options, task_options)
+    if (options.class_weights is not None
+            and task_class.class_weight_labels is FinetuneTask.class_weight_labels):
+        raise runner_task.class_weights_error()  # Before tokenizing: the task has no classes.
     runner_task.prepare(train_data, eval_data)
     runner_task.set_class_weights()
     for report in {id(d.report): d.report for d in (train_data, eval_data)}.values():

@@ -73,9 +73,59 @@ def _task(kind, model_dir, tmp_path, class_weights):
     return task
 
 
-# The tagger's case tokenizes CoNLL twice (train and eval): slow tier.
-@pytest.mark.parametrize("kind", ["classification", pytest.param(
-    "token_classification", marks=pytest.mark.slow)])
+def weighted_cross_entropy(logits, labels, weights):
+    """numpy: sum of weights[label] * -log softmax(logits)[label] over labeled rows / their count.
+
+    Keras' mean ("sum_over_batch_size"): over the batch for a classifier, over
+    the labeled pieces for a tagger (ignore_class=-1 masks the others).
+    """
+    labels = np.asarray(labels)
+    labeled = labels >= 0
+    nll = -np.take_along_axis(_log_softmax(logits), np.maximum(labels, 0)[..., None], -1)[..., 0]
+    return (nll * np.where(labeled, weights[np.maximum(labels, 0)], 0))[labeled].sum() / labeled.sum()
+
+
+def test_sample_weights_give_the_numpy_weighted_cross_entropy():
+    """Both task models' losses on the weights `add_sample_weights` puts in a batch."""
+    import tensorflow as tf
+
+    from keras_bert.tasks import BertClassifier, BertTokenClassifier
+    from keras_bert.training.class_weights import add_sample_weights
+    from tests.export.conftest import tiny_encoder
+
+    weights = np.array([0.5, 2.0, 4.0], "float32")
+    features = {"token_ids": np.array([[2, 5, 6, 3, 0], [2, 7, 3, 0, 0], [2, 8, 9, 10, 3]]),
+                "padding_mask": np.array([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])}
+    features["segment_ids"] = np.zeros_like(features["token_ids"])
+    tags = np.array([[-1, 0, 2, -1, -1], [-1, 1, -1, -1, -1], [-1, 2, -1, 0, -1]])
+    for model, labels in ((BertClassifier(tiny_encoder(0), num_classes=3), np.array([0, 1, 2])),
+                          (BertTokenClassifier(tiny_encoder(1), num_classes=3), tags)):
+        model.compile()  # The default loss, as finetune() compiles.
+        dataset = add_sample_weights(tf.data.Dataset.from_tensor_slices((features, labels)), weights)
+        x, y, sample_weight = next(iter(dataset.batch(3)))
+        np.testing.assert_array_equal(
+            sample_weight, np.where(labels >= 0, weights[np.maximum(labels, 0)], 0))
+        logits = model(x, training=False)
+        loss = float(model.compute_loss(x=x, y=y, y_pred=logits, sample_weight=sample_weight,
+                                        training=True))
+        assert loss == pytest.approx(weighted_cross_entropy(logits, labels, weights), rel=1e-5)
+        assert loss != pytest.approx(weighted_cross_entropy(logits, labels, np.ones(3)), rel=1e-3)
+
+
+def test_per_class_recall_in_the_evaluation_metrics():
+    from keras_bert.tasks.classification.metrics import classification_metrics
+    from keras_bert.tasks.token_classification.metrics import entity_metrics
+
+    result = classification_metrics([0, 0, 1, 2, 2, 2], [0, 1, 1, 2, 0, 0], 3, ["a", "b", "c"])
+    assert (result["recall/a"], result["recall/b"], result["recall/c"]) == (0.5, 1.0, 1 / 3)
+    result = entity_metrics([["B-PER", "O", "B-LOC", "B-LOC"]], [["B-PER", "O", "B-LOC", "O"]])
+    assert (result["recall/PER"], result["recall/LOC"]) == (1.0, 0.5)
+
+
+# Through the fine-tuning task's own pipeline (reader, prepare, length-bucketed
+# batches): slow tier, each tokenizes its data in several tf.data traces.
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["classification", "token_classification"])
 def test_training_step_loss_is_numpy_weighted_cross_entropy(kind, tiny_model_dir, tmp_path):
     task = _task(kind, tiny_model_dir, tmp_path, "auto")
     weights = task.class_weights
@@ -92,13 +142,10 @@ def test_training_step_loss_is_numpy_weighted_cross_entropy(kind, tiny_model_dir
                                     training=True))
     labeled = y >= 0
     np.testing.assert_array_equal(sample_weight, np.where(labeled, weights[np.maximum(y, 0)], 0))
-    nll = -np.take_along_axis(_log_softmax(logits), np.maximum(y, 0)[..., None], -1)[..., 0]
-    # Keras' mean: over the batch (classification), over labeled pieces (tagging:
-    # ignore_class=-1; [CLS], [SEP], "##" pieces and padding have weight 0).
-    expected = (nll * sample_weight)[labeled].sum() / labeled.sum()
+    expected = weighted_cross_entropy(logits, y, weights)
     assert loss == pytest.approx(expected, rel=1e-5)
-    unweighted = nll[labeled].mean()
-    assert abs(expected - unweighted) > 1e-4  # The weights did change the loss.
+    # The weights did change the loss.
+    assert abs(expected - weighted_cross_entropy(logits, y, np.ones_like(weights))) > 1e-4
     if kind == "token_classification":
         assert (sample_weight[~labeled] == 0).all() and (~labeled).any()
 
@@ -114,3 +161,11 @@ def test_class_weights_are_refused_for_regression(tiny_model_dir, tmp_path):
     task.prepare(data, data)
     with pytest.raises(ValueError, match="regression has no classes to weigh"):
         task.set_class_weights()
+
+
+def test_class_weights_are_refused_for_span_qa_before_any_data_work(tiny_model_dir, tmp_path):
+    from keras_bert.training.finetune import finetune
+
+    with pytest.raises(ValueError, match=r"--class-weights.*span_qa has no classes to weigh"):
+        finetune("span_qa", tiny_model_dir, str(tmp_path / "out"), None, None,
+                 FinetuneOptions(class_weights="auto", max_seq_length=64))
