@@ -5,7 +5,10 @@ The strategies are those of transformers' token-classification pipeline
 that the export's `entities` signature and `BertTokenClassifier.predict(...,
 aggregation_strategy=...)` share this one implementation:
 
-- "none": every piece whose label is not "O" is an entity of its own.
+- "none": every piece whose label is not "O" is an entity of its own
+  (its label without the B-/I- prefix, as in the other strategies, where
+  transformers keeps "B-PER" here: one schema for every strategy; the
+  `tag` signature keeps the full labels).
 - "simple": adjacent pieces are grouped by their own labels: a piece joins
   the previous group when it has the same entity type and does not start
   with "B-"; a "B-", another type, or the first piece starts a new group.
