@@ -8,7 +8,8 @@ requests go to assets.extra/ (--no-warmup leaves them out);
 tools/serving_config.py writes models.config and batching_parameters.txt.
 
 Signatures (see exports/README.md): serving_default (the task's: classify,
-tag or answer; embed for an encoder), embed, encode, preprocess.
+tag or answer; embed for an encoder), embed, encode, preprocess; a tagger's
+also entities.
 
 Examples
 --------
@@ -82,6 +83,9 @@ def build_parser():
                         help="Span QA window stride (default: task.json's).")
     parser.add_argument("--max-windows", type=int, default=None,
                         help="Span QA: windows read per context (default 16).")
+    parser.add_argument("--aggregation-strategy", default=None,
+                        help="Tagger: how the entities signature groups pieces into entities: "
+                        "none, simple, first (default) or max (transformers' strategies).")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="Leave out TF Serving's warmup requests "
                         "(assets.extra/tf_serving_warmup_requests).")
@@ -112,6 +116,7 @@ def main(argv=None):
             "sub_batches": args.sub_batches,
             "doc_stride": args.doc_stride,
             "max_windows": args.max_windows,
+            "aggregation_strategy": args.aggregation_strategy,
         }.items()
         if value is not None
     }

@@ -146,6 +146,10 @@ def build_parser(tasks=None):
     train.add_argument("--seed", type=int, default=0,
                        help="Seed of the head's initialization, dropout and shuffling.")
     train.add_argument("--log-every", type=int, default=50, help="Steps between log lines.")
+    train.add_argument("--class-weights", default=None, metavar="auto|FILE",
+                       help="Weigh the loss per class (classification, token_classification): "
+                       "auto = inverse frequency N / (C * n_c), mean 1 over the training labels; "
+                       "FILE = JSON {label: weight}, one per label.")
 
     controls = parser.add_argument_group("fine-tuning controls")
     controls.add_argument("--freeze-layers", type=int, default=0,
@@ -234,7 +238,7 @@ def main(argv=None):
         log_every=args.log_every, freeze_layers=args.freeze_layers,
         freeze_embeddings=args.freeze_embeddings,
         layerwise_lr_decay=args.layerwise_lr_decay,
-        encoder_lr_multiplier=args.encoder_lr_multiplier,
+        encoder_lr_multiplier=args.encoder_lr_multiplier, class_weights=args.class_weights,
     )
     try:
         task_options = get_task(args.task).make_options(**task_option_values(args))

@@ -334,15 +334,18 @@ def predict_text(model, inputs, signature=None, batch_size=64):
         model: a task model with a preprocessor.
         inputs: tuple of string batches, in the signature's input order
             (`(texts,)`, `(questions, contexts)`).
-        signature: str, default the module's DEFAULT_SIGNATURE.
+        signature: str, default the module's DEFAULT_SIGNATURE; or a
+            function of the module that is not saved as a signature (the
+            tagger's entities with another strategy).
         batch_size: int, batches of similar length (see `run_function`).
 
     Returns:
         dict of numpy arrays: what the exported signature returns.
     """
     module = serving_module_of(model)
-    function = getattr(module, module.SIGNATURES[signature or module.DEFAULT_SIGNATURE])
-    names = list(inspect.signature(function.python_function).parameters)
+    function = signature if callable(signature) else getattr(
+        module, module.SIGNATURES[signature or module.DEFAULT_SIGNATURE])
+    names = list(inspect.signature(getattr(function, "python_function", function)).parameters)
     if len(inputs) != len(names):
         raise ValueError(
             f"{type(model).__name__}.predict takes {len(names)} string input(s) "

@@ -59,6 +59,7 @@ from keras_bert.models.registry import get_task, task_names
 from keras_bert.progress import default_log_handler
 from keras_bert.text import BertTokenizer, infer_lowercase
 from keras_bert.training import callbacks as callbacks_lib
+from keras_bert.training import class_weights as class_weights_lib
 from keras_bert.training.distribute import resolve_strategy, strategy_name, worker_info
 from keras_bert.training.optimizers import check_optimizer_settings, create_optimizer
 from keras_bert.training.finetuning_controls import (
@@ -201,11 +202,55 @@ class FinetuneTask:
         return self.model_class.from_pretrained(
             self.model_dir, dtype=dtype, new_head="auto", **self.model_kwargs())
 
+    def class_weight_labels(self):
+        """(label names, int array of training label ids) for class weights, or None.
+
+        Tasks with one label per example or per token return them (after
+        `prepare`); the others (regression, span QA) return None and
+        `options.class_weights` is refused for them.
+        """
+        return None
+
+    def set_class_weights(self):
+        """Resolves `options.class_weights` (after `prepare`); None when not set.
+
+        Returns:
+            float32 numpy array [num_classes] or None; also kept as
+            `self.class_weights`, which `training_batches` applies.
+        """
+        self.class_weights = None
+        spec = self.options.class_weights
+        if spec is None:
+            return None
+        labels = self.class_weight_labels()
+        if labels is None:
+            raise self.class_weights_error()
+        label_names, label_ids = labels
+        self.class_weights = class_weights_lib.resolve_class_weights(spec, label_names, label_ids)
+        logger.info("class weights (%s): %s", "auto: N / (C * n_c), mean 1 over the training "
+                    "labels" if spec == class_weights_lib.AUTO else "given",
+                    class_weights_lib.describe(self.class_weights, label_names))
+        return self.class_weights
+
+    def class_weights_error(self):
+        """The ValueError for `options.class_weights` on a task (or setting) without classes."""
+        kind = "regression" if getattr(self, "regression", False) else self.name
+        return ValueError(
+            f"--class-weights (class_weights={self.options.class_weights!r}) is for "
+            f"single-label classification and token classification; {kind} has no classes "
+            f"to weigh. Drop the flag.")
+
     def training_batches(self, batch_size, seed, input_pipeline_id=0, num_input_pipelines=1):
+        dataset, padding_values = self.train_dataset, self.padding_values
+        if getattr(self, "class_weights", None) is not None:
+            # (features, label) -> (features, label, weight); padding gets weight 0.
+            dataset = class_weights_lib.add_sample_weights(dataset, self.class_weights)
+            if padding_values is not None:
+                padding_values = tuple(padding_values) + (0.0,)
         return batching.training_batches(
-            self.train_dataset, batch_size, self.max_seq_length, seed=seed,
+            dataset, batch_size, self.max_seq_length, seed=seed,
             input_pipeline_id=input_pipeline_id, num_input_pipelines=num_input_pipelines,
-            padding_values=self.padding_values,
+            padding_values=padding_values,
         )
 
     def task_info(self):
@@ -253,6 +298,10 @@ class FinetuneOptions:
             (see `finetuning_controls.layerwise_lr_multipliers`; 1: none).
         encoder_lr_multiplier: float > 0, the encoder's learning rate as a
             fraction of the head's.
+        class_weights: None, "auto", a JSON file path or a dict {label:
+            weight}: per-class loss weights for single-label classification
+            and token classification (see `training.class_weights`; "auto"
+            is N / (C * n_c), a mean weight of 1 over the training labels).
     """
 
     learning_rate: float = 5e-5
@@ -276,8 +325,16 @@ class FinetuneOptions:
     freeze_embeddings: bool = False
     layerwise_lr_decay: float = 1.0
     encoder_lr_multiplier: float = 1.0
+    class_weights: object = None
 
     def __post_init__(self):
+        if self.class_weights is not None and not isinstance(self.class_weights, dict) and (
+                not isinstance(self.class_weights, (str, os.PathLike)) or (
+                    self.class_weights != class_weights_lib.AUTO
+                    and not os.path.isfile(self.class_weights))):
+            raise ValueError(
+                f"Expected class_weights 'auto', a JSON file {{label: weight}} or a dict. "
+                f"Received: class_weights={self.class_weights!r} (no such file).")
         if not self.learning_rate > 0:
             raise ValueError(f"Expected learning_rate > 0. Received: {self.learning_rate!r}")
         for name in ("epochs", "batch_size", "log_every"):
@@ -728,7 +785,11 @@ def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     _, _, is_chief = worker_info(strategy)
     keras.utils.set_random_seed(options.seed)
     runner_task = task_class(model_dir, options, task_options)
+    if (options.class_weights is not None
+            and task_class.class_weight_labels is FinetuneTask.class_weight_labels):
+        raise runner_task.class_weights_error()  # Before tokenizing: the task has no classes.
     runner_task.prepare(train_data, eval_data)
+    runner_task.set_class_weights()
     for report in {id(d.report): d.report for d in (train_data, eval_data)}.values():
         logger.info("%s", report.summary())
     if runner_task.num_train_examples == 0:

@@ -47,9 +47,9 @@ def test_every_export_kind_answers_alike_in_tf_serving_runtime(three_exports, ca
                     f"on this machine, so the old-runtime check could not run: {err[-1500:]}")
     assert code == 0, out[-5000:] + err[-3000:]
     assert f"TF Serving's runtime:     TensorFlow {RUNTIME}." in out
-    assert f"VERDICT: OK. {len(KINDS)} export(s), {4 * len(KINDS)} signature(s)" in out
-    for kind, signature in (("classifier", "classify"), ("tagger", "tag"), ("qa", "answer"),
-                            ("multi_label", "classify")):
+    assert f"VERDICT: OK. {len(KINDS)} export(s), {4 * len(KINDS) + 1} signature(s)" in out
+    for kind, signature in (("classifier", "classify"), ("tagger", "tag"), ("tagger", "entities"),
+                            ("qa", "answer"), ("multi_label", "classify")):
         line = next(line for line in out.splitlines()
                     if three_exports[kind] in line and f" {signature}:" in line)
         # The whole batch of edge-case texts ran (QA reads them in more windows).

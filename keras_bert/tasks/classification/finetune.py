@@ -70,12 +70,18 @@ class ClassificationTask(FinetuneTask):
             eval_data, eval_labels = reader.encode_labels(
                 eval_data, self.label_names, options.unknown_labels)
         self.eval_data, self.eval_labels = eval_data, eval_labels
+        self.train_labels = train_labels
         self.pairs = train.texts_b is not None
         self.num_train_examples = len(train)
         self.train_dataset = reader.classification_dataset(
             train, train_labels, self.preprocessor)
         self.eval_dataset = reader.classification_dataset(
             eval_data, eval_labels, self.preprocessor)
+
+    def class_weight_labels(self):
+        if self.regression:
+            return None
+        return self.label_names, self.train_labels
 
     def model_kwargs(self):
         if self.regression:
@@ -92,7 +98,7 @@ class ClassificationTask(FinetuneTask):
         if self.regression:
             return metrics_lib.regression_metrics(self.eval_labels, outputs[:, 0])
         return metrics_lib.classification_metrics(
-            self.eval_labels, outputs.argmax(-1), len(self.label_names))
+            self.eval_labels, outputs.argmax(-1), len(self.label_names), self.label_names)
 
     def task_info(self):
         info = super().task_info()

@@ -43,16 +43,32 @@ def matthews_corrcoef(confusion):
     return float(numerator / denominator) if denominator > 0 else 0.0
 
 
-def classification_metrics(y_true, y_pred, num_classes):
-    """Dict of accuracy, macro_f1 and mcc for integer labels and predictions."""
+def per_class_recall(confusion):
+    """float64 [num_classes]: recall of each class (0 for a class with no true examples)."""
+    confusion = np.asarray(confusion, dtype="float64")
+    true_count = confusion.sum(1)
+    return np.divide(np.diag(confusion), true_count, out=np.zeros(len(confusion)),
+                     where=true_count > 0)
+
+
+def classification_metrics(y_true, y_pred, num_classes, label_names=None):
+    """Dict of accuracy, macro_f1 and mcc for integer labels and predictions.
+
+    With `label_names` (list of `num_classes` str), also `recall/NAME`, each
+    class's recall (what class weights are meant to raise for a rare class).
+    """
     y_true = np.asarray(y_true).ravel()
     y_pred = np.asarray(y_pred).ravel()
     confusion = confusion_matrix(y_true, y_pred, num_classes)
-    return {
+    result = {
         "accuracy": float(np.mean(y_true == y_pred)) if len(y_true) else 0.0,
         "macro_f1": macro_f1(confusion),
         "mcc": matthews_corrcoef(confusion),
     }
+    if label_names is not None:
+        for name, recall in zip(label_names, per_class_recall(confusion)):
+            result[f"recall/{name}"] = float(recall)
+    return result
 
 
 def pearson(x, y):

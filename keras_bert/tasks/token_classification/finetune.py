@@ -1,5 +1,6 @@
 """TokenClassificationTask: a tag per word (NER), fine-tuned on CoNLL files."""
 
+import numpy as np
 
 from keras_bert.data import batching
 from keras_bert.tasks.token_classification import metrics as metrics_lib
@@ -28,6 +29,7 @@ class TokenClassificationTask(FinetuneTask):
         train, train_ids = conll.encode_tags(train, self.label_names, options.unknown_labels)
         eval_data, eval_ids = conll.encode_tags(eval_data, self.label_names, options.unknown_labels)
         self.eval_data = eval_data
+        self.train_tag_ids = train_ids
         self.num_train_examples = len(train)
         encoded = conll.token_classification_dataset(
             train, train_ids, self.tokenizer, self.max_seq_length)
@@ -40,6 +42,11 @@ class TokenClassificationTask(FinetuneTask):
             len(words) - int((index >= 0).sum())
             for words, index in zip(eval_data.words, self.word_index)
         )
+
+    def class_weight_labels(self):
+        # One label per word (on its first piece): the counts are over words.
+        ids = np.concatenate([np.asarray(t, "int64") for t in self.train_tag_ids] or [[]])
+        return self.label_names, ids
 
     def model_kwargs(self):
         return {

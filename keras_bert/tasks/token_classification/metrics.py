@@ -104,7 +104,8 @@ def entity_metrics(true_tags, pred_tags):
         pred_tags: the same shape.
 
     Returns:
-        Dict of precision, recall, f1, and per type `f1/TYPE`; also the
+        Dict of precision, recall, f1, and per type `f1/TYPE` and
+        `recall/TYPE`; also the
         counts num_true, num_pred, num_correct.
 
     Example:
@@ -143,5 +144,7 @@ def entity_metrics(true_tags, pred_tags):
     count = lambda entities: collections.Counter(e[1] for e in entities)  # noqa: E731
     per_true, per_pred, per_correct = count(true_set), count(pred_set), count(correct)
     for kind in sorted(set(per_true) | set(per_pred)):
-        result[f"f1/{kind}"] = prf(per_correct[kind], per_pred[kind], per_true[kind])[2]
+        scores = prf(per_correct[kind], per_pred[kind], per_true[kind])
+        result[f"f1/{kind}"] = scores[2]
+        result[f"recall/{kind}"] = scores[1]
     return result

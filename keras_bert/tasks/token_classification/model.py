@@ -4,8 +4,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.export.export import predict_text
+from keras_bert.export.export import predict_text, serving_module_of
 from keras_bert.models.task import DenseHeadTask
+from keras_bert.tasks.token_classification.entities import to_entity_lists
 from keras_bert.tasks.token_classification.metrics import IGNORE_LABEL, LabeledTokenAccuracy
 from keras_bert.tasks.token_classification.serving import TokenClassifierServingModule
 
@@ -41,6 +42,8 @@ class BertTokenClassifier(DenseHeadTask):
     >>> tagger(inputs).shape  # (batch, seq, 9)
     >>> tagger = BertTokenClassifier.from_pretrained("models/minilm-ner")
     >>> tagger.predict(["John lives in Paris."])["label"][0]
+    >>> tagger.predict(["John lives in Paris."], aggregation_strategy="first")[0]
+    [{'label': 'PER', 'text': 'John', 'start': 0, 'end': 4, 'score': 0.99}, ...]
 
     `fit` and `evaluate` also take words and tags as CoNLL gives them: a
     list of word lists and a list of tag lists (tag names from
@@ -151,13 +154,32 @@ class BertTokenClassifier(DenseHeadTask):
                 f"num_classes={self.num_classes} (ids 0 to {self.num_classes - 1}).")
         return int(tag)
 
-    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None,
+                aggregation_strategy=None):
+        """As `keras.Model.predict`; on texts, the `tag` dict, or entities.
+
+        Args:
+            aggregation_strategy: None (the `tag` dict of per-piece arrays),
+                or "none", "simple", "first", "max" (transformers'
+                strategies; see `entities.py`): then a list, one per text,
+                of entity dicts {"label", "text", "start", "end", "score"},
+                computed as the export's `entities` signature does; `text`
+                is the original string's `[start:end]`.
+        """
         # Lists, arrays and string datasets all return the decoded dict.
         texts = self._predict_texts(x)
         if texts is None:
+            if aggregation_strategy is not None:
+                raise ValueError(
+                    "aggregation_strategy groups the entities of texts; predict received "
+                    "encoded inputs. Pass strings: predict([\"John lives in Paris.\"], "
+                    "aggregation_strategy=\"first\").")
             return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
                                    callbacks=callbacks)
-        return predict_text(self, texts, batch_size=batch_size or 64)
+        if aggregation_strategy is None:
+            return predict_text(self, texts, batch_size=batch_size or 64)
+        function = serving_module_of(self).entities_function(aggregation_strategy)
+        return to_entity_lists(predict_text(self, texts, function, batch_size=batch_size or 64))
 
 
 def _is_word_lists(x):

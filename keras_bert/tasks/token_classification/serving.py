@@ -4,6 +4,7 @@ import tensorflow as tf
 
 from keras_bert.export.serving_module import STRINGS, BertServingModule
 from keras_bert.models.task import check_labels, default_label_names
+from keras_bert.tasks.token_classification import entities as entities_lib
 
 
 class TokenClassifierServingModule(BertServingModule):
@@ -24,26 +25,63 @@ class TokenClassifierServingModule(BertServingModule):
                               and padding (labels usually go on first pieces)
         mask         int32    1 on real tokens, 0 on padding
 
+    entities, on `text` string [B], groups those pieces into entities with
+    `aggregation_strategy` (entities.py; transformers' none / simple /
+    first / max), dense [B, E], E = the most entities of a text in the batch:
+        label        string   entity type, without B-/I- ("" on padding)
+        text         string   the entity's slice of the original `text`
+        start, end   int32    its character offsets in `text` (-1 on padding)
+        score        float32  mean score of its pieces / words (0 on padding)
+        num_entities int32 [B]
+
     Args:
         model: a `BertTokenClassifier`.
         label_names: list of K str, or None for the model's `label_names`
             (or "0".."K-1" if it has none).
+        aggregation_strategy: str, the `entities` signature's strategy
+            ("first" by default: the tagger learns each word's tag on its
+            first piece).
         **kwargs: `BertServingModule` arguments.
     """
 
-    SIGNATURES = {**BertServingModule.SIGNATURES, "tag": "tag"}
+    SIGNATURES = {**BertServingModule.SIGNATURES, "tag": "tag", "entities": "entities"}
     DEFAULT_SIGNATURE = "tag"
+    TASK_OPTIONS = ("aggregation_strategy",)
 
-    def __init__(self, model, tokenizer, vocab_file, max_seq_length, label_names=None, **kwargs):
+    def __init__(self, model, tokenizer, vocab_file, max_seq_length, label_names=None,
+                 aggregation_strategy="first", **kwargs):
+        self.aggregation_strategy = entities_lib.check_strategy(aggregation_strategy)
         num_classes = model.num_classes
         label_names = check_labels(
             num_classes, default_label_names(num_classes, label_names or model.label_names))
         self.label_names = tf.constant([str(name) for name in label_names], tf.string)
         super().__init__(model, tokenizer, vocab_file, max_seq_length, **kwargs)
 
+    def export_metadata(self):
+        # The strategy of the entities signature.
+        return {"aggregation_strategy": self.aggregation_strategy}
+
     def _define_signatures(self):
         super()._define_signatures()
         self.tag = tf.function(self._tag, input_signature=[STRINGS])
+        # autograph=False: plain ops, no Python control flow to convert
+        # (autograph made each trace take seconds).
+        self.entities = tf.function(self.entities_function(self.aggregation_strategy),
+                                    input_signature=[STRINGS], autograph=False)
+
+    def entities_function(self, strategy):
+        """text [B] -> the entities of `strategy`: the `tag` graph, then `group_entities`.
+
+        The `entities` signature traces it; `BertTokenClassifier.predict`
+        runs it as it is (the grouping eagerly: no trace per strategy).
+        """
+        entities_lib.check_strategy(strategy)
+        names = [name.decode("utf-8") for name in self.label_names.numpy()]
+
+        def entities(text):
+            return entities_lib.group_entities(text, self.tag(text), names, strategy)
+
+        return entities
 
     def _tag(self, text):
         ids, starts, ends = self.tokenize_with_offsets(text)  # (B, (n)) each
