@@ -132,6 +132,7 @@ def test_classifier_from_converted_dir_takes_encoder_weights(converted, source_d
     assert logits.shape == (4, 3)
 
 
+@pytest.mark.slow  # ~30 s: fits, saves and exports the 22M-parameter model
 def test_real_minilm_takes_raw_strings_end_to_end(converted, tmp_path):
     """A new user's path: from_pretrained -> compile -> fit(strings) -> predict, pairs,
     tf.data, .keras round trip, save_pretrained + export equal to softmax(predict)."""

@@ -1,3 +1,4 @@
+import functools
 import os
 
 import numpy as np
@@ -26,6 +27,7 @@ def model_dir(tmp_path_factory):
     return tmp
 
 
+@functools.lru_cache(maxsize=None)  # The same rows for every parametrization.
 def reference(model_dir, layers, pooling):
     encoder = BertEncoder.from_pretrained(model_dir / "model")
     pre = BertPreprocessor.from_vocab_file(encoder.vocab_file, sequence_length=None,

@@ -65,31 +65,46 @@ def test_default_log_handler_prints_info_only_when_logging_is_not_configured(mon
     assert mine.getvalue() == "once\n" and "once" not in stream.getvalue()
 
 
+# Both modes run in one fresh process (one TensorFlow import), "plain" first,
+# while nothing has configured logging yet; each mode's stdout follows its
+# MODE line.
 FINETUNE_SCRIPT = textwrap.dedent("""
     import logging, sys
     from keras_bert.training.finetune import FinetuneOptions, finetune, read_task_data
-    root, mode = sys.argv[1], sys.argv[2]
-    if mode == "configured":  # As tools/finetune.py sets it up.
-        handler = logging.StreamHandler(sys.stdout)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        logging.getLogger("keras_bert").addHandler(handler)
-        logging.getLogger("keras_bert").setLevel(logging.INFO)
-        logging.getLogger("keras_bert").propagate = False
-    options = FinetuneOptions(epochs=3, batch_size=8, max_seq_length=16, jit_compile="off",
-                              log_every=4, learning_rate=1e-5, early_stopping_patience=1)
-    train = read_task_data("classification", root + "/train.csv", True, options)
-    dev = read_task_data("classification", root + "/dev.csv", False, options)
-    finetune("classification", root + "/tiny", root + "/out-" + mode, train, dev, options)
-    print("FINISHED")
+    root = sys.argv[1]
+    for mode in sys.argv[2:]:
+        print("MODE " + mode, flush=True)
+        if mode == "configured":  # As tools/finetune.py sets it up.
+            handler = logging.StreamHandler(sys.stdout)
+            handler.setFormatter(logging.Formatter("%(message)s"))
+            logging.getLogger("keras_bert").addHandler(handler)
+            logging.getLogger("keras_bert").setLevel(logging.INFO)
+            logging.getLogger("keras_bert").propagate = False
+        options = FinetuneOptions(epochs=3, batch_size=8, max_seq_length=16, jit_compile="off",
+                                  log_every=4, learning_rate=1e-5, early_stopping_patience=1)
+        train = read_task_data("classification", root + "/train.csv", True, options)
+        dev = read_task_data("classification", root + "/dev.csv", False, options)
+        finetune("classification", root + "/tiny", root + "/out-" + mode, train, dev, options)
+        print("FINISHED", flush=True)
 """)
+MODES = ["plain", "configured"]
 
 
-@pytest.mark.parametrize("mode", ["plain", "configured"])
-def test_python_finetune_prints_setup_evaluation_and_early_stopping_once(workdir, mode):
-    done = subprocess.run([sys.executable, "-c", FINETUNE_SCRIPT, str(workdir), mode],
-                          capture_output=True, text=True, env=env(), timeout=300)
-    out = done.stdout
-    assert done.returncode == 0, (out + done.stderr)[-3000:]
+@pytest.fixture(scope="module")
+def finetune_runs(workdir):
+    """(stdout of each mode, the process's stderr and exit status)."""
+    done = subprocess.run([sys.executable, "-c", FINETUNE_SCRIPT, str(workdir), *MODES],
+                          capture_output=True, text=True, env=env(), timeout=600)
+    parts = done.stdout.split("MODE ")
+    outputs = {part.split("\n", 1)[0]: part.split("\n", 1)[-1] for part in parts[1:]}
+    return outputs, done
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_python_finetune_prints_setup_evaluation_and_early_stopping_once(finetune_runs, mode):
+    outputs, done = finetune_runs
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    out = outputs[mode]
     assert out.count("classification: 64 training examples, 8 steps/epoch x 3 epochs") == 1, out
     assert out.count("train.csv: kept 64 of 64 rows") == 1, out
     assert out.count("epoch 1 eval: accuracy ") == 1, out
