@@ -17,6 +17,7 @@ Examples
   python tools/export.py --model models/minilm --output exports/minilm --max-seq-length 128
   python tools/export.py --model models/sentiment --output exports/sentiment --jit-compile on
   python tools/export.py --model models/sentiment --output exports/sentiment --dtype mixed_bfloat16
+  python tools/export.py --model models/sentiment --output exports/sentiment-lite --format tflite
 """
 
 import argparse
@@ -63,6 +64,11 @@ def build_parser():
         help="Keras dtype policy of the exported model: mixed_bfloat16 multiplies in bfloat16 "
         "(float32 variables and outputs); faster only on CPUs with AMX or AVX512-BF16 and at "
         "large batches (BENCHMARKS.md serving-accuracy).")
+    parser.add_argument(
+        "--format", choices=("saved_model", "tflite"), default="saved_model",
+        help="saved_model (TF Serving, the default) or tflite: a LiteRT model.tflite of a "
+        "classifier or encoder, text in, tokenizer inside, run with tensorflow-text's TFLite "
+        "kernels registered (exports/README.md, LiteRT).")
     parser.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
                         help="Uncased vocabulary; --no-lowercase: cased (default: task.json's, "
                         "else guessed from vocab.txt).")
@@ -111,12 +117,23 @@ def main(argv=None):
     }
     try:
         path = export_model(args.model, args.output, overwrite=args.overwrite,
-                            warmup=args.warmup, dtype=args.dtype, **options)
+                            warmup=args.warmup, dtype=args.dtype, format=args.format,
+                            **options)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     with open(os.path.join(path, INFO_FILE), encoding="utf-8") as f:
         info = json.load(f)
+    if args.format == "tflite":
+        ops = info["ops"]
+        print(f"Exported {args.model} -> {path}/model.tflite ({info['module']}, max_seq_length "
+              f"{info['max_seq_length']}, {info['size_bytes'] / 2**20:.1f} MiB)\n"
+              f"  ops: {len(ops['builtin'])} builtin, custom {ops['custom']}, "
+              f"Flex {ops['flex'] or 'none'}")
+        for name, signature in info["signatures"].items():
+            print(f"  {name}({', '.join(signature['inputs'])}) -> "
+                  f"{', '.join(signature['outputs'])}")
+        return 0
     print(f"Exported {args.model} -> {path} ({info['module']}, max_seq_length "
           f"{info['max_seq_length']}, jit_compile {info['jit_compile']}, dtype {info['dtype']})")
     for name, signature in info["signatures"].items():

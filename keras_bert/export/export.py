@@ -165,8 +165,8 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
 
 
 def export_model(model_or_dir, output, version=None, overwrite=False, warmup=True,
-                 dtype=None, **options):
-    """Exports a model for TF Serving: raw-string signatures, vocab as an asset.
+                 dtype=None, format="saved_model", **options):
+    """Exports a model for TF Serving (or LiteRT): raw-string signatures, vocab as an asset.
 
     Args:
         model_or_dir: a model directory (str; loaded with its task.json) or
@@ -183,6 +183,10 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
             bfloat16 (float32 variables and outputs); it pays on CPUs with
             AMX or AVX512-BF16 at large batches (BENCHMARKS.md). A Keras
             model is exported with its own policy.
+        format: "saved_model" (TF Serving) or "tflite": a LiteRT model
+            (exports/NAME/VERSION/model.tflite) of a classifier or encoder,
+            tokenizing with tensorflow-text's TFLite kernels (see
+            `keras_bert.export.tflite`; `warmup` does not apply).
         **options: `build_serving_module` arguments (vocab_file, lowercase,
             max_seq_length, pairs, sequence_length, pad_to_multiple_of,
             jit_compile, doc_stride, ...).
@@ -197,10 +201,16 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
     if dtype not in (None, "float32", "mixed_bfloat16"):
         raise ValueError(f"Expected dtype None, 'float32' or 'mixed_bfloat16'. "
                          f"Received: dtype={dtype!r}")
+    if format not in ("saved_model", "tflite"):
+        raise ValueError(f"Expected format 'saved_model' or 'tflite' (--format). "
+                         f"Received: format={format!r}")
+    from keras_bert.export import tflite
+
+    kind = tflite.TFLITE_VERSION_KIND if format == "tflite" else EXPORT_VERSION_KIND
     export_dir = resolve_export_dir(output, version)
     # Before any long work: a refused output fails at once.
     inputs = [model_or_dir] if isinstance(model_or_dir, (str, os.PathLike)) else []
-    check_export_dir(export_dir, overwrite, inputs=inputs)
+    check_export_dir(export_dir, overwrite, inputs=inputs, kind=kind)
     if isinstance(model_or_dir, (str, os.PathLike)):
         encoder_kwargs = {} if dtype in (None, "float32") else {"dtype": dtype}
         model = load_model_dir(os.fspath(model_or_dir), BertEncoder, **encoder_kwargs)
@@ -213,6 +223,8 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
                 f"with dtype policy {policy!r} was given. Pass its model "
                 f"directory, or build the model with dtype={dtype!r}.")
     module = build_serving_module(model, **options)
+    if format == "tflite":
+        return tflite.save_tflite(module, export_dir, overwrite)
     return save_serving_module(module, export_dir, overwrite, warmup)
 
 
@@ -224,12 +236,13 @@ EXPORT_VERSION_KIND = Kind(
              INFO_FILE))
 
 
-def check_export_dir(export_dir, overwrite=False, inputs=()):
+def check_export_dir(export_dir, overwrite=False, inputs=(), kind=EXPORT_VERSION_KIND):
     """Raises unless `export_dir` (exports/NAME/VERSION) may be written.
 
     A new version folder is always fine; an existing one (even empty: TF
-    Serving may be watching it) needs `overwrite` and must be an export
-    (`EXPORT_VERSION_KIND`); neither it nor exports/NAME may be an input.
+    Serving may be watching it) needs `overwrite` and must be an export of
+    `kind` (`EXPORT_VERSION_KIND`; a LiteRT export's is
+    `tflite.TFLITE_VERSION_KIND`); neither it nor exports/NAME may be an input.
 
     Returns:
         str, its real path (links resolved).
@@ -239,7 +252,7 @@ def check_export_dir(export_dir, overwrite=False, inputs=()):
     if os.path.exists(base) and not os.path.isdir(base):
         raise OutputError(f"The export folder {base} is a file: give exports/NAME, a folder "
                           f"for the versions (e.g. --output exports/sentiment).")
-    real = prepare_output_dir(export_dir, EXPORT_VERSION_KIND, inputs=inputs,
+    real = prepare_output_dir(export_dir, kind, inputs=inputs,
                               overwrite_flag="overwrite=True (--overwrite)")
     if os.path.lexists(real) and not overwrite:
         raise FileExistsError(
