@@ -32,6 +32,11 @@ import numpy as np
 
 #: The TensorFlow / tensorflow-text release that TF Serving 2.20.0 links.
 RUNTIME = "2.20"
+#: The releases `tools/check_serving_runtime.py --runtime all` checks, each in
+#: its own cached venv: TF Serving 2.20's, and the TensorFlow of TF Serving
+#: 2.19 and 2.18 with the tensorflow-text of the same release (those images
+#: link tensorflow-text 2.12.1, whose ops `op_set.missing_in_tf_text` checks).
+RUNTIMES = ("2.20", "2.19", "2.18")
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime_probe.py")
 MARKER = "keras_bert-runtime.json"
 
@@ -226,9 +231,10 @@ def compare_reports(reference, candidate, atol=1e-5, rtol=1e-5):
     """A `RuntimeReport` of two probe reports (this runtime's, the old one's)."""
     versions = lambda r: {k: r.get(k) for k in ("tensorflow", "tensorflow_text")}  # noqa: E731
     report = RuntimeReport(versions(reference), versions(candidate), [], [])
+    old = f"TensorFlow {candidate.get('tensorflow') or RUNTIME}"
     for export_dir, ref in reference["exports"].items():
         cand = candidate["exports"].get(export_dir, {"error": "not run"})
-        for name, result in (("this runtime", ref), (f"TensorFlow {RUNTIME}", cand)):
+        for name, result in (("this runtime", ref), (old, cand)):
             if "error" in result:
                 report.errors.append(f"{export_dir}: failed in {name}: {result['error']}")
         if "error" in ref or "error" in cand:
@@ -238,14 +244,13 @@ def compare_reports(reference, candidate, atol=1e-5, rtol=1e-5):
         for signature, paths in sorted(ref["signatures"].items()):
             other = cand["signatures"].get(signature)
             if other is None:
-                report.errors.append(f"{export_dir}: signature {signature!r} missing in "
-                                     f"TensorFlow {RUNTIME}")
+                report.errors.append(f"{export_dir}: signature {signature!r} missing in {old}")
                 continue
             for path in ("session", "session_empty", "function"):
                 for output, encoded in sorted(paths[path].items()):
                     if output not in other[path]:
                         report.errors.append(f"{export_dir}: {signature} output {output!r} "
-                                             f"missing in TensorFlow {RUNTIME}")
+                                             f"missing in {old}")
                         continue
                     expected = _decode(encoded)
                     ok, detail, worst = compare_outputs(
