@@ -65,6 +65,10 @@ def build_parser():
         "(float32 variables and outputs); faster only on CPUs with AMX or AVX512-BF16 and at "
         "large batches (BENCHMARKS.md serving-accuracy).")
     parser.add_argument(
+        "--quantize", choices=("int8",), default=None,
+        help="int8: Keras' model.quantize('int8') (Dense kernels int8, core TensorFlow ops). "
+        "Opt-in; its held-out accuracy and speed are in BENCHMARKS.md (int8 exports).")
+    parser.add_argument(
         "--format", choices=("saved_model", "tflite"), default="saved_model",
         help="saved_model (TF Serving, the default) or tflite: a LiteRT model.tflite of a "
         "classifier or encoder, text in, tokenizer inside, run with tensorflow-text's TFLite "
@@ -118,7 +122,7 @@ def main(argv=None):
     try:
         path = export_model(args.model, args.output, overwrite=args.overwrite,
                             warmup=args.warmup, dtype=args.dtype, format=args.format,
-                            **options)
+                            quantize=args.quantize, **options)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -135,7 +139,8 @@ def main(argv=None):
                   f"{', '.join(signature['outputs'])}")
         return 0
     print(f"Exported {args.model} -> {path} ({info['module']}, max_seq_length "
-          f"{info['max_seq_length']}, jit_compile {info['jit_compile']}, dtype {info['dtype']})")
+          f"{info['max_seq_length']}, jit_compile {info['jit_compile']}, dtype {info['dtype']}"
+          + (f", quantize {info['quantize']}" if info.get("quantize") else "") + ")")
     for name, signature in info["signatures"].items():
         inputs = ", ".join(f"{k}: {v['dtype']}{v['shape']}" for k, v in signature["inputs"].items())
         outputs = ", ".join(f"{k}: {v['dtype']}{v['shape']}"

@@ -165,7 +165,7 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
 
 
 def export_model(model_or_dir, output, version=None, overwrite=False, warmup=True,
-                 dtype=None, format="saved_model", **options):
+                 dtype=None, format="saved_model", quantize=None, **options):
     """Exports a model for TF Serving (or LiteRT): raw-string signatures, vocab as an asset.
 
     Args:
@@ -187,6 +187,11 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
             (exports/NAME/VERSION/model.tflite) of a classifier or encoder,
             tokenizing with tensorflow-text's TFLite kernels (see
             `keras_bert.export.tflite`; `warmup` does not apply).
+        quantize: None or "int8": Keras' `model.quantize("int8")` on the
+            loaded model directory (Dense kernels int8 with per-channel
+            scales, activations quantized per call; core TensorFlow ops
+            only). Opt-in: BENCHMARKS.md "int8 exports" has its accuracy
+            and speed. Needs a model directory, not a Keras model.
         **options: `build_serving_module` arguments (vocab_file, lowercase,
             max_seq_length, pairs, sequence_length, pad_to_multiple_of,
             jit_compile, doc_stride, ...).
@@ -201,6 +206,16 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
     if dtype not in (None, "float32", "mixed_bfloat16"):
         raise ValueError(f"Expected dtype None, 'float32' or 'mixed_bfloat16'. "
                          f"Received: dtype={dtype!r}")
+    if quantize not in (None, "int8"):
+        raise ValueError(f"Expected quantize None or 'int8' (--quantize). "
+                         f"Received: quantize={quantize!r}")
+    if quantize and format != "saved_model":
+        raise ValueError(f"quantize={quantize!r} makes a SavedModel; drop --quantize for "
+                         f"--format {format}.")
+    if quantize and not isinstance(model_or_dir, (str, os.PathLike)):
+        raise ValueError("export_model(quantize='int8') quantizes the model it loads; give its "
+                         "model directory (a Keras model is not changed in place), or call "
+                         "model.quantize('int8') yourself and export that model.")
     if format not in ("saved_model", "tflite"):
         raise ValueError(f"Expected format 'saved_model' or 'tflite' (--format). "
                          f"Received: format={format!r}")
@@ -214,6 +229,14 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
     if isinstance(model_or_dir, (str, os.PathLike)):
         encoder_kwargs = {} if dtype in (None, "float32") else {"dtype": dtype}
         model = load_model_dir(os.fspath(model_or_dir), BertEncoder, **encoder_kwargs)
+        if quantize:
+            import warnings
+
+            with warnings.catch_warnings():
+                # "Layer LayerNormalization does not have a `quantize` method": only
+                # Dense (and EinsumDense) layers are quantized, as intended.
+                warnings.simplefilter("ignore", UserWarning)
+                model.quantize(quantize)
     else:
         model = model_or_dir
         policy = getattr(model, "encoder", model).pooler.dtype_policy.name
@@ -305,6 +328,8 @@ def export_info(module, saved_model_dir):
         "pad_to_multiple_of": module.pad_to_multiple_of,
         "jit_compile": module.jit_compile,
         "dtype": module.dtype_policy,
+        # int8 exports (quantize="int8"): the Dense kernels are int8 variables.
+        "quantize": "int8" if any(v.dtype == tf.int8 for v in module.model_variables) else None,
         # Classifier exports: length-sorted sub-batches per request (1: none).
         **({"sub_batches": module.sub_batches} if hasattr(module, "sub_batches") else {}),
         "signatures": {
