@@ -392,8 +392,14 @@ def bench_serving_e2e(args):
     return rows
 
 
+#: serving-accuracy's exports (--accuracy-exports): name -> export_model options.
+ACCURACY_EXPORTS = {"float32": {"dtype": "float32"}, "bfloat16": {"dtype": "mixed_bfloat16"},
+                    "int8": {"quantize": "int8"}}
+
+
 def bench_serving_accuracy(args):
-    """A fine-tuned tweets classifier exported in float32 and mixed_bfloat16: quality and speed.
+    """A fine-tuned tweets classifier exported in float32 and mixed_bfloat16 (and int8,
+    --accuracy-exports float32,int8): quality and speed.
 
     --model is a model directory fine-tuned on the tweets (tools/finetune.py, as
     in README's quality table); both exports use --request-batch-size requests
@@ -413,9 +419,14 @@ def bench_serving_accuracy(args):
         raise SystemExit("serving-accuracy needs --model: a classifier fine-tuned on the tweets")
     _, held_out = tweet_sentiment_split()
     workdir = tempfile.mkdtemp(prefix="keras-bert-serving-accuracy-")
-    exports = {name: export_model(args.model, os.path.join(workdir, name), dtype=dtype,
-                                  sub_batches=4, warmup=False)
-               for name, dtype in (("float32", "float32"), ("bfloat16", "mixed_bfloat16"))}
+    names = args.accuracy_exports.split(",")
+    unknown = sorted(set(names) - set(ACCURACY_EXPORTS))
+    if unknown or "float32" not in names:
+        raise SystemExit(f"--accuracy-exports takes float32 and any of {sorted(ACCURACY_EXPORTS)}. "
+                         f"Received: {args.accuracy_exports}")
+    exports = {name: export_model(args.model, os.path.join(workdir, name), sub_batches=4,
+                                  warmup=False, **ACCURACY_EXPORTS[name])
+               for name in names}
     worker = ServingWorker(exports, held_out.texts, workdir)
     size, labels = args.request_batch_size, np.array(
         [TWEETS_LABELS.index(label) for label in held_out.labels])
@@ -452,6 +463,12 @@ def bench_serving_accuracy(args):
 
 
 # ---------------------------------------------------------------- flags
+
+
+def add_accuracy_exports(parser):
+    parser.add_argument("--accuracy-exports", default="float32,bfloat16",
+                        help="serving-accuracy: the exports compared, float32 first "
+                        f"(any of {','.join(ACCURACY_EXPORTS)}; default float32,bfloat16).")
 
 
 def add_serving_texts(parser):
@@ -496,8 +513,10 @@ BENCHMARKS = (
                      "order, raw strings in; ratios from one interleaved run"),
     harness.Benchmark(
         "serving-accuracy", bench_serving_accuracy,
-        (add_model, add_request_batch_size, add_latency_calls, harness.add_repeats),
-        "a fine-tuned tweets classifier exported in float32 and bfloat16: quality and speed",
+        (add_model, add_request_batch_size, add_latency_calls, harness.add_repeats,
+         add_accuracy_exports),
+        "a fine-tuned tweets classifier exported in float32 and bfloat16 (or int8): quality "
+        "and speed",
         lambda args: "fine-tuned MiniLM-L6 tweets classifier, every held-out tweet"),
 )
 
