@@ -72,6 +72,7 @@ def main(argv=None):
         RuntimeUnavailable,
         check_serving_runtime,
         format_report,
+        run_probe,
     )
 
     runtimes = list(RUNTIMES) if args.runtime == "all" else args.runtime.split(",")
@@ -93,10 +94,15 @@ def main(argv=None):
             + (f"  <- NOT in the allowlist {list(ALLOWED_TEXT_OPS)}" if extra else ""))
         problems += bool(extra)
     verdicts, mismatch, unavailable = [], bool(problems), False
+    reference = None
+    if len(runtimes) > 1:  # One reference run for all the runtimes.
+        log(f"running {len(export_dirs)} export(s) in this runtime ({sys.executable})")
+        reference = run_probe(sys.executable, export_dirs)
     for runtime in runtimes:
         try:
             report = check_serving_runtime(export_dirs, venv=args.venv, runtime=runtime,
-                                           atol=args.atol, rtol=args.atol, log=log)
+                                           atol=args.atol, rtol=args.atol, log=log,
+                                           reference=reference)
         except RuntimeUnavailable as e:
             print(f"error: TensorFlow {runtime} is not available, nothing was checked there: "
                   f"{e}", file=sys.stderr)

@@ -261,7 +261,7 @@ def compare_reports(reference, candidate, atol=1e-5, rtol=1e-5):
 
 
 def check_serving_runtime(export_dirs, venv=None, runtime=RUNTIME, texts=CHECK_TEXTS,
-                          atol=1e-5, rtol=1e-5, log=print):
+                          atol=1e-5, rtol=1e-5, log=print, reference=None):
     """Runs every string signature of `export_dirs` here and in the old runtime; compares.
 
     Args:
@@ -271,6 +271,9 @@ def check_serving_runtime(export_dirs, venv=None, runtime=RUNTIME, texts=CHECK_T
         texts: list of bytes, the batch every signature runs on.
         atol, rtol: float tolerance (strings, ints and bools must be equal).
         log: callable taking a str.
+        reference: this runtime's probe report of the same exports and
+            texts (`run_probe(sys.executable, ...)`), when checking several
+            old runtimes; default: run it here.
 
     Returns:
         `RuntimeReport`.
@@ -279,8 +282,9 @@ def check_serving_runtime(export_dirs, venv=None, runtime=RUNTIME, texts=CHECK_T
         RuntimeUnavailable: the old runtime could not be installed.
     """
     python = ensure_runtime(venv, runtime, log=log)
-    log(f"running {len(export_dirs)} export(s) in this runtime ({sys.executable})")
-    reference = run_probe(sys.executable, export_dirs, texts)
+    if reference is None:
+        log(f"running {len(export_dirs)} export(s) in this runtime ({sys.executable})")
+        reference = run_probe(sys.executable, export_dirs, texts)
     log(f"running them in TensorFlow {runtime} ({python})")
     candidate = run_probe(python, export_dirs, texts)
     return compare_reports(reference, candidate, atol, rtol)
