@@ -7,7 +7,8 @@ A SavedModel export tokenizes with `keras_bert.text.BertTokenizer`, whose
 exact Unicode rules are core TensorFlow string ops (UnicodeDecode, regexes,
 StringLower). LiteRT has none of those as builtins: they would be Flex ops
 (SELECT_TF_OPS), which need the Flex delegate (the TensorFlow 2.21 pip
-package no longer ships it, and the mobile runtimes need a 10+ MB add-on).
+package's interpreter did not run a model with Flex ops here, and mobile apps
+would need the Flex add-on library).
 So the LiteRT export tokenizes with the two tensorflow-text ops that have
 TFLite kernels (`tensorflow_text.tflite_registrar`):
 
@@ -30,7 +31,7 @@ Example:
 >>> export_tflite("models/sentiment", "exports/sentiment-lite")
 '.../exports/sentiment-lite/1'
 >>> interpreter = load_tflite("exports/sentiment-lite/1/model.tflite")
->>> interpreter.get_signature_runner()(text=np.array([b"great movie"], dtype=object))["label"]
+>>> run_tflite(interpreter, ["great movie"])["label"]
 array([b'positive'], dtype=object)
 """
 
@@ -41,10 +42,10 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert.files import Kind
+from keras_bert.export.export import INFO_FILE, check_export_dir
+from keras_bert.files import Kind, staged_dir
 
 TFLITE_FILE = "model.tflite"
-INFO_FILE = "keras_bert_export.json"  # keras_bert.export.export.INFO_FILE (import cycle)
 
 #: What `export_tflite` replaces (with overwrite): its own version folders.
 TFLITE_VERSION_KIND = Kind("LiteRT export folder", required=(TFLITE_FILE,),
@@ -258,9 +259,6 @@ def save_tflite(module, export_dir, overwrite=False):
     Returns:
         str, the version directory written.
     """
-    from keras_bert.export.export import check_export_dir
-    from keras_bert.files import staged_dir
-
     real = check_export_dir(export_dir, overwrite, kind=TFLITE_VERSION_KIND)
     flatbuffer = convert_module(module)
     with staged_dir(real, prefix=".tmp-export-") as staged:
