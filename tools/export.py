@@ -21,6 +21,7 @@ Examples
   # Any checkpoint from_pretrained takes, converted once into the cache:
   python tools/export.py --model my_keras_hub_classifier_preset --output exports/sentiment
   python tools/export.py --model google-bert/bert-base-uncased --output exports/bert_base
+  python tools/export.py --model models/sentiment --output exports/sentiment-lite --format tflite
 """
 
 import argparse
@@ -70,6 +71,15 @@ def build_parser():
         help="Keras dtype policy of the exported model: mixed_bfloat16 multiplies in bfloat16 "
         "(float32 variables and outputs); faster only on CPUs with AMX or AVX512-BF16 and at "
         "large batches (BENCHMARKS.md serving-accuracy).")
+    parser.add_argument(
+        "--quantize", choices=("int8",), default=None,
+        help="int8: Keras' model.quantize('int8') (Dense kernels int8, core TensorFlow ops). "
+        "Opt-in; its held-out accuracy and speed are in BENCHMARKS.md (int8 exports).")
+    parser.add_argument(
+        "--format", choices=("saved_model", "tflite"), default="saved_model",
+        help="saved_model (TF Serving, the default) or tflite: a LiteRT model.tflite of a "
+        "classifier or encoder, text in, tokenizer inside, run with tensorflow-text's TFLite "
+        "kernels registered (exports/README.md, LiteRT).")
     parser.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
                         help="Uncased vocabulary; --no-lowercase: cased (default: task.json's, "
                         "else guessed from vocab.txt).")
@@ -122,14 +132,26 @@ def main(argv=None):
     }
     try:
         path = export_model(args.model, args.output, overwrite=args.overwrite,
-                            warmup=args.warmup, dtype=args.dtype, **options)
+                            warmup=args.warmup, dtype=args.dtype, format=args.format,
+                            quantize=args.quantize, **options)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     with open(os.path.join(path, INFO_FILE), encoding="utf-8") as f:
         info = json.load(f)
+    if args.format == "tflite":
+        ops = info["ops"]
+        print(f"Exported {args.model} -> {path}/model.tflite ({info['module']}, max_seq_length "
+              f"{info['max_seq_length']}, {info['size_bytes'] / 2**20:.1f} MiB)\n"
+              f"  ops: {len(ops['builtin'])} builtin, custom {ops['custom']}, "
+              f"Flex {ops['flex'] or 'none'}")
+        for name, signature in info["signatures"].items():
+            print(f"  {name}({', '.join(signature['inputs'])}) -> "
+                  f"{', '.join(signature['outputs'])}")
+        return 0
     print(f"Exported {args.model} -> {path} ({info['module']}, max_seq_length "
-          f"{info['max_seq_length']}, jit_compile {info['jit_compile']}, dtype {info['dtype']})")
+          f"{info['max_seq_length']}, jit_compile {info['jit_compile']}, dtype {info['dtype']}"
+          + (f", quantize {info['quantize']}" if info.get("quantize") else "") + ")")
     for name, signature in info["signatures"].items():
         inputs = ", ".join(f"{k}: {v['dtype']}{v['shape']}" for k, v in signature["inputs"].items())
         outputs = ", ".join(f"{k}: {v['dtype']}{v['shape']}"

@@ -164,8 +164,8 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
 
 
 def export_model(model_or_dir, output, version=None, overwrite=False, warmup=True,
-                 dtype=None, **options):
-    """Exports a model for TF Serving: raw-string signatures, vocab as an asset.
+                 dtype=None, format="saved_model", quantize=None, **options):
+    """Exports a model for TF Serving (or LiteRT): raw-string signatures, vocab as an asset.
 
     Args:
         model_or_dir: a model directory (str; loaded with its task.json),
@@ -185,6 +185,15 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
             bfloat16 (float32 variables and outputs); it pays on CPUs with
             AMX or AVX512-BF16 at large batches (BENCHMARKS.md). A Keras
             model is exported with its own policy.
+        format: "saved_model" (TF Serving) or "tflite": a LiteRT model
+            (exports/NAME/VERSION/model.tflite) of a classifier or encoder,
+            tokenizing with tensorflow-text's TFLite kernels (see
+            `keras_bert.export.tflite`; `warmup` does not apply).
+        quantize: None or "int8": Keras' `model.quantize("int8")` on the
+            loaded model directory (Dense kernels int8 with per-channel
+            scales, activations quantized per call; core TensorFlow ops
+            only). Opt-in: BENCHMARKS.md "int8 exports" has its accuracy
+            and speed. Needs a model directory, not a Keras model.
         **options: `build_serving_module` arguments (vocab_file, lowercase,
             max_seq_length, pairs, sequence_length, pad_to_multiple_of,
             jit_compile, doc_stride, ...).
@@ -199,14 +208,38 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
     if dtype not in (None, "float32", "mixed_bfloat16"):
         raise ValueError(f"Expected dtype None, 'float32' or 'mixed_bfloat16'. "
                          f"Received: dtype={dtype!r}")
+    if quantize not in (None, "int8"):
+        raise ValueError(f"Expected quantize None or 'int8' (--quantize). "
+                         f"Received: quantize={quantize!r}")
+    if quantize and format != "saved_model":
+        raise ValueError(f"quantize={quantize!r} makes a SavedModel; drop --quantize for "
+                         f"--format {format}.")
+    if quantize and not isinstance(model_or_dir, (str, os.PathLike)):
+        raise ValueError("export_model(quantize='int8') quantizes the model it loads; give its "
+                         "model directory (a Keras model is not changed in place), or call "
+                         "model.quantize('int8') yourself and export that model.")
+    if format not in ("saved_model", "tflite"):
+        raise ValueError(f"Expected format 'saved_model' or 'tflite' (--format). "
+                         f"Received: format={format!r}")
+    from keras_bert.export import tflite
+
+    kind = tflite.TFLITE_VERSION_KIND if format == "tflite" else EXPORT_VERSION_KIND
     export_dir = resolve_export_dir(output, version)
     # Before any long work: a refused output fails at once.
     inputs = [model_or_dir] if isinstance(model_or_dir, (str, os.PathLike)) else []
-    check_export_dir(export_dir, overwrite, inputs=inputs)
+    check_export_dir(export_dir, overwrite, inputs=inputs, kind=kind)
     if isinstance(model_or_dir, (str, os.PathLike)):
         encoder_kwargs = {} if dtype in (None, "float32") else {"dtype": dtype}
         model = load_model_dir(sources.resolve_source(model_or_dir), BertEncoder,
                                **encoder_kwargs)
+        if quantize:
+            import warnings
+
+            with warnings.catch_warnings():
+                # "Layer LayerNormalization does not have a `quantize` method": only
+                # Dense (and EinsumDense) layers are quantized, as intended.
+                warnings.simplefilter("ignore", UserWarning)
+                model.quantize(quantize)
     else:
         model = model_or_dir
         policy = getattr(model, "encoder", model).pooler.dtype_policy.name
@@ -216,6 +249,8 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
                 f"with dtype policy {policy!r} was given. Pass its model "
                 f"directory, or build the model with dtype={dtype!r}.")
     module = build_serving_module(model, **options)
+    if format == "tflite":
+        return tflite.save_tflite(module, export_dir, overwrite)
     return save_serving_module(module, export_dir, overwrite, warmup)
 
 
@@ -227,12 +262,13 @@ EXPORT_VERSION_KIND = Kind(
              INFO_FILE))
 
 
-def check_export_dir(export_dir, overwrite=False, inputs=()):
+def check_export_dir(export_dir, overwrite=False, inputs=(), kind=EXPORT_VERSION_KIND):
     """Raises unless `export_dir` (exports/NAME/VERSION) may be written.
 
     A new version folder is always fine; an existing one (even empty: TF
-    Serving may be watching it) needs `overwrite` and must be an export
-    (`EXPORT_VERSION_KIND`); neither it nor exports/NAME may be an input.
+    Serving may be watching it) needs `overwrite` and must be an export of
+    `kind` (`EXPORT_VERSION_KIND`; a LiteRT export's is
+    `tflite.TFLITE_VERSION_KIND`); neither it nor exports/NAME may be an input.
 
     Returns:
         str, its real path (links resolved).
@@ -242,7 +278,7 @@ def check_export_dir(export_dir, overwrite=False, inputs=()):
     if os.path.exists(base) and not os.path.isdir(base):
         raise OutputError(f"The export folder {base} is a file: give exports/NAME, a folder "
                           f"for the versions (e.g. --output exports/sentiment).")
-    real = prepare_output_dir(export_dir, EXPORT_VERSION_KIND, inputs=inputs,
+    real = prepare_output_dir(export_dir, kind, inputs=inputs,
                               overwrite_flag="overwrite=True (--overwrite)")
     if os.path.lexists(real) and not overwrite:
         raise FileExistsError(
@@ -295,6 +331,8 @@ def export_info(module, saved_model_dir):
         "pad_to_multiple_of": module.pad_to_multiple_of,
         "jit_compile": module.jit_compile,
         "dtype": module.dtype_policy,
+        # int8 exports (quantize="int8"): the Dense kernels are int8 variables.
+        "quantize": "int8" if any(v.dtype == tf.int8 for v in module.model_variables) else None,
         # Classifier exports: length-sorted sub-batches per request (1: none).
         **({"sub_batches": module.sub_batches} if hasattr(module, "sub_batches") else {}),
         **module.export_metadata(),

@@ -76,13 +76,23 @@ def core_missing(op_names, python=None):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+# {(op names, python): the names core TensorFlow lacks}: each answer costs a
+# TensorFlow start; a process asks it again for the same exports (the op-set
+# and tensorflow-text checks).
+_CORE_MISSING = {}
+
+
 def non_core_ops(export_dirs, python=None):
     """{export dir: sorted ops that core TensorFlow does not register}.
 
     One subprocess for all exports (importing TensorFlow takes seconds).
     """
     ops = {path: graph_ops(path) for path in export_dirs}
-    missing = set(core_missing(set().union(*ops.values()), python)) if ops else set()
+    names = frozenset().union(*ops.values()) if ops else frozenset()
+    key = (names, python)
+    if key not in _CORE_MISSING:
+        _CORE_MISSING[key] = set(core_missing(names, python)) if names else set()
+    missing = _CORE_MISSING[key]
     return {path: sorted(set(names) & missing) for path, names in ops.items()}
 
 
@@ -93,4 +103,82 @@ def disallowed_ops(export_dirs, allowed=ALLOWED_TEXT_OPS, python=None):
         bad = sorted(set(ops) - set(allowed))
         if bad:
             result[path] = bad
+    return result
+
+
+# === The tensorflow-text inside older TF Serving images ===
+
+#: The ops that tensorflow-text 2.12.1 registers: the tensorflow-text linked
+#: into TF Serving images 2.12 to 2.19 (tensorflow/serving PR #4057 moved
+#: 2.20 to tensorflow-text 2.20). Made by tools/tf_text_op_list.py; the
+#: file's header says how.
+TF_TEXT_2_12_OPS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "tf_text_2_12_ops.txt")
+
+# Runs with the interpreter of a TensorFlow whose release matches the
+# tensorflow-text wheel's: loads each op library and lists the ops it defines.
+_TEXT_OPS_LIST = """
+import glob, importlib.util, json, os, sys
+sys.modules["keras"] = None
+import tensorflow as tf
+from tensorflow.core.framework import op_def_pb2
+from tensorflow.python.client import pywrap_tf_session
+root = importlib.util.find_spec("tensorflow_text").submodule_search_locations[0]
+ops, failed = {}, {}
+for path in sorted(glob.glob(os.path.join(root, "python", "ops", "_*.so"))):
+    try:
+        # What tf.load_op_library does, keeping the library's own OpList
+        # (its OP_LIST attribute is newer than TensorFlow 2.12).
+        handle = pywrap_tf_session.TF_LoadLibrary(path)
+        op_list = op_def_pb2.OpList.FromString(pywrap_tf_session.TF_GetOpList(handle))
+    except Exception as e:
+        failed[os.path.basename(path)] = str(e)[:300]
+        continue
+    for op in op_list.op:
+        ops[op.name] = os.path.basename(path)
+from importlib.metadata import version
+print(json.dumps({"tensorflow": tf.__version__, "tensorflow_text": version("tensorflow-text"),
+                  "ops": ops, "failed": failed}))
+"""
+
+
+def tf_text_registered_ops(python):
+    """What the tensorflow-text installed for `python` registers, library by library.
+
+    Args:
+        python: an interpreter with a TensorFlow of the same release as its
+            tensorflow-text (a library built for another release may not load).
+
+    Returns:
+        dict: "tensorflow", "tensorflow_text" (versions), "ops" {op name:
+        library file}, "failed" {library file: error} (libraries that did
+        not load).
+    """
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run([python, "-I", "-c", _TEXT_OPS_LIST], capture_output=True, text=True,
+                          timeout=600, env=env, cwd="/")
+    if done.returncode != 0:
+        raise RuntimeError(f"{python} could not list tensorflow-text's ops "
+                           f"(rc={done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def read_op_list(path=TF_TEXT_2_12_OPS):
+    """The op names of an op-list file (one a line; '#' starts a comment), a frozenset."""
+    with open(path, encoding="utf-8") as f:
+        return frozenset(line.split("#")[0].strip() for line in f
+                         if line.split("#")[0].strip())
+
+
+def missing_in_tf_text(export_dirs, op_list=TF_TEXT_2_12_OPS, python=None):
+    """{export dir: its non-core ops that the tensorflow-text of `op_list` lacks}, only
+    for exports that have some: ops an older TF Serving would answer with
+    "Op type not registered"."""
+    known = read_op_list(op_list)
+    result = {}
+    for path, ops in non_core_ops(export_dirs, python).items():
+        missing = sorted(set(ops) - known)
+        if missing:
+            result[path] = missing
     return result

@@ -32,6 +32,11 @@ import numpy as np
 
 #: The TensorFlow / tensorflow-text release that TF Serving 2.20.0 links.
 RUNTIME = "2.20"
+#: The releases `tools/check_serving_runtime.py --runtime all` checks, each in
+#: its own cached venv: TF Serving 2.20's, and the TensorFlow of TF Serving
+#: 2.19 and 2.18 with the tensorflow-text of the same release (those images
+#: link tensorflow-text 2.12.1, whose ops `op_set.missing_in_tf_text` checks).
+RUNTIMES = ("2.20", "2.19", "2.18")
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime_probe.py")
 MARKER = "keras_bert-runtime.json"
 
@@ -226,9 +231,10 @@ def compare_reports(reference, candidate, atol=1e-5, rtol=1e-5):
     """A `RuntimeReport` of two probe reports (this runtime's, the old one's)."""
     versions = lambda r: {k: r.get(k) for k in ("tensorflow", "tensorflow_text")}  # noqa: E731
     report = RuntimeReport(versions(reference), versions(candidate), [], [])
+    old = f"TensorFlow {candidate.get('tensorflow') or RUNTIME}"
     for export_dir, ref in reference["exports"].items():
         cand = candidate["exports"].get(export_dir, {"error": "not run"})
-        for name, result in (("this runtime", ref), (f"TensorFlow {RUNTIME}", cand)):
+        for name, result in (("this runtime", ref), (old, cand)):
             if "error" in result:
                 report.errors.append(f"{export_dir}: failed in {name}: {result['error']}")
         if "error" in ref or "error" in cand:
@@ -238,14 +244,13 @@ def compare_reports(reference, candidate, atol=1e-5, rtol=1e-5):
         for signature, paths in sorted(ref["signatures"].items()):
             other = cand["signatures"].get(signature)
             if other is None:
-                report.errors.append(f"{export_dir}: signature {signature!r} missing in "
-                                     f"TensorFlow {RUNTIME}")
+                report.errors.append(f"{export_dir}: signature {signature!r} missing in {old}")
                 continue
             for path in ("session", "session_empty", "function"):
                 for output, encoded in sorted(paths[path].items()):
                     if output not in other[path]:
                         report.errors.append(f"{export_dir}: {signature} output {output!r} "
-                                             f"missing in TensorFlow {RUNTIME}")
+                                             f"missing in {old}")
                         continue
                     expected = _decode(encoded)
                     ok, detail, worst = compare_outputs(
@@ -256,7 +261,7 @@ def compare_reports(reference, candidate, atol=1e-5, rtol=1e-5):
 
 
 def check_serving_runtime(export_dirs, venv=None, runtime=RUNTIME, texts=CHECK_TEXTS,
-                          atol=1e-5, rtol=1e-5, log=print):
+                          atol=1e-5, rtol=1e-5, log=print, reference=None):
     """Runs every string signature of `export_dirs` here and in the old runtime; compares.
 
     Args:
@@ -266,6 +271,9 @@ def check_serving_runtime(export_dirs, venv=None, runtime=RUNTIME, texts=CHECK_T
         texts: list of bytes, the batch every signature runs on.
         atol, rtol: float tolerance (strings, ints and bools must be equal).
         log: callable taking a str.
+        reference: this runtime's probe report of the same exports and
+            texts (`run_probe(sys.executable, ...)`), when checking several
+            old runtimes; default: run it here.
 
     Returns:
         `RuntimeReport`.
@@ -274,8 +282,9 @@ def check_serving_runtime(export_dirs, venv=None, runtime=RUNTIME, texts=CHECK_T
         RuntimeUnavailable: the old runtime could not be installed.
     """
     python = ensure_runtime(venv, runtime, log=log)
-    log(f"running {len(export_dirs)} export(s) in this runtime ({sys.executable})")
-    reference = run_probe(sys.executable, export_dirs, texts)
+    if reference is None:
+        log(f"running {len(export_dirs)} export(s) in this runtime ({sys.executable})")
+        reference = run_probe(sys.executable, export_dirs, texts)
     log(f"running them in TensorFlow {runtime} ({python})")
     candidate = run_probe(python, export_dirs, texts)
     return compare_reports(reference, candidate, atol, rtol)

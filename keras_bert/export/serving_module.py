@@ -218,7 +218,8 @@ class BertServingModule(tf.Module):
         """pooled_output and the mean of sequence_output over real tokens."""
         inputs = self.pack((self.tokenize(text),))
         outputs = self.run_encoder(inputs)
-        mask = tf.cast(inputs["padding_mask"], tf.float32)[:, :, None]  # (B, S, 1)
+        # expand_dims, not [:, :, None]: LiteRT has no strided slice with new axes.
+        mask = tf.expand_dims(tf.cast(inputs["padding_mask"], tf.float32), -1)  # (B, S, 1)
         # Every packed row has [CLS] and [SEP]: the count is >= 2, never 0.
         mean = tf.reduce_sum(outputs["sequence_output"] * mask, axis=1) / tf.reduce_sum(
             mask, axis=1

@@ -172,7 +172,7 @@ def _quote(text):
     return f'"{out}"'
 
 
-def models_config(models, serve_versions=2):
+def models_config(models, serve_versions=2, logging=None):
     """A `ModelServerConfig` (text format) for `--model_config_file`.
 
     Args:
@@ -182,6 +182,9 @@ def models_config(models, serve_versions=2):
             the one before "stable" (clients may ask for
             /v1/models/NAME/labels/stable), else the one is "stable".
         serve_versions: int >= 1.
+        logging: None, or a dict (sampling_rate, log_prefix, collector) for
+            a `logging_config` in each model's config (see
+            `request_logging_config`).
 
     Returns:
         str.
@@ -208,6 +211,13 @@ def models_config(models, serve_versions=2):
             lines += [f'    version_labels {{ key: "{k}" value: {v} }}' for k, v in labels.items()]
         else:
             lines.append("    model_version_policy { latest { num_versions: 1 } }")
+        if logging:
+            prefix = f"{logging['log_prefix'].rstrip('/')}/{name}"
+            lines += ["    logging_config {",
+                      f"      log_collector_config {{ type: {_quote(logging['collector'])} "
+                      f"filename_prefix: {_quote(prefix)} }}",
+                      f"      sampling_config {{ sampling_rate: {logging['sampling_rate']:g} }}",
+                      "    }"]
         lines.append("  }")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -311,6 +321,18 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
     batching_path = os.path.join(output_dir, "batching_parameters.txt")
     for path in (config_path, batching_path):
         _check_ours(path)
+    models, infos = _served_models(export_bases, base_path_prefix)
+    config_text = models_config(models, serve_versions)
+    batching_text = batching_parameters(infos, **batching)
+    os.makedirs(output_dir, exist_ok=True)
+    write_text_atomic(config_path, config_text)
+    write_text_atomic(batching_path, batching_text)
+    return config_path, batching_path
+
+
+def _served_models(export_bases, base_path_prefix):
+    """({name: (base path on the server, versions)}, [(name, newest keras_bert_export.json)])
+    of exports/NAME directories; refuses two with one name, or one without versions."""
     models, infos, sources = {}, [], {}
     for base in export_bases:
         base = os.path.normpath(base)
@@ -328,12 +350,105 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
                 f"Pass the exports/NAME directory that tools/export.py wrote.")
         models[name] = (f"{base_path_prefix.rstrip('/')}/{name}", versions)
         infos.append((name, _export_info(os.path.join(base, str(versions[-1])))))
-    config_text = models_config(models, serve_versions)
-    batching_text = batching_parameters(infos, **batching)
+    return models, infos
+
+
+#: Where TF Serving's REST port serves Prometheus metrics (its documented default).
+PROMETHEUS_PATH = "/monitoring/prometheus/metrics"
+
+
+def monitoring_config(path=PROMETHEUS_PATH):
+    """A `MonitoringConfig` (text format) for `--monitoring_config_file`: Prometheus metrics.
+
+    Args:
+        path: str, the URL path on the REST port (--rest_api_port) where
+            Prometheus scrapes the server's metrics.
+
+    Returns:
+        str.
+    """
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise ValueError(f"Expected the Prometheus path to start with '/' (--prometheus-path). "
+                         f"Received: {path!r}")
+    return "\n".join([
+        "# TF Serving --monitoring_config_file (MonitoringConfig, text format), written by",
+        "# tools/serving_config.py. Prometheus scrapes http://HOST:REST_PORT" + path,
+        "# (the REST port, --rest_api_port, must be open): request counts and latencies per",
+        "# model and signature (:tensorflow:serving:request_count, :request_latency, ...),",
+        "# model load times, batching queue delays with --enable_batching.",
+        "prometheus_config {",
+        "  enable: true",
+        f"  path: {_quote(path)}",
+        "}",
+    ]) + "\n"
+
+
+def request_logging_config(models, serve_versions=2, sampling_rate=0.01, log_prefix="/logs",
+                           collector="YOUR_LOG_COLLECTOR"):
+    """An example `ModelServerConfig` (text format) that logs sampled requests.
+
+    `models_config`'s models and versions, each with a `logging_config`: a
+    `LoggingConfig` whose `SamplingConfig` keeps `sampling_rate` of the
+    requests, written by the log collector `collector` to files starting
+    with `log_prefix`/NAME.
+
+    Args:
+        models, serve_versions: see `models_config`.
+        sampling_rate: float in (0, 1], the fraction of requests logged.
+        log_prefix: str, where the collector writes (on the server).
+        collector: str, `LogCollectorConfig.type`: the name a log collector
+            is registered under in the server binary.
+
+    Returns:
+        str.
+    """
+    if (isinstance(sampling_rate, bool) or not isinstance(sampling_rate, (int, float))
+            or not 0 < sampling_rate <= 1):
+        raise ValueError(f"Expected sampling_rate in (0, 1] (--log-sampling-rate). "
+                         f"Received: {sampling_rate!r}")
+    head = ["# An EXAMPLE of request logging (ModelServerConfig with a LoggingConfig per",
+            "# model), written by tools/serving_config.py. To use it, replace models.config",
+            "# with it. Each model logs a sample of its requests and responses",
+            f"# (SamplingConfig sampling_rate {sampling_rate:g}) as PredictionLog records through",
+            "# the log collector named in log_collector_config.type. The open-source",
+            "# tensorflow_model_server's source registers no log collector (only its tests",
+            "# do, with REGISTER_LOG_COLLECTOR): a server built with one is needed",
+            f"# (replace {collector!r} with its name). Not tried with a server here."]
+    body = models_config(models, serve_versions, logging={
+        "sampling_rate": sampling_rate, "log_prefix": log_prefix, "collector": collector})
+    return "\n".join(head) + "\n" + "".join(
+        line + "\n" for line in body.splitlines() if not line.startswith("#"))
+
+
+def write_operator_files(export_bases, output_dir, base_path_prefix="/models", serve_versions=2,
+                         prometheus_path=PROMETHEUS_PATH, **logging):
+    """Writes monitoring.config and request_logging.config.example beside models.config.
+
+    Refused before anything is written, as `write_serving_config` refuses:
+    an existing file of these names that tools/serving_config.py did not
+    write, two exports with one name, an export without versions.
+
+    Args:
+        export_bases, output_dir, base_path_prefix, serve_versions: see
+            `write_serving_config`.
+        prometheus_path: str, see `monitoring_config`.
+        **logging: `request_logging_config` arguments (sampling_rate,
+            log_prefix, collector).
+
+    Returns:
+        (monitoring.config path, request_logging.config.example path).
+    """
+    monitoring_text = monitoring_config(prometheus_path)
+    models, _ = _served_models(export_bases, base_path_prefix)
+    logging_text = request_logging_config(models, serve_versions, **logging)
+    paths = (os.path.join(output_dir, "monitoring.config"),
+             os.path.join(output_dir, "request_logging.config.example"))
+    for path in paths:
+        _check_ours(path)
     os.makedirs(output_dir, exist_ok=True)
-    write_text_atomic(config_path, config_text)
-    write_text_atomic(batching_path, batching_text)
-    return config_path, batching_path
+    for path, text in zip(paths, (monitoring_text, logging_text)):
+        write_text_atomic(path, text)
+    return paths
 
 
 def _check_ours(path):

@@ -143,7 +143,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
         if padding_mask is not None:
             # (B, 1, 1, T): 0 for real keys, a large negative for padded keys.
             bias = (1.0 - ops.cast(padding_mask, "float32")) * _MASK_VALUE
-            scores = scores + bias[:, None, None, :]
+            # A reshape, not bias[:, None, None, :]: a strided slice with new
+            # axes has no LiteRT builtin (the --format tflite export).
+            scores = scores + ops.reshape(bias, (batch_size, 1, 1, seq_length))
         probs = ops.softmax(scores, axis=-1)  # float32 (B, N, T, T)
         attended = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
         context = ops.einsum("bnts,bsnd->btnd", attended, value)  # (B, T, N, D)

@@ -6,7 +6,9 @@
 - serving-e2e: raw tweets -> labels, our exports in a tensorflow-only
   process (`_serving_worker.py`) against PyTorch + BertTokenizerFast;
 - serving-accuracy: a fine-tuned classifier exported in float32 and
-  mixed_bfloat16, quality and speed.
+  mixed_bfloat16 (or int8), quality and speed;
+- serving-litert: the same classifier as a LiteRT model.tflite next to its
+  SavedModel: labels, probabilities, size and speed.
 """
 
 import csv
@@ -392,8 +394,14 @@ def bench_serving_e2e(args):
     return rows
 
 
+#: serving-accuracy's exports (--accuracy-exports): name -> export_model options.
+ACCURACY_EXPORTS = {"float32": {"dtype": "float32"}, "bfloat16": {"dtype": "mixed_bfloat16"},
+                    "int8": {"quantize": "int8"}}
+
+
 def bench_serving_accuracy(args):
-    """A fine-tuned tweets classifier exported in float32 and mixed_bfloat16: quality and speed.
+    """A fine-tuned tweets classifier exported in float32 and mixed_bfloat16 (and int8,
+    --accuracy-exports float32,int8): quality and speed.
 
     --model is a model directory fine-tuned on the tweets (tools/finetune.py, as
     in README's quality table); both exports use --request-batch-size requests
@@ -413,9 +421,14 @@ def bench_serving_accuracy(args):
         raise SystemExit("serving-accuracy needs --model: a classifier fine-tuned on the tweets")
     _, held_out = tweet_sentiment_split()
     workdir = tempfile.mkdtemp(prefix="keras-bert-serving-accuracy-")
-    exports = {name: export_model(args.model, os.path.join(workdir, name), dtype=dtype,
-                                  sub_batches=4, warmup=False)
-               for name, dtype in (("float32", "float32"), ("bfloat16", "mixed_bfloat16"))}
+    names = args.accuracy_exports.split(",")
+    unknown = sorted(set(names) - set(ACCURACY_EXPORTS))
+    if unknown or "float32" not in names:
+        raise SystemExit(f"--accuracy-exports takes float32 and any of {sorted(ACCURACY_EXPORTS)}. "
+                         f"Received: {args.accuracy_exports}")
+    exports = {name: export_model(args.model, os.path.join(workdir, name), sub_batches=4,
+                                  warmup=False, **ACCURACY_EXPORTS[name])
+               for name in names}
     worker = ServingWorker(exports, held_out.texts, workdir)
     size, labels = args.request_batch_size, np.array(
         [TWEETS_LABELS.index(label) for label in held_out.labels])
@@ -451,7 +464,96 @@ def bench_serving_accuracy(args):
     return rows
 
 
+def bench_serving_litert(args):
+    """A fine-tuned tweets classifier as LiteRT (--format tflite) next to its SavedModel.
+
+    Both exports of --model run in this process on every held-out tweet of
+    `tweet_sentiment_split()` (requests of --request-batch-size): the SavedModel
+    through `tf.saved_model.load`, the LiteRT model through `tf.lite.Interpreter`
+    with tensorflow-text's kernels and one thread. Rows: labels unlike the
+    SavedModel's and the largest probability difference, on all tweets and on
+    those the two tokenizers split alike; file size; texts/s; p50 at batch 1
+    (--latency-calls tweets, the two interleaved).
+    """
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_bert.export import export_model
+    from keras_bert.export.tflite import TFLITE_FILE, LiteTokenizer, load_tflite, run_tflite
+    from keras_bert.tasks.classification.tweets import tweet_sentiment_split
+    from keras_bert.text import BertTokenizer
+
+    if not args.model:
+        raise SystemExit("serving-litert needs --model: a classifier fine-tuned on the tweets")
+    texts = [t.encode("utf-8") for t in tweet_sentiment_split()[1].texts]
+    workdir = tempfile.mkdtemp(prefix="keras-bert-serving-litert-")
+    saved_dir = export_model(args.model, os.path.join(workdir, "saved"), warmup=False)
+    lite_dir = export_model(args.model, os.path.join(workdir, "lite"), format="tflite")
+    saved = tf.saved_model.load(saved_dir).signatures["serving_default"]
+    lite = load_tflite(lite_dir, num_threads=1)
+    size = args.request_batch_size
+    outputs = {"SavedModel": [], "LiteRT": []}
+    seconds = {"SavedModel": 0.0, "LiteRT": 0.0}
+    for start in range(0, len(texts), size):
+        batch = texts[start:start + size]
+        begin = time.perf_counter()
+        outputs["SavedModel"].append(saved(text=tf.constant(batch))["probabilities"].numpy())
+        middle = time.perf_counter()
+        outputs["LiteRT"].append(run_tflite(lite, batch)["probabilities"])
+        seconds["SavedModel"] += middle - begin
+        seconds["LiteRT"] += time.perf_counter() - middle
+    latencies = {"SavedModel": [], "LiteRT": []}
+    for text in texts[:args.latency_calls]:
+        begin = time.perf_counter()
+        saved(text=tf.constant([text]))
+        middle = time.perf_counter()
+        run_tflite(lite, [text])
+        latencies["SavedModel"].append(middle - begin)
+        latencies["LiteRT"].append(time.perf_counter() - middle)
+    tokenizer = BertTokenizer(os.path.join(saved_dir, "assets", "vocab.txt"),
+                              lowercase=tokenizer_lowercase(saved_dir))
+    ids, lite_ids = (t(tf.constant(texts)).to_list() for t in (tokenizer, LiteTokenizer(tokenizer)))
+    with open(os.path.join(saved_dir, "keras_bert_export.json"), encoding="utf-8") as f:
+        keep = json.load(f)["max_seq_length"] - 2
+    alike = np.array([a[:keep] == b[:keep] for a, b in zip(ids, lite_ids)])
+    base = np.concatenate(outputs["SavedModel"])
+    sizes = {"SavedModel": sum(os.path.getsize(os.path.join(d, f))
+                               for d, _, files in os.walk(saved_dir) for f in files),
+             "LiteRT": os.path.getsize(os.path.join(lite_dir, TFLITE_FILE))}
+    rows = []
+    for name in outputs:
+        probabilities = np.concatenate(outputs[name])
+        differ = probabilities.argmax(-1) != base.argmax(-1)
+        diff = np.abs(probabilities - base).max(-1)
+        row = {"export": name, "held-out tweets": len(texts),
+               "labels unlike SavedModel": int(differ.sum()),
+               "max abs prob. diff": f"{diff.max():.1e}",
+               "tokenized alike": int(alike.sum()),
+               "labels unlike there": int(differ[alike].sum()),
+               "max abs prob. diff there": f"{diff[alike].max():.1e}",
+               "MiB": sizes[name] / 2**20,
+               f"texts/s (batches of {size})": len(texts) / seconds[name],
+               "p50 ms (1 text)": 1000 * float(np.percentile(latencies[name], 50))}
+        rows.append(row)
+        print("  " + harness.format_row(row), flush=True)
+    return rows
+
+
+def tokenizer_lowercase(export_dir):
+    """The lowercase setting an export tokenizes with (keras_bert_export.json has none:
+    the vocabulary's casing, as `build_serving_module` infers it)."""
+    from keras_bert.text import infer_lowercase
+
+    return infer_lowercase(os.path.join(export_dir, "assets", "vocab.txt"))
+
+
 # ---------------------------------------------------------------- flags
+
+
+def add_accuracy_exports(parser):
+    parser.add_argument("--accuracy-exports", default="float32,bfloat16",
+                        help="serving-accuracy: the exports compared, float32 first "
+                        f"(any of {','.join(ACCURACY_EXPORTS)}; default float32,bfloat16).")
 
 
 def add_serving_texts(parser):
@@ -496,8 +598,15 @@ BENCHMARKS = (
                      "order, raw strings in; ratios from one interleaved run"),
     harness.Benchmark(
         "serving-accuracy", bench_serving_accuracy,
-        (add_model, add_request_batch_size, add_latency_calls, harness.add_repeats),
-        "a fine-tuned tweets classifier exported in float32 and bfloat16: quality and speed",
+        (add_model, add_request_batch_size, add_latency_calls, harness.add_repeats,
+         add_accuracy_exports),
+        "a fine-tuned tweets classifier exported in float32 and bfloat16 (or int8): quality "
+        "and speed",
+        lambda args: "fine-tuned MiniLM-L6 tweets classifier, every held-out tweet"),
+    harness.Benchmark(
+        "serving-litert", bench_serving_litert,
+        (add_model, add_request_batch_size, add_latency_calls),
+        "a fine-tuned tweets classifier as LiteRT next to its SavedModel",
         lambda args: "fine-tuned MiniLM-L6 tweets classifier, every held-out tweet"),
 )
 

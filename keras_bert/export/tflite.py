@@ -1,0 +1,270 @@
+"""LiteRT (TFLite) export: raw strings in, labels or embeddings out, the tokenizer inside.
+
+exports/NAME/VERSION/ model.tflite, keras_bert_export.json (format "tflite",
+the signatures, and the model's ops: builtin, custom, Flex).
+
+A SavedModel export tokenizes with `keras_bert.text.BertTokenizer`, whose
+exact Unicode rules are core TensorFlow string ops (UnicodeDecode, regexes,
+StringLower). LiteRT has none of those as builtins: they would be Flex ops
+(SELECT_TF_OPS), which need the Flex delegate (the TensorFlow 2.21 pip
+package's interpreter did not run a model with Flex ops here, and mobile apps
+would need the Flex add-on library).
+So the LiteRT export tokenizes with the two tensorflow-text ops that have
+TFLite kernels (`tensorflow_text.tflite_registrar`):
+
+1. `FastBertNormalize`: lower-case, NFD, strip accents (uncased
+   vocabularies only), control characters to spaces;
+2. `FastWordpieceTokenizeWithOffsets` end to end: split on whitespace and
+   punctuation, then greedy longest-match-first WordPiece.
+
+and packs `[CLS] text [SEP]` with builtin ops (no ragged kernels). Every
+other op is a LiteRT builtin: the model needs no Flex delegate, only the
+tensorflow-text custom ops registered in the interpreter.
+
+What differs from the SavedModel: the tokenization, on some non-ASCII text.
+The reference deletes U+FFFD (what invalid UTF-8 decodes to) and keeps
+compatibility characters ("ß", "ﬁ"); FastBertNormalize keeps U+FFFD (a
+word with one becomes [UNK]) and folds those ("ss", "fi"). ASCII text and
+accented Latin text get the same ids (see `tokenization_differences`).
+
+Example:
+>>> export_tflite("models/sentiment", "exports/sentiment-lite")
+'.../exports/sentiment-lite/1'
+>>> interpreter = load_tflite("exports/sentiment-lite/1/model.tflite")
+>>> run_tflite(interpreter, ["great movie"])["label"]
+array([b'positive'], dtype=object)
+"""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert.export.export import INFO_FILE, check_export_dir
+from keras_bert.files import Kind, staged_dir
+
+TFLITE_FILE = "model.tflite"
+
+#: What `export_tflite` replaces (with overwrite): its own version folders.
+TFLITE_VERSION_KIND = Kind("LiteRT export folder", required=(TFLITE_FILE,),
+                           allowed=(TFLITE_FILE, INFO_FILE))
+
+#: The export kinds a LiteRT export takes: their module class name -> the
+#: signatures it converts ({LiteRT signature key: module method}).
+TFLITE_SIGNATURES = {
+    "ClassifierServingModule": {"serving_default": "_classify_texts", "embed": "_embed"},
+    "BertServingModule": {"serving_default": "_embed"},
+}
+
+
+class LiteTokenizer:
+    """The LiteRT tokenizer of a `BertTokenizer`: tensorflow-text ops with TFLite kernels.
+
+    Args:
+        tokenizer: a `keras_bert.text.BertTokenizer` (vocabulary, lowercase,
+            max_chars_per_word).
+    """
+
+    def __init__(self, tokenizer):
+        from keras_bert.text.tokenizer import _wordpiece_vocab
+
+        vocabulary = tokenizer.vocabulary
+        token_to_id = {token: index for index, token in enumerate(vocabulary)}
+        self.normalizer = tf_text.FastBertNormalizer(
+            lower_case_nfd_strip_accents=tokenizer.lowercase)
+        self.wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=_wordpiece_vocab(vocabulary, token_to_id),
+            suffix_indicator="##",
+            max_bytes_per_word=4 * tokenizer.max_chars_per_word,
+            token_out_type=tf.int32,
+            unknown_token="[UNK]",
+            no_pretokenization=False,  # The kernel splits words itself.
+        )
+
+    def __call__(self, text):
+        """int32 RaggedTensor [B, (tokens)] of WordPiece ids of a string batch [B]."""
+        return self.wordpiece.tokenize(self.normalizer.normalize(text))
+
+
+def pack_single(ids, max_seq_length, cls_token_id, sep_token_id, pad_token_id):
+    """[CLS] ids [SEP], truncated and padded to the batch's longest, with builtin ops only.
+
+    What `keras_bert.text.BertPacker` does for one segment with
+    `sequence_length=None`, written with gathers and selects instead of
+    ragged ops (RaggedRange, RaggedTensorToTensor), which LiteRT lacks.
+
+    Args:
+        ids: int32 RaggedTensor [B, (tokens)].
+        max_seq_length: int, longest packed row.
+        cls_token_id, sep_token_id, pad_token_id: ints.
+
+    Returns:
+        dict of int32 Tensors [B, S] (token_ids, segment_ids, padding_mask),
+        S = the longest packed row, at least 2.
+    """
+    values = tf.concat([tf.cast(ids.values, tf.int32), [pad_token_id]], 0)  # Never empty.
+    splits = tf.cast(ids.row_splits, tf.int32)
+    kept = tf.minimum(splits[1:] - splits[:-1], max_seq_length - 2)  # (B,)
+    width = tf.reduce_max(tf.concat([kept, [0]], 0)) + 2
+    # expand_dims, not [:, tf.newaxis]: a strided slice with new axes has
+    # no LiteRT builtin.
+    position = tf.expand_dims(tf.range(width), 0)  # (1, S)
+    kept = tf.expand_dims(kept, 1)  # (B, 1)
+    index = tf.clip_by_value(tf.expand_dims(splits[:-1], 1) + position - 1, 0,
+                             tf.shape(values)[0] - 1)
+    token = tf.gather(values, index)  # (B, S)
+    token = tf.where(position == 0, cls_token_id, token)
+    token = tf.where(position == kept + 1, sep_token_id, token)
+    real = position <= kept + 1
+    return {
+        "token_ids": tf.where(real, token, pad_token_id),
+        "segment_ids": tf.zeros_like(token),
+        "padding_mask": tf.cast(real, tf.int32),
+    }
+
+
+def _lite_functions(module):
+    """{signature key: concrete function} of `module` with the LiteRT tokenizer and packer."""
+    kind = type(module).__name__
+    if kind not in TFLITE_SIGNATURES:
+        raise ValueError(
+            f"--format tflite exports classifiers and encoders (embeddings); this model's "
+            f"serving module is {kind}. Export it as a SavedModel (--format saved_model).")
+    if getattr(module, "pairs", False) or getattr(module, "sub_batches", 1) != 1:
+        raise ValueError(
+            "--format tflite exports single-text classifiers without sub-batches; drop "
+            "--pairs / --sub-batches (or export a SavedModel).")
+    if module.sequence_length is not None or module.pad_to_multiple_of != 1 or module.jit_compile:
+        raise ValueError(
+            "--format tflite pads each batch to its longest text, without XLA; drop "
+            "--pad-to-max-seq-length, --pad-to-multiple-of and --jit-compile.")
+    tokenizer = module._keras.tokenizer
+    lite_tokenizer = LiteTokenizer(tokenizer)
+
+    # The module's own signature code, with the LiteRT tokenizer and packer
+    # (instance attributes shadow the methods; this module is built for the
+    # conversion alone).
+    module.tokenize = lambda text: lite_tokenizer(text)
+    module.pack = lambda segments: pack_single(
+        segments[0], module.max_seq_length, tokenizer.cls_token_id, tokenizer.sep_token_id,
+        tokenizer.pad_token_id)
+    module._classify_texts = lambda text: module._classify((text,))
+    strings = tf.TensorSpec([None], tf.string, name="text")
+    return {key: tf.function(lambda text, m=getattr(module, method): m(text),
+                             input_signature=[strings]).get_concrete_function()
+            for key, method in TFLITE_SIGNATURES[kind].items()}
+
+
+def convert_module(module):
+    """The LiteRT flatbuffer (bytes) of a classifier or encoder serving module.
+
+    Builtin ops and the tensorflow-text custom ops only: SELECT_TF_OPS is not
+    enabled, so an op without a LiteRT kernel fails the conversion here
+    rather than the app on a phone.
+    """
+    import tempfile
+
+    functions = _lite_functions(module)
+    # Through a SavedModel: the converter keeps the signature keys from there.
+    with tempfile.TemporaryDirectory(prefix="keras_bert-tflite-") as saved:
+        tf.saved_model.save(module, saved, signatures=functions)
+        converter = tf.lite.TFLiteConverter.from_saved_model(
+            saved, signature_keys=list(functions))
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        converter.allow_custom_ops = True  # The two tensorflow-text ops.
+        return converter.convert()
+
+
+def tflite_ops(flatbuffer):
+    """{"builtin": [...], "custom": [...], "flex": [...]}: the op names a LiteRT model uses.
+
+    Flex ops are the custom ops named "Flex..." (TensorFlow kernels run by
+    the Flex delegate); the other custom ops need a registered kernel
+    (tensorflow-text's `tflite_registrar`).
+    """
+    from tensorflow.lite.python import schema_py_generated as schema
+    from tensorflow.lite.python import schema_util
+
+    names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+    model = schema.Model.GetRootAsModel(flatbuffer, 0)
+    result = {"builtin": set(), "custom": set(), "flex": set()}
+    for i in range(model.OperatorCodesLength()):
+        code = model.OperatorCodes(i)
+        builtin = schema_util.get_builtin_code_from_operator_code(code)
+        if builtin == schema.BuiltinOperator.CUSTOM:
+            name = code.CustomCode().decode()
+            result["flex" if name.startswith("Flex") else "custom"].add(name)
+        else:
+            result["builtin"].add(names[builtin])
+    return {k: sorted(v) for k, v in result.items()}
+
+
+def tflite_signatures(flatbuffer):
+    """{signature key: {"inputs": [...], "outputs": [...]}} of a LiteRT model."""
+    interpreter = tf.lite.Interpreter(model_content=flatbuffer)
+    return {k: {"inputs": sorted(v["inputs"]), "outputs": sorted(v["outputs"])}
+            for k, v in interpreter.get_signature_list().items()}
+
+
+def load_tflite(path_or_content, num_threads=None):
+    """A `tf.lite.Interpreter` of a LiteRT export, with tensorflow-text's kernels registered.
+
+    Args:
+        path_or_content: the model.tflite path (or its version folder), or
+            the flatbuffer bytes.
+        num_threads: int or None.
+    """
+    from tensorflow.lite.python import interpreter
+
+    if isinstance(path_or_content, (bytes, bytearray)):
+        source = {"model_content": bytes(path_or_content)}
+    else:
+        path = os.fspath(path_or_content)
+        source = {"model_path": os.path.join(path, TFLITE_FILE) if os.path.isdir(path)
+                  else path}
+    return interpreter.InterpreterWithCustomOps(
+        custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS,
+        num_threads=num_threads, **source)
+
+
+def run_tflite(interpreter, texts, signature="serving_default"):
+    """Runs a signature of a LiteRT model on a list of str/bytes; returns its dict of arrays."""
+    runner = interpreter.get_signature_runner(signature)
+    batch = np.array([t.encode("utf-8") if isinstance(t, str) else t for t in texts],
+                     dtype=object)
+    return runner(text=batch)
+
+
+def tflite_info(module, flatbuffer):
+    """What keras_bert_export.json records for a LiteRT export."""
+    return {
+        "format": "tflite",
+        "module": type(module).__name__,
+        "max_seq_length": module.max_seq_length,
+        "sequence_length": None,
+        "dtype": module.dtype_policy,
+        "tokenizer": "FastBertNormalize + FastWordpieceTokenizeWithOffsets (tensorflow-text "
+                     "TFLite kernels: register tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)",
+        "ops": tflite_ops(flatbuffer),
+        "signatures": tflite_signatures(flatbuffer),
+        "size_bytes": len(flatbuffer),
+    }
+
+
+def save_tflite(module, export_dir, overwrite=False):
+    """Converts `module` and writes model.tflite + keras_bert_export.json atomically.
+
+    Returns:
+        str, the version directory written.
+    """
+    real = check_export_dir(export_dir, overwrite, kind=TFLITE_VERSION_KIND)
+    flatbuffer = convert_module(module)
+    with staged_dir(real, prefix=".tmp-export-") as staged:
+        with open(os.path.join(staged, TFLITE_FILE), "wb") as f:
+            f.write(flatbuffer)
+        with open(os.path.join(staged, INFO_FILE), "w", encoding="utf-8") as f:
+            json.dump(tflite_info(module, flatbuffer), f, indent=2, sort_keys=True)
+            f.write("\n")
+    return os.path.abspath(export_dir)

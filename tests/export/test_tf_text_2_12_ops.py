@@ -1,0 +1,62 @@
+"""Static check: every export kind loads in TF Serving 2.12-2.19 (tensorflow-text 2.12.1's ops)."""
+
+import json
+import os
+
+from tensorflow.core.framework import function_pb2
+from tensorflow.core.protobuf import saved_model_pb2
+
+import keras_bert.tasks  # noqa: F401 (registers every task)
+from keras_bert.export.op_set import TF_TEXT_2_12_OPS, missing_in_tf_text, read_op_list
+from keras_bert.models.registry import get_task, task_names
+
+
+def test_tf_text_2_12_op_list_is_the_wheels():
+    ops = read_op_list()
+    with open(TF_TEXT_2_12_OPS, encoding="utf-8") as f:
+        header = f.readline()
+    assert header.startswith("# The ops that tensorflow-text 2.12.1 registers")
+    assert f"({len(ops)} ops)" in header
+    # The fast WordPiece kernel (2.7) is there; ops added in later releases are not.
+    assert "FastWordpieceTokenizeWithOffsets" in ops
+    assert "WordpieceTokenizeWithOffsets" in ops and "RegexSplitWithOffsets" in ops
+    assert "FastBertNormalize" in ops
+    # keras-nlp's packer op, which TF Serving could not load (tensorflow/serving#2267).
+    assert "TFText>RoundRobinTrim" not in ops
+
+
+def test_every_export_kind_uses_only_ops_of_tf_text_2_12(three_exports):
+    # Every kind tests/export/export_kinds.py builds (a kind added there is checked too) ...
+    paths = list(three_exports.values())
+    missing = missing_in_tf_text(paths)
+    assert not missing, "\n".join(
+        f"{path}: ops that tensorflow-text 2.12.1 (TF Serving 2.12-2.19) does not register: "
+        f"{ops}. Use core TensorFlow ops or an op of {TF_TEXT_2_12_OPS}." for path, ops in
+        missing.items())
+    # ... and every registered task's serving module is among them.
+    modules = set()
+    for path in paths:
+        with open(os.path.join(path, "keras_bert_export.json"), encoding="utf-8") as f:
+            modules.add(json.load(f)["module"])
+    for name in task_names():
+        serving = get_task(name).serving
+        assert serving is None or serving.__name__ in modules, (
+            f"Task {name!r} ({serving.__name__}) has no export in the op checks: add one to "
+            f"tests/export/export_kinds.py (build_exports).")
+
+
+def test_an_op_newer_than_tf_text_2_12_is_named(tmp_path):
+    # The ops of test_op_set's synthetic export (one core-op lookup serves both).
+    proto = saved_model_pb2.SavedModel()
+    graph = proto.meta_graphs.add().graph_def
+    graph.node.add(name="x", op="Placeholder")
+    function = function_pb2.FunctionDef()
+    function.signature.name = "trim"
+    function.node_def.add(name="t", op="RoundRobinTrim")
+    function.node_def.add(name="w", op="FastWordpieceTokenizeWithOffsets")
+    function.node_def.add(name="i", op="Identity")
+    graph.library.function.append(function)
+    os.makedirs(tmp_path / "1")
+    (tmp_path / "1" / "saved_model.pb").write_bytes(proto.SerializeToString())
+    path = str(tmp_path / "1")
+    assert missing_in_tf_text([path]) == {path: ["RoundRobinTrim"]}
