@@ -164,32 +164,30 @@ def assign_weights(model, source):
     return [v for v in model.weights if id(v) not in assigned]
 
 
-def text_settings(source, log=None):
+def text_settings(source):
     """The text settings a converted model keeps in task.json, from the source.
 
     `lowercase` comes from the source (tokenizer config, Google folder name);
-    when the source does not say, it is guessed from vocab.txt and one line
-    says so. The maximum length needs no entry: it is the source config's
-    max_position_embeddings (config.json), which the preprocessor takes by
-    default (at most 512); fine-tuning keeps its own shorter default.
+    when the source does not say, `resolve_text_settings` guesses it from
+    vocab.txt and logs a warning that says so. The maximum length needs no
+    entry: it is the source config's max_position_embeddings (config.json),
+    which the preprocessor takes by default (at most 512); fine-tuning keeps
+    its own shorter default.
 
     Args:
         source: SourceCheckpoint.
-        log: function taking one str; default `logger.warning`.
 
     Returns:
-        dict with "lowercase" (bool).
+        dict with "lowercase" (bool): `TextSettings.to_json()`.
     """
-    from keras_bert.text import infer_lowercase
+    from keras_bert.text import TextSettings, resolve_text_settings
 
-    log = log or logger.warning
-    lowercase = source.lowercase
-    if lowercase is None:
-        lowercase = infer_lowercase(source.vocab_file)
-        log(f"{source.path} does not say whether it lowercases (no do_lower_case, no "
-            f"uncased_/cased_ folder name): lowercase={lowercase}, guessed from vocab.txt; "
-            f"pass lowercase= to from_pretrained to change it.")
-    return {"lowercase": bool(lowercase)}
+    said = "" if source.lowercase is not None else (
+        " (no do_lower_case, no uncased_/cased_ folder name)")
+    settings = resolve_text_settings(
+        TextSettings(lowercase=source.lowercase), source.config.max_position_embeddings,
+        source.vocab_file, where=f"{source.path}{said}")
+    return TextSettings(lowercase=settings.lowercase).to_json()
 
 
 def build_model(source):
@@ -287,7 +285,7 @@ def check_inputs(vocab_file, lowercase=None, sentences=CHECK_SENTENCES):
     Args:
         vocab_file: str, the checkpoint's vocab.txt.
         lowercase: bool, or None to guess it from the vocabulary
-            (`keras_bert.text.infer_lowercase`).
+            (`keras_bert.text.resolve_text_settings`, with a warning).
         sentences: tuple of (text, text_b or None).
 
     Returns:
@@ -296,10 +294,10 @@ def check_inputs(vocab_file, lowercase=None, sentences=CHECK_SENTENCES):
     """
     import tensorflow as tf
 
-    from keras_bert.text import BertPacker, BertTokenizer, infer_lowercase
+    from keras_bert.text import BertPacker, BertTokenizer, resolve_text_settings
 
-    if lowercase is None:
-        lowercase = infer_lowercase(vocab_file)
+    lowercase = resolve_text_settings(vocab_file=vocab_file, lowercase=lowercase,
+                                      where=vocab_file).lowercase
     try:
         tokenizer = BertTokenizer(vocab_file, lowercase=lowercase)
     except ValueError as e:
@@ -487,7 +485,8 @@ def convert_checkpoint(
         if check:
             log("Checking the written model against the source")
             reloaded = _reload(staged, model)
-            check_model(reloaded, source, tolerance=tolerance, report=report)
+            inputs = check_inputs(source.vocab_file, report.text_settings["lowercase"])
+            check_model(reloaded, source, inputs=inputs, tolerance=tolerance, report=report)
     report.output = output_dir
     return report
 
