@@ -62,35 +62,27 @@ def test_the_source_casing_is_what_the_export_and_features_use(tmp_path, do_lowe
         assert json.load(f)["lowercase"] is do_lower_case
     texts = ["Hello", "hello"]
 
-    # The export (export_model's serving module, called in this process).
+    # The export (export_model's serving module, called in this process) and
+    # feature extraction; BertPreprocessor.from_pretrained: tests/checkpoints/test_sources.py.
     module = build_serving_module(load_model_dir(model_dir, BertEncoder))
     ids = module.preprocess(tf.constant(texts))["token_ids"].numpy()
-    embeddings = module.embed(tf.constant(texts))["pooled_output"].numpy()
-    # Feature extraction.
     lines = tmp_path / "lines.txt"
     lines.write_text("\n".join(texts) + "\n")
     extract_features(model_dir, str(lines), str(tmp_path / "f.npy"), pooling="cls",
                      verbose=False)
     features = np.load(tmp_path / "f.npy")
-    # A task model's preprocessor.
-    classifier = BertClassifier.from_pretrained(model_dir, num_classes=2)
-    packed = classifier.preprocessor(tf.constant(texts))["token_ids"].numpy()
 
     if do_lower_case:
         np.testing.assert_array_equal(ids[0], ids[1])
-        np.testing.assert_allclose(embeddings[0], embeddings[1], atol=1e-6)
         np.testing.assert_allclose(features[0], features[1], atol=1e-6)
-        np.testing.assert_array_equal(packed[0], packed[1])
     else:
         assert ids[0, 1] == words.index("[UNK]") and ids[1, 1] == words.index("hello")
-        assert np.abs(embeddings[0] - embeddings[1]).max() > 1e-3
         assert np.abs(features[0] - features[1]).max() > 1e-3
-        assert packed[0, 1] != packed[1, 1]
 
 
 def test_finetune_max_seq_length_is_what_the_model_task_json_and_export_use(
         tmp_path, tiny_model_dir):
-    rows = sentiment_rows(16)
+    rows = sentiment_rows(8)
     for name in ("train", "dev"):
         with open(tmp_path / f"{name}.csv", "w", newline="", encoding="utf-8") as f:
             csv.writer(f).writerows([("text", "label")] + rows)
