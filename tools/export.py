@@ -52,7 +52,7 @@ def build_parser():
     parser.add_argument(
         "--max-seq-length", type=int, default=None,
         help="Longest packed sequence; longer texts are truncated (default: task.json "
-        "max_seq_length, else max_position_embeddings).",
+        "max_seq_length, else min(512, max_position_embeddings)).",
     )
     parser.add_argument(
         "--pad-to-max-seq-length", action="store_true",

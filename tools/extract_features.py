@@ -37,8 +37,9 @@ def build_parser():
     parser.add_argument("--pooling", default="mean", choices=["cls", "mean", "max", "none"],
                         help="How a line's token features become one row (none: keep tokens).")
     parser.add_argument("--batch-size", type=int, default=32, help="Lines per batch.")
-    parser.add_argument("--max-seq-length", type=int, default=128,
-                        help="Longest packed sequence; longer lines are truncated.")
+    parser.add_argument("--max-seq-length", type=int, default=None,
+                        help="Longest packed sequence; longer lines are truncated (default: "
+                        "the model's saved max_seq_length, else 128).")
     parser.add_argument("--sort-window", type=int, default=16,
                         help="Batches read together and grouped by length (1: file order).")
     _cli.add_verbose(parser)

@@ -194,38 +194,34 @@ def assign_weights(model, source):
     return [v for v in model.weights if id(v) not in assigned]
 
 
-def text_settings(source, log=None):
+def text_settings(source):
     """The text settings a converted model keeps in task.json, from the source.
 
     `lowercase` comes from the source (tokenizer config, keras-hub's
-    tokenizer.json, Google folder name); when the source does not say, it is
-    guessed from vocab.txt and one line says so. The maximum length needs an
-    entry only when the source's preprocessor says one (keras-hub's
-    preprocessor.json sequence_length); else it is the source config's
-    max_position_embeddings (config.json), which the preprocessor takes by
-    default (at most 512); fine-tuning keeps its own shorter default.
+    tokenizer.json, Google folder name); when the source does not say,
+    `resolve_text_settings` guesses it from vocab.txt and logs a warning that
+    says so. The maximum length needs an entry only when the source's
+    preprocessor says one (keras-hub's preprocessor.json sequence_length);
+    else it is the source config's max_position_embeddings (config.json),
+    which the preprocessor takes by default (at most 512); fine-tuning keeps
+    its own shorter default.
 
     Args:
         source: SourceCheckpoint.
-        log: function taking one str; default `logger.warning`.
 
     Returns:
         dict with "lowercase" (bool) and, when the source says it,
-        "max_seq_length" (int).
+        "max_seq_length" (int): `TextSettings.to_json()`.
     """
-    from keras_bert.text import infer_lowercase
+    from keras_bert.text import TextSettings, resolve_text_settings
 
-    log = log or logger.warning
-    lowercase = source.lowercase
-    if lowercase is None:
-        lowercase = infer_lowercase(source.vocab_file)
-        log(f"{source.path} does not say whether it lowercases (no do_lower_case, no "
-            f"uncased_/cased_ folder name): lowercase={lowercase}, guessed from vocab.txt; "
-            f"pass lowercase= to from_pretrained to change it.")
-    settings = {"lowercase": bool(lowercase)}
-    if source.max_seq_length is not None:
-        settings["max_seq_length"] = int(source.max_seq_length)
-    return settings
+    said = "" if source.lowercase is not None else (
+        " (no do_lower_case, no uncased_/cased_ folder name)")
+    settings = resolve_text_settings(
+        TextSettings(lowercase=source.lowercase), source.config.max_position_embeddings,
+        source.vocab_file, where=f"{source.path}{said}")
+    return TextSettings(max_seq_length=source.max_seq_length,
+                        lowercase=settings.lowercase).to_json()
 
 
 def build_model(source):
@@ -329,7 +325,7 @@ def check_inputs(vocab_file, lowercase=None, sentences=CHECK_SENTENCES):
     Args:
         vocab_file: str, the checkpoint's vocab.txt.
         lowercase: bool, or None to guess it from the vocabulary
-            (`keras_bert.text.infer_lowercase`).
+            (`keras_bert.text.resolve_text_settings`, with a warning).
         sentences: tuple of (text, text_b or None).
 
     Returns:
@@ -338,10 +334,10 @@ def check_inputs(vocab_file, lowercase=None, sentences=CHECK_SENTENCES):
     """
     import tensorflow as tf
 
-    from keras_bert.text import BertPacker, BertTokenizer, infer_lowercase
+    from keras_bert.text import BertPacker, BertTokenizer, resolve_text_settings
 
-    if lowercase is None:
-        lowercase = infer_lowercase(vocab_file)
+    lowercase = resolve_text_settings(vocab_file=vocab_file, lowercase=lowercase,
+                                      where=vocab_file).lowercase
     try:
         tokenizer = BertTokenizer(vocab_file, lowercase=lowercase)
     except ValueError as e:
@@ -539,7 +535,8 @@ def convert_checkpoint(
         if check:
             log("Checking the written model against the source")
             reloaded = _reload(staged, model)
-            check_model(reloaded, source, tolerance=tolerance, report=report)
+            inputs = check_inputs(source.vocab_file, report.text_settings["lowercase"])
+            check_model(reloaded, source, inputs=inputs, tolerance=tolerance, report=report)
     report.output = output_dir
     return report
 

@@ -20,7 +20,7 @@ from keras_bert.export.tf_serving import write_warmup_requests
 from keras_bert import sources
 from keras_bert.files import Kind, OutputError, check_not_input, prepare_output_dir, staged_dir
 from keras_bert.models import BertEncoder, load_model_dir
-from keras_bert.text import BertTokenizer, infer_lowercase, save_vocabulary
+from keras_bert.text import BertPreprocessor, resolve_text_settings, save_vocabulary
 
 
 def next_version(export_base):
@@ -82,9 +82,11 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
         task_info: dict overriding task.json facts (label names via
             task_config, max_seq_length, lowercase, pairs, doc_stride, ...).
         lowercase: bool; default the preprocessor's, else task.json
-            "lowercase", else guessed with `keras_bert.text.infer_lowercase`.
+            "lowercase", else guessed from the vocabulary (with a warning).
         max_seq_length: int; default the preprocessor's, else task.json
-            max_seq_length, else the model's max_position_embeddings.
+            max_seq_length, else min(512, max_position_embeddings); see
+            `keras_bert.text.resolve_text_settings`. The truncation rule is
+            the preprocessor's (task.json's).
         sequence_length, pad_to_multiple_of, jit_compile: see
             `BertServingModule`.
         pad_to_max_seq_length: bool, pad every batch to exactly the
@@ -117,20 +119,18 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
             "No vocabulary: pass vocab_file='.../vocab.txt' (tools/export.py --vocab-file), "
             "or export a model directory that has one (save_pretrained(dir, vocab_file=...))."
         )
-    if lowercase is None and tokenizer is not None:
-        lowercase = tokenizer.lowercase
-    if lowercase is None:
-        lowercase = info.get("lowercase")
-    if lowercase is None:
-        lowercase = infer_lowercase(vocab_file)
-    if tokenizer is None or tokenizer.lowercase != lowercase:
-        tokenizer = BertTokenizer(vocab_file, lowercase=lowercase)
-    if max_seq_length is None and preprocessor is not None:
-        max_seq_length = preprocessor.max_seq_length
-    if max_seq_length is None:
-        max_seq_length = info.get("max_seq_length")
-    if max_seq_length is None:
-        max_seq_length = encoder.max_position_embeddings
+    # The model's own preprocessor (from_pretrained attaches one), else the
+    # one its model directory gives (task.json, `resolve_text_settings`);
+    # explicit arguments override either.
+    saved = preprocessor.text_settings if preprocessor is not None else info
+    settings = resolve_text_settings(
+        saved, encoder.max_position_embeddings, vocab_file, max_seq_length=max_seq_length,
+        lowercase=lowercase, where="the model's task.json" if preprocessor is None else
+        "the model's preprocessor")
+    if preprocessor is None or preprocessor.text_settings != settings:
+        preprocessor = BertPreprocessor.from_text_settings(vocab_file, settings,
+                                                           tokenizer=tokenizer)
+    tokenizer, max_seq_length = preprocessor.tokenizer, settings.max_seq_length
     if pad_to_max_seq_length:
         if sequence_length not in (None, max_seq_length):
             raise ValueError(
@@ -159,6 +159,7 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
         sequence_length=sequence_length,
         pad_to_multiple_of=pad_to_multiple_of,
         jit_compile=jit_compile,
+        truncation=settings.truncation,
         **options,
     )
 
@@ -327,6 +328,8 @@ def export_info(module, saved_model_dir):
     return {
         "module": type(module).__name__,
         "max_seq_length": module.max_seq_length,
+        "lowercase": module.lowercase,
+        "truncation": module.truncation,
         "sequence_length": module.sequence_length,
         "pad_to_multiple_of": module.pad_to_multiple_of,
         "jit_compile": module.jit_compile,

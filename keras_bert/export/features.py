@@ -9,8 +9,12 @@ from keras_bert.data.batching import length_sorted_lines
 from keras_bert.files import OutputError, atomic_file, check_not_input, check_writable
 from keras_bert.layers import BertFeatures
 from keras_bert.models import BertEncoder
+from keras_bert.models.model_dir import TASK_FILE, build_preprocessor
 from keras_bert.progress import Progress
-from keras_bert.text import BertPreprocessor, infer_lowercase, text_files
+from keras_bert.text import text_files
+
+#: max_seq_length of features when neither the caller nor the model says.
+DEFAULT_MAX_SEQ_LENGTH = 128
 
 
 def _count_lines(path):
@@ -80,7 +84,7 @@ def extract_features(
     layers="last",
     pooling="mean",
     batch_size=32,
-    max_seq_length=128,
+    max_seq_length=None,
     lowercase=None,
     verbose=True,
     sort_window=16,
@@ -108,8 +112,11 @@ def extract_features(
         layers, pooling: see `keras_bert.layers.BertFeatures`; pooling None
             gives token features (TFRecord only).
         batch_size: int, lines per batch.
-        max_seq_length: int, longest packed sequence.
-        lowercase: bool or None (None: inferred from the vocabulary).
+        max_seq_length: int, longest packed sequence; None: the one saved
+            with the model (task.json), else 128 (at most the model's
+            max_position_embeddings).
+        lowercase: bool or None (None: the one saved with the model, else
+            guessed from the vocabulary, with a warning).
         verbose: bool, show progress (`keras_bert.progress.Progress`, on stderr).
         sort_window: int >= 1, batches read and length-sorted together
             (1: batches in file order).
@@ -146,12 +153,10 @@ def extract_features(
     encoder = BertEncoder.from_pretrained(model_dir)
     if encoder.vocab_file is None:
         raise ValueError(f"{model_dir} has no vocab.txt; features need the tokenizer.")
-    if lowercase is None:
-        lowercase = infer_lowercase(encoder.vocab_file)
-    max_seq_length = min(max_seq_length, encoder.max_position_embeddings)
-    preprocessor = BertPreprocessor.from_vocab_file(
-        encoder.vocab_file, lowercase=lowercase, sequence_length=None, max_seq_length=max_seq_length
-    )
+    preprocessor = build_preprocessor(
+        encoder.vocab_file, encoder.max_position_embeddings, encoder.task_info,
+        max_seq_length=max_seq_length, lowercase=lowercase,
+        default_max_seq_length=DEFAULT_MAX_SEQ_LENGTH, where=os.path.join(model_dir, TASK_FILE))
     features = BertFeatures(encoder, layers=layers, pooling=pooling)
     compute = tf.function(lambda x: features(x, training=False), reduce_retracing=True)
 

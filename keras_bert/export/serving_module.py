@@ -21,6 +21,7 @@ with `sequence_length` set, every batch is padded to exactly that length.
 import tensorflow as tf
 
 from keras_bert.text import BertPacker
+from keras_bert.text.settings import DEFAULT_TRUNCATION, resolve_text_settings
 
 STRINGS = tf.TensorSpec([None], tf.string)
 IDS = tf.TensorSpec([None, None], tf.int32)
@@ -83,6 +84,8 @@ class BertServingModule(tf.Module):
         pad_to_multiple_of: int, rounds the batch-longest length up (only
             with `sequence_length=None`); limits the distinct shapes an
             XLA-compiled model sees.
+        truncation: str, the rule that cuts a pair to fit (`BertPacker`;
+            the model preprocessor's, from its text settings).
         jit_compile: bool, XLA-compile the model part (`tf.function(
             jit_compile=True)` around the encoder and head only; string ops
             stay outside XLA). TF Serving needs `--xla_cpu_compilation_enabled`
@@ -116,16 +119,15 @@ class BertServingModule(tf.Module):
         sequence_length=None,
         pad_to_multiple_of=1,
         jit_compile=False,
+        truncation=DEFAULT_TRUNCATION,
         name=None,
     ):
         super().__init__(name=name)
         encoder = getattr(model, "encoder", model)
-        max_positions = encoder.max_position_embeddings
-        if not isinstance(max_seq_length, int) or not 3 <= max_seq_length <= max_positions:
-            raise ValueError(
-                f"Expected max_seq_length in [3, {max_positions}] (the model's "
-                f"max_position_embeddings). Received: max_seq_length={max_seq_length!r}"
-            )
+        # The one check of max_seq_length against the model (and of truncation).
+        resolve_text_settings(max_position_embeddings=encoder.max_position_embeddings,
+                              max_seq_length=max_seq_length, lowercase=tokenizer.lowercase,
+                              truncation=truncation)
         if sequence_length is not None and (
             not isinstance(sequence_length, int) or not 3 <= sequence_length <= max_seq_length
         ):
@@ -133,33 +135,35 @@ class BertServingModule(tf.Module):
                 f"Expected sequence_length None or in [3, {max_seq_length}] (max_seq_length). "
                 f"Received: sequence_length={sequence_length!r}"
             )
-        if not isinstance(pad_to_multiple_of, int) or pad_to_multiple_of < 1:
-            raise ValueError(
-                "Expected pad_to_multiple_of to be an int >= 1. "
-                f"Received: pad_to_multiple_of={pad_to_multiple_of!r}"
-            )
         if tokenizer.vocab_size != encoder.vocab_size:
             raise ValueError(
                 f"The tokenizer has {tokenizer.vocab_size} tokens but the model's "
                 f"vocab_size is {encoder.vocab_size}. Export with the vocab.txt "
                 f"the model was trained with."
             )
+        # The one packing rule (truncation and padding): BertPacker's, which
+        # checks pad_to_multiple_of and truncation.
+        packer = BertPacker(
+            cls_token_id=tokenizer.cls_token_id,
+            sep_token_id=tokenizer.sep_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            sequence_length=sequence_length,
+            max_seq_length=max_seq_length,
+            truncation=truncation,
+            pad_to_multiple_of=pad_to_multiple_of,
+        )
         self.max_seq_length = max_seq_length
         self.sequence_length = sequence_length
         self.pad_to_multiple_of = pad_to_multiple_of
+        self.truncation = truncation
+        self.lowercase = tokenizer.lowercase
         self.jit_compile = bool(jit_compile)
         self.dtype_policy = encoder.pooler.dtype_policy.name  # The model's own stays float32.
         self._keras = _Unsaved(
             model=model,
             encoder=encoder,
             tokenizer=tokenizer,
-            packer=BertPacker(
-                cls_token_id=tokenizer.cls_token_id,
-                sep_token_id=tokenizer.sep_token_id,
-                pad_token_id=tokenizer.pad_token_id,
-                sequence_length=sequence_length,
-                max_seq_length=max_seq_length,
-            ),
+            packer=packer,
         )
         # The tf.Variables under the Keras variables of the whole model (the
         # encoder's are among them). Tracking the Keras wrappers instead saves
@@ -296,24 +300,17 @@ class BertServingModule(tf.Module):
     def pack(self, segments):
         """Packs 1 or 2 ragged segments into the encoder input dict, [B, S] each.
 
-        S is the batch's longest packed row (truncated to `max_seq_length`),
-        rounded up to `pad_to_multiple_of`; at least 2, so that an empty
-        batch still has a [CLS] column for the pooler.
+        `BertPacker`'s rule: S is `sequence_length` when set, else the
+        batch's longest packed row (truncated to `max_seq_length`) rounded
+        up to `pad_to_multiple_of`; an empty batch still has a [CLS] column
+        for the pooler.
         """
-        inputs = self._keras.packer(tuple(segments))
-        if self.sequence_length is not None:
-            return inputs
-        width = tf.shape(inputs["token_ids"])[1]
-        multiple = self.pad_to_multiple_of
-        target = tf.minimum((width + multiple - 1) // multiple * multiple, self.max_seq_length)
-        target = tf.maximum(target, 2)
-        pad = [[0, 0], [0, target - width]]
-        pad_id = self._keras.tokenizer.pad_token_id
-        return {
-            "token_ids": tf.pad(inputs["token_ids"], pad, constant_values=pad_id),
-            "segment_ids": tf.pad(inputs["segment_ids"], pad),
-            "padding_mask": tf.pad(inputs["padding_mask"], pad),
-        }
+        return self._keras.packer(tuple(segments))
+
+    @property
+    def truncation_length(self):
+        """int, the longest packed sequence (`BertPacker.truncation_length`)."""
+        return self._keras.packer.truncation_length
 
     def run_encoder(self, inputs):
         """sequence_output [B, S, H] and pooled_output [B, H], float32."""

@@ -6,9 +6,11 @@ MODEL_DIR/
   model.weights.h5   Keras weights of the whole model (no optimizer state), with
                      the config and a sha256 of the arrays stamped in (checked on load)
   task.json          task models: {"task": name, "task_config": {...}, ...}; every
-                     model: the text settings taken from its source checkpoint
-                     ("lowercase", "max_seq_length"), which an encoder's task.json
-                     holds alone (no "task" key)
+                     model: its text settings ("max_seq_length", "lowercase",
+                     "truncation"; `keras_bert.text.settings`), which an
+                     encoder's task.json holds alone (no "task" key). Old
+                     directories with some or none of them still load: the
+                     missing ones take `resolve_text_settings`' defaults.
 
 `save_model_dir` replaces only a folder of this layout (`MODEL_DIR_KIND`);
 see `keras_bert.files` for the rule every writer follows.
@@ -25,15 +27,16 @@ from keras_bert import sources
 from keras_bert.config import BertConfig
 from keras_bert.files import Kind, prepare_output_dir, real_path, staged_dir
 from keras_bert.models.registry import get_task
-from keras_bert.text import BertPreprocessor, BertTokenizer, infer_lowercase, save_vocabulary
+from keras_bert.text import BertPreprocessor, save_vocabulary
+from keras_bert.text.settings import TEXT_SETTINGS_KEYS, TextSettings, resolve_text_settings
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
 WEIGHTS_FILE = "model.weights.h5"
 TASK_FILE = "task.json"
 # The text settings a model directory keeps for its preprocessor (task.json
-# keys), also for a bare encoder: they come from the source checkpoint.
-TEXT_SETTINGS = ("lowercase", "max_seq_length")
+# keys), also for a bare encoder: `keras_bert.text.settings`, their one reader.
+TEXT_SETTINGS = TEXT_SETTINGS_KEYS
 # The weights file keeps a copy of the config it was saved with (an HDF5
 # attribute): a config.json edited afterwards (num_heads changes no shape)
 # is caught on load.
@@ -271,8 +274,7 @@ def check_weights(weights_path, model, config, config_path):
 _GENERIC_TASK_JSON = {
     "task": {"type": "string"},
     "task_config": {"type": "object"},
-    "lowercase": {"type": "boolean"},
-    "max_seq_length": {"type": "integer", "minimum": 3},
+    # The text settings are checked by TextSettings.from_json (read_task_info).
     "epoch": {"type": "integer", "minimum": 0},
 }
 # Python types of the schema's types; bool is an int in Python, so it is
@@ -348,6 +350,7 @@ def read_task_info(model_dir):
     if not isinstance(info, dict):
         raise ValueError(f"{path} must hold a JSON object. Received: a JSON {type(info).__name__}.")
     _check_task_json(info, path, task_json_schema(info.get("task")))
+    TextSettings.from_json(info, where=path)
     return info
 
 
@@ -430,44 +433,34 @@ def load_preprocessor(model_dir, max_seq_length=None, lowercase=None):
     check_vocab(vocab_path, config.vocab_size)
     return build_preprocessor(vocab_path, config.max_position_embeddings,
                               read_task_info(model_dir), max_seq_length=max_seq_length,
-                              lowercase=lowercase)
+                              lowercase=lowercase, where=os.path.join(model_dir, TASK_FILE))
 
 
 sources.register_preprocessor_loader(load_preprocessor)
 
 
 def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,
-                       max_seq_length=None, lowercase=None):
-    """The `BertPreprocessor` a task model of a model directory carries.
+                       max_seq_length=None, lowercase=None, default_max_seq_length=None,
+                       where=TASK_FILE):
+    """The `BertPreprocessor` a model of a model directory carries.
 
     Each batch is padded to its own longest text (`sequence_length=None`)
-    and texts are truncated to `max_seq_length`.
+    and texts are truncated to `max_seq_length`. The settings come from
+    `resolve_text_settings`: the arguments > task.json > the defaults.
 
     Args:
         vocab_file: str, the directory's vocab.txt.
         max_position_embeddings: int, the encoder's.
-        task_info: dict, the parsed task.json (or None).
+        task_info: dict, the parsed task.json (or None), or the
+            `TextSettings` saved with the model.
         max_seq_length: int or None: None takes task.json's, else
-            min(512, max_position_embeddings).
+            `default_max_seq_length`, else min(512, max_position_embeddings).
         lowercase: bool or None: None takes task.json's, else
-            `infer_lowercase(vocab_file)`.
+            `infer_lowercase(vocab_file)` (with a warning).
+        default_max_seq_length: int or None, the caller's default.
+        where: str, the task.json path, named in errors.
     """
-    task_info = task_info or {}
-    if max_seq_length is None:
-        max_seq_length = task_info.get("max_seq_length")
-    if max_seq_length is None:
-        max_seq_length = min(512, max_position_embeddings)
-    if not isinstance(max_seq_length, int) or not 3 <= max_seq_length <= max_position_embeddings:
-        raise ValueError(
-            f"Expected max_seq_length in [3, {max_position_embeddings}] (the model's "
-            f"max_position_embeddings). Received: max_seq_length={max_seq_length!r}"
-        )
-    if lowercase is None:
-        lowercase = task_info.get("lowercase")
-    if lowercase is None:
-        lowercase = infer_lowercase(vocab_file)
-    return BertPreprocessor(
-        BertTokenizer(vocab_file, lowercase=lowercase),
-        sequence_length=None,
-        max_seq_length=max_seq_length,
-    )
+    settings = resolve_text_settings(
+        task_info, max_position_embeddings, vocab_file, max_seq_length=max_seq_length,
+        lowercase=lowercase, default_max_seq_length=default_max_seq_length, where=where)
+    return BertPreprocessor.from_text_settings(vocab_file, settings)

@@ -1,6 +1,7 @@
 """BertTask: the base of every model that puts a head on a `BertEncoder`."""
 
 
+import os
 import warnings
 
 import keras
@@ -683,13 +684,13 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
             vocab_file: str, vocab.txt to copy in; defaults to the one the
                 model was loaded with, else the preprocessor's vocabulary.
             task_info: dict of extra facts for task.json, e.g.
-                {"max_seq_length": 128}; the preprocessor's max_seq_length
-                and lowercase are recorded too.
+                {"eval_metrics": ...}; the preprocessor's text settings
+                (max_seq_length, lowercase, truncation) are recorded too
+                (`task_info` wins over them).
         """
         info = {}
         if self.preprocessor is not None:
-            info = {"max_seq_length": self.preprocessor.max_seq_length,
-                    "lowercase": self.preprocessor.tokenizer.lowercase}
+            info = self.preprocessor.text_settings.to_json()
         info.update(task_info or {})
         model_dir_lib.save_model_dir(self, model_dir, vocab_file=vocab_file, task_info=info)
 
@@ -720,8 +721,10 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
             dtype: None or a Keras dtype policy name ("mixed_bfloat16").
             max_seq_length: int, the longest packed text of the attached
                 preprocessor; default task.json's, else the model's
-                max_position_embeddings (at most 512).
-            lowercase: bool; default task.json's, else guessed from vocab.txt.
+                max_position_embeddings (at most 512): see
+                `keras_bert.text.resolve_text_settings`.
+            lowercase: bool; default task.json's, else guessed from vocab.txt
+                (with a warning).
             new_head: False (default): keep a saved head of this task;
                 True: a freshly initialized head from `task_kwargs` alone;
                 "auto": keep the saved head when its shapes allow, else a
@@ -757,7 +760,8 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
         if vocab_file is not None:
             model.preprocessor = model_dir_lib.build_preprocessor(
                 vocab_file, model.encoder.max_position_embeddings, info,
-                max_seq_length=max_seq_length, lowercase=lowercase)
+                max_seq_length=max_seq_length, lowercase=lowercase,
+                where=os.path.join(model_dir, model_dir_lib.TASK_FILE))
         if model._has_default_recipe():
             model.compile()
         return model

@@ -6,6 +6,8 @@ Imports nothing from keras_bert.layers or keras_bert.models.
 from keras_bert.text.masker import MaskedLMMasker
 from keras_bert.text.packer import BertPacker
 from keras_bert.text.preprocessor import BertPreprocessor
+from keras_bert.text.settings import TextSettings
+from keras_bert.text.settings import resolve_text_settings
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.vocab import SPECIAL_TOKENS
 from keras_bert.text.vocab import build_vocabulary
@@ -20,9 +22,11 @@ __all__ = [
     "BertTokenizer",
     "MaskedLMMasker",
     "SPECIAL_TOKENS",
+    "TextSettings",
     "build_vocabulary",
     "count_words",
     "infer_lowercase",
     "load_vocabulary",
+    "resolve_text_settings",
     "save_vocabulary",
 ]

@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-_TRUNCATIONS = ("longest_first", "round_robin")
+from keras_bert.text.settings import DEFAULT_TRUNCATION, TRUNCATIONS
 
 
 def _longest_first_lengths(length_a, length_b, budget):
@@ -54,6 +54,10 @@ class BertPacker(keras.layers.Layer):
             (tensorflow-text `RoundRobinTrimmer`: hand out the budget one
             token per segment in turn, A first). For one or two segments the
             two give the same lengths; see the README.
+        pad_to_multiple_of: int >= 1, with `sequence_length=None`: the
+            batch-longest width is rounded up to a multiple of it (never past
+            `max_seq_length`), which limits the distinct shapes an
+            XLA-compiled model sees. Ignored otherwise.
         **kwargs: passed to `keras.layers.Layer`.
 
     Call arguments:
@@ -83,7 +87,8 @@ class BertPacker(keras.layers.Layer):
         pad_token_id=0,
         sequence_length=128,
         max_seq_length=512,
-        truncation="longest_first",
+        truncation=DEFAULT_TRUNCATION,
+        pad_to_multiple_of=1,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -110,10 +115,15 @@ class BertPacker(keras.layers.Layer):
                 "Expected max_seq_length to be an int >= 3. "
                 f"Received: max_seq_length={max_seq_length!r}"
             )
-        if truncation not in _TRUNCATIONS:
+        if truncation not in TRUNCATIONS:
             raise ValueError(
-                f"Expected truncation to be one of {_TRUNCATIONS}. "
+                f"Expected truncation to be one of {TRUNCATIONS}. "
                 f"Received: truncation={truncation!r}"
+            )
+        if not isinstance(pad_to_multiple_of, int) or pad_to_multiple_of < 1:
+            raise ValueError(
+                "Expected pad_to_multiple_of to be an int >= 1. "
+                f"Received: pad_to_multiple_of={pad_to_multiple_of!r}"
             )
         self.cls_token_id = cls_token_id
         self.sep_token_id = sep_token_id
@@ -121,7 +131,13 @@ class BertPacker(keras.layers.Layer):
         self.sequence_length = sequence_length
         self.max_seq_length = max_seq_length
         self.truncation = truncation
+        self.pad_to_multiple_of = pad_to_multiple_of
         self.built = True
+
+    @property
+    def truncation_length(self):
+        """int, the longest packed sequence: `sequence_length` when set, else `max_seq_length`."""
+        return self.sequence_length or self.max_seq_length
 
     def _standardize(self, inputs):
         """Returns (list of int32 RaggedTensors [batch, (len)], unbatched)."""
@@ -176,8 +192,7 @@ class BertPacker(keras.layers.Layer):
 
     def call(self, inputs):
         segments, unbatched = self._standardize(inputs)
-        length = self.sequence_length or self.max_seq_length
-        segments = self._trim(segments, length - len(segments) - 1)
+        segments = self._trim(segments, self.truncation_length - len(segments) - 1)
 
         batch_size = segments[0].nrows()
         cls = tf.fill([batch_size, 1], self.cls_token_id)
@@ -198,17 +213,30 @@ class BertPacker(keras.layers.Layer):
             "padding_mask": tf.ones_like(token_ids).to_tensor(0, shape=shape),
         }
         if self.sequence_length is None:
-            # An empty batch still gets the width of "[CLS] [SEP]" (per
-            # segment), so that models reading position 0 keep working.
-            pad = tf.maximum(0, len(segments) + 1 - tf.shape(outputs["token_ids"])[1])
-            outputs = {
-                k: tf.pad(v, [[0, 0], [0, pad]], constant_values=self.pad_token_id if
-                          k == "token_ids" else 0)
-                for k, v in outputs.items()
-            }
+            outputs = self._pad_batch(outputs, len(segments))
         if unbatched:
             outputs = {k: v[0] for k, v in outputs.items()}
         return outputs
+
+    def _pad_batch(self, outputs, num_segments):
+        """Pads batch-longest outputs [B, S] to S rounded up to `pad_to_multiple_of`.
+
+        Never past max_seq_length, and at least the width of "[CLS] [SEP]"
+        per segment: an empty batch keeps a [CLS] column, so that models
+        reading position 0 (the pooler) keep working.
+        """
+        width = tf.shape(outputs["token_ids"])[1]
+        target = width
+        if self.pad_to_multiple_of > 1:
+            multiple = self.pad_to_multiple_of
+            target = tf.minimum((width + multiple - 1) // multiple * multiple,
+                                self.max_seq_length)
+        pad = tf.maximum(0, tf.maximum(target, num_segments + 1) - width)
+        return {
+            k: tf.pad(v, [[0, 0], [0, pad]], constant_values=self.pad_token_id if
+                      k == "token_ids" else 0)
+            for k, v in outputs.items()
+        }
 
     def get_config(self):
         config = super().get_config()
@@ -220,6 +248,7 @@ class BertPacker(keras.layers.Layer):
                 "sequence_length": self.sequence_length,
                 "max_seq_length": self.max_seq_length,
                 "truncation": self.truncation,
+                "pad_to_multiple_of": self.pad_to_multiple_of,
             }
         )
         return config

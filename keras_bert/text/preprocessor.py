@@ -4,6 +4,7 @@ import keras
 
 from keras_bert import sources
 from keras_bert.text.packer import BertPacker
+from keras_bert.text.settings import DEFAULT_TRUNCATION, TextSettings
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.tokenizer import as_string_tensor
 
@@ -56,7 +57,7 @@ class BertPreprocessor(keras.layers.Layer):
         tokenizer,
         sequence_length=128,
         max_seq_length=512,
-        truncation="longest_first",
+        truncation=DEFAULT_TRUNCATION,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -102,6 +103,43 @@ class BertPreprocessor(keras.layers.Layer):
             self._packer = self._new_packer(
                 tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
         return self._packer
+
+    @property
+    def text_settings(self):
+        """The `TextSettings` (max_seq_length, lowercase, truncation) it packs with."""
+        return TextSettings(max_seq_length=self.max_seq_length,
+                            lowercase=self.tokenizer.lowercase, truncation=self.truncation)
+
+    @property
+    def truncation_length(self):
+        """int, the longest packed sequence (see `BertPacker.truncation_length`)."""
+        return self.packer.truncation_length
+
+    @classmethod
+    def from_text_settings(cls, vocabulary, settings, tokenizer=None, **kwargs):
+        """The preprocessor of complete `TextSettings` (see `resolve_text_settings`).
+
+        Each batch is padded to its own longest text (`sequence_length=None`)
+        unless `kwargs` say otherwise.
+
+        Args:
+            vocabulary: path of a `vocab.txt` (or a list of tokens).
+            settings: a complete `keras_bert.text.TextSettings`.
+            tokenizer: an existing `BertTokenizer` of that vocabulary to
+                reuse when its casing is the settings' (None: a new one).
+            **kwargs: other `BertPreprocessor` arguments (`sequence_length`).
+
+        Returns:
+            A `BertPreprocessor`.
+        """
+        if not settings.complete:
+            raise ValueError(f"Expected complete text settings (resolve_text_settings gives "
+                             f"them). Received: {settings!r}")
+        if tokenizer is None or tokenizer.lowercase != settings.lowercase:
+            tokenizer = BertTokenizer(vocabulary, lowercase=settings.lowercase)
+        kwargs.setdefault("sequence_length", None)
+        return cls(tokenizer, max_seq_length=settings.max_seq_length,
+                   truncation=settings.truncation, **kwargs)
 
     @classmethod
     def from_vocab_file(cls, vocabulary, lowercase=True, **kwargs):

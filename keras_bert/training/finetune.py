@@ -54,10 +54,16 @@ from keras_bert import sources
 from keras_bert.config import DTYPES, BertConfig
 from keras_bert.data import batching
 from keras_bert.files import Kind, check_not_input, prepare_output_dir, remove_own
-from keras_bert.models.model_dir import CONFIG_FILE, MODEL_DIR_KIND, VOCAB_FILE, read_task_info
+from keras_bert.models.model_dir import (
+    CONFIG_FILE,
+    MODEL_DIR_KIND,
+    TASK_FILE,
+    VOCAB_FILE,
+    read_task_info,
+)
 from keras_bert.models.registry import get_task, task_names
 from keras_bert.progress import default_log_handler
-from keras_bert.text import BertTokenizer, infer_lowercase
+from keras_bert.text import BertTokenizer, resolve_text_settings
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training import class_weights as class_weights_lib
 from keras_bert.training.distribute import resolve_strategy, strategy_name, worker_info
@@ -145,22 +151,15 @@ class FinetuneTask:
                 f"tools/convert_checkpoint.py."
             )
         self.base_info = read_task_info(model_dir) or {}
-        # `is None`, not `or`: a max_seq_length of 0 is an error, not "unset".
-        self.max_seq_length = next(
-            (v for v in (options.max_seq_length, self.base_info.get("max_seq_length"))
-             if v is not None), self.default_max_seq_length)
-        if not 3 <= self.max_seq_length <= config.max_position_embeddings:
-            raise ValueError(
-                f"--max-seq-length {self.max_seq_length} is out of range: the model in "
-                f"{model_dir} takes 3 to {config.max_position_embeddings} positions "
-                f"(max_position_embeddings)."
-            )
-        lowercase = options.lowercase
-        if lowercase is None:
-            lowercase = self.base_info.get("lowercase")
-        if lowercase is None:
-            lowercase = infer_lowercase(self.vocab_file)
-        self.lowercase = bool(lowercase)
+        # --max-seq-length / --lowercase > task.json > the task's default
+        # (128, 384 for span QA) and the vocabulary's casing.
+        self.text_settings = resolve_text_settings(
+            self.base_info, config.max_position_embeddings, self.vocab_file,
+            max_seq_length=options.max_seq_length, lowercase=options.lowercase,
+            default_max_seq_length=self.default_max_seq_length,
+            where=os.path.join(model_dir, TASK_FILE))
+        self.max_seq_length = self.text_settings.max_seq_length
+        self.lowercase = self.text_settings.lowercase
         self.tokenizer = BertTokenizer(self.vocab_file, lowercase=self.lowercase)
 
     @classmethod
@@ -199,8 +198,12 @@ class FinetuneTask:
     def build_model(self, dtype=None):
         # "auto": a fine-tuned directory of the task keeps its head unless
         # the new labels change its shape (then a warning says it is new).
+        # The model's preprocessor packs as this run does: its settings are
+        # what save_pretrained writes into task.json.
         return self.model_class.from_pretrained(
-            self.model_dir, dtype=dtype, new_head="auto", **self.model_kwargs())
+            self.model_dir, dtype=dtype, new_head="auto",
+            max_seq_length=self.max_seq_length, lowercase=self.lowercase,
+            **self.model_kwargs())
 
     def class_weight_labels(self):
         """(label names, int array of training label ids) for class weights, or None.
@@ -254,8 +257,9 @@ class FinetuneTask:
         )
 
     def task_info(self):
-        """Facts for task.json besides the model's own task_config."""
-        return {"max_seq_length": self.max_seq_length, "lowercase": self.lowercase}
+        """Facts for task.json besides the model's own task_config: the text
+        settings the run used (the model's preprocessor has the same)."""
+        return self.text_settings.to_json()
 
     def write_predictions(self, output_dir):
         """Writes evaluation predictions beside the model, when the task has any."""
@@ -279,9 +283,11 @@ class FinetuneOptions:
         weight_decay: float, AdamW decoupled weight decay.
         global_clipnorm: float or None, gradient clipping.
         dropout_rate: float or None, the head's dropout (None: the encoder's).
-        max_seq_length: int or None (task default 128, 384 for span_qa, or
-            the value in the model directory's task.json).
-        lowercase: bool or None (None: task.json's, else guessed from the vocabulary).
+        max_seq_length: int or None (None: the model directory's task.json's,
+            else the task's default, 128 or 384 for span_qa, at most
+            max_position_embeddings; `keras_bert.text.resolve_text_settings`).
+        lowercase: bool or None (None: task.json's, else guessed from the
+            vocabulary, with a warning).
         metric: str or None, the early-stopping metric (None: the task's first:
             accuracy, pearson, entity f1, SQuAD f1).
         early_stopping_patience: int, epochs without improvement before

@@ -21,6 +21,7 @@ from keras_bert.config import DTYPES
 from keras_bert.files import WAY_OUT, OutputError, check_not_input, check_writable
 from keras_bert.data import pretraining_data
 from keras_bert.models import BertEncoder, BertPretrainer
+from keras_bert.text import TextSettings
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training.distribute import strategy_name, worker_info
 from keras_bert.training.input_pipeline import pretraining_dataset
@@ -349,10 +350,12 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
     result = {"logs": logs, "step": int(trainer.step.numpy()), "model": model}
     if is_chief:
         model_dir = os.path.join(output_dir, "model")
+        # The text settings the data was made with (metadata.json) travel
+        # with the model: fine-tuning and export tokenize as pretraining did.
+        settings = TextSettings(max_seq_length=metadata["max_seq_length"],
+                                lowercase=metadata.get("lowercase"))
         model.save_pretrained(model_dir, vocab_file=vocab_file, task_info={
-            "max_seq_length": metadata["max_seq_length"],
-            "pretraining_steps": result["step"],
-        })
+            **settings.to_json(), "pretraining_steps": result["step"]})
         result["model_dir"] = model_dir
     if eval_data_dir is not None:
         result["eval"] = evaluate_pretraining(model, eval_data_dir, config.batch_size,

@@ -54,6 +54,7 @@ def test_tiny_model_beats_the_unigram_baseline_on_held_out_documents(mlm_data, t
     with open(os.path.join(model_dir, "task.json")) as f:
         task = json.load(f)
     assert task["task"] == "pretraining" and task["max_seq_length"] == 64
+    assert task["lowercase"] is True  # The data's casing (metadata.json) travels with it.
     reloaded = BertPretrainer.from_pretrained(model_dir)
     x, _ = next(iter(pretraining_dataset(mlm_data["held"], 4, training=False)))
     np.testing.assert_allclose(reloaded.predict(x, verbose=0)["mlm_logits"],

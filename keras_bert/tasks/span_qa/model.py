@@ -138,7 +138,7 @@ class BertSpanLabeler(BertTask):
                 f"questions and {len(contexts)} contexts.")
         data = squad.squad_data(questions, contexts, _answer_rows(y, len(questions)))
         info = getattr(self, "task_info", None) or {}
-        max_seq_length = preprocessor.max_seq_length or preprocessor.sequence_length
+        max_seq_length = preprocessor.truncation_length
         # As the serving module: the saved length, checked (never cut), or its default.
         max_query_length = resolve_query_length(max_seq_length, info.get("max_query_length"))
         features = squad.squad_features(

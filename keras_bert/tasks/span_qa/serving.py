@@ -103,7 +103,7 @@ class SpanQAServingModule(BertServingModule):
         question_ids = self.tokenize(question)[:, : self.max_query_length]  # (B, (q))
         ids, starts, ends = self.tokenize_with_offsets(context)  # (B, (c))
         features = windows_lib.squad_windows(
-            question_ids, ids, self.pack, self.sequence_length or self.max_seq_length,
+            question_ids, ids, self.pack, self.truncation_length,
             self.doc_stride, self.max_windows,
         )
         return features, (starts.flat_values, ends.flat_values)

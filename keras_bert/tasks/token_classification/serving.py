@@ -86,7 +86,7 @@ class TokenClassifierServingModule(BertServingModule):
     def _tag(self, text):
         ids, starts, ends = self.tokenize_with_offsets(text)  # (B, (n)) each
         # The packer keeps the first `budget` tokens of each text.
-        budget = (self.sequence_length or self.max_seq_length) - 2
+        budget = self.truncation_length - 2
         ids, starts, ends = (x[:, :budget] for x in (ids, starts, ends))
         logits = self.run_model(self.pack((ids,)))  # (B, S, K)
         mask = tf.ones_like(ids).to_tensor(0)  # (B, T)
