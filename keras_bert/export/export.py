@@ -323,7 +323,7 @@ def serving_module_of(model):
     return cached[1]
 
 
-def predict_text(model, inputs, signature=None, batch_size=64):
+def predict_text(model, inputs, signature=None, batch_size=64, function=None):
     """Runs a serving signature of `model` on raw strings, in this process.
 
     Args:
@@ -332,12 +332,17 @@ def predict_text(model, inputs, signature=None, batch_size=64):
             (`(texts,)`, `(questions, contexts)`).
         signature: str, default the module's DEFAULT_SIGNATURE.
         batch_size: int, batches of similar length (see `run_function`).
+        function: None, or a callable module -> the module's tf.function to
+            run instead of a signature (one that is not exported).
 
     Returns:
         dict of numpy arrays: what the exported signature returns.
     """
     module = serving_module_of(model)
-    function = getattr(module, module.SIGNATURES[signature or module.DEFAULT_SIGNATURE])
+    if function is not None:
+        function = function(module)
+    else:
+        function = getattr(module, module.SIGNATURES[signature or module.DEFAULT_SIGNATURE])
     names = list(inspect.signature(function.python_function).parameters)
     if len(inputs) != len(names):
         raise ValueError(

@@ -7,6 +7,7 @@ from keras_bert.tasks.classification import metrics as metrics_lib
 from keras_bert.tasks.classification import reader
 from keras_bert.tasks.classification.model import BertClassifier
 from keras_bert.text import BertPreprocessor
+from keras_bert.text.windows import windows_of
 from keras_bert.training.finetune import FinetuneTask, predict_batches
 
 
@@ -78,12 +79,16 @@ class ClassificationTask(FinetuneTask):
             eval_data, eval_labels, self.preprocessor)
 
     def model_kwargs(self):
+        # Windows: only when asked for (a model without keeps today's task.json).
+        windows = windows_of(self.task_options)
+        extra = {} if windows is None else {"windows": windows}
         if self.regression:
-            return {"num_classes": 1, "dropout_rate": self.options.dropout_rate}
+            return {"num_classes": 1, "dropout_rate": self.options.dropout_rate, **extra}
         return {
             "num_classes": len(self.label_names),
             "label_names": self.label_names,
             "dropout_rate": self.options.dropout_rate,
+            **extra,
         }
 
     def evaluate(self, model, batch_size):
