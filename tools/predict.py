@@ -3,8 +3,9 @@
 Loads with TensorFlow and the tensorflow-text ops only; prints one line per
 text: the text, then the label and its probability (classifiers), the score
 (regression), the answer and its offsets (QA), token/label@start:end (token
-classifiers) or the output values (embed, encode). Progress of large inputs
-goes to stderr.
+classifiers) or the output values (embed, encode); a model saved with
+windows (long documents) adds windows=N, the windows read of the text.
+Progress of large inputs goes to stderr.
 
 Examples
 --------
