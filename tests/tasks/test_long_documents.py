@@ -6,6 +6,8 @@ window logits (classifier: mean or max) or take each token's logits from its
 max-context window (tagger). `predict` (the export's code) must match them.
 """
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -55,14 +57,19 @@ def classifier(classifier_export):
         classifier_export["model_dir"], windows={"stride": 7, "max_windows": 4})
 
 
-@pytest.fixture(scope="module")
-def reference(classifier):
+def classifier_reference(classifier, texts, window, stride, max_windows):
     """The logits of each text's windows, one list per text."""
     result = []
-    for text in TEXTS:
+    for text in texts:
         ids = token_ids(classifier, text)
-        result.append(window_logits(classifier, ids, reference_spans(len(ids), 22, 7, 4)))
+        result.append(window_logits(classifier, ids,
+                                    reference_spans(len(ids), window, stride, max_windows)))
     return result
+
+
+@pytest.fixture(scope="module")
+def reference(classifier):
+    return classifier_reference(classifier, TEXTS, 22, 7, 4)
 
 
 def test_classifier_combines_window_logits_like_the_reference(classifier, reference):
@@ -98,39 +105,50 @@ def _serving_module(model):
     return build_serving_module(model)
 
 
-def test_tagger_takes_each_token_from_its_max_context_window(task_exports):
-    tagger = BertTokenClassifier.from_pretrained(
-        _tagger_dir(task_exports), max_seq_length=10, windows={"stride": 3, "max_windows": 5})
-    out = tagger.predict(TEXTS)
-    for row, text in enumerate(TEXTS):
+def tagger_reference(tagger, texts, window, stride, max_windows):
+    """Per text: (windows, label ids, probabilities) of the tokens the windows read, each
+    token's logits taken from its max-context window (run_squad.py's rule)."""
+    result = []
+    for text in texts:
         ids = token_ids(tagger, text)
-        spans = reference_spans(len(ids), 8, 3, 5)
+        spans = reference_spans(len(ids), window, stride, max_windows)
         logits = window_logits(tagger, ids, spans)
         read = spans[-1][0] + spans[-1][1]  # Tokens after the last window are not listed.
-        expected = []
+        chosen = []
         for token in range(read):
             best = next(i for i in range(len(spans))
                         if spans[i][0] <= token < spans[i][0] + spans[i][1]
                         and reference_is_max_context(spans, i, token))
-            expected.append(logits[best][token - spans[best][0] + 1])
-        assert out["mask"][row].sum() == read and out["num_windows"][row] == len(spans)
-        if not read:
-            continue
-        expected = tf.nn.softmax(np.stack(expected)).numpy()
-        np.testing.assert_array_equal(out["label_id"][row, :read], expected.argmax(-1))
-        np.testing.assert_allclose(out["probability"][row, :read], expected.max(-1), atol=2e-6)
+            chosen.append(logits[best][token - spans[best][0] + 1])
+        probabilities = tf.nn.softmax(np.reshape(chosen, [read, len(logits[0][0])])).numpy()
+        result.append((len(spans), probabilities.argmax(-1), probabilities.max(-1)))
+    return result
+
+
+def check_tagger(out, reference, texts):
+    """Asserts that tag outputs `out` match `tagger_reference`'s."""
+    for row, (text, (windows, label_id, probability)) in enumerate(zip(texts, reference)):
+        read = len(label_id)
+        assert out["mask"][row].sum() == read and out["num_windows"][row] == windows
+        np.testing.assert_array_equal(out["label_id"][row, :read], label_id)
+        np.testing.assert_allclose(out["probability"][row, :read], probability, atol=2e-6)
         # Offsets slice the original text, as without windows.
         tokens = [t.decode().removeprefix("##") for t in out["tokens"][row, :read]]
         assert [text[s:e] for s, e, t in zip(out["start"][row], out["end"][row], tokens)
                 if t != "[UNK]"] == [t for t in tokens if t != "[UNK]"]
+
+
+def test_tagger_takes_each_token_from_its_max_context_window(task_exports):
+    tagger = BertTokenClassifier.from_pretrained(
+        tagger_dir(task_exports), max_seq_length=10, windows={"stride": 3, "max_windows": 5})
+    out = tagger.predict(TEXTS)
+    check_tagger(out, tagger_reference(tagger, TEXTS, 8, 3, 5), TEXTS)
     # 5 windows of 8 tokens, 3 apart, read 20 tokens of the long texts (truncation: 8).
     assert out["mask"].sum(1).tolist() == [20, 0, 3, 20]
     assert len(token_ids(tagger, TEXTS[0])) > 20
 
 
-def _tagger_dir(task_exports):
-    import os
-
+def tagger_dir(task_exports):
     return os.path.join(os.path.dirname(task_exports["vocab_file"]), "tagger")
 
 
