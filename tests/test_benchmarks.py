@@ -36,6 +36,7 @@ FLAGS = {
     "finetune": {"--finetune-limit", "--finetune-epochs", "--finetune-learning-rate"},
     "finetune-step": {"--train-batch-size", "--finetune-lengths", "--repeats", "--train-steps",
                       "--jit-compile", "--systems", "--matmul-peak-size"},
+    "long-docs": {"--model", "--long-docs-count", "--window-stride"},
 }
 HELP_PROBE = """
 import json, runpy, sys
