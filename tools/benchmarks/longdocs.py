@@ -8,7 +8,7 @@ from . import harness, serving
 
 
 def long_documents(texts, labels, count_tokens, count, seed=0, prefix=(300, 700),
-                   suffix=(0, 200), most=1000, filler_texts=None):
+                   suffix=(0, 200), most=1000, filler_texts=None, deciding_tweets=1):
     """Documents of 300-1,000 tokens whose label is decided by one sentence past token 300.
 
     Each document is neutral tweets (filler), then one tweet of the wanted
@@ -37,7 +37,8 @@ def long_documents(texts, labels, count_tokens, count, seed=0, prefix=(300, 700)
     for rows in by_label.values():
         rng.shuffle(rows)
     names = sorted(by_label)
-    deciding = {name: by_label[name][:count // len(names)] for name in names}
+    per_label = count // len(names)
+    deciding = {name: by_label[name][:per_label * deciding_tweets] for name in names}
     used = {i for rows in deciding.values() for i in rows}
     filler = [i for i in by_label["neutral"] if i not in used]
     if filler_texts is not None:  # Unrelated prose instead of neutral tweets.
@@ -55,17 +56,18 @@ def long_documents(texts, labels, count_tokens, count, seed=0, prefix=(300, 700)
             total += tokens[i]
         return chosen, total
 
-    for position in range(count // len(names)):
+    for position in range(per_label):
         for name in names:
-            index = deciding[name][position]
+            chosen = deciding[name][position * deciding_tweets:(position + 1) * deciding_tweets]
+            middle = sum(tokens[i] for i in chosen)
             before, start = fill(*prefix)
             after, rest = fill(*suffix) if suffix[1] else ([], 0)
-            while start + tokens[index] + rest > most and after:
+            while start + middle + rest > most and after:
                 rest -= tokens[texts.index(after.pop())]
-            documents.append(" ".join(before + [texts[index]] + after))
+            documents.append(" ".join(before + [texts[i] for i in chosen] + after))
             doc_labels.append(name)
-            sentences.append(texts[index])
-            lengths.append(start + tokens[index] + rest)
+            sentences.append(" ".join(texts[i] for i in chosen))
+            lengths.append(start + middle + rest)
             starts.append(start)
     return documents, doc_labels, sentences, lengths, starts
 
