@@ -72,6 +72,11 @@ class ClassificationTask(FinetuneTask):
                 eval_data, self.label_names, options.unknown_labels)
         self.eval_data, self.eval_labels = eval_data, eval_labels
         self.pairs = train.texts_b is not None
+        if self.pairs and windows_of(options) is not None:
+            raise ValueError(
+                f"--window-stride {options.window_stride}: windows read single texts, but the "
+                f"data has second texts (--text-b-column {options.text_b_column}). Drop "
+                f"--window-stride for sentence pairs.")
         self.num_train_examples = len(train)
         self.train_dataset = reader.classification_dataset(
             train, train_labels, self.preprocessor)
