@@ -1,5 +1,7 @@
 """Exports of models with windows: they answer as Python `predict` does, with core ops only."""
 
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -35,13 +37,16 @@ def windowed(classifier_export, task_exports, tmp_path_factory):
     for kind, model in models.items():
         # Through a model directory: the windows travel in task.json.
         model.save_pretrained(str(root / kind))
+        with open(root / kind / "task.json", encoding="utf-8") as f:
+            assert json.load(f)["task_config"]["windows"] == model.windows
         result[kind] = model
         result[kind + "_export"] = export_model(str(root / kind), str(root / "exports" / kind))
     return result
 
 
 def test_windowed_exports_answer_as_the_window_references(windowed):
-    # The references that Python predict matches (tests/tasks/test_long_documents.py).
+    # The references that Python predict matches (tests/tasks/test_long_documents.py),
+    # with "max" for the classifier (predict is checked with "mean").
     classifier = load_export(windowed["classifier_export"])
     out = run_signature(classifier, {"text": TEXTS})
     reference = classifier_reference(windowed["classifier"], TEXTS, 22, 7, 4)
