@@ -48,7 +48,7 @@ def check_windows(windows, combine=True):
     if not isinstance(windows, dict) or set(windows) - set(allowed):
         raise ValueError(
             f"Expected windows to be None or a dict with keys {sorted(allowed)}, e.g. "
-            f"windows={ {k: v for k, v in allowed.items()} }. Received: windows={windows!r}")
+            f"windows={allowed}. Received: windows={windows!r}")
     result = {**allowed, **windows}
     for key in ("stride", "max_windows"):
         value = result[key]
