@@ -38,6 +38,7 @@ FLAGS = {
                       "--jit-compile", "--systems", "--matmul-peak-size"},
     "finetune-multilabel": {"--multilabel-train", "--finetune-epochs",
                             "--finetune-learning-rate"},
+    "long-docs": {"--model", "--long-docs-count", "--window-stride"},
 }
 HELP_PROBE = """
 import json, runpy, sys

@@ -5,8 +5,9 @@ text: the text, then the label and its probability (classifiers), each
 predicted label with its probability (multi-label: "label:p ...", "-" for
 none; names from the export's keras_bert_export.json), the score
 (regression), the answer and its offsets (QA), token/label@start:end (token
-classifiers) or the output values (embed, encode). Progress of large inputs
-goes to stderr.
+classifiers) or the output values (embed, encode); a model saved with
+windows (long documents) adds windows=N, the windows read of the text.
+Progress of large inputs goes to stderr.
 
 Examples
 --------

@@ -377,7 +377,8 @@ def predict_text(model, inputs, signature=None, batch_size=64):
             (`(texts,)`, `(questions, contexts)`).
         signature: str, default the module's DEFAULT_SIGNATURE; or a
             function of the module that is not saved as a signature (the
-            tagger's entities with another strategy).
+            tagger's entities with another strategy, a windowed
+            classifier's logits).
         batch_size: int, batches of similar length (see `run_function`).
 
     Returns:

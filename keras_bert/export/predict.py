@@ -238,4 +238,7 @@ def format_outputs(inputs, outputs, label_names=None):
                 head = np.array2string(value.ravel()[:4], precision=4, separator=", ")
                 parts.append(f"{name}{list(value.shape)}={head}")
             lines.append(f"{shown}\t" + "\t".join(parts))
+            continue
+        if "num_windows" in outputs:  # A long-document model: windows read of the text.
+            lines[-1] += f"\twindows={outputs['num_windows'][i]}"
     return lines

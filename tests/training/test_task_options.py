@@ -87,7 +87,8 @@ def test_another_task_s_flag_is_refused(capsys):
                             "--train", "t", "--eval", "e", "--label-names", "O,B-PER",
                             "--unknown-labels", "skip"])
     assert tool.task_option_values(args) == {"label_names": ["O", "B-PER"],
-                                             "unknown_labels": "skip"}
+                                             "unknown_labels": "skip", "window_stride": None,
+                                             "max_windows": 8}
 
 
 def test_the_tools_view_of_task_options_is_the_registry_s():

@@ -7,6 +7,7 @@ from keras_bert.tasks.classification import metrics as metrics_lib
 from keras_bert.tasks.classification import reader
 from keras_bert.tasks.classification.model import BertClassifier
 from keras_bert.text import BertPreprocessor
+from keras_bert.text.windows import windows_of
 from keras_bert.training.finetune import FinetuneTask, predict_batches
 
 
@@ -72,6 +73,11 @@ class ClassificationTask(FinetuneTask):
         self.eval_data, self.eval_labels = eval_data, eval_labels
         self.train_labels = train_labels
         self.pairs = train.texts_b is not None
+        if self.pairs and windows_of(options) is not None:
+            raise ValueError(
+                f"--window-stride {options.window_stride}: windows read single texts, but the "
+                f"data has second texts (--text-b-column {options.text_b_column}). Drop "
+                f"--window-stride for sentence pairs.")
         self.num_train_examples = len(train)
         self.train_dataset = reader.classification_dataset(
             train, train_labels, self.preprocessor)
@@ -84,12 +90,16 @@ class ClassificationTask(FinetuneTask):
         return self.label_names, self.train_labels
 
     def model_kwargs(self):
+        # Windows: only when asked for (a model without keeps today's task.json).
+        windows = windows_of(self.task_options)
+        extra = {} if windows is None else {"windows": windows}
         if self.regression:
-            return {"num_classes": 1, "dropout_rate": self.options.dropout_rate}
+            return {"num_classes": 1, "dropout_rate": self.options.dropout_rate, **extra}
         return {
             "num_classes": len(self.label_names),
             "label_names": self.label_names,
             "dropout_rate": self.options.dropout_rate,
+            **extra,
         }
 
     def evaluate(self, model, batch_size):

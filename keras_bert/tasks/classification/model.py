@@ -3,11 +3,12 @@
 import keras
 
 from keras_bert.models.task import DenseHeadTask
-from keras_bert.tasks.classification.serving import ClassifierServingModule
+from keras_bert.models.windowed import WindowedTask
+from keras_bert.tasks.classification.serving import ClassifierServingModule, predict_windowed
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertClassifier(DenseHeadTask):
+class BertClassifier(WindowedTask, DenseHeadTask):
     """The paper's fine-tuning head: pooled [CLS] -> dropout -> dense.
 
     Inputs: the encoder input dict (one sentence, or a pair packed as
@@ -21,6 +22,13 @@ class BertClassifier(DenseHeadTask):
         dropout_rate: float or None; None uses the encoder's dropout_rate.
         label_names: optional list of `num_classes` label strings, saved in
             task.json and used by exports.
+        windows: None (texts are truncated at max_seq_length), or a dict
+            {"stride": 128, "max_windows": 8, "combine": "mean"}: `predict`
+            on strings and exports read a long text as overlapping windows
+            of max_seq_length, `stride` tokens apart (at most `max_windows`),
+            and combine the window logits ("mean" or "max"). Saved in
+            task.json; `set_windows` changes it. `fit` and `evaluate` still
+            read the first max_seq_length tokens.
 
     Strings work after `from_pretrained`: it attaches a `BertPreprocessor`
     (the directory's vocab.txt, lowercase and max_seq_length), so `fit`,
@@ -46,14 +54,33 @@ class BertClassifier(DenseHeadTask):
     >>> classifier = BertClassifier(encoder, num_classes=3)  # Integer inputs.
     >>> classifier.compile()
     >>> classifier.fit(inputs, labels)
+
+    With windows, `predict(texts)` returns a dict: `logits` [N, num_classes]
+    (combined over each text's windows) and `num_windows` int32 [N]:
+    >>> classifier.set_windows({"stride": 128, "max_windows": 8})
+    >>> classifier.predict(["a review of 900 tokens ..."])["num_windows"]
+    array([7], dtype=int32)
     """
 
     task_name = "classification"
     serving_module_class = ClassifierServingModule
 
-    def __init__(self, encoder, num_classes, dropout_rate=None, label_names=None, **kwargs):
+    def __init__(self, encoder, num_classes, dropout_rate=None, label_names=None, windows=None,
+                 **kwargs):
+        self._init_windows(windows)
         super().__init__(encoder, num_classes, dropout_rate, label_names,
                          feature="pooled_output", **kwargs)
+
+    def task_config(self):
+        return {**super().task_config(), **self.windows_config()}
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        texts = None if self.windows is None else self._predict_texts(x)
+        if texts is None:
+            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
+                                   callbacks=callbacks)
+        # Windows: the export's code (serving.py), logits combined per text.
+        return predict_windowed(self, texts, batch_size=batch_size or 64)
 
     def default_loss(self):
         # Regression (num_classes=1, e.g. STS-B): the output is the value itself.

@@ -10,6 +10,7 @@ import dataclasses
 
 FILE_FORMATS = ("csv", "tsv", "jsonl")
 UNKNOWN_LABELS = ("error", "skip")
+WINDOW_COMBINE = ("mean", "max")  # keras_bert.text.windows.COMBINE
 
 
 def _field(default, help, **metadata):
@@ -30,6 +31,11 @@ class ClassificationOptions:
         label_names: list of str or None (None: the model directory's labels
             for the same task, else sorted from the training data).
         unknown_labels: "error" or "skip", for labels outside label_names.
+        window_stride: int or None: the model reads long texts in windows
+            this many tokens apart in `predict` and exports (saved in
+            task.json as task_config "windows"); None: truncated.
+        max_windows: int, windows read per text (with window_stride).
+        window_combine: "mean" or "max" of the window logits.
     """
 
     text_column: str = _field("text", "Column of the (first) text.")
@@ -47,6 +53,14 @@ class ClassificationOptions:
     unknown_labels: str = _field(
         "error", "A label outside --label-names: stop with its FILE:LINE (default) or skip the "
         "row and count it.", choices=UNKNOWN_LABELS)
+    window_stride: int = _field(
+        None, "Long texts: the saved model reads them in overlapping windows of "
+        "--max-seq-length, this many tokens apart, in predict and exports (default: "
+        "truncated). Training reads the first window.")
+    max_windows: int = _field(8, "With --window-stride: windows read per text (the rest is "
+                              "not read).")
+    window_combine: str = _field("mean", "With --window-stride: combine the window logits "
+                                 "by their mean or max.", choices=WINDOW_COMBINE)
 
     def __post_init__(self):
         for name in ("text_column", "label_column"):
@@ -73,4 +87,6 @@ TASK_JSON = {
     "num_classes": {"type": "integer", "minimum": 1},
     "dropout_rate": {"type": "number", "nullable": True},
     "label_names": {"type": "strings", "nullable": True},
+    "windows": {"type": "object", "nullable": True},
 }
+

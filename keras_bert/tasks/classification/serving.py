@@ -2,8 +2,10 @@
 
 import tensorflow as tf
 
+from keras_bert.export.export import predict_text, serving_module_of
 from keras_bert.export.serving_module import STRINGS, BertServingModule, check_same_batch
 from keras_bert.models.task import check_labels, default_label_names
+from keras_bert.text.windows import text_windows
 
 
 class ClassifierServingModule(BertServingModule):
@@ -25,6 +27,17 @@ class ClassifierServingModule(BertServingModule):
     size, each padded to its own longest text, and the rows are returned in
     the request's order: a few long tweets then no longer pad the whole
     request (same outputs as k=1, up to float rounding).
+
+    A model with `windows` (`BertClassifier(windows=...)`, task.json
+    task_config "windows") reads each text as overlapping windows of
+    max_seq_length (`keras_bert.text.windows.text_windows`: `stride` tokens
+    apart, at most `max_windows`, the rest unread), runs all windows of the
+    request as one batch and combines each text's window logits ("mean" or
+    "max") before the softmax. classify then also returns
+        num_windows    int32 [B]       windows read of each text
+    and `preprocess` returns the windows: token_ids, segment_ids,
+    padding_mask int32 [F, S] and example int32 [F] (the text of each).
+    Windows read single texts (not pairs) and run as one batch (sub_batches=1).
 
     Args:
         model: a `BertClassifier`.
@@ -53,6 +66,17 @@ class ClassifierServingModule(BertServingModule):
                 f"Expected sub_batches to be an int >= 1. Received: sub_batches={sub_batches!r}"
             )
         self.sub_batches = sub_batches
+        # Plain attributes (a dict would be tracked into the SavedModel).
+        windows = getattr(model, "windows", None)
+        self.window_stride = windows and windows["stride"]
+        self.max_windows = windows and windows["max_windows"]
+        self.window_combine = windows and windows["combine"]
+        if windows is not None and (pairs or sub_batches > 1):
+            raise ValueError(
+                f"Windows read single texts in one batch; received "
+                f"{'pairs=True' if pairs else f'sub_batches={sub_batches}'} for a classifier "
+                f"with windows={windows}. Export it without windows "
+                f"(model.set_windows(None)) or drop --pairs / --sub-batches.")
         num_classes = model.num_classes
         label_names = check_labels(
             num_classes, default_label_names(num_classes, label_names or model.label_names))
@@ -70,6 +94,22 @@ class ClassifierServingModule(BertServingModule):
 
             def preprocess(text, text_b):
                 return self.pack(tuple(self.tokenize(t) for t in check_same_batch(text, text_b)))
+        elif self.window_stride is not None:
+            def classify(text):
+                logits, num_windows = self._window_logits(text)
+                return {**self._outputs(logits), "num_windows": num_windows}
+
+            def preprocess(text):
+                windows = self._text_windows(text)
+                keys = ("token_ids", "segment_ids", "padding_mask", "example")
+                return {k: windows[k] for k in keys}
+
+            def logits(text):
+                logits, num_windows = self._window_logits(text)
+                return {"logits": logits, "num_windows": num_windows}
+
+            # For `BertClassifier.predict`; not a signature of the export.
+            self._keras.logits_fn = tf.function(logits, input_signature=specs)
         else:
             def classify(text):
                 return self._classify((text,))
@@ -86,6 +126,10 @@ class ClassifierServingModule(BertServingModule):
             logits = self._run_model_sorted(segments)
         else:
             logits = self.run_model(self.pack(segments))  # (B, K)
+        return self._outputs(logits)
+
+    def _outputs(self, logits):
+        """The classify outputs of logits [B, K]."""
         if self.num_classes == 1:
             return {"score": logits[:, 0]}
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
@@ -94,6 +138,21 @@ class ClassifierServingModule(BertServingModule):
             "label_id": label_id,
             "label": tf.gather(self.label_names, label_id),
         }
+
+    def _text_windows(self, text):
+        return text_windows(self.tokenize(text), self.pack,
+                            self.sequence_length or self.max_seq_length, self.window_stride,
+                            self.max_windows)
+
+    def _window_logits(self, text):
+        """(logits float32 [B, K] combined over each text's windows, num_windows int32 [B])."""
+        windows = self._text_windows(text)
+        logits = self.run_model(
+            {k: windows[k] for k in ("token_ids", "segment_ids", "padding_mask")})  # (F, K)
+        combine = (tf.math.unsorted_segment_max if self.window_combine == "max"
+                   else tf.math.unsorted_segment_mean)
+        # Every text has at least one window (an empty text: [CLS] [SEP]).
+        return combine(logits, windows["example"], tf.shape(text)[0]), windows["num_windows"]
 
     def _run_model_sorted(self, segments):
         """Logits [B, K] computed on length-sorted sub-batches, rows in input order."""
@@ -113,3 +172,19 @@ class ClassifierServingModule(BertServingModule):
 
         return tf.cond(batch >= self.MIN_SUB_BATCH * k, split,
                        lambda: self.run_model(self.pack(segments)))
+
+
+def predict_windowed(model, texts, batch_size=64):
+    """`BertClassifier.predict` with windows: {"logits" [N, K], "num_windows" int32 [N]}.
+
+    Args:
+        model: a `BertClassifier` with `windows` and a preprocessor.
+        texts: a tuple of one batch of strings (`BertTask._predict_texts`).
+        batch_size: int, texts per call (their windows run as one batch).
+    """
+    if len(texts) != 1:
+        raise ValueError(
+            f"This classifier reads texts in windows (windows={model.windows}), one text per "
+            f"example; it was given pairs. Call model.set_windows(None) to classify pairs.")
+    return predict_text(model, texts, serving_module_of(model)._keras.logits_fn,
+                        batch_size=batch_size)

@@ -24,6 +24,15 @@ way (0.01 * window length in `_check_is_max_context` is not exact in float32).
 
 import tensorflow as tf
 
+# The generic windows (keras_bert/text/windows.py); window_layout and
+# max_context_mask stay importable from here.
+from keras_bert.text.windows import (  # noqa: F401
+    max_context_mask,
+    split_windows,
+    window_layout,
+    window_tokens,
+)
+
 NO_SPAN = -1e30  # Score of a window without a valid span (finite: JSON has no -inf).
 
 
@@ -61,75 +70,6 @@ def resolve_query_length(max_seq_length, max_query_length=None):
     return max_query_length
 
 
-def window_layout(context_lengths, window_sizes, doc_stride, max_windows=None):
-    """Where each window (feature) of each example starts, and its length.
-
-    Windows start at 0, s, 2s, ... with s = min(doc_stride, window size);
-    the last one ends at the end of the context (run_squad.py's loop). An
-    empty context has one empty window.
-
-    Args:
-        context_lengths: int32 Tensor [B], context tokens of each example.
-        window_sizes: int32 Tensor [B], context tokens that fit one window.
-        doc_stride: int, tokens between window starts.
-        max_windows: int or None, at most this many windows per example
-            (context tokens after them are never read); None: no limit.
-
-    Returns:
-        A dict of int32 Tensors [F], F = total windows: `example` (row of
-        the example), `window_start`, `window_length` (context tokens).
-
-    Example:
-    >>> window_layout(tf.constant([10]), tf.constant([4]), 3)["window_start"]
-    <tf.Tensor: shape=(3,), dtype=int32, numpy=array([0, 3, 6], dtype=int32)>
-    """
-    context_lengths = tf.cast(context_lengths, tf.int32)
-    window_sizes = tf.cast(window_sizes, tf.int32)
-    stride = tf.minimum(doc_stride, window_sizes)
-    extra = tf.maximum(context_lengths - window_sizes, 0)
-    num_windows = 1 + (extra + stride - 1) // stride  # (B,)
-    if max_windows is not None:
-        num_windows = tf.minimum(num_windows, max_windows)
-    example = tf.repeat(tf.range(tf.size(num_windows)), num_windows)  # (F,)
-    index = tf.ragged.range(num_windows).flat_values  # (F,)
-    start = index * tf.gather(stride, example)
-    length = tf.minimum(
-        tf.gather(context_lengths, example) - start, tf.gather(window_sizes, example)
-    )
-    return {"example": example, "window_start": start, "window_length": length}
-
-
-def max_context_mask(in_context, position, window_length, token_index, num_tokens):
-    """True where a context token has its most context in this window.
-
-    run_squad.py `_check_is_max_context`: score = min(left, right context)
-    + 0.01 * window length, in float64; on ties the first window wins.
-
-    Args:
-        in_context: bool [F, S], the position holds a context token.
-        position: int32 [F, S], index of the token within its window.
-        window_length: int32 [F].
-        token_index: int32 [F, S], index of the token among all context
-            tokens of the batch (any value where not `in_context`).
-        num_tokens: int32 scalar, context tokens in the batch.
-
-    Returns:
-        bool [F, S].
-    """
-    length = window_length[:, None]
-    score = tf.cast(tf.minimum(position, length - 1 - position), tf.float64) + 0.01 * tf.cast(
-        length, tf.float64
-    )
-    segment = tf.where(in_context, token_index, num_tokens)  # num_tokens: a dump slot.
-    best = tf.math.unsorted_segment_max(score, segment, num_tokens + 1)
-    feature = tf.broadcast_to(tf.range(tf.shape(score)[0])[:, None], tf.shape(score))
-    is_best = in_context & tf.equal(score, tf.gather(best, segment))
-    first = tf.math.unsorted_segment_min(
-        tf.where(is_best, feature, tf.int32.max), segment, num_tokens + 1
-    )
-    return in_context & tf.equal(tf.gather(first, segment), feature)
-
-
 def squad_windows(question_ids, context_ids, pack, max_seq_length, doc_stride,
                   max_windows=None):
     """Packed `[CLS] question [SEP] window [SEP]` windows of a batch of examples.
@@ -155,31 +95,21 @@ def squad_windows(question_ids, context_ids, pack, max_seq_length, doc_stride,
         the position holds no context token; `max_context` bool [F, S].
     """
     question_ids = tf.cast(question_ids, tf.int32)
-    context_ids = tf.cast(context_ids, tf.int32)
     question_lengths = tf.cast(question_ids.row_lengths(), tf.int32)
-    layout = window_layout(
-        context_ids.row_lengths(), max_seq_length - 3 - question_lengths, doc_stride, max_windows
-    )
+    layout = split_windows(
+        context_ids, max_seq_length - 3 - question_lengths, doc_stride, max_windows)
     example = layout["example"]
-    first = tf.gather(tf.cast(context_ids.row_starts(), tf.int32), example) + layout["window_start"]
-    windows = tf.gather(context_ids.flat_values,
-                        tf.ragged.range(first, first + layout["window_length"]))  # (F, (w))
     questions = tf.gather(question_ids, example)  # (F, (q))
-    outputs = dict(pack((questions, windows)))
+    outputs = dict(pack((questions, layout["windows"])))
 
     # Context token j of a window sits at position q + 2 + j.
     offset = tf.gather(question_lengths, example) + 2  # (F,)
     seq = tf.shape(outputs["token_ids"])[1]
-    position = tf.range(seq)[None, :] - offset[:, None]  # (F, S)
-    in_context = (position >= 0) & (position < layout["window_length"][:, None])
-    token = first[:, None] + position
     num_tokens = tf.cast(tf.size(context_ids.flat_values), tf.int32)
-    outputs.update(layout)
+    outputs.update({k: layout[k] for k in ("example", "window_start", "window_length")})
     outputs["context_offset"] = offset
-    outputs["context_token"] = tf.where(in_context, token, -1)
-    outputs["max_context"] = max_context_mask(
-        in_context, position, layout["window_length"], token, num_tokens
-    )
+    outputs["context_token"], outputs["max_context"] = window_tokens(
+        layout, offset, seq, num_tokens)
     return outputs
 
 

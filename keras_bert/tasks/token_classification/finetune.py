@@ -6,6 +6,7 @@ from keras_bert.data import batching
 from keras_bert.tasks.token_classification import metrics as metrics_lib
 from keras_bert.tasks.token_classification import reader as conll
 from keras_bert.tasks.token_classification.model import BertTokenClassifier
+from keras_bert.text.windows import windows_of
 from keras_bert.training.finetune import FinetuneTask, predict_batches
 
 
@@ -49,10 +50,13 @@ class TokenClassificationTask(FinetuneTask):
         return self.label_names, ids
 
     def model_kwargs(self):
+        # Windows: only when asked for (a model without keeps today's task.json).
+        windows = windows_of(self.task_options)
         return {
             "num_classes": len(self.label_names),
             "label_names": self.label_names,
             "dropout_rate": self.options.dropout_rate,
+            **({} if windows is None else {"windows": windows}),
         }
 
     def predict_tags(self, model, batch_size):

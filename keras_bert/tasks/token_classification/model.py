@@ -7,12 +7,13 @@ import tensorflow as tf
 from keras_bert.export.export import predict_text, serving_module_of
 from keras_bert.models.task import DenseHeadTask
 from keras_bert.tasks.token_classification.entities import to_entity_lists
+from keras_bert.models.windowed import WindowedTask
 from keras_bert.tasks.token_classification.metrics import IGNORE_LABEL, LabeledTokenAccuracy
 from keras_bert.tasks.token_classification.serving import TokenClassifierServingModule
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertTokenClassifier(DenseHeadTask):
+class BertTokenClassifier(WindowedTask, DenseHeadTask):
     """Sequence output -> dropout -> dense: one label distribution per token.
 
     Output: float32 logits [batch_size, seq_length, num_classes].
@@ -28,6 +29,15 @@ class BertTokenClassifier(DenseHeadTask):
         num_classes: int, number of tags.
         dropout_rate: float or None; None uses the encoder's dropout_rate.
         label_names: optional list of `num_classes` tag strings (e.g. "B-PER").
+        windows: None (texts are truncated at max_seq_length), or a dict
+            {"stride": 128, "max_windows": 8}: `predict` on strings and
+            exports read a long text as overlapping windows of
+            max_seq_length, `stride` tokens apart (at most `max_windows`;
+            later tokens are not listed), and each token takes its label
+            from the window where it has the most context (the SQuAD
+            recipe's max-context rule). The result then also has
+            `num_windows` [batch]. Saved in task.json; `set_windows`
+            changes it. `fit` and `evaluate` are unchanged.
 
     With a preprocessor (`from_pretrained` attaches one), `predict(texts)`
     on strings returns what the export's `tag` signature returns, from the
@@ -59,9 +69,16 @@ class BertTokenClassifier(DenseHeadTask):
     serving_module_class = TokenClassifierServingModule
     text_columns = (1,)
 
-    def __init__(self, encoder, num_classes, dropout_rate=None, label_names=None, **kwargs):
+    combines_windows = False  # A label per token: no window logits to combine.
+
+    def __init__(self, encoder, num_classes, dropout_rate=None, label_names=None, windows=None,
+                 **kwargs):
+        self._init_windows(windows)
         super().__init__(encoder, num_classes, dropout_rate, label_names,
                          feature="sequence_output", **kwargs)
+
+    def task_config(self):
+        return {**super().task_config(), **self.windows_config()}
 
     def default_loss(self):
         # Label -1 marks pieces that carry no label (not first pieces, [CLS],

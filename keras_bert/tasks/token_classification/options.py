@@ -18,6 +18,10 @@ class TokenClassificationOptions:
         label_names: list of str or None (None: the model directory's tags
             for the same task, else sorted from the training data).
         unknown_labels: "error" or "skip", for tags outside label_names.
+        window_stride: int or None: the model reads long texts in windows
+            this many tokens apart in `predict` and exports (saved in
+            task.json as task_config "windows"); None: truncated.
+        max_windows: int, windows read per text (with window_stride).
     """
 
     label_names: list = dataclasses.field(default=None, metadata={
@@ -26,6 +30,13 @@ class TokenClassificationOptions:
     unknown_labels: str = dataclasses.field(default="error", metadata={
         "help": "A label outside --label-names: stop with its FILE:LINE (default) or skip the "
         "row and count it.", "choices": UNKNOWN_LABELS})
+    # Same flags as classification's (one --window-stride, one --max-windows).
+    window_stride: int = dataclasses.field(default=None, metadata={
+        "help": "Long texts: the saved model reads them in overlapping windows of "
+        "--max-seq-length, this many tokens apart, in predict and exports (default: "
+        "truncated). Training reads the first window."})
+    max_windows: int = dataclasses.field(default=8, metadata={
+        "help": "With --window-stride: windows read per text (the rest is not read)."})
 
     def __post_init__(self):
         if self.unknown_labels not in UNKNOWN_LABELS:
@@ -43,4 +54,5 @@ TASK_JSON = {
     "num_classes": {"type": "integer", "minimum": 1},
     "dropout_rate": {"type": "number", "nullable": True},
     "label_names": {"type": "strings", "nullable": True},
+    "windows": {"type": "object", "nullable": True},
 }

@@ -5,6 +5,7 @@ import tensorflow as tf
 from keras_bert.export.serving_module import STRINGS, BertServingModule
 from keras_bert.models.task import check_labels, default_label_names
 from keras_bert.tasks.token_classification import entities as entities_lib
+from keras_bert.text.windows import text_windows
 
 
 class TokenClassifierServingModule(BertServingModule):
@@ -33,6 +34,15 @@ class TokenClassifierServingModule(BertServingModule):
         start, end   int32    its character offsets in `text` (-1 on padding)
         score        float32  mean score of its pieces / words (0 on padding)
         num_entities int32 [B]
+    A model with `windows` (`BertTokenClassifier(windows=...)`, task.json
+    task_config "windows") reads each text as overlapping windows of
+    max_seq_length (`keras_bert.text.windows.text_windows`: `stride` tokens
+    apart, at most `max_windows`), all windows of the request in one batch;
+    each token's label and probability come from the window where it has
+    the most context (run_squad.py's max-context rule). T is then the most
+    tokens the windows read of a text (later tokens are not listed), and
+    tag also returns
+        num_windows  int32 [B]  windows read of each text
 
     Args:
         model: a `BertTokenClassifier`.
@@ -55,6 +65,10 @@ class TokenClassifierServingModule(BertServingModule):
         label_names = check_labels(
             num_classes, default_label_names(num_classes, label_names or model.label_names))
         self.label_names = tf.constant([str(name) for name in label_names], tf.string)
+        # Plain attributes (a dict would be tracked into the SavedModel).
+        windows = getattr(model, "windows", None)
+        self.window_stride = windows and windows["stride"]
+        self.max_windows = windows and windows["max_windows"]
         super().__init__(model, tokenizer, vocab_file, max_seq_length, **kwargs)
 
     def export_metadata(self):
@@ -63,11 +77,25 @@ class TokenClassifierServingModule(BertServingModule):
 
     def _define_signatures(self):
         super()._define_signatures()
-        self.tag = tf.function(self._tag, input_signature=[STRINGS])
+        if self.window_stride is None:
+            self.tag = tf.function(self._tag, input_signature=[STRINGS])
+        else:
+            self.tag = tf.function(self._tag_windows, input_signature=[STRINGS])
+
+            def preprocess(text):
+                windows = self._text_windows(self.tokenize(text))
+                keys = ("token_ids", "segment_ids", "padding_mask", "example")
+                return {k: windows[k] for k in keys}
+
+            self.preprocess = tf.function(preprocess, input_signature=[STRINGS])
         # autograph=False: plain ops, no Python control flow to convert
         # (autograph made each trace take seconds).
         self.entities = tf.function(self.entities_function(self.aggregation_strategy),
                                     input_signature=[STRINGS], autograph=False)
+
+    def _text_windows(self, ids):
+        return text_windows(ids, self.pack, self.sequence_length or self.max_seq_length,
+                            self.window_stride, self.max_windows)
 
     def entities_function(self, strategy):
         """text [B] -> the entities of `strategy`: the `tag` graph, then `group_entities`.
@@ -93,6 +121,34 @@ class TokenClassifierServingModule(BertServingModule):
         width = tf.shape(mask)[1]
         # Token i of a text sits at position i + 1, after [CLS].
         probabilities = tf.nn.softmax(logits[:, 1 : 1 + width], axis=-1)  # (B, T, K)
+        return self._tag_outputs(ids, starts, ends, mask, probabilities)
+
+    def _tag_windows(self, text):
+        ids, starts, ends = self.tokenize_with_offsets(text)  # (B, (n)) each
+        windows = self._text_windows(ids)
+        logits = self.run_model(
+            {k: windows[k] for k in ("token_ids", "segment_ids", "padding_mask")})  # (F, S, K)
+        # Each token's logits from the one window where it has max context.
+        where = tf.where(windows["max_context"])  # (N, 2): (window, position)
+        token = tf.gather_nd(windows["token"], where)  # (N,)
+        num_tokens = tf.size(ids.flat_values)
+        token_logits = tf.scatter_nd(
+            token[:, None], tf.gather_nd(logits, where),
+            tf.stack([num_tokens, tf.shape(logits)[2]]))  # (n_total, K)
+        # Tokens after a text's last window are not read: they are not listed.
+        read = tf.math.unsorted_segment_max(
+            windows["window_start"] + windows["window_length"], windows["example"],
+            tf.shape(text)[0])  # (B,)
+        row_starts = tf.cast(ids.row_starts(), tf.int32)
+        kept = tf.ragged.range(row_starts, row_starts + read)  # (B, (t)) flat token indexes
+        ids, starts, ends = (tf.gather(x.flat_values, kept) for x in (ids, starts, ends))
+        mask = tf.ones_like(ids).to_tensor(0)  # (B, T)
+        probabilities = tf.nn.softmax(tf.gather(token_logits, kept).to_tensor(0.0), axis=-1)
+        return {**self._tag_outputs(ids, starts, ends, mask, probabilities),
+                "num_windows": windows["num_windows"]}
+
+    def _tag_outputs(self, ids, starts, ends, mask, probabilities):
+        """The tag outputs of the listed tokens' ids, offsets [B, (T)] and probabilities [B, T, K]."""
         label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
         real = tf.cast(mask, tf.bool)
         tokens = self._keras.tokenizer.ids_to_tokens(ids).to_tensor("")

@@ -1,0 +1,50 @@
+"""WindowedTask: the long-document switch of the classifier and the token classifier.
+
+A model with `windows` set reads a text longer than its max_seq_length as
+overlapping windows (`keras_bert.text.windows`) in `predict` on strings and
+in its export; without, texts are truncated as ever. The setting is a
+constructor argument, so it is saved in task.json's task_config (and a
+.keras file) and read back by `from_pretrained` and exports.
+"""
+
+from keras_bert.text.windows import check_windows
+
+
+class WindowedTask:
+    """Mixin of task models that may read long texts in windows.
+
+    The windows dict: {"stride": int, "max_windows": int} (and "combine":
+    "mean" or "max" for classifiers); see `keras_bert.text.windows.check_windows`.
+    """
+
+    #: Whether the windows dict has "combine" (window logits combined per text).
+    combines_windows = True
+
+    def _init_windows(self, windows):
+        # object.__setattr__: Keras would wrap a dict attribute for tracking.
+        object.__setattr__(self, "_windows", check_windows(windows, self.combines_windows))
+
+    @property
+    def windows(self):
+        """The windows dict (a copy), or None: texts are truncated at max_seq_length."""
+        windows = getattr(self, "_windows", None)
+        return None if windows is None else dict(windows)
+
+    def set_windows(self, windows):
+        """Switches windows on (a dict, see the class docstring) or off (None).
+
+        `predict` on strings and exports made afterwards use the new
+        setting; `save_pretrained` writes it to task.json.
+
+        Example:
+        >>> classifier.set_windows({"stride": 128, "max_windows": 8, "combine": "mean"})
+        >>> classifier.predict(["a long review ..."])["num_windows"]
+        """
+        self._init_windows(windows)
+        # predict's serving module was built for the old setting.
+        object.__setattr__(self, "_keras_bert_serving_module", None)
+
+    def windows_config(self):
+        """{"windows": ...} for task_config when windows are on; {} when off
+        (task.json of a model without windows stays as it was)."""
+        return {} if self.windows is None else {"windows": self.windows}
