@@ -16,6 +16,11 @@ from keras_bert.models import task_inputs
 from keras_bert.models.keras_file import AtomicKerasSave
 from keras_bert.models.registry import get_task
 from keras_bert.models.replica_jit import ReplicaJitCompile
+from keras_bert.text.preprocessor import BertPreprocessor
+
+# Texts per call of the traced preprocessor when in-memory texts are
+# preprocessed up front: bounds the memory of one call's ragged tokens.
+_PREPROCESS_CHUNK = 8192
 
 # Loss names (as `keras.losses.get` takes them) that expect probabilities by
 # default; a task model outputs logits.
@@ -56,6 +61,42 @@ def _check_logits_loss(loss):
 # The input rules live in task_inputs; these names stay importable from here.
 _is_text = task_inputs.is_text
 text_inputs = task_inputs.text_inputs
+
+
+class _TracedPreprocessor:
+    """A preprocessor traced once per number of text columns (one or a pair).
+
+    Tracing the tokenizer and packer (a graph of about a thousand nodes with
+    large constant tables) costs about a second; a `dataset.map` of the
+    preprocessor paid it on each `fit` / `evaluate` / `predict`. Kept on the
+    model (as a plain object, so Keras and SavedModel do not track it) and
+    rebuilt when the model's preprocessor is replaced.
+    """
+
+    def __init__(self, preprocessor):
+        self.preprocessor = preprocessor
+        self.functions = {}
+
+    def __call__(self, texts):
+        """`texts` (a tuple of 1-D tf.string Tensors) -> encoder inputs."""
+        count = len(texts)
+        if count not in self.functions:
+            preprocessor = self.preprocessor
+
+            def preprocess(*columns):
+                return preprocessor(tuple(columns))
+
+            self.functions[count] = tf.function(
+                preprocess, input_signature=[tf.TensorSpec([None], tf.string)] * count)
+        return self.functions[count](*texts)
+
+
+def _trim_to_longest(features, *rest):
+    """Cuts a batch of up-front padded encoder inputs to its longest text, as
+    `BertPacker(sequence_length=None)` pads each batch on its own."""
+    lengths = tf.reduce_sum(tf.cast(features["padding_mask"], tf.int32), axis=1)
+    width = tf.reduce_max(lengths)
+    return ({k: v[:, :width] for k, v in features.items()},) + rest
 
 
 def _dataset_text_parts(spec):
@@ -350,11 +391,52 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
             y, count, getattr(self, "label_names", None), getattr(self, "num_classes", None),
             self._what(method), name)
 
+    def _traced_preprocessor(self):
+        """The model's preprocessor as a `_TracedPreprocessor`, traced once per
+        model and text-column count (a new one when the preprocessor changes)."""
+        preprocessor = self._require_preprocessor()
+        traced = self.__dict__.get("_traced_preprocessor_cache")
+        if traced is None or traced.preprocessor is not preprocessor:
+            traced = _TracedPreprocessor(preprocessor)
+            self._traced_preprocessor_cache = traced
+        return traced
+
     def _preprocess_element(self, *element):
         """(texts[, labels[, sample_weight]]) -> (encoder inputs, ...)."""
         x, rest = element[0], element[1:]
         texts = x if isinstance(x, tuple) else (x,)
-        return (self.preprocessor(texts),) + rest
+        return (self._traced_preprocessor()(texts),) + rest
+
+    def _preprocessed_in_memory(self, texts):
+        """Encoder inputs of all `texts` (a tuple of 1-D tf.string Tensors),
+        padded to the longest, as numpy arrays; or None when the preprocessor
+        is not a `BertPreprocessor` (its padding is then not known).
+
+        Preprocessing up front through the traced function keeps tracing out
+        of the tf.data pipeline (a new iterator per epoch re-instantiates the
+        graphs it holds); with `sequence_length=None` each batch is then cut
+        back to its own longest text by `_trim_to_longest`.
+        """
+        preprocessor = self._require_preprocessor()
+        if not isinstance(preprocessor, BertPreprocessor):
+            return None
+        traced = self._traced_preprocessor()
+        count = task_inputs.count_rows(texts[0])
+        chunks = [
+            {k: v.numpy() for k, v in traced(
+                tuple(t[start:start + _PREPROCESS_CHUNK] for t in texts)).items()}
+            for start in range(0, count, _PREPROCESS_CHUNK)
+        ]
+        width = max(chunk["token_ids"].shape[1] for chunk in chunks)
+        pad_values = {"token_ids": preprocessor.packer.pad_token_id}
+        return {
+            key: np.concatenate([
+                np.pad(chunk[key], [(0, 0), (0, width - chunk[key].shape[1])],
+                       constant_values=pad_values.get(key, 0))
+                for chunk in chunks
+            ])
+            for key in chunks[0]
+        }
 
     def _text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
         """A batched, preprocessed tf.data.Dataset for string `x`, or None if
@@ -383,18 +465,24 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
         if count == 0:
             raise ValueError(f"{type(self).__name__}: fit and evaluate need at least one "
                              f"text. Received: 0 texts.")
-        columns = [texts if len(texts) == 2 else texts[0]]
+        labels = []
         for name, value in (("y", y), ("sample_weight", sample_weight)):
             if value is not None:
-                columns.append(self._labels(value, count, "fit", name))
+                labels.append(self._labels(value, count, "fit", name))
         if sample_weight is not None and y is None:
             raise ValueError("sample_weight needs labels: pass y as well.")
-        dataset = tf.data.Dataset.from_tensor_slices(tuple(columns))
+        features = self._preprocessed_in_memory(texts)
+        first = (texts if len(texts) == 2 else texts[0]) if features is None else features
+        dataset = tf.data.Dataset.from_tensor_slices((first, *labels))
         if shuffle:
             dataset = dataset.shuffle(max(count, 1), reshuffle_each_iteration=True)
         dataset = dataset.batch(batch_size or 32)
-        return dataset.map(self._preprocess_element,
-                           num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        if features is None:
+            dataset = dataset.map(self._preprocess_element,
+                                  num_parallel_calls=tf.data.AUTOTUNE)
+        elif self.preprocessor.sequence_length is None:
+            dataset = dataset.map(_trim_to_longest)
+        return dataset.prefetch(tf.data.AUTOTUNE)
 
     def _text_features_of(self, dataset, method):
         """Checks a string dataset's features; returns (parts, splitter) or None.
@@ -462,7 +550,7 @@ class BertTask(AtomicKerasSave, ReplicaJitCompile, keras.Model):
             rest = list(rest)
             if rest and map_labels is not None:
                 rest[0] = map_labels(rest[0])
-            return (self.preprocessor(split(x)),) + tuple(rest)
+            return (self._traced_preprocessor()(split(x)),) + tuple(rest)
 
         if isinstance(dataset.element_spec, tuple):
             function = preprocess
