@@ -76,6 +76,7 @@ SKIP = {
     "README.md: $ done; wait": "two workers on local ports (tests/training tests multi-worker)",
     "README.md: $ docker run": "needs docker and the tensorflow/serving image",
     "README.md: $ curl": "needs the TF Serving container above",
+    "exports/README.md: $ curl http://localhost:8501/monitoring": "needs a running TF Serving with monitoring.config",
     "exports/README.md: $ docker run": "needs docker and the tensorflow/serving image",
     "exports/README.md: stub = prediction_service_pb2_grpc.PredictionServiceStub(":
         "needs a running TF Serving and tensorflow-serving-api",
