@@ -14,6 +14,8 @@ import textwrap
 import keras
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.framework import function_pb2
+from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert.export import export_model
 from keras_bert.models import BertEncoder, load_model_dir
@@ -43,6 +45,33 @@ def tiny_encoder(seed=0):
     keras.utils.set_random_seed(seed)
     config = tiny_config(vocab_size=len(VOCAB), max_position_embeddings=32)
     return BertEncoder(**config.to_dict())
+
+
+def write_library_op_export(directory):
+    """Writes a synthetic SavedModel whose only non-core op sits in a function body.
+
+    keras-nlp's RoundRobinTrim did so (tensorflow/serving#2267): the op guards
+    must read library functions, not only the top-level graph.
+
+    Args:
+        directory: pathlib.Path; the export is written to `directory / "1"`.
+
+    Returns:
+        The version directory as a str. Its ops: Placeholder (graph), then
+        RoundRobinTrim, FastWordpieceTokenizeWithOffsets and Identity (function).
+    """
+    proto = saved_model_pb2.SavedModel()
+    graph = proto.meta_graphs.add().graph_def
+    graph.node.add(name="x", op="Placeholder")
+    function = function_pb2.FunctionDef()
+    function.signature.name = "trim"
+    function.node_def.add(name="t", op="RoundRobinTrim")
+    function.node_def.add(name="w", op="FastWordpieceTokenizeWithOffsets")
+    function.node_def.add(name="i", op="Identity")
+    graph.library.function.append(function)
+    os.makedirs(directory / "1")
+    (directory / "1" / "saved_model.pb").write_bytes(proto.SerializeToString())
+    return str(directory / "1")
 
 
 def preprocessor(vocab_file, max_seq_length=MAX_SEQ_LENGTH):
