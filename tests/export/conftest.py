@@ -7,6 +7,7 @@ built once per run.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,7 @@ import textwrap
 import keras
 import numpy as np
 import tensorflow as tf
+from google.protobuf import descriptor_pool, message_factory
 from tensorflow.core.framework import function_pb2
 from tensorflow.core.protobuf import saved_model_pb2
 
@@ -72,6 +74,36 @@ def write_library_op_export(directory):
     os.makedirs(directory / "1")
     (directory / "1" / "saved_model.pb").write_bytes(proto.SerializeToString())
     return str(directory / "1")
+
+
+def proto_message_class(file, name, dependencies=()):
+    """The message class `name` of a hand-written FileDescriptorProto.
+
+    For TF Serving protos that tensorflow-serving-api does not ship
+    (monitoring and batching configs): the tests parse the files the tools
+    write with the real field numbers and types.
+
+    Args:
+        file: a `descriptor_pb2.FileDescriptorProto`.
+        name: str, the message's full name ("tensorflow.serving.test.X").
+        dependencies: generated modules whose DESCRIPTOR the file imports
+            (e.g. `wrappers_pb2`), added to the pool first.
+
+    Returns:
+        The generated message class.
+    """
+    pool = descriptor_pool.DescriptorPool()
+    for module in dependencies:
+        pool.AddSerializedFile(module.DESCRIPTOR.serialized_pb)
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+
+
+def two_versions(export_dir, model_dir):
+    """Copies one export as versions 1 and 2 of `model_dir` (a copy stands for a second export)."""
+    shutil.copytree(export_dir, model_dir / "1")
+    shutil.copytree(export_dir, model_dir / "2")
+    return model_dir
 
 
 def preprocessor(vocab_file, max_seq_length=MAX_SEQ_LENGTH):
