@@ -134,6 +134,29 @@ def _other_architecture(architectures):
     return None
 
 
+def read_config_file(config_file, missing_hint):
+    """A transformers model folder's config.json, as its dict and a BertConfig.
+
+    Args:
+        config_file: str, the folder's config.json.
+        missing_hint: str, the way out, said when the file is missing.
+
+    Returns:
+        A tuple `(values, config)`: the JSON object and its `BertConfig`.
+
+    Raises:
+        CheckpointError: config.json is missing, not JSON or not BERT's.
+    """
+    if not os.path.isfile(config_file):
+        raise CheckpointError(f"Config file not found: {config_file}. {missing_hint}")
+    try:
+        with open(config_file, encoding="utf-8") as f:
+            values = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{config_file} is not valid JSON: {e}") from e
+    return values, config_from_huggingface(values, config_file)
+
+
 def config_from_huggingface(values, path="config.json"):
     """BertConfig from the dict in a transformers BERT `config.json`."""
     if not isinstance(values, dict):
@@ -334,17 +357,8 @@ def read_huggingface_checkpoint(path):
     else:
         raise CheckpointError(f"Hugging Face checkpoint not found: {path}")
     config_file = os.path.join(folder, CONFIG_FILE)
-    if not os.path.isfile(config_file):
-        raise CheckpointError(
-            f"Config file not found: {config_file}. A Hugging Face model folder "
-            f"keeps {CONFIG_FILE} beside its weights."
-        )
-    try:
-        with open(config_file, encoding="utf-8") as f:
-            values = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{config_file} is not valid JSON: {e}") from e
-    config = config_from_huggingface(values, config_file)
+    values, config = read_config_file(
+        config_file, f"A Hugging Face model folder keeps {CONFIG_FILE} beside its weights.")
     weights_file = weights_file or find_weights_file(folder)
     tensors = load_tensors(weights_file)
 

@@ -20,7 +20,6 @@ A folder with model.safetensors or pytorch_model.bin besides tf_model.h5 is
 read as a PyTorch folder (`keras_bert.checkpoints.convert.detect_format`).
 """
 
-import json
 import os
 import re
 
@@ -29,9 +28,9 @@ import numpy as np
 from keras_bert.checkpoints.huggingface import (
     CONFIG_FILE,
     VOCAB_FILE,
-    config_from_huggingface,
     head_task,
     make_head,
+    read_config_file,
     read_lowercase,
 )
 from keras_bert.checkpoints.source import CheckpointError, SourceCheckpoint, check_against_config
@@ -172,16 +171,9 @@ def read_transformers_tf_checkpoint(path):
             f"with torch (BertModel.from_pretrained(folder, from_tf=True).save_pretrained("
             f"folder), the task class in place of BertModel).")
     config_file = os.path.join(folder, CONFIG_FILE)
-    if not os.path.isfile(config_file):
-        raise CheckpointError(
-            f"Config file not found: {config_file}. transformers' save_pretrained writes "
-            f"{CONFIG_FILE} beside {TF_WEIGHTS_FILE}; copy it from where the model came from.")
-    try:
-        with open(config_file, encoding="utf-8") as f:
-            values = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{config_file} is not valid JSON: {e}") from e
-    config = config_from_huggingface(values, config_file)
+    values, config = read_config_file(
+        config_file, f"transformers' save_pretrained writes {CONFIG_FILE} beside "
+        f"{TF_WEIGHTS_FILE}; copy it from where the model came from.")
     stored_weights = read_h5_weights(weights_file)
 
     source = SourceCheckpoint(

@@ -4,10 +4,12 @@
 yields a file's lines with invalid UTF-8 repaired and reported, and
 `split_examples` makes the fixed, seeded train / eval split, and
 `text_label_dataset` turns texts and their labels into the tokenized
-dataset of the text classifiers. They know nothing of a task: a task's
+dataset of the text classifiers. `ParallelExamples` is the base of every
+reader's examples (parallel lists, one entry per kept row). They know nothing of a task: a task's
 reader (tasks/*/reader.py) builds on them.
 """
 
+import dataclasses
 import os
 
 import numpy as np
@@ -17,6 +19,25 @@ from keras_bert.text import text_files
 
 FORMATS = ("csv", "tsv", "jsonl")
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
+
+
+class ParallelExamples:
+    """Base of a reader's examples: a dataclass of parallel lists and a report.
+
+    Its first field sets the length; `subset` picks the same entries of
+    every list field (a field left None stays None) and keeps the field
+    named `report` (the `DataReport` of the reading) as it is.
+    """
+
+    def __len__(self):
+        return len(getattr(self, dataclasses.fields(self)[0].name))
+
+    def subset(self, indices):
+        """The examples at `indices` (a sequence of ints), same report."""
+        return dataclasses.replace(self, **{
+            field.name: None if getattr(self, field.name) is None
+            else [getattr(self, field.name)[i] for i in indices]
+            for field in dataclasses.fields(self) if field.name != "report"})
 
 
 def detect_format(path, file_format=None):
@@ -81,7 +102,8 @@ def split_examples(examples, eval_fraction=0.1, seed=0):
 
     Args:
         examples: anything with `subset(indices)` and `len` (a task
-            reader's examples: `ClassificationExamples`, `ConllSentences`).
+            reader's `ParallelExamples`: `ClassificationExamples`,
+            `ConllSentences`, ...).
         eval_fraction: float in (0, 1).
         seed: int.
 

@@ -400,5 +400,21 @@ def predict_text(model, inputs, signature=None, batch_size=64):
                         f"{type(model).__name__}.predict")
 
 
+class ServingCodePredict:
+    """Mixin of task models whose `predict` on strings runs their export's code.
+
+    In-memory strings and string datasets alike return the dict the
+    exported default signature returns (`predict_text`); encoded inputs
+    go to the task's own `predict`. Put it before the `BertTask` base.
+    """
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        texts = self._predict_texts(x)
+        if texts is None:
+            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
+                                   callbacks=callbacks)
+        return predict_text(self, texts, batch_size=batch_size or 64)
+
+
 def _text_value(value):
     return value.encode("utf-8") if isinstance(value, str) else value

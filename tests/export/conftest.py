@@ -7,6 +7,7 @@ built once per run.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,9 @@ import textwrap
 import keras
 import numpy as np
 import tensorflow as tf
+from google.protobuf import descriptor_pool, message_factory
+from tensorflow.core.framework import function_pb2
+from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert.export import export_model
 from keras_bert.models import BertEncoder, load_model_dir
@@ -43,6 +47,63 @@ def tiny_encoder(seed=0):
     keras.utils.set_random_seed(seed)
     config = tiny_config(vocab_size=len(VOCAB), max_position_embeddings=32)
     return BertEncoder(**config.to_dict())
+
+
+def write_library_op_export(directory):
+    """Writes a synthetic SavedModel whose only non-core op sits in a function body.
+
+    keras-nlp's RoundRobinTrim did so (tensorflow/serving#2267): the op guards
+    must read library functions, not only the top-level graph.
+
+    Args:
+        directory: pathlib.Path; the export is written to `directory / "1"`.
+
+    Returns:
+        The version directory as a str. Its ops: Placeholder (graph), then
+        RoundRobinTrim, FastWordpieceTokenizeWithOffsets and Identity (function).
+    """
+    proto = saved_model_pb2.SavedModel()
+    graph = proto.meta_graphs.add().graph_def
+    graph.node.add(name="x", op="Placeholder")
+    function = function_pb2.FunctionDef()
+    function.signature.name = "trim"
+    function.node_def.add(name="t", op="RoundRobinTrim")
+    function.node_def.add(name="w", op="FastWordpieceTokenizeWithOffsets")
+    function.node_def.add(name="i", op="Identity")
+    graph.library.function.append(function)
+    os.makedirs(directory / "1")
+    (directory / "1" / "saved_model.pb").write_bytes(proto.SerializeToString())
+    return str(directory / "1")
+
+
+def proto_message_class(file, name, dependencies=()):
+    """The message class `name` of a hand-written FileDescriptorProto.
+
+    For TF Serving protos that tensorflow-serving-api does not ship
+    (monitoring and batching configs): the tests parse the files the tools
+    write with the real field numbers and types.
+
+    Args:
+        file: a `descriptor_pb2.FileDescriptorProto`.
+        name: str, the message's full name ("tensorflow.serving.test.X").
+        dependencies: generated modules whose DESCRIPTOR the file imports
+            (e.g. `wrappers_pb2`), added to the pool first.
+
+    Returns:
+        The generated message class.
+    """
+    pool = descriptor_pool.DescriptorPool()
+    for module in dependencies:
+        pool.AddSerializedFile(module.DESCRIPTOR.serialized_pb)
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+
+
+def two_versions(export_dir, model_dir):
+    """Copies one export as versions 1 and 2 of `model_dir` (a copy stands for a second export)."""
+    shutil.copytree(export_dir, model_dir / "1")
+    shutil.copytree(export_dir, model_dir / "2")
+    return model_dir
 
 
 def preprocessor(vocab_file, max_seq_length=MAX_SEQ_LENGTH):

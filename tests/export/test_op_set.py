@@ -1,16 +1,12 @@
 """Op-set guard: every export runs on stock TF Serving (core TF + allowlisted text ops)."""
 
-import os
-
-from tensorflow.core.framework import function_pb2
-from tensorflow.core.protobuf import saved_model_pb2
-
 from keras_bert.export.op_set import (
     ALLOWED_TEXT_OPS,
     disallowed_ops,
     graph_ops,
     non_core_ops,
 )
+from tests.export.conftest import write_library_op_export
 from tests.export.export_kinds import KINDS
 
 
@@ -35,18 +31,7 @@ def test_every_export_kind_uses_only_core_ops_and_the_allowlist(three_exports):
 def test_guard_names_an_op_that_only_a_library_function_uses(tmp_path):
     # A SavedModel whose only non-core op sits in a function body, as
     # keras-nlp's RoundRobinTrim did (tensorflow/serving#2267).
-    proto = saved_model_pb2.SavedModel()
-    graph = proto.meta_graphs.add().graph_def
-    graph.node.add(name="x", op="Placeholder")
-    function = function_pb2.FunctionDef()
-    function.signature.name = "trim"
-    function.node_def.add(name="t", op="RoundRobinTrim")
-    function.node_def.add(name="w", op="FastWordpieceTokenizeWithOffsets")
-    function.node_def.add(name="i", op="Identity")
-    graph.library.function.append(function)
-    os.makedirs(tmp_path / "1")
-    (tmp_path / "1" / "saved_model.pb").write_bytes(proto.SerializeToString())
-    path = str(tmp_path / "1")
+    path = write_library_op_export(tmp_path)
     assert graph_ops(path) == ["FastWordpieceTokenizeWithOffsets", "Identity", "Placeholder",
                                "RoundRobinTrim"]
     assert disallowed_ops([path]) == {path: ["RoundRobinTrim"]}

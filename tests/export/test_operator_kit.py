@@ -1,13 +1,13 @@
 """The operator kit of tools/serving_config.py: monitoring.config and a request-logging example."""
 
 import os
-import shutil
 
 import pytest
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
+from google.protobuf import descriptor_pb2, text_format
 from tensorflow_serving.config import model_server_config_pb2
 
 from tests.conftest import run_tool
+from tests.export.conftest import proto_message_class, two_versions
 
 
 def _monitoring_config_class():
@@ -26,16 +26,11 @@ def _monitoring_config_class():
     monitoring.field.add(name="prometheus_config", number=1, type=field.TYPE_MESSAGE,
                          type_name=".tensorflow.serving.test.PrometheusConfig",
                          label=field.LABEL_OPTIONAL)
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file)
-    return message_factory.GetMessageClass(
-        pool.FindMessageTypeByName("tensorflow.serving.test.MonitoringConfig"))
+    return proto_message_class(file, "tensorflow.serving.test.MonitoringConfig")
 
 
 def test_serving_config_writes_monitoring_and_request_logging(three_exports, tmp_path):
-    sentiment = tmp_path / "exports" / "sentiment"
-    shutil.copytree(three_exports["classifier"], sentiment / "1")
-    shutil.copytree(three_exports["classifier"], sentiment / "2")
+    sentiment = two_versions(three_exports["classifier"], tmp_path / "exports" / "sentiment")
     out = tmp_path / "serving"
     status, stdout, err = run_tool("serving_config", "--model", sentiment, "--output", out,
                                    "--log-sampling-rate", "0.05", "--log-collector", "tfrecord")

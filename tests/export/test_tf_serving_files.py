@@ -2,13 +2,11 @@
 
 import importlib.util
 import os
-import shutil
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from google.protobuf import descriptor_pb2, descriptor_pool, text_format, wrappers_pb2
-from google.protobuf import message_factory
+from google.protobuf import descriptor_pb2, text_format, wrappers_pb2
 from tensorflow_serving.apis import prediction_log_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
@@ -20,6 +18,7 @@ from keras_bert.export.tf_serving import (
     length_buckets,
     read_warmup_requests,
 )
+from tests.export.conftest import proto_message_class, two_versions
 from tests.export.export_kinds import KINDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -121,19 +120,12 @@ def _batching_parameters_class():
                       label=field.LABEL_REPEATED)
     message.field.add(name="pad_variable_length_inputs", number=7, type=field.TYPE_BOOL,
                       label=field.LABEL_OPTIONAL)
-    pool = descriptor_pool.DescriptorPool()
-    pool.AddSerializedFile(descriptor_pb2.FileDescriptorProto.FromString(
-        wrappers_pb2.DESCRIPTOR.serialized_pb).SerializeToString())
-    pool.Add(file)
-    return message_factory.GetMessageClass(
-        pool.FindMessageTypeByName("tensorflow.serving.test.BatchingParameters"))
+    return proto_message_class(file, "tensorflow.serving.test.BatchingParameters",
+                               dependencies=[wrappers_pb2])
 
 
 def test_serving_config_tool_writes_models_config_and_batching(three_exports, tmp_path):
-    # Two versions of the classifier (a copy stands for a second export).
-    sentiment = tmp_path / "exports" / "sentiment"
-    shutil.copytree(three_exports["classifier"], sentiment / "1")
-    shutil.copytree(three_exports["classifier"], sentiment / "2")
+    sentiment = two_versions(three_exports["classifier"], tmp_path / "exports" / "sentiment")
     squad = os.path.dirname(three_exports["qa"])
     out = tmp_path / "serving"
     serving_config = _tool("serving_config")

@@ -3,12 +3,10 @@
 import json
 import os
 
-from tensorflow.core.framework import function_pb2
-from tensorflow.core.protobuf import saved_model_pb2
-
 import keras_bert.tasks  # noqa: F401 (registers every task)
 from keras_bert.export.op_set import TF_TEXT_2_12_OPS, missing_in_tf_text, read_op_list
 from keras_bert.models.registry import get_task, task_names
+from tests.export.conftest import write_library_op_export
 
 
 def test_tf_text_2_12_op_list_is_the_wheels():
@@ -46,17 +44,6 @@ def test_every_export_kind_uses_only_ops_of_tf_text_2_12(three_exports):
 
 
 def test_an_op_newer_than_tf_text_2_12_is_named(tmp_path):
-    # The ops of test_op_set's synthetic export (one core-op lookup serves both).
-    proto = saved_model_pb2.SavedModel()
-    graph = proto.meta_graphs.add().graph_def
-    graph.node.add(name="x", op="Placeholder")
-    function = function_pb2.FunctionDef()
-    function.signature.name = "trim"
-    function.node_def.add(name="t", op="RoundRobinTrim")
-    function.node_def.add(name="w", op="FastWordpieceTokenizeWithOffsets")
-    function.node_def.add(name="i", op="Identity")
-    graph.library.function.append(function)
-    os.makedirs(tmp_path / "1")
-    (tmp_path / "1" / "saved_model.pb").write_bytes(proto.SerializeToString())
-    path = str(tmp_path / "1")
+    # test_op_set's synthetic export, seen against tensorflow-text 2.12's op list.
+    path = write_library_op_export(tmp_path)
     assert missing_in_tf_text([path]) == {path: ["RoundRobinTrim"]}

@@ -38,12 +38,12 @@ from keras_bert.data.report import DataReport
 # The format-neutral helpers live in data/; imported here for this reader
 # and for callers that know them from this module.
 from keras_bert.data.text_data import FORMATS, detect_format, read_lines, split_examples  # noqa: F401
-from keras_bert.data.text_data import text_label_dataset
+from keras_bert.data.text_data import ParallelExamples, text_label_dataset
 from keras_bert.text import text_files
 
 
 @dataclasses.dataclass
-class ClassificationExamples:
+class ClassificationExamples(ParallelExamples):
     """Parallel lists, one entry per kept row.
 
     Attributes:
@@ -59,16 +59,6 @@ class ClassificationExamples:
     labels: list
     where: list
     report: DataReport = None
-
-    def __len__(self):
-        return len(self.texts)
-
-    def subset(self, indices):
-        """The examples at `indices` (a sequence of ints), same report."""
-        pick = lambda values: None if values is None else [values[i] for i in indices]  # noqa: E731
-        return ClassificationExamples(
-            pick(self.texts), pick(self.texts_b), pick(self.labels), pick(self.where), self.report
-        )
 
 
 # A number as people write labels: "1", "-2", "1.0", ".5", "1e3" (not "nan", "inf").

@@ -4,14 +4,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.export.export import predict_text
+from keras_bert.export.export import ServingCodePredict
 from keras_bert.models.task import DenseHeadTask
 from keras_bert.tasks.multi_label_classification.metrics import DEFAULT_THRESHOLD
 from keras_bert.tasks.multi_label_classification.serving import MultiLabelServingModule
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertMultiLabelClassifier(DenseHeadTask):
+class BertMultiLabelClassifier(ServingCodePredict, DenseHeadTask):
     """Pooled [CLS] -> dropout -> dense: one independent yes/no logit per label.
 
     Output: float32 logits [batch_size, num_classes]; label c's probability
@@ -102,14 +102,6 @@ class BertMultiLabelClassifier(DenseHeadTask):
                 f"[batch, {self.num_classes}] instead (or pass lists of label names to fit "
                 f"as in-memory y).")
         return super()._dataset_of_text_dataset(dataset)
-
-    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-        # Lists, arrays and string datasets all return the export's dict.
-        texts = self._predict_texts(x)
-        if texts is None:
-            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
-                                   callbacks=callbacks)
-        return predict_text(self, texts, batch_size=batch_size or 64)
 
 
 def check_thresholds(num_classes, thresholds):

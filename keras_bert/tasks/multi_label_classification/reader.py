@@ -27,7 +27,7 @@ import numpy as np
 from keras_bert.data import labels as labels_lib
 from keras_bert.data import tables
 from keras_bert.data.report import DataReport
-from keras_bert.data.text_data import detect_format, text_label_dataset
+from keras_bert.data.text_data import ParallelExamples, detect_format, text_label_dataset
 from keras_bert.text import text_files
 
 _ONE = ("1", "1.0", "true")
@@ -36,7 +36,7 @@ _FLAGS = "--text-column and --label-column (or --label-columns)"
 
 
 @dataclasses.dataclass
-class MultiLabelExamples:
+class MultiLabelExamples(ParallelExamples):
     """Parallel lists, one entry per kept row.
 
     Attributes:
@@ -50,15 +50,6 @@ class MultiLabelExamples:
     labels: list
     where: list
     report: DataReport = None
-
-    def __len__(self):
-        return len(self.texts)
-
-    def subset(self, indices):
-        """The examples at `indices` (a sequence of ints), same report."""
-        return MultiLabelExamples([self.texts[i] for i in indices],
-                                  [self.labels[i] for i in indices],
-                                  [self.where[i] for i in indices], self.report)
 
 
 def _flag(value):

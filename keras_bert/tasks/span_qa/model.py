@@ -5,7 +5,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert.layers.activations import initializer
-from keras_bert.export.export import predict_text
+from keras_bert.export.export import ServingCodePredict
 from keras_bert.models.task import BertTask, text_inputs
 from keras_bert.tasks.span_qa.serving import SpanQAServingModule
 from keras_bert.tasks.span_qa.windows import resolve_query_length
@@ -42,7 +42,7 @@ class SpanLogits(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertSpanLabeler(BertTask):
+class BertSpanLabeler(ServingCodePredict, BertTask):
     """SQuAD-style span head: a dense layer of 2 units over every token.
 
     Inputs: the encoder input dict of [CLS] question [SEP] context [SEP].
@@ -151,14 +151,6 @@ class BertSpanLabeler(BertTask):
         if shuffle:
             dataset = dataset.shuffle(max(len(features), 1), reshuffle_each_iteration=True)
         return dataset.padded_batch(batch_size or 32).prefetch(tf.data.AUTOTUNE)
-
-    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-        # Lists, arrays and string datasets all return the decoded dict.
-        texts = self._predict_texts(x)
-        if texts is None:
-            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
-                                   callbacks=callbacks)
-        return predict_text(self, texts, batch_size=batch_size or 64)
 
 
 def _strings(texts):

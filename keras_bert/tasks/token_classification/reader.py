@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from keras_bert.data import labels as labels_lib
 from keras_bert.data.report import DataReport
-from keras_bert.data.text_data import read_lines
+from keras_bert.data.text_data import ParallelExamples, read_lines
 from keras_bert.text import BertPacker, text_files
 
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")
@@ -38,7 +38,7 @@ _COLUMNS = re.compile(f"[{re.escape(_ASCII_SPACE)}]+")
 
 
 @dataclasses.dataclass
-class ConllSentences:
+class ConllSentences(ParallelExamples):
     """Parallel lists, one entry per kept sentence.
 
     Attributes:
@@ -52,13 +52,6 @@ class ConllSentences:
     tags: list
     where: list
     report: DataReport = None
-
-    def __len__(self):
-        return len(self.words)
-
-    def subset(self, indices):
-        pick = lambda values: [values[i] for i in indices]  # noqa: E731
-        return ConllSentences(pick(self.words), pick(self.tags), pick(self.where), self.report)
 
 
 def read_conll(path, max_logged=20):
