@@ -354,6 +354,22 @@ def read_task_info(model_dir):
     return info
 
 
+def _required_files(model_dir, names, why):
+    """The paths of `names` in `model_dir`, which must all exist.
+
+    Raises FileNotFoundError naming the directory if it is missing, else
+    the first missing file, followed by `why` (what the reader needs and how
+    to make it).
+    """
+    if not os.path.isdir(model_dir):
+        raise FileNotFoundError(f"Model directory not found: {model_dir}")
+    paths = [os.path.join(model_dir, name) for name in names]
+    for path in paths:
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path} is missing: {why}")
+    return paths
+
+
 def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
     """Rebuilds the model saved in `model_dir` (the type task.json names).
 
@@ -366,18 +382,11 @@ def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
         `vocab_file` attribute is the directory's vocab.txt (or None) and
         `task_info` the contents of task.json (or None).
     """
-    if not os.path.isdir(model_dir):
-        raise FileNotFoundError(f"Model directory not found: {model_dir}")
-    config_path = os.path.join(model_dir, CONFIG_FILE)
-    weights_path = os.path.join(model_dir, WEIGHTS_FILE)
-    for path in (config_path, weights_path):
-        if not os.path.exists(path):
-            raise FileNotFoundError(
-                f"{path} is missing: {model_dir} is not a complete model directory "
-                f"(expected {CONFIG_FILE}, {WEIGHTS_FILE}, optional {VOCAB_FILE} and "
-                f"{TASK_FILE}). Create one with tools/convert_checkpoint.py or "
-                f"save_pretrained()."
-            )
+    config_path, weights_path = _required_files(
+        model_dir, (CONFIG_FILE, WEIGHTS_FILE),
+        f"{model_dir} is not a complete model directory (expected {CONFIG_FILE}, "
+        f"{WEIGHTS_FILE}, optional {VOCAB_FILE} and {TASK_FILE}). Create one with "
+        f"tools/convert_checkpoint.py or save_pretrained().")
     config = BertConfig.from_json_file(config_path)
     vocab_path = os.path.join(model_dir, VOCAB_FILE)
     if os.path.exists(vocab_path):
@@ -419,16 +428,10 @@ def load_preprocessor(model_dir, max_seq_length=None, lowercase=None):
         max_seq_length: int or None; see `build_preprocessor`.
         lowercase: bool or None; see `build_preprocessor`.
     """
-    if not os.path.isdir(model_dir):
-        raise FileNotFoundError(f"Model directory not found: {model_dir}")
-    vocab_path = os.path.join(model_dir, VOCAB_FILE)
-    config_path = os.path.join(model_dir, CONFIG_FILE)
-    for path in (config_path, vocab_path):
-        if not os.path.exists(path):
-            raise FileNotFoundError(
-                f"{path} is missing: a preprocessor needs the {CONFIG_FILE} and {VOCAB_FILE} "
-                f"of a model directory. Create one with tools/convert_checkpoint.py or "
-                f"save_pretrained(vocab_file=...).")
+    config_path, vocab_path = _required_files(
+        model_dir, (CONFIG_FILE, VOCAB_FILE),
+        f"a preprocessor needs the {CONFIG_FILE} and {VOCAB_FILE} of a model directory. "
+        f"Create one with tools/convert_checkpoint.py or save_pretrained(vocab_file=...).")
     config = BertConfig.from_json_file(config_path)
     check_vocab(vocab_path, config.vocab_size)
     return build_preprocessor(vocab_path, config.max_position_embeddings,
