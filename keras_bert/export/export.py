@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from keras_bert.export import tuning
 from keras_bert.export.predict import INFO_FILE, is_version, run_function
 from keras_bert.export.serving_module import BertServingModule
 from keras_bert.export.tf_serving import write_warmup_requests
@@ -165,7 +166,8 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
 
 
 def export_model(model_or_dir, output, version=None, overwrite=False, warmup=True,
-                 dtype=None, format="saved_model", quantize=None, **options):
+                 dtype=None, format="saved_model", quantize=None, tune_texts=None,
+                 tune_seconds=tuning.TUNE_SECONDS, log=None, **options):
     """Exports a model for TF Serving (or LiteRT): raw-string signatures, vocab as an asset.
 
     Args:
@@ -195,9 +197,21 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
             scales, activations quantized per call; core TensorFlow ops
             only). Opt-in: BENCHMARKS.md "int8 exports" has its accuracy
             and speed. Needs a model directory, not a Keras model.
+        tune_texts: with `sub_batches="auto"`: list of str, or the path of
+            a file with one text a line, that the candidates are timed on;
+            default texts made from the vocabulary
+            (`tuning.synthetic_texts`).
+        tune_seconds: float, budget of the timed rounds of the tuning.
+        log: callable for the tuning's one-line summary, or None.
         **options: `build_serving_module` arguments (vocab_file, lowercase,
             max_seq_length, pairs, sequence_length, pad_to_multiple_of,
-            jit_compile, doc_stride, ...).
+            jit_compile, doc_stride, ...). `sub_batches="auto"` (classifier
+            SavedModels; tools/export.py's default) measures the sub-batch
+            counts 1, 2, 4, 8 on this machine and exports the fastest per
+            request size (`keras_bert.export.tuning`), recorded in
+            keras_bert_export.json "tuning"; for other exports (other tasks,
+            windows, LiteRT) it means no sub-batching. The Python default
+            is no tuning (sub_batches=1): tuning takes seconds to a minute.
 
     Returns:
         str, the version directory written.
@@ -249,10 +263,38 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
                 f"export_model(dtype={dtype!r}) re-loads a model directory, but a Keras model "
                 f"with dtype policy {policy!r} was given. Pass its model "
                 f"directory, or build the model with dtype={dtype!r}.")
+    auto = options.get("sub_batches") == "auto"
+    if auto:
+        del options["sub_batches"]
     module = build_serving_module(model, **options)
+    if auto:
+        module = _tuned(module, model, options, format, tune_texts, tune_seconds, log)
     if format == "tflite":
         return tflite.save_tflite(module, export_dir, overwrite)
     return save_serving_module(module, export_dir, overwrite, warmup)
+
+
+def _tuned(module, model, options, format, texts, seconds, log):
+    """`module`, or the module of the sub-batching measured fastest (export_model "auto")."""
+    reason = (f"--format {format} runs requests as one batch" if format != "saved_model"
+              else f"{type(module).__name__} has no sub-batching"
+              if "sub_batches" not in module.TASK_OPTIONS
+              else "a classifier with windows runs a request as one batch"
+              if getattr(module, "window_stride", None) is not None else None)
+    if reason:
+        module._keras.tuning = {"skipped": reason}
+    else:
+        if texts is None:
+            texts = tuning.synthetic_texts(module._keras.tokenizer.vocabulary)
+        elif isinstance(texts, (str, os.PathLike)):
+            texts = tuning.read_tune_texts(texts)
+        module, record = tuning.tune_sub_batches(
+            lambda sub_batches: build_serving_module(model, sub_batches=sub_batches, **options),
+            texts, pairs=module.pairs, seconds=seconds)
+        module._keras.tuning = record
+    if log:
+        log(tuning.describe(module._keras.tuning))
+    return module
 
 
 #: What `save_serving_module` replaces (with overwrite): a version folder
@@ -337,7 +379,11 @@ def export_info(module, saved_model_dir):
         # int8 exports (quantize="int8"): the Dense kernels are int8 variables.
         "quantize": "int8" if any(v.dtype == tf.int8 for v in module.model_variables) else None,
         # Classifier exports: length-sorted sub-batches per request (1: none).
-        **({"sub_batches": module.sub_batches} if hasattr(module, "sub_batches") else {}),
+        **({"sub_batches": module.sub_batches if isinstance(module.sub_batches, int) else
+            [list(pair) for pair in module.sub_batches]} if hasattr(module, "sub_batches")
+           else {}),
+        # export_model(sub_batches="auto"): what was measured and chosen (tuning.py).
+        **({"tuning": module._keras.tuning} if getattr(module._keras, "tuning", None) else {}),
         **module.export_metadata(),
         "signatures": {
             name: {"inputs": describe(sig.inputs), "outputs": describe(sig.outputs)}

@@ -26,7 +26,11 @@ class ClassifierServingModule(BertServingModule):
     by token length in the graph, split into k sub-batches of about equal
     size, each padded to its own longest text, and the rows are returned in
     the request's order: a few long tweets then no longer pad the whole
-    request (same outputs as k=1, up to float rounding).
+    request (same outputs as k=1, up to float rounding). `sub_batches` may
+    also be a table of `(min_texts, k)` pairs, ascending: a request of at
+    least `min_texts` texts (and fewer than the next entry's) runs as k
+    sub-batches, a smaller one as one batch; `export_model(sub_batches=
+    "auto")` measures the table (`keras_bert.export.tuning`).
 
     A model with `windows` (`BertClassifier(windows=...)`, task.json
     task_config "windows") reads each text as overlapping windows of
@@ -44,7 +48,8 @@ class ClassifierServingModule(BertServingModule):
         label_names: list of K str, or None for the model's `label_names`
             (or "0".."K-1" if it has none).
         pairs: bool, signatures take (text, text_b).
-        sub_batches: int >= 1, length-sorted sub-batches per request (see above).
+        sub_batches: int >= 1, length-sorted sub-batches per request, or a
+            table of `(min_texts, k)` pairs (see above).
         **kwargs: `BertServingModule` arguments.
     """
 
@@ -55,23 +60,46 @@ class ClassifierServingModule(BertServingModule):
     MIN_SUB_BATCH = 8
 
     @classmethod
+    def sub_batch_table(cls, sub_batches):
+        """`sub_batches` (an int or `(min_texts, k)` pairs) as a tuple of pairs, ascending.
+
+        An int k > 1 splits requests of at least `MIN_SUB_BATCH * k` texts:
+        `((8 * k, k),)`; 1 never splits: `()`.
+        """
+        if isinstance(sub_batches, int) and not isinstance(sub_batches, bool):
+            if sub_batches < 1:
+                raise ValueError(f"Expected sub_batches to be an int >= 1. Received: "
+                                 f"sub_batches={sub_batches!r}")
+            return ((cls.MIN_SUB_BATCH * sub_batches, sub_batches),) if sub_batches > 1 else ()
+        try:
+            table = tuple((int(n), int(k)) for n, k in sub_batches)
+        except (TypeError, ValueError):
+            table = None
+        if (not table or any(k < 1 or n < cls.MIN_SUB_BATCH * k for n, k in table)
+                or any(a[0] >= b[0] for a, b in zip(table, table[1:]))):
+            raise ValueError(
+                f"Expected sub_batches to be an int >= 1 or (min_texts, k) pairs with "
+                f"min_texts ascending and >= {cls.MIN_SUB_BATCH} * k. Received: "
+                f"sub_batches={sub_batches!r}")
+        return table
+
+    @classmethod
     def options_from_task_info(cls, task_info):
         # "pairs": tools/finetune.py writes it for sentence-pair data.
         return {"pairs": bool(task_info.get("pairs", False))}
 
     def __init__(self, model, tokenizer, vocab_file, max_seq_length, label_names=None,
                  pairs=False, sub_batches=1, **kwargs):
-        if not isinstance(sub_batches, int) or sub_batches < 1:
-            raise ValueError(
-                f"Expected sub_batches to be an int >= 1. Received: sub_batches={sub_batches!r}"
-            )
-        self.sub_batches = sub_batches
+        # Plain tuples (a list would be tracked into the SavedModel).
+        self._sub_batch_table = self.sub_batch_table(sub_batches)
+        self.sub_batches = sub_batches if isinstance(sub_batches, int) else tuple(
+            self._sub_batch_table)
         # Plain attributes (a dict would be tracked into the SavedModel).
         windows = getattr(model, "windows", None)
         self.window_stride = windows and windows["stride"]
         self.max_windows = windows and windows["max_windows"]
         self.window_combine = windows and windows["combine"]
-        if windows is not None and (pairs or sub_batches > 1):
+        if windows is not None and (pairs or self._sub_batch_table):
             raise ValueError(
                 f"Windows read single texts in one batch; received "
                 f"{'pairs=True' if pairs else f'sub_batches={sub_batches}'} for a classifier "
@@ -122,7 +150,7 @@ class ClassifierServingModule(BertServingModule):
 
     def _classify(self, texts):
         segments = tuple(self.tokenize(t) for t in texts)
-        if self.sub_batches > 1:
+        if self._sub_batch_table:
             logits = self._run_model_sorted(segments)
         else:
             logits = self.run_model(self.pack(segments))  # (B, K)
@@ -155,12 +183,17 @@ class ClassifierServingModule(BertServingModule):
         return combine(logits, windows["example"], tf.shape(text)[0]), windows["num_windows"]
 
     def _run_model_sorted(self, segments):
-        """Logits [B, K] computed on length-sorted sub-batches, rows in input order."""
-        k = self.sub_batches
+        """Logits [B, K] computed on length-sorted sub-batches, rows in input order.
+
+        The request size picks k from the sub-batch table at run time.
+        """
         lengths = tf.add_n([tf.cast(s.row_lengths(), tf.int32) for s in segments])  # (B,)
         batch = tf.shape(lengths)[0]
 
-        def split():
+        def whole():
+            return self.run_model(self.pack(segments))
+
+        def split(k):
             order = tf.argsort(lengths, stable=True)  # (B,) shortest first
             parts = []
             for i in range(k):
@@ -170,8 +203,12 @@ class ClassifierServingModule(BertServingModule):
             # Row j of the concatenation is input row order[j].
             return tf.gather(tf.concat(parts, 0), tf.math.invert_permutation(order))
 
-        return tf.cond(batch >= self.MIN_SUB_BATCH * k, split,
-                       lambda: self.run_model(self.pack(segments)))
+        # Nested conds, the largest threshold outermost: (B >= n2 ? k2 : (B >= n1 ? k1 : 1)).
+        branch = whole
+        for min_texts, k in self._sub_batch_table:
+            branch = (lambda lower=branch, n=min_texts, k=k: tf.cond(
+                batch >= n, (lambda: split(k)) if k > 1 else whole, lower))
+        return branch()
 
 
 def predict_windowed(model, texts, batch_size=64):

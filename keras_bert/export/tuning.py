@@ -1,0 +1,256 @@
+"""Export-time tuning: the sub-batching of a classifier export, measured on this machine.
+
+`export_model(..., sub_batches="auto")` (tools/export.py's default) builds
+the classifier's serving function once per candidate k (length-sorted
+sub-batches per request, see `ClassifierServingModule`), times each on
+requests of 1, 16, 32 and 64 texts in interleaved rounds, and keeps, per
+request size, the k with the smallest median time. The result is a table
+"requests of >= n texts run as k sub-batches" that the export applies at
+run time; what was measured goes to keras_bert_export.json ("tuning").
+
+Texts: the user's own sample (`texts`, tools/export.py --tune-texts), else
+`synthetic_texts`: words of the model's vocabulary in texts whose lengths
+spread like short social-media posts.
+
+A candidate k is timed only at request sizes it would split (at least
+`MIN_SUB_BATCH * k` texts); below that it runs the same graph as k=1.
+Requests of 1 text never split: the chosen export is timed against k=1 on
+them as a check ("batch_1_ms").
+"""
+
+import datetime
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+
+#: sub-batch counts tried (1 = the request as one batch).
+CANDIDATES = (1, 2, 4, 8)
+#: request sizes (texts) timed.
+REQUEST_SIZES = (1, 16, 32, 64)
+#: default wall-clock budget of the timed rounds, seconds (tools/export.py --tune-seconds).
+TUNE_SECONDS = 20.0
+#: rounds run whatever the budget (a median of fewer means little), and at most.
+MIN_ROUNDS, MAX_ROUNDS = 3, 30
+#: one-text calls per timing at request size 1 (one call is too short to time alone).
+SINGLE_CALLS = 8
+#: the CPU flags that decide which kernels TensorFlow's matmuls use.
+CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8",
+             "amx_tile")
+
+
+def cpu_info(cpuinfo="/proc/cpuinfo"):
+    """{"model": CPU model name, "flags": the `CPU_FLAGS` it has, "cores": usable cores}."""
+    model, flags = None, set()
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model is None:
+                    model = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    flags = set(value.split())
+    except OSError:
+        pass
+    model = model or platform.processor() or platform.machine()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"model": model, "flags": [f for f in CPU_FLAGS if f in flags], "cores": cores}
+
+
+def synthetic_texts(vocabulary, count=256, seed=0):
+    """`count` texts of whole words from `vocabulary`, lengths spread like short posts.
+
+    Words: the vocabulary's entries that are not special tokens ([...]) or
+    word pieces (##...). Words per text: a log-normal with median 14 and
+    sigma 0.6 (about 5 to 40 words for 90% of texts, a tail to 100),
+    clipped to [1, 100]. The spread matters more than the mean: sorting by
+    length pays where a few long texts would pad a whole request.
+
+    Args:
+        vocabulary: list of str, the WordPiece vocabulary (vocab.txt lines).
+        count: int, texts made.
+        seed: int, so that every export measures the same texts.
+
+    Returns:
+        list of str.
+    """
+    words = [w for w in vocabulary
+             if w and not w.startswith("##") and not (w.startswith("[") and w.endswith("]"))]
+    if not words:
+        raise ValueError("The vocabulary has no whole words to make tuning texts from; "
+                         "give texts (tools/export.py --tune-texts FILE).")
+    rng = np.random.default_rng(seed)
+    lengths = np.clip(np.round(rng.lognormal(np.log(14), 0.6, count)), 1, 100).astype(int)
+    return [" ".join(rng.choice(words, n)) for n in lengths]
+
+
+def read_tune_texts(path):
+    """The non-empty lines of `path` (one text a line, UTF-8), as a list of str."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            texts = [line.rstrip("\r\n") for line in f if line.strip()]
+    except OSError as e:
+        raise FileNotFoundError(
+            f"Cannot read the tuning texts {path} ({e.strerror}): give a file with one text a "
+            f"line (--tune-texts FILE), or leave it out to tune on synthetic texts.") from None
+    if not texts:
+        raise ValueError(f"The tuning texts {path} hold no text: give one text a line "
+                         f"(--tune-texts FILE), or leave it out to tune on synthetic texts.")
+    return texts
+
+
+def choose_table(times, min_sub_batch):
+    """The sub-batch table of measured medians.
+
+    Args:
+        times: {request size: {k: median seconds}}.
+        min_sub_batch: texts a sub-batch needs at least (a k is valid from
+            `min_sub_batch * k` texts on).
+
+    Returns:
+        (table, best): `table` a list of `(min_texts, k)` pairs, ascending
+        (empty: never split); `best` {request size: fastest k}.
+    """
+    best = {size: min((k for k in by_k if k == 1 or size >= min_sub_batch * k),
+                      key=lambda k: (by_k[k], k))
+            for size, by_k in sorted(times.items())}
+    table, current = [], 1
+    for size, k in best.items():
+        if k != current:
+            table.append((size, k))
+            current = k
+    return table, best
+
+
+def _timer(function, requests, calls=1):
+    """A function of round index -> seconds of `calls` calls on one request, per call."""
+    def measure(round_index):
+        start = time.perf_counter()
+        for i in range(calls):
+            function(*requests[(round_index * calls + i) % len(requests)])
+        return (time.perf_counter() - start) / calls
+    return measure
+
+
+def tune_sub_batches(build, texts, pairs=False, candidates=CANDIDATES,
+                     request_sizes=REQUEST_SIZES, seconds=TUNE_SECONDS, time_call=None):
+    """Measures each sub-batch count per request size and builds the fastest module.
+
+    Args:
+        build: callable, `sub_batches` (an int or a table) -> a
+            `ClassifierServingModule` (the export's other settings fixed).
+        texts: list of str the requests are made of (in order, wrapping).
+        pairs: bool, the module takes (text, text_b): each text is paired
+            with the next one.
+        candidates: ints, the sub-batch counts tried (1 is always tried).
+        request_sizes: ints, texts per timed request.
+        seconds: float, budget of the timed rounds (at least `MIN_ROUNDS`
+            are run, at most `MAX_ROUNDS`).
+        time_call: None, or a callable (k or "chosen", request size, round
+            index) -> seconds that replaces the clock (for tests).
+
+    Returns:
+        (module, record): the module built with the chosen table, and the
+        JSON-able record for keras_bert_export.json.
+    """
+    import tensorflow as tf
+
+    if not texts:
+        raise ValueError("No texts to tune on; give texts (tools/export.py --tune-texts FILE).")
+    started = time.perf_counter()
+    candidates = sorted(set(candidates) | {1})
+    modules = {k: build(k) for k in candidates}
+    min_sub_batch = modules[1].MIN_SUB_BATCH
+    texts = [t.encode("utf-8") if isinstance(t, str) else t for t in texts]
+
+    def requests(size, count=4):
+        made = []
+        for i in range(count):
+            rows = [texts[(i * size + j) % len(texts)] for j in range(size)]
+            request = (tf.constant(rows),)
+            if pairs:
+                request += (tf.constant(rows[1:] + rows[:1]),)
+            made.append(request)
+        return made
+
+    def serving_function(module):
+        return getattr(module, module.SIGNATURES[module.DEFAULT_SIGNATURE])
+
+    def timer(name, module, size, made):
+        if time_call is not None:
+            return lambda round_index: time_call(name, size, round_index)
+        calls = SINGLE_CALLS if size == 1 else 1
+        function = serving_function(module)
+        for request in made:  # Untimed: traces the signature, warms the caches.
+            function(*request)
+        return _timer(function, made, calls)
+
+    measured = {}  # (size, k) -> measure(round)
+    for size in request_sizes:
+        made = requests(size, SINGLE_CALLS if size == 1 else 4)
+        for k in candidates:
+            if k == 1 or size >= min_sub_batch * k:
+                measured[size, k] = timer(k, modules[k], size, made)
+    samples = _rounds(measured, seconds, started)
+    times = {size: {k: statistics.median(samples[size, k]) for (s, k) in measured if s == size}
+             for size in request_sizes}
+    table, best = choose_table(times, min_sub_batch)
+    module = build(table) if table else modules[1]
+
+    # Requests of 1 never split; timed as a check that the table costs nothing there.
+    single = requests(1, SINGLE_CALLS)
+    check = _rounds({(1, 1): timer(1, modules[1], 1, single),
+                     (1, "chosen"): timer("chosen", module, 1, single)}, 0, time.perf_counter())
+    record = {
+        "tuned": "sub_batches",
+        "candidates": candidates,
+        "request_sizes": list(request_sizes),
+        "median_ms": {str(size): {str(k): round(1000 * t, 3) for k, t in by_k.items()}
+                      for size, by_k in times.items()},
+        "fastest": {str(size): k for size, k in best.items()},
+        "chosen": [list(pair) for pair in table] if table else 1,
+        "batch_1_ms": {"sub_batches=1": round(1000 * statistics.median(check[1, 1]), 3),
+                       "chosen": round(1000 * statistics.median(check[1, "chosen"]), 3)},
+        "rounds": len(next(iter(samples.values()))),
+        "seconds": round(time.perf_counter() - started, 1),
+        "cpu": cpu_info(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    return module, record
+
+
+def _rounds(measured, seconds, started):
+    """{key: [seconds per round]}: every timer once a round, order alternating, until
+    `seconds` have passed since `started` (between MIN_ROUNDS and MAX_ROUNDS rounds)."""
+    keys = list(measured)
+    samples = {key: [] for key in keys}
+    for round_index in range(MAX_ROUNDS):
+        if round_index >= MIN_ROUNDS and time.perf_counter() - started > seconds:
+            break
+        for key in keys if round_index % 2 == 0 else keys[::-1]:
+            samples[key].append(measured[key](round_index))
+    return samples
+
+
+def describe(record):
+    """One line: what the tuning chose and why (tools/export.py prints it)."""
+    if "skipped" in record:
+        return f"Tuning: none ({record['skipped']})."
+    chosen = record["chosen"]
+    if chosen == 1:
+        rule = "one batch per request (sub_batches=1: no split was faster)"
+    else:
+        rule = ", ".join(f">= {n} texts: {k} sub-batches" for n, k in chosen)
+        rule = f"length-sorted sub-batches for requests of {rule}"
+    gains = []
+    for size, k in record["fastest"].items():
+        by_k = record["median_ms"][size]
+        if k != 1:
+            gains.append(f"{size} texts {by_k['1'] / by_k[str(k)]:.2f}x faster than one batch")
+    cpu = record["cpu"]
+    return (f"Tuned on this CPU ({cpu['model']}; {', '.join(cpu['flags']) or 'no AVX2'}) in "
+            f"{record['seconds']:.0f} s: {rule}" + (f" ({'; '.join(gains)})" if gains else "")
+            + f"; 1 text: {record['batch_1_ms']['chosen']:.1f} ms vs "
+            f"{record['batch_1_ms']['sub_batches=1']:.1f} ms untuned.")
