@@ -288,10 +288,7 @@ def _tuned(module, model, options, format, texts, seconds, log):
             texts = tuning.synthetic_texts(module._keras.tokenizer.vocabulary)
         elif isinstance(texts, (str, os.PathLike)):
             texts = tuning.read_tune_texts(texts)
-        module, record = tuning.tune_sub_batches(
-            lambda sub_batches: build_serving_module(model, sub_batches=sub_batches, **options),
-            texts, pairs=module.pairs, seconds=seconds)
-        module._keras.tuning = record
+        module._keras.tuning = tuning.tune_sub_batches(module, texts, seconds=seconds)
     if log:
         log(tuning.describe(module._keras.tuning))
     return module

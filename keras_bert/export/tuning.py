@@ -36,6 +36,9 @@ TUNE_SECONDS = 20.0
 MIN_ROUNDS, MAX_ROUNDS = 3, 30
 #: one-text calls per timing at request size 1 (one call is too short to time alone).
 SINGLE_CALLS = 8
+#: a split is kept only when it beats one batch by more than this fraction: it adds
+#: graph work, and a smaller gain is within the noise of a few rounds.
+MARGIN = 0.03
 #: the CPU flags that decide which kernels TensorFlow's matmuls use.
 CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8",
              "amx_tile")
@@ -101,8 +104,11 @@ def read_tune_texts(path):
     return texts
 
 
-def choose_table(times, min_sub_batch):
+def choose_table(times, min_sub_batch, margin=MARGIN):
     """The sub-batch table of measured medians.
+
+    Per request size, the k with the smallest median among those valid
+    there; a k > 1 only if it beats k=1 by more than `margin`.
 
     Args:
         times: {request size: {k: median seconds}}.
@@ -113,9 +119,11 @@ def choose_table(times, min_sub_batch):
         (table, best): `table` a list of `(min_texts, k)` pairs, ascending
         (empty: never split); `best` {request size: fastest k}.
     """
-    best = {size: min((k for k in by_k if k == 1 or size >= min_sub_batch * k),
-                      key=lambda k: (by_k[k], k))
-            for size, by_k in sorted(times.items())}
+    best = {}
+    for size, by_k in sorted(times.items()):
+        k = min((k for k in by_k if k == 1 or size >= min_sub_batch * k),
+                key=lambda k: (by_k[k], k))
+        best[size] = k if by_k[k] < (1 - margin) * by_k[1] else 1
     table, current = [], 1
     for size, k in best.items():
         if k != current:
@@ -134,16 +142,19 @@ def _timer(function, requests, calls=1):
     return measure
 
 
-def tune_sub_batches(build, texts, pairs=False, candidates=CANDIDATES,
-                     request_sizes=REQUEST_SIZES, seconds=TUNE_SECONDS, time_call=None):
-    """Measures each sub-batch count per request size and builds the fastest module.
+def tune_sub_batches(module, texts, candidates=CANDIDATES, request_sizes=REQUEST_SIZES,
+                     seconds=TUNE_SECONDS, time_call=None):
+    """Measures each sub-batch count per request size and sets the fastest on `module`.
+
+    Every candidate runs on `module`'s one graph for any k
+    (`ClassifierServingModule.run_model_in_sub_batches`), the graph the
+    export serves: one trace, whatever the number of candidates.
 
     Args:
-        build: callable, `sub_batches` (an int or a table) -> a
-            `ClassifierServingModule` (the export's other settings fixed).
-        texts: list of str the requests are made of (in order, wrapping).
-        pairs: bool, the module takes (text, text_b): each text is paired
-            with the next one.
+        module: the `ClassifierServingModule` of the export, its classify
+            not traced yet (`set_sub_batches` sets the choice).
+        texts: list of str the requests are made of (in order, wrapping);
+            with `module.pairs` each text is paired with the next one.
         candidates: ints, the sub-batch counts tried (1 is always tried).
         request_sizes: ints, texts per timed request.
         seconds: float, budget of the timed rounds (at least `MIN_ROUNDS`
@@ -152,8 +163,7 @@ def tune_sub_batches(build, texts, pairs=False, candidates=CANDIDATES,
             index) -> seconds that replaces the clock (for tests).
 
     Returns:
-        (module, record): the module built with the chosen table, and the
-        JSON-able record for keras_bert_export.json.
+        dict, the JSON-able record for keras_bert_export.json.
     """
     import tensorflow as tf
 
@@ -161,48 +171,45 @@ def tune_sub_batches(build, texts, pairs=False, candidates=CANDIDATES,
         raise ValueError("No texts to tune on; give texts (tools/export.py --tune-texts FILE).")
     started = time.perf_counter()
     candidates = sorted(set(candidates) | {1})
-    modules = {k: build(k) for k in candidates}
-    min_sub_batch = modules[1].MIN_SUB_BATCH
     texts = [t.encode("utf-8") if isinstance(t, str) else t for t in texts]
 
-    def requests(size, count=4):
+    def requests(size, count):
         made = []
         for i in range(count):
             rows = [texts[(i * size + j) % len(texts)] for j in range(size)]
-            request = (tf.constant(rows),)
-            if pairs:
-                request += (tf.constant(rows[1:] + rows[:1]),)
-            made.append(request)
+            made.append((tf.constant(rows),) + ((tf.constant(rows[1:] + rows[:1]),)
+                                                if module.pairs else ()))
         return made
 
-    def serving_function(module):
-        return getattr(module, module.SIGNATURES[module.DEFAULT_SIGNATURE])
-
-    def timer(name, module, size, made):
+    def timer(name, function, size, made):
         if time_call is not None:
             return lambda round_index: time_call(name, size, round_index)
-        calls = SINGLE_CALLS if size == 1 else 1
-        function = serving_function(module)
-        for request in made:  # Untimed: traces the signature, warms the caches.
+        for request in made:  # Untimed: traces the function, warms the caches.
             function(*request)
-        return _timer(function, made, calls)
+        return _timer(function, made, SINGLE_CALLS if size == 1 else 1)
 
-    measured = {}  # (size, k) -> measure(round)
+    def with_k(k):
+        k = tf.constant(k, tf.int32)
+        return lambda *request: module._keras.classify_in_sub_batches(*request, k)
+
+    measured = {}  # (size, k) -> measure(round index)
     for size in request_sizes:
         made = requests(size, SINGLE_CALLS if size == 1 else 4)
         for k in candidates:
-            if k == 1 or size >= min_sub_batch * k:
-                measured[size, k] = timer(k, modules[k], size, made)
+            if k == 1 or size >= module.MIN_SUB_BATCH * k:
+                measured[size, k] = timer(k, with_k(k), size, made)
     samples = _rounds(measured, seconds, started)
     times = {size: {k: statistics.median(samples[size, k]) for (s, k) in measured if s == size}
              for size in request_sizes}
-    table, best = choose_table(times, min_sub_batch)
-    module = build(table) if table else modules[1]
+    table, best = choose_table(times, module.MIN_SUB_BATCH)
+    module.set_sub_batches(table or 1)
 
-    # Requests of 1 never split; timed as a check that the table costs nothing there.
+    # Requests of 1 never split: timed as a check that the table costs them nothing
+    # (this traces classify, which the export then saves).
     single = requests(1, SINGLE_CALLS)
-    check = _rounds({(1, 1): timer(1, modules[1], 1, single),
-                     (1, "chosen"): timer("chosen", module, 1, single)}, 0, time.perf_counter())
+    check = _rounds({(1, 1): timer(1, with_k(1), 1, single),
+                     (1, "chosen"): timer("chosen", module.classify, 1, single)},
+                    0, time.perf_counter())
     record = {
         "tuned": "sub_batches",
         "candidates": candidates,
@@ -213,12 +220,12 @@ def tune_sub_batches(build, texts, pairs=False, candidates=CANDIDATES,
         "chosen": [list(pair) for pair in table] if table else 1,
         "batch_1_ms": {"sub_batches=1": round(1000 * statistics.median(check[1, 1]), 3),
                        "chosen": round(1000 * statistics.median(check[1, "chosen"]), 3)},
-        "rounds": len(next(iter(samples.values()))),
+        "rounds": len(samples[request_sizes[0], 1]),
         "seconds": round(time.perf_counter() - started, 1),
         "cpu": cpu_info(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-    return module, record
+    return record
 
 
 def _rounds(measured, seconds, started):
@@ -242,13 +249,14 @@ def describe(record):
     if chosen == 1:
         rule = "one batch per request (sub_batches=1: no split was faster)"
     else:
-        rule = ", ".join(f">= {n} texts: {k} sub-batches" for n, k in chosen)
+        rule = ", ".join(f">= {n} texts: {f'{k} sub-batches' if k > 1 else 'one batch'}"
+                         for n, k in chosen)
         rule = f"length-sorted sub-batches for requests of {rule}"
     gains = []
     for size, k in record["fastest"].items():
         by_k = record["median_ms"][size]
         if k != 1:
-            gains.append(f"{size} texts {by_k['1'] / by_k[str(k)]:.2f}x faster than one batch")
+            gains.append(f"{size} texts: {by_k['1'] / by_k[str(k)]:.2f}x one batch's speed")
     cpu = record["cpu"]
     return (f"Tuned on this CPU ({cpu['model']}; {', '.join(cpu['flags']) or 'no AVX2'}) in "
             f"{record['seconds']:.0f} s: {rule}" + (f" ({'; '.join(gains)})" if gains else "")

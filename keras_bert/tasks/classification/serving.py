@@ -3,7 +3,8 @@
 import tensorflow as tf
 
 from keras_bert.export.export import predict_text, serving_module_of
-from keras_bert.export.serving_module import STRINGS, BertServingModule, check_same_batch
+from keras_bert.export.serving_module import (STRINGS, BertServingModule, check_rank,
+                                              check_same_batch)
 from keras_bert.models.task import check_labels, default_label_names
 from keras_bert.text.windows import text_windows
 
@@ -118,7 +119,8 @@ class ClassifierServingModule(BertServingModule):
         specs = [STRINGS, STRINGS] if self.pairs else [STRINGS]
         if self.pairs:
             def classify(text, text_b):
-                return self._classify(check_same_batch(text, text_b))
+                return self._keras.classify_in_sub_batches(
+                    text, text_b, self._sub_batch_count(text))
 
             def preprocess(text, text_b):
                 return self.pack(tuple(self.tokenize(t) for t in check_same_batch(text, text_b)))
@@ -140,21 +142,40 @@ class ClassifierServingModule(BertServingModule):
             self._keras.logits_fn = tf.function(logits, input_signature=specs)
         else:
             def classify(text):
-                return self._classify((text,))
+                return self._keras.classify_in_sub_batches(text, self._sub_batch_count(text))
 
             def preprocess(text):
                 return self.pack((self.tokenize(text),))
 
+        if self.window_stride is None:
+            # classify with k sub-batches (a scalar int32) whatever the request size:
+            # classify calls it with the table's k, the tuner with each candidate
+            # (`keras_bert.export.tuning`). One trace serves both; not a signature.
+            def classify_in_sub_batches(*inputs):
+                texts = check_same_batch(*inputs[:-1]) if self.pairs else inputs[:-1]
+                segments = tuple(self.tokenize(t) for t in texts)
+                return self._outputs(self.run_model_in_sub_batches(segments, inputs[-1]))
+
+            self._keras.classify_in_sub_batches = tf.function(
+                classify_in_sub_batches, input_signature=specs + [tf.TensorSpec([], tf.int32)])
         self.classify = tf.function(classify, input_signature=specs)
         self.preprocess = tf.function(preprocess, input_signature=specs)
 
-    def _classify(self, texts):
-        segments = tuple(self.tokenize(t) for t in texts)
-        if self._sub_batch_table:
-            logits = self._run_model_sorted(segments)
-        else:
-            logits = self.run_model(self.pack(segments))  # (B, K)
-        return self._outputs(logits)
+    def set_sub_batches(self, sub_batches):
+        """Sets `sub_batches` (an int or a table) before `classify` is first traced.
+
+        The tuner (`keras_bert.export.tuning`) measures on this module's own
+        graph, then sets its choice here; the export traces classify with it.
+        """
+        if self.classify.experimental_get_tracing_count():
+            raise RuntimeError("classify is traced already: set sub_batches before the first "
+                               "call (or build the module with sub_batches=...).")
+        table = self.sub_batch_table(sub_batches)
+        if self.window_stride is not None and table:
+            raise ValueError(f"A classifier with windows runs a request as one batch. "
+                             f"Received: sub_batches={sub_batches!r}")
+        self._sub_batch_table = table
+        self.sub_batches = sub_batches if isinstance(sub_batches, int) else table
 
     def _outputs(self, logits):
         """The classify outputs of logits [B, K]."""
@@ -182,33 +203,39 @@ class ClassifierServingModule(BertServingModule):
         # Every text has at least one window (an empty text: [CLS] [SEP]).
         return combine(logits, windows["example"], tf.shape(text)[0]), windows["num_windows"]
 
-    def _run_model_sorted(self, segments):
-        """Logits [B, K] computed on length-sorted sub-batches, rows in input order.
+    def _sub_batch_count(self, text):
+        """int32 scalar, the k of the sub-batch table for a request of `text`'s size."""
+        batch = tf.shape(check_rank(text, 1))[0]
+        thresholds = tf.constant([0] + [n for n, _ in self._sub_batch_table], tf.int32)
+        counts = tf.constant([1] + [k for _, k in self._sub_batch_table], tf.int32)
+        # The last entry whose min_texts <= B (entry 0: one batch).
+        return tf.gather(counts, tf.searchsorted(thresholds, [batch], side="right")[0] - 1)
 
-        The request size picks k from the sub-batch table at run time.
-        """
-        lengths = tf.add_n([tf.cast(s.row_lengths(), tf.int32) for s in segments])  # (B,)
-        batch = tf.shape(lengths)[0]
+    def run_model_in_sub_batches(self, segments, k):
+        """Logits [B, K] of k length-sorted sub-batches (k a scalar int32 tensor), rows in
+        input order; k = 1 runs the request as one batch."""
 
         def whole():
             return self.run_model(self.pack(segments))
 
-        def split(k):
+        def split():
+            lengths = tf.add_n([tf.cast(s.row_lengths(), tf.int32) for s in segments])  # (B,)
+            batch = tf.shape(lengths)[0]
             order = tf.argsort(lengths, stable=True)  # (B,) shortest first
-            parts = []
-            for i in range(k):
-                index = order[batch * i // k:batch * (i + 1) // k]
-                parts.append(self.run_model(self.pack(tuple(tf.gather(s, index)
-                                                            for s in segments))))
-            # Row j of the concatenation is input row order[j].
-            return tf.gather(tf.concat(parts, 0), tf.math.invert_permutation(order))
 
-        # Nested conds, the largest threshold outermost: (B >= n2 ? k2 : (B >= n1 ? k1 : 1)).
-        branch = whole
-        for min_texts, k in self._sub_batch_table:
-            branch = (lambda lower=branch, n=min_texts, k=k: tf.cond(
-                batch >= n, (lambda: split(k)) if k > 1 else whole, lower))
-        return branch()
+            def part(i, parts):
+                index = order[batch * i // k:batch * (i + 1) // k]
+                logits = self.run_model(self.pack(tuple(tf.gather(s, index) for s in segments)))
+                return i + 1, parts.write(i, logits)
+
+            # One graph for any k (a loop, not k copies): the tuner times every k on it.
+            parts = tf.TensorArray(tf.float32, size=k, infer_shape=False,
+                                   element_shape=[None, self.num_classes])
+            _, parts = tf.while_loop(lambda i, _: i < k, part, (tf.constant(0), parts))
+            # Row j of the concatenation is input row order[j].
+            return tf.gather(parts.concat(), tf.math.invert_permutation(order))
+
+        return tf.cond(k > 1, split, whole)
 
 
 def predict_windowed(model, texts, batch_size=64):
