@@ -18,6 +18,10 @@ Examples
   python tools/export.py --model models/minilm --output exports/minilm --max-seq-length 128
   python tools/export.py --model models/sentiment --output exports/sentiment --jit-compile on
   python tools/export.py --model models/sentiment --output exports/sentiment --dtype mixed_bfloat16
+  # A classifier's sub-batching is measured here at export time (keras_bert_export.json
+  # "tuning"); time it on your own texts, or set it:
+  python tools/export.py --model models/sentiment --output exports/sentiment --tune-texts sample.txt
+  python tools/export.py --model models/sentiment --output exports/sentiment --sub-batches 4
   # Any checkpoint from_pretrained takes, converted once into the cache:
   python tools/export.py --model my_keras_hub_classifier_preset --output exports/sentiment
   python tools/export.py --model google-bert/bert-base-uncased --output exports/bert_base
@@ -86,9 +90,22 @@ def build_parser():
     parser.add_argument("--pairs", action="store_true", default=None,
                         help="Classifier: serving_default takes (text, text_b).")
     parser.add_argument("--sub-batches", type=int, default=None,
-                        help="Classifier: sort a request by token length in the graph and run "
-                        "it as this many sub-batches, each padded to its own longest text "
-                        "(rows come back in request order; BENCHMARKS.md serving-e2e).")
+                        help="Classifier: sort a request of at least 8x this many texts by "
+                        "token length in the graph and run it as this many sub-batches, each "
+                        "padded to its own longest text (rows come back in request order). "
+                        "Default: measured on this machine at export time (see --no-tune).")
+    parser.add_argument("--no-tune", dest="tune", action="store_false",
+                        help="Classifier: skip the export-time tuning; one batch per request "
+                        "(--sub-batches K sets K without tuning). By default the export times "
+                        "1, 2, 4 and 8 sub-batches on requests of 1, 16, 32 and 64 texts here "
+                        "and keeps the fastest per request size, recorded in "
+                        "keras_bert_export.json (exports/README.md, How the default is chosen).")
+    parser.add_argument("--tune-texts", default=None,
+                        help="Tuning: a file of texts like those you serve, one a line "
+                        "(default: texts made from the vocabulary, lengths spread like tweets).")
+    parser.add_argument("--tune-seconds", type=float, default=None,
+                        help="Tuning: time budget of the timed rounds (default 20; at least 3 "
+                        "rounds run).")
     parser.add_argument("--doc-stride", type=int, default=None,
                         help="Span QA window stride (default: task.json's).")
     parser.add_argument("--max-windows", type=int, default=None,
@@ -110,8 +127,14 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     _cli.quiet_tensorflow(args.verbose)
-    from keras_bert.export import export_model
+    from keras_bert.export import export_model, tuning
     from keras_bert.export.export import INFO_FILE
+
+    tune = args.tune and args.sub_batches is None and args.format == "saved_model"
+    if not tune and (args.tune_texts or args.tune_seconds is not None):
+        print("error: --tune-texts / --tune-seconds set the tuning, which --sub-batches, "
+              "--no-tune and --format tflite turn off; drop one of them.", file=sys.stderr)
+        return 1
 
     options = {
         key: value
@@ -123,7 +146,7 @@ def main(argv=None):
             "jit_compile": args.jit_compile == "on",
             "lowercase": args.lowercase,
             "pairs": args.pairs,
-            "sub_batches": args.sub_batches,
+            "sub_batches": "auto" if tune else args.sub_batches,
             "doc_stride": args.doc_stride,
             "max_windows": args.max_windows,
             "aggregation_strategy": args.aggregation_strategy,
@@ -133,7 +156,10 @@ def main(argv=None):
     try:
         path = export_model(args.model, args.output, overwrite=args.overwrite,
                             warmup=args.warmup, dtype=args.dtype, format=args.format,
-                            quantize=args.quantize, **options)
+                            quantize=args.quantize, tune_texts=args.tune_texts,
+                            tune_seconds=(tuning.TUNE_SECONDS if args.tune_seconds is None
+                                          else args.tune_seconds),
+                            log=print, **options)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -238,6 +238,11 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
                          f"Received: format={format!r}")
     from keras_bert.export import tflite
 
+    auto = options.get("sub_batches") == "auto"
+    if auto:
+        del options["sub_batches"]
+        if isinstance(tune_texts, (str, os.PathLike)):  # A bad file fails before long work.
+            tune_texts = tuning.read_tune_texts(tune_texts)
     kind = tflite.TFLITE_VERSION_KIND if format == "tflite" else EXPORT_VERSION_KIND
     export_dir = resolve_export_dir(output, version)
     # Before any long work: a refused output fails at once.
@@ -263,20 +268,17 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
                 f"export_model(dtype={dtype!r}) re-loads a model directory, but a Keras model "
                 f"with dtype policy {policy!r} was given. Pass its model "
                 f"directory, or build the model with dtype={dtype!r}.")
-    auto = options.get("sub_batches") == "auto"
-    if auto:
-        del options["sub_batches"]
     module = build_serving_module(model, **options)
     if auto:
-        module = _tuned(module, model, options, format, tune_texts, tune_seconds, log)
+        _tune(module, format, tune_texts, tune_seconds, log)
     if format == "tflite":
         return tflite.save_tflite(module, export_dir, overwrite)
     return save_serving_module(module, export_dir, overwrite, warmup)
 
 
-def _tuned(module, model, options, format, texts, seconds, log):
-    """`module`, or the module of the sub-batching measured fastest (export_model "auto")."""
-    reason = (f"--format {format} runs requests as one batch" if format != "saved_model"
+def _tune(module, format, texts, seconds, log):
+    """Sets the sub-batching measured fastest on `module` (export_model "auto")."""
+    reason = (f"format={format!r} runs a request as one batch" if format != "saved_model"
               else f"{type(module).__name__} has no sub-batching"
               if "sub_batches" not in module.TASK_OPTIONS
               else "a classifier with windows runs a request as one batch"
@@ -286,12 +288,9 @@ def _tuned(module, model, options, format, texts, seconds, log):
     else:
         if texts is None:
             texts = tuning.synthetic_texts(module._keras.tokenizer.vocabulary)
-        elif isinstance(texts, (str, os.PathLike)):
-            texts = tuning.read_tune_texts(texts)
         module._keras.tuning = tuning.tune_sub_batches(module, texts, seconds=seconds)
     if log:
         log(tuning.describe(module._keras.tuning))
-    return module
 
 
 #: What `save_serving_module` replaces (with overwrite): a version folder

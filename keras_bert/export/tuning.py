@@ -33,7 +33,9 @@ REQUEST_SIZES = (1, 16, 32, 64)
 #: default wall-clock budget of the timed rounds, seconds (tools/export.py --tune-seconds).
 TUNE_SECONDS = 20.0
 #: rounds run whatever the budget (a median of fewer means little), and at most.
-MIN_ROUNDS, MAX_ROUNDS = 3, 30
+MIN_ROUNDS, MAX_ROUNDS = 3, 12
+#: rounds of the batch-1 check (chosen vs one batch; one-text calls are cheap).
+CHECK_ROUNDS = (6, 6)
 #: one-text calls per timing at request size 1 (one call is too short to time alone).
 SINGLE_CALLS = 8
 #: a split is kept only when it beats one batch by more than this fraction: it adds
@@ -184,8 +186,7 @@ def tune_sub_batches(module, texts, candidates=CANDIDATES, request_sizes=REQUEST
     def timer(name, function, size, made):
         if time_call is not None:
             return lambda round_index: time_call(name, size, round_index)
-        for request in made:  # Untimed: traces the function, warms the caches.
-            function(*request)
+        function(*made[0])  # Untimed: the first call traces, or warms the caches.
         return _timer(function, made, SINGLE_CALLS if size == 1 else 1)
 
     def with_k(k):
@@ -209,7 +210,7 @@ def tune_sub_batches(module, texts, candidates=CANDIDATES, request_sizes=REQUEST
     single = requests(1, SINGLE_CALLS)
     check = _rounds({(1, 1): timer(1, with_k(1), 1, single),
                      (1, "chosen"): timer("chosen", module.classify, 1, single)},
-                    0, time.perf_counter())
+                    0, time.perf_counter(), rounds=CHECK_ROUNDS)
     record = {
         "tuned": "sub_batches",
         "candidates": candidates,
@@ -228,13 +229,13 @@ def tune_sub_batches(module, texts, candidates=CANDIDATES, request_sizes=REQUEST
     return record
 
 
-def _rounds(measured, seconds, started):
+def _rounds(measured, seconds, started, rounds=(MIN_ROUNDS, MAX_ROUNDS)):
     """{key: [seconds per round]}: every timer once a round, order alternating, until
-    `seconds` have passed since `started` (between MIN_ROUNDS and MAX_ROUNDS rounds)."""
+    `seconds` have passed since `started` (between rounds[0] and rounds[1] rounds)."""
     keys = list(measured)
     samples = {key: [] for key in keys}
-    for round_index in range(MAX_ROUNDS):
-        if round_index >= MIN_ROUNDS and time.perf_counter() - started > seconds:
+    for round_index in range(rounds[1]):
+        if round_index >= rounds[0] and time.perf_counter() - started > seconds:
             break
         for key in keys if round_index % 2 == 0 else keys[::-1]:
             samples[key].append(measured[key](round_index))

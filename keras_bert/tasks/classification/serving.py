@@ -177,6 +177,11 @@ class ClassifierServingModule(BertServingModule):
         self._sub_batch_table = table
         self.sub_batches = sub_batches if isinstance(sub_batches, int) else table
 
+    def _classify(self, texts):
+        """classify's outputs on a tuple of string batches run as one batch (the LiteRT
+        export's path, `keras_bert.export.tflite`: no sub-batches there)."""
+        return self._outputs(self.run_model(self.pack(tuple(self.tokenize(t) for t in texts))))
+
     def _outputs(self, logits):
         """The classify outputs of logits [B, K]."""
         if self.num_classes == 1:
