@@ -32,6 +32,9 @@ XLA_VARIANT = {"batch-longest+XLA": {"jit_compile": True, "pad_to_multiple_of": 
 
 # Exports timed by serving-e2e: name -> export options (XLA ones with --jit-compile on).
 SERVING_E2E_VARIANTS = {
+    # tools/export.py's default: sub-batching measured here at export time (on
+    # texts made from the vocabulary, not the tweets served).
+    "default (tuned)": {"sub_batches": "auto"},
     "batch-longest": {},
     "sorted x2": {"sub_batches": 2},
     "sorted x4": {"sub_batches": 4},
@@ -274,7 +277,7 @@ def bench_serving_e2e(args):
     """Raw tweets -> labels: our SavedModel (in a tf + tf-text process) vs PyTorch.
 
     Our side: a MiniLM-L6 3-class classifier exported several ways
-    (SERVING_E2E_VARIANTS; the XLA ones with --jit-compile on, the
+    (SERVING_E2E_VARIANTS, "default (tuned)" as tools/export.py makes it; the XLA ones with --jit-compile on, the
     mixed_bfloat16 ones with bfloat16 in --dtypes), loaded by
     tools/benchmarks/_serving_worker.py with tf.saved_model.load and called
     through serving_default. PyTorch side: BertForSequenceClassification
@@ -323,7 +326,8 @@ def bench_serving_e2e(args):
                                    num_classes=3, label_names=SERVING_E2E_LABELS)
             model.set_weights(classifier.get_weights())
         exports[name] = export_model(model, path, vocab_file=os.path.join(
-            model_dir, "vocab.txt"), max_seq_length=128, **options)
+            model_dir, "vocab.txt"), max_seq_length=128,
+            log=lambda line: print(f"  {line}", flush=True), **options)
         print(f"  exported {name}", flush=True)
     worker = ServingWorker(exports, texts, workdir)
     try:
