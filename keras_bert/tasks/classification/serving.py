@@ -119,8 +119,7 @@ class ClassifierServingModule(BertServingModule):
         specs = [STRINGS, STRINGS] if self.pairs else [STRINGS]
         if self.pairs:
             def classify(text, text_b):
-                return self._keras.classify_in_sub_batches(
-                    text, text_b, self._sub_batch_count(text))
+                return self._classify_by_size(text, text_b)
 
             def preprocess(text, text_b):
                 return self.pack(tuple(self.tokenize(t) for t in check_same_batch(text, text_b)))
@@ -142,7 +141,7 @@ class ClassifierServingModule(BertServingModule):
             self._keras.logits_fn = tf.function(logits, input_signature=specs)
         else:
             def classify(text):
-                return self._keras.classify_in_sub_batches(text, self._sub_batch_count(text))
+                return self._classify_by_size(text)
 
             def preprocess(text):
                 return self.pack((self.tokenize(text),))
@@ -150,7 +149,7 @@ class ClassifierServingModule(BertServingModule):
         if self.window_stride is None:
             # classify with k sub-batches (a scalar int32) whatever the request size:
             # classify calls it with the table's k, the tuner with each candidate
-            # (`keras_bert.export.tuning`). One trace serves both; not a signature.
+            # (`keras_bert.export.tuning`), one graph for both; not a signature.
             def classify_in_sub_batches(*inputs):
                 texts = check_same_batch(*inputs[:-1]) if self.pairs else inputs[:-1]
                 segments = tuple(self.tokenize(t) for t in texts)
@@ -177,9 +176,23 @@ class ClassifierServingModule(BertServingModule):
         self._sub_batch_table = table
         self.sub_batches = sub_batches if isinstance(sub_batches, int) else table
 
+    def _classify_by_size(self, *texts):
+        """classify's outputs: a request as the sub-batch table says for its size.
+
+        Below the table's first size (1 text included), and always without a
+        table, the request runs as one batch by the graph of an untuned export.
+        """
+        def one_batch():
+            return self._classify(check_same_batch(*texts) if self.pairs else texts)
+
+        if not self._sub_batch_table:
+            return one_batch()
+        k = self._sub_batch_count(texts[0])
+        return tf.cond(k > 1, lambda: self._keras.classify_in_sub_batches(*texts, k), one_batch)
+
     def _classify(self, texts):
-        """classify's outputs on a tuple of string batches run as one batch (the LiteRT
-        export's path, `keras_bert.export.tflite`: no sub-batches there)."""
+        """classify's outputs on a tuple of string batches run as one batch (also the
+        LiteRT export's path, `keras_bert.export.tflite`: no sub-batches there)."""
         return self._outputs(self.run_model(self.pack(tuple(self.tokenize(t) for t in texts))))
 
     def _outputs(self, logits):
