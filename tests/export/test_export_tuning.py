@@ -72,33 +72,58 @@ def test_sub_batch_tables_are_checked():
             ClassifierServingModule.sub_batch_table(bad)
 
 
-def test_tools_export_tunes_by_default_and_records_it(classifier_export, tmp_path):
+def test_tools_export_tunes_by_default_and_records_it(classifier_export, tmp_path, monkeypatch):
+    # The fake clock of the test above, through tools/export.py's default path.
+    tune = tuning.tune_sub_batches
+    monkeypatch.setattr(tuning, "tune_sub_batches", lambda module, texts, **kwargs: tune(
+        module, texts, **{**kwargs, "time_call": fake_time_call}))
     sample = tmp_path / "sample.txt"
-    sample.write_text("\n".join(["a good movie", "the film was not very good !",
-                                 "what a bad , bad film", "the cat"] * 16) + "\n")
+    sample.write_text("a good movie\nthe film was not very good !\n\nthe cat\n")
     status, out, err = run_tool("export", "--model", classifier_export["model_dir"], "--output",
                                 tmp_path / "tuned", "--tune-texts", sample, "--tune-seconds", 0)
     assert status == 0, err
     assert out.startswith("Tuned on this CPU (")
+    assert ("requests of >= 16 texts: 2 sub-batches, >= 32 texts: 4 sub-batches (16 texts: "
+            "1.25x one batch's speed; 32 texts: 1.67x") in out.splitlines()[0]
     with open(tmp_path / "tuned" / "1" / "keras_bert_export.json") as f:
         info = json.load(f)
     record = info["tuning"]
+    assert info["sub_batches"] == record["chosen"] == [[16, 2], [32, 4]]
     assert record["candidates"] == [1, 2, 4, 8]
-    assert sorted(record["median_ms"], key=int) == ["1", "16", "32", "64"]
-    assert sorted(record["median_ms"]["64"], key=int) == ["1", "2", "4", "8"]
-    assert all(t > 0 for by_k in record["median_ms"].values() for t in by_k.values())
-    assert info["sub_batches"] == record["chosen"]
+    assert record["median_ms"]["32"] == {"1": 200.0, "2": 150.0, "4": 120.0}
     assert record["date"].startswith("20") and record["cpu"]["cores"] >= 1
 
 
-def test_an_explicit_sub_batches_skips_the_tuning(classifier_export, tmp_path):
-    status, out, err = run_tool("export", "--model", classifier_export["model_dir"], "--output",
-                                tmp_path / "e", "--sub-batches", 2)
-    assert status == 0, err
-    assert "Tuned" not in out
-    with open(tmp_path / "e" / "1" / "keras_bert_export.json") as f:
-        info = json.load(f)
-    assert info["sub_batches"] == 2 and "tuning" not in info
+def test_real_timing_of_the_candidates(classifier_export):
+    module = build_serving_module(classifier_export["model"])
+    texts = texts_of(module._keras.tokenizer.vocabulary, count=32)
+    record = tuning.tune_sub_batches(module, texts, candidates=(1, 2), request_sizes=(1, 16),
+                                     seconds=0)
+    assert sorted(record["median_ms"]) == ["1", "16"] and record["rounds"] == tuning.MIN_ROUNDS
+    assert all(t > 0 for by_k in record["median_ms"].values() for t in by_k.values())
+    assert record["batch_1_ms"]["chosen"] > 0
+    assert module.sub_batches == (1 if record["chosen"] == 1 else ((16, 2),))
+
+
+@pytest.mark.parametrize("flags, sub_batches", [(["--sub-batches", "2"], 2), (["--no-tune"], None),
+                                                ([], "auto")])
+def test_an_explicit_sub_batches_or_no_tune_skips_the_tuning(monkeypatch, tmp_path, flags,
+                                                              sub_batches):
+    # What tools/export.py asks export_model for (export_model(sub_batches=2) itself:
+    # tests/export/test_classifier_export.py; no "auto", no tuning).
+    import keras_bert.export
+
+    calls = []
+
+    def fake_export_model(model, output, **kwargs):
+        calls.append(kwargs)
+        raise ValueError("stopped here")
+
+    monkeypatch.setattr(keras_bert.export, "export_model", fake_export_model)
+    status, _, err = run_tool("export", "--model", tmp_path / "model", "--output",
+                              tmp_path / "e", *flags)
+    assert status == 1 and "stopped here" in err
+    assert calls[0].get("sub_batches") == sub_batches
 
 
 @pytest.mark.parametrize("flags", [["--sub-batches", "2", "--tune-seconds", "5"],
