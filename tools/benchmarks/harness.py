@@ -9,7 +9,6 @@ import argparse
 import dataclasses
 import inspect
 import os
-import platform
 import shlex
 import sys
 import time
@@ -179,11 +178,9 @@ def format_row(row):
 
 def cpu_flags():
     """The CPU features bf16 speed depends on, e.g. "AVX-512: yes, AVX512-BF16: yes, AMX: no"."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = set(next(line for line in f if line.startswith("flags")).split(":")[1].split())
-    except (OSError, StopIteration):
-        return "CPU flags unknown"
+    from keras_bert.export.tuning import cpu_info  # The one reader of /proc/cpuinfo.
+
+    flags = cpu_info()["flags"]
     has = {"AVX-512": "avx512f", "AVX512-BF16": "avx512_bf16", "AMX": "amx_bf16"}
     return ", ".join(f"{name}: {'yes' if flag in flags else 'no'}" for name, flag in has.items())
 
@@ -200,12 +197,9 @@ def machine_line():
     for module in ("keras_hub", "torch", "transformers", "tokenizers"):
         if module in sys.modules:
             versions.append(f"{module} {sys.modules[module].__version__}")
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    from keras_bert.export.tuning import cpu_info
+
+    cpu = cpu_info()["model"]
     gpu = accelerator_name()
     cores = usable_cores()
     return (f"{gpu + ' + ' if gpu else ''}{cpu}, {cores} core{'s' if cores > 1 else ''} "
