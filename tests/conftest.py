@@ -134,6 +134,29 @@ def interrupt_after(command, marker, signum, log_path, env=None, timeout=300):
 
 # === Model directories and exports, built once per session ===
 
+
+def built_once(tmp_path_factory, name, build):
+    """What `build(root)` returns (JSON: paths, names), built once per test run.
+
+    Under pytest-xdist (`bash tools/test.sh` runs two workers) the workers
+    share one folder: the first builds under a file lock, the others wait and
+    read its result. Fixtures load Keras models from the built paths themselves
+    (a model cannot cross processes).
+    """
+    import fcntl
+    import json
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # The run's folder, above the workers' own.
+    root, done = base / f"built-{name}", base / f"built-{name}.json"
+    with open(base / f"built-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            root.mkdir()
+            done.write_text(json.dumps(build(str(root))))
+        return json.loads(done.read_text())
+
 # A vocabulary for hand-made classifier, tagger and QA texts (tests/export).
 EXPORT_VOCAB = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
@@ -157,17 +180,25 @@ def tiny_model_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def classifier_export(tmp_path_factory):
     """A fine-tuned tiny 3-class classifier: its model dir, export, vocab and Keras model."""
+    from keras_bert.models import BertEncoder
+    from keras_bert.models.model_dir import load_model_dir
     from tests.export.conftest import build_classifier_export
 
-    return build_classifier_export(str(tmp_path_factory.mktemp("classifier")))
+    built = built_once(tmp_path_factory, "classifier", build_classifier_export)
+    # As loaded from the directory: with task_info (max_seq_length) and vocab_file.
+    return {**built, "model": load_model_dir(built["model_dir"], BertEncoder)}
 
 
 @pytest.fixture(scope="session")
 def task_exports(tmp_path_factory):
     """A fine-tuned tiny token classifier and span-QA model, their dirs and exports."""
+    from keras_bert.models import BertEncoder
+    from keras_bert.models.model_dir import load_model_dir
     from tests.export.conftest import build_task_exports
 
-    return build_task_exports(str(tmp_path_factory.mktemp("tasks")))
+    built = built_once(tmp_path_factory, "tasks", build_task_exports)
+    return {**built, **{name: load_model_dir(os.path.join(built["root"], name), BertEncoder)
+                        for name in ("tagger", "qa")}}
 
 
 @pytest.fixture(scope="session")
@@ -176,7 +207,7 @@ def three_exports(tmp_path_factory):
     multi-label export (tests/export/export_kinds.py KINDS; named when there were three)."""
     from tests.export.export_kinds import build_exports
 
-    return build_exports(str(tmp_path_factory.mktemp("export_kinds")))
+    return built_once(tmp_path_factory, "export_kinds", build_exports)
 
 
 @pytest.fixture(scope="session")

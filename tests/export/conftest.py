@@ -119,7 +119,7 @@ def fit_a_few_steps(model, inputs, targets, loss, sample_weight=None):
 
 
 def build_classifier_export(root):
-    """A fine-tuned tiny 3-class classifier under `root`: its model dir, export, vocab and Keras model."""
+    """A fine-tuned tiny 3-class classifier under `root`: its model dir, export and vocab."""
     vocab_file = write_vocab(root)
     classifier = BertClassifier(tiny_encoder(), num_classes=3, label_names=LABELS)
     texts = tf.constant([t for t, _ in TRAIN_TEXTS])
@@ -131,9 +131,7 @@ def build_classifier_export(root):
     classifier.save_pretrained(model_dir, vocab_file=vocab_file,
                                task_info={"max_seq_length": MAX_SEQ_LENGTH})
     export_dir = export_model(model_dir, os.path.join(root, "exports", "sentiment"))
-    # As loaded from the directory: with task_info (max_seq_length) and vocab_file.
-    return {"model_dir": model_dir, "export_dir": export_dir, "vocab_file": vocab_file,
-            "model": load_model_dir(model_dir, BertEncoder)}
+    return {"model_dir": model_dir, "export_dir": export_dir, "vocab_file": vocab_file}
 
 
 # Texts of the tagger and span-QA exports (tests/export/test_task_exports.py).
@@ -155,10 +153,11 @@ CONTEXTS = [
 
 
 def build_task_exports(root):
-    """A fine-tuned tiny tagger and span-QA model under `root`: dirs, exports, vocab, Keras models."""
+    """A fine-tuned tiny tagger and span-QA model under `root` (saved as `root`/tagger and
+    `root`/qa): their exports and vocab."""
     vocab_file = write_vocab(root)
     tokenizer = BertTokenizer(vocab_file)
-    result = {"vocab_file": vocab_file}
+    result = {"vocab_file": vocab_file, "root": root}
 
     tagger = BertTokenClassifier(tiny_encoder(1), num_classes=3, label_names=TAGS)
     inputs = preprocessor(vocab_file)(tf.constant(TAG_TEXTS[:2]))
@@ -178,7 +177,6 @@ def build_task_exports(root):
                        task_info={"max_seq_length": QA_MAX_SEQ_LENGTH, "doc_stride": 4,
                                   "max_query_length": 6, "max_answer_length": 5})
     for name in ("tagger", "qa"):
-        result[name] = load_model_dir(os.path.join(root, name), BertEncoder)
         result[name + "_export"] = export_model(os.path.join(root, name),
                                                 os.path.join(root, "exports", name))
     return result
