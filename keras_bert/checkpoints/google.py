@@ -30,6 +30,7 @@ from keras_bert.checkpoints.source import (
     check_config_object,
     config_from_values,
     expected_shapes,
+    first_line,
     read_config_json,
 )
 
@@ -169,7 +170,7 @@ def read_google_checkpoint(path):
         shape_map = reader.get_variable_to_shape_map()
     except (tf.errors.OpError, ValueError) as e:
         raise CheckpointError(
-            f"Cannot read TF checkpoint {prefix}.index: {_first_line(e)}. "
+            f"Cannot read TF checkpoint {prefix}.index: {first_line(e)}. "
             f"The file is missing, truncated or not a TF checkpoint."
         ) from e
 
@@ -206,7 +207,7 @@ def read_google_checkpoint(path):
             data_files = sorted(glob.glob(glob.escape(prefix) + ".data-*"))
             raise CheckpointError(
                 f"Cannot read {name} from {', '.join(data_files) or prefix + '.data-*'}: "
-                f"{_first_line(e)}. The checkpoint data file is truncated, corrupt "
+                f"{first_line(e)}. The checkpoint data file is truncated, corrupt "
                 f"or missing."
             ) from e
         source.weights[name] = np.asarray(value, dtype=np.float32)
@@ -254,8 +255,3 @@ def _guess_lowercase(folder):
     if "cased" in name:
         return False
     return None
-
-
-def _first_line(error):
-    message = getattr(error, "message", None) or str(error)
-    return message.strip().splitlines()[0] if message.strip() else type(error).__name__

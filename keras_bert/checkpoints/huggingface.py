@@ -28,6 +28,7 @@ from keras_bert.checkpoints.source import (
     check_against_config,
     check_config_object,
     config_from_values,
+    first_line,
     read_config_json,
 )
 
@@ -236,7 +237,7 @@ def _load_safetensors(path):
             for name in f.keys():
                 tensors[name] = f.get_tensor(name)
     except Exception as e:  # safetensors raises its own error types.
-        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        message = first_line(e)
         hint = (
             " numpy has no bfloat16: save the model in float32 or float16."
             if "bf16" in message.lower() or "bfloat16" in message.lower()
@@ -267,9 +268,8 @@ def _load_pytorch(path):
                 f"objects other than tensors, and was refused for safety (never loaded with "
                 f"weights_only=False). Get model.safetensors for this model instead."
             ) from e
-        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(
-            f"Cannot read {path}: {message}. The file is truncated or corrupt; "
+            f"Cannot read {path}: {first_line(e)}. The file is truncated or corrupt; "
             f"download it again."
         ) from e
     if not isinstance(state, dict):

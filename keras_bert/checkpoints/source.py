@@ -313,6 +313,17 @@ class ConversionReport:
         return "\n".join(lines)
 
 
+def first_line(error):
+    """The first line of an error's message, or its type's name when it has none.
+
+    A TensorFlow OpError's str() starts with its message, then adds its op's
+    stack trace; other readers' errors (safetensors, torch, h5py, kagglehub)
+    can run to several lines too.
+    """
+    message = str(error).strip()
+    return message.splitlines()[0] if message else type(error).__name__
+
+
 def count_vocab_lines(vocab_file):
     """Number of tokens in a vocab.txt (one token a line; a final newline is optional)."""
     if not os.path.isfile(vocab_file):

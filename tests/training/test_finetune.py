@@ -29,8 +29,7 @@ TOOL = os.path.join(ROOT, "tools", "finetune.py")
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory, tiny_model_dir):
     root = tmp_path_factory.mktemp("finetune")
-    os.symlink(tiny_model_dir, root / "tiny")  # The session's tiny model dir, read only here.
-    write_sentiment_splits(root, 200, 40)
+    write_sentiment_splits(root, 200, 40, model_dir=tiny_model_dir)
     return root
 
 
