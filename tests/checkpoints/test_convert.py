@@ -1,6 +1,5 @@
 """Errors, atomic output and the command-line tool."""
 
-import importlib.util
 import os
 
 import numpy as np
@@ -20,6 +19,7 @@ from tests.checkpoints.conftest import (
     write_huggingface,
     write_vocab,
 )
+from tests.conftest import tool_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -154,18 +154,9 @@ def test_existing_output_needs_overwrite(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["hf", "model"]
 
 
-def _tool():
-    spec = importlib.util.spec_from_file_location(
-        "convert_checkpoint_tool", os.path.join(ROOT, "tools", "convert_checkpoint.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_tool_help_explains_both_formats(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        _tool().main(["--help"])
+        tool_module("convert_checkpoint").main(["--help"])
     assert exit_info.value.code == 0
     help_text = capsys.readouterr().out
     for expected in ("bert_config.json", "bert_model.ckpt.index", "model.safetensors",
@@ -176,7 +167,7 @@ def test_tool_help_explains_both_formats(capsys):
 def test_tool_converts_and_checks(tmp_path, capsys):
     folder = _google(tmp_path)
     out = str(tmp_path / "model")
-    assert _tool().main(["--input", folder, "--output", out, "--check"]) == 0
+    assert tool_module("convert_checkpoint").main(["--input", folder, "--output", out, "--check"]) == 0
     printed = capsys.readouterr().out
     assert "check vs numpy: max |diff| sequence_output=" in printed
     assert "loaded: encoder, pooler, mlm_head, nsp_head" in printed
@@ -186,7 +177,7 @@ def test_tool_converts_and_checks(tmp_path, capsys):
 def test_tool_reports_errors_without_traceback(tmp_path, capsys):
     folder = hf_folder(tmp_path)
     os.remove(os.path.join(folder, "vocab.txt"))
-    assert _tool().main(["--input", folder, "--output", str(tmp_path / "model")]) == 1
+    assert tool_module("convert_checkpoint").main(["--input", folder, "--output", str(tmp_path / "model")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: Vocabulary file not found")
     assert not (tmp_path / "model").exists()
