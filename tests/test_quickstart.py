@@ -1,6 +1,5 @@
 """After the quickstart: its "Try:" line runs as printed, and README examples leave its outputs alone."""
 
-import importlib.util
 import os
 import re
 import shlex
@@ -9,6 +8,7 @@ import sys
 
 import pytest
 
+from tests.conftest import tool_module
 from tests.test_readme import all_examples
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -16,16 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUICKSTART_OUTPUTS = ("models/minilm", "models/sentiment", "exports/sentiment/1")
 
 
-def quickstart_module():
-    spec = importlib.util.spec_from_file_location(
-        "quickstart", os.path.join(ROOT, "tools", "quickstart.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_try_line_names_the_interpreter_that_has_tensorflow(monkeypatch):
-    quickstart = quickstart_module()
+    quickstart = tool_module("quickstart")
     monkeypatch.chdir(ROOT)
     venv_python = os.path.join(ROOT, ".venv", "bin", "python")
     line = quickstart.command_line(venv_python, os.path.join(ROOT, "tools", "predict.py"),
@@ -48,7 +40,7 @@ def test_try_line_runs_as_printed(tmp_path, monkeypatch):
                                    ).save_pretrained(str(tmp_path / "sentiment"))
     export_dir = export_model(str(tmp_path / "sentiment"), str(tmp_path / "exports" / "s"))
     monkeypatch.chdir(ROOT)
-    line = quickstart_module().command_line(
+    line = tool_module("quickstart").command_line(
         sys.executable, os.path.join(ROOT, "tools", "predict.py"), "--model", export_dir,
         "your text")
     done = subprocess.run(line, shell=True, cwd=ROOT, capture_output=True, text=True,

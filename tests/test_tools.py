@@ -3,7 +3,6 @@
 import argparse
 import dataclasses
 import glob
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,6 +10,8 @@ import sys
 import time
 
 import pytest
+
+from tests.conftest import tool_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
@@ -41,11 +42,8 @@ RETIRED = {"--model-dir", "--output-dir", "--max-length", "--sequence-length", "
 
 
 def load_tool(name):
-    spec = importlib.util.spec_from_file_location(f"tool_{name[:-3]}",
-                                                  os.path.join(ROOT, "tools", name))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """tools/NAME (a file name: "finetune.py"), loaded once (tests.conftest.tool_module)."""
+    return tool_module(name[:-3])
 
 
 def parser_of(name):
@@ -213,13 +211,6 @@ def test_tensorflow_loads_quietly_unless_verbose():
     assert "absl::InitializeLog" not in done.stderr and "I0000" not in done.stderr, done.stderr
 
 
-def _load_tool(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "tools", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_finetune_benchmark_reads_both_logs_without_evaluation_time():
     from benchmarks.finetune import keras_bert_finetune_result, reference_finetune_result
 
@@ -243,7 +234,7 @@ def test_finetune_benchmark_reads_both_logs_without_evaluation_time():
 def test_finetune_reference_refuses_a_tokenizer_unlike_keras_bert(tmp_path, capsys):
     # transformers 5 ignores BertTokenizerFast(vocab_file=...) and maps every
     # word to [UNK]; the reference must stop rather than train on that.
-    reference = _load_tool("finetune_reference")
+    reference = tool_module("finetune_reference")
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "movie",
                                 "bad", "##s", "a"]) + "\n", encoding="utf-8")

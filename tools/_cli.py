@@ -72,10 +72,13 @@ def bert_config_module():
     TensorFlow; config.py itself imports only the standard library, so it is
     loaded here on its own, under another name, for flag names and choices.
     """
-    name = "_keras_bert_config_for_cli"
+    return _load_file("_keras_bert_config_for_cli", os.path.join(ROOT, "keras_bert", "config.py"))
+
+
+def _load_file(name, path):
+    """The module of the Python file `path`, loaded once under `name` (no package imported)."""
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, os.path.join(ROOT, "keras_bert", "config.py"))
+        spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses look their module up by name.
         spec.loader.exec_module(module)
@@ -94,21 +97,23 @@ def task_options():
     the library's, for flag names, defaults, help and choices only).
     tests/training/test_task_options.py checks this view against the
     registry's fine-tunable tasks.
+
+    The options files import one module of the library,
+    keras_bert/data/task_options.py (standard library only too). It is
+    loaded first, under its own name: `from keras_bert.data.task_options
+    import ...` finds a module already in `sys.modules` without importing
+    its packages (keras_bert/__init__.py loads TensorFlow).
     """
     name = "_keras_bert_task_options_for_cli"
     if name not in sys.modules:
+        _load_file("keras_bert.data.task_options",
+                   os.path.join(ROOT, "keras_bert", "data", "task_options.py"))
         found = {}
         tasks_dir = os.path.join(ROOT, "keras_bert", "tasks")
         for task in sorted(os.listdir(tasks_dir)):
             path = os.path.join(tasks_dir, task, "options.py")
-            if not os.path.isfile(path):
-                continue
-            module_name = f"{name}_{task}"
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module  # dataclasses look their module up by name.
-            spec.loader.exec_module(module)
-            found[task] = _options_class(module, path)
+            if os.path.isfile(path):
+                found[task] = _options_class(_load_file(f"{name}_{task}", path), path)
         sys.modules[name] = found
     return dict(sys.modules[name])
 

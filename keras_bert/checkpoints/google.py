@@ -23,12 +23,16 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.checkpoints.source import (
+    CONFIG_KEYS,
     CheckpointError,
     SourceCheckpoint,
     check_against_config,
+    check_config_object,
+    config_from_values,
     expected_shapes,
+    first_line,
+    read_config_json,
 )
-from keras_bert.config import BertConfig
 
 CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
@@ -42,21 +46,8 @@ CHECKPOINT_NAME = "bert_model.ckpt"
 _ACTIVATIONS = {"gelu": "gelu_approx", "relu": "relu", "gelu_exact": "gelu"}
 _ACTIVATIONS_OUT = {v: k for k, v in _ACTIVATIONS.items()}
 
-_CONFIG_KEYS = {
-    "vocab_size": "vocab_size",
-    "hidden_size": "hidden_size",
-    "num_hidden_layers": "num_layers",
-    "num_attention_heads": "num_heads",
-    "intermediate_size": "intermediate_size",
-    "hidden_act": "hidden_act",
-    "hidden_dropout_prob": "dropout_rate",
-    "attention_probs_dropout_prob": "attention_dropout_rate",
-    "max_position_embeddings": "max_position_embeddings",
-    "type_vocab_size": "type_vocab_size",
-    "initializer_range": "initializer_range",
-}
 # Keys in some Google configs (multilingual, Chinese) that change nothing here.
-_IGNORED_CONFIG_KEYS = {
+_IGNOREDCONFIG_KEYS = {
     "directionality",
     "pooler_fc_size",
     "pooler_num_attention_heads",
@@ -80,34 +71,18 @@ def config_from_google(values, path="bert_config.json"):
 
     Google's configs have no LayerNorm epsilon: modeling.py always uses 1e-12.
     """
-    if not isinstance(values, dict):
-        raise CheckpointError(f"{path} must hold a JSON object of BERT settings. Received: "
-                              f"a JSON {type(values).__name__}.")
-    unknown = sorted(set(values) - set(_CONFIG_KEYS) - _IGNORED_CONFIG_KEYS)
+    check_config_object(values, path)
+    unknown = sorted(set(values) - set(CONFIG_KEYS) - _IGNOREDCONFIG_KEYS)
     if unknown:
         raise CheckpointError(
             f"{path}: unknown key(s) {unknown} for a Google BERT config. Expected "
-            f"{sorted(_CONFIG_KEYS)}. Is this a Hugging Face config (use "
+            f"{sorted(CONFIG_KEYS)}. Is this a Hugging Face config (use "
             f"--format huggingface)?"
         )
-    missing = sorted(k for k in _CONFIG_KEYS if k not in values)
+    missing = sorted(k for k in CONFIG_KEYS if k not in values)
     if missing and not set(missing) <= {"initializer_range", "type_vocab_size"}:
         raise CheckpointError(f"{path}: missing key(s) {missing}.")
-    act = values.get("hidden_act", "gelu")
-    if act not in _ACTIVATIONS:
-        raise CheckpointError(
-            f"{path}: hidden_act={act!r} is not supported. Expected one of "
-            f"{sorted(_ACTIVATIONS)}."
-        )
-    fields = {
-        field: values[key] for key, field in _CONFIG_KEYS.items() if key in values
-    }
-    fields["hidden_act"] = _ACTIVATIONS[act]
-    fields["layer_norm_epsilon"] = 1e-12
-    try:
-        return BertConfig(**fields)
-    except ValueError as e:
-        raise CheckpointError(f"{path}: {e}") from e
+    return config_from_values(values, path, CONFIG_KEYS, _ACTIVATIONS, layer_norm_epsilon=1e-12)
 
 
 def config_to_google(config):
@@ -117,7 +92,7 @@ def config_to_google(config):
             f"Google's BERT format has no LayerNorm epsilon (it is always 1e-12); "
             f"this model has layer_norm_epsilon={config.layer_norm_epsilon}."
         )
-    values = {key: getattr(config, field) for key, field in _CONFIG_KEYS.items()}
+    values = {key: getattr(config, field) for key, field in CONFIG_KEYS.items()}
     values["hidden_act"] = _ACTIVATIONS_OUT[config.hidden_act]
     return values
 
@@ -185,16 +160,9 @@ def read_google_checkpoint(path):
     """
     folder, prefix = find_google_checkpoint(path)
     config_file = os.path.join(folder, CONFIG_FILE)
-    if not os.path.isfile(config_file):
-        raise CheckpointError(
-            f"Config file not found: {config_file}. A Google BERT release keeps "
-            f"{CONFIG_FILE} beside {os.path.basename(prefix)}.index."
-        )
-    try:
-        with open(config_file, encoding="utf-8") as f:
-            values = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{config_file} is not valid JSON: {e}") from e
+    values = read_config_json(
+        config_file, f"A Google BERT release keeps {CONFIG_FILE} beside "
+        f"{os.path.basename(prefix)}.index.")
     config = config_from_google(values, config_file)
 
     try:
@@ -202,7 +170,7 @@ def read_google_checkpoint(path):
         shape_map = reader.get_variable_to_shape_map()
     except (tf.errors.OpError, ValueError) as e:
         raise CheckpointError(
-            f"Cannot read TF checkpoint {prefix}.index: {_first_line(e)}. "
+            f"Cannot read TF checkpoint {prefix}.index: {first_line(e)}. "
             f"The file is missing, truncated or not a TF checkpoint."
         ) from e
 
@@ -239,7 +207,7 @@ def read_google_checkpoint(path):
             data_files = sorted(glob.glob(glob.escape(prefix) + ".data-*"))
             raise CheckpointError(
                 f"Cannot read {name} from {', '.join(data_files) or prefix + '.data-*'}: "
-                f"{_first_line(e)}. The checkpoint data file is truncated, corrupt "
+                f"{first_line(e)}. The checkpoint data file is truncated, corrupt "
                 f"or missing."
             ) from e
         source.weights[name] = np.asarray(value, dtype=np.float32)
@@ -287,8 +255,3 @@ def _guess_lowercase(folder):
     if "cased" in name:
         return False
     return None
-
-
-def _first_line(error):
-    message = getattr(error, "message", None) or str(error)
-    return message.strip().splitlines()[0] if message.strip() else type(error).__name__

@@ -20,7 +20,7 @@ Anything else is refused with what was looked for and how to convert.
 import os
 import re
 
-from keras_bert.checkpoints.source import CheckpointError
+from keras_bert.checkpoints.source import CheckpointError, first_line
 
 #: Well-known names -> Hugging Face Hub ids (or, for a keras-hub preset the
 #: Hub does not hold, its Kaggle handle). keras-hub's BERT presets were
@@ -174,10 +174,9 @@ def kaggle_snapshot(handle, asked=None):
     try:
         return kagglehub.model_download(handle[len(KAGGLE):])
     except Exception as e:  # kagglehub raises its own and requests' errors.
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise FileNotFoundError(
             f"{named} is not in kagglehub's cache ({folder}) and kagglehub could not download "
-            f"it ({first}). {how}.") from e
+            f"it ({first_line(e)}). {how}.") from e
 
 
 def hub_snapshot(repo_id, asked=None):
@@ -221,8 +220,7 @@ def hub_snapshot(repo_id, asked=None):
             # What huggingface_hub raises when the connection fails.
             why = "the Hub could not be reached (no network was reached), so nothing was downloaded"
         else:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            why = f"the Hub refused the download ({first})"
+            why = f"the Hub refused the download ({first_line(e)})"
         raise FileNotFoundError(
             f"{named} is not in the Hugging Face cache {cache} and {why}. Download it where "
             f"there is network (`hf download {repo_id}`, then copy the cache or set "

@@ -22,11 +22,15 @@ import re
 import numpy as np
 
 from keras_bert.checkpoints.source import (
+    CONFIG_KEYS,
     CheckpointError,
     SourceCheckpoint,
     check_against_config,
+    check_config_object,
+    config_from_values,
+    first_line,
+    read_config_json,
 )
-from keras_bert.config import BertConfig
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
@@ -45,20 +49,8 @@ _ACTIVATIONS = {
     "relu": "relu",
 }
 
-_CONFIG_KEYS = {
-    "vocab_size": "vocab_size",
-    "hidden_size": "hidden_size",
-    "num_hidden_layers": "num_layers",
-    "num_attention_heads": "num_heads",
-    "intermediate_size": "intermediate_size",
-    "hidden_act": "hidden_act",
-    "hidden_dropout_prob": "dropout_rate",
-    "attention_probs_dropout_prob": "attention_dropout_rate",
-    "max_position_embeddings": "max_position_embeddings",
-    "type_vocab_size": "type_vocab_size",
-    "initializer_range": "initializer_range",
-    "layer_norm_eps": "layer_norm_epsilon",
-}
+# Google's keys, and the LayerNorm epsilon Google's format has not.
+_CONFIG_KEYS = {**CONFIG_KEYS, "layer_norm_eps": "layer_norm_epsilon"}
 
 _DENSE = (
     r"attention\.self\.(?:query|key|value)|attention\.output\.dense"
@@ -147,21 +139,13 @@ def read_config_file(config_file, missing_hint):
     Raises:
         CheckpointError: config.json is missing, not JSON or not BERT's.
     """
-    if not os.path.isfile(config_file):
-        raise CheckpointError(f"Config file not found: {config_file}. {missing_hint}")
-    try:
-        with open(config_file, encoding="utf-8") as f:
-            values = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{config_file} is not valid JSON: {e}") from e
+    values = read_config_json(config_file, missing_hint)
     return values, config_from_huggingface(values, config_file)
 
 
 def config_from_huggingface(values, path="config.json"):
     """BertConfig from the dict in a transformers BERT `config.json`."""
-    if not isinstance(values, dict):
-        raise CheckpointError(f"{path} must hold a JSON object of BERT settings. Received: "
-                              f"a JSON {type(values).__name__}.")
+    check_config_object(values, path)
     model_type = values.get("model_type", "bert")
     other = _other_architecture(values.get("architectures"))
     if model_type == "bert" and other:
@@ -196,20 +180,7 @@ def config_from_huggingface(values, path="config.json"):
     )
     if missing:
         raise CheckpointError(f"{path}: missing key(s) {missing} of a BERT config.")
-    act = values["hidden_act"]
-    if act not in _ACTIVATIONS:
-        raise CheckpointError(
-            f"{path}: hidden_act={act!r} is not supported. Expected one of "
-            f"{sorted(_ACTIVATIONS)}."
-        )
-    fields = {
-        field: values[key] for key, field in _CONFIG_KEYS.items() if key in values
-    }
-    fields["hidden_act"] = _ACTIVATIONS[act]
-    try:
-        return BertConfig(**fields)
-    except ValueError as e:
-        raise CheckpointError(f"{path}: {e}") from e
+    return config_from_values(values, path, _CONFIG_KEYS, _ACTIVATIONS)
 
 
 def find_weights_file(folder):
@@ -266,7 +237,7 @@ def _load_safetensors(path):
             for name in f.keys():
                 tensors[name] = f.get_tensor(name)
     except Exception as e:  # safetensors raises its own error types.
-        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        message = first_line(e)
         hint = (
             " numpy has no bfloat16: save the model in float32 or float16."
             if "bf16" in message.lower() or "bfloat16" in message.lower()
@@ -297,9 +268,8 @@ def _load_pytorch(path):
                 f"objects other than tensors, and was refused for safety (never loaded with "
                 f"weights_only=False). Get model.safetensors for this model instead."
             ) from e
-        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(
-            f"Cannot read {path}: {message}. The file is truncated or corrupt; "
+            f"Cannot read {path}: {first_line(e)}. The file is truncated or corrupt; "
             f"download it again."
         ) from e
     if not isinstance(state, dict):

@@ -10,7 +10,10 @@ only a reader, and the numpy reference forward pass in
 """
 
 import dataclasses
+import json
 import os
+
+from keras_bert.config import BertConfig
 
 
 class CheckpointError(ValueError):
@@ -32,6 +35,81 @@ MLM_WEIGHTS = (
     "cls/predictions/output_bias",
 )
 NSP_WEIGHTS = ("cls/seq_relationship/output_weights", "cls/seq_relationship/output_bias")
+
+
+# Google's bert_config.json key -> BertConfig field. transformers' config.json
+# kept Google's names; it adds "layer_norm_eps" (Google's is always 1e-12).
+CONFIG_KEYS = {
+    "vocab_size": "vocab_size",
+    "hidden_size": "hidden_size",
+    "num_hidden_layers": "num_layers",
+    "num_attention_heads": "num_heads",
+    "intermediate_size": "intermediate_size",
+    "hidden_act": "hidden_act",
+    "hidden_dropout_prob": "dropout_rate",
+    "attention_probs_dropout_prob": "attention_dropout_rate",
+    "max_position_embeddings": "max_position_embeddings",
+    "type_vocab_size": "type_vocab_size",
+    "initializer_range": "initializer_range",
+}
+
+
+def read_config_json(config_file, missing_hint):
+    """The JSON value in a source's config file (bert_config.json, config.json).
+
+    Args:
+        config_file: str, the file.
+        missing_hint: str, the way out, said when the file is missing.
+
+    Raises:
+        CheckpointError: the file is missing or not valid JSON.
+    """
+    if not os.path.isfile(config_file):
+        raise CheckpointError(f"Config file not found: {config_file}. {missing_hint}")
+    try:
+        with open(config_file, encoding="utf-8") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{config_file} is not valid JSON: {e}") from e
+
+
+def check_config_object(values, path):
+    """Raises CheckpointError unless a source's config file holds a JSON object."""
+    if not isinstance(values, dict):
+        raise CheckpointError(f"{path} must hold a JSON object of BERT settings. Received: "
+                              f"a JSON {type(values).__name__}.")
+
+
+def config_from_values(values, path, keys, activations, **fixed):
+    """BertConfig from a source's config dict, its keys and hidden_act renamed.
+
+    Args:
+        values: dict, the source's config; the reader has checked its keys
+            ("hidden_act" is present).
+        path: str, the config file, for messages.
+        keys: dict, the source's key -> BertConfig field (see `CONFIG_KEYS`).
+        activations: dict, the source's hidden_act name -> BertConfig's.
+        **fixed: BertConfig fields the format does not store (Google's
+            layer_norm_epsilon).
+
+    Raises:
+        CheckpointError: an unknown hidden_act, or values BertConfig refuses.
+    """
+    act = values["hidden_act"]
+    if act not in activations:
+        raise CheckpointError(
+            f"{path}: hidden_act={act!r} is not supported. Expected one of "
+            f"{sorted(activations)}."
+        )
+    fields = {
+        field: values[key] for key, field in keys.items() if key in values
+    }
+    fields["hidden_act"] = activations[act]
+    fields.update(fixed)
+    try:
+        return BertConfig(**fields)
+    except ValueError as e:
+        raise CheckpointError(f"{path}: {e}") from e
 
 
 def encoder_weight_names(num_layers):
@@ -235,6 +313,17 @@ class ConversionReport:
         return "\n".join(lines)
 
 
+def first_line(error):
+    """The first line of an error's message, or its type's name when it has none.
+
+    A TensorFlow OpError's str() starts with its message, then adds its op's
+    stack trace; other readers' errors (safetensors, torch, h5py, kagglehub)
+    can run to several lines too.
+    """
+    message = str(error).strip()
+    return message.splitlines()[0] if message else type(error).__name__
+
+
 def count_vocab_lines(vocab_file):
     """Number of tokens in a vocab.txt (one token a line; a final newline is optional)."""
     if not os.path.isfile(vocab_file):
@@ -295,10 +384,8 @@ def check_against_config(source, describe=None, transposed=()):
     required = encoder_weight_names(source.config.num_layers)
     missing = [n for n in required if n not in source.weights]
     if missing:
-        shown = ", ".join(describe(n) for n in missing[:5])
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         raise CheckpointError(
-            f"{source.path}: missing encoder weight(s) {shown}{more}. The "
+            f"{source.path}: missing encoder weight(s) {_first_five(missing, describe)}. The "
             f"checkpoint is incomplete, or its config (num_layers="
             f"{source.config.num_layers}) does not describe it."
         )
@@ -308,12 +395,10 @@ def check_against_config(source, describe=None, transposed=()):
     shapes = expected_shapes(source.config)
     extra = [n for n in sorted(source.weights) if n not in shapes]
     if extra:
-        shown = ", ".join(describe(n) for n in extra[:5])
-        more = f" and {len(extra) - 5} more" if len(extra) > 5 else ""
         raise CheckpointError(
-            f"{source.path}: weight(s) {shown}{more} have no place in a model of its config "
-            f"(num_layers={source.config.num_layers}): the config describes fewer layers "
-            f"than the checkpoint has. Use the config released with these weights."
+            f"{source.path}: weight(s) {_first_five(extra, describe)} have no place in a model "
+            f"of its config (num_layers={source.config.num_layers}): the config describes "
+            f"fewer layers than the checkpoint has. Use the config released with these weights."
         )
     errors = []
     for name, value in sorted(source.weights.items()):
@@ -332,3 +417,9 @@ def check_against_config(source, describe=None, transposed=()):
             + "\n  ".join(errors)
         )
     check_vocab(source)
+
+
+def _first_five(names, describe):
+    """"a, b, c, d, e and 3 more": the first five names as `describe` gives them."""
+    shown = ", ".join(describe(n) for n in names[:5])
+    return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")

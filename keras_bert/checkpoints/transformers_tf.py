@@ -33,7 +33,12 @@ from keras_bert.checkpoints.huggingface import (
     read_config_file,
     read_lowercase,
 )
-from keras_bert.checkpoints.source import CheckpointError, SourceCheckpoint, check_against_config
+from keras_bert.checkpoints.source import (
+    CheckpointError,
+    SourceCheckpoint,
+    check_against_config,
+    first_line,
+)
 
 TF_WEIGHTS_FILE = "tf_model.h5"
 TF_WEIGHTS_INDEX = "tf_model.h5.index.json"
@@ -111,9 +116,8 @@ def read_h5_weights(weights_file):
     except (OSError, KeyError, ValueError, TypeError, RuntimeError) as e:
         # h5py raises OSError for a truncated or damaged file, KeyError for a
         # listed weight that is missing.
-        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(
-            f"Cannot read {weights_file}: {message}. The file is truncated or corrupt; "
+            f"Cannot read {weights_file}: {first_line(e)}. The file is truncated or corrupt; "
             f"download it again, or save it again with save_pretrained.") from e
     return weights
 

@@ -8,7 +8,7 @@ in the reading's `DataReport` with `unknown_labels="skip"`.
 
 import numpy as np
 
-UNKNOWN_LABELS = ("error", "skip")
+from keras_bert.data.task_options import UNKNOWN_LABELS
 
 
 def encode_labels(examples, label_names, unknown_labels="error", labels=None, key=None,

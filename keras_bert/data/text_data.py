@@ -15,9 +15,9 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.data.task_options import FILE_FORMATS as FORMATS
 from keras_bert.text import text_files
 
-FORMATS = ("csv", "tsv", "jsonl")
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
 
 

@@ -302,6 +302,11 @@ def fast_path_candidates(lowercase):
     return np.array(alone, np.int64), np.array(space, np.int64)
 
 
+def _kept(keep, *tensors):
+    """Each of the parallel per-character tensors [num_chars] at the positions `keep` is True."""
+    return [tf.boolean_mask(tensor, keep) for tensor in tensors]
+
+
 def _lookup(tables, code_points):
     """Info word for each code point. int32 Tensor, same shape."""
     # Code points are non-negative: shifts and masks, not // and %.
@@ -428,12 +433,8 @@ def pretokenize(texts, tables, lowercase):
     # 1. Clean text.
     info = _lookup(tables, code_points)
     keep = tf.equal(info & DROP, 0)
-    code_points = tf.boolean_mask(code_points, keep)
-    info = tf.boolean_mask(info, keep)
-    row_ids = tf.boolean_mask(row_ids, keep)
-    byte_start = tf.boolean_mask(byte_start, keep)
-    byte_end = tf.boolean_mask(byte_end, keep)
-    char_index = tf.boolean_mask(char_index, keep)
+    code_points, info, row_ids, byte_start, byte_end, char_index = _kept(
+        keep, code_points, info, row_ids, byte_start, byte_end, char_index)
 
     # 3. Lower-case and strip accents: each code point becomes 0..n others.
     if lowercase:
@@ -491,12 +492,8 @@ def pretokenize(texts, tables, lowercase):
         first_in_row | alone | previous_alone | previous_space
     )
     keep = ~space
-    code_points = tf.boolean_mask(code_points, keep)
-    starts_word = tf.boolean_mask(starts_word, keep)
-    row_ids = tf.boolean_mask(row_ids, keep)
-    byte_start = tf.boolean_mask(byte_start, keep)
-    byte_end = tf.boolean_mask(byte_end, keep)
-    char_index = tf.boolean_mask(char_index, keep)
+    code_points, starts_word, row_ids, byte_start, byte_end, char_index = _kept(
+        keep, code_points, starts_word, row_ids, byte_start, byte_end, char_index)
 
     num_chars = tf.size(code_points)
     word_first_char = tf.cast(tf.where(starts_word)[:, 0], tf.int32)

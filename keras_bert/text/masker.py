@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.text.vocab import SPECIAL_TOKENS
-from keras_bert.text.vocab import load_vocabulary
+from keras_bert.text.vocab import load_bert_vocabulary
 
 # "[PAD]", "[unused0]", ...: never drawn as random replacements.
 # Own ops rather than tensorflow-text's RandomItemSelector/MaskValuesChooser:
@@ -106,17 +106,8 @@ class MaskedLMMasker(keras.layers.Layer):
             raise ValueError(
                 f"Expected seed to be an int or None. Received: seed={seed!r}"
             )
-        tokens, source = load_vocabulary(vocabulary)
-        ids = {}
-        for index, token in enumerate(tokens):
-            ids[token] = index
-        for token in SPECIAL_TOKENS:
-            if token not in ids:
-                raise ValueError(
-                    f"The special token {token!r} is missing from the "
-                    f"vocabulary ({source}). Add it, or build the vocabulary "
-                    "with tools/build_vocab.py."
-                )
+        tokens, ids, source = load_bert_vocabulary(
+            vocabulary, "Add it, or build the vocabulary with tools/build_vocab.py.")
         self._vocabulary = tokens
         self.mask_rate = mask_rate
         self.max_predictions_per_seq = max_predictions_per_seq

@@ -10,7 +10,7 @@ import tensorflow_text as tf_text
 
 from keras_bert.text import _unicode
 from keras_bert.text.vocab import SPECIAL_TOKENS
-from keras_bert.text.vocab import load_vocabulary
+from keras_bert.text.vocab import load_bert_vocabulary
 from keras_bert.text.vocab import save_vocabulary
 
 _OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
@@ -264,21 +264,11 @@ class BertTokenizer(keras.layers.Layer):
             vocabulary: list of str (one token per id), or the path of a
                 `vocab.txt` file with one token per line.
         """
-        tokens, source = load_vocabulary(vocabulary)
+        tokens, token_to_id, _ = load_bert_vocabulary(
+            vocabulary, f"BERT needs all of {list(SPECIAL_TOKENS)}; add the missing line(s) to "
+            "the vocabulary, or build one with tools/build_vocab.py.")
         lowercase = self.lowercase
         max_chars_per_word = self.max_chars_per_word
-        token_to_id = {}
-        for index, token in enumerate(tokens):
-            # Like the reference's dict: a repeated token keeps its last id.
-            token_to_id[token] = index
-        for token in SPECIAL_TOKENS:
-            if token not in token_to_id:
-                raise ValueError(
-                    f"The special token {token!r} is missing from the "
-                    f"vocabulary ({source}). BERT needs all of "
-                    f"{list(SPECIAL_TOKENS)}; add the missing line(s) to the "
-                    "vocabulary, or build one with tools/build_vocab.py."
-                )
         self.vocabulary_file = (
             os.fspath(vocabulary)
             if isinstance(vocabulary, (str, os.PathLike))

@@ -84,6 +84,35 @@ def load_vocabulary(vocabulary):
     return tokens, source
 
 
+def load_bert_vocabulary(vocabulary, way_out):
+    """`load_vocabulary`, and the token -> id dict, checked to hold every special token.
+
+    Args:
+        vocabulary: list of str, or the path of a vocab.txt (see
+            `load_vocabulary`).
+        way_out: str, the end of the error message on a missing special
+            token: what to do about it.
+
+    Returns:
+        A tuple `(tokens, token_to_id, source)`: the tokens (list of str), a
+        dict token -> id in which, like the reference's dict, a repeated
+        token keeps its last id, and where they came from (for messages).
+
+    Raises:
+        ValueError: a token of `SPECIAL_TOKENS` is missing (the message names
+            it and the vocabulary's source, then `way_out`).
+    """
+    tokens, source = load_vocabulary(vocabulary)
+    token_to_id = {token: index for index, token in enumerate(tokens)}
+    for token in SPECIAL_TOKENS:
+        if token not in token_to_id:
+            raise ValueError(
+                f"The special token {token!r} is missing from the vocabulary ({source}). "
+                f"{way_out}"
+            )
+    return tokens, token_to_id, source
+
+
 def save_vocabulary(tokens, path):
     """Writes tokens to `path`, one per line (the `vocab.txt` format)."""
     with tf.io.gfile.GFile(os.fspath(path), "w") as f:

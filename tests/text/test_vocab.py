@@ -1,8 +1,5 @@
 """Vocabulary building: tools/build_vocab.py and keras_bert.text.vocab."""
 
-import importlib.util
-import os
-
 import pytest
 import tensorflow as tf
 
@@ -12,17 +9,7 @@ from keras_bert.text import build_vocabulary
 from keras_bert.text import count_words
 from keras_bert.text import load_vocabulary
 from keras_bert.text import save_vocabulary
-
-TOOL = os.path.join(
-    os.path.dirname(__file__), "..", "..", "tools", "build_vocab.py"
-)
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location("build_vocab", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.conftest import tool_module
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +50,7 @@ def test_build_vocabulary_keeps_the_pieces_the_split_uses():
 
 def test_build_vocab_tool_uncased(corpus, tmp_path, capsys):
     output = tmp_path / "vocab.txt"
-    _tool().main([str(corpus), "--output", str(output), "--vocab-size", "400"])
+    tool_module("build_vocab").main([str(corpus), "--output", str(output), "--vocab-size", "400"])
     tokens, _ = load_vocabulary(str(output))
     assert len(tokens) == 400
     assert tuple(tokens[:5]) == SPECIAL_TOKENS
@@ -82,7 +69,7 @@ def test_build_vocab_tool_uncased(corpus, tmp_path, capsys):
 
 def test_build_vocab_tool_cased(corpus, tmp_path):
     output = tmp_path / "cased.txt"
-    _tool().main([str(corpus), "--output", str(output), "--vocab-size", "300",
+    tool_module("build_vocab").main([str(corpus), "--output", str(output), "--vocab-size", "300",
                   "--no-lowercase"])
     tokens, _ = load_vocabulary(str(output))
     assert len(tokens) == 300
@@ -91,7 +78,7 @@ def test_build_vocab_tool_cased(corpus, tmp_path):
 
 def test_build_vocab_tool_help(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        _tool().main(["--help"])
+        tool_module("build_vocab").main(["--help"])
     assert exit_info.value.code == 0
     assert "--no-lowercase" in capsys.readouterr().out
 

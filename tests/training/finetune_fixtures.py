@@ -1,5 +1,6 @@
 """Tiny model directories and hand-made task data for the fine-tuning tests."""
 
+import csv
 import json
 import os
 import string
@@ -55,6 +56,33 @@ def sentiment_rows(n, seed=0):
         rng.shuffle(words)
         rows.append((" ".join(words), label))
     return rows
+
+
+def write_rows(path, rows):
+    """Writes (text, label) rows as a CSV file with the header text,label; returns str(path)."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "label"])
+        writer.writerows(rows)
+    return str(path)
+
+
+def write_sentiment_splits(root, num_train, num_dev, model_dir=None):
+    """root/train.csv and root/dev.csv of `sentiment_rows` (seeds 0 and 1).
+
+    Args:
+        root: the folder.
+        num_train, num_dev: int, rows of each.
+        model_dir: a model directory to link as root/tiny (read only there:
+            the session's tiny_model_dir), or None.
+
+    Returns:
+        dict {"train": path, "dev": path}.
+    """
+    if model_dir is not None:
+        os.symlink(model_dir, os.path.join(root, "tiny"))
+    return {name: write_rows(os.path.join(root, f"{name}.csv"), sentiment_rows(n, seed))
+            for name, n, seed in (("train", num_train, 0), ("dev", num_dev, 1))}
 
 
 CONLL_TEXT = """-DOCSTART- -X- -X- O

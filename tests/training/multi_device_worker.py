@@ -14,7 +14,6 @@ metrics, replicas, and the kinds of the embedding tables' gradients that
 reached the optimizer).
 """
 
-import csv
 import json
 import os
 import sys
@@ -70,13 +69,6 @@ def run_pretrain(settings, strategy, out):
                              tensorboard=False)
     model = result["model"]
     return model.get_weights(), {"losses": losses}, model.distribute_strategy
-
-
-def _write_csv(path, rows):
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(["text", "label"])
-        writer.writerows(rows)
 
 
 def run_finetune(settings, strategy, out):

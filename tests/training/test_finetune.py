@@ -1,6 +1,5 @@
 """tools/finetune.py end to end (in this process; a subprocess for SIGTERM) on hand-made data with a tiny model, and the loop's rules."""
 
-import csv
 import glob
 import json
 import os
@@ -20,6 +19,7 @@ from tests.training.finetune_fixtures import (
     sentiment_rows,
     squad_json,
     write_json,
+    write_sentiment_splits,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,12 +29,7 @@ TOOL = os.path.join(ROOT, "tools", "finetune.py")
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory, tiny_model_dir):
     root = tmp_path_factory.mktemp("finetune")
-    os.symlink(tiny_model_dir, root / "tiny")  # The session's tiny model dir, read only here.
-    for name, n, seed in (("train", 200, 0), ("dev", 40, 1)):
-        with open(root / f"{name}.csv", "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            writer.writerow(["text", "label"])
-            writer.writerows(sentiment_rows(n, seed))
+    write_sentiment_splits(root, 200, 40, model_dir=tiny_model_dir)
     return root
 
 

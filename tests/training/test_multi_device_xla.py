@@ -16,7 +16,6 @@ bfloat16 matmuls over half batches round differently (measured: weights
 losses <= 1e-4 relative).
 """
 
-import csv
 import json
 import os
 import subprocess
@@ -26,7 +25,7 @@ import numpy as np
 import pytest
 
 from tests.training.conftest import subprocess_env, tiny_bert_config
-from tests.training.finetune_fixtures import make_model_dir, sentiment_rows
+from tests.training.finetune_fixtures import make_model_dir, write_sentiment_splits
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "multi_device_worker.py")
 # bfloat16 runs (1-2 minutes each on 2 cores) are in the slow tier; float32 in the default one.
@@ -40,14 +39,7 @@ def tiny_task_data(tmp_path_factory):
     root = tmp_path_factory.mktemp("multi_device")
     model_dir = make_model_dir(str(root / "tiny"), max_position_embeddings=32,
                                dropout_rate=0.0, attention_dropout_rate=0.0)
-    paths = {"model_dir": model_dir}
-    for name, n, seed in (("train", 32, 0), ("dev", 16, 1)):
-        paths[name] = str(root / f"{name}.csv")
-        with open(paths[name], "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            writer.writerow(["text", "label"])
-            writer.writerows(sentiment_rows(n, seed))
-    return paths
+    return {"model_dir": model_dir, **write_sentiment_splits(root, 32, 16)}
 
 
 def _run(path, dtype, out, **settings):

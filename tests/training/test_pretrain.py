@@ -21,6 +21,7 @@ from keras_bert.training import (
     resolve_jit_compile,
     run_pretraining,
 )
+from tests.conftest import tool_module
 from tests.training.conftest import VOCAB_SIZE, tiny_bert_config
 
 
@@ -140,14 +141,7 @@ def test_settings_are_validated():
 @pytest.mark.parametrize("tool", ["pretrain.py", "create_pretraining_data.py",
                                   "prepare_corpus.py"])
 def test_tools_have_help(tool, capsys):
-    import importlib.util
-
-    from tests.training.conftest import REPO
-
-    spec = importlib.util.spec_from_file_location(tool[:-3], os.path.join(REPO, "tools", tool))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     with pytest.raises(SystemExit) as exit_info:
-        module.main(["--help"])
+        tool_module(tool[:-3]).main(["--help"])
     assert exit_info.value.code == 0
     assert "usage:" in capsys.readouterr().out

@@ -1,13 +1,12 @@
 """A fine-tuning resume refuses data files that changed since its checkpoints (issue 23)."""
 
-import csv
 import os
 
 import keras
 import pytest
 
 from keras_bert.training import finetune as finetune_lib
-from tests.training.finetune_fixtures import make_model_dir, sentiment_rows
+from tests.training.finetune_fixtures import make_model_dir, sentiment_rows, write_rows
 
 
 class _Stop(Exception):
@@ -19,14 +18,6 @@ class _StopAfterFirstStep(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         raise _Stop()
-
-
-def _write_rows(path, rows):
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(["text", "label"])
-        writer.writerows(rows)
-    return str(path)
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +38,8 @@ def _start(model_dir, train_file, dev_file, output, checkpoint_dir, stop=True):
 
 
 def _crashed_run(tmp_path, model_dir, rows):
-    train_file = _write_rows(tmp_path / "train.csv", rows)
-    dev_file = _write_rows(tmp_path / "dev.csv", sentiment_rows(16, seed=1))
+    train_file = write_rows(tmp_path / "train.csv", rows)
+    dev_file = write_rows(tmp_path / "dev.csv", sentiment_rows(16, seed=1))
     output, checkpoint_dir = str(tmp_path / "out"), str(tmp_path / "ckpt")
     with pytest.raises(_Stop):
         _start(model_dir, train_file, dev_file, output, checkpoint_dir)
@@ -61,7 +52,7 @@ def test_resume_after_the_training_file_changed_is_refused(tmp_path, model_dir):
     train_file, dev_file, output, checkpoint_dir = _crashed_run(tmp_path, model_dir, rows)
     # The same rows and size, labels swapped: a resume would train on other data.
     swapped = [(text, {"pos": "neg", "neg": "pos"}[label]) for text, label in rows]
-    _write_rows(train_file, swapped)
+    write_rows(train_file, swapped)
     with pytest.raises(ValueError) as info:
         _start(model_dir, train_file, dev_file, output, checkpoint_dir)
     message = str(info.value)
@@ -75,7 +66,7 @@ def test_resume_after_a_row_was_edited_to_another_size_is_refused(tmp_path, mode
     rows = sentiment_rows(40)
     train_file, dev_file, output, checkpoint_dir = _crashed_run(tmp_path, model_dir, rows)
     rows[3] = ("the movie was good good", rows[3][1])  # Same row count, more bytes.
-    _write_rows(train_file, rows)
+    write_rows(train_file, rows)
     size = os.path.getsize(train_file)
     with pytest.raises(ValueError, match=f"changed size \\(\\d+ -> {size} bytes\\)"):
         _start(model_dir, train_file, dev_file, output, checkpoint_dir)

@@ -1,7 +1,6 @@
 """Long work talks through the library: finetune()'s lines without logging set up, one
 progress display, Ctrl-C like SIGTERM, no retracing in evaluation, counted data problems."""
 
-import csv
 import io
 import logging
 import os
@@ -19,7 +18,7 @@ from keras_bert.progress import default_log_handler
 from keras_bert.tasks import BertClassifier
 from keras_bert.training import finetune as finetune_lib
 from tests.conftest import interrupt_after, run_tool
-from tests.training.finetune_fixtures import sentiment_rows
+from tests.training.finetune_fixtures import write_sentiment_splits
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "finetune.py")
@@ -28,12 +27,7 @@ TOOL = os.path.join(ROOT, "tools", "finetune.py")
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory, tiny_model_dir):
     root = tmp_path_factory.mktemp("talking")
-    os.symlink(tiny_model_dir, root / "tiny")  # The session's tiny model dir, read only here.
-    for name, n, seed in (("train", 64, 0), ("dev", 16, 1)):
-        with open(root / f"{name}.csv", "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            writer.writerow(["text", "label"])
-            writer.writerows(sentiment_rows(n, seed))
+    write_sentiment_splits(root, 64, 16, model_dir=tiny_model_dir)
     return root
 
 

@@ -16,6 +16,7 @@ from keras_bert.models import registry
 from keras_bert.tasks.classification.options import ClassificationOptions
 from keras_bert.tasks.span_qa.options import SpanQAOptions
 from keras_bert.training import finetune as finetune_lib
+from tests.conftest import tool_module
 from tests.training.finetune_fixtures import make_model_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -38,16 +39,6 @@ class _WindowModel:
     pass
 
 
-def _finetune_tool():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "tool_finetune_options", os.path.join(ROOT, "tools", "finetune.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture
 def window_task(monkeypatch):
     """A task "windows" registered (for this test only) with options and a task.json schema."""
@@ -58,7 +49,7 @@ def window_task(monkeypatch):
 
 
 def test_a_task_s_flags_come_from_its_spec(window_task):
-    tool = _finetune_tool()
+    tool = tool_module("finetune")
     tasks = {name: registry.get_task(name).options
              for name in finetune_lib.fine_tunable_tasks()}
     assert tasks["windows"] is WindowOptions
@@ -78,7 +69,7 @@ def test_a_task_s_flags_come_from_its_spec(window_task):
 
 
 def test_another_task_s_flag_is_refused(capsys):
-    tool = _finetune_tool()
+    tool = tool_module("finetune")
     with pytest.raises(SystemExit):
         tool.parse_args(["--task", "classification", "--model", "m", "--output", "o",
                          "--train", "t", "--eval", "e", "--doc-stride", "64"])

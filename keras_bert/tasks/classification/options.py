@@ -1,20 +1,30 @@
 """Classification's options and task.json schema (standard library only).
 
 tools/finetune.py reads this file before TensorFlow loads (tools/_cli.py
-`task_options`), so it imports nothing else: each field becomes a flag
-(`text_b_column` -> --text-b-column, or metadata "flag"), with
-metadata "help" as its help and "choices" as its choices.
+`task_options`), so it imports only the standard library and
+keras_bert/data/task_options.py (which _cli loads first, the same way): each
+field becomes a flag (`text_b_column` -> --text-b-column, or metadata
+"flag"), with metadata "help" as its help and "choices" as its choices.
 """
 
 import dataclasses
 
-FILE_FORMATS = ("csv", "tsv", "jsonl")
-UNKNOWN_LABELS = ("error", "skip")
+from keras_bert.data.task_options import (
+    check_columns,
+    check_file_format,
+    check_label_names,
+    check_unknown_labels,
+    field,
+    file_format_field,
+    label_column_field,
+    label_names_field,
+    max_windows_field,
+    text_column_field,
+    unknown_labels_field,
+    window_stride_field,
+)
+
 WINDOW_COMBINE = ("mean", "max")  # keras_bert.text.windows.COMBINE
-
-
-def _field(default, help, **metadata):
-    return dataclasses.field(default=default, metadata={"help": help, **metadata})
 
 
 @dataclasses.dataclass
@@ -38,46 +48,26 @@ class ClassificationOptions:
         window_combine: "mean" or "max" of the window logits.
     """
 
-    text_column: str = _field("text", "Column of the (first) text.")
-    text_b_column: str = _field(None, "Second text of sentence pairs.")
-    label_column: str = _field("label", "Column of the label.")
-    file_format: str = _field(None, "File format (default: from the extension).",
-                              flag="--format", choices=FILE_FORMATS)
-    regression: bool = _field(False, "Numeric labels: one output, MSE (e.g. STS-B).")
-    tfds_data_dir: str = _field(
+    text_column: str = text_column_field()
+    text_b_column: str = field(None, "Second text of sentence pairs.")
+    label_column: str = label_column_field()
+    file_format: str = file_format_field()
+    regression: bool = field(False, "Numeric labels: one output, MSE (e.g. STS-B).")
+    tfds_data_dir: str = field(
         None, "TFDS data directory for tfds:NAME data (prepared on a connected machine with "
         "`tfds build NAME --data_dir DIR`).")
-    label_names: list = _field(
-        None, "Comma-separated labels in id order (default: the model's, else sorted from "
-        "--train).")
-    unknown_labels: str = _field(
-        "error", "A label outside --label-names: stop with its FILE:LINE (default) or skip the "
-        "row and count it.", choices=UNKNOWN_LABELS)
-    window_stride: int = _field(
-        None, "Long texts: the saved model reads them in overlapping windows of "
-        "--max-seq-length, this many tokens apart, in predict and exports (default: "
-        "truncated). Training reads the first window.")
-    max_windows: int = _field(8, "With --window-stride: windows read per text (the rest is "
-                              "not read).")
-    window_combine: str = _field("mean", "With --window-stride: combine the window logits "
-                                 "by their mean or max.", choices=WINDOW_COMBINE)
+    label_names: list = label_names_field()
+    unknown_labels: str = unknown_labels_field()
+    window_stride: int = window_stride_field()
+    max_windows: int = max_windows_field()
+    window_combine: str = field("mean", "With --window-stride: combine the window logits "
+                                "by their mean or max.", choices=WINDOW_COMBINE)
 
     def __post_init__(self):
-        for name in ("text_column", "label_column"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value:
-                raise ValueError(f"Expected {name} to be a column name. Received: {name}={value!r}")
-        if self.file_format not in (None, *FILE_FORMATS):
-            raise ValueError(f"Expected file_format in {FILE_FORMATS} or None. Received: "
-                             f"file_format={self.file_format!r}")
-        if self.unknown_labels not in UNKNOWN_LABELS:
-            raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: "
-                             f"unknown_labels={self.unknown_labels!r}")
-        if self.label_names is not None and (
-                isinstance(self.label_names, str)
-                or not all(isinstance(n, str) for n in self.label_names)):
-            raise ValueError(f"Expected label_names to be a list of str. Received: "
-                             f"label_names={self.label_names!r}")
+        check_columns(self, ("text_column", "label_column"))
+        check_file_format(self.file_format)
+        check_unknown_labels(self.unknown_labels)
+        check_label_names(self.label_names)
 
 
 # task.json keys classification writes (see keras_bert.models.registry).

@@ -1,22 +1,29 @@
 """Multi-label classification's options and task.json schema (standard library only).
 
 tools/finetune.py reads this file before TensorFlow loads (tools/_cli.py
-`task_options`), so it imports nothing else; see
-keras_bert/tasks/classification/options.py for the field metadata. Fields
-that classification declares too (text_column, label_column, file_format,
-label_names, unknown_labels) are one flag each, with the same default.
+`task_options`), so it imports only the standard library and
+keras_bert/data/task_options.py; see keras_bert/tasks/classification/options.py
+for the field metadata. Fields that classification declares too
+(text_column, label_column, file_format, label_names, unknown_labels) are
+one flag each, made by one function of keras_bert/data/task_options.py.
 """
 
 import dataclasses
 
-FILE_FORMATS = ("csv", "tsv", "jsonl")
-UNKNOWN_LABELS = ("error", "skip")
+from keras_bert.data.task_options import (
+    check_columns,
+    check_file_format,
+    check_unknown_labels,
+    field,
+    file_format_field,
+    label_column_field,
+    label_names_field,
+    text_column_field,
+    unknown_labels_field,
+)
+
 #: The separator of label names in one cell: "|" needs no quoting in a CSV.
 DEFAULT_SEPARATOR = "|"
-
-
-def _field(default, help, **metadata):
-    return dataclasses.field(default=default, metadata={"help": help, **metadata})
 
 
 @dataclasses.dataclass
@@ -47,31 +54,24 @@ class MultiLabelOptions:
             label; None tunes one per label on the evaluation set.
     """
 
-    text_column: str = _field("text", "Column of the (first) text.")
-    label_column: str = _field("label", "Column of the label.")
-    label_columns: list = _field(
+    text_column: str = text_column_field()
+    label_column: str = label_column_field()
+    label_columns: list = field(
         None, "Multi-label: comma-separated 0/1 columns, one per label (their names are the "
         "labels); replaces --label-column.")
-    label_separator: str = _field(
+    label_separator: str = field(
         DEFAULT_SEPARATOR, "Multi-label: separator of the label names in one --label-column "
         "cell (default '|', e.g. 'sports|politics'; an empty cell: no label).")
-    file_format: str = _field(None, "File format (default: from the extension).",
-                              flag="--format", choices=FILE_FORMATS)
-    label_names: list = _field(
-        None, "Comma-separated labels in id order (default: the model's, else sorted from "
-        "--train).")
-    unknown_labels: str = _field(
-        "error", "A label outside --label-names: stop with its FILE:LINE (default) or skip the "
-        "row and count it.", choices=UNKNOWN_LABELS)
-    threshold: float = _field(
+    file_format: str = file_format_field()
+    label_names: list = label_names_field()
+    unknown_labels: str = unknown_labels_field()
+    threshold: float = field(
         None, "Multi-label: one decision threshold for every label (default: one per label, "
         "tuned for F1 on --eval and saved with the model).")
 
     def __post_init__(self):
-        for name in ("text_column", "label_column"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value:
-                raise ValueError(f"Expected {name} to be a column name. Received: {name}={value!r}")
+        check_columns(self, ("text_column", "label_column"))
+        # Stricter than classification's label_names: the names are also 0/1 columns.
         for name in ("label_columns", "label_names"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, str) or not value or not all(
@@ -86,12 +86,8 @@ class MultiLabelOptions:
         if not isinstance(self.label_separator, str) or not self.label_separator:
             raise ValueError(f"Expected label_separator to be a non-empty str. Received: "
                              f"label_separator={self.label_separator!r}")
-        if self.file_format not in (None, *FILE_FORMATS):
-            raise ValueError(f"Expected file_format in {FILE_FORMATS} or None. Received: "
-                             f"file_format={self.file_format!r}")
-        if self.unknown_labels not in UNKNOWN_LABELS:
-            raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: "
-                             f"unknown_labels={self.unknown_labels!r}")
+        check_file_format(self.file_format)
+        check_unknown_labels(self.unknown_labels)
         if self.threshold is not None and not 0 < self.threshold < 1:
             raise ValueError(f"Expected threshold in (0, 1) or None. Received: "
                              f"threshold={self.threshold!r}")

@@ -1,16 +1,15 @@
 """Span QA's options and task.json schema (standard library only).
 
 tools/finetune.py reads this file before TensorFlow loads (tools/_cli.py
-`task_options`), so it imports nothing else; see
-keras_bert/tasks/classification/options.py for the field metadata.
+`task_options`), so it imports only the standard library and
+keras_bert/data/task_options.py; see keras_bert/tasks/classification/options.py
+for the field metadata.
 """
 
 import dataclasses
 import typing
 
-
-def _field(default, help):
-    return dataclasses.field(default=default, metadata={"help": help})
+from keras_bert.data.task_options import field
 
 
 @dataclasses.dataclass
@@ -30,11 +29,11 @@ class SpanQAOptions:
     # questions of one context between train and eval.
     eval_fraction_allowed: typing.ClassVar[bool] = False
 
-    doc_stride: int = _field(128, "Tokens between the starts of a context's windows.")
-    max_query_length: int = _field(64, "Question tokens kept.")
-    n_best_size: int = _field(20, "Best starts and ends combined into answer candidates.")
-    max_answer_length: int = _field(30, "Longest answer, in tokens.")
-    null_score_diff_threshold: float = _field(
+    doc_stride: int = field(128, "Tokens between the starts of a context's windows.")
+    max_query_length: int = field(64, "Question tokens kept.")
+    n_best_size: int = field(20, "Best starts and ends combined into answer candidates.")
+    max_answer_length: int = field(30, "Longest answer, in tokens.")
+    null_score_diff_threshold: float = field(
         0.0, "SQuAD v2.0: answer \"\" when the null score beats the best span by more than "
         "this.")
 

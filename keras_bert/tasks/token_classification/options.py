@@ -1,13 +1,21 @@
 """Token classification's options and task.json schema (standard library only).
 
 tools/finetune.py reads this file before TensorFlow loads (tools/_cli.py
-`task_options`), so it imports nothing else; see
-keras_bert/tasks/classification/options.py for the field metadata.
+`task_options`), so it imports only the standard library and
+keras_bert/data/task_options.py; see keras_bert/tasks/classification/options.py
+for the field metadata.
 """
 
 import dataclasses
 
-UNKNOWN_LABELS = ("error", "skip")
+from keras_bert.data.task_options import (
+    check_label_names,
+    check_unknown_labels,
+    label_names_field,
+    max_windows_field,
+    unknown_labels_field,
+    window_stride_field,
+)
 
 
 @dataclasses.dataclass
@@ -24,29 +32,15 @@ class TokenClassificationOptions:
         max_windows: int, windows read per text (with window_stride).
     """
 
-    label_names: list = dataclasses.field(default=None, metadata={
-        "help": "Comma-separated labels in id order (default: the model's, else sorted from "
-        "--train)."})
-    unknown_labels: str = dataclasses.field(default="error", metadata={
-        "help": "A label outside --label-names: stop with its FILE:LINE (default) or skip the "
-        "row and count it.", "choices": UNKNOWN_LABELS})
+    label_names: list = label_names_field()
+    unknown_labels: str = unknown_labels_field()
     # Same flags as classification's (one --window-stride, one --max-windows).
-    window_stride: int = dataclasses.field(default=None, metadata={
-        "help": "Long texts: the saved model reads them in overlapping windows of "
-        "--max-seq-length, this many tokens apart, in predict and exports (default: "
-        "truncated). Training reads the first window."})
-    max_windows: int = dataclasses.field(default=8, metadata={
-        "help": "With --window-stride: windows read per text (the rest is not read)."})
+    window_stride: int = window_stride_field()
+    max_windows: int = max_windows_field()
 
     def __post_init__(self):
-        if self.unknown_labels not in UNKNOWN_LABELS:
-            raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: "
-                             f"unknown_labels={self.unknown_labels!r}")
-        if self.label_names is not None and (
-                isinstance(self.label_names, str)
-                or not all(isinstance(n, str) for n in self.label_names)):
-            raise ValueError(f"Expected label_names to be a list of str. Received: "
-                             f"label_names={self.label_names!r}")
+        check_unknown_labels(self.unknown_labels)
+        check_label_names(self.label_names)
 
 
 # task.json keys token classification writes (see keras_bert.models.registry).
