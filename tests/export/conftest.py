@@ -20,7 +20,7 @@ from tensorflow.core.framework import function_pb2
 from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert.export import export_model
-from keras_bert.models import BertEncoder, load_model_dir
+from keras_bert.models import BertEncoder
 from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.conftest import EXPORT_VOCAB as VOCAB
