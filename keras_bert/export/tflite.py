@@ -43,6 +43,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert.export.export import INFO_FILE, check_export_dir
+from keras_bert.export.tflite_text import byte_detokenizer, lite_text_tables, normalize_for_wordpiece
 from keras_bert.files import Kind, staged_dir
 
 TFLITE_FILE = "model.tflite"
@@ -62,6 +63,10 @@ TFLITE_SIGNATURES = {
 class LiteTokenizer:
     """The LiteRT tokenizer of a `BertTokenizer`: tensorflow-text ops with TFLite kernels.
 
+    The reference's normalization on the bytes (`tflite_text.normalize_for_wordpiece`:
+    ByteSplit, builtin ops, FastWordpieceDetokenize), then
+    `FastWordpieceTokenizeWithOffsets` end to end.
+
     Args:
         tokenizer: a `keras_bert.text.BertTokenizer` (vocabulary, lowercase,
             max_chars_per_word).
@@ -72,8 +77,9 @@ class LiteTokenizer:
 
         vocabulary = tokenizer.vocabulary
         token_to_id = {token: index for index, token in enumerate(vocabulary)}
-        self.normalizer = tf_text.FastBertNormalizer(
-            lower_case_nfd_strip_accents=tokenizer.lowercase)
+        self.tables = {name: tf.constant(array)
+                       for name, array in lite_text_tables(tokenizer.lowercase).items()}
+        self.detokenizer = byte_detokenizer()
         self.wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=_wordpiece_vocab(vocabulary, token_to_id),
             suffix_indicator="##",
@@ -85,7 +91,8 @@ class LiteTokenizer:
 
     def __call__(self, text):
         """int32 RaggedTensor [B, (tokens)] of WordPiece ids of a string batch [B]."""
-        return self.wordpiece.tokenize(self.normalizer.normalize(text))
+        return self.wordpiece.tokenize(
+            normalize_for_wordpiece(text, self.tables, self.detokenizer))
 
 
 def pack_single(ids, max_seq_length, cls_token_id, sep_token_id, pad_token_id):

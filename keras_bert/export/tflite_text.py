@@ -1,0 +1,205 @@
+"""BERT's text normalization for LiteRT: bytes in, normalized bytes out, no Flex ops.
+
+`keras_bert.text.BertTokenizer` normalizes text with core TensorFlow string
+ops (UnicodeDecode, regexes) that LiteRT has only as Flex ops, and
+tensorflow-text's `FastBertNormalize` (which has a LiteRT kernel) follows
+other rules: it keeps U+FFFD (what invalid UTF-8 decodes to), turns control
+characters into spaces instead of deleting them, and folds compatibility
+characters ("ß" -> "ss", "ﬁ" -> "fi", "և" -> "եւ").
+
+`normalize_for_wordpiece` does the reference's steps on the UTF-8 bytes
+instead, with LiteRT builtin ops between two tensorflow-text ops that have
+LiteRT kernels:
+
+1. `ByteSplit`: each text as its bytes;
+2. builtin ops: decode UTF-8 (invalid sequences are deleted, as the
+   reference deletes the U+FFFD they decode to), look each code point up in
+   a table computed from the reference's own rules (`keras_bert.text._unicode`):
+   delete it (U+0000, U+FFFD, Cc, Cf), make it a space (whitespace), put
+   spaces around it (punctuation, CJK ideographs) and, for uncased
+   vocabularies, replace it by its lower-cased NFD form without combining
+   marks; then emit the bytes of the result;
+3. `FastWordpieceDetokenize` with a vocabulary of the 255 non-zero bytes as
+   "##" pieces: glues the bytes back into one string per text.
+
+`FastWordpieceTokenizeWithOffsets` then splits that text on whitespace and
+punctuation (already isolated) and applies WordPiece, as the reference does
+to its words. What stays different (see exports/README.md, LiteRT):
+Python's final-sigma rule (a word-final "Σ" lower-cases to "ς" in the
+reference, to "σ" here) and the word length limit, which the reference
+counts in characters and the LiteRT kernel in bytes.
+"""
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert.text import _unicode
+
+# Bits of the LiteRT action word of a code point; bits 8 and up hold the
+# row of its replacement in the body table (0: the character itself).
+DELETE = 1
+SPACE = 2  # Becomes one space.
+ISOLATE = 4  # Gets a space on each side (punctuation, CJK ideograph).
+BODY_SHIFT = 8
+_BLOCK = 256
+_MAX_UTF8_BYTES = 4
+
+#: The detokenizer's vocabulary: id 0 is a space (the one non-suffix
+#: piece, which starts every text: a "##" piece that starts a text keeps
+#: its "##"), id b in 1..255 is the byte b. Byte 0 is never emitted:
+#: U+0000 is deleted.
+_BYTE_PIECES = [" "] + [b"##" + bytes([b]) for b in range(1, 256)] + ["[UNK]"]
+
+
+def lite_text_tables(lowercase):
+    """The lookup tables of `normalize_for_wordpiece` (numpy int32 arrays).
+
+    Built from `keras_bert.text._unicode`'s per-code-point table, so the
+    LiteRT model follows the same rules (and Unicode version) as the
+    SavedModel's tokenizer.
+
+    Args:
+        lowercase: bool, as the tokenizer's (uncased vocabularies).
+
+    Returns:
+        dict: `block_index` [0x110000 / 256] and `blocks` (a two-level table
+        of action words: identical 256-code-point blocks are stored once),
+        `body_values` and `body_splits` (the UTF-8 bytes that replace a
+        lower-cased character, spaces around punctuation included, as
+        ragged rows; row 0 is unused).
+    """
+    info = _unicode._info_of_all_code_points()
+    delete = (info & _unicode.DROP) != 0
+    space = (info & _unicode.SPACE) != 0
+    punct = (info & _unicode.PUNCT) != 0
+    expansion = info >> _unicode.EXPANSION_SHIFT if lowercase else np.zeros_like(info)
+    # Punctuation is split off after lower-casing: an expanded character's
+    # punctuation is spaced inside its body, an unexpanded one is isolated.
+    isolate = ((info & _unicode.CJK) != 0) | (punct & (expansion == 0))
+    tables = _unicode.unicode_tables()
+    splits = tables["expansion_splits"]
+    bodies = [b""]
+    for row in range(1, len(splits) - 1):
+        chars = tables["expansion_values"][splits[row]:splits[row + 1]]
+        bodies.append("".join(
+            f" {chr(c)} " if info[c] & _unicode.PUNCT else chr(c) for c in chars
+        ).encode("utf-8"))
+    action = (
+        DELETE * delete + SPACE * (space & ~delete) + ISOLATE * (isolate & ~delete & ~space)
+        + (expansion << BODY_SHIFT) * (~delete & ~space)
+    ).astype(np.int32)
+    unique_blocks, block_index = np.unique(
+        action.reshape([-1, _BLOCK]), axis=0, return_inverse=True)
+    return {
+        "block_index": block_index.reshape([-1]).astype(np.int32),
+        "blocks": unique_blocks.reshape([-1]).astype(np.int32),
+        "body_values": np.frombuffer(b"".join(bodies) + b"\0", np.uint8).astype(np.int32),
+        "body_splits": np.cumsum([0] + [len(b) for b in bodies]).astype(np.int32),
+    }
+
+
+def byte_detokenizer():
+    """The `FastWordpieceTokenizer` whose detokenize glues byte ids (1..255) into text."""
+    return tf_text.FastWordpieceTokenizer(
+        vocab=_BYTE_PIECES, suffix_indicator="##", unknown_token="[UNK]",
+        token_out_type=tf.int32, no_pretokenization=True, support_detokenization=True)
+
+
+def _ahead(x, k):
+    """x[i + k] at each i of int32 [N], 0 past the end."""
+    return tf.concat([x[k:], tf.zeros_like(x[:k])], 0)
+
+
+def _flag(condition):
+    return tf.cast(condition, tf.int32)
+
+
+def normalize_for_wordpiece(text, tables, detokenizer):
+    """Texts as BERT's reference normalizes them, with LiteRT kernels only.
+
+    Args:
+        text: string Tensor [B], any bytes (invalid UTF-8 is deleted).
+        tables: dict of int32 Tensors from `lite_text_tables`.
+        detokenizer: `byte_detokenizer()`.
+
+    Returns:
+        string Tensor [B]: each text cleaned, lower-cased and stripped of
+        accents (uncased tables), whitespace as spaces, punctuation and CJK
+        ideographs between spaces, after one leading space.
+    """
+    pieces = tf_text.ByteSplitter().split(text)
+    splits = tf.cast(pieces.row_splits, tf.int32)  # (B + 1,)
+    # All bytes of the batch in a row, then 3 zeros: a character's bytes are
+    # read ahead of its first byte without an index past the end.
+    b = tf.concat([tf.cast(pieces.values, tf.int32),
+                   tf.zeros([_MAX_UTF8_BYTES - 1], tf.int32)], 0)  # (N,)
+    size = tf.shape(b)
+    # Number of texts starting at each byte (empty texts share a start):
+    # its running sum, less one, is the text of each byte.
+    starts = tf.scatter_nd(tf.expand_dims(splits[:-1], 1), tf.ones_like(splits[:-1]), size)
+    row = tf.cumsum(starts) - 1
+    # The bytes 1, 2, 3 ahead, 0 where they belong to another text.
+    n1, n2, n3 = (tf.where(_ahead(row, k) == row, _ahead(b, k), 0) for k in (1, 2, 3))
+
+    def is_continuation(x):
+        return (x >= 0x80) & (x < 0xC0)
+
+    # UTF-8 sequence length by lead byte (0: a continuation byte, or a byte
+    # that never starts a valid sequence).
+    length = (_flag(b < 0x80) + 2 * _flag((b >= 0xC2) & (b < 0xE0))
+              + 3 * _flag((b >= 0xE0) & (b < 0xF0)) + 4 * _flag((b >= 0xF0) & (b < 0xF5)))
+    # The second byte's range excludes overlong forms, surrogates and code
+    # points past U+10FFFF.
+    low = 0x80 + 0x20 * _flag(b == 0xE0) + 0x10 * _flag(b == 0xF0)
+    high = 0xBF - 0x20 * _flag(b == 0xED) - 0x30 * _flag(b == 0xF4)
+    valid = (length == 1) | (
+        (length >= 2) & (n1 >= low) & (n1 <= high)
+        & ((length < 3) | is_continuation(n2)) & ((length < 4) | is_continuation(n3)))
+    code_point = (
+        b * _flag(length == 1)
+        + ((b - 0xC0) * 64 + n1 - 0x80) * _flag(length == 2)
+        + ((b - 0xE0) * 4096 + (n1 - 0x80) * 64 + n2 - 0x80) * _flag(length == 3)
+        + ((b - 0xF0) * 262144 + (n1 - 0x80) * 4096 + (n2 - 0x80) * 64 + n3 - 0x80)
+        * _flag(length == 4))
+    # Every character is emitted from its first byte: continuation bytes,
+    # invalid sequences and padding become U+0000, which is deleted.
+    code_point = tf.where(valid, code_point, 0)
+    block = tf.gather(tables["block_index"], tf.math.floordiv(code_point, _BLOCK))
+    action = tf.gather(tables["blocks"], block * _BLOCK + tf.math.floormod(code_point, _BLOCK))
+    delete = tf.math.floormod(action, 2) == 1
+    space = tf.math.floormod(tf.math.floordiv(action, SPACE), 2) == 1
+    isolate = tf.math.floormod(tf.math.floordiv(action, ISOLATE), 2) == 1
+    body = tf.math.floordiv(action, 1 << BODY_SHIFT)  # (B, W)
+
+    # Each character becomes [space] body [space]: (N, 1 + width + 1).
+    body_start = tf.gather(tables["body_splits"], body)
+    body_length = tf.where(body > 0, tf.gather(tables["body_splits"], body + 1) - body_start,
+                           length * _flag(~delete & ~space))
+    width = max(_MAX_UTF8_BYTES,
+                int(np.diff(tf.get_static_value(tables["body_splits"])).max(initial=0)))
+    j = tf.expand_dims(tf.range(width), 0)  # (1, width)
+    own = tf.stack([b, n1, n2, n3] + [tf.zeros_like(b)] * (width - _MAX_UTF8_BYTES), -1)
+    replaced = tf.gather(tables["body_values"], tf.minimum(
+        tf.expand_dims(body_start, -1) + j, tf.shape(tables["body_values"])[0] - 1))
+    body_bytes = tf.where(tf.expand_dims(body > 0, -1), replaced, own)
+    emitted = tf.concat([
+        tf.expand_dims(space | isolate, -1),
+        j < tf.expand_dims(body_length, -1),
+        tf.expand_dims(isolate, -1)], -1)
+    blank = tf.fill(tf.shape(tf.expand_dims(b, -1)), 0x20)
+    out = tf.concat([blank, body_bytes, blank], -1)
+
+    # Text r's ids: a space (id 0, the detokenizer's one non-suffix piece)
+    # and its emitted bytes, at r + (bytes emitted before it) onwards.
+    per_byte = tf.reduce_sum(_flag(emitted), 1)  # (N,)
+    before = tf.cumsum(per_byte, exclusive=True)
+    out_splits = tf.gather(before, splits) + tf.range(tf.shape(splits)[0])  # (B + 1,)
+    emitted = tf.reshape(emitted, [-1])
+    values = tf.boolean_mask(tf.reshape(out, [-1]), emitted)
+    value_row = tf.boolean_mask(tf.reshape(tf.tile(tf.expand_dims(row, 1), [1, width + 2]), [-1]),
+                                emitted)
+    position = tf.range(tf.shape(values)[0]) + value_row + 1
+    ids = tf.scatter_nd(tf.expand_dims(position, 1), values, out_splits[-1:])
+    return detokenizer.detokenize(tf.RaggedTensor.from_row_splits(
+        ids, tf.cast(out_splits, tf.int64), validate=False))  # The op's splits dtype.
