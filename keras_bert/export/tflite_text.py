@@ -137,7 +137,10 @@ def normalize_for_wordpiece(text, tables, detokenizer):
     size = tf.shape(b)
     # Number of texts starting at each byte (empty texts share a start):
     # its running sum, less one, is the text of each byte.
-    starts = tf.scatter_nd(tf.expand_dims(splits[:-1], 1), tf.ones_like(splits[:-1]), size)
+    # (LiteRT's SCATTER_ND fails without updates: each scatter here gets
+    # one more, which adds 0, for an empty batch.)
+    starts = tf.scatter_nd(tf.expand_dims(tf.concat([splits[:-1], [0]], 0), 1),
+                           tf.concat([tf.ones_like(splits[:-1]), [0]], 0), size)
     row = tf.cumsum(starts) - 1
     # The bytes 1, 2, 3 ahead, 0 where they belong to another text.
     n1, n2, n3 = (tf.where(_ahead(row, k) == row, _ahead(b, k), 0) for k in (1, 2, 3))
@@ -200,6 +203,8 @@ def normalize_for_wordpiece(text, tables, detokenizer):
     value_row = tf.boolean_mask(tf.reshape(tf.tile(tf.expand_dims(row, 1), [1, width + 2]), [-1]),
                                 emitted)
     position = tf.range(tf.shape(values)[0]) + value_row + 1
-    ids = tf.scatter_nd(tf.expand_dims(position, 1), values, out_splits[-1:])
+    ids = tf.scatter_nd(tf.expand_dims(tf.concat([position, [0]], 0), 1),
+                        tf.concat([values, [0]], 0), out_splits[-1:] + 1)
+    ids = tf.reshape(ids, [-1])[:-1]  # A known rank, for the op's wrapper.
     return detokenizer.detokenize(tf.RaggedTensor.from_row_splits(
         ids, tf.cast(out_splits, tf.int64), validate=False))  # The op's splits dtype.
