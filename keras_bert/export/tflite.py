@@ -43,7 +43,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert.export.export import INFO_FILE, check_export_dir
-from keras_bert.export.tflite_text import byte_detokenizer, lite_text_tables, normalize_for_wordpiece
+from keras_bert.export.tflite_text import (
+    UNKNOWN_CHAR, byte_detokenizer, lite_text_tables, normalize_for_wordpiece)
 from keras_bert.files import Kind, staged_dir
 
 TFLITE_FILE = "model.tflite"
@@ -80,6 +81,13 @@ class LiteTokenizer:
         self.tables = {name: tf.constant(array)
                        for name, array in lite_text_tables(tokenizer.lowercase).items()}
         self.detokenizer = byte_detokenizer()
+        self.max_chars_per_word = tokenizer.max_chars_per_word
+        held = [t for t in vocabulary if UNKNOWN_CHAR in t]
+        if held:
+            raise ValueError(
+                f"The vocabulary token {held[0]!r} holds U+0080, which the LiteRT tokenizer "
+                "uses for words too long for WordPiece; BERT deletes that control character, "
+                "so no text reaches the token: remove it from vocab.txt.")
         self.wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=_wordpiece_vocab(vocabulary, token_to_id),
             suffix_indicator="##",
@@ -92,7 +100,8 @@ class LiteTokenizer:
     def __call__(self, text):
         """int32 RaggedTensor [B, (tokens)] of WordPiece ids of a string batch [B]."""
         return self.wordpiece.tokenize(
-            normalize_for_wordpiece(text, self.tables, self.detokenizer))
+            normalize_for_wordpiece(text, self.tables, self.detokenizer,
+                                    self.max_chars_per_word))
 
 
 def pack_single(ids, max_seq_length, cls_token_id, sep_token_id, pad_token_id):

@@ -26,9 +26,10 @@ LiteRT kernels:
 punctuation (already isolated) and applies WordPiece, as the reference does
 to its words. What stays different (see exports/README.md, LiteRT):
 Python's final-sigma rule (a word-final "Σ" lower-cases to "ς" in the
-reference, to "σ" here) and the word length limit, which the reference
-counts in characters and the LiteRT kernel in bytes.
+reference, to "σ" here).
 """
+
+import functools
 
 import numpy as np
 import tensorflow as tf
@@ -45,6 +46,11 @@ BODY_SHIFT = 8
 _BLOCK = 256
 _MAX_UTF8_BYTES = 4
 
+#: What a word longer than max_chars_per_word becomes: a character that the
+#: reference deletes (U+0080, a control), so no reachable vocabulary token
+#: holds it, and that tensorflow-text's kernel keeps in a word.
+UNKNOWN_CHAR = "\u0080"
+
 #: The detokenizer's vocabulary: id 0 is a space (the one non-suffix
 #: piece, which starts every text: a "##" piece that starts a text keeps
 #: its "##"), id b in 1..255 is the byte b. Byte 0 is never emitted:
@@ -52,6 +58,7 @@ _MAX_UTF8_BYTES = 4
 _BYTE_PIECES = [" "] + [b"##" + bytes([b]) for b in range(1, 256)] + ["[UNK]"]
 
 
+@functools.lru_cache(maxsize=None)
 def lite_text_tables(lowercase):
     """The lookup tables of `normalize_for_wordpiece` (numpy int32 arrays).
 
@@ -67,7 +74,8 @@ def lite_text_tables(lowercase):
         of action words: identical 256-code-point blocks are stored once),
         `body_values` and `body_splits` (the UTF-8 bytes that replace a
         lower-cased character, spaces around punctuation included, as
-        ragged rows; row 0 is unused).
+        ragged rows; row 0 is unused). Cached: the callers must not change
+        them.
     """
     info = _unicode._info_of_all_code_points()
     delete = (info & _unicode.DROP) != 0
@@ -115,13 +123,16 @@ def _flag(condition):
     return tf.cast(condition, tf.int32)
 
 
-def normalize_for_wordpiece(text, tables, detokenizer):
+def normalize_for_wordpiece(text, tables, detokenizer, max_chars_per_word):
     """Texts as BERT's reference normalizes them, with LiteRT kernels only.
 
     Args:
         text: string Tensor [B], any bytes (invalid UTF-8 is deleted).
         tables: dict of int32 Tensors from `lite_text_tables`.
         detokenizer: `byte_detokenizer()`.
+        max_chars_per_word: int; a longer word becomes `UNKNOWN_CHAR` (one
+            [UNK]), as the reference counts characters (the LiteRT kernel
+            counts bytes).
 
     Returns:
         string Tensor [B]: each text cleaned, lower-cased and stripped of
@@ -193,18 +204,60 @@ def normalize_for_wordpiece(text, tables, detokenizer):
     blank = tf.fill(tf.shape(tf.expand_dims(b, -1)), 0x20)
     out = tf.concat([blank, body_bytes, blank], -1)
 
-    # Text r's ids: a space (id 0, the detokenizer's one non-suffix piece)
-    # and its emitted bytes, at r + (bytes emitted before it) onwards.
-    per_byte = tf.reduce_sum(_flag(emitted), 1)  # (N,)
-    before = tf.cumsum(per_byte, exclusive=True)
-    out_splits = tf.gather(before, splits) + tf.range(tf.shape(splits)[0])  # (B + 1,)
     emitted = tf.reshape(emitted, [-1])
-    values = tf.boolean_mask(tf.reshape(out, [-1]), emitted)
-    value_row = tf.boolean_mask(tf.reshape(tf.tile(tf.expand_dims(row, 1), [1, width + 2]), [-1]),
-                                emitted)
+    values = tf.boolean_mask(tf.reshape(out, [-1]), emitted)  # (E,)
+    value_row = tf.boolean_mask(
+        tf.reshape(tf.tile(tf.expand_dims(row, 1), [1, width + 2]), [-1]), emitted)
+    num_rows = tf.shape(splits)[0] - 1
+    values, value_row = _unknown_long_words(values, value_row, num_rows, max_chars_per_word)
+
+    # Text r's ids: a space (id 0, the detokenizer's one non-suffix piece)
+    # and its bytes, at r + (bytes of the texts before it) + 1 onwards.
+    counts = tf.scatter_nd(tf.expand_dims(tf.concat([value_row, [num_rows]], 0), 1),
+                           tf.concat([tf.ones_like(value_row), [0]], 0),
+                           tf.expand_dims(num_rows + 1, 0))[:-1]  # (B,)
+    out_splits = tf.concat([[0], tf.cumsum(counts + 1)], 0)  # (B + 1,)
     position = tf.range(tf.shape(values)[0]) + value_row + 1
     ids = tf.scatter_nd(tf.expand_dims(tf.concat([position, [0]], 0), 1),
                         tf.concat([values, [0]], 0), out_splits[-1:] + 1)
     ids = tf.reshape(ids, [-1])[:-1]  # A known rank, for the op's wrapper.
     return detokenizer.detokenize(tf.RaggedTensor.from_row_splits(
         ids, tf.cast(out_splits, tf.int64), validate=False))  # The op's splits dtype.
+
+
+def _unknown_long_words(values, value_row, num_rows, max_chars_per_word):
+    """Each word of more than `max_chars_per_word` characters becomes `UNKNOWN_CHAR`.
+
+    The reference makes such a word one [UNK]; the LiteRT kernel limits
+    words by bytes. A word made of a character that no vocabulary token
+    holds becomes one [UNK] there too.
+
+    Args:
+        values: int32 [E], the normalized bytes of the batch, text by text.
+        value_row: int32 [E], the text of each byte.
+        num_rows: int32 scalar, the number of texts.
+        max_chars_per_word: int.
+
+    Returns:
+        (values, value_row) without the dropped bytes.
+    """
+    # One more byte, a space in a text of its own: no segment op gets
+    # empty input (an empty batch), and the last word ends.
+    values = tf.concat([values, [0x20]], 0)
+    value_row = tf.concat([value_row, tf.expand_dims(num_rows, 0)], 0)
+    size = tf.shape(values)[0]
+    index = tf.range(size)
+    is_space = tf.equal(values, 0x20)
+    first = tf.concat([[True], tf.not_equal(value_row[1:], value_row[:-1])], 0)
+    after_space = tf.concat([[True], is_space[:-1]], 0)
+    # Segments: each space, and each run of other bytes within a text.
+    segment = tf.cumsum(_flag(first | is_space | after_space)) - 1
+    is_char = ~is_space & ((values < 0x80) | (values >= 0xC0))  # Not a continuation.
+    chars = tf.gather(tf.math.unsorted_segment_sum(_flag(is_char), segment, size), segment)
+    rank = index - tf.gather(tf.math.unsorted_segment_min(index, segment, size), segment)
+    long = chars > max_chars_per_word
+    unknown = UNKNOWN_CHAR.encode("utf-8")  # 2 bytes; a long word has at least 2.
+    values = tf.where(long & (rank == 0), unknown[0],
+                      tf.where(long & (rank == 1), unknown[1], values))
+    keep = (~long | (rank < 2)) & (value_row < num_rows)
+    return tf.boolean_mask(values, keep), tf.boolean_mask(value_row, keep)

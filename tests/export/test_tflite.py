@@ -11,10 +11,16 @@ from keras_bert.export import build_serving_module
 from keras_bert.export.tflite import TFLITE_FILE, convert_module, load_tflite, run_tflite
 from tests.conftest import run_tool
 from tests.export.conftest import TRAIN_TEXTS
+from tests.export.test_tflite_text import INVALID_UTF8, UNCLEAN
 
 LITE_CUSTOM_OPS = ["FastWordpieceTokenizeWithOffsets", "TFText>ByteSplitWithOffsets",
                    "TFText>FastWordpieceDetokenize"]
+# Unclean text too: U+FFFD, control and compatibility characters, invalid UTF-8
+# (tests/export/test_tflite_text.py checks the ids).
 TEXTS = [t for t, _ in TRAIN_TEXTS] + [
+    "a good\ufffd movie", "an aw\ufffdful fi\x01lm", "the movie was not \ufb01ne",
+    "a go\x90od film", "a bad m\u200bovie",
+] + [t.encode("utf-8") for t in UNCLEAN] + INVALID_UTF8 + [
     "", "   ", "The FOX jumped over the dog!", "Café naïve, cats?", "x" * 120,
     "a good movie " * 30,  # Truncated to max_seq_length.
 ]
