@@ -24,9 +24,10 @@ LiteRT kernels:
 
 `FastWordpieceTokenizeWithOffsets` then splits that text on whitespace and
 punctuation (already isolated) and applies WordPiece, as the reference does
-to its words. What stays different (see exports/README.md, LiteRT):
-Python's final-sigma rule (a word-final "Σ" lower-cases to "ς" in the
-reference, to "σ" here).
+to its words. A character that the kernel would split a word at but the
+reference keeps in it (`kernel_word_breaks`), and a word longer than
+max_chars_per_word characters, become a character that no vocabulary token
+holds, so that the word is one [UNK] as in the reference.
 """
 
 import functools
@@ -42,6 +43,8 @@ from keras_bert.text import _unicode
 DELETE = 1
 SPACE = 2  # Becomes one space.
 ISOLATE = 4  # Gets a space on each side (punctuation, CJK ideograph).
+CASED = 8  # Cased, and not case-ignorable (uncased tables only).
+CASE_IGNORABLE = 16  # Skipped by the final-sigma context (uncased tables only).
 BODY_SHIFT = 8
 _BLOCK = 256
 _MAX_UTF8_BYTES = 4
@@ -56,6 +59,35 @@ UNKNOWN_CHAR = "\u0080"
 #: its "##"), id b in 1..255 is the byte b. Byte 0 is never emitted:
 #: U+0000 is deleted.
 _BYTE_PIECES = [" "] + [b"##" + bytes([b]) for b in range(1, 256)] + ["[UNK]"]
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_word_breaks():
+    """Code points that BERT keeps inside a word but the LiteRT kernel splits at.
+
+    `FastWordpieceTokenizeWithOffsets` splits words at punctuation and
+    whitespace by ICU's Unicode data, which can be newer than Python's: with
+    tensorflow-text 2.21 and Python 3.11, 36 code points that Python calls
+    unassigned are punctuation there. Found by tokenizing "a<c>b" with the
+    kernel for every code point that the reference treats as a letter (about
+    a second, once per process).
+
+    Returns:
+        int32 numpy array of code points, sorted.
+    """
+    info = _unicode._info_of_all_code_points()
+    plain = np.nonzero((info & (_unicode.DROP | _unicode.SPACE | _unicode.PUNCT
+                                | _unicode.CJK)) == 0)[0].astype(np.int32)
+    plain = plain[(plain < 0xD800) | (plain > 0xDFFF)]  # Surrogates are not text.
+    with tf.init_scope():
+        kernel = tf_text.FastWordpieceTokenizer(
+            vocab=["[UNK]", "a", "b"], unknown_token="[UNK]", token_out_type=tf.int32,
+            no_pretokenization=False)
+        code_points = tf.constant(plain)
+        a, b = tf.fill(tf.shape(code_points), ord("a")), tf.fill(tf.shape(code_points), ord("b"))
+        texts = tf.strings.unicode_encode(tf.stack([a, code_points, b], 1), "UTF-8")
+        pieces = kernel.tokenize(texts).row_lengths().numpy()
+    return plain[pieces != 1]  # One piece: "a<c>b" stayed one ([UNK]) word.
 
 
 @functools.lru_cache(maxsize=None)
@@ -93,10 +125,19 @@ def lite_text_tables(lowercase):
         bodies.append("".join(
             f" {chr(c)} " if info[c] & _unicode.PUNCT else chr(c) for c in chars
         ).encode("utf-8"))
+    # A character the kernel would split a word at becomes UNKNOWN_CHAR:
+    # in the reference, no vocabulary token holds it, so its word is [UNK].
+    expansion = expansion.copy()
+    expansion[kernel_word_breaks()] = len(bodies)
+    bodies.append(UNKNOWN_CHAR.encode("utf-8"))
     action = (
         DELETE * delete + SPACE * (space & ~delete) + ISOLATE * (isolate & ~delete & ~space)
         + (expansion << BODY_SHIFT) * (~delete & ~space)
-    ).astype(np.int32)
+    )
+    if lowercase:  # What Python's final-sigma rule looks at.
+        action += CASED * ((info & _unicode.CASED) != 0) + CASE_IGNORABLE * (
+            (info & _unicode.CASE_IGNORABLE) != 0)
+    action = action.astype(np.int32)
     unique_blocks, block_index = np.unique(
         action.reshape([-1, _BLOCK]), axis=0, return_inverse=True)
     return {
@@ -197,6 +238,9 @@ def normalize_for_wordpiece(text, tables, detokenizer, max_chars_per_word):
     replaced = tf.gather(tables["body_values"], tf.minimum(
         tf.expand_dims(body_start, -1) + j, tf.shape(tables["body_values"])[0] - 1))
     body_bytes = tf.where(tf.expand_dims(body > 0, -1), replaced, own)
+    # "Σ" lower-cases to "σ" (CF 83), or to "ς" (CF 82) at the end of a word.
+    final = _final_sigma(code_point, action, delete, row)
+    body_bytes = tf.where(tf.expand_dims(final, -1) & (j == 1), 0x82, body_bytes)
     emitted = tf.concat([
         tf.expand_dims(space | isolate, -1),
         j < tf.expand_dims(body_length, -1),
@@ -223,6 +267,29 @@ def normalize_for_wordpiece(text, tables, detokenizer, max_chars_per_word):
     ids = tf.reshape(ids, [-1])[:-1]  # A known rank, for the op's wrapper.
     return detokenizer.detokenize(tf.RaggedTensor.from_row_splits(
         ids, tf.cast(out_splits, tf.int64), validate=False))  # The op's splits dtype.
+
+
+def _final_sigma(code_point, action, delete, row):
+    """Python's final-sigma rule: which "Σ" (bool [N]) lower-case to "ς".
+
+    A capital sigma after a cased character and not before one, case-ignorable
+    and deleted characters skipped, within its text (a space or CJK
+    ideograph, neither cased, ends the context as the reference's word
+    split does). Always False with cased tables (no CASED bits).
+    """
+    cased = tf.math.floormod(tf.math.floordiv(action, CASED), 2) == 1
+    ignorable = tf.math.floormod(tf.math.floordiv(action, CASE_IGNORABLE), 2) == 1
+    stop = ~delete & ~ignorable  # Characters the context scans stop at.
+    stops = tf.boolean_mask(tf.range(tf.shape(code_point)[0]), stop)
+    before = tf.cumsum(_flag(stop), exclusive=True)
+    previous = tf.gather(tf.concat([[-1], stops], 0), before)  # -1: none.
+    following = tf.gather(tf.concat([stops, [-1]], 0), before + _flag(stop))
+
+    def cased_at(position):
+        at = tf.maximum(position, 0)
+        return (position >= 0) & tf.equal(tf.gather(row, at), row) & tf.gather(cased, at)
+
+    return tf.equal(code_point, 0x3A3) & cased_at(previous) & ~cased_at(following)
 
 
 def _unknown_long_words(values, value_row, num_rows, max_chars_per_word):

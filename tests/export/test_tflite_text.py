@@ -11,7 +11,7 @@ VOCAB = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
     "a", "b", "ab", "##b", "caf", "cafe", "don", "##t", "dont", "x", "y", "fine",
     "ss", "ß", "##ß", "fi", "ﬁ", "stra", "##sse", "##ße", "dz", "ǆ", "ǅ", "եւ", "և", "①", "1",
-    "µ", "μ", "σ", "ς", "i", "istanbul", "你", "好", "!", ",", ".", "-", "'", "##x",
+    "µ", "μ", "σ", "ς", "##σ", "##ς", "i", "istanbul", "你", "好", "!", ",", ".", "-", "'", "##x",
 ]
 
 # Each text tokenizes differently with tensorflow-text's FastBertNormalize
@@ -25,7 +25,8 @@ UNCLEAN = [
     "stra\u00dfe", "\ufb01ne", "\u01c5", "\u0587", "\u2460", "\u00b5",  # Compatibility.
 ]
 CLEAN = [
-    "", "   ", "Don't, a b!", "Caf\u00e9 na\u00efve", "\u0130stanbul",
+    "", "   ", "Don't, a b!", "\u03a3\u03a3 a\u03a3. \u03a3a \u0391\u03a3'\u00ad",  # Final sigma.
+    "a\u1b4eb x\U00011f43",  # Punctuation for tensorflow-text's ICU, unassigned in Python 3.11. "Caf\u00e9 na\u00efve", "\u0130stanbul",
     "\u4f60\u597dx", "a\u3000b\u2028x\u00a0y", "a\u0301b", "x" * 120,
 ]
 INVALID_UTF8 = [
