@@ -11,7 +11,7 @@ characters ("ß" -> "ss", "ﬁ" -> "fi", "և" -> "եւ").
 instead, with LiteRT builtin ops between two tensorflow-text ops that have
 LiteRT kernels:
 
-1. `ByteSplit`: each text as its bytes;
+1. `ByteSplitWithOffsets`: each text as its bytes;
 2. builtin ops: decode UTF-8 (invalid sequences are deleted, as the
    reference deletes the U+FFFD they decode to), look each code point up in
    a table computed from the reference's own rules (`keras_bert.text._unicode`):
@@ -164,6 +164,42 @@ def _flag(condition):
     return tf.cast(condition, tf.int32)
 
 
+def _decode_utf8(b, n1, n2, n3):
+    """The character that starts at each byte.
+
+    Args:
+        b: int32 [N], bytes; n1, n2, n3: the bytes 1, 2, 3 after each (0
+            past its text's end).
+
+    Returns:
+        (length, code_point), int32 [N]: the UTF-8 length of the sequence a
+        byte starts, and its code point; 0 for a continuation byte or an
+        invalid sequence (a character, U+0000, that the tables delete).
+    """
+
+    def is_continuation(x):
+        return (x >= 0x80) & (x < 0xC0)
+
+    # Sequence length by lead byte (0: a continuation byte, or a byte that
+    # never starts a valid sequence).
+    length = (_flag(b < 0x80) + 2 * _flag((b >= 0xC2) & (b < 0xE0))
+              + 3 * _flag((b >= 0xE0) & (b < 0xF0)) + 4 * _flag((b >= 0xF0) & (b < 0xF5)))
+    # The second byte's range excludes overlong forms, surrogates and code
+    # points past U+10FFFF.
+    low = 0x80 + 0x20 * _flag(b == 0xE0) + 0x10 * _flag(b == 0xF0)
+    high = 0xBF - 0x20 * _flag(b == 0xED) - 0x30 * _flag(b == 0xF4)
+    valid = (length == 1) | (
+        (length >= 2) & (n1 >= low) & (n1 <= high)
+        & ((length < 3) | is_continuation(n2)) & ((length < 4) | is_continuation(n3)))
+    code_point = (
+        b * _flag(length == 1)
+        + ((b - 0xC0) * 64 + n1 - 0x80) * _flag(length == 2)
+        + ((b - 0xE0) * 4096 + (n1 - 0x80) * 64 + n2 - 0x80) * _flag(length == 3)
+        + ((b - 0xF0) * 262144 + (n1 - 0x80) * 4096 + (n2 - 0x80) * 64 + n3 - 0x80)
+        * _flag(length == 4))
+    return length * _flag(valid), tf.where(valid, code_point, 0)
+
+
 def normalize_for_wordpiece(text, tables, detokenizer, max_chars_per_word):
     """Texts as BERT's reference normalizes them, with LiteRT kernels only.
 
@@ -197,35 +233,13 @@ def normalize_for_wordpiece(text, tables, detokenizer, max_chars_per_word):
     # The bytes 1, 2, 3 ahead, 0 where they belong to another text.
     n1, n2, n3 = (tf.where(_ahead(row, k) == row, _ahead(b, k), 0) for k in (1, 2, 3))
 
-    def is_continuation(x):
-        return (x >= 0x80) & (x < 0xC0)
-
-    # UTF-8 sequence length by lead byte (0: a continuation byte, or a byte
-    # that never starts a valid sequence).
-    length = (_flag(b < 0x80) + 2 * _flag((b >= 0xC2) & (b < 0xE0))
-              + 3 * _flag((b >= 0xE0) & (b < 0xF0)) + 4 * _flag((b >= 0xF0) & (b < 0xF5)))
-    # The second byte's range excludes overlong forms, surrogates and code
-    # points past U+10FFFF.
-    low = 0x80 + 0x20 * _flag(b == 0xE0) + 0x10 * _flag(b == 0xF0)
-    high = 0xBF - 0x20 * _flag(b == 0xED) - 0x30 * _flag(b == 0xF4)
-    valid = (length == 1) | (
-        (length >= 2) & (n1 >= low) & (n1 <= high)
-        & ((length < 3) | is_continuation(n2)) & ((length < 4) | is_continuation(n3)))
-    code_point = (
-        b * _flag(length == 1)
-        + ((b - 0xC0) * 64 + n1 - 0x80) * _flag(length == 2)
-        + ((b - 0xE0) * 4096 + (n1 - 0x80) * 64 + n2 - 0x80) * _flag(length == 3)
-        + ((b - 0xF0) * 262144 + (n1 - 0x80) * 4096 + (n2 - 0x80) * 64 + n3 - 0x80)
-        * _flag(length == 4))
-    # Every character is emitted from its first byte: continuation bytes,
-    # invalid sequences and padding become U+0000, which is deleted.
-    code_point = tf.where(valid, code_point, 0)
+    length, code_point = _decode_utf8(b, n1, n2, n3)
     block = tf.gather(tables["block_index"], tf.math.floordiv(code_point, _BLOCK))
     action = tf.gather(tables["blocks"], block * _BLOCK + tf.math.floormod(code_point, _BLOCK))
     delete = tf.math.floormod(action, 2) == 1
     space = tf.math.floormod(tf.math.floordiv(action, SPACE), 2) == 1
     isolate = tf.math.floormod(tf.math.floordiv(action, ISOLATE), 2) == 1
-    body = tf.math.floordiv(action, 1 << BODY_SHIFT)  # (B, W)
+    body = tf.math.floordiv(action, 1 << BODY_SHIFT)  # (N,)
 
     # Each character becomes [space] body [space]: (N, 1 + width + 1).
     body_start = tf.gather(tables["body_splits"], body)
