@@ -92,7 +92,7 @@ def kernel_word_breaks():
 
 @functools.lru_cache(maxsize=None)
 def lite_text_tables(lowercase):
-    """The lookup tables of `normalize_for_wordpiece` (numpy int32 arrays).
+    """The lookup tables of `normalize_for_wordpiece` (numpy arrays).
 
     Built from `keras_bert.text._unicode`'s per-code-point table, so the
     LiteRT model follows the same rules (and Unicode version) as the
@@ -104,10 +104,10 @@ def lite_text_tables(lowercase):
     Returns:
         dict: `block_index` [0x110000 / 256] and `blocks` (a two-level table
         of action words: identical 256-code-point blocks are stored once),
-        `body_values` and `body_splits` (the UTF-8 bytes that replace a
-        lower-cased character, spaces around punctuation included, as
-        ragged rows; row 0 is unused). Cached: the callers must not change
-        them.
+        `body_values` (uint8) and `body_splits` (the distinct UTF-8 byte
+        strings that replace a character: its lower-cased form, spaces
+        around punctuation included, or `UNKNOWN_CHAR`, as ragged rows;
+        row 0 is unused). Cached: the callers must not change them.
     """
     info = _unicode._info_of_all_code_points()
     delete = (info & _unicode.DROP) != 0
@@ -119,17 +119,16 @@ def lite_text_tables(lowercase):
     isolate = ((info & _unicode.CJK) != 0) | (punct & (expansion == 0))
     tables = _unicode.unicode_tables()
     splits = tables["expansion_splits"]
-    bodies = [b""]
-    for row in range(1, len(splits) - 1):
+    bodies = {b"": 0}  # Each distinct replacement once: its row.
+    rows = np.zeros([len(splits) - 1], np.int64)  # Expansion -> body row.
+    for row in range(1, len(splits) - 1) if lowercase else ():
         chars = tables["expansion_values"][splits[row]:splits[row + 1]]
-        bodies.append("".join(
-            f" {chr(c)} " if info[c] & _unicode.PUNCT else chr(c) for c in chars
-        ).encode("utf-8"))
+        body = "".join(f" {chr(c)} " if info[c] & _unicode.PUNCT else chr(c) for c in chars)
+        rows[row] = bodies.setdefault(body.encode("utf-8"), len(bodies))
+    expansion = rows[expansion]
     # A character the kernel would split a word at becomes UNKNOWN_CHAR:
     # in the reference, no vocabulary token holds it, so its word is [UNK].
-    expansion = expansion.copy()
-    expansion[kernel_word_breaks()] = len(bodies)
-    bodies.append(UNKNOWN_CHAR.encode("utf-8"))
+    expansion[kernel_word_breaks()] = bodies.setdefault(UNKNOWN_CHAR.encode("utf-8"), len(bodies))
     action = (
         DELETE * delete + SPACE * (space & ~delete) + ISOLATE * (isolate & ~delete & ~space)
         + (expansion << BODY_SHIFT) * (~delete & ~space)
@@ -143,7 +142,8 @@ def lite_text_tables(lowercase):
     return {
         "block_index": block_index.reshape([-1]).astype(np.int32),
         "blocks": unique_blocks.reshape([-1]).astype(np.int32),
-        "body_values": np.frombuffer(b"".join(bodies) + b"\0", np.uint8).astype(np.int32),
+        # Bytes: uint8 (the graph widens what it gathers).
+        "body_values": np.frombuffer(b"".join(bodies) + b"\0", np.uint8),
         "body_splits": np.cumsum([0] + [len(b) for b in bodies]).astype(np.int32),
     }
 
@@ -205,7 +205,7 @@ def normalize_for_wordpiece(text, tables, detokenizer, max_chars_per_word):
 
     Args:
         text: string Tensor [B], any bytes (invalid UTF-8 is deleted).
-        tables: dict of int32 Tensors from `lite_text_tables`.
+        tables: dict of constant Tensors of `lite_text_tables`.
         detokenizer: `byte_detokenizer()`.
         max_chars_per_word: int; a longer word becomes `UNKNOWN_CHAR` (one
             [UNK]), as the reference counts characters (the LiteRT kernel
@@ -249,8 +249,8 @@ def normalize_for_wordpiece(text, tables, detokenizer, max_chars_per_word):
                 int(np.diff(tf.get_static_value(tables["body_splits"])).max(initial=0)))
     j = tf.expand_dims(tf.range(width), 0)  # (1, width)
     own = tf.stack([b, n1, n2, n3] + [tf.zeros_like(b)] * (width - _MAX_UTF8_BYTES), -1)
-    replaced = tf.gather(tables["body_values"], tf.minimum(
-        tf.expand_dims(body_start, -1) + j, tf.shape(tables["body_values"])[0] - 1))
+    replaced = tf.cast(tf.gather(tables["body_values"], tf.minimum(
+        tf.expand_dims(body_start, -1) + j, tf.shape(tables["body_values"])[0] - 1)), tf.int32)
     body_bytes = tf.where(tf.expand_dims(body > 0, -1), replaced, own)
     # "Σ" lower-cases to "σ" (CF 83), or to "ς" (CF 82) at the end of a word.
     final = _final_sigma(code_point, action, delete, row)
