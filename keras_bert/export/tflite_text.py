@@ -119,16 +119,24 @@ def lite_text_tables(lowercase):
     isolate = ((info & _unicode.CJK) != 0) | (punct & (expansion == 0))
     tables = _unicode.unicode_tables()
     splits = tables["expansion_splits"]
-    bodies = {b"": 0}  # Each distinct replacement once: its row.
+    bodies = [b""]  # Row 0 is unused: body 0 means the character itself.
+    body_row = {}  # Each distinct replacement once (b"": deleted by lower-casing).
+
+    def row_of(body):
+        if body not in body_row:
+            body_row[body] = len(bodies)
+            bodies.append(body)
+        return body_row[body]
+
     rows = np.zeros([len(splits) - 1], np.int64)  # Expansion -> body row.
     for row in range(1, len(splits) - 1) if lowercase else ():
         chars = tables["expansion_values"][splits[row]:splits[row + 1]]
         body = "".join(f" {chr(c)} " if info[c] & _unicode.PUNCT else chr(c) for c in chars)
-        rows[row] = bodies.setdefault(body.encode("utf-8"), len(bodies))
+        rows[row] = row_of(body.encode("utf-8"))
     expansion = rows[expansion]
     # A character the kernel would split a word at becomes UNKNOWN_CHAR:
     # in the reference, no vocabulary token holds it, so its word is [UNK].
-    expansion[kernel_word_breaks()] = bodies.setdefault(UNKNOWN_CHAR.encode("utf-8"), len(bodies))
+    expansion[kernel_word_breaks()] = row_of(UNKNOWN_CHAR.encode("utf-8"))
     action = (
         DELETE * delete + SPACE * (space & ~delete) + ISOLATE * (isolate & ~delete & ~space)
         + (expansion << BODY_SHIFT) * (~delete & ~space)
