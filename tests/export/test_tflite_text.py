@@ -62,3 +62,11 @@ def test_lite_tokenizer_on_random_bytes(tokenizers):
     alphabet += [bytes([b]) for b in (0x80, 0xbf, 0xc3, 0xe0, 0xed, 0xf0, 0xf4, 0xff)]
     texts = [b"".join(rng.choice(alphabet, size=rng.integers(0, 12))) for _ in range(300)]
     assert lite(tf.constant(texts)).to_list() == tokenizer(tf.constant(texts)).to_list()
+
+
+def test_lite_tokenizer_refuses_a_token_it_cannot_reach():
+    # U+0080 stands for words too long for WordPiece; BERT deletes it, so
+    # the token is unreachable in the SavedModel too, but LiteRT would reach it.
+    tokenizer = BertTokenizer(VOCAB + ["x\u0080"])
+    with pytest.raises(ValueError, match=r"token 'x\\x80' holds U\+0080.*--format saved_model"):
+        LiteTokenizer(tokenizer)
