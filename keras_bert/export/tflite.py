@@ -9,23 +9,27 @@ StringLower). LiteRT has none of those as builtins: they would be Flex ops
 (SELECT_TF_OPS), which need the Flex delegate (the TensorFlow 2.21 pip
 package's interpreter did not run a model with Flex ops here, and mobile apps
 would need the Flex add-on library).
-So the LiteRT export tokenizes with the two tensorflow-text ops that have
-TFLite kernels (`tensorflow_text.tflite_registrar`):
+So the LiteRT export tokenizes with tensorflow-text ops that have TFLite
+kernels (`tensorflow_text.tflite_registrar`) and builtin ops:
 
-1. `FastBertNormalize`: lower-case, NFD, strip accents (uncased
-   vocabularies only), control characters to spaces;
+1. the reference's normalization on the UTF-8 bytes
+   (`keras_bert.export.tflite_text`): `ByteSplitWithOffsets`, builtin ops
+   that decode, clean (delete U+0000, U+FFFD, control and format
+   characters, invalid UTF-8), lower-case and strip accents (uncased
+   vocabularies), space out punctuation and CJK ideographs from the same
+   per-code-point table as `BertTokenizer`, and `FastWordpieceDetokenize`
+   to glue the bytes back into text;
 2. `FastWordpieceTokenizeWithOffsets` end to end: split on whitespace and
    punctuation, then greedy longest-match-first WordPiece.
 
 and packs `[CLS] text [SEP]` with builtin ops (no ragged kernels). Every
 other op is a LiteRT builtin: the model needs no Flex delegate, only the
-tensorflow-text custom ops registered in the interpreter.
+three tensorflow-text custom ops registered in the interpreter.
 
-What differs from the SavedModel: the tokenization, on some non-ASCII text.
-The reference deletes U+FFFD (what invalid UTF-8 decodes to) and keeps
-compatibility characters ("ß", "ﬁ"); FastBertNormalize keeps U+FFFD (a
-word with one becomes [UNK]) and folds those ("ss", "fi"). ASCII text and
-accented Latin text get the same ids (see `tokenization_differences`).
+The ids equal `BertTokenizer`'s (tests/export/test_tflite_text.py), also on
+U+FFFD, control characters, compatibility characters ("ß", "ﬁ" are kept, as
+in the reference), invalid UTF-8, the final "ς" and every one of the
+1,112,064 code points alone and inside a word (exports/README.md, LiteRT).
 
 Example:
 >>> export_tflite("models/sentiment", "exports/sentiment-lite")
@@ -43,6 +47,9 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert.export.export import INFO_FILE, check_export_dir
+from keras_bert.export.tflite_text import (
+    UNKNOWN_CHAR, byte_detokenizer, kernel_word_breaks, lite_text_tables,
+    normalize_for_wordpiece)
 from keras_bert.files import Kind, staged_dir
 
 TFLITE_FILE = "model.tflite"
@@ -62,6 +69,10 @@ TFLITE_SIGNATURES = {
 class LiteTokenizer:
     """The LiteRT tokenizer of a `BertTokenizer`: tensorflow-text ops with TFLite kernels.
 
+    The reference's normalization on the bytes (`tflite_text.normalize_for_wordpiece`:
+    ByteSplit, builtin ops, FastWordpieceDetokenize), then
+    `FastWordpieceTokenizeWithOffsets` end to end.
+
     Args:
         tokenizer: a `keras_bert.text.BertTokenizer` (vocabulary, lowercase,
             max_chars_per_word).
@@ -72,8 +83,19 @@ class LiteTokenizer:
 
         vocabulary = tokenizer.vocabulary
         token_to_id = {token: index for index, token in enumerate(vocabulary)}
-        self.normalizer = tf_text.FastBertNormalizer(
-            lower_case_nfd_strip_accents=tokenizer.lowercase)
+        self.tables = {name: tf.constant(array)
+                       for name, array in lite_text_tables(tokenizer.lowercase).items()}
+        self.detokenizer = byte_detokenizer()
+        self.max_chars_per_word = tokenizer.max_chars_per_word
+        unreachable = {UNKNOWN_CHAR, *map(chr, kernel_word_breaks())}
+        for token in vocabulary:
+            held = unreachable.intersection(token)
+            if held:
+                raise ValueError(
+                    f"The vocabulary token {token!r} holds U+{ord(min(held)):04X}, which the "
+                    "LiteRT tokenizer turns into [UNK] (BERT deletes it, or tensorflow-text's "
+                    "kernel splits words at it): export a SavedModel (--format saved_model), "
+                    "or remove the token from vocab.txt.")
         self.wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=_wordpiece_vocab(vocabulary, token_to_id),
             suffix_indicator="##",
@@ -85,7 +107,9 @@ class LiteTokenizer:
 
     def __call__(self, text):
         """int32 RaggedTensor [B, (tokens)] of WordPiece ids of a string batch [B]."""
-        return self.wordpiece.tokenize(self.normalizer.normalize(text))
+        return self.wordpiece.tokenize(
+            normalize_for_wordpiece(text, self.tables, self.detokenizer,
+                                    self.max_chars_per_word))
 
 
 def pack_single(ids, max_seq_length, cls_token_id, sep_token_id, pad_token_id):
@@ -245,8 +269,9 @@ def tflite_info(module, flatbuffer):
         "max_seq_length": module.max_seq_length,
         "sequence_length": None,
         "dtype": module.dtype_policy,
-        "tokenizer": "FastBertNormalize + FastWordpieceTokenizeWithOffsets (tensorflow-text "
-                     "TFLite kernels: register tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)",
+        "tokenizer": "ByteSplitWithOffsets + builtin ops + FastWordpieceDetokenize (BERT's "
+                     "normalization) + FastWordpieceTokenizeWithOffsets (tensorflow-text TFLite "
+                     "kernels: register tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)",
         "ops": tflite_ops(flatbuffer),
         "signatures": tflite_signatures(flatbuffer),
         "size_bytes": len(flatbuffer),

@@ -11,10 +11,16 @@ from keras_bert.export import build_serving_module
 from keras_bert.export.tflite import TFLITE_FILE, convert_module, load_tflite, run_tflite
 from tests.conftest import run_tool
 from tests.export.conftest import TRAIN_TEXTS
+from tests.export.test_tflite_text import INVALID_UTF8, UNCLEAN
 
-# ASCII and accented Latin text: the LiteRT tokenizer gives the SavedModel's ids
-# (exports/README.md, LiteRT: U+FFFD and compatibility characters differ).
+LITE_CUSTOM_OPS = ["FastWordpieceTokenizeWithOffsets", "TFText>ByteSplitWithOffsets",
+                   "TFText>FastWordpieceDetokenize"]
+# Unclean text too: U+FFFD, control and compatibility characters, invalid UTF-8
+# (tests/export/test_tflite_text.py checks the ids).
 TEXTS = [t for t, _ in TRAIN_TEXTS] + [
+    "a good\ufffd movie", "an aw\ufffdful fi\x01lm", "the movie was not \ufb01ne",
+    "a go\x90od film", "a bad m\u200bovie",
+] + [t.encode("utf-8") for t in UNCLEAN] + INVALID_UTF8 + [
     "", "   ", "The FOX jumped over the dog!", "Café naïve, cats?", "x" * 120,
     "a good movie " * 30,  # Truncated to max_seq_length.
 ]
@@ -28,11 +34,11 @@ def test_tflite_classifier_answers_as_its_saved_model(classifier_export, tmp_pat
     assert sorted(os.listdir(export_dir)) == ["keras_bert_export.json", TFLITE_FILE]
     with open(os.path.join(export_dir, "keras_bert_export.json"), encoding="utf-8") as f:
         info = json.load(f)
-    # The tokenizer's two tensorflow-text kernels are the only custom ops; no Flex.
-    assert info["ops"]["custom"] == ["FastBertNormalize", "FastWordpieceTokenizeWithOffsets"]
+    # The tokenizer's three tensorflow-text kernels are the only custom ops; no Flex.
+    assert info["ops"]["custom"] == LITE_CUSTOM_OPS
     assert info["ops"]["flex"] == []
     assert {"FULLY_CONNECTED", "SOFTMAX", "GATHER"} <= set(info["ops"]["builtin"])
-    assert "custom ['FastBertNormalize', 'FastWordpieceTokenizeWithOffsets'], Flex none" in out
+    assert f"custom {LITE_CUSTOM_OPS}, Flex none" in out
     assert info["signatures"] == {
         "serving_default": {"inputs": ["text"],
                             "outputs": ["label", "label_id", "probabilities"]},
