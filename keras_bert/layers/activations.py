@@ -1,6 +1,12 @@
 """Activation functions by BertConfig.hidden_act name."""
 
+import math
+
 import keras
+from keras import ops
+
+# 1 / sqrt(2), the constant the remapper's exact-GELU pattern checks for.
+_SQRT_HALF = 1.0 / math.sqrt(2.0)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -11,8 +17,16 @@ def gelu_approx(x):
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 def gelu(x):
-    """Exact GELU, x * Phi(x) with erf, as in Hugging Face BERT ("gelu")."""
-    return keras.activations.gelu(x, approximate=False)
+    """Exact GELU, x * Phi(x) with erf, as in Hugging Face BERT ("gelu").
+
+    Written as ((erf(x / sqrt(2)) + 1) * 0.5) * x, op for op the exact-GELU
+    pattern that TensorFlow's oneDNN Grappler remapper fuses with a preceding
+    MatMul + BiasAdd (one kernel instead of six ops); Keras' own exact GELU
+    uses erfc, which nothing fuses and which is slower than erf on CPU.
+    """
+    return ops.multiply(
+        ops.multiply(ops.add(ops.erf(ops.multiply(x, _SQRT_HALF)), 1.0), 0.5), x
+    )
 
 
 _ACTIVATIONS = {"gelu": gelu, "gelu_approx": gelu_approx, "relu": keras.activations.relu}

@@ -3,6 +3,7 @@
 import math
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_bert.config import check_rate
@@ -130,15 +131,23 @@ class TransformerEncoderBlock(keras.layers.Layer):
         batch_size, seq_length = ops.shape(x)[0], ops.shape(x)[1]
         hidden_size = self.num_heads * self.head_size
 
-        # Split (whose gradient is one concat) rather than slice (whose
-        # gradients are three zero-padded full-size tensors summed).
-        heads = (batch_size, seq_length, self.num_heads, self.head_size)
-        query, key, value = (
-            ops.reshape(part, heads) for part in ops.split(self.qkv_dense(x), 3, axis=-1)
-        )  # (B, T, N, D) each
+        # Every dense of the block runs on one (B*T, H) matrix: a 2-D MatMul
+        # followed by BiasAdd (and exact GELU) is what TensorFlow's oneDNN
+        # Grappler remapper fuses into one kernel. On 3-D input Keras' Dense
+        # puts reshapes around each MatMul and nothing fuses.
+        rows = ops.reshape(x, (-1, hidden_size))  # (B*T, H)
+        qkv = ops.reshape(
+            self.qkv_dense(rows), (batch_size, seq_length, 3 * self.num_heads, self.head_size)
+        )
+        # One transpose for query, key and value together (einsum would
+        # transpose each of them, and the context, on its own). Split (whose
+        # gradient is one concat) rather than slice (whose gradients are three
+        # zero-padded full-size tensors summed).
+        qkv = ops.transpose(qkv, (0, 2, 1, 3))  # (B, 3N, T, D)
+        query, key, value = ops.split(qkv, 3, axis=1)  # (B, N, T, D) each
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
 
-        scores = ops.einsum("btnd,bsnd->bnts", query, key)  # (B, N, T, T)
+        scores = tf.matmul(query, key, transpose_b=True)  # (B, N, T, T)
         scores = ops.cast(scores, "float32")
         if padding_mask is not None:
             # (B, 1, 1, T): 0 for real keys, a large negative for padded keys.
@@ -148,13 +157,14 @@ class TransformerEncoderBlock(keras.layers.Layer):
             scores = scores + ops.reshape(bias, (batch_size, 1, 1, seq_length))
         probs = ops.softmax(scores, axis=-1)  # float32 (B, N, T, T)
         attended = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
-        context = ops.einsum("bnts,bsnd->btnd", attended, value)  # (B, T, N, D)
-        context = ops.reshape(context, (batch_size, seq_length, hidden_size))
+        context = tf.matmul(attended, value)  # (B, N, T, D)
+        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (-1, hidden_size))
 
         attention_output = self.dropout(self.attention_output_dense(context), training=training)
-        h = self.attention_layer_norm(x + attention_output)
+        h = self.attention_layer_norm(rows + attention_output)  # (B*T, H)
         ffn = self.output_dense(self.intermediate_dense(h))
         y = self.output_layer_norm(h + self.dropout(ffn, training=training))
+        y = ops.reshape(y, (batch_size, seq_length, hidden_size))
         if return_attention_probs:
             return y, probs
         return y
