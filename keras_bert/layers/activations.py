@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from keras_bert.layers.serving_kernels import serving_kernels_enabled
+
 # 1 / sqrt(2), the constant the remapper's exact-GELU pattern checks for.
 _SQRT_HALF = 1.0 / math.sqrt(2.0)
 
@@ -19,14 +21,18 @@ def gelu_approx(x):
 def gelu(x):
     """Exact GELU, x * Phi(x) with erf, as in Hugging Face BERT ("gelu").
 
-    Written as ((erf(x / sqrt(2)) + 1) * 0.5) * x, op for op the exact-GELU
-    pattern that TensorFlow's oneDNN Grappler remapper fuses with a preceding
-    MatMul + BiasAdd (one kernel instead of six ops); Keras' own exact GELU
-    uses erfc, which nothing fuses and which is slower than erf on CPU.
+    In a SavedModel export's graph (`serving_kernels`) it is written as
+    ((erf(x / sqrt(2)) + 1) * 0.5) * x, op for op the exact-GELU pattern that
+    TensorFlow's oneDNN Grappler remapper fuses with the MatMul + BiasAdd
+    before it (one kernel instead of seven ops). Elsewhere it is Keras' own
+    (erfc-based; the LiteRT converter turns it into its GELU builtin, and
+    LiteRT has no Erf builtin).
     """
-    return ops.multiply(
-        ops.multiply(ops.add(ops.erf(ops.multiply(x, _SQRT_HALF)), 1.0), 0.5), x
-    )
+    if serving_kernels_enabled():
+        return ops.multiply(
+            ops.multiply(ops.add(ops.erf(ops.multiply(x, _SQRT_HALF)), 1.0), 0.5), x
+        )
+    return keras.activations.gelu(x, approximate=False)
 
 
 _ACTIVATIONS = {"gelu": gelu, "gelu_approx": gelu_approx, "relu": keras.activations.relu}
