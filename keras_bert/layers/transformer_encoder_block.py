@@ -16,9 +16,9 @@ from keras_bert.layers.serving_kernels import serving_kernels_enabled
 _MASK_VALUE = -1e9
 # Attention score elements (batch x heads x seq x seq) up to which Eigen's
 # batch matmul and softmax beat oneDNN's on CPU, in an exported serving graph
-# (serving_kernels). Measured on this project's AVX-512 EPYC with 12 heads of
-# 32: Eigen 0.71x oneDNN's time at 1 x 16 tokens, 0.75x at 1 x 31, 0.97x at
-# 1 x 64, 1.22x at 4 x 48 (BENCHMARKS.md, serving-e2e).
+# (serving_kernels). Measured (TF 2.21, AVX-512 EPYC, 12 heads of 32, two
+# batch matmuls + softmax): Eigen takes 0.71x oneDNN's time at 1 x 16 tokens,
+# 0.75x at 1 x 31, 0.97x at 1 x 64, 1.22x at 4 x 48, 2.5x at 64 x 48.
 _SMALL_ATTENTION = 32 * 1024
 
 

@@ -33,7 +33,8 @@ def numpy_block(block, x, padding_mask):
     probs /= probs.sum(-1, keepdims=True)
     context = (probs @ value).transpose(0, 2, 1, 3).reshape(batch, seq, hidden)
     h = norm(block.attention_layer_norm, x + dense(block.attention_output_dense, context))
-    ffn = dense(block.output_dense, _activation(block.hidden_act)(dense(block.intermediate_dense, h)))
+    act = _activation(block.hidden_act)
+    ffn = dense(block.output_dense, act(dense(block.intermediate_dense, h)))
     return norm(block.output_layer_norm, h + ffn)
 
 
