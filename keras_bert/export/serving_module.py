@@ -20,6 +20,7 @@ with `sequence_length` set, every batch is padded to exactly that length.
 
 import tensorflow as tf
 
+from keras_bert.layers.serving_kernels import serving_kernels
 from keras_bert.text import BertPacker
 from keras_bert.text.settings import DEFAULT_TRUNCATION, resolve_text_settings
 
@@ -158,6 +159,9 @@ class BertServingModule(tf.Module):
         self.truncation = truncation
         self.lowercase = tokenizer.lowercase
         self.jit_compile = bool(jit_compile)
+        # Kernels chosen per call by size (keras_bert.layers.serving_kernels);
+        # XLA compiles its own, and a LiteRT conversion turns this off.
+        self.serving_kernels = not self.jit_compile
         self.dtype_policy = encoder.pooler.dtype_policy.name  # The model's own stays float32.
         self._keras = _Unsaved(
             model=model,
@@ -325,18 +329,20 @@ class BertServingModule(tf.Module):
         )
 
     def _run_encoder(self, token_ids, segment_ids, padding_mask):
-        outputs = self._keras.encoder(
-            {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
-            training=False,
-        )
+        with serving_kernels(self.serving_kernels):
+            outputs = self._keras.encoder(
+                {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
+                training=False,
+            )
         return {
             "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
             "pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
         }
 
     def _run_model(self, token_ids, segment_ids, padding_mask):
-        outputs = self._keras.model(
-            {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
-            training=False,
-        )
+        with serving_kernels(self.serving_kernels):
+            outputs = self._keras.model(
+                {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
+                training=False,
+            )
         return tf.nest.map_structure(lambda t: tf.cast(t, tf.float32), outputs)

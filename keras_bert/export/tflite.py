@@ -166,6 +166,8 @@ def _lite_functions(module):
             "--pad-to-max-seq-length, --pad-to-multiple-of and --jit-compile.")
     tokenizer = module._keras.tokenizer
     lite_tokenizer = LiteTokenizer(tokenizer)
+    # One attention kernel set, no tf.cond: the LiteRT converter picks its own.
+    module.serving_kernels = False
 
     # The module's own signature code, with the LiteRT tokenizer and packer
     # (instance attributes shadow the methods; this module is built for the
