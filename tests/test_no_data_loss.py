@@ -556,11 +556,11 @@ def test_export_to_a_file_as_exports_name_is_refused_at_once(tiny_model, tmp_pat
 
 @pytest.mark.parametrize("name", ["build_vocab", "prepare_corpus"])
 def test_text_tools_refuse_to_write_over_their_input(name, tmp_path):
-    from tests.test_bad_input_tools import tool
+    from tests.conftest import tool_module
 
     corpus = _corpus(tmp_path / "corpus.txt")
     before = snapshot(tmp_path)
-    module = tool(name)
+    module = tool_module(name)
     with pytest.raises(OutputError, match="is the input"):
         module.main([corpus, "--output", corpus])
     assert snapshot(tmp_path) == before
