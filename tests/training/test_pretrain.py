@@ -33,6 +33,7 @@ def _most_frequent_token_share(data_dir):
     return counts.most_common(1)[0][1] / sum(counts.values())
 
 
+@pytest.mark.slow  # A quality run: 17 s of pretraining (README, The test suite).
 def test_tiny_model_beats_the_unigram_baseline_on_held_out_documents(mlm_data, tmp_path):
     # XLA off: on 2 CPU cores it compiles longer than it saves here.
     config = PretrainingConfig(num_train_steps=400, batch_size=32, learning_rate=3e-3,
