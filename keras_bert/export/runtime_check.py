@@ -62,6 +62,10 @@ CHECK_TEXTS = [
     ("the quick brown fox jumps over the lazy dog. " * 500).encode(),  # 22,500 characters.
     "who jumped over the dog ?".encode(),
 ]
+# Filled up to a request of 64 texts of many lengths, so that a classifier's sub-batched
+# path (sorted by length, `sub_batches` tables start at 8-64 texts) runs as well.
+CHECK_TEXTS += [" ".join(["the movie was good"] * (1 + i % 7) + [str(i)]).encode()
+                for i in range(64 - len(CHECK_TEXTS))]
 
 
 class RuntimeUnavailable(RuntimeError):
