@@ -160,7 +160,10 @@ def _quickstart(args):
     if not args.retrain and os.path.exists(os.path.join(export_dir, "saved_model.pb")):
         print(f"  {export_dir} exists; reusing it")
     else:
-        export_model(sentiment, export_dir, overwrite=args.retrain)
+        # As tools/export.py: the sub-batching measured on this machine, here on the
+        # held-out tweets (exports/README.md, How the default is chosen).
+        export_model(sentiment, export_dir, overwrite=args.retrain, sub_batches="auto",
+                     tune_texts=list(held_out.texts), log=lambda line: print(f"  {line}"))
         print(f"  wrote {export_dir}")
 
     step("4/4 serve it from a fresh process (tensorflow + tensorflow_text only)")
