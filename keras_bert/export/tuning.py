@@ -210,10 +210,12 @@ def tune_sub_batches(module, texts, candidates=CANDIDATES, request_sizes=REQUEST
     table, best = choose_table(times, module.MIN_SUB_BATCH)
     module.set_sub_batches(table or 1)
 
-    # Requests of 1 never split: timed as a check that the table costs them nothing
-    # (this traces classify, which the export then saves).
+    # Requests of 1 never split: timed as a check that the table costs them nothing,
+    # against the one-batch graph of an untuned export (this traces classify, which
+    # the export then saves).
     single = requests(1, SINGLE_CALLS)
-    check = _rounds({(1, 1): timer(1, with_k(1), 1, single),
+    untuned = tf.function(module.classify_one_batch)
+    check = _rounds({(1, 1): timer(1, untuned, 1, single),
                      (1, "chosen"): timer("chosen", module.classify, 1, single)},
                     0, time.perf_counter(), rounds=CHECK_ROUNDS)
     record = {

@@ -187,13 +187,16 @@ class ClassifierServingModule(BertServingModule):
         Below the table's first size (1 text included), and always without a
         table, the request runs as one batch by the graph of an untuned export.
         """
-        def one_batch():
-            return self._classify(check_same_batch(*texts) if self.pairs else texts)
-
         if not self._sub_batch_table:
-            return one_batch()
+            return self.classify_one_batch(*texts)
         k = self._sub_batch_count(texts[0])
-        return tf.cond(k > 1, lambda: self._keras.classify_in_sub_batches(*texts, k), one_batch)
+        return tf.cond(k > 1, lambda: self._keras.classify_in_sub_batches(*texts, k),
+                       lambda: self.classify_one_batch(*texts))
+
+    def classify_one_batch(self, *texts):
+        """classify's outputs of a request run as one batch: an untuned export's
+        classify (the tuner times it against the chosen table at 1 text)."""
+        return self._classify(check_same_batch(*texts) if self.pairs else texts)
 
     def _classify(self, texts):
         """classify's outputs on a tuple of string batches run as one batch (also the
