@@ -5,23 +5,23 @@ keras_bert_export.json (what was exported: task, signatures, lengths),
 assets.extra/tf_serving_warmup_requests (TF Serving's warmup, tf_serving.py).
 """
 
-import inspect
 import json
 import os
 import tempfile
 
-import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert.export import tuning
-from keras_bert.export.predict import INFO_FILE, is_version, run_function
-from keras_bert.export.serving_module import BertServingModule
+from keras_bert.export.predict import INFO_FILE, is_version
+from keras_bert.export.serving_module import BertServingModule, overrides_call
 from keras_bert.export.tf_serving import write_warmup_requests
 from keras_bert import sources
 from keras_bert.files import Kind, OutputError, check_not_input, prepare_output_dir, staged_dir
 from keras_bert.models import BertEncoder, load_model_dir
-from keras_bert.text import BertPreprocessor, resolve_text_settings, save_vocabulary
+from keras_bert.models.encoder import encoder_of
+from keras_bert.models.model_dir import build_preprocessor
+from keras_bert.text import save_vocabulary
 
 
 def next_version(export_base):
@@ -66,32 +66,32 @@ def _task_config(model, task_info):
 
 
 def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
-                         max_seq_length=None, sequence_length=None, pad_to_multiple_of=1,
+                         max_seq_length=None, sequence_length=None, pad_to_multiple_of=None,
                          jit_compile=False, pad_to_max_seq_length=False,
                          serving_module_class=None, **task_options):
     """The `BertServingModule` (or the task's subclass) for a Keras model.
 
-    A task model with a preprocessor (`from_pretrained` attaches one) is
-    exported with that preprocessor's tokenizer and max_seq_length, so the
-    export answers as the model's own `predict` on strings does.
+    The module runs the model's own preprocessor (`from_pretrained` attaches
+    one): its class, tokenizer and settings, so the export answers as the
+    model's `predict` on strings does. The arguments below that change a
+    setting give the export a copy of it with that setting changed (the
+    model's own is left as it is); a model without a preprocessor gets the
+    one its model directory describes (`build_preprocessor`: task.json's
+    text settings, else the documented defaults).
 
     Args:
         model: a `BertEncoder` or a task model (BertClassifier,
             BertTokenClassifier, BertSpanLabeler, BertPretrainer).
-        vocab_file: vocab.txt path; default `model.vocab_file` (set by
-            from_pretrained), else the preprocessor's vocabulary.
+        vocab_file: vocab.txt path, saved as the export's asset; default
+            `model.vocab_file` (set by from_pretrained), else the
+            preprocessor's vocabulary.
         task_info: dict overriding task.json facts (label names via
-            task_config, max_seq_length, lowercase, pairs, doc_stride, ...).
-        lowercase: bool; default the preprocessor's, else task.json
-            "lowercase", else guessed from the vocabulary (with a warning).
-        max_seq_length: int; default the preprocessor's, else task.json
-            max_seq_length, else min(512, max_position_embeddings); see
-            `keras_bert.text.resolve_text_settings`. The truncation rule is
-            the preprocessor's (task.json's).
-        sequence_length, pad_to_multiple_of, jit_compile: see
-            `BertServingModule`.
-        pad_to_max_seq_length: bool, pad every batch to exactly the
-            (resolved) max_seq_length: `sequence_length=max_seq_length`
+            task_config, pairs, doc_stride, ...).
+        lowercase, max_seq_length, sequence_length, pad_to_multiple_of: None
+            (the preprocessor's), or the export's own (tools/export.py flags).
+        jit_compile: see `BertServingModule`.
+        pad_to_max_seq_length: bool, pad every batch to exactly
+            max_seq_length: `sequence_length=max_seq_length`
             (tools/export.py --pad-to-max-seq-length).
         serving_module_class: the `BertServingModule` subclass to build;
             default the model's `serving_module_class` (its task folder's
@@ -106,39 +106,38 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
         A `BertServingModule`.
     """
     info = _task_config(model, task_info)
-    encoder = getattr(model, "encoder", model)
+    encoder = encoder_of(model)
     preprocessor = getattr(model, "preprocessor", None)
-    tokenizer = preprocessor.tokenizer if preprocessor is not None else None
     vocab_file = vocab_file or getattr(model, "vocab_file", None) or (
-        tokenizer.vocabulary_file if tokenizer is not None else None)
-    if vocab_file is None and tokenizer is not None:
+        preprocessor.tokenizer.vocabulary_file if preprocessor is not None else None)
+    if vocab_file is None and preprocessor is not None:
         # A model from a .keras file holds its vocabulary in memory (from its assets).
         vocab_file = os.path.join(tempfile.mkdtemp(prefix="keras_bert-vocab-"), "vocab.txt")
-        save_vocabulary(tokenizer.vocabulary, vocab_file)
+        save_vocabulary(preprocessor.tokenizer.vocabulary, vocab_file)
     if vocab_file is None:
         raise ValueError(
             "No vocabulary: pass vocab_file='.../vocab.txt' (tools/export.py --vocab-file), "
             "or export a model directory that has one (save_pretrained(dir, vocab_file=...))."
         )
-    # The model's own preprocessor (from_pretrained attaches one), else the
-    # one its model directory gives (task.json, `resolve_text_settings`);
-    # explicit arguments override either.
-    saved = preprocessor.text_settings if preprocessor is not None else info
-    settings = resolve_text_settings(
-        saved, encoder.max_position_embeddings, vocab_file, max_seq_length=max_seq_length,
-        lowercase=lowercase, where="the model's task.json" if preprocessor is None else
-        "the model's preprocessor")
-    if preprocessor is None or preprocessor.text_settings != settings:
-        preprocessor = BertPreprocessor.from_text_settings(vocab_file, settings,
-                                                           tokenizer=tokenizer)
-    tokenizer, max_seq_length = preprocessor.tokenizer, settings.max_seq_length
+    if preprocessor is None or (lowercase is not None
+                                and lowercase != preprocessor.tokenizer.lowercase):
+        saved = info if preprocessor is None else preprocessor.text_settings
+        preprocessor = build_preprocessor(
+            vocab_file, encoder.max_position_embeddings, saved, max_seq_length=max_seq_length,
+            lowercase=lowercase, where="the model's task.json" if preprocessor is None else
+            "the model's preprocessor")
+    changes = {"max_seq_length": max_seq_length, "sequence_length": sequence_length,
+               "pad_to_multiple_of": pad_to_multiple_of}
     if pad_to_max_seq_length:
-        if sequence_length not in (None, max_seq_length):
+        length = max_seq_length or preprocessor.max_seq_length
+        if sequence_length not in (None, length):
             raise ValueError(
-                f"pad_to_max_seq_length pads to max_seq_length ({max_seq_length}); drop "
+                f"pad_to_max_seq_length pads to max_seq_length ({length}); drop "
                 f"sequence_length={sequence_length!r}."
             )
-        sequence_length = max_seq_length
+        changes["sequence_length"] = length
+    preprocessor = preprocessor.with_settings(
+        **{k: v for k, v in changes.items() if v is not None})
     task = info.get("task")
     # The task model's own class names its module (no registry: a model's
     # `predict` never loops back through the task registry).
@@ -154,13 +153,9 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
     options.update(task_options)
     return module_cls(
         model=model if module_cls is not BertServingModule else encoder,
-        tokenizer=tokenizer,
+        preprocessor=preprocessor,
         vocab_file=vocab_file,
-        max_seq_length=max_seq_length,
-        sequence_length=sequence_length,
-        pad_to_multiple_of=pad_to_multiple_of,
         jit_compile=jit_compile,
-        truncation=settings.truncation,
         **options,
     )
 
@@ -262,7 +257,7 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
                 model.quantize(quantize)
     else:
         model = model_or_dir
-        policy = getattr(model, "encoder", model).pooler.dtype_policy.name
+        policy = encoder_of(model).pooler.dtype_policy.name
         if dtype is not None and policy != dtype:
             raise ValueError(
                 f"export_model(dtype={dtype!r}) re-loads a model directory, but a Keras model "
@@ -282,7 +277,9 @@ def _tune(module, format, texts, seconds, log):
               else f"{type(module).__name__} has no sub-batching"
               if "sub_batches" not in module.TASK_OPTIONS
               else "a classifier with windows runs a request as one batch"
-              if getattr(module, "window_stride", None) is not None else None)
+              if getattr(module, "window_stride", None) is not None
+              else "the preprocessor has its own call (no token counts to sort by)"
+              if overrides_call(module._keras.preprocessor) else None)
     if reason:
         module._keras.tuning = {"skipped": reason}
     else:
@@ -387,76 +384,3 @@ def export_info(module, saved_model_dir):
             if not name.startswith("__")  # __saved_model_init_op
         },
     }
-
-
-def serving_module_of(model):
-    """The serving module of a task model, built once and kept on the model.
-
-    It is the module `export_model` would save (same tokenizer, packing and
-    answer logic, no XLA), called in this process: a task model's
-    `predict` on strings answers through it, so the Python API and the
-    export share one implementation. It reads the model's variables, so
-    later training shows in its answers.
-    """
-    preprocessor = getattr(model, "preprocessor", None)
-    if preprocessor is None:
-        model._require_preprocessor()
-    cached = getattr(model, "_keras_bert_serving_module", None)
-    if cached is None or cached[0] is not preprocessor:
-        module = build_serving_module(model)
-        # object.__setattr__: Keras must not track the tf.Module as a layer.
-        object.__setattr__(model, "_keras_bert_serving_module", (preprocessor, module))
-        cached = (preprocessor, module)
-    return cached[1]
-
-
-def predict_text(model, inputs, signature=None, batch_size=64):
-    """Runs a serving signature of `model` on raw strings, in this process.
-
-    Args:
-        model: a task model with a preprocessor.
-        inputs: tuple of string batches, in the signature's input order
-            (`(texts,)`, `(questions, contexts)`).
-        signature: str, default the module's DEFAULT_SIGNATURE; or a
-            function of the module that is not saved as a signature (the
-            tagger's entities with another strategy, a windowed
-            classifier's logits).
-        batch_size: int, batches of similar length (see `run_function`).
-
-    Returns:
-        dict of numpy arrays: what the exported signature returns.
-    """
-    module = serving_module_of(model)
-    function = signature if callable(signature) else getattr(
-        module, module.SIGNATURES[signature or module.DEFAULT_SIGNATURE])
-    names = list(inspect.signature(getattr(function, "python_function", function)).parameters)
-    if len(inputs) != len(names):
-        raise ValueError(
-            f"{type(model).__name__}.predict takes {len(names)} string input(s) "
-            f"({', '.join(names)}). Received: {len(inputs)}."
-        )
-    columns = {name: [_text_value(v) for v in np.asarray(
-        value.numpy() if hasattr(value, "numpy") else value, dtype=object).ravel()]
-        for name, value in zip(names, inputs)}
-    return run_function(function, {name: tf.string for name in names}, columns, batch_size,
-                        f"{type(model).__name__}.predict")
-
-
-class ServingCodePredict:
-    """Mixin of task models whose `predict` on strings runs their export's code.
-
-    In-memory strings and string datasets alike return the dict the
-    exported default signature returns (`predict_text`); encoded inputs
-    go to the task's own `predict`. Put it before the `BertTask` base.
-    """
-
-    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-        texts = self._predict_texts(x)
-        if texts is None:
-            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
-                                   callbacks=callbacks)
-        return predict_text(self, texts, batch_size=batch_size or 64)
-
-
-def _text_value(value):
-    return value.encode("utf-8") if isinstance(value, str) else value

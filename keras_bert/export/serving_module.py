@@ -18,11 +18,13 @@ batch ([CLS] text [SEP]), at most `max_seq_length`: longer texts are truncated;
 with `sequence_length` set, every batch is padded to exactly that length.
 """
 
+import inspect
+
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.layers.serving_kernels import serving_kernels
-from keras_bert.text import BertPacker
-from keras_bert.text.settings import DEFAULT_TRUNCATION, resolve_text_settings
+from keras_bert.text import BertPreprocessor
 
 STRINGS = tf.TensorSpec([None], tf.string)
 IDS = tf.TensorSpec([None, None], tf.int32)
@@ -54,6 +56,12 @@ def check_same_batch(first, second):
         return tf.identity(first), tf.identity(second)
 
 
+def overrides_call(preprocessor):
+    """True when `preprocessor`'s class replaces `BertPreprocessor.call` (so text
+    becomes ids by its own code, not by `tokenize` then `pack` alone)."""
+    return type(preprocessor).call is not BertPreprocessor.call
+
+
 class _Unsaved:
     """Python objects the module uses but `tf.saved_model.save` must not track.
 
@@ -69,24 +77,20 @@ class _Unsaved:
 class BertServingModule(tf.Module):
     """Raw-string serving signatures over a `BertEncoder` (and base of task modules).
 
+    Text becomes ids through the model's preprocessor (`BertPreprocessor`:
+    its `tokenize` and `pack`, with its settings: max_seq_length,
+    sequence_length, truncation, pad_to_multiple_of, casing), the same object
+    that `fit` and `predict` use: changing it, or attaching a subclass of it,
+    changes the export alike.
+
     Args:
         model: a `BertEncoder`, or a task model with an `.encoder`.
-        tokenizer: the `keras_bert.text.BertTokenizer` of the model's vocabulary.
+        preprocessor: a `keras_bert.text.BertPreprocessor` of the model's vocabulary.
         vocab_file: str, path of that vocab.txt; saved as the asset
             `assets/vocab.txt` (the tokenizer's tables are in the graph, the
             asset documents them and lets clients tokenize alike). None for
             a module that is only called in this process (a task model's
             `predict` on strings).
-        max_seq_length: int, longest packed sequence ([CLS] ... [SEP]); longer
-            texts are truncated. At most `max_position_embeddings`.
-        sequence_length: int or None. None pads a batch to its own longest
-            text (rounded up to `pad_to_multiple_of`); an int pads every batch
-            to exactly that length (what most BERT exports do; slower).
-        pad_to_multiple_of: int, rounds the batch-longest length up (only
-            with `sequence_length=None`); limits the distinct shapes an
-            XLA-compiled model sees.
-        truncation: str, the rule that cuts a pair to fit (`BertPacker`;
-            the model preprocessor's, from its text settings).
         jit_compile: bool, XLA-compile the model part (`tf.function(
             jit_compile=True)` around the encoder and head only; string ops
             stay outside XLA). TF Serving needs `--xla_cpu_compilation_enabled`
@@ -94,7 +98,7 @@ class BertServingModule(tf.Module):
         name: str, name of the tf.Module.
 
     Example:
-    >>> module = BertServingModule(encoder, tokenizer, "vocab.txt", max_seq_length=128)
+    >>> module = BertServingModule(encoder, preprocessor, "vocab.txt")
     >>> module.embed(tf.constant(["a b"]))["mean_embedding"].shape
     TensorShape([1, 128])
     """
@@ -111,52 +115,27 @@ class BertServingModule(tf.Module):
         """Constructor arguments read from task.json facts (a dict)."""
         return {}
 
-    def __init__(
-        self,
-        model,
-        tokenizer,
-        vocab_file,
-        max_seq_length,
-        sequence_length=None,
-        pad_to_multiple_of=1,
-        jit_compile=False,
-        truncation=DEFAULT_TRUNCATION,
-        name=None,
-    ):
+    def __init__(self, model, preprocessor, vocab_file=None, jit_compile=False, name=None):
         super().__init__(name=name)
         encoder = getattr(model, "encoder", model)
-        # The one check of max_seq_length against the model (and of truncation).
-        resolve_text_settings(max_position_embeddings=encoder.max_position_embeddings,
-                              max_seq_length=max_seq_length, lowercase=tokenizer.lowercase,
-                              truncation=truncation)
-        if sequence_length is not None and (
-            not isinstance(sequence_length, int) or not 3 <= sequence_length <= max_seq_length
-        ):
+        max_seq_length = preprocessor.max_seq_length
+        if max_seq_length > encoder.max_position_embeddings:
             raise ValueError(
-                f"Expected sequence_length None or in [3, {max_seq_length}] (max_seq_length). "
-                f"Received: sequence_length={sequence_length!r}"
-            )
+                f"Expected the preprocessor's max_seq_length <= {encoder.max_position_embeddings} "
+                f"(the model's max_position_embeddings). Received: max_seq_length="
+                f"{max_seq_length}. Set preprocessor.max_seq_length (--max-seq-length) lower.")
+        tokenizer = preprocessor.tokenizer
         if tokenizer.vocab_size != encoder.vocab_size:
             raise ValueError(
                 f"The tokenizer has {tokenizer.vocab_size} tokens but the model's "
                 f"vocab_size is {encoder.vocab_size}. Export with the vocab.txt "
                 f"the model was trained with."
             )
-        # The one packing rule (truncation and padding): BertPacker's, which
-        # checks pad_to_multiple_of and truncation.
-        packer = BertPacker(
-            cls_token_id=tokenizer.cls_token_id,
-            sep_token_id=tokenizer.sep_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-            sequence_length=sequence_length,
-            max_seq_length=max_seq_length,
-            truncation=truncation,
-            pad_to_multiple_of=pad_to_multiple_of,
-        )
+        # Plain values: what the export's info file and TF Serving's warmup describe.
         self.max_seq_length = max_seq_length
-        self.sequence_length = sequence_length
-        self.pad_to_multiple_of = pad_to_multiple_of
-        self.truncation = truncation
+        self.sequence_length = preprocessor.sequence_length
+        self.pad_to_multiple_of = preprocessor.pad_to_multiple_of
+        self.truncation = preprocessor.truncation
         self.lowercase = tokenizer.lowercase
         self.jit_compile = bool(jit_compile)
         # Kernels chosen per call by size (keras_bert.layers.serving_kernels);
@@ -167,7 +146,7 @@ class BertServingModule(tf.Module):
             model=model,
             encoder=encoder,
             tokenizer=tokenizer,
-            packer=packer,
+            preprocessor=preprocessor,
         )
         # The tf.Variables under the Keras variables of the whole model (the
         # encoder's are among them). Tracking the Keras wrappers instead saves
@@ -185,9 +164,9 @@ class BertServingModule(tf.Module):
             self.vocab_file = tf.saved_model.Asset(vocab_file)
         # Tokenization, traced once and shared by every signature (one copy
         # of the Unicode tables and WordPiece model in saved_model.pb).
-        self._keras.tokenize_fn = tf.function(tokenizer.__call__, input_signature=[STRINGS])
+        self._keras.tokenize_fn = tf.function(preprocessor.tokenize, input_signature=[STRINGS])
         self._keras.offsets_fn = tf.function(
-            lambda text: tokenizer.tokenize_with_offsets(text, unit="UTF8_CHAR"),
+            lambda text: preprocessor.tokenize_with_offsets(text, unit="UTF8_CHAR"),
             input_signature=[STRINGS],
         )
         # The numeric parts: traced once for any [batch, seq]; XLA compiles
@@ -224,7 +203,7 @@ class BertServingModule(tf.Module):
 
     def _embed(self, text):
         """pooled_output and the mean of sequence_output over real tokens."""
-        inputs = self.pack((self.tokenize(text),))
+        inputs = self.preprocess_texts((text,))
         outputs = self.run_encoder(inputs)
         # expand_dims, not [:, :, None]: LiteRT has no strided slice with new axes.
         mask = tf.expand_dims(tf.cast(inputs["padding_mask"], tf.float32), -1)  # (B, S, 1)
@@ -289,7 +268,7 @@ class BertServingModule(tf.Module):
         return self.run_encoder(inputs)
 
     def _preprocess(self, text):
-        return self.pack((self.tokenize(text),))
+        return self.preprocess_texts((text,))
 
     # === Building blocks for the signatures (called at trace time) ===
 
@@ -301,20 +280,60 @@ class BertServingModule(tf.Module):
         """(ids, starts, ends) int32 RaggedTensors; offsets in code points of `text`."""
         return self._keras.offsets_fn(check_rank(text, 1))
 
+    def preprocess_texts(self, texts):
+        """A tuple of 1 or 2 string batches [B] -> the encoder input dict [B, S], as
+        `fit` and `predict` make it: `pack` of `tokenize` (one traced copy of the
+        tokenizer for every signature), or the preprocessor's own `call` when a
+        subclass overrides it."""
+        if overrides_call(self._keras.preprocessor):
+            return self._keras.preprocessor(tuple(check_rank(t, 1) for t in texts))
+        return self.pack(tuple(self.tokenize(t) for t in texts))
+
     def pack(self, segments):
         """Packs 1 or 2 ragged segments into the encoder input dict, [B, S] each.
 
-        `BertPacker`'s rule: S is `sequence_length` when set, else the
-        batch's longest packed row (truncated to `max_seq_length`) rounded
-        up to `pad_to_multiple_of`; an empty batch still has a [CLS] column
-        for the pooler.
+        The preprocessor's `pack` (`BertPacker`'s rule): S is `sequence_length`
+        when set, else the batch's longest packed row (truncated to
+        `max_seq_length`) rounded up to `pad_to_multiple_of`; an empty batch
+        still has a [CLS] column for the pooler.
         """
-        return self._keras.packer(tuple(segments))
+        return self._keras.preprocessor.pack(tuple(segments))
 
     @property
     def truncation_length(self):
-        """int, the longest packed sequence (`BertPacker.truncation_length`)."""
-        return self._keras.packer.truncation_length
+        """int, the longest packed sequence (`BertPreprocessor.truncation_length`)."""
+        return self._keras.preprocessor.truncation_length
+
+    def predict_strings(self, function, inputs, batch_size=64, what="predict"):
+        """Runs `function` (a signature of this module, or another of its
+        tf.functions) on raw strings in this process, in batches.
+
+        The one route of a task model's `predict` on strings where it returns
+        what the export returns (taggers, span QA, windowed classifiers).
+
+        Args:
+            function: a tf.function of this module taking string batches.
+            inputs: tuple of string batches, in the function's input order.
+            batch_size: int, batches of similar length (see `run_function`).
+            what: str, the caller, named in errors.
+
+        Returns:
+            dict of numpy arrays.
+        """
+        from keras_bert.export.predict import run_function
+
+        names = list(inspect.signature(
+            getattr(function, "python_function", function)).parameters)
+        if len(inputs) != len(names):
+            raise ValueError(
+                f"{what} takes {len(names)} string input(s) ({', '.join(names)}). "
+                f"Received: {len(inputs)}."
+            )
+        columns = {name: [v.encode("utf-8") if isinstance(v, str) else v for v in np.asarray(
+            value.numpy() if hasattr(value, "numpy") else value, dtype=object).ravel()]
+            for name, value in zip(names, inputs)}
+        return run_function(function, {name: tf.string for name in names}, columns,
+                            batch_size, what)
 
     def run_encoder(self, inputs):
         """sequence_output [B, S, H] and pooled_output [B, H], float32."""

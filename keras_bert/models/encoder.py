@@ -13,6 +13,11 @@ _CONFIG_FIELDS = tuple(BertConfig().to_dict())
 _MODEL_KWARGS = ("name", "trainable")
 
 
+def encoder_of(model):
+    """The `BertEncoder` of `model`: a task model's `.encoder`, or `model` itself."""
+    return getattr(model, "encoder", model)
+
+
 def check_kwargs(owner, kwargs, hint=""):
     """Raises ValueError naming keyword arguments `owner` does not take (as Keras layers do).
 
@@ -213,7 +218,7 @@ class BertEncoder(AtomicKerasSave, keras.Model):
         """
         model_dir = sources.resolve_source(model_dir)
         model = model_dir_lib.load_model_dir(model_dir, cls, **kwargs)
-        encoder = getattr(model, "encoder", model)
+        encoder = encoder_of(model)
         encoder.vocab_file = model.vocab_file
         encoder.task_info = {k: v for k, v in (model.task_info or {}).items()
                              if k in model_dir_lib.TEXT_SETTINGS}

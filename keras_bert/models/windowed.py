@@ -42,7 +42,7 @@ class WindowedTask:
         """
         self._init_windows(windows)
         # predict's serving module was built for the old setting.
-        object.__setattr__(self, "_keras_bert_serving_module", None)
+        object.__setattr__(self, "_serving_module_cache", None)
 
     def windows_config(self):
         """{"windows": ...} for task_config when windows are on; {} when off

@@ -58,6 +58,7 @@ class BertPreprocessor(keras.layers.Layer):
         sequence_length=128,
         max_seq_length=512,
         truncation=DEFAULT_TRUNCATION,
+        pad_to_multiple_of=1,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -69,51 +70,83 @@ class BertPreprocessor(keras.layers.Layer):
                 "BertPreprocessor.from_vocab_file('vocab.txt')."
             )
         self.tokenizer = tokenizer
-        self.sequence_length = sequence_length
-        self.max_seq_length = max_seq_length
-        self.truncation = truncation
+        # The packing settings, checked together by a packer built from them
+        # (special ids 0 until the vocabulary is there, as in a .keras load).
+        settings = dict(sequence_length=sequence_length, max_seq_length=max_seq_length,
+                        truncation=truncation, pad_to_multiple_of=pad_to_multiple_of)
+        self._new_packer(settings, check_only=True)
+        self._settings = settings
         self._packer = None
-        if not tokenizer.has_vocabulary:
-            # Loading a .keras file: the vocabulary (and so the special
-            # token ids) comes later, from the tokenizer's assets. This
-            # validates sequence_length, max_seq_length and truncation now.
-            self._new_packer(0, 0, 0)
-        else:
-            self._packer = self._new_packer(
-                tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
         self.built = True
 
-    def _new_packer(self, cls_token_id, sep_token_id, pad_token_id):
-        return BertPacker(
-            cls_token_id=cls_token_id,
-            sep_token_id=sep_token_id,
-            pad_token_id=pad_token_id,
-            sequence_length=self.sequence_length,
-            max_seq_length=self.max_seq_length,
-            truncation=self.truncation,
-            name="packer",
-        )
+    # === Settings: live, as keras-hub's are (setting one repacks everything after) ===
+
+    def _setting(name):  # noqa: N805 (a property factory used in the class body)
+        def get(self):
+            return self._settings[name]
+
+        def set(self, value):
+            settings = {**self._settings, name: value}
+            self._new_packer(settings, check_only=True)  # The packer's checks, on the new value.
+            self._settings = settings
+            self._packer = None  # Rebuilt on next use, with the new value.
+
+        return property(get, set, doc=f"The packer's `{name}` (see `BertPacker`); settable.")
+
+    sequence_length = _setting("sequence_length")
+    max_seq_length = _setting("max_seq_length")
+    truncation = _setting("truncation")
+    pad_to_multiple_of = _setting("pad_to_multiple_of")
+    del _setting
+
+    def _new_packer(self, settings, check_only=False):
+        tokenizer = self.tokenizer
+        ids = ((0, 0, 0) if check_only else
+               (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id))
+        packer = BertPacker(*ids, name="packer", **settings)
+        if (settings["sequence_length"] is not None
+                and settings["sequence_length"] > settings["max_seq_length"]):
+            raise ValueError(
+                f"Expected sequence_length <= max_seq_length ({settings['max_seq_length']}). "
+                f"Received: sequence_length={settings['sequence_length']!r}. Set a smaller "
+                f"sequence_length, or None to pad each batch to its longest text.")
+        return packer
 
     @property
     def packer(self):
-        """The `BertPacker`, made with the tokenizer's special token ids."""
+        """The `BertPacker` of the current settings and the tokenizer's special token ids."""
         if self._packer is None:
-            tokenizer = self.tokenizer
-            _ = tokenizer.vocab_size  # A clear error when there is no vocabulary yet.
-            self._packer = self._new_packer(
-                tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
+            _ = self.tokenizer.vocab_size  # A clear error when there is no vocabulary yet.
+            self._packer = self._new_packer(self._settings)
         return self._packer
 
     @property
+    def settings_key(self):
+        """A hashable snapshot of everything that decides the ids: code that caches
+        traced graphs of this preprocessor compares it to see a setting change."""
+        return (id(self), id(self.tokenizer), self.tokenizer.lowercase,
+                tuple(sorted(self._settings.items())))
+
+    @property
     def text_settings(self):
-        """The `TextSettings` (max_seq_length, lowercase, truncation) it packs with."""
+        """The `TextSettings` it packs with (saved in a model directory's task.json)."""
         return TextSettings(max_seq_length=self.max_seq_length,
-                            lowercase=self.tokenizer.lowercase, truncation=self.truncation)
+                            lowercase=self.tokenizer.lowercase, truncation=self.truncation,
+                            sequence_length=self.sequence_length)
 
     @property
     def truncation_length(self):
         """int, the longest packed sequence (see `BertPacker.truncation_length`)."""
-        return self.packer.truncation_length
+        return self.sequence_length or self.max_seq_length
+
+    def with_settings(self, **changes):
+        """A preprocessor of the same class and tokenizer with some settings changed
+        (`self` when nothing changes), e.g. an export's fixed `sequence_length`."""
+        changes = {k: v for k, v in changes.items() if getattr(self, k) != v}
+        if not changes:
+            return self
+        config = {**self.get_config(), **changes, "tokenizer": self.tokenizer}
+        return type(self).from_config(config)
 
     @classmethod
     def from_text_settings(cls, vocabulary, settings, tokenizer=None, **kwargs):
@@ -137,7 +170,7 @@ class BertPreprocessor(keras.layers.Layer):
                              f"them). Received: {settings!r}")
         if tokenizer is None or tokenizer.lowercase != settings.lowercase:
             tokenizer = BertTokenizer(vocabulary, lowercase=settings.lowercase)
-        kwargs.setdefault("sequence_length", None)
+        kwargs.setdefault("sequence_length", settings.sequence_length)
         return cls(tokenizer, max_seq_length=settings.max_seq_length,
                    truncation=settings.truncation, **kwargs)
 
@@ -183,12 +216,12 @@ class BertPreprocessor(keras.layers.Layer):
     from_preset = from_pretrained
 
     def __call__(self, inputs, inputs_b=None, **kwargs):
-        inputs = as_string_tensor(inputs)  # A batch given as a list of str.
+        inputs = _strings(inputs)
         if isinstance(inputs, (list, tuple)):
-            inputs = tuple(as_string_tensor(x) for x in inputs)
+            inputs = tuple(_strings(x, nested=False) for x in inputs)
         if inputs_b is None:
             return super().__call__(inputs, **kwargs)
-        return super().__call__(inputs, as_string_tensor(inputs_b), **kwargs)
+        return super().__call__(inputs, _strings(inputs_b, nested=False), **kwargs)
 
     def call(self, inputs, inputs_b=None):
         if inputs_b is not None:
@@ -204,10 +237,28 @@ class BertPreprocessor(keras.layers.Layer):
                     "BertPreprocessor takes one batch of strings or a pair "
                     f"of batches. Received: {len(inputs)} inputs."
                 )
-            segments = tuple(self.tokenizer(x) for x in inputs)
+            segments = tuple(self.tokenize(x) for x in inputs)
         else:
-            segments = (self.tokenizer(inputs),)
-        return self.packer(segments)
+            segments = (self.tokenize(inputs),)
+        return self.pack(segments)
+
+    # The two steps `call` is made of. The task models' fit/predict, their
+    # exports' signatures and the readers all go through these, so a subclass
+    # that overrides one (or `call`) changes every one of them alike.
+
+    def tokenize(self, texts):
+        """string Tensor [batch] -> int32 RaggedTensor [batch, (tokens)] of WordPiece ids."""
+        return self.tokenizer(texts)
+
+    def tokenize_with_offsets(self, texts, unit="UTF8_CHAR"):
+        """(ids, starts, ends) int32 RaggedTensors [batch, (tokens)]; offsets in `unit`s
+        of `texts` (see `BertTokenizer.tokenize_with_offsets`)."""
+        return self.tokenizer.tokenize_with_offsets(texts, unit=unit)
+
+    def pack(self, segments):
+        """A tuple of 1 or 2 RaggedTensors of ids [batch, (len)] -> the encoder input dict
+        (`BertPacker`: [CLS] A [SEP] (B [SEP]), truncated and padded by the settings)."""
+        return self.packer(tuple(segments))
 
     def get_config(self):
         config = super().get_config()
@@ -219,6 +270,7 @@ class BertPreprocessor(keras.layers.Layer):
                 "sequence_length": self.sequence_length,
                 "max_seq_length": self.max_seq_length,
                 "truncation": self.truncation,
+                "pad_to_multiple_of": self.pad_to_multiple_of,
             }
         )
         return config
@@ -226,7 +278,27 @@ class BertPreprocessor(keras.layers.Layer):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        config["tokenizer"] = keras.saving.deserialize_keras_object(
-            config["tokenizer"]
-        )
+        if isinstance(config["tokenizer"], dict):
+            config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
         return cls(**config)
+
+
+def _strings(value, nested=True):
+    """`value` as the tokenizer takes it; a list of lists of str is refused.
+
+    `[["one", "two"], ["three", "four"]]` could be two pairs or four texts:
+    not guessed. With `nested`, a tuple/list of string batches (a pair of
+    columns) passes through for `__call__` to convert each.
+    """
+    if isinstance(value, list) and value and all(isinstance(v, (list, tuple)) for v in value):
+        raise ValueError(
+            "BertPreprocessor received a list of lists of strings, which could be rows of "
+            "pairs or a 2-D batch. Pass one batch of texts (a list of str or a 1-D "
+            "array), or a pair of batches as a tuple (texts_a, texts_b).")
+    if nested and isinstance(value, (list, tuple)) and not _is_flat(value):
+        return value
+    return as_string_tensor(value)
+
+
+def _is_flat(value):
+    return all(isinstance(v, (str, bytes)) for v in value)

@@ -1,8 +1,10 @@
 """Text settings: how a model turns text into ids, saved with the model, resolved once.
 
-A model's text settings are three facts: the longest packed sequence
-(`max_seq_length`), whether the tokenizer lower-cases (`lowercase`) and how
-a pair is cut to fit (`truncation`). They are saved in the model
+A model's text settings are the facts of its preprocessor: the longest packed
+sequence (`max_seq_length`), whether the tokenizer lower-cases (`lowercase`),
+how a pair is cut to fit (`truncation`) and, when every batch is padded to one
+fixed length, that length (`sequence_length`; None pads each batch to its own
+longest text). They are saved in the model
 directory's task.json, under these same keys (an encoder's task.json holds
 only them), and every reader (fine-tuning, `from_pretrained`, the
 preprocessor, export, feature extraction, conversion) gets them from
@@ -33,7 +35,9 @@ DEFAULT_MAX_SEQ_LENGTH = 512
 #: The smallest max_seq_length: "[CLS] x [SEP]".
 MIN_SEQ_LENGTH = 3
 #: The task.json keys of the settings (TextSettings' fields).
-TEXT_SETTINGS_KEYS = ("max_seq_length", "lowercase", "truncation")
+TEXT_SETTINGS_KEYS = ("max_seq_length", "lowercase", "truncation", "sequence_length")
+#: The settings every model has (`sequence_length` None is a value: batch-longest padding).
+_REQUIRED_KEYS = ("max_seq_length", "lowercase", "truncation")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +51,8 @@ class TextSettings:
         max_seq_length: int >= 3, the longest packed sequence ([CLS] ... [SEP]).
         lowercase: bool, True for an uncased vocabulary.
         truncation: "longest_first" or "round_robin" (see `BertPacker`).
+        sequence_length: int >= 3 or None: every batch padded (and cut) to
+            exactly this length; None pads each batch to its longest text.
 
     Example:
     >>> TextSettings(max_seq_length=128, lowercase=True).to_json()
@@ -56,14 +62,15 @@ class TextSettings:
     max_seq_length: int = None
     lowercase: bool = None
     truncation: str = None
+    sequence_length: int = None
 
     def __post_init__(self):
         _check_fields(dataclasses.asdict(self))
 
     @property
     def complete(self):
-        """True when every field is known."""
-        return all(getattr(self, k) is not None for k in TEXT_SETTINGS_KEYS)
+        """True when every required field is known (`sequence_length` None is a value)."""
+        return all(getattr(self, k) is not None for k in _REQUIRED_KEYS)
 
     def to_json(self):
         """The known fields as a dict of JSON values (task.json keys)."""
@@ -93,7 +100,8 @@ class TextSettings:
         return cls(**fields)
 
 
-_TYPES = {"max_seq_length": "an integer", "lowercase": "true or false",
+_TYPES = {"max_seq_length": "an integer", "sequence_length": "an integer or null",
+          "lowercase": "true or false",
           "truncation": f"one of {list(TRUNCATIONS)}"}
 
 
@@ -102,7 +110,7 @@ def _check_fields(fields, where=None):
     for key, value in fields.items():
         if value is None:
             continue
-        if key == "max_seq_length":
+        if key in ("max_seq_length", "sequence_length"):
             ok = isinstance(value, int) and not isinstance(value, bool)
         elif key == "lowercase":
             ok = isinstance(value, bool)
@@ -114,14 +122,15 @@ def _check_fields(fields, where=None):
         if not ok:
             raise ValueError(f"{prefix}{key} must be {_TYPES[key]}. Received: "
                              f"{key}={value!r}.{fix}")
-        if key == "max_seq_length" and value < MIN_SEQ_LENGTH:
-            raise ValueError(f"{prefix}max_seq_length must be >= {MIN_SEQ_LENGTH} (room for "
-                             f"[CLS] and [SEP]). Received: max_seq_length={value!r}.{fix}")
+        if key in ("max_seq_length", "sequence_length") and value < MIN_SEQ_LENGTH:
+            raise ValueError(f"{prefix}{key} must be >= {MIN_SEQ_LENGTH} (room for "
+                             f"[CLS] and [SEP]). Received: {key}={value!r}.{fix}")
 
 
 def resolve_text_settings(saved=None, max_position_embeddings=None, vocab_file=None, *,
                           max_seq_length=None, lowercase=None, truncation=None,
-                          default_max_seq_length=None, where="task.json"):
+                          sequence_length=None, default_max_seq_length=None,
+                          where="task.json"):
     """The text settings a model uses: explicit argument > saved > documented default.
 
     The one place that decides them (and checks max_seq_length against the
@@ -138,6 +147,8 @@ def resolve_text_settings(saved=None, max_position_embeddings=None, vocab_file=N
         max_seq_length: int or None, an explicit value (a flag, a keyword).
         lowercase: bool or None, an explicit value.
         truncation: str or None, an explicit value.
+        sequence_length: int or None, an explicit fixed length (None: the
+            saved one, else batch-longest padding); at most max_seq_length.
         default_max_seq_length: int or None, the caller's own default
             (fine-tuning 128, span QA 384); None: 512. Either is capped at
             max_position_embeddings.
@@ -154,9 +165,9 @@ def resolve_text_settings(saved=None, max_position_embeddings=None, vocab_file=N
 
     Example:
     >>> resolve_text_settings({"lowercase": False}, 512, "vocab.txt", max_seq_length=128)
-    TextSettings(max_seq_length=128, lowercase=False, truncation='longest_first')
+    TextSettings(max_seq_length=128, lowercase=False, truncation='longest_first', sequence_length=None)
     """
-    explicit = TextSettings(max_seq_length, lowercase, truncation)
+    explicit = TextSettings(max_seq_length, lowercase, truncation, sequence_length)
     saved = TextSettings.from_json(saved, where=where)
 
     origin = "given"
@@ -192,4 +203,14 @@ def resolve_text_settings(saved=None, max_position_embeddings=None, vocab_file=N
             where, casing, shown)
 
     rule = explicit.truncation or saved.truncation or DEFAULT_TRUNCATION
-    return TextSettings(max_seq_length=value, lowercase=casing, truncation=rule)
+    fixed = explicit.sequence_length
+    if fixed is None and explicit.max_seq_length is None:
+        # A saved fixed length goes with the saved max_seq_length, not a new one.
+        fixed = saved.sequence_length
+    if fixed is not None and fixed > value:
+        raise ValueError(
+            f"Expected sequence_length <= max_seq_length ({value}). Received: "
+            f"sequence_length={fixed!r}. Pass a smaller sequence_length, or None to pad "
+            f"each batch to its longest text.")
+    return TextSettings(max_seq_length=value, lowercase=casing, truncation=rule,
+                        sequence_length=fixed)

@@ -2,9 +2,9 @@
 
 import keras
 
-from keras_bert.models.task import DenseHeadTask
+from keras_bert.models.dense_head import DenseHeadTask
 from keras_bert.models.windowed import WindowedTask
-from keras_bert.tasks.classification.serving import ClassifierServingModule, predict_windowed
+from keras_bert.tasks.classification.serving import ClassifierServingModule
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -80,7 +80,11 @@ class BertClassifier(WindowedTask, DenseHeadTask):
             return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
                                    callbacks=callbacks)
         # Windows: the export's code (serving.py), logits combined per text.
-        return predict_windowed(self, texts, batch_size=batch_size or 64)
+        if len(texts) != 1:
+            raise ValueError(
+                f"This classifier reads texts in windows (windows={self.windows}), one text "
+                f"per example; it was given pairs. Call set_windows(None) to classify pairs.")
+        return self.predict_strings(texts, self.serving_module()._keras.logits_fn, batch_size)
 
     def default_loss(self):
         # Regression (num_classes=1, e.g. STS-B): the output is the value itself.

@@ -2,10 +2,9 @@
 
 import tensorflow as tf
 
-from keras_bert.export.export import predict_text, serving_module_of
 from keras_bert.export.serving_module import (STRINGS, BertServingModule, check_rank,
-                                              check_same_batch)
-from keras_bert.models.task import check_labels, default_label_names
+                                              check_same_batch, overrides_call)
+from keras_bert.models.dense_head import check_labels, default_label_names
 from keras_bert.text.windows import text_windows
 
 
@@ -89,8 +88,8 @@ class ClassifierServingModule(BertServingModule):
         # "pairs": tools/finetune.py writes it for sentence-pair data.
         return {"pairs": bool(task_info.get("pairs", False))}
 
-    def __init__(self, model, tokenizer, vocab_file, max_seq_length, label_names=None,
-                 pairs=False, sub_batches=1, **kwargs):
+    def __init__(self, model, preprocessor, label_names=None, pairs=False, sub_batches=1,
+                 **kwargs):
         # Plain tuples (a list would be tracked into the SavedModel).
         self._sub_batch_table = self.sub_batch_table(sub_batches)
         self.sub_batches = sub_batches if isinstance(sub_batches, int) else tuple(
@@ -106,13 +105,18 @@ class ClassifierServingModule(BertServingModule):
                 f"{'pairs=True' if pairs else f'sub_batches={sub_batches}'} for a classifier "
                 f"with windows={windows}. Export it without windows "
                 f"(model.set_windows(None)) or drop --pairs / --sub-batches.")
+        if self._sub_batch_table and overrides_call(preprocessor):
+            raise ValueError(
+                f"sub_batches={sub_batches!r} sorts texts by their token counts, which a "
+                f"preprocessor with its own call ({type(preprocessor).__name__}) does not "
+                f"give; export it with sub_batches=1.")
         num_classes = model.num_classes
         label_names = check_labels(
             num_classes, default_label_names(num_classes, label_names or model.label_names))
         self.pairs = bool(pairs)
         self.num_classes = num_classes
         self.label_names = tf.constant([str(name) for name in label_names], tf.string)
-        super().__init__(model, tokenizer, vocab_file, max_seq_length, **kwargs)
+        super().__init__(model, preprocessor, **kwargs)
 
     def _define_signatures(self):
         super()._define_signatures()
@@ -122,7 +126,7 @@ class ClassifierServingModule(BertServingModule):
                 return self._classify_by_size(text, text_b)
 
             def preprocess(text, text_b):
-                return self.pack(tuple(self.tokenize(t) for t in check_same_batch(text, text_b)))
+                return self.preprocess_texts(check_same_batch(text, text_b))
         elif self.window_stride is not None:
             def classify(text):
                 logits, num_windows = self._window_logits(text)
@@ -144,7 +148,7 @@ class ClassifierServingModule(BertServingModule):
                 return self._classify_by_size(text)
 
             def preprocess(text):
-                return self.pack((self.tokenize(text),))
+                return self.preprocess_texts((text,))
 
         if self.window_stride is None:
             # classify with k sub-batches (a scalar int32) whatever the request size:
@@ -201,7 +205,7 @@ class ClassifierServingModule(BertServingModule):
     def _classify(self, texts):
         """classify's outputs on a tuple of string batches run as one batch (also the
         LiteRT export's path, `keras_bert.export.tflite`: no sub-batches there)."""
-        return self._outputs(self.run_model(self.pack(tuple(self.tokenize(t) for t in texts))))
+        return self._outputs(self.run_model(self.preprocess_texts(texts)))
 
     def _outputs(self, logits):
         """The classify outputs of logits [B, K]."""
@@ -216,7 +220,7 @@ class ClassifierServingModule(BertServingModule):
 
     def _text_windows(self, text):
         return text_windows(self.tokenize(text), self.pack,
-                            self.sequence_length or self.max_seq_length, self.window_stride,
+                            self.truncation_length, self.window_stride,
                             self.max_windows)
 
     def _window_logits(self, text):
@@ -263,18 +267,3 @@ class ClassifierServingModule(BertServingModule):
 
         return tf.cond(k > 1, split, whole)
 
-
-def predict_windowed(model, texts, batch_size=64):
-    """`BertClassifier.predict` with windows: {"logits" [N, K], "num_windows" int32 [N]}.
-
-    Args:
-        model: a `BertClassifier` with `windows` and a preprocessor.
-        texts: a tuple of one batch of strings (`BertTask._predict_texts`).
-        batch_size: int, texts per call (their windows run as one batch).
-    """
-    if len(texts) != 1:
-        raise ValueError(
-            f"This classifier reads texts in windows (windows={model.windows}), one text per "
-            f"example; it was given pairs. Call model.set_windows(None) to classify pairs.")
-    return predict_text(model, texts, serving_module_of(model)._keras.logits_fn,
-                        batch_size=batch_size)

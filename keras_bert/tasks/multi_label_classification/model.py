@@ -4,14 +4,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.export.export import ServingCodePredict
-from keras_bert.models.task import DenseHeadTask
+from keras_bert.models.dense_head import DenseHeadTask
 from keras_bert.tasks.multi_label_classification.metrics import DEFAULT_THRESHOLD
 from keras_bert.tasks.multi_label_classification.serving import MultiLabelServingModule
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertMultiLabelClassifier(ServingCodePredict, DenseHeadTask):
+class BertMultiLabelClassifier(DenseHeadTask):
     """Pooled [CLS] -> dropout -> dense: one independent yes/no logit per label.
 
     Output: float32 logits [batch_size, num_classes]; label c's probability
@@ -51,6 +50,7 @@ class BertMultiLabelClassifier(ServingCodePredict, DenseHeadTask):
     >>> model.predict(["the match"])["predicted"]  # [[1, 0, 0]] once trained
     """
 
+    predicts_like_export = True  # predict(texts) returns the export's answer dict.
     task_name = "multi_label_classification"
     serving_module_class = MultiLabelServingModule
     text_columns = (1,)
@@ -70,7 +70,7 @@ class BertMultiLabelClassifier(ServingCodePredict, DenseHeadTask):
     def thresholds(self, value):
         object.__setattr__(self, "_thresholds", check_thresholds(self.num_classes, value))
         # `predict`'s serving module holds the thresholds as constants: build it anew.
-        object.__setattr__(self, "_keras_bert_serving_module", None)
+        object.__setattr__(self, "_serving_module_cache", None)
 
     def task_config(self):
         return {**super().task_config(), "thresholds": self.thresholds}

@@ -3,7 +3,7 @@
 import tensorflow as tf
 
 from keras_bert.export.serving_module import STRINGS, BertServingModule
-from keras_bert.models.task import check_labels, default_label_names
+from keras_bert.models.dense_head import check_labels, default_label_names
 
 
 class MultiLabelServingModule(BertServingModule):
@@ -28,7 +28,7 @@ class MultiLabelServingModule(BertServingModule):
     SIGNATURES = {**BertServingModule.SIGNATURES, "classify": "classify"}
     DEFAULT_SIGNATURE = "classify"
 
-    def __init__(self, model, tokenizer, vocab_file, max_seq_length, label_names=None,
+    def __init__(self, model, preprocessor, label_names=None,
                  **kwargs):
         num_classes = model.num_classes
         self.label_names_list = check_labels(
@@ -36,7 +36,7 @@ class MultiLabelServingModule(BertServingModule):
         self.thresholds_list = [float(t) for t in model.resolved_thresholds()]
         self.num_classes = num_classes
         self.thresholds = tf.constant(self.thresholds_list, tf.float32)  # (C,)
-        super().__init__(model, tokenizer, vocab_file, max_seq_length, **kwargs)
+        super().__init__(model, preprocessor, **kwargs)
 
     def export_metadata(self):
         return {"label_names": list(self.label_names_list),
@@ -47,7 +47,7 @@ class MultiLabelServingModule(BertServingModule):
         self.classify = tf.function(self._classify, input_signature=[STRINGS])
 
     def _classify(self, text):
-        logits = self.run_model(self.pack((self.tokenize(text),)))  # (B, C)
+        logits = self.run_model(self.preprocess_texts((text,)))  # (B, C)
         probabilities = tf.sigmoid(logits)
         predicted = tf.cast(probabilities >= self.thresholds, tf.int32)  # (B, C)
         return {"probabilities": probabilities, "predicted": predicted}

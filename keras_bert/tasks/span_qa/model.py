@@ -5,8 +5,8 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert.layers.activations import initializer
-from keras_bert.export.export import ServingCodePredict
-from keras_bert.models.task import BertTask, text_inputs
+from keras_bert.models.task import BertTask
+from keras_bert.models.task_inputs import text_inputs
 from keras_bert.tasks.span_qa.serving import SpanQAServingModule
 from keras_bert.tasks.span_qa.windows import resolve_query_length
 
@@ -42,7 +42,7 @@ class SpanLogits(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertSpanLabeler(ServingCodePredict, BertTask):
+class BertSpanLabeler(BertTask):
     """SQuAD-style span head: a dense layer of 2 units over every token.
 
     Inputs: the encoder input dict of [CLS] question [SEP] context [SEP].
@@ -85,6 +85,7 @@ class BertSpanLabeler(ServingCodePredict, BertTask):
     ...        [{"text": ["John"], "answer_start": [0]}])
     """
 
+    predicts_like_export = True  # predict(texts) returns the export's answer dict.
     task_name = "span_qa"
     serving_module_class = SpanQAServingModule
     uses_pooler = False

@@ -60,7 +60,7 @@ class SpanQAServingModule(BertServingModule):
         # tools/finetune.py writes the SQuAD settings the model was trained with.
         return {k: task_info[k] for k in cls.TASK_OPTIONS if k in task_info}
 
-    def __init__(self, model, tokenizer, vocab_file, max_seq_length, max_query_length=None,
+    def __init__(self, model, preprocessor, max_query_length=None,
                  doc_stride=128, max_answer_length=30, n_best_size=20, max_windows=16,
                  version_2_with_negative=False, null_score_diff_threshold=0.0, **kwargs):
         query = 1 if max_query_length is None else max_query_length  # None: set below.
@@ -71,7 +71,7 @@ class SpanQAServingModule(BertServingModule):
                             ("max_windows", max_windows)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
-        length = kwargs.get("sequence_length") or max_seq_length
+        length = preprocessor.truncation_length
         if length < 5:
             raise ValueError(
                 f"Span QA needs room for [CLS] question [SEP] context [SEP]. "
@@ -85,7 +85,7 @@ class SpanQAServingModule(BertServingModule):
         self.max_windows = max_windows
         self.version_2_with_negative = bool(version_2_with_negative)
         self.null_score_diff_threshold = float(null_score_diff_threshold)
-        super().__init__(model, tokenizer, vocab_file, max_seq_length, **kwargs)
+        super().__init__(model, preprocessor, **kwargs)
 
     def _define_signatures(self):
         super()._define_signatures()

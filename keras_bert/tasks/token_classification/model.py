@@ -4,8 +4,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.export.export import predict_text, serving_module_of
-from keras_bert.models.task import DenseHeadTask
+from keras_bert.models.dense_head import DenseHeadTask
 from keras_bert.tasks.token_classification.entities import to_entity_lists
 from keras_bert.models.windowed import WindowedTask
 from keras_bert.tasks.token_classification.metrics import IGNORE_LABEL, LabeledTokenAccuracy
@@ -194,9 +193,9 @@ class BertTokenClassifier(WindowedTask, DenseHeadTask):
             return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
                                    callbacks=callbacks)
         if aggregation_strategy is None:
-            return predict_text(self, texts, batch_size=batch_size or 64)
-        function = serving_module_of(self).entities_function(aggregation_strategy)
-        return to_entity_lists(predict_text(self, texts, function, batch_size=batch_size or 64))
+            return self.predict_strings(texts, batch_size=batch_size)
+        function = self.serving_module().entities_function(aggregation_strategy)
+        return to_entity_lists(self.predict_strings(texts, function, batch_size))
 
 
 def _is_word_lists(x):

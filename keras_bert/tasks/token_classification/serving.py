@@ -3,7 +3,7 @@
 import tensorflow as tf
 
 from keras_bert.export.serving_module import STRINGS, BertServingModule
-from keras_bert.models.task import check_labels, default_label_names
+from keras_bert.models.dense_head import check_labels, default_label_names
 from keras_bert.tasks.token_classification import entities as entities_lib
 from keras_bert.text.windows import text_windows
 
@@ -58,7 +58,7 @@ class TokenClassifierServingModule(BertServingModule):
     DEFAULT_SIGNATURE = "tag"
     TASK_OPTIONS = ("aggregation_strategy",)
 
-    def __init__(self, model, tokenizer, vocab_file, max_seq_length, label_names=None,
+    def __init__(self, model, preprocessor, label_names=None,
                  aggregation_strategy="first", **kwargs):
         self.aggregation_strategy = entities_lib.check_strategy(aggregation_strategy)
         num_classes = model.num_classes
@@ -69,7 +69,7 @@ class TokenClassifierServingModule(BertServingModule):
         windows = getattr(model, "windows", None)
         self.window_stride = windows and windows["stride"]
         self.max_windows = windows and windows["max_windows"]
-        super().__init__(model, tokenizer, vocab_file, max_seq_length, **kwargs)
+        super().__init__(model, preprocessor, **kwargs)
 
     def export_metadata(self):
         # The strategy of the entities signature.
@@ -94,7 +94,7 @@ class TokenClassifierServingModule(BertServingModule):
                                     input_signature=[STRINGS], autograph=False)
 
     def _text_windows(self, ids):
-        return text_windows(ids, self.pack, self.sequence_length or self.max_seq_length,
+        return text_windows(ids, self.pack, self.truncation_length,
                             self.window_stride, self.max_windows)
 
     def entities_function(self, strategy):

@@ -1,0 +1,561 @@
+"""TextPipeline: raw inputs through the model's preprocessor in every Keras entry point.
+
+`BertTask` mixes it in. One hook, `preprocess_samples`, turns a batch of raw
+inputs (texts or pairs, labels, sample weights) into model inputs; `fit`,
+`evaluate`, `predict`, `model(texts)` and the `*_on_batch` methods go through
+it. The rules of what counts as texts, pairs and labels live in `task_inputs`.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.models import task_inputs
+from keras_bert.text.preprocessor import BertPreprocessor
+
+# Texts per call of the traced preprocessor when in-memory texts are
+# preprocessed up front: bounds the memory of one call's ragged tokens.
+_PREPROCESS_CHUNK = 8192
+
+
+class _TracedPreprocessor:
+    """A preprocessor traced once per number of text columns (one or a pair).
+
+    Tracing the tokenizer and packer (a graph of about a thousand nodes with
+    large constant tables) costs about a second; a `dataset.map` of the
+    preprocessor paid it on each `fit` / `evaluate` / `predict`. Kept on the
+    model (as a plain object, so Keras and SavedModel do not track it) and
+    rebuilt when the model's preprocessor is replaced or a setting changes.
+    """
+
+    def __init__(self, preprocessor):
+        self.preprocessor = preprocessor
+        self.key = preprocessor.settings_key
+        self.functions = {}
+
+    def __call__(self, texts):
+        """`texts` (a tuple of 1-D tf.string Tensors) -> encoder inputs."""
+        count = len(texts)
+        if count not in self.functions:
+            preprocessor = self.preprocessor
+
+            def preprocess(*columns):
+                return preprocessor(tuple(columns))
+
+            self.functions[count] = tf.function(
+                preprocess, input_signature=[tf.TensorSpec([None], tf.string)] * count)
+        return self.functions[count](*texts)
+
+
+def _trim_to_longest(features, *rest):
+    """Cuts a batch of up-front padded encoder inputs to its longest text, as
+    `BertPacker(sequence_length=None)` pads each batch on its own."""
+    lengths = tf.reduce_sum(tf.cast(features["padding_mask"], tf.int32), axis=1)
+    width = tf.reduce_max(lengths)
+    return ({k: v[:, :width] for k, v in features.items()},) + rest
+
+
+def _dataset_text_parts(spec):
+    """Reads a dataset's element_spec by Keras' (x, y[, sample_weight]) rule.
+
+    Returns:
+        None when the inputs are not strings (Keras takes the dataset as it
+        is), else (features_spec, has_rest): `features_spec` is a string
+        TensorSpec or a tuple of two (pairs); `has_rest` says whether labels
+        (and sample weights) follow.
+    """
+    def is_string_spec(s):
+        return isinstance(s, (tf.TensorSpec, tf.RaggedTensorSpec)) and s.dtype == tf.string
+
+    def is_features(s):
+        return is_string_spec(s) or (
+            isinstance(s, tuple) and len(s) in (1, 2) and all(is_string_spec(t) for t in s))
+
+    if is_string_spec(spec):
+        return spec, False
+    if isinstance(spec, tuple) and 1 <= len(spec) <= 3 and is_features(spec[0]):
+        return spec[0], len(spec) > 1
+    return None
+
+
+
+class TextPipeline:
+    """Mixin of `BertTask`: Keras' entry points on raw strings, through `preprocess_samples`.
+
+    The model keeps `preprocessor` (a `BertPreprocessor`, or None: integer
+    inputs only), `encoder`, and optionally `label_names` / `num_classes`.
+    """
+
+    # === Raw text in fit / evaluate / predict ===
+
+    #: How many string columns the head reads: 1 (texts), 2 (pairs).
+    text_columns = (1, 2)
+
+    def _what(self, method):
+        return f"{type(self).__name__}.{method}"
+
+    def _require_preprocessor(self):
+        if self.preprocessor is None:
+            raise ValueError(
+                f"This {type(self).__name__} has no preprocessor, so it takes the integer "
+                f"input dict (token_ids, segment_ids, padding_mask), not strings. Load it "
+                f"with {type(self).__name__}.from_pretrained(MODEL_DIR) from a model "
+                f"directory that has a vocab.txt, or pass "
+                f"preprocessor=keras_bert.text.BertPreprocessor.from_vocab_file('vocab.txt')."
+            )
+        return self.preprocessor
+
+    def _check_text_columns(self, count, method):
+        """Refuses pairs for single-text heads and single texts for pair heads."""
+        if count in self.text_columns:
+            return
+        if count == 2:
+            raise ValueError(
+                f"{self._what(method)} takes one batch of texts (a list of str or a 1-D "
+                f"array), not sentence pairs or a 2-D string array."
+            )
+        raise ValueError(
+            f"{self._what(method)} takes pairs (two batches of strings); "
+            f"{task_inputs.PAIRS_RULE}."
+        )
+
+    def _texts(self, x, method):
+        """`x`'s string columns (a tuple of 1-D tf.string Tensors) or None."""
+        if (2 in self.text_columns and isinstance(x, tuple) and len(x) == 2
+                and all(isinstance(v, (str, bytes)) for v in x)):
+            # One pair, or two texts? Not guessed.
+            raise ValueError(
+                f"{self._what(method)}: a tuple of two strings could be one pair or two "
+                f"texts; pass [(a, b)] for one pair, or a list [a, b] for two texts."
+            )
+        texts = task_inputs.text_inputs(x, self._what(method))
+        if texts is None:
+            return None
+        self._check_text_columns(len(texts), method)
+        self._require_preprocessor()
+        counts = [task_inputs.count_rows(t) for t in texts]
+        if len(set(counts)) > 1:
+            raise ValueError(
+                f"Sentence pairs need as many second texts as first texts. Received: "
+                f"{counts[0]} and {counts[1]}."
+            )
+        return texts
+
+    def _labels(self, y, count, method, name="y"):
+        """`y` (or sample weights) as a numpy array of one row per example,
+        label names mapped through `label_names` (see `task_inputs.label_array`)."""
+        return task_inputs.label_array(
+            y, count, getattr(self, "label_names", None), getattr(self, "num_classes", None),
+            self._what(method), name)
+
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        """The one hook: a batch of raw inputs -> model inputs (and labels, weights).
+
+        Every entry point on strings comes here: `fit`, `evaluate` and
+        `predict` (in-memory texts up front, datasets in their `map`),
+        `model(texts)` and the `*_on_batch` methods. TensorFlow ops only.
+
+        Args:
+            x: string Tensor [B], or a tuple of one or two of them (pairs).
+            y: None, or labels [B, ...]: ids, floats, or strings mapped
+                through `label_names`.
+            sample_weight: None, or float weights [B, ...].
+
+        Returns:
+            The encoder input dict when `y` is None, else `(inputs, y)` or
+            `(inputs, y, sample_weight)` (`keras.utils.pack_x_y_sample_weight`).
+        """
+        texts = tuple(x) if isinstance(x, (tuple, list)) else (x,)
+        features = self._traced_preprocessor()(texts)
+        if y is not None and y.dtype == tf.string:
+            y = task_inputs.label_ids_tensor(y, self.label_names, type(self).__name__)
+        return keras.utils.pack_x_y_sample_weight(features, y, sample_weight)
+
+    def _traced_preprocessor(self):
+        """The model's preprocessor as a `_TracedPreprocessor`, traced once per
+        model, setting and text-column count (anew when either changes)."""
+        preprocessor = self._require_preprocessor()
+        traced = self.__dict__.get("_traced_preprocessor_cache")
+        if traced is None or traced.key != preprocessor.settings_key:
+            traced = _TracedPreprocessor(preprocessor)
+            object.__setattr__(self, "_traced_preprocessor_cache", traced)
+        return traced
+
+    def _preprocess_element(self, x, *rest):
+        """A dataset element (texts[, labels[, sample_weight]]) -> the hook's output."""
+        return self.preprocess_samples(x, *rest)
+
+    def _preprocessed_in_memory(self, texts):
+        """Encoder inputs of all `texts` (a tuple of 1-D tf.string Tensors),
+        padded to the longest, as numpy arrays; or None when the preprocessor
+        is not a `BertPreprocessor` (its padding is then not known).
+
+        Preprocessing up front through the traced function keeps tracing out
+        of the tf.data pipeline (a new iterator per epoch re-instantiates the
+        graphs it holds); with `sequence_length=None` each batch is then cut
+        back to its own longest text by `_trim_to_longest`.
+        """
+        preprocessor = self._require_preprocessor()
+        if not isinstance(preprocessor, BertPreprocessor):
+            return None
+        count = task_inputs.count_rows(texts[0])
+        chunks = [
+            {k: v.numpy() for k, v in self.preprocess_samples(
+                tuple(t[start:start + _PREPROCESS_CHUNK] for t in texts)).items()}
+            for start in range(0, count, _PREPROCESS_CHUNK)
+        ]
+        width = max(chunk["token_ids"].shape[1] for chunk in chunks)
+        pad_values = {"token_ids": preprocessor.packer.pad_token_id}
+        return {
+            key: np.concatenate([
+                np.pad(chunk[key], [(0, 0), (0, width - chunk[key].shape[1])],
+                       constant_values=pad_values.get(key, 0))
+                for chunk in chunks
+            ])
+            for key in chunks[0]
+        }
+
+    def _text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        """A batched, preprocessed tf.data.Dataset for string `x`, or None if
+        `x` holds no strings (then Keras takes it as it is).
+
+        This is the one place where text input becomes a dataset; subclasses
+        may override it to take other raw forms (e.g. word lists with tag
+        lists) and call `super()._text_dataset(...)` for the rest.
+
+        Args:
+            x: texts, pairs or a `tf.data.Dataset` (see `BertTask`).
+            y: labels as users hold them (ids, floats, label names).
+            sample_weight: optional per-example weights.
+            batch_size: int, default 32 (in-memory inputs only).
+            shuffle: bool, shuffle in-memory inputs each epoch.
+
+        Returns:
+            A `tf.data.Dataset` of (encoder inputs[, labels[, weights]]), or None.
+        """
+        if isinstance(x, tf.data.Dataset):
+            return self._dataset_of_text_dataset(x)
+        texts = self._texts(x, "fit")
+        if texts is None:
+            return None
+        count = task_inputs.count_rows(texts[0])
+        if count == 0:
+            raise ValueError(f"{type(self).__name__}: fit and evaluate need at least one "
+                             f"text. Received: 0 texts.")
+        labels = []
+        for name, value in (("y", y), ("sample_weight", sample_weight)):
+            if value is not None:
+                labels.append(self._labels(value, count, "fit", name))
+        if sample_weight is not None and y is None:
+            raise ValueError("sample_weight needs labels: pass y as well.")
+        features = self._preprocessed_in_memory(texts)
+        first = (texts if len(texts) == 2 else texts[0]) if features is None else features
+        dataset = tf.data.Dataset.from_tensor_slices((first, *labels))
+        if shuffle:
+            dataset = dataset.shuffle(max(count, 1), reshuffle_each_iteration=True)
+        dataset = dataset.batch(batch_size or 32)
+        if features is None:
+            dataset = dataset.map(self._preprocess_element,
+                                  num_parallel_calls=tf.data.AUTOTUNE)
+        elif self.preprocessor.sequence_length is None:
+            dataset = dataset.map(_trim_to_longest)
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+    def _text_features_of(self, dataset, method):
+        """Checks a string dataset's features; returns (parts, splitter) or None.
+
+        `splitter` turns the element's x into the tuple of string columns.
+        """
+        parts = _dataset_text_parts(dataset.element_spec)
+        if parts is None:
+            return None
+        self._require_preprocessor()
+        features, has_rest = parts
+        flat = tf.nest.flatten(features)
+        if any(s.shape.rank == 0 for s in flat):
+            raise ValueError(
+                "The dataset yields single strings; batch it first, e.g. "
+                "dataset.batch(32), as Keras takes one batch per element."
+            )
+        if isinstance(features, tuple):
+            columns = len(features)
+
+            def split(x):
+                return tuple(x)
+        elif features.shape.rank == 2 and features.shape[-1] == 2:
+            columns = 2  # Rows of pairs, [batch, 2].
+
+            def split(x):
+                return (x[:, 0], x[:, 1])
+        elif features.shape.rank == 1:
+            columns = 1
+
+            def split(x):
+                return (x,)
+        else:
+            raise ValueError(
+                f"{self._what(method)} takes a dataset of 1-D text batches (or pairs); its "
+                f"texts have shape {features.shape}. {task_inputs.DATASET_RULE[0].upper()}"
+                f"{task_inputs.DATASET_RULE[1:]}."
+            )
+        self._check_text_columns(columns, method)
+        return parts, split
+
+    def _dataset_of_text_dataset(self, dataset):
+        checked = self._text_features_of(dataset, "fit")
+        if checked is None:
+            return None
+        (features, has_rest), split = checked
+        label_spec = dataset.element_spec[1] if has_rest else None
+        if isinstance(label_spec, (tf.TensorSpec, tf.RaggedTensorSpec)) and (
+                label_spec.dtype == tf.string) and (
+                getattr(self, "num_classes", None) == 1 or not getattr(self, "label_names", None)):
+            raise ValueError(
+                f"{type(self).__name__}: the dataset's labels are strings but the model "
+                f"has no label_names to map them to ids (a regression needs numbers). "
+                f"Pass ids, or build the model with label_names=[...]. If the strings "
+                f"are second texts: {task_inputs.DATASET_RULE}."
+            )
+
+        if isinstance(dataset.element_spec, tuple):
+            def function(x, *rest):
+                return self.preprocess_samples(split(x), *rest)
+        else:
+            def function(x):
+                return self.preprocess_samples(split(x))
+        return dataset.map(function, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+            tf.data.AUTOTUNE)
+
+    def _predict_dataset_texts(self, dataset):
+        """The string columns of a dataset for `predict` (labels dropped), as
+        1-D numpy object arrays, or None when it holds no strings."""
+        checked = self._text_features_of(dataset, "predict")
+        if checked is None:
+            return None
+        (features, has_rest), split = checked
+        self._refuse_string_labels_without_names(dataset)
+        if isinstance(dataset.element_spec, tuple):
+            dataset = dataset.map(lambda x, *rest: split(x))
+        else:
+            dataset = dataset.map(lambda x: split(x))
+        parts = [[] for _ in range(len(dataset.element_spec))]
+        for columns in dataset.as_numpy_iterator():
+            for part, column in zip(parts, columns):
+                part.append(column)
+        return tuple(np.concatenate(p) if p else np.zeros([0], object) for p in parts)
+
+    def _refuse_string_labels_without_names(self, dataset):
+        """predict drops labels; strings there without label_names are more
+        likely second texts than labels, so they are refused, not dropped."""
+        spec = dataset.element_spec
+        if (isinstance(spec, tuple) and len(spec) > 1
+                and isinstance(spec[1], (tf.TensorSpec, tf.RaggedTensorSpec))
+                and spec[1].dtype == tf.string and not getattr(self, "label_names", None)):
+            raise ValueError(
+                f"{self._what('predict')}: the dataset yields (x, strings); "
+                f"{task_inputs.DATASET_RULE}, but this model has no label_names to read "
+                f"the strings as labels. Map the dataset to ((texts_a, texts_b),) for pairs, "
+                f"or to (texts,) to drop the labels."
+            )
+
+    def _empty_prediction(self):
+        """predict's result for zero texts: each output with 0 rows."""
+        def empty(tensor):
+            shape = [0] + [d or 0 for d in tensor.shape[1:]]
+            return np.zeros(shape, dtype=tensor.dtype)
+        return keras.tree.map_structure(empty, self.output)
+
+    def _keras_call(self, method, *args, **kwargs):
+        """Runs a Keras training/evaluation/prediction entry point.
+
+        A call that fails while Keras traces its step function leaves the
+        half-traced tf.function cached on the model, and every later call
+        then fails with "Creating variables on a non-first call to a function
+        decorated with tf.function". The cached functions are dropped on
+        failure, so a fixed call works on the same model.
+        """
+        try:
+            return method(*args, **kwargs)
+        except BaseException:
+            self.train_function = None
+            self.test_function = None
+            self.predict_function = None
+            raise
+
+    def _integer_inputs(self, x, y, sample_weight, method):
+        """Checks the integer input dict, and reads labels as users hold them."""
+        if isinstance(x, tf.data.Dataset):
+            return self._checked_integer_dataset(x, method), y, sample_weight
+        task_inputs.check_integer_inputs(x, self.encoder, self._what(method))
+        if isinstance(x, dict) and "token_ids" in x:
+            count = len(x["token_ids"])
+            y = self._labels(y, count, method)
+            sample_weight = self._labels(sample_weight, count, method, "sample_weight")
+        return x, y, sample_weight
+
+    def _checked_integer_dataset(self, dataset, method):
+        spec = dataset.element_spec
+        features = spec[0] if isinstance(spec, tuple) else spec
+        if not isinstance(features, dict) or "token_ids" not in features:
+            return dataset
+        encoder, what = self.encoder, self._what(method)
+
+        def check(x, *rest):
+            return (task_inputs.integer_checks_in_graph(x, encoder, what),) + rest
+
+        if isinstance(spec, tuple):
+            checked = dataset.map(check, num_parallel_calls=tf.data.AUTOTUNE)
+        else:
+            checked = dataset.map(lambda x: check(x)[0], num_parallel_calls=tf.data.AUTOTUNE)
+        return checked.prefetch(tf.data.AUTOTUNE)
+
+    def _require_labels(self, x, y, method):
+        """fit/evaluate without labels would fail deep in Keras ("None values
+        not supported"); say so up front."""
+        if isinstance(x, tf.data.Dataset):
+            parts = _dataset_text_parts(x.element_spec)
+            missing = parts is not None and not parts[1]
+        else:
+            # The integer dict path is Keras' own, as for any model.
+            missing = y is None and x is not None and not isinstance(x, dict) and (
+                task_inputs.holds_strings(x))
+        if missing:
+            raise ValueError(
+                f"{self._what(method)} needs labels: pass y (ids, or names from "
+                f"label_names), or a dataset of (x, y) batches. Received no labels."
+            )
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
+            validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
+            sample_weight=None, **kwargs):
+        self.ensure_compiled()
+        self._require_labels(x, y, "fit")
+        dataset = self._text_dataset(x, y, sample_weight, batch_size, shuffle)
+        if dataset is None:
+            x, y, sample_weight = self._integer_inputs(x, y, sample_weight, "fit")
+            return self._keras_call(
+                super().fit, x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose,
+                callbacks=callbacks, validation_split=validation_split,
+                validation_data=validation_data, shuffle=shuffle, class_weight=class_weight,
+                sample_weight=sample_weight, **kwargs)
+        if validation_split:
+            raise ValueError(
+                "validation_split does not apply to text inputs; pass "
+                "validation_data=(texts, labels) instead."
+            )
+        if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
+            validation_data = self._text_dataset(
+                *tuple(validation_data) + (None,) * (3 - len(validation_data)),
+                batch_size=batch_size) or validation_data
+        elif isinstance(validation_data, tf.data.Dataset):
+            validation_data = self._text_dataset(validation_data) or validation_data
+        # The dataset is shuffled above (when `shuffle`), not by Keras.
+        return self._keras_call(
+            super().fit, dataset, epochs=epochs, verbose=verbose, callbacks=callbacks,
+            validation_data=validation_data, shuffle=False, class_weight=class_weight,
+            **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
+                 **kwargs):
+        self.ensure_compiled()
+        self._require_labels(x, y, "evaluate")
+        dataset = self._text_dataset(x, y, sample_weight, batch_size)
+        if dataset is None:
+            x, y, sample_weight = self._integer_inputs(x, y, sample_weight, "evaluate")
+            return self._keras_call(
+                super().evaluate, x=x, y=y, batch_size=batch_size, verbose=verbose,
+                sample_weight=sample_weight, **kwargs)
+        return self._keras_call(super().evaluate, dataset, verbose=verbose, **kwargs)
+
+    #: True for heads whose `predict` on strings returns what their export's
+    #: default signature returns (decoded answers), by the serving module's code.
+    predicts_like_export = False
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        if self.predicts_like_export:
+            texts = self._predict_texts(x)
+            if texts is not None:
+                return self.predict_strings(texts, batch_size=batch_size)
+        if isinstance(x, tf.data.Dataset):
+            if self._text_features_of(x, "predict") is not None:
+                self._refuse_string_labels_without_names(x)
+                if isinstance(x.element_spec, tuple):
+                    x = x.map(lambda features, *rest: (features,))
+            dataset = self._text_dataset(x)
+        else:
+            texts = self._texts(x, "predict")
+            if texts is not None and task_inputs.count_rows(texts[0]) == 0:
+                return self._empty_prediction()
+            dataset = None if texts is None else self._text_dataset(
+                texts if len(texts) == 2 else texts[0], batch_size=batch_size)
+        if dataset is None:
+            x, _, _ = self._integer_inputs(x, None, None, "predict")
+            return self._keras_call(super().predict, x, batch_size=batch_size,
+                                    verbose=verbose, steps=steps, callbacks=callbacks)
+        return self._keras_call(super().predict, dataset, verbose=verbose, steps=steps,
+                                callbacks=callbacks)
+
+    def predict_strings(self, texts, function=None, batch_size=None):
+        """Runs a function of the model's serving module on string columns: the one
+        route of `predict` for heads that answer as their export does.
+
+        Args:
+            texts: tuple of string batches (`_predict_texts`).
+            function: a tf.function of `self.serving_module()`; default its
+                default signature.
+            batch_size: int, texts per call (default 64).
+
+        Returns:
+            dict of numpy arrays, what that signature of the export returns.
+        """
+        module = self.serving_module()
+        if function is None:
+            function = getattr(module, module.SIGNATURES[module.DEFAULT_SIGNATURE])
+        return module.predict_strings(function, texts, batch_size or 64,
+                                      what=f"{type(self).__name__}.predict")
+
+    def _predict_texts(self, x, method="predict"):
+        """The string columns of `x` for heads whose `predict` decodes text
+        (taggers, QA): in-memory inputs and datasets alike, or None."""
+        if isinstance(x, tf.data.Dataset):
+            return self._predict_dataset_texts(x)
+        return self._texts(x, method)
+
+    # === Batch-level Keras entry points on strings ===
+
+    def __call__(self, *args, **kwargs):
+        # Strings never reach the functional graph: it takes the integer dict.
+        if args and not isinstance(args[0], dict) and task_inputs.holds_strings(args[0]):
+            texts = self._texts(args[0], "__call__")
+            args = (self.preprocess_samples(texts),) + args[1:]
+        return super().__call__(*args, **kwargs)
+
+    def predict_on_batch(self, x):
+        texts = None if isinstance(x, dict) else self._texts(x, "predict_on_batch")
+        if texts is None:
+            task_inputs.check_integer_inputs(x, self.encoder, self._what("predict_on_batch"))
+            return super().predict_on_batch(x)
+        count = task_inputs.count_rows(texts[0])
+        return self.predict(x, batch_size=max(count, 1), verbose=0)
+
+    def _on_batch_inputs(self, x, y, sample_weight, method):
+        texts = None if isinstance(x, dict) else self._texts(x, method)
+        if texts is None:
+            return self._integer_inputs(x, y, sample_weight, method)
+        count = task_inputs.count_rows(texts[0])
+        return (self.preprocess_samples(texts), self._labels(y, count, method),
+                self._labels(sample_weight, count, method, "sample_weight"))
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
+                       return_dict=False):
+        self.ensure_compiled()
+        x, y, sample_weight = self._on_batch_inputs(x, y, sample_weight, "train_on_batch")
+        return self._keras_call(super().train_on_batch, x, y, sample_weight=sample_weight,
+                                class_weight=class_weight, return_dict=return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        self.ensure_compiled()
+        x, y, sample_weight = self._on_batch_inputs(x, y, sample_weight, "test_on_batch")
+        return self._keras_call(super().test_on_batch, x, y, sample_weight=sample_weight,
+                                return_dict=return_dict)
+
