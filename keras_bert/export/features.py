@@ -14,7 +14,7 @@ from keras_bert.progress import Progress
 from keras_bert.text import text_files
 
 #: max_seq_length of features when neither the caller nor the model says.
-DEFAULT_MAX_SEQ_LENGTH = 128
+FEATURES_MAX_SEQ_LENGTH = 128
 
 
 def _count_lines(path):
@@ -156,7 +156,7 @@ def extract_features(
     preprocessor = build_preprocessor(
         encoder.vocab_file, encoder.max_position_embeddings, encoder.task_info,
         max_seq_length=max_seq_length, lowercase=lowercase,
-        default_max_seq_length=DEFAULT_MAX_SEQ_LENGTH, where=os.path.join(model_dir, TASK_FILE))
+        default_max_seq_length=FEATURES_MAX_SEQ_LENGTH, where=os.path.join(model_dir, TASK_FILE))
     features = BertFeatures(encoder, layers=layers, pooling=pooling)
     compute = tf.function(lambda x: features(x, training=False), reduce_retracing=True)
 

@@ -47,6 +47,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert.export.export import INFO_FILE, check_export_dir
+from keras_bert.export.serving_module import overrides_call
 from keras_bert.export.tflite_text import (
     UNKNOWN_CHAR, byte_detokenizer, kernel_word_breaks, lite_text_tables,
     normalize_for_wordpiece)
@@ -112,26 +113,37 @@ class LiteTokenizer:
                                     self.max_chars_per_word))
 
 
-def pack_single(ids, max_seq_length, cls_token_id, sep_token_id, pad_token_id):
-    """[CLS] ids [SEP], truncated and padded to the batch's longest, with builtin ops only.
+def pack_single(ids, max_seq_length, cls_token_id, sep_token_id, pad_token_id,
+                sequence_length=None, pad_to_multiple_of=1):
+    """[CLS] ids [SEP], truncated and padded as `BertPacker` packs one segment, with
+    builtin ops only.
 
-    What `keras_bert.text.BertPacker` does for one segment with
-    `sequence_length=None`, written with gathers and selects instead of
-    ragged ops (RaggedRange, RaggedTensorToTensor), which LiteRT lacks.
+    Written with gathers and selects instead of ragged ops (RaggedRange,
+    RaggedTensorToTensor), which LiteRT lacks.
 
     Args:
         ids: int32 RaggedTensor [B, (tokens)].
         max_seq_length: int, longest packed row.
         cls_token_id, sep_token_id, pad_token_id: ints.
+        sequence_length: int or None: every row truncated and padded to exactly
+            this length; None: the batch's longest row.
+        pad_to_multiple_of: int, with `sequence_length` None: the width rounded
+            up to a multiple of it (never past max_seq_length).
 
     Returns:
         dict of int32 Tensors [B, S] (token_ids, segment_ids, padding_mask),
-        S = the longest packed row, at least 2.
+        S = `sequence_length`, else the longest packed row (at least 2).
     """
     values = tf.concat([tf.cast(ids.values, tf.int32), [pad_token_id]], 0)  # Never empty.
     splits = tf.cast(ids.row_splits, tf.int32)
-    kept = tf.minimum(splits[1:] - splits[:-1], max_seq_length - 2)  # (B,)
-    width = tf.reduce_max(tf.concat([kept, [0]], 0)) + 2
+    kept = tf.minimum(splits[1:] - splits[:-1], (sequence_length or max_seq_length) - 2)  # (B,)
+    if sequence_length:
+        width = tf.constant(sequence_length, tf.int32)
+    else:
+        width = tf.reduce_max(tf.concat([kept, [0]], 0)) + 2
+        if pad_to_multiple_of > 1:
+            width = tf.minimum((width + pad_to_multiple_of - 1) // pad_to_multiple_of
+                               * pad_to_multiple_of, max_seq_length)
     # expand_dims, not [:, tf.newaxis]: a strided slice with new axes has
     # no LiteRT builtin.
     position = tf.expand_dims(tf.range(width), 0)  # (1, S)
@@ -160,10 +172,13 @@ def _lite_functions(module):
         raise ValueError(
             "--format tflite exports single-text classifiers without sub-batches; drop "
             "--pairs / --sub-batches (or export a SavedModel).")
-    if module.sequence_length is not None or module.pad_to_multiple_of != 1 or module.jit_compile:
+    if module.jit_compile:
+        raise ValueError("--format tflite runs without XLA; drop --jit-compile.")
+    if overrides_call(module._keras.preprocessor):
         raise ValueError(
-            "--format tflite pads each batch to its longest text, without XLA; drop "
-            "--pad-to-max-seq-length, --pad-to-multiple-of and --jit-compile.")
+            f"--format tflite tokenizes with LiteRT's own kernels, and this model's "
+            f"preprocessor ({type(module._keras.preprocessor).__name__}) has its own call, "
+            f"which has none: export a SavedModel (--format saved_model).")
     tokenizer = module._keras.tokenizer
     lite_tokenizer = LiteTokenizer(tokenizer)
     # One attention kernel set, no tf.cond: the LiteRT converter picks its own.
@@ -175,7 +190,7 @@ def _lite_functions(module):
     module.tokenize = lambda text: lite_tokenizer(text)
     module.pack = lambda segments: pack_single(
         segments[0], module.max_seq_length, tokenizer.cls_token_id, tokenizer.sep_token_id,
-        tokenizer.pad_token_id)
+        tokenizer.pad_token_id, module.sequence_length, module.pad_to_multiple_of)
     module._classify_texts = lambda text: module._classify((text,))
     strings = tf.TensorSpec([None], tf.string, name="text")
     return {key: tf.function(lambda text, m=getattr(module, method): m(text),
@@ -269,7 +284,7 @@ def tflite_info(module, flatbuffer):
         "format": "tflite",
         "module": type(module).__name__,
         "max_seq_length": module.max_seq_length,
-        "sequence_length": None,
+        "sequence_length": module.sequence_length,
         "dtype": module.dtype_policy,
         "tokenizer": "ByteSplitWithOffsets + builtin ops + FastWordpieceDetokenize (BERT's "
                      "normalization) + FastWordpieceTokenizeWithOffsets (tensorflow-text TFLite "
