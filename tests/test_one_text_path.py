@@ -62,6 +62,12 @@ def test_a_setting_changed_after_loading_changes_every_path(classifier, tmp_path
     finally:
         model.preprocessor.sequence_length = None
     assert widths(model.preprocess_samples(tf.constant(TEXTS))) == before
+    # Set back, the reloaded directory's model pads to each batch's longest again.
+    reloaded.preprocessor.sequence_length = None
+    reloaded.save_pretrained(str(tmp_path / "again"))
+    assert "sequence_length" not in json.load(open(tmp_path / "again" / "task.json"))
+    assert BertClassifier.from_pretrained(str(tmp_path / "again")).preprocessor.sequence_length \
+        is None
 
 
 def test_litert_export_packs_with_the_preprocessor_setting(classifier):

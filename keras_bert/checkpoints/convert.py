@@ -198,9 +198,9 @@ def text_settings(source):
     """The text settings a converted model keeps in task.json, from the source.
 
     `lowercase` comes from the source (tokenizer config, keras-hub's
-    tokenizer.json, Google folder name); when the source does not say,
-    `resolve_text_settings` guesses it from vocab.txt and logs a warning that
-    says so. The maximum length needs an entry only when the source's
+    tokenizer.json, Google folder name); when the source does not say, the
+    preprocessor of the source (`build_preprocessor`) guesses it from
+    vocab.txt and logs a warning that says so. The maximum length needs an entry only when the source's
     preprocessor says one (keras-hub's preprocessor.json sequence_length);
     else it is the source config's max_position_embeddings (config.json),
     which the preprocessor takes by default (at most 512); fine-tuning keeps
@@ -213,15 +213,16 @@ def text_settings(source):
         dict with "lowercase" (bool) and, when the source says it,
         "max_seq_length" (int): `TextSettings.to_json()`.
     """
-    from keras_bert.text import TextSettings, resolve_text_settings
+    from keras_bert.models.model_dir import build_preprocessor
+    from keras_bert.text import TextSettings
 
     said = "" if source.lowercase is not None else (
         " (no do_lower_case, no uncased_/cased_ folder name)")
-    settings = resolve_text_settings(
-        TextSettings(lowercase=source.lowercase), source.config.max_position_embeddings,
-        source.vocab_file, where=f"{source.path}{said}")
+    preprocessor = build_preprocessor(
+        source.vocab_file, source.config.max_position_embeddings,
+        TextSettings(lowercase=source.lowercase), where=f"{source.path}{said}")
     return TextSettings(max_seq_length=source.max_seq_length,
-                        lowercase=settings.lowercase).to_json()
+                        lowercase=preprocessor.tokenizer.lowercase).to_json()
 
 
 def build_model(source):
@@ -319,13 +320,12 @@ def build_model(source):
 def check_inputs(vocab_file, lowercase=None, sentences=CHECK_SENTENCES):
     """A padded batch of `sentences` (pairs allowed) as the model would see them.
 
-    Tokenized with keras_bert's `BertTokenizer` and packed by `BertPacker`,
-    the preprocessing of every keras_bert model.
+    Made by a `BertPreprocessor` of the vocabulary, the preprocessing of
+    every keras_bert model.
 
     Args:
         vocab_file: str, the checkpoint's vocab.txt.
-        lowercase: bool, or None to guess it from the vocabulary
-            (`keras_bert.text.resolve_text_settings`, with a warning).
+        lowercase: bool, or None to guess it from the vocabulary (with a warning).
         sentences: tuple of (text, text_b or None).
 
     Returns:
@@ -334,35 +334,30 @@ def check_inputs(vocab_file, lowercase=None, sentences=CHECK_SENTENCES):
     """
     import tensorflow as tf
 
-    from keras_bert.text import BertPacker, BertTokenizer, resolve_text_settings
+    from keras_bert.models.model_dir import build_preprocessor
 
-    lowercase = resolve_text_settings(vocab_file=vocab_file, lowercase=lowercase,
-                                      where=vocab_file).lowercase
     try:
-        tokenizer = BertTokenizer(vocab_file, lowercase=lowercase)
+        preprocessor = build_preprocessor(vocab_file, None, None, lowercase=lowercase,
+                                          where=vocab_file)
     except ValueError as e:
         raise CheckpointError(f"{vocab_file}: {e}") from e
-    packer = BertPacker(
-        cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
-        pad_token_id=tokenizer.pad_token_id, sequence_length=None,
-    )
-    # The packer takes a batch of single texts or a batch of pairs: pack
+    # The preprocessor takes a batch of single texts or a batch of pairs: pack
     # each kind, then pad both to one width, in the order of `sentences`.
     rows = [None] * len(sentences)
     for pairs in (False, True):
         index = [i for i, (_, b) in enumerate(sentences) if (b is not None) == pairs]
         if not index:
             continue
-        segments = [tokenizer(tf.constant([sentences[i][0] for i in index]))]
+        columns = [tf.constant([sentences[i][0] for i in index])]
         if pairs:
-            segments.append(tokenizer(tf.constant([sentences[i][1] for i in index])))
-        packed = {k: v.numpy() for k, v in packer(tuple(segments)).items()}
+            columns.append(tf.constant([sentences[i][1] for i in index]))
+        packed = {k: v.numpy() for k, v in preprocessor(tuple(columns)).items()}
         for row, i in enumerate(index):
             rows[i] = {k: v[row] for k, v in packed.items()}
     seq = max(len(row["token_ids"]) for row in rows)
     return {
         k: np.stack([np.pad(row[k], (0, seq - len(row[k])),
-                            constant_values=tokenizer.pad_token_id if k == "token_ids" else 0)
+                            constant_values=preprocessor.tokenizer.pad_token_id if k == "token_ids" else 0)
                      for row in rows]).astype(np.int32)
         for k in ("token_ids", "segment_ids", "padding_mask")
     }

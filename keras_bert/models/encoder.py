@@ -196,9 +196,38 @@ class BertEncoder(AtomicKerasSave, keras.Model):
             config = BertConfig.from_preset(config)
         return cls(**config.to_dict(), **kwargs)
 
+    @property
+    def preprocessor(self):
+        """The encoder's `BertPreprocessor`, or None without a vocabulary.
+
+        After `from_pretrained`, the one the directory describes (its vocab.txt
+        and text settings), built on first use; settable. Its settings are
+        what `save_pretrained` writes and what an export of the encoder runs.
+        """
+        preprocessor = self.__dict__.get("_preprocessor")
+        if preprocessor is None and getattr(self, "vocab_file", None):
+            preprocessor = model_dir_lib.build_preprocessor(
+                self.vocab_file, self.max_position_embeddings, getattr(self, "task_info", None))
+            object.__setattr__(self, "_preprocessor", preprocessor)
+        return preprocessor
+
+    @preprocessor.setter
+    def preprocessor(self, value):
+        # Not tracked: the preprocessor has no weights, and the encoder's config
+        # (a .keras file) stays the architecture alone.
+        object.__setattr__(self, "_preprocessor", value)
+
+    def __setattr__(self, name, value):
+        if name == "preprocessor":
+            return object.__setattr__(self, "_preprocessor", value)
+        return super().__setattr__(name, value)
+
     def save_pretrained(self, model_dir, vocab_file=None):
-        """Writes config.json, model.weights.h5 (and vocab.txt) to `model_dir`."""
-        model_dir_lib.save_model_dir(self, model_dir, vocab_file=vocab_file)
+        """Writes config.json, model.weights.h5 (and vocab.txt) to `model_dir`; the text
+        settings of the encoder's preprocessor, when it has one, go to task.json."""
+        preprocessor = self.__dict__.get("_preprocessor")
+        info = None if preprocessor is None else preprocessor.saved_settings()
+        model_dir_lib.save_model_dir(self, model_dir, vocab_file=vocab_file, task_info=info)
 
     @classmethod
     def from_pretrained(cls, model_dir, **kwargs):

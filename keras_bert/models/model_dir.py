@@ -118,17 +118,14 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
         elif getattr(model, "preprocessor", None) is not None:
             save_vocabulary(model.preprocessor.tokenizer.vocabulary,
                             os.path.join(tmp, VOCAB_FILE))
+        # A text setting given as None (a preprocessor's sequence_length None)
+        # overrides the loaded one and is left out.
+        task = {**(getattr(model, "task_info", None) or {}), **(task_info or {})}
+        task = {k: v for k, v in task.items() if not (k in TEXT_SETTINGS and v is None)}
         if model is not encoder:
-            task = {
-                "task": model.task_name,
-                "task_config": model.task_config(),
-                **(getattr(model, "task_info", None) or {}),
-                **(task_info or {}),
-            }
+            task = {"task": model.task_name, "task_config": model.task_config(), **task}
         else:
-            task = {k: v for k, v in {**(getattr(model, "task_info", None) or {}),
-                                      **(task_info or {})}.items()
-                    if k in TEXT_SETTINGS and v is not None}
+            task = {k: v for k, v in task.items() if k in TEXT_SETTINGS}
         if task:
             with open(os.path.join(tmp, TASK_FILE), "w", encoding="utf-8") as f:
                 json.dump(task, f, indent=2, sort_keys=True)

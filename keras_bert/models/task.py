@@ -138,7 +138,7 @@ class BertTask(DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile,
         """
         info = {}
         if self.preprocessor is not None:
-            info = self.preprocessor.text_settings.to_json()
+            info = self.preprocessor.saved_settings()
         info.update(task_info or {})
         model_dir_lib.save_model_dir(self, model_dir, vocab_file=vocab_file, task_info=info)
 

@@ -134,6 +134,11 @@ class BertPreprocessor(keras.layers.Layer):
                             lowercase=self.tokenizer.lowercase, truncation=self.truncation,
                             sequence_length=self.sequence_length)
 
+    def saved_settings(self):
+        """The text settings as a model directory's task.json keeps them: every key,
+        `sequence_length` None included (so a reset replaces a saved value)."""
+        return {**self.text_settings.to_json(), "sequence_length": self.sequence_length}
+
     @property
     def truncation_length(self):
         """int, the longest packed sequence (see `BertPacker.truncation_length`)."""
@@ -286,11 +291,12 @@ class BertPreprocessor(keras.layers.Layer):
 def _strings(value, nested=True):
     """`value` as the tokenizer takes it; a list of lists of str is refused.
 
-    `[["one", "two"], ["three", "four"]]` could be two pairs or four texts:
-    not guessed. With `nested`, a tuple/list of string batches (a pair of
+    `[["one", "two"], ["three", "four"]]` could be two pairs or a 2-D batch:
+    not guessed (a tuple of two batches is a pair; a list of one batch is it). With `nested`, a tuple/list of string batches (a pair of
     columns) passes through for `__call__` to convert each.
     """
-    if isinstance(value, list) and value and all(isinstance(v, (list, tuple)) for v in value):
+    if isinstance(value, list) and len(value) > 1 and all(
+            isinstance(v, (list, tuple)) for v in value):
         raise ValueError(
             "BertPreprocessor received a list of lists of strings, which could be rows of "
             "pairs or a 2-D batch. Pass one batch of texts (a list of str or a 1-D "
