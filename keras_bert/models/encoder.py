@@ -161,6 +161,10 @@ class BertEncoder(AtomicKerasSave, keras.Model):
         if output_attention_probs:
             outputs["attention_probs"] = attention_probs
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+        # A functional model keeps the float32 policy whatever `dtype` says;
+        # the encoder reports its layers' (keras-hub's backbones do the same).
+        if self.dtype_policy.name != self.pooler.dtype_policy.name:
+            self.dtype_policy = self.pooler.dtype_policy
 
         # === Config ===
         for name, value in config.items():

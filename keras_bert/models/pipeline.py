@@ -47,12 +47,16 @@ class _TracedPreprocessor:
         return self.functions[count](*texts)
 
 
-def _trim_to_longest(features, *rest):
-    """Cuts a batch of up-front padded encoder inputs to its longest text, as
-    `BertPacker(sequence_length=None)` pads each batch on its own."""
-    lengths = tf.reduce_sum(tf.cast(features["padding_mask"], tf.int32), axis=1)
-    width = tf.reduce_max(lengths)
-    return ({k: v[:, :width] for k, v in features.items()},) + rest
+def _trim_to_longest(multiple=1):
+    """A map function that cuts a batch of up-front padded encoder inputs to its
+    longest text (rounded up to `multiple`), as `BertPacker(sequence_length=None)`
+    pads each batch on its own."""
+    def trim(features, *rest):
+        lengths = tf.reduce_sum(tf.cast(features["padding_mask"], tf.int32), axis=1)
+        width = tf.reduce_max(lengths)
+        width = (width + multiple - 1) // multiple * multiple  # Slicing past the end is a no-op.
+        return ({k: v[:, :width] for k, v in features.items()},) + rest
+    return trim
 
 
 def _dataset_text_parts(spec):
@@ -258,7 +262,7 @@ class TextPipeline:
             dataset = dataset.map(self._preprocess_element,
                                   num_parallel_calls=tf.data.AUTOTUNE)
         elif self.preprocessor.sequence_length is None:
-            dataset = dataset.map(_trim_to_longest)
+            dataset = dataset.map(_trim_to_longest(self.preprocessor.pad_to_multiple_of))
         return dataset.prefetch(tf.data.AUTOTUNE)
 
     def _text_features_of(self, dataset, method):

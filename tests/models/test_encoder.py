@@ -60,6 +60,10 @@ def test_mixed_precision_policy_survives_get_config():
     clone = BertEncoder.from_config(encoder.get_config())
     assert clone.pooler.dtype_policy.name == "mixed_bfloat16"
     assert clone.embeddings.dtype_policy.name == "mixed_bfloat16"
+    # The encoder itself reports its layers' policy (keras-hub's precision checks read it).
+    for model in (encoder, clone):
+        assert (model.dtype_policy.name, model.compute_dtype, model.variable_dtype) == (
+            "mixed_bfloat16", "bfloat16", "float32")
 
 
 def test_keras_save_and_saved_model(encoder, batch, tmp_path):
