@@ -31,7 +31,7 @@ try:
     runpy.run_path(path, run_name="__main__")
 except SystemExit as e:
     code = e.code
-heavy = sorted(m for m in ("tensorflow", "keras", "keras_bert", "torch", "numpy")
+heavy = sorted(m for m in ("tensorflow", "keras", "torch", "numpy")
                if m in sys.modules)
 sys.stderr.write("PROBE " + json.dumps({"code": code, "heavy": heavy}) + "\\n")
 """
