@@ -27,8 +27,16 @@ def _resolve_checkpoint(source):
     return resolve_source(source)
 
 
+def _load_preprocessor(model_dir, **kwargs):
+    """`BertPreprocessor.from_pretrained`'s reader (text/ imports no model code)."""
+    from keras_bert.models.model_dir import load_preprocessor
+
+    return load_preprocessor(model_dir, **kwargs)
+
+
 # Here, not in a lazy module: every `from_pretrained` runs after this file.
 _sources.register_source_resolver(_resolve_checkpoint)
+_sources.register_preprocessor_loader(_load_preprocessor)
 
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
