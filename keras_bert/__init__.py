@@ -1,20 +1,23 @@
-"""keras_bert: BERT for TensorFlow 2 / Keras 3."""
+"""keras_bert: BERT for TensorFlow 2 / Keras 3.
 
-__version__ = "0.1.0"
+Importing the package loads no TensorFlow: its public names and subpackages
+load on first use (PEP 562), so `from keras_bert import BertClassifier`
+imports the classifier's modules then, and a light module
+(`keras_bert.config`, `keras_bert.tasks.classification.options`) loads on
+its own; tools/*.py read their flags from those before TensorFlow.
 
-from keras_bert.config import BertConfig
-from keras_bert.layers import (
-    BertEmbeddings,
-    MaskedLMHead,
-    NextSentenceHead,
-    Pooler,
-    TransformerEncoderBlock,
-)
-from keras_bert.models import BertEncoder, BertPretrainer, BertTask
-from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
-from keras_bert.tasks import BertMultiLabelClassifier
+Keras finds keras_bert's classes in a `.keras` file only once their modules
+ran. So when Keras is loaded already, `import keras_bert` imports the public
+classes at once (the cost is paid): `import keras; import keras_bert;
+keras.models.load_model("m.keras")` works as it always did.
+"""
+
+import sys
 
 from keras_bert import sources as _sources
+from keras_bert._lazy import lazy_exports
+
+__version__ = "0.1.0"
 
 
 def _resolve_checkpoint(source):
@@ -24,21 +27,30 @@ def _resolve_checkpoint(source):
     return resolve_source(source)
 
 
+def _load_preprocessor(model_dir, **kwargs):
+    """`BertPreprocessor.from_pretrained`'s reader (text/ imports no model code)."""
+    from keras_bert.models.model_dir import load_preprocessor
+
+    return load_preprocessor(model_dir, **kwargs)
+
+
+# Here, not in a lazy module: every `from_pretrained` runs after this file.
 _sources.register_source_resolver(_resolve_checkpoint)
+_sources.register_preprocessor_loader(_load_preprocessor)
 
-# Subpackages load on first use: `import keras_bert; keras_bert.training.create_optimizer`
-# works without `import keras_bert.training` (PEP 562).
-_SUBPACKAGES = ("checkpoints", "data", "export", "layers", "models", "progress", "sources",
-                "tasks", "text", "training")
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "config": ["BertConfig"],
+        "layers": ["BertEmbeddings", "MaskedLMHead", "NextSentenceHead", "Pooler",
+                   "TransformerEncoderBlock"],
+        "models": ["BertEncoder", "BertPretrainer", "BertTask"],
+        "tasks": ["BertClassifier", "BertMultiLabelClassifier", "BertSpanLabeler",
+                  "BertTokenClassifier"],
+    },
+)
 
-
-def __getattr__(name):
-    if name in _SUBPACKAGES:
-        import importlib
-
-        return importlib.import_module(f"keras_bert.{name}")
-    raise AttributeError(f"module 'keras_bert' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_SUBPACKAGES))
+if "keras" in sys.modules:
+    for _name in __all__:
+        getattr(sys.modules[__name__], _name)
+    del _name

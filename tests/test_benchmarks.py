@@ -50,7 +50,7 @@ try:
     runpy.run_path(path, run_name="__main__")
 except SystemExit:
     pass
-heavy = sorted(m for m in ("tensorflow", "keras", "keras_bert", "torch", "numpy")
+heavy = sorted(m for m in ("tensorflow", "keras", "torch", "numpy")
                if m in sys.modules)
 sys.stderr.write("PROBE " + json.dumps(heavy) + "\\n")
 """

@@ -31,7 +31,7 @@ try:
     runpy.run_path(path, run_name="__main__")
 except SystemExit as e:
     code = e.code
-heavy = sorted(m for m in ("tensorflow", "keras", "keras_bert", "torch", "numpy")
+heavy = sorted(m for m in ("tensorflow", "keras", "torch", "numpy")
                if m in sys.modules)
 sys.stderr.write("PROBE " + json.dumps({"code": code, "heavy": heavy}) + "\\n")
 """
@@ -183,6 +183,48 @@ def test_tool_defaults_and_choices_are_the_library_s():
     tool = load_tool("sentiment_baseline.py")
     assert (tool.TWEETS_EVAL_FRACTION, tool.TWEETS_SPLIT_SEED) == (
         tweets.TWEETS_EVAL_FRACTION, tweets.TWEETS_SPLIT_SEED)
+
+
+def test_finetune_s_generic_flags_are_finetune_options_fields():
+    from keras_bert.config import DTYPES
+    from keras_bert.data.task_options import field
+    from keras_bert.training.finetune import FinetuneOptions
+    from keras_bert.training.finetune_fields import FinetuneFields
+
+    tool = load_tool("finetune.py")
+    actions = {a.dest: a for a in options(tool.build_parser())}
+    fields = dataclasses.fields(FinetuneOptions)
+    assert len(fields) == 22 and [f.name for f in fields] == [
+        f.name for f in dataclasses.fields(FinetuneFields)]
+    for f in fields:  # One name: the field is the flag; its help and default are the field's.
+        action = actions[f.name]
+        assert action.option_strings[0] == "--" + f.name.replace("_", "-"), f.name
+        assert (action.help, action.default) == (f.metadata["help"], f.default), f.name
+    assert actions["learning_rate"].type is float and actions["epochs"].type is int
+    assert isinstance(actions["lowercase"], argparse.BooleanOptionalAction)
+    assert actions["freeze_embeddings"].const is True  # A store_true switch.
+    assert tuple(actions["dtype"].choices) == DTYPES
+    assert actions["class_weights"].metavar == "auto|FILE"
+
+    args = tool.parse_args(["--task", "classification", "--model", "m", "--output", "o",
+                            "--train", "t", "--eval", "e", "--learning-rate", "2e-5",
+                            "--no-lowercase", "--freeze-embeddings", "--eval-batch-size", "7",
+                            "--strategy", "cpu"])
+    assert FinetuneOptions(**tool.finetune_option_values(args)) == FinetuneOptions(
+        learning_rate=2e-5, lowercase=False, freeze_embeddings=True, eval_batch_size=7,
+        strategy="cpu")
+
+    # A field added to the dataclass is a flag, with no edit to the tool.
+    @dataclasses.dataclass
+    class MoreFields(FinetuneFields):
+        warmup_steps: int = field(None, "Warmup updates.", flag="--warmup", group="extra")
+
+    parser = argparse.ArgumentParser()
+    flags = _cli.add_options(parser, MoreFields, default_group="training")
+    assert flags["warmup_steps"] == "--warmup" and flags["learning_rate"] == "--learning-rate"
+    assert parser.parse_args(["--warmup", "5"]).warmup_steps == 5
+    assert [g.title for g in parser._action_groups][-3:] == [
+        "training", "fine-tuning controls", "extra"]
 
 
 def test_pretrain_jit_compile_help_states_resolve_jit_compile_s_rule():

@@ -1,8 +1,12 @@
 """What every tool in tools/ shares: help formatting, flag spellings, a quiet TensorFlow.
 
-Tools parse their flags before importing TensorFlow (or keras_bert, whose
-import loads it), so `--help` answers in a fraction of a second. This module
-imports neither.
+Tools parse their flags before importing TensorFlow, so `--help` answers in
+a fraction of a second. `import keras_bert` loads no TensorFlow (its names
+load on first use), so tools import the light modules their flags come
+from (keras_bert.config, each task's options.py,
+keras_bert.training.finetune_fields) as any code does; this module imports
+only those. tests/test_tools.py checks that no tool's --help loads
+TensorFlow.
 
 One spelling per concept, in every tool:
   --model DIR            a model directory to read (or an export, for predict)
@@ -18,17 +22,23 @@ One spelling per concept, in every tool:
 
 import argparse
 import contextlib
+import dataclasses
+import importlib
 import importlib.util
 import logging
 import os
+import pkgutil
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:  # A tool runs with the keras_bert of its own checkout.
+    sys.path.insert(0, ROOT)
 
-# Choices that tools/*.py state before importing keras_bert (which loads
-# TensorFlow); tests/test_tools.py checks them against the library's.
-JIT_COMPILE_CHOICES = ("auto", "on", "off")  # keras_bert.training.pretrain.JIT_SETTINGS
-STRATEGIES = ("auto", "cpu", "mirrored", "multiworker", "tpu")  # keras_bert.training.STRATEGIES
+# Choices that tools/*.py state before importing TensorFlow: the light
+# copies, beside the FinetuneOptions fields that use them
+# (tests/test_tools.py checks them against the library's).
+from keras_bert.training.finetune_fields import JIT_COMPILE_CHOICES, STRATEGIES  # noqa: F401
+
 PROGRESS_CHOICES = ("auto", "lines")
 
 
@@ -65,75 +75,90 @@ def parser(description, doc_epilog=True):
                                    formatter_class=HelpFormatter)
 
 
-def bert_config_module():
-    """keras_bert/config.py (BertConfig, PRESETS, DTYPES), loaded without TensorFlow.
-
-    `import keras_bert.config` would run keras_bert/__init__.py, which loads
-    TensorFlow; config.py itself imports only the standard library, so it is
-    loaded here on its own, under another name, for flag names and choices.
-    """
-    return _load_file("_keras_bert_config_for_cli", os.path.join(ROOT, "keras_bert", "config.py"))
-
-
-def _load_file(name, path):
-    """The module of the Python file `path`, loaded once under `name` (no package imported)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up by name.
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 def task_options():
-    """{task name: its options dataclass}, read from keras_bert/tasks/*/options.py without TensorFlow.
+    """{task name: its options dataclass}, for every folder of keras_bert/tasks with an options.py.
 
     The light view of the task registry (keras_bert/models/registry.py):
-    each task folder's options.py imports only the standard library and
-    names its dataclass in the folder's registration line (`TaskSpec(...,
-    options=...)`); the folder's name is the task's registered name.
-    Registering a task in the library imports TensorFlow, so tools read
-    these files on their own, under other names (the classes are copies of
-    the library's, for flag names, defaults, help and choices only).
+    each task folder's options.py imports only the standard library (and
+    keras_bert/data/task_options.py) and names its dataclass in the folder's
+    registration line (`TaskSpec(..., options=...)`); the folder's name is
+    the task's registered name. Registering the task imports its model
+    (TensorFlow), so tools import the options modules alone.
     tests/training/test_task_options.py checks this view against the
     registry's fine-tunable tasks.
-
-    The options files import one module of the library,
-    keras_bert/data/task_options.py (standard library only too). It is
-    loaded first, under its own name: `from keras_bert.data.task_options
-    import ...` finds a module already in `sys.modules` without importing
-    its packages (keras_bert/__init__.py loads TensorFlow).
     """
-    name = "_keras_bert_task_options_for_cli"
-    if name not in sys.modules:
-        _load_file("keras_bert.data.task_options",
-                   os.path.join(ROOT, "keras_bert", "data", "task_options.py"))
-        found = {}
-        tasks_dir = os.path.join(ROOT, "keras_bert", "tasks")
-        for task in sorted(os.listdir(tasks_dir)):
-            path = os.path.join(tasks_dir, task, "options.py")
-            if os.path.isfile(path):
-                found[task] = _options_class(_load_file(f"{name}_{task}", path), path)
-        sys.modules[name] = found
-    return dict(sys.modules[name])
+    import keras_bert.tasks
+
+    found = {}
+    for folder in sorted(pkgutil.iter_modules(keras_bert.tasks.__path__), key=lambda f: f.name):
+        name = f"keras_bert.tasks.{folder.name}.options"
+        if folder.ispkg and importlib.util.find_spec(name) is not None:
+            found[folder.name] = _options_class(importlib.import_module(name))
+    return found
 
 
-def _options_class(module, path):
+def _options_class(module):
     """The one dataclass that `module` (a task's options.py) defines."""
-    import dataclasses
-
     classes = [value for value in vars(module).values()
                if isinstance(value, type) and dataclasses.is_dataclass(value)
                and value.__module__ == module.__name__]
     if len(classes) != 1:
-        raise ValueError(f"{path} must define exactly one options dataclass. Received: "
-                         f"{[c.__name__ for c in classes]}.")
+        raise ValueError(f"{module.__file__} must define exactly one options dataclass. "
+                         f"Received: {[c.__name__ for c in classes]}.")
     return classes[0]
 
 
 def flag_name(field):
     """The flag of an options dataclass field: metadata "flag", else --field-name."""
     return field.metadata.get("flag") or "--" + field.name.replace("_", "-")
+
+
+def add_field_flag(group, field, owner):
+    """Adds the flag of one dataclass field to `group` (a parser or argument group).
+
+    The field's metadata gives the flag's "help" (required), "choices",
+    "metavar" and spelling ("flag"); its default is the flag's. A bool field
+    is a switch: --name (default False), or --name / --no-name (default
+    None: not given). A list field takes comma-separated values.
+
+    Args:
+        group: an `argparse.ArgumentParser` or argument group.
+        field: a `dataclasses.Field`.
+        owner: str, who declares the field, for the error on a missing help.
+    """
+    kwargs = {"dest": field.name, "default": field.default, "help": field.metadata.get("help")}
+    if not kwargs["help"]:
+        raise ValueError(f"{field.name} of {owner} has no metadata help.")
+    if field.type in (bool, "bool"):
+        kwargs["action"] = ("store_true" if field.default is not None
+                            else argparse.BooleanOptionalAction)
+    elif field.type in (list, "list"):
+        kwargs["type"] = _comma_list
+    else:
+        kwargs["type"] = {int: int, float: float, "int": int, "float": float}.get(field.type, str)
+        if "choices" in field.metadata:
+            kwargs["choices"] = tuple(field.metadata["choices"])
+    if "metavar" in field.metadata:
+        kwargs["metavar"] = field.metadata["metavar"]
+    group.add_argument(flag_name(field), **kwargs)
+
+
+def add_options(parser, options, default_group):
+    """Adds a flag per field of the dataclass `options`, in the sections its metadata names.
+
+    Each field's metadata "group" is its --help section (default
+    `default_group`); see `add_field_flag` for the rest.
+
+    Returns:
+        dict {field name: flag}.
+    """
+    groups = {}
+    for field in dataclasses.fields(options):
+        title = field.metadata.get("group", default_group)
+        if title not in groups:
+            groups[title] = parser.add_argument_group(title)
+        add_field_flag(groups[title], field, options.__name__)
+    return {field.name: flag_name(field) for field in dataclasses.fields(options)}
 
 
 def add_task_options(parser, tasks):
@@ -150,8 +175,6 @@ def add_task_options(parser, tasks):
         dict {field name: (flag, [task names])}: each flag's spelling and the
         tasks its value goes to.
     """
-    import dataclasses
-
     owners, fields = {}, {}
     for task, options in sorted(tasks.items()):
         for field in dataclasses.fields(options) if options is not None else ():
@@ -166,18 +189,7 @@ def add_task_options(parser, tasks):
         title = ", ".join(owners[name])
         if title not in groups:
             groups[title] = parser.add_argument_group(f"{title} options")
-        kwargs = {"dest": name, "default": field.default, "help": field.metadata.get("help")}
-        if not kwargs["help"]:
-            raise ValueError(f"{name} of {owners[name]} has no metadata help.")
-        if field.type in (bool, "bool"):
-            kwargs["action"] = "store_true"
-        elif field.type in (list, "list"):
-            kwargs["type"] = _comma_list
-        else:
-            kwargs["type"] = {int: int, float: float, "int": int, "float": float}.get(field.type, str)
-            if "choices" in field.metadata:
-                kwargs["choices"] = tuple(field.metadata["choices"])
-        groups[title].add_argument(flag_name(field), **kwargs)
+        add_field_flag(groups[title], field, owners[name])
     return {name: (flag_name(field), owners[name]) for name, field in fields.items()}
 
 

@@ -72,6 +72,7 @@ Examples
 """
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
@@ -80,17 +81,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import _cli  # noqa: E402
+from keras_bert.training.finetune_fields import FinetuneFields  # noqa: E402  (no TensorFlow)
 
 
 def build_parser(tasks=None):
-    """The flags: generic ones here, each task's from its options dataclass.
+    """The flags: the run's own here, FinetuneOptions' and each task's from their dataclasses.
 
     Args:
         tasks: dict {task name: options dataclass}; None: the registered
             fine-tuning tasks (`_cli.task_options`, read without TensorFlow).
     """
     tasks = _cli.task_options() if tasks is None else tasks
-    dtypes = _cli.bert_config_module().DTYPES
     parser = _cli.parser(__doc__)
     add = parser.add_argument
     add("--task", required=True, choices=sorted(tasks), help="The fine-tuning task.")
@@ -109,59 +110,8 @@ def build_parser(tasks=None):
     add("--checkpoint-dir", default=None,
         help="Resumable checkpoints (default: OUTPUT.checkpoints, removed at the end).")
 
-    # The defaults are FinetuneOptions' (tests/test_tools.py checks them).
-    train = parser.add_argument_group("training")
-    train.add_argument("--learning-rate", type=float, default=5e-5,
-                       help="Peak AdamW learning rate.")
-    train.add_argument("--epochs", type=int, default=3, help="Passes over the training data.")
-    train.add_argument("--batch-size", type=int, default=32,
-                       help="Global batch size (all replicas).")
-    train.add_argument("--eval-batch-size", type=int, default=None,
-                       help="Evaluation batch size (default: --batch-size).")
-    train.add_argument("--warmup-fraction", type=float, default=0.1,
-                       help="Share of the steps with linear warmup (then linear decay to 0).")
-    train.add_argument("--weight-decay", type=float, default=0.01,
-                       help="AdamW decoupled weight decay (not on LayerNorm weights, biases).")
-    train.add_argument("--global-clipnorm", type=float, default=1.0,
-                       help="Global gradient-norm clipping.")
-    train.add_argument("--dropout-rate", type=float, default=None,
-                       help="Head dropout (default: the encoder's dropout_rate).")
-    train.add_argument("--max-seq-length", type=int, default=None,
-                       help="Longest packed sequence (default: the model's task.json, else 128; "
-                       "span_qa 384).")
-    train.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
-                       help="Lower-case text (default: task.json's, else guessed from vocab.txt).")
-    train.add_argument("--metric", default=None,
-                       help="Early-stopping metric (default: accuracy / pearson / macro_f1 / f1).")
-    train.add_argument("--early-stopping-patience", type=int, default=1,
-                       help="Epochs without improvement before stopping; 0 = never.")
-    train.add_argument("--dtype", choices=dtypes, default="float32", help="Keras dtype policy.")
-    _cli.add_jit_compile(
-        train, help_text="XLA-compile the training step. auto: on with a GPU; off without "
-        "(on CPU, XLA compiles every length bucket and was no faster; TPUStrategy compiles "
-        "anyway).")
-    train.add_argument("--strategy", choices=_cli.STRATEGIES, default="auto",
-                       help="auto: TPU if attached, multiworker if TF_CONFIG names >1 worker, "
-                       "mirrored if >1 GPU, else one device.")
-    train.add_argument("--seed", type=int, default=0,
-                       help="Seed of the head's initialization, dropout and shuffling.")
-    train.add_argument("--log-every", type=int, default=50, help="Steps between log lines.")
-    train.add_argument("--class-weights", default=None, metavar="auto|FILE",
-                       help="Weigh the loss per class (classification, token_classification): "
-                       "auto = inverse frequency N / (C * n_c), mean 1 over the training labels; "
-                       "FILE = JSON {label: weight}, one per label.")
-
-    controls = parser.add_argument_group("fine-tuning controls")
-    controls.add_argument("--freeze-layers", type=int, default=0,
-                          help="Encoder blocks kept frozen, counted from the bottom.")
-    controls.add_argument("--freeze-embeddings", action="store_true",
-                          help="Also keep the embedding layer frozen.")
-    controls.add_argument("--layerwise-lr-decay", type=float, default=1.0,
-                          help="Block k of L trains at lr * decay**(L-1-k), embeddings at "
-                          "lr * decay**L (1.0: no decay).")
-    controls.add_argument("--encoder-lr-multiplier", type=float, default=1.0,
-                          help="The encoder's learning rate as a fraction of the head's.")
-
+    # A flag per FinetuneOptions field: its name, default and help are the field's.
+    _cli.add_options(parser, FinetuneFields, default_group="training")
     # Each task's flags, from its options dataclass (keras_bert/tasks/<task>/options.py).
     parser.set_defaults(task_flags=_cli.add_task_options(parser, tasks))
 
@@ -198,6 +148,11 @@ def task_option_values(args):
             if args.task in owners}
 
 
+def finetune_option_values(args):
+    """The parsed flags of FinetuneOptions' fields, as keyword arguments."""
+    return {field.name: getattr(args, field.name) for field in dataclasses.fields(FinetuneFields)}
+
+
 def main(argv=None):
     args = parse_args(argv)
     _cli.quiet_tensorflow(args.verbose)
@@ -227,19 +182,7 @@ def main(argv=None):
         sys.exit(f"error: {e}")
     if os.path.exists(args.output) and not args.overwrite and not os.path.exists(checkpoint_dir):
         sys.exit(f"{args.output} exists; pass --overwrite to replace it.")
-    options = FinetuneOptions(
-        learning_rate=args.learning_rate, epochs=args.epochs, batch_size=args.batch_size,
-        eval_batch_size=args.eval_batch_size, warmup_fraction=args.warmup_fraction,
-        weight_decay=args.weight_decay, global_clipnorm=args.global_clipnorm,
-        dropout_rate=args.dropout_rate, max_seq_length=args.max_seq_length,
-        lowercase=args.lowercase, metric=args.metric,
-        early_stopping_patience=args.early_stopping_patience, dtype=args.dtype,
-        jit_compile=args.jit_compile, strategy=args.strategy, seed=args.seed,
-        log_every=args.log_every, freeze_layers=args.freeze_layers,
-        freeze_embeddings=args.freeze_embeddings,
-        layerwise_lr_decay=args.layerwise_lr_decay,
-        encoder_lr_multiplier=args.encoder_lr_multiplier, class_weights=args.class_weights,
-    )
+    options = FinetuneOptions(**finetune_option_values(args))
     try:
         task_options = get_task(args.task).make_options(**task_option_values(args))
         # Before any other TensorFlow op (multi-worker and TPU strategies need that).

@@ -38,7 +38,7 @@ def _flag(name):
 
 
 def build_parser():
-    config = _cli.bert_config_module()
+    from keras_bert import config
     parser = _cli.parser(__doc__)
     parser.add_argument("--train", required=True,
                         help="Data directory from tools/create_pretraining_data.py.")

@@ -1,11 +1,12 @@
 """What the tasks' options dataclasses share: reader fields and their checks.
 
-Standard library only: tools/finetune.py reads every keras_bert/tasks/*/options.py
-before TensorFlow loads, and tools/_cli.py `task_options` loads this file
-the same way (by path, under its own name) before them. A field that several
-tasks declare (label_names, unknown_labels, ...) is one flag of
+Standard library only: tools/finetune.py imports every keras_bert/tasks/*/options.py
+(and through them this module) before TensorFlow loads, to make its flags;
+the packages on the way import nothing up front (PEP 562). A field that
+several tasks declare (label_names, unknown_labels, ...) is one flag of
 tools/finetune.py, so it is made here once: one help text, one default, one
-check with one message.
+check with one message. `FinetuneOptions`' fields are made with `field` too
+(keras_bert/training/finetune_fields.py).
 """
 
 import dataclasses
@@ -22,8 +23,9 @@ def field(default, help, **metadata):
     Args:
         default: the field's default (and the flag's).
         help: str, the flag's help.
-        **metadata: "flag" (its spelling, default --field-name) and
-            "choices".
+        **metadata: "flag" (its spelling, default --field-name),
+            "choices", "metavar" and "group" (its --help section; task
+            flags are grouped by task instead).
     """
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
 

@@ -36,6 +36,7 @@ the generic keys it owns.
 
 import dataclasses
 import importlib
+import pkgutil
 
 SCHEMA_TYPES = ("integer", "number", "boolean", "string", "object", "strings", "numbers")
 
@@ -115,7 +116,14 @@ def register_task(spec):
 
 
 def task_names():
-    """Sorted names of the registered tasks."""
+    """Sorted names of the registered tasks, every folder of `keras_bert.tasks` included.
+
+    Task folders register when first used (their `TASK` is lazy), so the
+    ones not used yet are imported here.
+    """
+    for folder in pkgutil.iter_modules(importlib.import_module("keras_bert.tasks").__path__):
+        if folder.ispkg and folder.name not in _REGISTRY:
+            _import_task_folder(folder.name)
     return sorted(_REGISTRY)
 
 

@@ -1,16 +1,25 @@
 """Fine-tuning tasks, one folder each: head model, reader, fine-tuning task,
-serving module and metrics. Importing this package registers them all in
-`keras_bert.models.registry` (keras_bert's own __init__ does, for its
-public names); loading does not rely on it: `get_task(NAME)` imports the
-folder `keras_bert.tasks.NAME` on demand. A task folder imports no sibling
-task folder (tests/test_package_graph.py checks).
+serving module and metrics. A task registers in `keras_bert.models.registry`
+when its folder's `TASK` is first read: `get_task(NAME)` imports the folder
+`keras_bert.tasks.NAME` on demand and reads it, so nothing here imports a task
+up front. A task folder imports no sibling task folder
+(tests/test_package_graph.py checks).
+
+The names below load on first use (PEP 562), like each folder's own: a
+folder's options.py imports only the standard library, and importing it
+loads no TensorFlow.
 """
 
-from keras_bert.tasks.classification import BertClassifier, ClassificationTask
-from keras_bert.tasks.classification import ClassifierServingModule
-from keras_bert.tasks.multi_label_classification import BertMultiLabelClassifier
-from keras_bert.tasks.multi_label_classification import MultiLabelServingModule, MultiLabelTask
-from keras_bert.tasks.span_qa import BertSpanLabeler, SpanQAServingModule, SpanQATask
-from keras_bert.tasks.token_classification import BertTokenClassifier
-from keras_bert.tasks.token_classification import TokenClassificationTask
-from keras_bert.tasks.token_classification import TokenClassifierServingModule
+from keras_bert._lazy import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "classification": ["BertClassifier", "ClassificationTask", "ClassifierServingModule"],
+        "multi_label_classification": ["BertMultiLabelClassifier", "MultiLabelServingModule",
+                                       "MultiLabelTask"],
+        "span_qa": ["BertSpanLabeler", "SpanQAServingModule", "SpanQATask"],
+        "token_classification": ["BertTokenClassifier", "TokenClassificationTask",
+                                 "TokenClassifierServingModule"],
+    },
+)

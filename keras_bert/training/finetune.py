@@ -68,6 +68,7 @@ from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training import class_weights as class_weights_lib
 from keras_bert.training.distribute import resolve_strategy, strategy_name, worker_info
 from keras_bert.training.optimizers import check_optimizer_settings, create_optimizer
+from keras_bert.training.finetune_fields import FinetuneFields
 from keras_bert.training.finetuning_controls import (
     freeze_encoder_layers,
     layerwise_lr_multipliers,
@@ -266,14 +267,16 @@ class FinetuneTask:
 
 
 @dataclasses.dataclass
-class FinetuneOptions:
+class FinetuneOptions(FinetuneFields):
     """The generic hyperparameters and switches of `finetune`; CLI flags use the same names.
 
     A task's own settings (classification's columns and labels, SQuAD's
     doc_stride, ...) are not here: they are its options dataclass, on its
     `TaskSpec` (`keras_bert.tasks.<task>.options`), given to `finetune` as
     `task_options=`. Passing one of them here raises a TypeError naming
-    that class.
+    that class. The fields, with their defaults and flag help, are
+    `FinetuneFields`' (keras_bert/training/finetune_fields.py, read by
+    tools/finetune.py without TensorFlow); this class adds the checks.
 
     Args:
         learning_rate: float, peak AdamW learning rate.
@@ -309,29 +312,6 @@ class FinetuneOptions:
             and token classification (see `training.class_weights`; "auto"
             is N / (C * n_c), a mean weight of 1 over the training labels).
     """
-
-    learning_rate: float = 5e-5
-    epochs: int = 3
-    batch_size: int = 32
-    warmup_fraction: float = 0.1
-    weight_decay: float = 0.01
-    global_clipnorm: float = 1.0
-    dropout_rate: float = None
-    max_seq_length: int = None
-    lowercase: bool = None
-    metric: str = None
-    early_stopping_patience: int = 1
-    dtype: str = "float32"
-    jit_compile: str = "auto"
-    strategy: str = "auto"
-    seed: int = 0
-    log_every: int = 50
-    eval_batch_size: int = None
-    freeze_layers: int = 0
-    freeze_embeddings: bool = False
-    layerwise_lr_decay: float = 1.0
-    encoder_lr_multiplier: float = 1.0
-    class_weights: object = None
 
     def __post_init__(self):
         if self.class_weights is not None and not isinstance(self.class_weights, dict) and (
