@@ -165,3 +165,22 @@ def test_preprocessor_settings_are_checked_when_set(classifier):
 def test_a_nested_list_is_refused_not_read_as_pairs(classifier):
     with pytest.raises(ValueError, match="list of lists"):
         classifier.preprocessor([["one", "two"], ["three", "four"]])
+
+
+def test_names_users_bring_from_peers(classifier, tiny_model_dir, tmp_path):
+    assert classifier.backbone is classifier.encoder  # keras-hub's name
+    with pytest.raises(ValueError, match="sequence_length = N"):
+        classifier.preprocessor(["a text"], max_length=8, padding="max_length")
+    lines = []
+    classifier.summary(print_fn=lines.append)
+    assert "Preprocessor: BertPreprocessor" in lines[-1] and "max_seq_length=128" in lines[-1]
+    # class_weight keyed by label names, as the labels are.
+    by_name = classifier.fit(TEXTS, ["pos", "neg", "pos"], class_weight={"neg": 3.0, "pos": 1.0},
+                             epochs=1, verbose=0)
+    assert np.isfinite(by_name.history["loss"][0])
+    with pytest.raises(ValueError, match="label_names are"):
+        classifier.fit(TEXTS, [1, 0, 1], class_weight={"positive": 2.0}, epochs=1, verbose=0)
+    # A classifier's directory loaded as a tagger without its head arguments.
+    classifier.save_pretrained(str(tmp_path / "clf"))
+    with pytest.raises(ValueError, match="holds a BertClassifier"):
+        BertTokenClassifier.from_pretrained(str(tmp_path / "clf"))

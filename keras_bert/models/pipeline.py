@@ -413,6 +413,26 @@ class TextPipeline:
             checked = dataset.map(lambda x: check(x)[0], num_parallel_calls=tf.data.AUTOTUNE)
         return checked.prefetch(tf.data.AUTOTUNE)
 
+    def _class_weight_ids(self, class_weight):
+        """`class_weight` keyed by label ids; keys that are label names map through
+        `label_names` (an unknown name is an error that lists them)."""
+        if not class_weight or not any(isinstance(k, (str, bytes)) for k in class_weight):
+            return class_weight
+        names = list(getattr(self, "label_names", None) or [])
+        result = {}
+        for key, weight in class_weight.items():
+            if isinstance(key, bytes):
+                key = key.decode("utf-8")
+            if isinstance(key, str):
+                if key not in names:
+                    raise ValueError(
+                        f"class_weight names the label {key!r}, but this model's label_names "
+                        f"are {names or 'not set'}. Key class_weight by those names or by "
+                        f"label ids 0..{getattr(self, 'num_classes', 1) - 1}.")
+                key = names.index(key)
+            result[int(key)] = weight
+        return result
+
     def _require_labels(self, x, y, method):
         """fit/evaluate without labels would fail deep in Keras ("None values
         not supported"); say so up front."""
@@ -434,6 +454,7 @@ class TextPipeline:
             sample_weight=None, **kwargs):
         self.ensure_compiled()
         self._require_labels(x, y, "fit")
+        class_weight = self._class_weight_ids(class_weight)
         dataset = self._text_dataset(x, y, sample_weight, batch_size, shuffle)
         if dataset is None:
             x, y, sample_weight = self._integer_inputs(x, y, sample_weight, "fit")

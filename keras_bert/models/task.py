@@ -60,6 +60,23 @@ class BertTask(DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile,
         # (`DefaultCompile.ensure_compiled`); False: the user compiles.
         object.__setattr__(self, "_compile_by_default", bool(compile))
 
+    @property
+    def backbone(self):
+        """The encoder, under the name keras-hub users know (`task.backbone`)."""
+        return self.encoder
+
+    def summary(self, *args, **kwargs):
+        """Keras' summary, then a line on the preprocessor (the model's text path)."""
+        print_fn = kwargs.get("print_fn") or print
+        super().summary(*args, **kwargs)
+        preprocessor = self.preprocessor
+        if preprocessor is None:
+            print_fn("Preprocessor: none (the model takes the integer input dict)")
+        else:
+            settings = ", ".join(f"{k}={v!r}" for k, v in preprocessor.saved_settings().items())
+            print_fn(f"Preprocessor: {type(preprocessor).__name__} "
+                     f"({preprocessor.tokenizer.vocab_size} tokens; {settings})")
+
     def serving_module(self):
         """The serving module of this model (`serving_module_class`: what an export
         saves, without XLA), built once per preprocessor setting and kept on the model.
@@ -198,7 +215,17 @@ class BertTask(DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile,
         if isinstance(model, cls) and new_head is not True:
             model = _apply_task_kwargs(model, cls, task_kwargs, model_dir, new_head == "auto")
         else:
-            model = cls(encoder=encoder_of(model), **task_kwargs)
+            try:
+                model = cls(encoder=encoder_of(model), **task_kwargs)
+            except TypeError as error:
+                # E.g. a classifier's directory loaded as a tagger without num_classes.
+                saved = type(loaded).__name__ if loaded is not encoder_of(loaded) else None
+                holds = (f"{model_dir} holds a {saved}: load it with "
+                         f"{saved}.from_pretrained, or" if saved else f"{model_dir} holds an "
+                         f"encoder;")
+                raise ValueError(
+                    f"{holds} give {cls.__name__}'s head arguments to put a new head on its "
+                    f"encoder ({error}).") from None
         if model is not loaded:
             # A rebuilt model: task.json's facts about the text and data stay,
             # its task and task_config are the new model's own.

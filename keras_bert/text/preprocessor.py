@@ -221,6 +221,12 @@ class BertPreprocessor(keras.layers.Layer):
     from_preset = from_pretrained
 
     def __call__(self, inputs, inputs_b=None, **kwargs):
+        hf = sorted(set(kwargs) & set(_HF_ARGUMENTS))
+        if hf:
+            raise ValueError(
+                f"BertPreprocessor takes no {', '.join(hf)} (Hugging Face tokenizer "
+                f"arguments): its settings say how to pack. "
+                + " ".join(_HF_ARGUMENTS[k] for k in hf))
         inputs = _strings(inputs)
         if isinstance(inputs, (list, tuple)):
             inputs = tuple(_strings(x, nested=False) for x in inputs)
@@ -286,6 +292,19 @@ class BertPreprocessor(keras.layers.Layer):
         if isinstance(config["tokenizer"], dict):
             config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
         return cls(**config)
+
+
+#: Hugging Face tokenizer call arguments -> what says the same here.
+_HF_ARGUMENTS = {
+    "max_length": "Set preprocessor.max_seq_length = N (texts are cut there).",
+    "padding": "Set preprocessor.sequence_length = N to pad every batch to N "
+               "(padding='max_length'), or None for each batch's longest (padding=True).",
+    "truncation": "Texts are always cut to fit: set preprocessor.truncation to "
+                  "'longest_first' or 'round_robin'.",
+    "return_tensors": "It returns a dict of int32 tf.Tensors.",
+    "add_special_tokens": "It always adds [CLS] and [SEP]; use preprocessor.tokenize for "
+                          "ids without them.",
+}
 
 
 def _strings(value, nested=True):
