@@ -2,20 +2,23 @@
 
 `finetune(task, model_dir, output_dir, train_data, eval_data, options)`:
 
-1. data: reader output (`read_task_data`) becomes unbatched, tokenized,
-   cached datasets; training batches are length-bucketed (short texts do
-   not pay for `max_seq_length` positions);
+1. data: reader output (`read_task_data`: texts and labels) becomes
+   unbatched, cached datasets, packed by the run's one preprocessor
+   (resolved once from `model_dir`, see `FinetuneTask`); training batches
+   are length-bucketed (short texts do not pay for `max_seq_length`
+   positions);
 2. model: the task model from `model_dir` (a converted checkpoint, a
    pretrained encoder, or an earlier fine-tuned model of the task), built
-   with `--dtype` under the `--strategy` (`resolve_strategy`);
+   with `--dtype` under the `--strategy` (`resolve_strategy`), carrying
+   that same preprocessor;
 3. optimizer: `create_optimizer` (AdamW, decoupled weight decay 0.01 with
    LayerNorm and biases excluded, global-norm clipping at 1.0, linear
    warmup over `warmup_fraction` of the steps, then linear decay to 0);
 4. loop: `Trainer` (resumable, any strategy); after every epoch the eval
    set is scored, and when the early-stopping metric improves the model
    directory `output_dir` is (re)written with `save_pretrained`, task.json
-   holding the task facts (labels, max_seq_length, lowercase) and the eval
-   metrics. `early_stopping_patience` epochs without improvement end the
+   holding the task facts (labels), the preprocessor's text settings
+   (max_seq_length, lowercase, truncation) and the eval metrics. `early_stopping_patience` epochs without improvement end the
    run. Checkpoints for resuming go to `output_dir + ".checkpoints"` and are
    removed when the run ends (only the files `finetune` wrote there, see
    `remove_checkpoints`; a folder of something else is refused at the
