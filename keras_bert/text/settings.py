@@ -30,10 +30,6 @@ DEFAULT_TRUNCATION = "longest_first"
 #: The default max_seq_length when the caller has none: BERT's 512, or the
 #: model's max_position_embeddings when smaller.
 DEFAULT_MAX_SEQ_LENGTH = 512
-#: The shorter default of fine-tuning (span QA has its own, 384) and feature
-#: extraction: sentences are short, and attention costs grow with the square
-#: of the length.
-TASK_MAX_SEQ_LENGTH = 128
 #: The smallest max_seq_length: "[CLS] x [SEP]".
 MIN_SEQ_LENGTH = 3
 #: The task.json keys of the settings (TextSettings' fields).

@@ -18,8 +18,9 @@
    set is scored, and when the early-stopping metric improves the model
    directory `output_dir` is (re)written with `save_pretrained`, task.json
    holding the task facts (labels), the preprocessor's text settings
-   (max_seq_length, lowercase, truncation) and the eval metrics. `early_stopping_patience` epochs without improvement end the
-   run. Checkpoints for resuming go to `output_dir + ".checkpoints"` and are
+   (max_seq_length, lowercase, truncation) and the eval metrics.
+   `early_stopping_patience` epochs without improvement end the run.
+   Checkpoints for resuming go to `output_dir + ".checkpoints"` and are
    removed when the run ends (only the files `finetune` wrote there, see
    `remove_checkpoints`; a folder of something else is refused at the
    start, `check_outputs`); rerunning the same command after a crash,
@@ -56,8 +57,8 @@ import tensorflow as tf
 from keras_bert import sources
 from keras_bert.config import DTYPES, BertConfig
 from keras_bert.data import batching
-from keras_bert.files import Kind, check_not_input, prepare_output_dir, remove_own
 from keras_bert.data import labels as labels_lib
+from keras_bert.files import Kind, check_not_input, prepare_output_dir, remove_own
 from keras_bert.models.model_dir import (
     CONFIG_FILE,
     MODEL_DIR_KIND,
@@ -68,7 +69,6 @@ from keras_bert.models.model_dir import (
 )
 from keras_bert.models.registry import get_task, task_names
 from keras_bert.progress import default_log_handler
-from keras_bert.text.settings import TASK_MAX_SEQ_LENGTH
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training import class_weights as class_weights_lib
 from keras_bert.training.distribute import resolve_strategy, strategy_name, worker_info
@@ -146,7 +146,10 @@ class FinetuneTask:
     name = None
     model_class = None
     metrics = ()
-    default_max_seq_length = TASK_MAX_SEQ_LENGTH
+    # The task's max_seq_length when neither the run nor the model directory
+    # says (span QA: 384): sentences are short, and attention grows with the
+    # square of the length.
+    default_max_seq_length = 128
     padding_values = None  # Of training elements; None = 0 everywhere.
     #: `labels.infer_label_names` arguments for label names found in the training data.
     label_inference = {}
