@@ -1,10 +1,17 @@
-"""Label names -> ids, for every task's reader: one encoding, one error.
+"""Label names: the one precedence that picks them and the one encoding to ids.
+
+`resolve_label_names` chooses a task's label names (the task option >
+the data source's > the model directory's > inferred from the training
+data, `infer_label_names`); `encode_labels` turns labels into their ids.
 
 A label (a class of a text, a tag of a word) that is not among the model's
 `label_names` is an error by default, naming its file and line (metrics
 over a silently shrunk eval set would mislead), or is skipped and counted
 in the reading's `DataReport` with `unknown_labels="skip"`.
 """
+
+import decimal
+import re
 
 import numpy as np
 
@@ -73,3 +80,88 @@ def encode_labels(examples, label_names, unknown_labels="error", labels=None, ke
     if not sequences:
         ids = np.asarray(ids, dtype="int32")
     return examples.subset(keep), ids
+
+
+#: A number as people write labels: "1", "-2", "1.0", ".5", "1e3" (not "nan", "inf").
+NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _numeric_order(names):
+    """Sort key: numerically when every name is a number ("2" before "10"), else as text
+    (ties of equal numbers, "1" and "1.0", by their text: the order never depends on a set's)."""
+    if names and all(NUMBER.fullmatch(name) for name in names):
+        return lambda name: (decimal.Decimal(name), name)
+    return None
+
+
+def infer_label_names(labels, key=None, sort_key=None, first=()):
+    """The label names of training data, in the order their ids take.
+
+    The one inference of every task: a text's class, a text's label set,
+    a word's tags.
+
+    Args:
+        labels: list, one label per row or a sequence of labels per row
+            (a sentence's tags, a text's label set).
+        key: callable label -> the class it names (`encode_labels`' key,
+            e.g. "1.0" and "1" are one class); default: the label itself.
+        sort_key: callable name -> sort key; default: numerically when every
+            name is a number, else as text.
+        first: names that come first, in this order, whether the data has
+            them or not (a tagger's "O").
+
+    Returns:
+        list of str.
+
+    Example:
+    >>> infer_label_names(["10", "2", "2"]), infer_label_names([["b", "a"], []])
+    (['2', '10'], ['a', 'b'])
+    """
+    key = key or (lambda label: label)
+    names = set()
+    for row in labels:
+        names.update(map(key, row) if isinstance(row, (list, tuple, np.ndarray)) else [key(row)])
+    names.difference_update(first)
+    return list(first) + sorted(names, key=sort_key or _numeric_order(names))
+
+
+def resolve_label_names(given, saved, labels, *, declared=None, source="the training data",
+                        minimum=1, why="", **inference):
+    """A task's label names: the task option > declared by the data > saved > inferred.
+
+    The one precedence of every fine-tuning task. `given` is the task
+    option (--label-names), `declared` the names the data source itself
+    declares (a TFDS ClassLabel), `saved` those of the model directory
+    fine-tuned from (an earlier run of the task), and the last resort is
+    `infer_label_names` of the training labels.
+
+    Args:
+        given: list of str or None (an empty list counts as None).
+        saved: list of str or None.
+        labels: the training labels, for `infer_label_names`.
+        declared: list of str or None.
+        source: str, where the training labels come from, named in errors.
+        minimum: int, the fewest names the task works with.
+        why: str, appended to the error (what to do instead).
+        **inference: `infer_label_names` arguments (key, sort_key, first).
+
+    Returns:
+        list of str.
+
+    Raises:
+        ValueError: fewer than `minimum` names, naming them and where they
+            came from.
+    """
+    for names, origin in ((given, "--label-names (label_names=)"),
+                          (declared, f"the data source ({source})"),
+                          (saved, "the model directory's task.json")):
+        if names:
+            break
+    else:
+        names, origin = infer_label_names(labels, **inference), f"the training data ({source})"
+    names = [str(name) for name in names]
+    if len(names) < minimum:
+        raise ValueError(
+            f"Expected at least {minimum} label names. Received: {names} from {origin}. Give "
+            f"the training data more labels, or declare them with --label-names.{why}")
+    return names

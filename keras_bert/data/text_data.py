@@ -25,9 +25,12 @@ class ParallelExamples:
     """Base of a reader's examples: a dataclass of parallel lists and a report.
 
     Its first field sets the length; `subset` picks the same entries of
-    every list field (a field left None stays None) and keeps the field
-    named `report` (the `DataReport` of the reading) as it is.
+    every list field (a field left None stays None) and keeps the fields
+    named in `whole_fields` (facts of the whole reading: the `DataReport`,
+    the label names a source declares) as they are.
     """
+
+    whole_fields = ("report",)
 
     def __len__(self):
         return len(getattr(self, dataclasses.fields(self)[0].name))
@@ -37,7 +40,7 @@ class ParallelExamples:
         return dataclasses.replace(self, **{
             field.name: None if getattr(self, field.name) is None
             else [getattr(self, field.name)[i] for i in indices]
-            for field in dataclasses.fields(self) if field.name != "report"})
+            for field in dataclasses.fields(self) if field.name not in self.whole_fields})
 
 
 def detect_format(path, file_format=None):

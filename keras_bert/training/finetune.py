@@ -2,21 +2,25 @@
 
 `finetune(task, model_dir, output_dir, train_data, eval_data, options)`:
 
-1. data: reader output (`read_task_data`) becomes unbatched, tokenized,
-   cached datasets; training batches are length-bucketed (short texts do
-   not pay for `max_seq_length` positions);
+1. data: reader output (`read_task_data`: texts and labels) becomes
+   unbatched, cached datasets, packed by the run's one preprocessor
+   (resolved once from `model_dir`, see `FinetuneTask`); training batches
+   are length-bucketed (short texts do not pay for `max_seq_length`
+   positions);
 2. model: the task model from `model_dir` (a converted checkpoint, a
    pretrained encoder, or an earlier fine-tuned model of the task), built
-   with `--dtype` under the `--strategy` (`resolve_strategy`);
+   with `--dtype` under the `--strategy` (`resolve_strategy`), carrying
+   that same preprocessor;
 3. optimizer: `create_optimizer` (AdamW, decoupled weight decay 0.01 with
    LayerNorm and biases excluded, global-norm clipping at 1.0, linear
    warmup over `warmup_fraction` of the steps, then linear decay to 0);
 4. loop: `Trainer` (resumable, any strategy); after every epoch the eval
    set is scored, and when the early-stopping metric improves the model
    directory `output_dir` is (re)written with `save_pretrained`, task.json
-   holding the task facts (labels, max_seq_length, lowercase) and the eval
-   metrics. `early_stopping_patience` epochs without improvement end the
-   run. Checkpoints for resuming go to `output_dir + ".checkpoints"` and are
+   holding the task facts (labels), the preprocessor's text settings
+   (max_seq_length, lowercase, truncation) and the eval metrics.
+   `early_stopping_patience` epochs without improvement end the run.
+   Checkpoints for resuming go to `output_dir + ".checkpoints"` and are
    removed when the run ends (only the files `finetune` wrote there, see
    `remove_checkpoints`; a folder of something else is refused at the
    start, `check_outputs`); rerunning the same command after a crash,
@@ -53,17 +57,18 @@ import tensorflow as tf
 from keras_bert import sources
 from keras_bert.config import DTYPES, BertConfig
 from keras_bert.data import batching
+from keras_bert.data import labels as labels_lib
 from keras_bert.files import Kind, check_not_input, prepare_output_dir, remove_own
 from keras_bert.models.model_dir import (
     CONFIG_FILE,
     MODEL_DIR_KIND,
     TASK_FILE,
     VOCAB_FILE,
+    build_preprocessor,
     read_task_info,
 )
 from keras_bert.models.registry import get_task, task_names
 from keras_bert.progress import default_log_handler
-from keras_bert.text import BertTokenizer, resolve_text_settings
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training import class_weights as class_weights_lib
 from keras_bert.training.distribute import resolve_strategy, strategy_name, worker_info
@@ -124,7 +129,14 @@ def inference_function(model, features_spec):
 
 
 class FinetuneTask:
-    """Shared setup: model directory, vocabulary, tokenizer, sequence length.
+    """Shared setup: the model directory, its preprocessor, label names.
+
+    The preprocessor is resolved once, here (`build_preprocessor`: the
+    run's --max-seq-length / --lowercase > the model directory's task.json >
+    the task's `default_max_seq_length` and the vocabulary's casing). That
+    one object packs the training and eval data (`prepare`), is the built
+    model's `preprocessor` (`build_model`), so save_pretrained writes its
+    settings and the export of the saved model packs as training did.
 
     Subclasses set `name`, `model_class`, `metrics` (higher is better, the
     first is the default early-stopping metric) and implement `prepare`,
@@ -135,8 +147,13 @@ class FinetuneTask:
     name = None
     model_class = None
     metrics = ()
+    # The task's max_seq_length when neither the run nor the model directory
+    # says (span QA: 384): sentences are short, and attention grows with the
+    # square of the length.
     default_max_seq_length = 128
     padding_values = None  # Of training elements; None = 0 everywhere.
+    #: `labels.infer_label_names` arguments for label names found in the training data.
+    label_inference = {}
 
     def __init__(self, model_dir, options, task_options=None):
         self.model_dir = model_dir
@@ -152,16 +169,16 @@ class FinetuneTask:
                 f"tools/convert_checkpoint.py."
             )
         self.base_info = read_task_info(model_dir) or {}
-        # --max-seq-length / --lowercase > task.json > the task's default
-        # (128, 384 for span QA) and the vocabulary's casing.
-        self.text_settings = resolve_text_settings(
-            self.base_info, config.max_position_embeddings, self.vocab_file,
+        self.preprocessor = build_preprocessor(
+            self.vocab_file, config.max_position_embeddings, self.base_info,
             max_seq_length=options.max_seq_length, lowercase=options.lowercase,
             default_max_seq_length=self.default_max_seq_length,
             where=os.path.join(model_dir, TASK_FILE))
-        self.max_seq_length = self.text_settings.max_seq_length
-        self.lowercase = self.text_settings.lowercase
-        self.tokenizer = BertTokenizer(self.vocab_file, lowercase=self.lowercase)
+
+    @property
+    def max_seq_length(self):
+        """int, the longest packed sequence of the run (its preprocessor's)."""
+        return self.preprocessor.truncation_length
 
     @classmethod
     def read_data(cls, path, training, task_options):
@@ -181,6 +198,22 @@ class FinetuneTask:
             return self.base_info.get("task_config", {}).get("label_names")
         return None
 
+    def resolve_label_names(self, given, train, labels=None, declared=None, minimum=1, why=""):
+        """The run's label names: `labels.resolve_label_names` (the task option >
+        the data source's > the model directory's > inferred from `train`).
+
+        Args:
+            given: the task option's label names (or None).
+            train: the training examples (reader output).
+            labels: their labels, default `train.labels`.
+            declared: names the data source declares (or None).
+            minimum, why: see `labels.resolve_label_names`.
+        """
+        return labels_lib.resolve_label_names(
+            given, self.base_label_names(), train.labels if labels is None else labels,
+            declared=declared, source=getattr(train.report, "source", "the training data"),
+            minimum=minimum, why=why, **self.label_inference)
+
     @classmethod
     def default_optimizer(cls):
         """The optimizer task models compile with by default (`BertTask.compile`).
@@ -197,14 +230,19 @@ class FinetuneTask:
             global_clipnorm=options.global_clipnorm)
 
     def build_model(self, dtype=None):
+        """The task model of `model_dir`, carrying the run's preprocessor (the object
+        that packed the data): save_pretrained writes its settings into task.json."""
         # "auto": a fine-tuned directory of the task keeps its head unless
         # the new labels change its shape (then a warning says it is new).
-        # The model's preprocessor packs as this run does: its settings are
-        # what save_pretrained writes into task.json.
-        return self.model_class.from_pretrained(
+        # The resolved settings are passed explicitly, so from_pretrained
+        # neither warns about casing a second time nor packs otherwise.
+        settings = self.preprocessor.text_settings
+        model = self.model_class.from_pretrained(
             self.model_dir, dtype=dtype, new_head="auto",
-            max_seq_length=self.max_seq_length, lowercase=self.lowercase,
+            max_seq_length=settings.max_seq_length, lowercase=settings.lowercase,
             **self.model_kwargs())
+        model.preprocessor = self.preprocessor
+        return model
 
     def class_weight_labels(self):
         """(label names, int array of training label ids) for class weights, or None.
@@ -258,9 +296,9 @@ class FinetuneTask:
         )
 
     def task_info(self):
-        """Facts for task.json besides the model's own task_config: the text
-        settings the run used (the model's preprocessor has the same)."""
-        return self.text_settings.to_json()
+        """Facts for task.json besides the model's own task_config and the text
+        settings (save_pretrained writes those from the model's preprocessor)."""
+        return {}
 
     def write_predictions(self, output_dir):
         """Writes evaluation predictions beside the model, when the task has any."""
@@ -406,17 +444,18 @@ def read_task_data(task, path, training, task_options=None, **fields):
         training: bool.
         task_options: the task's options (`get_task(task).options`, e.g.
             `ClassificationOptions(text_column="sentence")`), or None for
-            its defaults with `fields`. Give the same object to `finetune`:
-            the reader may fill it in. A `FinetuneOptions` (what this
+            its defaults with `fields`; it is read, never changed. Give the
+            same object to `finetune`. A `FinetuneOptions` (what this
             argument was before task options moved to the tasks) holds no
             reader settings and counts as None.
         **fields: fields of the task's options, when `task_options` is None
             (`text_column="sentence"`).
 
     Returns:
-        `ClassificationExamples`, `ConllSentences` or `SquadData`. For TFDS,
-        the dataset's ClassLabel names are set on `task_options.label_names`
-        when it has none.
+        `ClassificationExamples`, `ConllSentences` or `SquadData`: texts and
+        labels (words and tags, questions, contexts and answers), not ids.
+        For TFDS, the dataset's ClassLabel names are the examples'
+        `label_names` (`finetune` takes them after `--label-names`).
     """
     task_class = finetune_task_class(task)
     if isinstance(task_options, FinetuneOptions):

@@ -14,7 +14,7 @@ from keras_bert.export import export_model
 from keras_bert.tasks import BertSpanLabeler
 from keras_bert.tasks.span_qa import reader as squad
 from keras_bert.tasks.span_qa.serving import SpanQAServingModule
-from keras_bert.text import BertTokenizer
+from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.export.conftest import MAX_SEQ_LENGTH, tiny_encoder, write_vocab
 
 
@@ -30,8 +30,9 @@ def qa_dir(tmp_path_factory):
 def _finetuning_error(max_seq_length, max_query_length, vocab_file):
     data = squad.SquadData([], False, DataReport("squad.json"))
     try:
-        squad.squad_features(data, BertTokenizer(vocab_file), max_seq_length=max_seq_length,
-                             max_query_length=max_query_length)
+        preprocessor = BertPreprocessor(BertTokenizer(vocab_file), sequence_length=None,
+                                        max_seq_length=max_seq_length)
+        squad.squad_features(data, preprocessor, max_query_length=max_query_length)
     except ValueError as e:
         return str(e)
     return None

@@ -62,7 +62,7 @@ def test_tagger_dataset_puts_tags_on_first_pieces_as_the_conll_reader(model_dir)
     sentences = conll.ConllSentences(words, [["B-PER", "O"], ["O", "B-LOC"]], ["a", "b"])
     _, ids = conll.encode_tags(sentences, TAGS)
     reader_features, reader_labels, _ = next(iter(conll.token_classification_dataset(
-        sentences, ids, tokenizer, tagger.preprocessor.max_seq_length)))
+        sentences, ids, tagger.preprocessor)))
     assert reader_features["token_ids"].numpy().tolist() == \
         features["token_ids"][0].numpy().tolist()
     assert (reader_labels.numpy() >= 0).tolist() == [w > 0 for w in first]
@@ -141,7 +141,7 @@ def test_span_labeler_fits_squad_answers_with_windows(model_dir):
     qa = qa_of(model_dir, max_seq_length=16)
     data = squad.SquadData([squad.SquadQuestion(str(i), q, c, [], [], False, "")
                             for i, (q, c) in enumerate(zip(QUESTIONS, CONTEXTS))], False, None)
-    windows = squad.squad_features(data, qa.preprocessor.tokenizer, 16, 128, 12)
+    windows = squad.squad_features(data, qa.preprocessor, 128, 12)
     dataset = qa._text_dataset((QUESTIONS, CONTEXTS), ANSWERS, batch_size=64)
     features, targets = next(iter(dataset))
     assert features["token_ids"].shape[0] == len(windows) > len(QUESTIONS)

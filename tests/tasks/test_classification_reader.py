@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.data import batching
+from keras_bert.data import labels as labels_lib
 from keras_bert.tasks.classification import reader as classification, tweets
 from keras_bert.text import BertPreprocessor
 from tests.training.finetune_fixtures import make_vocab
@@ -107,8 +108,8 @@ def test_unknown_eval_label_is_an_error_with_file_and_line_or_skipped(tmp_path):
 
 
 def test_label_names_sort_numerically_when_possible():
-    assert classification.infer_label_names(["10", "2", "2", "1"]) == ["1", "2", "10"]
-    assert classification.infer_label_names(["pos", "neg"]) == ["neg", "pos"]
+    assert labels_lib.infer_label_names(["10", "2", "2", "1"]) == ["1", "2", "10"]
+    assert labels_lib.infer_label_names(["pos", "neg"]) == ["neg", "pos"]
 
 
 def test_split_is_seeded_disjoint_and_complete():
@@ -170,13 +171,16 @@ def test_tfds_reader_with_mock_data():
     assert examples.texts_b is not None and len(examples.texts_b) == len(examples.texts)
     assert set(examples.labels) <= set(names)
     assert examples.where[0].startswith("tfds:glue/mrpc[train]:")
+    # The source's names are data of the reading, kept by a subset (a train/eval split).
+    assert examples.label_names == names and examples.regression is False
+    assert examples.subset([0]).label_names == names
 
 
 def test_tfds_regression_with_mock_data():
     tfds = pytest.importorskip("tensorflow_datasets")
     with tfds.testing.mock_data(num_examples=4):
         examples, names = classification.read_tfds_classification("glue/stsb", "train")
-    assert names is None
+    assert names is None and examples.label_names is None and examples.regression is True
     assert all(isinstance(label, float) for label in examples.labels)
 
 

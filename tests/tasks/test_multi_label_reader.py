@@ -6,6 +6,7 @@ import logging
 import numpy as np
 import pytest
 
+from keras_bert.data import labels as labels_lib
 from keras_bert.data.text_data import split_examples
 from keras_bert.tasks.multi_label_classification import reader
 from keras_bert.tasks.multi_label_classification.options import MultiLabelOptions
@@ -44,8 +45,8 @@ def test_names_with_a_separator_in_csv_and_tsv(tmp_path, caplog):
     tsv = write(tmp_path, "train.tsv", "label\ttext\nsports,tech\tnew bikes\n")
     examples = reader.read_multi_label_file(tsv, label_separator=",")
     assert examples.labels == [["sports", "tech"]]
-    assert reader.infer_label_names([["b", "a"], [], ["b"]]) == ["a", "b"]
-    assert reader.infer_label_names([["10", "2"], ["0"]]) == ["0", "2", "10"]
+    assert labels_lib.infer_label_names([["b", "a"], [], ["b"]]) == ["a", "b"]
+    assert labels_lib.infer_label_names([["10", "2"], ["0"]]) == ["0", "2", "10"]
 
 
 def test_zero_one_columns_and_json_lists(tmp_path, caplog):

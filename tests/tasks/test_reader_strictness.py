@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pytest
 
+from keras_bert.data import labels as labels_lib
 from keras_bert.tasks.classification import reader as classification
 from keras_bert.tasks.span_qa import reader as squad
 from keras_bert.tasks.token_classification import reader as conll
@@ -34,7 +35,7 @@ def test_jsonl_labels_1_and_1_0_are_one_class(tmp_path):
         {"text": "d", "label": 0}, {"text": "e", "label": 0.0}, {"text": "f", "label": " 0 "},
     ]) + "\n")
     examples = classification.read_classification_file(path)
-    names = classification.infer_label_names(examples.labels)
+    names = labels_lib.infer_label_names(examples.labels, key=classification.label_key)
     assert names == ["0", "1"]  # A binary task: two outputs, not four.
     _, ids = classification.encode_labels(examples, names)
     assert ids.tolist() == [1, 1, 1, 0, 0, 0]
@@ -44,7 +45,8 @@ def test_csv_labels_are_matched_by_value_and_sorted_numerically(tmp_path):
     path = write(tmp_path, "train.csv", "text,label\na,2.0\nb,10\nc,2\nd,-1.50\ne,-1.5\n")
     examples = classification.read_classification_file(path)
     assert examples.labels == ["2", "10", "2", "-1.5", "-1.5"]
-    assert classification.infer_label_names(examples.labels) == ["-1.5", "2", "10"]
+    assert labels_lib.infer_label_names(examples.labels, key=classification.label_key) == [
+        "-1.5", "2", "10"]
     # Declared names in another spelling of the same numbers still match.
     _, ids = classification.encode_labels(examples, ["10.0", "2.00", "-1.5"])
     assert ids.tolist() == [1, 0, 1, 2, 2]

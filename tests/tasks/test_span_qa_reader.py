@@ -4,9 +4,14 @@ import numpy as np
 import pytest
 
 from keras_bert.tasks.span_qa import reader as squad
-from keras_bert.text import BertTokenizer
+from keras_bert.text import BertPreprocessor, BertTokenizer
 from keras_bert.tasks.span_qa.metrics import squad_metrics
 from tests.training.finetune_fixtures import make_vocab, squad_json, write_json
+
+
+def preprocessor_of(tokenizer, max_seq_length):
+    """A model's preprocessor of windows of `max_seq_length` tokens."""
+    return BertPreprocessor(tokenizer, sequence_length=None, max_seq_length=max_seq_length)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +96,7 @@ def test_every_answer_round_trips_to_its_exact_text(squad_file, tokenizer):
 
 def test_windows_hold_the_answer_and_map_back(squad_file, tokenizer):
     data = squad.read_squad(squad_file, training=True)
-    features = squad.squad_features(data, tokenizer, max_seq_length=32, doc_stride=8,
+    features = squad.squad_features(data, preprocessor_of(tokenizer, 32), doc_stride=8,
                                     max_query_length=8, training=True)
     long_q = [q.qid for q in data.questions].index("q6")
     windows = np.flatnonzero(features.question_index == long_q)
@@ -147,7 +152,7 @@ def _perfect_logits(data, features):
 
 def test_decoding_perfect_logits_scores_one(squad_file, tokenizer):
     data = squad.read_squad(squad_file, training=False)
-    features = squad.squad_features(data, tokenizer, max_seq_length=32, doc_stride=8,
+    features = squad.squad_features(data, preprocessor_of(tokenizer, 32), doc_stride=8,
                                     max_query_length=8)
     starts, ends = _perfect_logits(data, features)
     predictions, null_odds = squad.squad_predictions(data, features, starts, ends)
@@ -164,7 +169,7 @@ def test_decoding_rules(tokenizer, tmp_path):
         "context": "john smith lives in paris",
         "qas": [{"id": "a", "question": "who?", "answers": [{"text": "john", "answer_start": 0}]}]}]}]}
     data = squad.read_squad(write_json(str(tmp_path / "s.json"), value), training=False)
-    features = squad.squad_features(data, tokenizer, max_seq_length=16, doc_stride=4,
+    features = squad.squad_features(data, preprocessor_of(tokenizer, 16), doc_stride=4,
                                     max_query_length=4)
     # [CLS] who ? [SEP] john smith lives in paris [SEP]
     assert len(features) == 1 and features.token_ids[0][4] == tokenizer.token_to_id("john")
@@ -184,12 +189,12 @@ def test_decoding_rules(tokenizer, tmp_path):
 def test_question_too_long_for_the_window_is_an_error(squad_file, tokenizer):
     data = squad.read_squad(squad_file, training=False)
     with pytest.raises(ValueError, match="max_seq_length=16 leaves no room"):
-        squad.squad_features(data, tokenizer, max_seq_length=16, max_query_length=64)
+        squad.squad_features(data, preprocessor_of(tokenizer, 16), max_query_length=64)
 
 
 def test_squad_dataset_targets(squad_file, tokenizer):
     data = squad.read_squad(squad_file, training=True)
-    features = squad.squad_features(data, tokenizer, max_seq_length=64, doc_stride=16,
+    features = squad.squad_features(data, preprocessor_of(tokenizer, 64), doc_stride=16,
                                     max_query_length=16, training=True)
     x, y = next(iter(squad.squad_dataset(features).as_numpy_iterator()))
     n = len(features.token_ids[0])

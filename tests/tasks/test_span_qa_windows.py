@@ -13,7 +13,7 @@ from keras_bert.tasks import BertSpanLabeler
 from keras_bert.tasks.span_qa import reader as squad
 from keras_bert.tasks.span_qa import windows
 from keras_bert.tasks.span_qa.serving import SpanQAServingModule
-from keras_bert.text import BertPacker, BertTokenizer
+from keras_bert.text import BertPacker, BertPreprocessor, BertTokenizer
 from tests.conftest import tiny_config
 from tests.training.finetune_fixtures import make_vocab, squad_json, write_json
 
@@ -207,8 +207,9 @@ def qa(tmp_path_factory):
 def test_reader_features_are_the_serving_windows(qa, max_seq_length, doc_stride,
                                                  max_query_length):
     model, tokenizer, data = qa
-    features = squad.squad_features(data, tokenizer, max_seq_length, doc_stride,
-                                    max_query_length)
+    preprocessor = BertPreprocessor(tokenizer, sequence_length=None,
+                                    max_seq_length=max_seq_length)
+    features = squad.squad_features(data, preprocessor, doc_stride, max_query_length)
     module = SpanQAServingModule(model, tokenizer, None, max_seq_length,
                                  max_query_length=max_query_length, doc_stride=doc_stride,
                                  max_windows=1000)

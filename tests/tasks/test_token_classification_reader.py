@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.data import batching
+from keras_bert.data import labels as labels_lib
 from keras_bert.tasks.token_classification import reader as conll
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from tests.training.finetune_fixtures import CONLL_TEXT, make_vocab
@@ -15,6 +16,15 @@ def tokenizer(tmp_path):
     path = str(tmp_path / "vocab.txt")
     make_vocab(path)
     return BertTokenizer(path)
+
+
+def preprocessor_of(tokenizer, max_seq_length):
+    """A model's preprocessor: each batch padded to its longest text."""
+    return BertPreprocessor(tokenizer, sequence_length=None, max_seq_length=max_seq_length)
+
+
+def packer(tokenizer, max_seq_length):
+    return preprocessor_of(tokenizer, max_seq_length).packer
 
 
 def test_reader_sentences_docstart_and_last_column(tmp_path):
@@ -48,7 +58,11 @@ def test_malformed_sentences_are_skipped_with_file_and_line(tmp_path):
 
 
 def test_tag_names_and_unknown_tags():
-    assert conll.tag_names([["B-PER", "O", "I-PER", "B-LOC"]]) == ["O", "B-LOC", "B-PER", "I-PER"]
+    assert labels_lib.infer_label_names([["B-PER", "O", "I-PER", "B-LOC"]], **conll.TAG_INFERENCE) \
+        == ["O", "B-LOC", "B-PER", "I-PER"]
+    # "O" first even where the data has none (words without a prediction are "O").
+    assert labels_lib.infer_label_names([["I-LOC", "B-LOC"]], **conll.TAG_INFERENCE) == [
+        "O", "B-LOC", "I-LOC"]
     sentences = conll.ConllSentences([["a"], ["b"]], [["B-PER"], ["B-LOC"]], ["f:1", "f:3"])
     with pytest.raises(ValueError, match=r"f:3: unknown tag 'B-LOC'"):
         conll.encode_tags(sentences, ["O", "B-PER"])
@@ -60,8 +74,7 @@ def test_labels_go_on_the_first_piece_only(tokenizer):
     pieces = tokenizer(words)
     assert [len(p) for p in pieces.to_list()] == [2, 1, 4, 1]
     features, labels, weights, word_index = conll.align_first_pieces(
-        pieces, tf.constant([3, 0, 5, 0]), max_seq_length=32,
-        cls_id=tokenizer.cls_token_id, sep_id=tokenizer.sep_token_id)
+        pieces, tf.constant([3, 0, 5, 0]), packer(tokenizer, 32))
     # [CLS] john ##x in 1 ##8 ##8 ##9 ! [SEP]
     assert features["token_ids"].numpy()[0] == tokenizer.cls_token_id
     assert len(features["token_ids"].numpy()) == 10
@@ -73,8 +86,7 @@ def test_labels_go_on_the_first_piece_only(tokenizer):
 def test_truncation_cuts_words_and_their_labels(tokenizer):
     pieces = tokenizer(tf.constant(["johnx", "in", "1889"]))
     features, labels, weights, word_index = conll.align_first_pieces(
-        pieces, tf.constant([3, 0, 5]), max_seq_length=6,
-        cls_id=tokenizer.cls_token_id, sep_id=tokenizer.sep_token_id)
+        pieces, tf.constant([3, 0, 5]), packer(tokenizer, 6))
     # 4 pieces fit: john ##x in 1 ; the rest of "1889" is cut, its label stays on "1".
     assert len(features["token_ids"].numpy()) == 6
     assert features["token_ids"].numpy()[-1] == tokenizer.sep_token_id
@@ -87,7 +99,7 @@ def test_dataset_marks_unlabeled_pieces_with_minus_one(tokenizer):
                                      [["B-PER", "I-PER"], ["B-LOC"]], ["f:1", "f:4"])
     names = ["O", "B-LOC", "B-PER", "I-PER"]
     sentences, ids = conll.encode_tags(sentences, names)
-    dataset = conll.token_classification_dataset(sentences, ids, tokenizer, 16)
+    dataset = conll.token_classification_dataset(sentences, ids, preprocessor_of(tokenizer, 16))
     (x0, y0, index0), (x1, y1, _) = list(dataset.as_numpy_iterator())
     assert y0.tolist() == [-1, 2, -1, 3, -1]
     assert index0.tolist() == [-1, 0, -1, 1, -1]
@@ -104,8 +116,8 @@ def test_packing_is_the_preprocessors_and_labels_follow_their_pieces(tokenizer, 
         [["B-PER", "O", "B-LOC", "B-LOC"], ["O", "B-PER"], ["B-LOC"]], ["f:1", "f:6", "f:9"])
     names = ["O", "B-LOC", "B-PER"]
     sentences, ids = conll.encode_tags(sentences, names)
-    dataset = conll.token_classification_dataset(sentences, ids, tokenizer, max_seq_length)
-    preprocessor = BertPreprocessor(tokenizer, sequence_length=None, max_seq_length=max_seq_length)
+    preprocessor = preprocessor_of(tokenizer, max_seq_length)
+    dataset = conll.token_classification_dataset(sentences, ids, preprocessor)
     words_cut = 0
     for words, tags, (x, y, word_index) in zip(sentences.words, ids, dataset.as_numpy_iterator()):
         packed = preprocessor(tf.constant([" ".join(words)]))

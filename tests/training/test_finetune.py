@@ -147,7 +147,9 @@ def test_tfds_classification_with_mock_data(workdir, tmp_path):
                                             task_options)
         held_out = finetune_lib.read_task_data("classification", "tfds:glue/sst2", False,
                                                task_options)
-    assert task_options.label_names == ["negative", "positive"]
+    # The reader returns the ClassLabel names as data; the options stay as given.
+    assert train.label_names == ["negative", "positive"]
+    assert task_options == ClassificationOptions()
     result = finetune_lib.finetune(
         "classification", str(workdir / "tiny"), str(tmp_path / "sst2"), train, held_out, options,
         task_options=task_options)

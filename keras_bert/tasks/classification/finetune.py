@@ -6,7 +6,6 @@ from keras_bert.data import batching
 from keras_bert.tasks.classification import metrics as metrics_lib
 from keras_bert.tasks.classification import reader
 from keras_bert.tasks.classification.model import BertClassifier
-from keras_bert.text import BertPreprocessor
 from keras_bert.text.windows import windows_of
 from keras_bert.training.finetune import FinetuneTask, predict_batches
 
@@ -16,13 +15,15 @@ class ClassificationTask(FinetuneTask):
 
     name = "classification"
     model_class = BertClassifier
+    # Numerically equal labels are one class ("1", "1.0").
+    label_inference = {"key": reader.label_key}
 
     @classmethod
     def read_data(cls, path, training, task_options):
         """A .csv / .tsv / .jsonl file, or "tfds:NAME[SPLIT]" (split "train" for
         training, else "validation" or "test"), read as `task_options` (a
-        `ClassificationOptions`) says. A TFDS dataset's ClassLabel names go to
-        `task_options.label_names` when it has none (no names: regression)."""
+        `ClassificationOptions`, left as it is) says. A TFDS dataset's
+        ClassLabel names are the examples' `label_names` (none: `regression`)."""
         options = task_options
         text_column, text_b_column = options.text_column, options.text_b_column
         label_column, tfds_data_dir = options.label_column, options.tfds_data_dir
@@ -30,13 +31,9 @@ class ClassificationTask(FinetuneTask):
             name, _, split = path[len("tfds:"):].partition("[")
             split = split.rstrip("]") or (
                 "train" if training else reader.tfds_eval_split(name, tfds_data_dir))
-            examples, names = reader.read_tfds_classification(
+            examples, _ = reader.read_tfds_classification(
                 name, split, None if text_column == "text" else text_column, text_b_column,
                 label_column, data_dir=tfds_data_dir)
-            if names is None:
-                options.regression = True
-            elif options.label_names is None:
-                options.label_names = names
             return examples
         return reader.read_classification_file(
             path, text_column, text_b_column, label_column, options.regression,
@@ -44,27 +41,18 @@ class ClassificationTask(FinetuneTask):
 
     def prepare(self, train, eval_data):
         options = self.task_options
-        self.regression = options.regression or (
+        self.regression = options.regression or train.regression or (
             self.base_info.get("regression", False) and options.label_names is None
         )
         self.metrics = ("pearson", "spearman") if self.regression else ("accuracy", "macro_f1", "mcc")
-        self.preprocessor = BertPreprocessor(
-            self.tokenizer, sequence_length=None, max_seq_length=self.max_seq_length
-        )
         if self.regression:
             self.label_names = None
             train_labels = np.asarray(train.labels, "float32")
             eval_labels = np.asarray(eval_data.labels, "float32")
         else:
-            self.label_names = (
-                options.label_names or self.base_label_names()
-                or reader.infer_label_names(train.labels)
-            )
-            if len(self.label_names) < 2:
-                raise ValueError(
-                    f"The training data has a single label {self.label_names}; classification "
-                    f"needs at least 2 (for a numeric target pass --regression)."
-                )
+            self.label_names = self.resolve_label_names(
+                options.label_names, train, declared=train.label_names, minimum=2,
+                why=" For a numeric target pass --regression.")
             # Training rows must fit the label set too; a typo there is an error.
             train, train_labels = reader.encode_labels(
                 train, self.label_names, options.unknown_labels)

@@ -28,7 +28,6 @@ encoder inputs, tokenized in the graph (batch it with `keras_bert.data.batching`
 
 import dataclasses
 import decimal
-import re
 
 import numpy as np
 
@@ -52,17 +51,23 @@ class ClassificationExamples(ParallelExamples):
         labels: list of str (classification) or float (regression).
         where: list of str, "FILE:LINE" of each row, for messages.
         report: the `DataReport` of the reading.
+        label_names: list of str, the classes the source declares in id
+            order (a TFDS ClassLabel's names), or None (a file declares none).
+        regression: bool, the labels are numbers (a file read with
+            `regression=True`, a TFDS dataset whose label is no ClassLabel).
     """
+
+    whole_fields = ("report", "label_names", "regression")
 
     texts: list
     texts_b: list
     labels: list
     where: list
     report: DataReport = None
+    label_names: list = None
+    regression: bool = False
 
 
-# A number as people write labels: "1", "-2", "1.0", ".5", "1e3" (not "nan", "inf").
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 # Normalizes without rounding: labels that differ in the 30th digit stay apart.
 _EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 
@@ -85,7 +90,7 @@ def label_key(label):
         # repr gives the float's shortest decimal form ("0.1", not 0.1000...0555).
         label = repr(label) if isinstance(label, float) else str(label)
     label = str(label).strip()
-    if not _NUMBER.fullmatch(label):
+    if not labels_lib.NUMBER.fullmatch(label):
         return label
     number = decimal.Decimal(label)
     if abs(number.adjusted()) > 30:
@@ -170,7 +175,8 @@ def read_classification_file(
     file_format = detect_format(path, file_format)
     report = DataReport(path, max_logged=max_logged)
     columns = [c for c in (text_column, text_b_column, label_column) if c]
-    examples = ClassificationExamples([], [] if text_b_column else None, [], [], report)
+    examples = ClassificationExamples([], [] if text_b_column else None, [], [], report,
+                                      regression=bool(regression))
 
     def add(where, values):
         checked = _check_row(values, where, text_column, text_b_column, label_column, regression, report)
@@ -253,7 +259,9 @@ def read_tfds_classification(
     Returns:
         A tuple `(examples, label_names)`: `ClassificationExamples` with
         string labels (the ClassLabel names; floats for regression) and the
-        ClassLabel's names in id order (None for regression). Rows with label
+        ClassLabel's names in id order (None for regression), which are also
+        `examples.label_names` (and `examples.regression` is True without
+        them). Rows with label
         -1 (GLUE test splits are unlabeled) are skipped and counted.
     """
     import tensorflow_datasets as tfds
@@ -276,7 +284,8 @@ def read_tfds_classification(
     label_names = list(label_feature.names) if hasattr(label_feature, "names") else None
     source = f"tfds:{name}[{split}]"
     report = DataReport(source, max_logged=max_logged)
-    examples = ClassificationExamples([], [] if text_b_column else None, [], [], report)
+    examples = ClassificationExamples([], [] if text_b_column else None, [], [], report,
+                                      label_names=label_names, regression=label_names is None)
     try:
         dataset = builder.as_dataset(split=split, shuffle_files=False)
     except AssertionError as e:  # TFDS' "could not find data in DIR".
@@ -312,22 +321,6 @@ def read_tfds_classification(
         examples.where.append(where)
         report.kept()
     return examples, label_names
-
-
-def infer_label_names(labels):
-    """The sorted distinct classes; numerically sorted when all are numbers.
-
-    Numerically equal labels are one class (`label_key`): "1" and "1.0"
-    give one name, "1".
-
-    Example:
-    >>> infer_label_names(["10", "2", "2", "2.0"])
-    ['2', '10']
-    """
-    names = {label_key(label) for label in labels}
-    if all(_NUMBER.fullmatch(name) for name in names):
-        return sorted(names, key=decimal.Decimal)
-    return sorted(names)
 
 
 def encode_labels(examples, label_names, unknown_labels="error"):

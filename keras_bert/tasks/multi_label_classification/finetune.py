@@ -6,7 +6,6 @@ from keras_bert.data import batching
 from keras_bert.tasks.multi_label_classification import metrics as metrics_lib
 from keras_bert.tasks.multi_label_classification import reader
 from keras_bert.tasks.multi_label_classification.model import BertMultiLabelClassifier
-from keras_bert.text import BertPreprocessor
 from keras_bert.training.finetune import FinetuneTask, predict_batches
 
 
@@ -41,20 +40,13 @@ class MultiLabelTask(FinetuneTask):
 
     def prepare(self, train, eval_data):
         options = self.task_options
-        self.label_names = (options.label_names or options.label_columns
-                            or self.base_label_names()
-                            or reader.infer_label_names(train.labels))
-        if not self.label_names:
-            raise ValueError(
-                f"The training data ({train.report.source}) has no labels at all; give each "
-                f"text its labels, or declare them with --label-names.")
+        self.label_names = self.resolve_label_names(
+            options.label_names or options.label_columns, train)
         train, train_matrix = reader.encode_label_sets(
             train, self.label_names, options.unknown_labels)
         eval_data, eval_matrix = reader.encode_label_sets(
             eval_data, self.label_names, options.unknown_labels)
         self.eval_data, self.eval_labels = eval_data, eval_matrix
-        self.preprocessor = BertPreprocessor(
-            self.tokenizer, sequence_length=None, max_seq_length=self.max_seq_length)
         self.num_train_examples = len(train)
         self.train_dataset = reader.multi_label_dataset(train, train_matrix, self.preprocessor)
         self.eval_dataset = reader.multi_label_dataset(eval_data, eval_matrix, self.preprocessor)

@@ -167,20 +167,6 @@ def read_multi_label_file(path, text_column="text", label_column="label", label_
     return examples
 
 
-def infer_label_names(label_sets):
-    """The sorted distinct names of lists of label names; numerically sorted
-    when all are integers (the "0".."K-1" of 0/1 lists keep their order).
-
-    Example:
-    >>> infer_label_names([["b", "a"], [], ["b"]]), infer_label_names([["10"], ["2"]])
-    (['a', 'b'], ['2', '10'])
-    """
-    names = {name for names in label_sets for name in names}
-    if names and all(name.isdecimal() for name in names):
-        return sorted(names, key=int)
-    return sorted(names)
-
-
 def encode_label_sets(examples, label_names, unknown_labels="error"):
     """Label-name lists -> float32 0/1 rows [num_kept, len(label_names)].
 

@@ -3,7 +3,6 @@
 import json
 import os
 
-
 from keras_bert.data import batching
 from keras_bert.tasks.span_qa import metrics as metrics_lib
 from keras_bert.tasks.span_qa import reader as squad
@@ -28,12 +27,12 @@ class SpanQATask(FinetuneTask):
         options = self.task_options
         self.version_2_with_negative = bool(train.version_2_with_negative or eval_data.version_2_with_negative)
         train_features = squad.squad_features(
-            train, self.tokenizer, self.max_seq_length, options.doc_stride,
-            options.max_query_length, training=True)
+            train, self.preprocessor, options.doc_stride, options.max_query_length,
+            training=True)
         self.eval_data = eval_data
         self.eval_features = squad.squad_features(
-            eval_data, self.tokenizer, self.max_seq_length, options.doc_stride,
-            options.max_query_length, training=False)
+            eval_data, self.preprocessor, options.doc_stride, options.max_query_length,
+            training=False)
         self.num_train_examples = len(train_features)
         self.train_dataset = squad.squad_dataset(train_features)
         self.eval_dataset = squad.squad_dataset(self.eval_features)

@@ -143,8 +143,7 @@ class BertSpanLabeler(BertTask):
         # As the serving module: the saved length, checked (never cut), or its default.
         max_query_length = resolve_query_length(max_seq_length, info.get("max_query_length"))
         features = squad.squad_features(
-            data, preprocessor.tokenizer, max_seq_length, info.get("doc_stride", 128),
-            max_query_length, training=True)
+            data, preprocessor, info.get("doc_stride", 128), max_query_length, training=True)
         if data.report.num_skipped:
             raise ValueError(f"{data.report.messages[-1]}. Fix or leave out that answer.")
         dataset = squad.squad_dataset(features).apply(

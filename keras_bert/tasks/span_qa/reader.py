@@ -43,7 +43,7 @@ import tensorflow as tf
 
 from keras_bert.data.report import DataReport
 from keras_bert.tasks.span_qa import windows as windows_lib
-from keras_bert.text import BertPacker, text_files
+from keras_bert.text import text_files
 
 
 @dataclasses.dataclass
@@ -297,7 +297,7 @@ def _windows(packer, doc_stride, question_ids, context_ids, starts, ends):
     tf.function would cost more than a dataset's few calls.
     """
     out = windows_lib.squad_windows(
-        question_ids, context_ids, packer, packer.max_seq_length, doc_stride)
+        question_ids, context_ids, packer, packer.truncation_length, doc_stride)
     token = out["context_token"]
     for name, offsets in (("char_starts", starts), ("char_ends", ends)):
         table = tf.concat([offsets.flat_values, [-1]], 0)  # -1: not a context token.
@@ -305,17 +305,18 @@ def _windows(packer, doc_stride, question_ids, context_ids, starts, ends):
     return {k: v.numpy() for k, v in out.items()}
 
 
-def squad_features(data, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64,
-                   training=False, batch_size=1024):
+def squad_features(data, preprocessor, doc_stride=128, max_query_length=64, training=False,
+                   batch_size=1024):
     """Cuts every question's context into windows and labels answer positions.
 
     The windows are `windows.squad_windows`' (the serving graph's), run on
-    `batch_size` questions at a time.
+    `batch_size` questions at a time; text becomes ids through the model's
+    `preprocessor`: its tokenizer (with character offsets) and its packer.
 
     Args:
         data: `SquadData`.
-        tokenizer: `keras_bert.text.BertTokenizer`.
-        max_seq_length: int, tokens per window, specials included.
+        preprocessor: the model's `keras_bert.text.BertPreprocessor`; a
+            window is its `truncation_length` tokens, specials included.
         doc_stride: int, tokens between the starts of two windows.
         max_query_length: int, question tokens kept (the rest are cut).
         training: bool, label answer positions (first usable answer).
@@ -324,7 +325,8 @@ def squad_features(data, tokenizer, max_seq_length=384, doc_stride=128, max_quer
     Returns:
         `SquadFeatures`.
     """
-    windows_lib.check_query_length(max_seq_length, max_query_length)
+    tokenizer, packer = preprocessor.tokenizer, preprocessor.packer
+    windows_lib.check_query_length(packer.truncation_length, max_query_length)
     contexts = sorted({q.context for q in data.questions})
     context_row = {context: row for row, context in enumerate(contexts)}
     context_ids, context_starts, context_ends = _tokenize(tokenizer, contexts, with_offsets=True)
@@ -349,8 +351,6 @@ def squad_features(data, tokenizer, max_seq_length=384, doc_stride=128, max_quer
         keep.append(index)
         answers.append(answer)
 
-    packer = BertPacker(tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id,
-                        sequence_length=None, max_seq_length=max_seq_length)
     out = SquadFeatures([], [], [], [], [], [], [], [], [])
     for begin in range(0, len(keep), batch_size):
         indices = keep[begin:begin + batch_size]

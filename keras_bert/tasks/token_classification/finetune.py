@@ -17,6 +17,7 @@ class TokenClassificationTask(FinetuneTask):
     model_class = BertTokenClassifier
     metrics = ("f1", "precision", "recall")
     padding_values = conll.LABEL_PADDING
+    label_inference = conll.TAG_INFERENCE
 
     @classmethod
     def read_data(cls, path, training, task_options):
@@ -25,18 +26,17 @@ class TokenClassificationTask(FinetuneTask):
 
     def prepare(self, train, eval_data):
         options = self.task_options
-        self.label_names = options.label_names or self.base_label_names() or conll.tag_names(
-            train.tags)
+        self.label_names = self.resolve_label_names(options.label_names, train, train.tags)
         train, train_ids = conll.encode_tags(train, self.label_names, options.unknown_labels)
         eval_data, eval_ids = conll.encode_tags(eval_data, self.label_names, options.unknown_labels)
         self.eval_data = eval_data
         self.train_tag_ids = train_ids
         self.num_train_examples = len(train)
         encoded = conll.token_classification_dataset(
-            train, train_ids, self.tokenizer, self.max_seq_length)
+            train, train_ids, self.preprocessor)
         self.train_dataset = encoded.map(lambda x, y, index: (x, y))
         encoded = conll.token_classification_dataset(
-            eval_data, eval_ids, self.tokenizer, self.max_seq_length)
+            eval_data, eval_ids, self.preprocessor)
         self.eval_dataset = encoded.map(lambda x, y, index: (x, y))
         self.word_index = list(encoded.map(lambda x, y, index: index).as_numpy_iterator())
         self.cut_words = sum(

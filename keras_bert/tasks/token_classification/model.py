@@ -105,8 +105,7 @@ class BertTokenClassifier(WindowedTask, DenseHeadTask):
                 "word's first piece and 0 elsewhere. Pass the integer input dict to weigh "
                 "tokens yourself.")
         tag_ids = self._tag_ids(x, y)
-        max_seq_length = preprocessor.truncation_length
-        examples = first_piece_examples(x, tag_ids, preprocessor.tokenizer, max_seq_length)
+        examples = first_piece_examples(x, tag_ids, preprocessor)
 
         def weigh(features, labels, word_index):  # Label -1: no tag at this piece.
             return features, tf.maximum(labels, 0), tf.cast(labels >= 0, tf.float32)

@@ -14,8 +14,9 @@ replaced by U+FFFD and counted.
 
 Labels go on the first WordPiece of each word (the paper's NER recipe):
 `token_classification_dataset` labels the other pieces, [CLS], [SEP] and
-padding -1, which the loss ignores. A sentence whose pieces do not fit in
-`max_seq_length` loses its last words (their prediction is "O" at
+padding -1, which the loss ignores. Words become ids through the model's
+preprocessor (its tokenizer and packer). A sentence whose pieces do not fit
+in its `max_seq_length` loses its last words (their prediction is "O" at
 evaluation, so the entity scores stay honest).
 """
 
@@ -28,7 +29,7 @@ import tensorflow as tf
 from keras_bert.data import labels as labels_lib
 from keras_bert.data.report import DataReport
 from keras_bert.data.text_data import ParallelExamples, read_lines
-from keras_bert.text import BertPacker, text_files
+from keras_bert.text import text_files
 
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")
 # Column separators: ASCII whitespace only. str.split() would also cut at a
@@ -109,16 +110,14 @@ def read_conll(path, max_logged=20):
     return result
 
 
-def tag_names(tags):
-    """"O" first, then the other tags sorted by type, B before I (E, S).
+def _tag_order(tag):
+    return tag[0] != "B", tag[2:], tag
 
-    Example:
-    >>> tag_names([["B-PER", "O", "I-PER", "B-LOC"]])
-    ['O', 'B-LOC', 'B-PER', 'I-PER']
-    """
-    found = {tag for sentence in tags for tag in sentence}
-    found.discard("O")
-    return ["O"] + sorted(found, key=lambda tag: (tag[0] != "B", tag[2:], tag))
+
+#: How tag names are inferred from training data (`keras_bert.data.labels.infer_label_names`
+#: arguments): "O" first, then the other tags sorted by type, B before I (E, S):
+#: [["B-PER", "O", "I-PER", "B-LOC"]] gives ["O", "B-LOC", "B-PER", "I-PER"].
+TAG_INFERENCE = {"first": ("O",), "sort_key": _tag_order}
 
 
 def encode_tags(sentences, label_names, unknown_labels="error"):
@@ -136,37 +135,36 @@ def encode_tags(sentences, label_names, unknown_labels="error"):
     return sentences, list(ids)
 
 
-def align_first_pieces(pieces_per_word, tag_ids, max_seq_length, cls_id, sep_id):
+def align_first_pieces(pieces_per_word, tag_ids, packer):
     """Packs sentences: [CLS] pieces [SEP], labels on first pieces.
 
     In-graph (runs inside `tf.data.Dataset.map`), on a batch of sentences or
-    one. `BertPacker` packs (and truncates) the pieces; the labels ride
-    along: piece j of a sentence sits at position j + 1, after [CLS], for
-    the pieces the packer kept.
+    one. `packer` (the model preprocessor's) packs and truncates the pieces;
+    the labels ride along: piece j of a sentence sits at position j + 1,
+    after [CLS], for the pieces the packer kept.
 
     Args:
         pieces_per_word: int RaggedTensor [batch, (num_words), (num_pieces)],
             or [num_words, (num_pieces)] for one sentence.
         tag_ids: int32 RaggedTensor [batch, (num_words)] (Tensor
             [num_words] for one sentence).
-        max_seq_length: int, pieces beyond max_seq_length - 2 are cut.
-        cls_id, sep_id: ints.
+        packer: a `BertPacker` (`BertPreprocessor.packer`); pieces beyond
+            its `truncation_length` - 2 are cut.
 
     Returns:
         A tuple (features, labels, weights, word_index), [batch, seq] padded
-        to the longest sentence of the batch ([seq] for one sentence):
-        features a dict of int32 `token_ids`, `segment_ids`, `padding_mask`;
-        labels int32 (the word's tag on its first piece, 0 elsewhere);
-        weights float32 (1 on first pieces); word_index int32 (the word of
-        each first piece, -1 elsewhere).
+        as the packer pads (to the longest sentence of the batch when its
+        sequence_length is None; [seq] for one sentence): features a dict of
+        int32 `token_ids`, `segment_ids`, `padding_mask`; labels int32 (the
+        word's tag on its first piece, 0 elsewhere); weights float32 (1 on
+        first pieces); word_index int32 (the word of each first piece, -1
+        elsewhere).
     """
     unbatched = pieces_per_word.shape.rank == 2
     if unbatched:
         pieces_per_word = tf.RaggedTensor.from_row_lengths(
             pieces_per_word, [pieces_per_word.nrows()])
         tag_ids = tf.RaggedTensor.from_tensor(tag_ids[tf.newaxis])
-    packer = BertPacker(int(cls_id), int(sep_id), sequence_length=None,
-                        max_seq_length=max_seq_length)
     words = pieces_per_word.values  # [total_words, (num_pieces)]
     pieces = tf.cast(pieces_per_word.merge_dims(1, 2), tf.int32)  # [batch, (num_pieces)]
     features = packer(pieces)  # [batch, seq]
@@ -195,7 +193,7 @@ def align_first_pieces(pieces_per_word, tag_ids, max_seq_length, cls_id, sep_id)
     return outputs
 
 
-def token_classification_dataset(sentences, tag_ids, tokenizer, max_seq_length, batch_size=128):
+def token_classification_dataset(sentences, tag_ids, preprocessor, batch_size=128):
     """Sentences -> a dataset of unbatched `(encoder inputs, labels, word_index)`.
 
     Labels are the word's tag id on its first piece and -1 (ignored by the
@@ -207,34 +205,35 @@ def token_classification_dataset(sentences, tag_ids, tokenizer, max_seq_length, 
     Args:
         sentences: `ConllSentences`.
         tag_ids: list of int32 arrays, one per sentence (`encode_tags`).
-        tokenizer: `keras_bert.text.BertTokenizer`.
-        max_seq_length: int.
+        preprocessor: the model's `keras_bert.text.BertPreprocessor`: its
+            tokenizer and packer.
         batch_size: int, sentences tokenized and packed per call.
 
     Returns:
         A `tf.data.Dataset` of `(features, labels, word_index)`: features a
         dict of int32 [seq]; labels int32 [seq]; word_index int32 [seq], the
         word of each first piece, -1 elsewhere (a word missing from it was
-        cut by `max_seq_length` or has no pieces).
+        cut by the preprocessor's length or has no pieces).
     """
-    return first_piece_examples(sentences.words, tag_ids, tokenizer, max_seq_length, batch_size)
+    return first_piece_examples(sentences.words, tag_ids, preprocessor, batch_size)
 
 
-def first_piece_examples(words, tag_ids, tokenizer, max_seq_length, batch_size=128):
+def first_piece_examples(words, tag_ids, preprocessor, batch_size=128):
     """Word lists and their tag ids -> unbatched `(encoder inputs, labels, word_index)`.
 
     The one labeling of words for the tagger: the CoNLL reader
     (`token_classification_dataset`) and `BertTokenClassifier.fit` on word
-    lists both call it. Each word is tokenized on its own and its tag goes
-    on its first piece (`align_first_pieces`); labels are -1 on the other
-    pieces, [CLS] and [SEP]. Cached in memory.
+    lists both call it. Each word is tokenized on its own by the
+    preprocessor's tokenizer, the pieces are packed by its packer, and the
+    word's tag goes on its first piece (`align_first_pieces`); labels are -1
+    on the other pieces, [CLS] and [SEP]. Cached in memory.
 
     Args:
         words: list (one per sentence) of lists of str.
         tag_ids: list (one per sentence) of int sequences, as long as the
             sentence's words.
-        tokenizer: `keras_bert.text.BertTokenizer`.
-        max_seq_length: int, pieces beyond max_seq_length - 2 are cut.
+        preprocessor: the model's `keras_bert.text.BertPreprocessor`; pieces
+            beyond its `truncation_length` - 2 are cut.
         batch_size: int, sentences tokenized and packed per call.
 
     Returns:
@@ -243,12 +242,11 @@ def first_piece_examples(words, tag_ids, tokenizer, max_seq_length, batch_size=1
     """
     words = tf.ragged.constant([list(w) for w in words], dtype=tf.string, ragged_rank=1)
     tags = tf.ragged.constant([list(t) for t in tag_ids], dtype=tf.int32, ragged_rank=1)
-    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+    tokenizer, packer = preprocessor.tokenizer, preprocessor.packer
 
     def pack(batch_words, batch_tags):  # [batch, (num_words)] each.
         pieces = batch_words.with_flat_values(tokenizer(batch_words.flat_values))
-        features, labels, weights, word_index = align_first_pieces(
-            pieces, batch_tags, max_seq_length, cls_id, sep_id)
+        features, labels, weights, word_index = align_first_pieces(pieces, batch_tags, packer)
         labels = tf.where(weights > 0, labels, -1)
         return (features, labels, word_index), tf.reduce_sum(features["padding_mask"], axis=1)
 
