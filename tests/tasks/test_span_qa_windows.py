@@ -210,9 +210,8 @@ def test_reader_features_are_the_serving_windows(qa, max_seq_length, doc_stride,
     preprocessor = BertPreprocessor(tokenizer, sequence_length=None,
                                     max_seq_length=max_seq_length)
     features = squad.squad_features(data, preprocessor, doc_stride, max_query_length)
-    module = SpanQAServingModule(model, tokenizer, None, max_seq_length,
-                                 max_query_length=max_query_length, doc_stride=doc_stride,
-                                 max_windows=1000)
+    module = SpanQAServingModule(model, preprocessor, max_query_length=max_query_length,
+                                 doc_stride=doc_stride, max_windows=1000)
     questions = tf.constant([q.question for q in data.questions])
     contexts = tf.constant([q.context for q in data.questions])
     served = {k: v.numpy() for k, v in module.preprocess(questions, contexts).items()}
