@@ -161,7 +161,7 @@ class BertTask(DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile,
 
     @classmethod
     def from_pretrained(cls, model_dir, dtype=None, max_seq_length=None, lowercase=None,
-                        new_head=False, **task_kwargs):
+                        new_head=False, preprocessor=None, **task_kwargs):
         """Loads a model directory as this task, compiled, with a preprocessor
         when it has a vocab.txt (then `fit`/`evaluate`/`predict` take strings).
 
@@ -194,6 +194,9 @@ class BertTask(DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile,
                 True: a freshly initialized head from `task_kwargs` alone;
                 "auto": keep the saved head when its shapes allow, else a
                 fresh one, with a warning that says so.
+            preprocessor: a `BertPreprocessor` to carry instead of the one the
+                directory describes (then `max_seq_length` and `lowercase` are
+                its own).
             **task_kwargs: the head's arguments (num_classes, label_names, ...).
 
         Example:
@@ -232,7 +235,9 @@ class BertTask(DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile,
             model.task_info = {k: v for k, v in info.items()
                                if k not in ("task", "task_config")} or None
         model.vocab_file = vocab_file
-        if vocab_file is not None:
+        if preprocessor is not None:
+            model.preprocessor = preprocessor
+        elif vocab_file is not None:
             model.preprocessor = model_dir_lib.build_preprocessor(
                 vocab_file, model.encoder.max_position_embeddings, info,
                 max_seq_length=max_seq_length, lowercase=lowercase,

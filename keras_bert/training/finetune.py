@@ -234,15 +234,9 @@ class FinetuneTask:
         that packed the data): save_pretrained writes its settings into task.json."""
         # "auto": a fine-tuned directory of the task keeps its head unless
         # the new labels change its shape (then a warning says it is new).
-        # The resolved settings are passed explicitly, so from_pretrained
-        # neither warns about casing a second time nor packs otherwise.
-        settings = self.preprocessor.text_settings
-        model = self.model_class.from_pretrained(
-            self.model_dir, dtype=dtype, new_head="auto",
-            max_seq_length=settings.max_seq_length, lowercase=settings.lowercase,
+        return self.model_class.from_pretrained(
+            self.model_dir, dtype=dtype, new_head="auto", preprocessor=self.preprocessor,
             **self.model_kwargs())
-        model.preprocessor = self.preprocessor
-        return model
 
     def class_weight_labels(self):
         """(label names, int array of training label ids) for class weights, or None.

@@ -68,7 +68,8 @@ def test_the_longest_accepted_question_is_kept_whole(qa_dir):
     vocab_file = os.path.join(qa_dir, "vocab.txt")
     preprocessor = BertPreprocessor(BertTokenizer(vocab_file), sequence_length=None,
                                     max_seq_length=MAX_SEQ_LENGTH)
-    module = SpanQAServingModule(model, preprocessor, vocab_file=vocab_file, max_query_length=longest)
+    module = SpanQAServingModule(model, preprocessor, vocab_file=vocab_file,
+                                 max_query_length=longest)
     assert module.max_query_length == longest  # Not cut.
     # Not given (no task.json setting): run_squad.py's 64 does not fit, half the window does.
     default = SpanQAServingModule(model, preprocessor, vocab_file=vocab_file)
