@@ -20,7 +20,7 @@ with `sequence_length` set, every batch is padded to exactly that length.
 
 import tensorflow as tf
 
-from keras_bert.layers.serving_kernels import serving_kernels
+from keras_bert.export.serving_kernels import serving_kernels
 from keras_bert.text import BertPacker
 from keras_bert.text.settings import DEFAULT_TRUNCATION, resolve_text_settings
 
@@ -159,7 +159,7 @@ class BertServingModule(tf.Module):
         self.truncation = truncation
         self.lowercase = tokenizer.lowercase
         self.jit_compile = bool(jit_compile)
-        # Kernels chosen per call by size (keras_bert.layers.serving_kernels);
+        # Kernels chosen per call by size (keras_bert.export.serving_kernels);
         # XLA compiles its own, and a LiteRT conversion turns this off.
         self.serving_kernels = not self.jit_compile
         self.dtype_policy = encoder.pooler.dtype_policy.name  # The model's own stays float32.
@@ -329,7 +329,7 @@ class BertServingModule(tf.Module):
         )
 
     def _run_encoder(self, token_ids, segment_ids, padding_mask):
-        with serving_kernels(self.serving_kernels):
+        with serving_kernels(self._keras.encoder, self.serving_kernels):
             outputs = self._keras.encoder(
                 {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
                 training=False,
@@ -340,7 +340,7 @@ class BertServingModule(tf.Module):
         }
 
     def _run_model(self, token_ids, segment_ids, padding_mask):
-        with serving_kernels(self.serving_kernels):
+        with serving_kernels(self._keras.model, self.serving_kernels):
             outputs = self._keras.model(
                 {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
                 training=False,
