@@ -183,4 +183,16 @@ PRIVATE_HOOKS = (
         "since TF 1.",
         called_from=None,
     ),
+    PrivateHook(
+        owner="keras.layers.Layer",
+        name="_flatten_layers",
+        used_in="keras_bert/export/serving_kernels.py",
+        why="The export's serving-kernel rewrite finds every encoder block and "
+        "exact-GELU Dense layer of a model at any depth (a block inside the "
+        "functional encoder inside a task model, a Dense held as an attribute "
+        "of a head). Keras has no public recursive walk: Model.layers lists only "
+        "the top level of a functional model, and a layer's sub-layers held as "
+        "attributes are listed nowhere public.",
+        called_from=None,
+    ),
 )

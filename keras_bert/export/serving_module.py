@@ -23,7 +23,7 @@ import inspect
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.layers.serving_kernels import serving_kernels
+from keras_bert.export.serving_kernels import serving_kernels
 from keras_bert.text import BertPreprocessor
 
 STRINGS = tf.TensorSpec([None], tf.string)
@@ -138,7 +138,7 @@ class BertServingModule(tf.Module):
         self.truncation = preprocessor.truncation
         self.lowercase = tokenizer.lowercase
         self.jit_compile = bool(jit_compile)
-        # Kernels chosen per call by size (keras_bert.layers.serving_kernels);
+        # Kernels chosen per call by size (keras_bert.export.serving_kernels);
         # XLA compiles its own, and a LiteRT conversion turns this off.
         self.serving_kernels = not self.jit_compile
         self.dtype_policy = encoder.pooler.dtype_policy.name  # The model's own stays float32.
@@ -348,7 +348,7 @@ class BertServingModule(tf.Module):
         )
 
     def _run_encoder(self, token_ids, segment_ids, padding_mask):
-        with serving_kernels(self.serving_kernels):
+        with serving_kernels(self._keras.encoder, self.serving_kernels):
             outputs = self._keras.encoder(
                 {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
                 training=False,
@@ -359,7 +359,7 @@ class BertServingModule(tf.Module):
         }
 
     def _run_model(self, token_ids, segment_ids, padding_mask):
-        with serving_kernels(self.serving_kernels):
+        with serving_kernels(self._keras.model, self.serving_kernels):
             outputs = self._keras.model(
                 {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
                 training=False,

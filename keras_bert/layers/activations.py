@@ -1,14 +1,6 @@
 """Activation functions by BertConfig.hidden_act name."""
 
-import math
-
 import keras
-from keras import ops
-
-from keras_bert.layers.serving_kernels import serving_kernels_enabled
-
-# 1 / sqrt(2), the constant the remapper's exact-GELU pattern checks for.
-_SQRT_HALF = 1.0 / math.sqrt(2.0)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -21,17 +13,10 @@ def gelu_approx(x):
 def gelu(x):
     """Exact GELU, x * Phi(x) with erf, as in Hugging Face BERT ("gelu").
 
-    In a SavedModel export's graph (`serving_kernels`) it is written as
-    ((erf(x / sqrt(2)) + 1) * 0.5) * x, op for op the exact-GELU pattern that
-    TensorFlow's oneDNN Grappler remapper fuses with the MatMul + BiasAdd
-    before it (one kernel instead of seven ops). Elsewhere it is Keras' own
-    (erfc-based; the LiteRT converter turns it into its GELU builtin, and
-    LiteRT has no Erf builtin).
+    Keras' own (erfc-based): the LiteRT converter turns it into its GELU
+    builtin. A SavedModel export traces it in the form oneDNN fuses with the
+    matmul before it (`keras_bert.export.serving_kernels.serving_gelu`).
     """
-    if serving_kernels_enabled():
-        return ops.multiply(
-            ops.multiply(ops.add(ops.erf(ops.multiply(x, _SQRT_HALF)), 1.0), 0.5), x
-        )
     return keras.activations.gelu(x, approximate=False)
 
 

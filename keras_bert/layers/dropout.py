@@ -17,9 +17,8 @@ class Dropout(keras.layers.Dropout):
     the expected output equals the input exactly. One 32-bit draw of
     TensorFlow's counter-based Philox generator covers two elements. BERT
     applies dropout to every attention matrix and hidden state, so its
-    random numbers are a visible part of a training step: measured here,
-    a small-preset pretraining step took 5% less time with XLA (0.96 vs
-    1.01 s per 16 x 128 batch) and 3% less without.
+    random numbers are a visible part of a training step (BENCHMARKS.md,
+    "Measurements behind code choices").
 
     Seeds come from the layer's `keras.random.SeedGenerator`, as in Keras.
     With `noise_shape` it falls back to Keras' dropout.

@@ -9,17 +9,10 @@ from keras import ops
 from keras_bert.config import check_rate
 from keras_bert.layers.activations import get_activation, initializer
 from keras_bert.layers.dropout import Dropout
-from keras_bert.layers.serving_kernels import serving_kernels_enabled
 
 # Added to attention scores of padded keys; exp() of it underflows to exactly 0
 # in float32, so padded keys get zero weight.
 _MASK_VALUE = -1e9
-# Attention score elements (batch x heads x seq x seq) up to which Eigen's
-# batch matmul and softmax beat oneDNN's on CPU, in an exported serving graph
-# (serving_kernels). Measured (TF 2.21, AVX-512 EPYC, 12 heads of 32, two
-# batch matmuls + softmax): Eigen takes 0.71x oneDNN's time at 1 x 16 tokens,
-# 0.75x at 1 x 31, 0.97x at 1 x 64, 1.22x at 4 x 48, 2.5x at 64 x 48.
-_SMALL_ATTENTION = 32 * 1024
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -161,20 +154,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             # A reshape, not bias[:, None, None, :]: a strided slice with new
             # axes has no LiteRT builtin (the --format tflite export).
             bias = ops.reshape(bias, (batch_size, 1, 1, seq_length))
-        if serving_kernels_enabled() and not training:
-            # An exported serving graph: Eigen's kernels for small attention
-            # (one short text), oneDNN's for large (see serving_kernels).
-            small = batch_size * self.num_heads * seq_length * seq_length <= _SMALL_ATTENTION
-            if isinstance(small, bool):  # static shapes: no branch needed
-                context, probs = self._attend(query, key, value, bias, training, small=small)
-            else:
-                context, probs = tf.cond(
-                    small,
-                    lambda: self._attend(query, key, value, bias, training, small=True),
-                    lambda: self._attend(query, key, value, bias, training),
-                )
-        else:
-            context, probs = self._attend(query, key, value, bias, training)
+        context, probs = self.attend(query, key, value, bias, training=training)
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (-1, hidden_size))
 
         attention_output = self.dropout(self.attention_output_dense(context), training=training)
@@ -186,8 +166,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
             return y, probs
         return y
 
-    def _attend(self, query, key, value, bias, training, small=False):
-        """Scaled-dot-product attention of one block, in one of two kernel sets.
+    def attend(self, query, key, value, bias=None, training=None):
+        """Scaled-dot-product attention: softmax(query key^T + bias) value.
+
+        The one step of the block whose fastest CPU kernels depend on the
+        size: a SavedModel export traces an equivalent in its place
+        (`keras_bert.export.serving_kernels`); here it is the math alone.
 
         Args:
             query, key, value: Tensors of shape [batch_size, num_heads,
@@ -195,31 +179,19 @@ class TransformerEncoderBlock(keras.layers.Layer):
             bias: None or float32 Tensor of shape [batch_size, 1, 1,
                 seq_length], added to the scores.
             training: bool, whether dropout is active.
-            small: bool, use `BatchMatMulV3` (Eigen's kernel: oneDNN rewrites
-                only the V2 op) and a softmax from exp and sums instead of
-                oneDNN's batch matmul and softmax. Faster below
-                `_SMALL_ATTENTION` score elements, slower above.
 
         Returns:
             (context of shape [batch_size, num_heads, seq_length, head_size],
             float32 attention probabilities [batch_size, num_heads,
             seq_length, seq_length]).
         """
-        if small:
-            def matmul(a, b, transpose_b=False):
-                return tf.raw_ops.BatchMatMulV3(x=a, y=b, adj_y=transpose_b, Tout=a.dtype)
-        else:
-            matmul = tf.matmul
-        scores = ops.cast(matmul(query, key, transpose_b=True), "float32")  # (B, N, T, T)
+        # tf.matmul's adj_y: no separate transpose of the key.
+        scores = ops.cast(tf.matmul(query, key, transpose_b=True), "float32")  # (B, N, T, T)
         if bias is not None:
             scores = scores + bias
-        if small:
-            weights = ops.exp(scores - ops.max(scores, axis=-1, keepdims=True))
-            probs = weights / ops.sum(weights, axis=-1, keepdims=True)
-        else:
-            probs = ops.softmax(scores, axis=-1)
+        probs = ops.softmax(scores, axis=-1)
         attended = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
-        return matmul(attended, value), probs  # (B, N, T, D)
+        return tf.matmul(attended, value), probs  # (B, N, T, D)
 
     def compute_output_spec(
         self, x, padding_mask=None, training=None, return_attention_probs=False

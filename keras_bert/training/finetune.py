@@ -404,8 +404,8 @@ def _finetune_jit_compile(options, strategy):
     """Like `resolve_jit_compile`, but "auto" is off on a CPU-only machine.
 
     Fine-tuning batches come in many length buckets, and XLA compiles each
-    one; on CPU the compiled step was also 6-9% slower than TensorFlow's
-    (MiniLM, batch 32 at 32-64 tokens: BENCHMARKS.md, finetune-step).
+    one; on CPU the compiled step was also slower than TensorFlow's
+    (BENCHMARKS.md, finetune-step).
     """
     if options.jit_compile == "auto" and not tf.config.list_logical_devices("GPU"):
         return False

@@ -121,13 +121,11 @@ def resolve_jit_compile(setting, dtype, strategy, amx=None):
     - off on TPU (TPUStrategy compiles everything anyway);
     - off for bfloat16/float16 on a CPU-only machine with AMX: TensorFlow's
       own matmuls use oneDNN's AMX kernels there and XLA's CPU code does
-      not; measured on a 2-core Sapphire Rapids, jit_compile made a
-      bfloat16 BERT (keras-hub) 2x slower;
-    - on everywhere else. Measured on this project's 2-core CPU machines
-      without AMX, XLA sped up a small-preset pretraining step in float32
-      (1.01 vs 1.06 s per step of 16 x 128) and in mixed_bfloat16 (1.12 vs
-      1.76 s). Training batches have few distinct shapes (fixed length, or
-      padded to length-bucket edges), so compilations are few.
+      not, so XLA makes such a step slower;
+    - on everywhere else: without AMX XLA makes a pretraining step faster,
+      in float32 and in mixed_bfloat16 (BENCHMARKS.md, "Measurements behind
+      code choices"). Training batches have few distinct shapes (fixed
+      length, or padded to length-bucket edges), so compilations are few.
 
     Args:
         setting: "auto", "on" or "off".

@@ -161,8 +161,8 @@ class ClassifierServingModule(BertServingModule):
 
             # Not inlined into classify: inlined, its whole graph (a while loop over
             # the model) sat in classify's untaken branch at 1 text, and the executor
-            # passed a dead value through every node of it: 7% slower at batch 1
-            # (measured); as a function call, the untaken branch is one node.
+            # passed a dead value through every node of it, slower at batch 1
+            # (BENCHMARKS.md); as a function call, the untaken branch is one node.
             self._keras.classify_in_sub_batches = tf.function(
                 classify_in_sub_batches, input_signature=specs + [tf.TensorSpec([], tf.int32)],
                 experimental_attributes={"_noinline": True})

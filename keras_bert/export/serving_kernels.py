@@ -1,0 +1,159 @@
+"""serving_kernels(model): the CPU kernels a SavedModel export traces the model with.
+
+Some of TensorFlow's CPU kernels win only at some sizes: oneDNN's batch
+matmul and softmax (what `tf.matmul` and `tf.nn.softmax` become on x86) have
+a fixed cost per call that dominates on one short text and pays off on
+requests of many texts (BENCHMARKS.md, "Attention kernels by size"). The
+layers hold the math alone; a SavedModel export (`BertServingModule`; not
+XLA, not LiteRT) traces its model inside `serving_kernels(model)`, which
+rewrites two steps of that trace:
+
+- each `TransformerEncoderBlock.attend` becomes `serving_attention`: a
+  `tf.cond` on the number of attention scores between Eigen's kernels
+  (small) and oneDNN's (large), with the same values;
+- each Dense layer's exact GELU becomes `serving_gelu`, written op for op as
+  the pattern that TensorFlow's oneDNN Grappler remapper fuses with the
+  MatMul + BiasAdd before it (one kernel instead of seven ops).
+
+Every other trace (training, `predict`, XLA, LiteRT) sees the layers as they
+are: one kernel set and no branch.
+"""
+
+import contextlib
+import functools
+import math
+import threading
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from keras_bert.layers import TransformerEncoderBlock, gelu
+
+# Attention scores (batch x heads x seq x seq) up to which Eigen's batch
+# matmul and an exp/sum softmax beat oneDNN's: about one text of 64 tokens
+# under 12 heads (BENCHMARKS.md, "Attention kernels by size").
+_SMALL_ATTENTION = 32 * 1024
+# 1 / sqrt(2), the constant the remapper's exact-GELU pattern checks for.
+_SQRT_HALF = 1.0 / math.sqrt(2.0)
+
+
+def serving_gelu(x):
+    """Exact GELU as ((erf(x / sqrt(2)) + 1) * 0.5) * x, the form oneDNN fuses.
+
+    The same function as `keras_bert.layers.gelu` (Keras' erfc form), which
+    the LiteRT converter needs: LiteRT has no Erf builtin.
+    """
+    return ops.multiply(
+        ops.multiply(ops.add(ops.erf(ops.multiply(x, _SQRT_HALF)), 1.0), 0.5), x
+    )
+
+
+def serving_attention(attend, query, key, value, bias=None):
+    """`attend`'s values at inference, on the CPU kernels fastest at their size.
+
+    Args:
+        attend: a `TransformerEncoderBlock.attend` (bound): the large form.
+        query, key, value: Tensors of shape [batch_size, num_heads,
+            seq_length, head_size], the query already scaled.
+        bias: None or float32 Tensor of shape [batch_size, 1, 1, seq_length].
+
+    Returns:
+        (context [batch_size, num_heads, seq_length, head_size], float32
+        probabilities [batch_size, num_heads, seq_length, seq_length]), as
+        `attend(..., training=False)` returns them.
+    """
+    batch_size, num_heads, seq_length = ops.shape(query)[:3]
+    small = batch_size * num_heads * seq_length * seq_length <= _SMALL_ATTENTION
+
+    def large():
+        return attend(query, key, value, bias, training=False)
+
+    if isinstance(small, bool):  # static shapes: no branch needed
+        return _small_attention(query, key, value, bias) if small else large()
+    return tf.cond(small, lambda: _small_attention(query, key, value, bias), large)
+
+
+def _small_attention(query, key, value, bias):
+    """Attention on Eigen's kernels: `BatchMatMulV3` (oneDNN rewrites only the
+    V2 op that `tf.matmul` makes) and a softmax from exp and sums."""
+
+    def matmul(a, b, adj_y=False):
+        return tf.raw_ops.BatchMatMulV3(x=a, y=b, adj_y=adj_y, Tout=a.dtype)
+
+    scores = ops.cast(matmul(query, key, adj_y=True), "float32")  # (B, N, T, T)
+    if bias is not None:
+        scores = scores + bias
+    weights = ops.exp(scores - ops.max(scores, axis=-1, keepdims=True))
+    probs = weights / ops.sum(weights, axis=-1, keepdims=True)
+    return matmul(ops.cast(probs, value.dtype), value), probs  # (B, N, T, D)
+
+
+@contextlib.contextmanager
+def serving_kernels(model, enabled=True):
+    """Traces of `model` inside this context, in this thread, take the serving forms.
+
+    The rewrite sets instance attributes (a block's `attend`, a Dense
+    layer's `activation`) and restores them on exit; a trace in another
+    thread meanwhile still gets the layers' own forms.
+
+    Args:
+        model: a Keras layer or model; its `TransformerEncoderBlock`s and
+            exact-GELU Dense layers, at any depth, are rewritten.
+        enabled: bool; False leaves the model as it is (an XLA-compiled or
+            LiteRT export, which choose their own kernels).
+
+    Yields:
+        `model`.
+
+    Example:
+    >>> with serving_kernels(encoder):
+    ...     outputs = tf.function(encoder)(inputs, training=False)
+    """
+    restores = []
+    try:
+        if enabled:
+            thread = threading.get_ident()
+            # Keras' walk over every sub-layer, nested models included.
+            for layer in model._flatten_layers(include_self=True, recursive=True):
+                if isinstance(layer, TransformerEncoderBlock) and "attend" not in vars(layer):
+                    attend = layer.attend
+                    serving = functools.partial(_serving_attend, attend)
+                    restores.append(_set(layer, "attend", _in_thread(thread, serving, attend)))
+                elif isinstance(layer, keras.layers.Dense) and layer.activation is gelu:
+                    restores.append(
+                        _set(layer, "activation", _in_thread(thread, serving_gelu, gelu)))
+        yield model
+    finally:
+        for restore in reversed(restores):
+            restore()
+
+
+def _serving_attend(attend, query, key, value, bias=None, training=None):
+    if training:  # a training trace keeps dropout, on the one kernel set
+        return attend(query, key, value, bias, training=training)
+    return serving_attention(attend, query, key, value, bias)
+
+
+def _in_thread(thread, serving, plain):
+    """`serving` when called in thread `thread`, `plain` in any other."""
+
+    def call(*args, **kwargs):
+        function = serving if threading.get_ident() == thread else plain
+        return function(*args, **kwargs)
+
+    return call
+
+
+def _set(layer, name, value):
+    """Sets `layer.name` to `value`; returns the function that undoes it."""
+    had, previous = name in vars(layer), vars(layer).get(name)
+    setattr(layer, name, value)
+
+    def restore():
+        if had:
+            setattr(layer, name, previous)
+        else:
+            delattr(layer, name)
+
+    return restore
