@@ -50,6 +50,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
     },
 )
 
+# Keras is loaded: its `.keras` loader can only find classes whose modules ran.
 if "keras" in sys.modules:
     for _name in __all__:
         getattr(sys.modules[__name__], _name)

@@ -20,32 +20,27 @@ import pkgutil
 import sys
 
 
-def lazy_exports(package, exports, factories=None):
+def lazy_exports(package, exports):
     """The module `__getattr__`, `__dir__` and `__all__` of a package with lazy names.
 
     Args:
         package: str, the package's `__name__`.
         exports: dict {module: [names]}: each name is `module`'s attribute of
             that name, `module` relative to `package` ("model", "layers.pooler").
-        factories: dict {name: function of no arguments}: the name's value is
-            what the function returns, computed once (a task folder's `TASK`).
 
     A submodule is an attribute too, imported on first use
     (`keras_bert.training` after a bare `import keras_bert`).
 
     Returns:
         (__getattr__, __dir__, __all__): assign them to the package's names of
-        the same spelling. `__all__` holds the exported names and factories,
-        not the submodules (so `import *` loads no more than it names).
+        the same spelling. `__all__` holds the exported names, not the
+        submodules (so `import *` loads no more than it names).
     """
     where = {name: module for module, names in exports.items() for name in names}
-    factories = dict(factories or {})
 
     def __getattr__(name):
         if name in where:
             value = getattr(importlib.import_module(f"{package}.{where[name]}"), name)
-        elif name in factories:
-            value = factories[name]()
         elif not name.startswith("__") and importlib.util.find_spec(f"{package}.{name}"):
             return importlib.import_module(f"{package}.{name}")  # Sets the attribute itself.
         else:
@@ -56,6 +51,6 @@ def lazy_exports(package, exports, factories=None):
 
     def __dir__():
         submodules = {info.name for info in pkgutil.iter_modules(sys.modules[package].__path__)}
-        return sorted(set(vars(sys.modules[package])) | set(where) | set(factories) | submodules)
+        return sorted(set(vars(sys.modules[package])) | set(where) | submodules)
 
-    return __getattr__, __dir__, sorted(set(where) | set(factories))
+    return __getattr__, __dir__, sorted(where)

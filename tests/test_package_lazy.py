@@ -128,21 +128,16 @@ def test_preprocessor_from_pretrained_needs_no_model_import(encoder, vocab_file,
 
 @pytest.fixture
 def lazy_package(tmp_path, monkeypatch):
-    """A package `lazy_pkg` whose names are lazy; `lazy_pkg.calls` counts imports and calls."""
+    """A package `lazy_pkg` whose names are lazy; `lazy_pkg.calls` records module runs."""
     package = tmp_path / "lazy_pkg"
     package.mkdir()
     (package / "heavy.py").write_text("import lazy_pkg\nlazy_pkg.calls.append('heavy')\n"
-                                      "Model = type('Model', (), {})\n")
+                                      "Model = type('Model', (), {})\nSIZE = 3\n")
     (package / "extra.py").write_text("VALUE = 7\n")
     (package / "__init__.py").write_text(
         "from keras_bert._lazy import lazy_exports\n"
         "calls = []\n"
-        "def _spec():\n"
-        "    from lazy_pkg.heavy import Model\n"
-        "    calls.append('spec')\n"
-        "    return ('spec', Model)\n"
-        "__getattr__, __dir__, __all__ = lazy_exports(__name__, {'heavy': ['Model']},\n"
-        "                                             factories={'SPEC': _spec})\n")
+        "__getattr__, __dir__, __all__ = lazy_exports(__name__, {'heavy': ['Model', 'SIZE']})\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     yield __import__("lazy_pkg")
     for name in [n for n in sys.modules if n == "lazy_pkg" or n.startswith("lazy_pkg.")]:
@@ -150,20 +145,21 @@ def lazy_package(tmp_path, monkeypatch):
 
 
 def test_lazy_exports_load_once_on_first_use(lazy_package):
-    assert lazy_package.calls == [] and lazy_package.__all__ == ["Model", "SPEC"]
-    assert {"Model", "SPEC", "extra", "heavy"} <= set(dir(lazy_package))
+    assert lazy_package.calls == [] and lazy_package.__all__ == ["Model", "SIZE"]
+    assert {"Model", "SIZE", "extra", "heavy"} <= set(dir(lazy_package))
     assert lazy_package.calls == []  # dir() imports nothing.
-    spec = lazy_package.SPEC
-    assert spec == ("spec", sys.modules["lazy_pkg.heavy"].Model)
-    assert lazy_package.SPEC is spec and lazy_package.calls == ["heavy", "spec"]
+    model = lazy_package.Model
+    assert model is sys.modules["lazy_pkg.heavy"].Model and lazy_package.calls == ["heavy"]
+    assert lazy_package.SIZE == 3 and lazy_package.Model is model
+    assert lazy_package.calls == ["heavy"] and vars(lazy_package)["Model"] is model  # Cached.
     assert lazy_package.extra.VALUE == 7  # A submodule is an attribute on first use.
     with pytest.raises(AttributeError, match="module 'lazy_pkg' has no attribute 'nothing'"):
         lazy_package.nothing
-    from lazy_pkg import Model  # `from ... import` goes through the same path.
-    assert Model is spec[1]
+    from lazy_pkg import SIZE  # `from ... import` goes through the same path.
+    assert SIZE == 3
 
 
 def test_lazy_exports_refuse_a_missing_name_with_the_module_s_own_error(lazy_package):
     getattr_, _, _ = lazy_exports("lazy_pkg", {"heavy": ["Missing"]})
-    with pytest.raises(AttributeError, match="Missing"):
+    with pytest.raises(AttributeError, match="lazy_pkg.heavy' has no attribute 'Missing'"):
         getattr_("Missing")

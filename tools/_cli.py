@@ -81,7 +81,7 @@ def task_options():
     The light view of the task registry (keras_bert/models/registry.py):
     each task folder's options.py imports only the standard library (and
     keras_bert/data/task_options.py) and names its dataclass in the folder's
-    registration line (`TaskSpec(..., options=...)`); the folder's name is
+    registration line (spec.py, `TaskSpec(..., options=...)`); the folder's name is
     the task's registered name. Registering the task imports its model
     (TensorFlow), so tools import the options modules alone.
     tests/training/test_task_options.py checks this view against the

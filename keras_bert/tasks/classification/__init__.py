@@ -4,25 +4,12 @@ model.py (the head), reader.py (data files), finetune.py (the fine-tuning
 task), serving.py (export signatures), metrics.py, options.py (options and
 task.json schema). Registered as 'classification'.
 
-The names below load on first use (PEP 562): importing options.py loads
-no TensorFlow. `TASK` registers the task when first read.
+The names below load on first use (PEP 562), so importing options.py loads
+no TensorFlow; `TASK` (spec.py, the registration line) registers the task.
 """
 
 from keras_bert._lazy import lazy_exports
 
-
-def _task():
-    """The task's one registration line, run when `TASK` is first read."""
-    from keras_bert.models.registry import TaskSpec, register_task
-    from keras_bert.tasks.classification import finetune, model, options
-
-    return register_task(TaskSpec("classification", model=model.BertClassifier, finetune=finetune.ClassificationTask,
-                                  options=options.ClassificationOptions, task_json=options.TASK_JSON))
-
-
-# TASK: what `keras_bert.models.registry.get_task("classification")` finds here on demand.
-__getattr__, __dir__, __all__ = lazy_exports(
-    __name__,
-    {"finetune": ["ClassificationTask"], "model": ["BertClassifier"], "serving": ["ClassifierServingModule"]},
-    factories={"TASK": _task},
-)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "model": ["BertClassifier"], "finetune": ["ClassificationTask"],
+    "serving": ["ClassifierServingModule"], "spec": ["TASK"]})
