@@ -203,8 +203,7 @@ def _inner_optimizer(optimizer):
 
 
 _WAY_OUT = ("Lower the learning rate (--learning-rate), check the class weights and the "
-            "data, or train in float32 (--dtype float32); rerunning the same command resumes "
-            "from the last checkpoint.")
+            "data, or train in float32 (--dtype float32).")
 
 
 @tf.function
