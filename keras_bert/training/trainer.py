@@ -424,13 +424,18 @@ class Trainer:
             directory = self._state_manager.directory
             remove_own(directory, own_checkpoint_files(directory))
 
-    def check_finite_weights(self, step=None):
-        """Raises `NonFiniteError` naming the first model weight that holds NaN or inf."""
+    def _first_non_finite(self):
+        """The first float model weight holding NaN or inf, or None."""
         variables = [v for v in self.model.weights if keras.backend.is_float_dtype(v.dtype)]
         if bool(_all_finite([v.value for v in variables])):
+            return None
+        return next(v for v in variables if not bool(tf.reduce_all(tf.math.is_finite(v.value))))
+
+    def check_finite_weights(self, step=None):
+        """Raises `NonFiniteError` naming the first model weight that holds NaN or inf."""
+        bad = self._first_non_finite()
+        if bad is None:
             return
-        bad = next(v for v in variables
-                   if not bool(tf.reduce_all(tf.math.is_finite(v.value))))
         step = int(self.step.numpy()) if step is None else step
         raise NonFiniteError(
             f"Training stopped at step {step}: the weight {bad.path} holds NaN or inf, so the "
@@ -476,6 +481,13 @@ class Trainer:
             dict, the last logs (metric name -> float, plus learning_rate).
         """
         start = self.restore()
+        bad = self._first_non_finite()
+        if bad is not None:
+            origin = (f"the checkpoint {tf.train.latest_checkpoint(self.checkpoint_dir)}"
+                      if start else "the model it starts from")
+            raise NonFiniteError(
+                f"The weight {bad.path} holds NaN or inf before training (step {start}): "
+                f"{origin} is not a usable model. Start from another model.", start)
         callbacks = keras.callbacks.CallbackList(
             callbacks, add_history=True, add_progbar=bool(verbose) and self.is_chief,
             verbose=verbose, epochs=1, steps=num_steps, model=self.model)

@@ -23,13 +23,13 @@ from keras_bert.training import finetune as finetune_lib
 from keras_bert.training.trainer import PAUSE_ENV, NonFiniteError, Trainer
 from tests.conftest import run_tool
 from tests.training.conftest import REPO, subprocess_env, tiny_bert_config
+from tests.training import test_trainer as trainer_tests
 from tests.training.finetune_fixtures import write_sentiment_splits
 
 PRETRAIN = os.path.join(REPO, "tools", "pretrain.py")
 FINETUNE = os.path.join(REPO, "tools", "finetune.py")
-SETTINGS = dict(num_train_steps=30, batch_size=16, learning_rate=1e-3, warmup_steps=3,
-                checkpoint_every=10, max_checkpoints=1, log_every=10, seed=1,
-                jit_compile="off")
+# test_trainer's run (checkpoints at 10, 20, 30), keeping one checkpoint.
+SETTINGS = dict(trainer_tests.SETTINGS, max_checkpoints=1)
 
 
 def _kill_at(command, point, tmp_path, env=None):
@@ -56,23 +56,12 @@ def _kill_at(command, point, tmp_path, env=None):
 def _pretrain_command(data_dir, output_dir, tmp_path):
     config_file = tmp_path / "bert_config.json"
     tiny_bert_config(32).to_json_file(config_file)
-    args = [sys.executable, PRETRAIN, "--train", data_dir, "--output", str(output_dir),
-            "--config", str(config_file), "--no-tensorboard"]
-    for key, value in SETTINGS.items():
-        args += ["--" + key.replace("_", "-"), str(value)]
-    return args
-
-
-class _FirstStep(keras.callbacks.Callback):
-    first = None
-
-    def on_train_batch_begin(self, batch, logs=None):
-        if self.first is None:
-            self.first = batch
+    return [sys.executable, PRETRAIN, *trainer_tests._cli_args(data_dir, output_dir, config_file),
+            "--max-checkpoints", "1"]
 
 
 def _resume_pretraining(data_dir, output_dir):
-    first = _FirstStep()
+    first = trainer_tests._FirstStep()
     result = run_pretraining(data_dir, str(output_dir), PretrainingConfig(**SETTINGS),
                              bert_config=tiny_bert_config(32), callbacks=[first], verbose=0,
                              tensorboard=False)
@@ -147,6 +136,16 @@ def test_non_finite_weights_are_never_saved_and_the_error_names_the_weight(tmp_p
         trainer.save()
     assert not (tmp_path / "ckpt" / "ckpt-3.index").exists()
     assert tf.train.latest_checkpoint(str(tmp_path / "ckpt")).endswith("ckpt-2")
+
+
+def test_a_model_that_starts_non_finite_is_refused_before_training(tmp_path):
+    trainer = _tiny_trainer(tmp_path / "ckpt")
+    bias = trainer.model.get_layer("dense").bias
+    bias.assign([np.nan])
+    with pytest.raises(NonFiniteError, match=rf"The weight {bias.path} holds NaN or inf before "
+                                             r"training \(step 0\): the model it starts from"):
+        trainer.train(2, verbose=0)
+    assert not (tmp_path / "ckpt").exists() or not os.listdir(tmp_path / "ckpt")
 
 
 def test_parts_of_an_uncommitted_unit_are_removed_and_the_committed_one_resumes(tmp_path):
@@ -256,6 +255,11 @@ def test_finetune_killed_mid_checkpoint_resumes_from_the_last_whole_one(tiny_mod
     with open(output / "task.json") as f:
         assert json.load(f)["epoch"] in (1, 2, 3)
     assert not os.path.exists(checkpoints)
+    # What a kill inside TensorFlow's write leaves does not block the next run.
+    os.makedirs(os.path.join(checkpoints, "ckpt-3_temp"))
+    code, out, err = run_tool("finetune", *_finetune_args(root, output), "--overwrite")
+    assert code == 0, (out + err)[-3000:]
+    assert "resumed" not in out + err and not os.path.exists(checkpoints)
 
 
 def test_a_diverging_finetune_exits_non_zero_and_saves_nothing(tiny_model_dir, tmp_path):
