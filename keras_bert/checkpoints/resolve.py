@@ -32,8 +32,9 @@ set by the kernel on every write, rename and `utime` (what `cp -p` and
 file whose stat still matches holds the content that was hashed; anything
 else is hashed again. A repeated load costs one stat per file.
 
-Each entry is validated before use: NAME-KEY.manifest.json, written after
-the conversion is in place, lists its files with sizes and sha256s. An entry
+Each entry is validated before use: KERAS_BERT_CACHE/manifests/NAME-KEY.json,
+written after the conversion is in place, lists its files with sizes and
+sha256s. An entry
 with a missing, changed or unreadable file (or no manifest: a writer killed
 before it) is converted again.
 """
@@ -56,7 +57,6 @@ CACHE_ENV = "KERAS_BERT_CACHE"
 # Bumped when the converter writes model directories differently, so older
 # cached conversions are not reused.
 CACHE_VERSION = 3  # 3: keyed by content; 2: a BertForQuestionAnswering folder -> span_qa.
-MANIFEST_SUFFIX = ".manifest.json"
 _BLOCK_BYTES = 1 << 20
 logger = logging.getLogger(__name__)
 
@@ -135,6 +135,12 @@ def cache_key(path):
     return digest.hexdigest()
 
 
+def manifest_path(target):
+    """Where the manifest of the cache entry `target` is (outside the entry: a
+    model directory holds only its own files)."""
+    return os.path.join(cache_root(), "manifests", os.path.basename(target) + ".json")
+
+
 def _manifest(target):
     """{relative name: [size, sha256]} of the files of a cache entry."""
     return {name: [os.path.getsize(entry), file_sha256(entry)]
@@ -142,13 +148,13 @@ def _manifest(target):
 
 
 def _write_manifest(target):
-    write_text_atomic(target + MANIFEST_SUFFIX, json.dumps(_manifest(target), indent=1))
+    write_text_atomic(manifest_path(target), json.dumps(_manifest(target), indent=1))
 
 
 def _entry_problem(target):
     """Why the cache entry `target` cannot be used as it is, or None when it can."""
     try:
-        with open(target + MANIFEST_SUFFIX, encoding="utf-8") as f:
+        with open(manifest_path(target), encoding="utf-8") as f:
             expected = json.load(f)
     except FileNotFoundError:
         return "it has no manifest (its writer was stopped before it)"
@@ -207,7 +213,7 @@ def resolve_source(source):
         if problem is None:
             return target
         logger.warning("The cached conversion %s is converted again: %s.", target, problem)
-    elif os.path.lexists(target) and os.path.isfile(target + MANIFEST_SUFFIX):
+    elif os.path.lexists(target) and os.path.isfile(manifest_path(target)):
         # A damaged entry that our manifest proves keras_bert wrote.
         logger.warning("The cached conversion %s is damaged; converting again.", target)
         shutil.rmtree(target, ignore_errors=True)
@@ -216,7 +222,7 @@ def resolve_source(source):
         # Before the conversion's work: an unwritable cache fails at once.
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
-            os.remove(target + MANIFEST_SUFFIX)  # The entry it described is replaced.
+            os.remove(manifest_path(target))  # The entry it described is replaced.
         convert_checkpoint(local, target, log=logger.info, overwrite=True)
         _write_manifest(target)
     except OutputError as e:

@@ -111,9 +111,9 @@ def test_a_damaged_cache_entry_is_rebuilt(tmp_path, monkeypatch):
     # A file gone, and the entry's manifest lost: rebuilt both times.
     os.remove(os.path.join(target, "model.weights.h5"))
     assert sources.resolve_source(folder) == target and len(calls) == 3
-    os.remove(target + resolve.MANIFEST_SUFFIX)
+    os.remove(resolve.manifest_path(target))
     assert sources.resolve_source(folder) == target and len(calls) == 4
-    assert os.path.exists(target + resolve.MANIFEST_SUFFIX)
+    assert os.path.exists(resolve.manifest_path(target))
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
