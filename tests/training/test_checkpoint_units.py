@@ -70,13 +70,11 @@ def _resume_pretraining(data_dir, output_dir):
 
 # The kill points of one unit's write at step 20 (max_checkpoints=1), and the
 # step a rerun must resume from: before the commit, the unit of step 10.
-KILL_POINTS = [
-    ("checkpoint-data-written:20", 10),
-    pytest.param("checkpoint-begin:20", 10, marks=pytest.mark.slow),
-    pytest.param("checkpoint-committed:20", 20, marks=pytest.mark.slow),
-]
+KILL_POINTS = [("checkpoint-begin:20", 10), ("checkpoint-data-written:20", 10),
+               ("checkpoint-committed:20", 20)]
 
 
+@pytest.mark.slow  # A fresh process each (TensorFlow's import); the in-process variant below.
 @pytest.mark.parametrize("point, resumed_from", KILL_POINTS)
 def test_pretraining_killed_mid_checkpoint_resumes_from_the_last_whole_one(
         dynamic_data, tmp_path, point, resumed_from):
@@ -111,6 +109,31 @@ def _tiny_trainer(checkpoint_dir, nan_batch=None, checkpoint_every=2):
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
     return Trainer(model, strategy, dataset_fn, 2, str(checkpoint_dir),
                    checkpoint_every=checkpoint_every, max_checkpoints=1)
+
+
+class _Crash(BaseException):
+    """Stands in for SIGKILL in this process: nothing catches it, nothing cleans up."""
+
+
+@pytest.mark.parametrize("point, resumed_from", [
+    ("checkpoint-begin", 2), ("checkpoint-data-written", 2), ("checkpoint-committed", 4)])
+def test_a_crash_at_each_step_of_a_unit_keeps_the_last_whole_one(tmp_path, monkeypatch, point,
+                                                                 resumed_from):
+    from keras_bert.training import trainer as trainer_lib
+
+    def crash(name, step=None):
+        if (name, step) == (point, 4):
+            raise _Crash
+
+    monkeypatch.setattr(trainer_lib, "pause_point", crash)
+    with pytest.raises(_Crash):
+        _tiny_trainer(tmp_path / "ckpt").train(6, verbose=0)  # max_checkpoints=1
+    monkeypatch.undo()
+    trainer = _tiny_trainer(tmp_path / "ckpt")
+    assert trainer.restore() == resumed_from  # The old code lost data-worker-0/ckpt-2 here.
+    trainer.train(6, verbose=0)
+    assert sorted(os.listdir(tmp_path / "ckpt" / "data-worker-0")) == [
+        "ckpt-6.data-00000-of-00001", "ckpt-6.index"]
 
 
 def test_a_nan_loss_stops_before_anything_of_its_step_is_saved(tmp_path):
@@ -204,13 +227,21 @@ def test_the_finetune_state_is_replaced_whole(tmp_path):
         assert json.load(f)["history"] == [{"epoch": 1}]
 
 
-def test_a_damaged_pretraining_run_file_names_the_file(dynamic_data, tmp_path):
-    output_dir = tmp_path / "run"
-    output_dir.mkdir()
-    (output_dir / "pretraining_run.json").write_text("[1, 2")
+def test_a_damaged_pretraining_run_file_names_the_file(tmp_path):
+    from keras_bert.training.pretrain import _write_or_check_run
+
+    path = tmp_path / "pretraining_run.json"
+    path.write_text("[1, 2")
     with pytest.raises(ValueError, match=r"pretraining_run.json \(the settings of the "
                                          r"pretraining run in this folder\) is damaged"):
-        _resume_pretraining(dynamic_data, output_dir)
+        _write_or_check_run(str(path), {"batch_size": 8}, is_chief=True)
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="holds a JSON list, not an object"):
+        _write_or_check_run(str(path), {"batch_size": 8}, is_chief=True)
+    path.unlink()
+    _write_or_check_run(str(path), {"batch_size": 8}, is_chief=True)
+    assert json.loads(path.read_text()) == {"batch_size": 8}
+    assert os.listdir(tmp_path) == ["pretraining_run.json"]  # No temporary file left.
 
 
 def test_leftovers_of_a_killed_write_do_not_block_the_next_finetune(tiny_model_dir, tmp_path):
@@ -238,6 +269,7 @@ def _finetune_args(root, output, *extra):
             "--max-seq-length", "16", "--early-stopping-patience", "0", *map(str, extra)]
 
 
+@pytest.mark.slow  # Two fine-tuning runs (one in a fresh process).
 def test_finetune_killed_mid_checkpoint_resumes_from_the_last_whole_one(tiny_model_dir,
                                                                         tmp_path):
     root = tmp_path / "data"
@@ -262,6 +294,7 @@ def test_finetune_killed_mid_checkpoint_resumes_from_the_last_whole_one(tiny_mod
     assert "resumed" not in out + err and not os.path.exists(checkpoints)
 
 
+@pytest.mark.slow  # A fine-tuning run through the tool.
 def test_a_diverging_finetune_exits_non_zero_and_saves_nothing(tiny_model_dir, tmp_path):
     root = tmp_path / "data"
     root.mkdir()
