@@ -180,7 +180,9 @@ def main(argv=None):
         check_outputs(args.model, args.output, checkpoint_dir, inputs=data_files)
     except ValueError as e:
         sys.exit(f"error: {e}")
-    if os.path.exists(args.output) and not args.overwrite and not os.path.exists(checkpoint_dir):
+    # A run to resume has its state file; leftovers of a killed write alone are not one.
+    resuming = os.path.exists(os.path.join(checkpoint_dir, "finetune_state.json"))
+    if os.path.exists(args.output) and not args.overwrite and not resuming:
         sys.exit(f"{args.output} exists; pass --overwrite to replace it.")
     options = FinetuneOptions(**finetune_option_values(args))
     try:

@@ -11,6 +11,7 @@ directory, and checks the result numerically against an independent forward
 pass (`reference.py`).
 """
 
+import dataclasses
 import inspect
 import logging
 import os
@@ -459,11 +460,51 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
     if failures:
         raise CheckpointError(
             f"The converted model does not match {source.path} (reference: {used}): "
-            + "; ".join(failures)
-            + ". Is hidden_act in the config right (Google 'gelu' is the tanh "
-            "approximation, Hugging Face 'gelu' is exact)?"
+            + "; ".join(failures) + ". " + _mismatch_cause(model, source, inputs, out, ref, used)
         )
     return diffs
+
+
+# The other GELU of each: Google's "gelu" is the tanh approximation
+# (keras_bert's gelu_approx), Hugging Face's "gelu" the exact one.
+_OTHER_GELU = {"gelu": "gelu_approx", "gelu_approx": "gelu"}
+
+
+def _mismatch_cause(model, source, inputs, out, ref, used):
+    """A sentence naming what made `check_model` fail, as far as it can be told.
+
+    hidden_act is named only when it explains the difference: when an
+    outside reference (transformers, keras-hub; they read the source's own
+    config) matches the numpy forward pass with the other GELU. The numpy
+    reference uses the converted config itself, so it cannot tell.
+    """
+    for key, values in out.items():
+        if not np.isfinite(values).all():
+            bad = [v.path for v in model.weights
+                   if np.issubdtype(np.dtype(v.dtype), np.floating)
+                   and not np.isfinite(np.asarray(v)).all()]
+            where = f"the weight(s) {', '.join(bad[:3])} hold NaN or inf" if bad else (
+                "its weights are finite, so a value overflowed (float16?)")
+            return f"The converted {key} holds NaN or inf: {where}."
+    for key, values in ref.items():
+        if not np.isfinite(values).all():
+            return f"The reference's {key} holds NaN or inf: the source's weights overflow."
+    other = _OTHER_GELU.get(source.config.hidden_act)
+    if other is not None and used != "numpy" and "sequence_output" in ref:
+        # Does the other GELU explain the difference? Then the config's
+        # hidden_act is the wrong one for these weights' reference.
+        config = dataclasses.replace(source.config, hidden_act=other)
+        alt = reference.numpy_forward(source.weights, config, inputs["token_ids"],
+                                      inputs["segment_ids"], inputs["padding_mask"])
+        real = inputs["padding_mask"].astype(bool)
+        now = np.max(np.abs(ref["sequence_output"][real] - out["sequence_output"][real]))
+        then = np.max(np.abs(ref["sequence_output"][real] - alt["sequence_output"][real]))
+        if then < now / 10:
+            return (f"The reference matches hidden_act={other!r}, not the config's "
+                    f"{source.config.hidden_act!r}: set hidden_act in the config (Google 'gelu' "
+                    "is the tanh approximation, Hugging Face 'gelu' is exact).")
+    return ("No single cause was found: a weight may be misplaced or transposed by the "
+            "reader, or the reference reads the source differently.")
 
 
 def convert_checkpoint(

@@ -17,26 +17,52 @@ so every `from_pretrained(source)` takes, besides a model directory:
 
 The conversion is written once, by `convert_checkpoint` (a staged folder
 renamed into place), to KERAS_BERT_CACHE/converted/NAME-KEY (default
-~/.cache/keras_bert). KEY hashes the source's real path and the names, sizes
-and modification times of its files (a Hub snapshot's path holds its
-revision), so an edited or re-downloaded checkpoint is converted again.
+~/.cache/keras_bert). KEY hashes the source's real path and the content
+(sha256) of every file the conversion may read: all files in the source's
+folder and its subfolders (a keras-hub preset's
+assets/tokenizer/vocabulary.txt), hidden ones (".git", ".cache") aside. So
+different weights of the same size with the modification time kept
+(`cp -p`, `rsync -a`) or a same-length config edit are converted anew.
+
+Hashing is streamed (1 MiB blocks) and done once per file version: a
+sidecar in KERAS_BERT_CACHE/hashes/ keeps each file's sha256 with its
+(size, mtime_ns, ctime_ns, inode, device). The inode change time (ctime) is
+set by the kernel on every write, rename and `utime` (what `cp -p` and
+`rsync -a` use to put the old mtime back) and no tool sets it back, so a
+file whose stat still matches holds the content that was hashed; anything
+else is hashed again. A repeated load costs one stat per file.
+
+Each entry is validated before use: KERAS_BERT_CACHE/manifests/NAME-KEY.json,
+written after the conversion is in place, lists its files with sizes and
+sha256s. An entry
+with a missing, changed or unreadable file (or no manifest: a writer killed
+before it) is converted again.
 """
 
+import contextlib
 import hashlib
+import json
 import logging
 import os
 import re
+import shutil
 
 from keras_bert import sources
 from keras_bert.checkpoints.convert import convert_checkpoint
 from keras_bert.checkpoints.hub import KNOWN_NAMES, locate_checkpoint
 from keras_bert.checkpoints.source import CheckpointError
+from keras_bert.files import OutputError, write_text_atomic
 
 CACHE_ENV = "KERAS_BERT_CACHE"
 # Bumped when the converter writes model directories differently, so older
 # cached conversions are not reused.
-CACHE_VERSION = 2  # 2: a BertForQuestionAnswering folder converts to a span_qa model.
+CACHE_VERSION = 3  # 3: keyed by content; 2: a BertForQuestionAnswering folder -> span_qa.
+_BLOCK_BYTES = 1 << 20
 logger = logging.getLogger(__name__)
+
+
+class CacheError(CheckpointError):
+    """The conversion cache cannot be used (not the source's nor the output's fault)."""
 
 
 def cache_root():
@@ -47,17 +73,110 @@ def cache_root():
     return os.path.join(base, "keras_bert")
 
 
-def cache_key(path):
-    """sha256 (hex) of a checkpoint's real path and its files' names, sizes, mtimes."""
+def _stat_key(path):
+    stat = os.stat(path)
+    return [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev]
+
+
+def file_sha256(path):
+    """sha256 (hex) of a file's content, streamed; kept in a sidecar for repeated calls.
+
+    The sidecar (KERAS_BERT_CACHE/hashes/) is trusted only while the file's
+    (size, mtime_ns, ctime_ns, inode, device) are those it was hashed at (see
+    the module docstring). A cache that cannot be written only costs a
+    rehash next time.
+    """
+    real = os.path.realpath(path)
+    sidecar = os.path.join(cache_root(), "hashes",
+                           hashlib.sha256(real.encode("utf-8")).hexdigest()[:40] + ".json")
+    stat = _stat_key(real)
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        with open(sidecar, encoding="utf-8") as f:
+            saved = json.load(f)
+        if saved["path"] == real and saved["stat"] == stat:
+            return saved["sha256"]
+    digest = hashlib.sha256()
+    with open(real, "rb") as f:
+        for block in iter(lambda: f.read(_BLOCK_BYTES), b""):
+            digest.update(block)
+    value = digest.hexdigest()
+    if _stat_key(real) == stat:  # Not written to while it was read.
+        with contextlib.suppress(OSError):
+            write_text_atomic(sidecar, json.dumps(
+                {"path": real, "stat": stat, "sha256": value}))
+    return value
+
+
+def source_files(path):
+    """The files a conversion of `path` may read: (relative name, real path), sorted.
+
+    Every file in the checkpoint's folder (the folder of a file or prefix
+    `path`) and its subfolders; names starting with "." are left out (a
+    ".git" or ".cache" folder is not the checkpoint's). Links are followed
+    (the Hub cache links its snapshot files to blobs).
+    """
     path = os.path.realpath(path)
     folder = path if os.path.isdir(path) else os.path.dirname(path)
-    digest = hashlib.sha256(f"v{CACHE_VERSION}|{path}|".encode("utf-8"))
-    for name in sorted(os.listdir(folder)):
-        entry = os.path.join(folder, name)
-        if os.path.isfile(entry):  # Follows the Hub cache's links to its blobs.
-            stat = os.stat(entry)
-            digest.update(f"{name}|{stat.st_size}|{stat.st_mtime_ns}|".encode("utf-8"))
+    found = []
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in files:
+            entry = os.path.join(root, name)
+            if not name.startswith(".") and os.path.isfile(entry):
+                found.append((os.path.relpath(entry, folder).replace(os.sep, "/"), entry))
+    return sorted(found)
+
+
+def cache_key(path):
+    """sha256 (hex) of a checkpoint's real path and the content of every file in `source_files`."""
+    digest = hashlib.sha256(f"v{CACHE_VERSION}|{os.path.realpath(path)}|".encode("utf-8"))
+    for name, entry in source_files(path):
+        digest.update(f"{name}|{os.path.getsize(entry)}|{file_sha256(entry)}|".encode("utf-8"))
     return digest.hexdigest()
+
+
+def manifest_path(target):
+    """Where the manifest of the cache entry `target` is (outside the entry: a
+    model directory holds only its own files)."""
+    return os.path.join(cache_root(), "manifests", os.path.basename(target) + ".json")
+
+
+def _manifest(target):
+    """{relative name: [size, sha256]} of the files of a cache entry."""
+    return {name: [os.path.getsize(entry), file_sha256(entry)]
+            for name, entry in source_files(target)}
+
+
+def _write_manifest(target):
+    write_text_atomic(manifest_path(target), json.dumps(_manifest(target), indent=1))
+
+
+def _entry_problem(target):
+    """Why the cache entry `target` cannot be used as it is, or None when it can."""
+    try:
+        with open(manifest_path(target), encoding="utf-8") as f:
+            expected = json.load(f)
+    except FileNotFoundError:
+        return "it has no manifest (its writer was stopped before it)"
+    except (OSError, ValueError) as e:
+        return f"its manifest is damaged ({e})"
+    try:
+        found = _manifest(target)
+    except OSError as e:
+        return f"a file cannot be read ({e})"
+    for name in sorted(set(expected) | set(found)):
+        if expected.get(name) != found.get(name):
+            what = "is missing" if name not in found else (
+                "was not written by the conversion" if name not in expected else "changed")
+            return f"{name} {what}"
+    return None
+
+
+def _cache_error(error):
+    return CacheError(
+        f"The conversion cache {cache_root()} cannot be used: {error}. Point {CACHE_ENV} at a "
+        f"writable folder (the cache of converted checkpoints), or convert once with "
+        f"tools/convert_checkpoint.py SOURCE MODEL_DIR and load MODEL_DIR.")
 
 
 def converted_dir(source, local):
@@ -90,12 +209,32 @@ def resolve_source(source):
     local = locate_checkpoint(source)
     target = converted_dir(source, local)
     if sources.is_model_dir(target):
-        return target
+        problem = _entry_problem(target)
+        if problem is None:
+            return target
+        logger.warning("The cached conversion %s is converted again: %s.", target, problem)
+    elif os.path.lexists(target) and os.path.isfile(manifest_path(target)):
+        # A damaged entry that our manifest proves keras_bert wrote.
+        logger.warning("The cached conversion %s is damaged; converting again.", target)
+        shutil.rmtree(target, ignore_errors=True)
     logger.info("Converting %s into %s (once; later loads read the cache)", local, target)
     try:
-        convert_checkpoint(local, target, log=logger.info)
+        # Before the conversion's work: an unwritable cache fails at once.
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(manifest_path(target))  # The entry it described is replaced.
+        convert_checkpoint(local, target, log=logger.info, overwrite=True)
+        _write_manifest(target)
+    except OutputError as e:
+        raise _cache_error(e) from e
+    except OSError as e:
+        # A write into the cache that failed (no permission, read-only, full
+        # disk); an error reading the source is the source's.
+        if not str(getattr(e, "filename", None) or "").startswith(cache_root()):
+            raise
+        raise _cache_error(f"{e.strerror or type(e).__name__}: {e.filename}") from e
     except CheckpointError as e:
-        if sources.is_model_dir(target):
+        if sources.is_model_dir(target) and _entry_problem(target) is None:
             return target  # Another process converted it meanwhile.
         if os.path.isdir(local) and "Cannot tell the format" in str(e):
             raise CheckpointError(

@@ -13,6 +13,8 @@ import dataclasses
 import json
 import os
 
+import numpy as np
+
 from keras_bert.config import BertConfig
 
 
@@ -417,6 +419,36 @@ def check_against_config(source, describe=None, transposed=()):
             + "\n  ".join(errors)
         )
     check_vocab(source)
+    check_finite(source, describe)
+
+
+def check_finite(source, describe=None):
+    """Raises CheckpointError naming the first weight that holds NaN or inf.
+
+    A diverged training run saves such weights without complaint, and a
+    converted model would then output NaN for every input; the numeric check
+    catches it only if its sentences reach the bad row (an embedding row of
+    a rare token), so every value of every weight is checked.
+
+    Args:
+        source: SourceCheckpoint (its weights and its fine-tuned head).
+        describe: function, Google name -> the source format's name.
+    """
+    describe = describe or (lambda name: name)
+    named = [(describe(name), value) for name, value in sorted(source.weights.items())]
+    if source.head is not None:
+        names = source.head.get("source_names") or source.head["task"] + " head"
+        named += [(f"{names} (kernel)", source.head["kernel"]),
+                  (f"{names} (bias)", source.head["bias"])]
+    for name, value in named:
+        finite = np.isfinite(value)
+        if not finite.all():
+            bad = np.argwhere(~finite)
+            first = tuple(int(i) for i in bad[0])
+            raise CheckpointError(
+                f"{source.path}: the weight {name} holds {len(bad)} NaN or infinite value(s) "
+                f"(the first at index {list(first)}: {value[first]}). The checkpoint is damaged "
+                f"or was saved by a run that diverged; use an earlier checkpoint of it.")
 
 
 def _first_five(names, describe):

@@ -79,7 +79,13 @@ from keras_bert.training.finetuning_controls import (
     layerwise_lr_multipliers,
 )
 from keras_bert.training.pretrain import resolve_jit_compile
-from keras_bert.training.trainer import Trainer, TrainingInterrupted, own_checkpoint_files
+from keras_bert.training.trainer import (
+    Trainer,
+    TrainingInterrupted,
+    read_json_state,
+    write_json_atomic,
+)
+from keras_bert.training.trainer import own_checkpoint_files as _trainer_files
 
 logger = logging.getLogger("keras_bert.training")
 
@@ -353,17 +359,20 @@ class FinetuneOptions(FinetuneFields):
             raise ValueError(
                 f"Expected class_weights 'auto', a JSON file {{label: weight}} or a dict. "
                 f"Received: class_weights={self.class_weights!r} (no such file).")
-        if not self.learning_rate > 0:
-            raise ValueError(f"Expected learning_rate > 0. Received: {self.learning_rate!r}")
         for name in ("epochs", "batch_size", "log_every"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
         if not 0 <= self.warmup_fraction < 1:
             raise ValueError(f"Expected warmup_fraction in [0, 1). Received: {self.warmup_fraction!r}")
-        check_optimizer_settings(self.weight_decay, self.global_clipnorm)
+        check_optimizer_settings(self.weight_decay, self.global_clipnorm, self.learning_rate)
         if self.dtype not in DTYPES:
             raise ValueError(f"Expected dtype in {DTYPES}. Received: dtype={self.dtype!r}")
+        # It multiplies the learning rate: inf would make every weight NaN.
+        if not (isinstance(self.encoder_lr_multiplier, (int, float))
+                and math.isfinite(self.encoder_lr_multiplier) and self.encoder_lr_multiplier > 0):
+            raise ValueError(f"Expected encoder_lr_multiplier to be a finite float > 0. "
+                             f"Received: encoder_lr_multiplier={self.encoder_lr_multiplier!r}")
         if self.early_stopping_patience < 0:
             raise ValueError(
                 f"Expected early_stopping_patience >= 0. Received: {self.early_stopping_patience!r}")
@@ -491,9 +500,17 @@ def fine_tunable_tasks():
     return [name for name in task_names() if get_task(name).finetune is not None]
 
 
-#: A fine-tuning checkpoint folder: STATE_FILE is the marker `finetune` writes
-#: first; a non-empty folder without it is refused.
-CHECKPOINT_DIR_KIND = Kind("fine-tuning checkpoint folder", required=(STATE_FILE,))
+def _is_checkpoint_dir(path):
+    # STATE_FILE is the marker `finetune` writes first; without it, a folder
+    # that holds only what the Trainer and finetune write (the leftovers of
+    # a killed write, such as ckpt-N_temp) is one too.
+    names = os.listdir(path)
+    return STATE_FILE in names or set(names) <= set(own_checkpoint_files(path))
+
+
+#: A fine-tuning checkpoint folder (see `_is_checkpoint_dir`); a non-empty
+#: folder of anything else is refused.
+CHECKPOINT_DIR_KIND = Kind("fine-tuning checkpoint folder", check=_is_checkpoint_dir)
 
 
 def check_outputs(model_dir, output_dir, checkpoint_dir, inputs=()):
@@ -517,6 +534,17 @@ def check_outputs(model_dir, output_dir, checkpoint_dir, inputs=()):
     check_not_input(output_dir, [checkpoint_dir], flag="The output")
 
 
+def own_checkpoint_files(checkpoint_dir):
+    """The names in `checkpoint_dir` that `finetune` and its Trainer wrote:
+    checkpoints, STATE_FILE and the temporary files of its atomic writes."""
+    if not os.path.isdir(checkpoint_dir):
+        return []
+    stem = os.path.splitext(STATE_FILE)[0]
+    return _trainer_files(checkpoint_dir) + [
+        name for name in os.listdir(checkpoint_dir)
+        if name == STATE_FILE or (name.startswith(f".tmp-{stem}-") and name.endswith(".json"))]
+
+
 def remove_checkpoints(checkpoint_dir):
     """Removes what `finetune` wrote in `checkpoint_dir`, and the folder if
     nothing else is left: files of the user's there stay."""
@@ -526,7 +554,7 @@ def remove_checkpoints(checkpoint_dir):
     if os.path.isdir(workers):
         remove_own(workers, [name for name in os.listdir(workers)
                              if name.startswith("worker-") and name[7:].isdigit()])
-    remove_own(checkpoint_dir, own_checkpoint_files(checkpoint_dir) + [STATE_FILE])
+    remove_own(checkpoint_dir, own_checkpoint_files(checkpoint_dir))
 
 
 def _fingerprint(task, model_dir, options, num_examples, task_options=None):
@@ -664,8 +692,10 @@ class _Runner:
                       "best_epoch": 0, "best_metrics": None, "bad_epochs": 0}
         path = os.path.join(checkpoint_dir, STATE_FILE)
         if tf.io.gfile.exists(path):
-            with tf.io.gfile.GFile(path) as f:
-                saved = json.load(f)
+            saved = read_json_state(
+                path, "the fine-tuning run's epochs, best metrics and fingerprint",
+                f"Delete the folder {checkpoint_dir} to start the run over (its "
+                f"checkpoints cannot be resumed without it).")
             # The data first: its message names the file and what changed.
             error = _changed_data_error(checkpoint_dir, saved.get("data_files", []), data_files)
             if error is not None:
@@ -681,15 +711,23 @@ class _Runner:
         self.step_logger = None
 
     def _write_state(self):
+        # Replaced whole (a kill leaves the old file or the new one). It is
+        # written at an epoch's end before that step's checkpoint unit: a
+        # kill between them resumes from the epoch before, and the epoch is
+        # not scored twice (history is keyed by epoch; see end_epoch).
         if not self.is_chief:
             return
         tf.io.gfile.makedirs(self.checkpoint_dir)
-        with tf.io.gfile.GFile(os.path.join(self.checkpoint_dir, STATE_FILE), "w") as f:
-            json.dump(self.state, f, indent=1)
+        write_json_atomic(os.path.join(self.checkpoint_dir, STATE_FILE), self.state)
 
     def end_epoch(self, epoch, logs):
         if any(h["epoch"] == epoch for h in self.state["history"]):
-            return  # Scored before a resume.
+            # Scored before a resume; a run that had decided to stop early
+            # stops here again.
+            patience = self.options.early_stopping_patience
+            if patience and self.state["bad_epochs"] >= patience:
+                self.model.stop_training = True
+            return
         start = time.time()
         metrics = self.task.evaluate(self.model, self.options.eval_batch_size or self.options.batch_size)
         value = metrics[self.metric]

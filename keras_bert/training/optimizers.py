@@ -270,16 +270,31 @@ class Lamb(_BertOptimizerMixin, keras.optimizers.Lamb):
     """
 
 
-def check_optimizer_settings(weight_decay, global_clipnorm):
-    """Refuses a negative (or non-finite) weight decay or clipping norm.
+# Above this peak learning rate AdamW and LAMB diverge on any BERT (their
+# published rates are 1e-5..1e-2); a larger value is a typo (5e5 for 5e-5).
+MAX_LEARNING_RATE = 1.0
+
+
+def check_optimizer_settings(weight_decay, global_clipnorm, learning_rate=None):
+    """Refuses a negative (or non-finite) weight decay or clipping norm, and
+    a learning rate that is not finite, not positive or above 1.
 
     A negative `weight_decay` would grow the weights every step and a
     negative `global_clipnorm` flips the sign of every gradient; Keras takes
-    both without a word. `global_clipnorm` 0 or None means no clipping.
+    both without a word, and an infinite learning rate turns every weight
+    into NaN at the first step. `global_clipnorm` 0 or None means no
+    clipping; `learning_rate` None is not checked.
 
     Raises:
         ValueError: "Expected weight_decay >= 0. Received: weight_decay=-1".
     """
+    if learning_rate is not None and (
+            isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float))
+            or not math.isfinite(learning_rate)
+            or not 0 < learning_rate <= MAX_LEARNING_RATE):
+        raise ValueError(
+            f"Expected learning_rate in (0, {MAX_LEARNING_RATE:g}] (BERT uses 1e-5..1e-3). "
+            f"Received: learning_rate={learning_rate!r}. Set --learning-rate.")
     for name, value, allow_none in (("weight_decay", weight_decay, False),
                                     ("global_clipnorm", global_clipnorm, True)):
         if value is None and allow_none:
@@ -356,7 +371,8 @@ def create_optimizer(
         raise ValueError(
             f"Expected optimizer to be one of {OPTIMIZERS}. Received: optimizer={optimizer!r}"
         )
-    check_optimizer_settings(weight_decay, global_clipnorm)
+    check_optimizer_settings(weight_decay, global_clipnorm,
+                             learning_rate if isinstance(learning_rate, (int, float)) else None)
     if not isinstance(gradient_accumulation_steps, int) or gradient_accumulation_steps < 1:
         raise ValueError(
             "Expected gradient_accumulation_steps to be an int >= 1. Received: "

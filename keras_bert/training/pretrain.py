@@ -11,7 +11,6 @@ OUTPUT_DIR/
 """
 
 import dataclasses
-import json
 import os
 
 import keras
@@ -26,7 +25,12 @@ from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training.distribute import strategy_name, worker_info
 from keras_bert.training.input_pipeline import pretraining_dataset
 from keras_bert.training.optimizers import OPTIMIZERS, check_optimizer_settings, create_optimizer
-from keras_bert.training.trainer import Trainer, TrainingInterrupted
+from keras_bert.training.trainer import (
+    Trainer,
+    TrainingInterrupted,
+    read_json_state,
+    write_json_atomic,
+)
 
 JIT_SETTINGS = ("auto", "on", "off")
 RUN_FILE = "pretraining_run.json"
@@ -88,7 +92,7 @@ class PretrainingConfig:
                 f"Expected optimizer in {OPTIMIZERS}. Received: optimizer={self.optimizer!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"Expected dtype in {DTYPES}. Received: dtype={self.dtype!r}")
-        check_optimizer_settings(self.weight_decay, self.global_clipnorm)
+        check_optimizer_settings(self.weight_decay, self.global_clipnorm, self.learning_rate)
         if self.jit_compile not in JIT_SETTINGS:
             raise ValueError(
                 f"Expected jit_compile in {JIT_SETTINGS}. "
@@ -215,8 +219,10 @@ def check_run_dir(output_dir, inputs=()):
 
 def _write_or_check_run(path, run, is_chief):
     if tf.io.gfile.exists(path):
-        with tf.io.gfile.GFile(path, "r") as f:
-            previous = json.load(f)
+        previous = read_json_state(
+            path, "the settings of the pretraining run in this folder",
+            "Use a new --output, or delete the file to resume the checkpoints beside it "
+            "with this command's settings (they are then not checked against the run's).")
         changed = [k for k in _RUN_KEYS_THAT_MUST_MATCH if previous.get(k) != run.get(k)]
         if changed:
             raise ValueError(
@@ -225,8 +231,7 @@ def _write_or_check_run(path, run, is_chief):
                 f"{[run.get(k) for k in changed]}). Resuming it with these settings "
                 "would not continue that run: use a new --output.")
     if is_chief:
-        with tf.io.gfile.GFile(path, "w") as f:
-            f.write(json.dumps(run, indent=2, sort_keys=True) + "\n")
+        write_json_atomic(path, run)  # A kill leaves the old file or the new one.
 
 
 def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=None,

@@ -17,7 +17,20 @@ and Keras callbacks (progress bar, TensorBoard, ...), and owns:
 - checkpoints: `tf.train.CheckpointManager` over model (with dropout RNG
   state), optimizer (moments, step counter, gradient accumulators) and the
   step, every `checkpoint_every` steps, plus one data-iterator checkpoint per
-  worker. On restart the latest checkpoint is restored automatically.
+  worker. On restart the latest checkpoint is restored automatically;
+- numbers: a non-finite loss or weight stops the run (`NonFiniteError`)
+  before anything of that step is saved or shown to callbacks.
+
+A checkpoint is one unit: every worker's data-iterator checkpoint
+(data-worker-K/ckpt-N) is written first, then the model/optimizer/step
+checkpoint ckpt-N, then the manager's "checkpoint" file, which TensorFlow
+replaces atomically: that file naming ckpt-N is the unit's commit. Only
+after it are older units pruned (the manager's sweep; data checkpoints
+that no committed unit names). A kill at any point leaves the last
+committed unit whole; the parts of an uncommitted one (ckpt-N_temp
+folders, files of steps after the committed one) are removed at the next
+start. `KERAS_BERT_PAUSE_AT` (`pause_point`) lets tests kill the writer
+between these steps.
 
 The per-worker iterator is a plain `tf.data` iterator because the
 distributed iterators of `strategy.experimental_distribute_dataset` are not
@@ -26,20 +39,50 @@ there (untested, no TPU here) model, optimizer and step resume, while the
 data stream restarts from its beginning.
 """
 
+import json
+import math
 import os
 import re
 import signal
 import threading
+import time
 
 import keras
 import tensorflow as tf
 
-from keras_bert.files import remove_own
+from keras_bert.files import remove_own, write_text_atomic
 from keras_bert.training.distribute import worker_info
 
 CHECKPOINT_NAME = "ckpt"
-# The files a tf.train.CheckpointManager writes: "checkpoint" and ckpt-N.*.
-_CHECKPOINT_FILE = re.compile(rf"^(checkpoint|{CHECKPOINT_NAME}-\d+\.(index|data-\d+-of-\d+))$")
+# The files a tf.train.CheckpointManager writes: "checkpoint" (and the
+# checkpoint.tmpHEX that TensorFlow's atomic write renames onto it), ckpt-N.*,
+# and the ckpt-N_temp folder a sharded write merges from.
+_CHECKPOINT_FILE = re.compile(
+    rf"^(checkpoint(\.tmp[0-9a-f]{{32}})?|{CHECKPOINT_NAME}-\d+(\.(index|data-\d+-of-\d+)|_temp))$")
+_STEP = re.compile(rf"^{CHECKPOINT_NAME}-(\d+)(\.index|\.data-\d+-of-\d+|_temp)$")
+DATA_DIR_PATTERN = re.compile(r"^data-worker-\d+$")
+
+# Test hook: "NAME" or "NAME:STEP" of a `pause_point` where the writer stops.
+PAUSE_ENV = "KERAS_BERT_PAUSE_AT"
+
+
+def pause_point(name, step=None):
+    """Sleeps for good if KERAS_BERT_PAUSE_AT names this point (a test hook).
+
+    Tests that SIGKILL a writer at an exact step set KERAS_BERT_PAUSE_AT to
+    "NAME" or "NAME:STEP"; the writer then creates the file named by
+    KERAS_BERT_PAUSE_AT_FILE (if set), so the test knows it is there, and
+    waits to be killed. Unset (always, outside tests) it costs one lookup.
+    """
+    wanted = os.environ.get(PAUSE_ENV)
+    if not wanted or wanted not in (name, f"{name}:{step}"):
+        return
+    marker = os.environ.get(PAUSE_ENV + "_FILE")
+    if marker:
+        with open(marker, "w", encoding="utf-8") as f:
+            f.write(f"{name}:{step}\n")
+    while True:
+        time.sleep(60)
 
 
 def own_checkpoint_files(directory):
@@ -48,7 +91,88 @@ def own_checkpoint_files(directory):
     if not os.path.isdir(directory):
         return []
     return [name for name in os.listdir(directory)
-            if _CHECKPOINT_FILE.match(name) or re.match(r"^data-worker-\d+$", name)]
+            if _CHECKPOINT_FILE.match(name) or DATA_DIR_PATTERN.match(name)]
+
+
+def _checkpoint_step(name):
+    """N of a ckpt-N file or folder name, else None."""
+    match = _STEP.match(name)
+    return int(match.group(1)) if match else None
+
+
+def _committed_steps(directory):
+    """The steps of the checkpoints the "checkpoint" file of `directory` names."""
+    state = tf.train.get_checkpoint_state(directory)
+    if state is None:
+        return []
+    paths = list(state.all_model_checkpoint_paths) or [state.model_checkpoint_path]
+    return sorted(int(p.rsplit("-", 1)[1]) for p in paths if p)
+
+
+def _remove_uncommitted(directory, keep, newest):
+    """Removes ckpt-N parts in `directory` that no committed unit needs.
+
+    `keep`: the committed steps; `newest`: parts of steps above it are kept
+    too (a unit being written), None: removed (nobody writes at start).
+    """
+    if not tf.io.gfile.isdir(directory):
+        return
+    for name in tf.io.gfile.listdir(directory):
+        name = name.rstrip("/")
+        step = _checkpoint_step(name)
+        if step is None or step in keep or (newest is not None and step > newest):
+            continue
+        path = os.path.join(directory, name)
+        if tf.io.gfile.isdir(path):
+            tf.io.gfile.rmtree(path)
+        else:
+            tf.io.gfile.remove(path)
+
+
+class NonFiniteError(ValueError):
+    """Training produced a NaN or infinite loss or weight; nothing of it was saved.
+
+    Attributes:
+        step: int, the step whose result was not finite.
+    """
+
+    def __init__(self, message, step):
+        super().__init__(message)
+        self.step = step
+
+
+def write_json_atomic(path, value):
+    """Writes `value` as JSON to `path` so that a kill leaves the old file or the new one.
+
+    Local paths are written to a temporary sibling and renamed
+    (`keras_bert.files.write_text_atomic`); on object stores (gs://) a
+    write becomes visible whole, when the object is closed.
+    """
+    text = json.dumps(value, indent=1, sort_keys=True) + "\n"
+    if "://" in os.fspath(path):
+        with tf.io.gfile.GFile(path, "w") as f:
+            f.write(text)
+    else:
+        write_text_atomic(path, text)
+
+
+def read_json_state(path, what, way_out):
+    """The JSON object in `path`, or a ValueError that names the file and the way out.
+
+    Args:
+        path: str, a run-state file (finetune_state.json, pretraining_run.json).
+        what: str, what the file is, for the message.
+        way_out: str, what the user can do.
+    """
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            value = json.loads(f.read())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} ({what}) is damaged: {e}. {way_out}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} ({what}) is damaged: it holds a JSON "
+                         f"{type(value).__name__}, not an object. {way_out}")
+    return value
 
 
 # The signals that stop training after a checkpoint: a scheduler's SIGTERM and Ctrl-C.
@@ -76,6 +200,16 @@ class TrainingInterrupted(Exception):
 
 def _inner_optimizer(optimizer):
     return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+_WAY_OUT = ("Lower the learning rate (--learning-rate), check the class weights and the "
+            "data, or train in float32 (--dtype float32).")
+
+
+@tf.function
+def _all_finite(values):
+    # One reduction per variable, then one over them: a scalar bool.
+    return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in values]))
 
 
 class Trainer:
@@ -155,12 +289,12 @@ class Trainer:
             checkpoint_dir, ".tmp", f"worker-{self.task_id}")
         self._state_manager = tf.train.CheckpointManager(
             state, write_dir, max_to_keep=max_checkpoints, checkpoint_name=CHECKPOINT_NAME)
-        self._data_manager = None
+        # The data iterator is written with `Checkpoint.write` (no manager of
+        # its own, which would prune before the unit is committed).
+        self._data_checkpoint = self._data_dir = None
         if not self.is_tpu:
-            self._data_manager = tf.train.CheckpointManager(
-                tf.train.Checkpoint(iterator=self._iterator),
-                os.path.join(checkpoint_dir, f"data-worker-{self.task_id}"),
-                max_to_keep=max_checkpoints, checkpoint_name=CHECKPOINT_NAME)
+            self._data_checkpoint = tf.train.Checkpoint(iterator=self._iterator)
+            self._data_dir = os.path.join(checkpoint_dir, f"data-worker-{self.task_id}")
         self._state = state
 
         self._train_function = self._make_train_function(jit_compile)
@@ -232,35 +366,92 @@ class Trainer:
     # --- Checkpoints -----------------------------------------------------
 
     def restore(self):
-        """Restores the latest checkpoint, if any. Returns the step reached (0: none)."""
+        """Restores the latest committed checkpoint, if any. Returns the step reached (0: none).
+
+        Parts of a unit that was never committed (a writer killed mid-save)
+        are removed first: ckpt-N_temp folders, and files of later steps.
+        """
         latest = tf.train.latest_checkpoint(self.checkpoint_dir)
+        committed = _committed_steps(self.checkpoint_dir) if latest else []
+        if self.is_chief:
+            _remove_uncommitted(self.checkpoint_dir, committed, None)
+        if self._data_dir is not None:
+            _remove_uncommitted(self._data_dir, committed, None)
         if latest is None:
             return 0
         self._state.restore(latest).assert_existing_objects_matched()
         step = int(self.step.numpy())
-        if self._data_manager is not None:
-            data_path = os.path.join(self.checkpoint_dir, f"data-worker-{self.task_id}",
-                                     f"{CHECKPOINT_NAME}-{step}")
+        if self._data_checkpoint is not None:
+            data_path = self._data_path(step)
             if not tf.io.gfile.exists(data_path + ".index"):
                 raise FileNotFoundError(
                     f"{latest} (step {step}) has no data-iterator checkpoint for worker "
                     f"{self.task_id} ({data_path}). Was the number of workers changed? "
                     "Resume with the same cluster, or start a new --output."
                 )
-            tf.train.Checkpoint(iterator=self._iterator).restore(data_path)
+            self._data_checkpoint.restore(data_path)
         return step
 
+    def _data_path(self, step):
+        return os.path.join(self._data_dir, f"{CHECKPOINT_NAME}-{step}")
+
     def save(self):
-        """Writes a checkpoint of the current step (all workers must call it)."""
+        """Writes a checkpoint unit of the current step (all workers must call it).
+
+        Order (see the module docstring): data iterator, model/optimizer/
+        step, the "checkpoint" file (the commit), then pruning. Refuses
+        (`NonFiniteError`) weights that are not finite.
+        """
         step = int(self.step.numpy())
-        if self._data_manager is not None:
-            self._data_manager.save(checkpoint_number=step)
+        self.check_finite_weights(step)
+        pause_point("checkpoint-begin", step)
+        if self._data_checkpoint is not None:
+            self._data_checkpoint.write(self._data_path(step))
+        pause_point("checkpoint-data-written", step)
+        # Writes ckpt-N, then the "checkpoint" file naming it, then sweeps
+        # the oldest ckpt-M beyond max_to_keep.
         self._state_manager.save(checkpoint_number=step)
+        pause_point("checkpoint-committed", step)
+        if self._data_checkpoint is not None:
+            # Data checkpoints of no committed unit; a worker that reads the
+            # chief's list before the chief committed keeps its newer ones.
+            committed = _committed_steps(self.checkpoint_dir)
+            if committed:
+                _remove_uncommitted(self._data_dir, committed, max(committed))
         if not self.is_chief:
             # A non-chief worker's copy is written only because every worker
             # must save; it removes what it wrote there, nothing else.
             directory = self._state_manager.directory
             remove_own(directory, own_checkpoint_files(directory))
+
+    def _first_non_finite(self):
+        """The first float model weight holding NaN or inf, or None."""
+        variables = [v for v in self.model.weights if keras.backend.is_float_dtype(v.dtype)]
+        if bool(_all_finite([v.value for v in variables])):
+            return None
+        return next(v for v in variables if not bool(tf.reduce_all(tf.math.is_finite(v.value))))
+
+    def check_finite_weights(self, step=None):
+        """Raises `NonFiniteError` naming the first model weight that holds NaN or inf."""
+        bad = self._first_non_finite()
+        if bad is None:
+            return
+        step = int(self.step.numpy()) if step is None else step
+        raise NonFiniteError(
+            f"Training stopped at step {step}: the weight {bad.path} holds NaN or inf, so the "
+            f"run diverged. Nothing of this step was saved; {self._kept()}. {_WAY_OUT}", step)
+
+    def _kept(self):
+        latest = tf.train.latest_checkpoint(self.checkpoint_dir)
+        return f"the last checkpoint ({latest}) is kept" if latest else "no checkpoint exists"
+
+    def _check_finite_loss(self, step, logs):
+        loss = logs.get("loss")
+        if loss is None or math.isfinite(loss):
+            return
+        raise NonFiniteError(
+            f"Training stopped at step {step}: the loss is {loss}, so the run diverged. "
+            f"Nothing of this step was saved; {self._kept()}. {_WAY_OUT}", step)
 
     # --- The loop --------------------------------------------------------
 
@@ -290,6 +481,13 @@ class Trainer:
             dict, the last logs (metric name -> float, plus learning_rate).
         """
         start = self.restore()
+        bad = self._first_non_finite()
+        if bad is not None:
+            origin = (f"the checkpoint {tf.train.latest_checkpoint(self.checkpoint_dir)}"
+                      if start else "the model it starts from")
+            raise NonFiniteError(
+                f"The weight {bad.path} holds NaN or inf before training (step {start}): "
+                f"{origin} is not a usable model. Start from another model.", start)
         callbacks = keras.callbacks.CallbackList(
             callbacks, add_history=True, add_progbar=bool(verbose) and self.is_chief,
             verbose=verbose, epochs=1, steps=num_steps, model=self.model)
@@ -312,12 +510,17 @@ class Trainer:
                 logs = {name: float(value) for name, value in results.items()}
                 logs["learning_rate"] = float(
                     keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
+                # Before callbacks see the step (fine-tuning saves its best
+                # model there) and before it is saved.
+                self._check_finite_loss(step, logs)
+                crossed = step // self.checkpoint_every != (
+                    step - self.steps_per_execution) // self.checkpoint_every
+                if crossed or step >= num_steps:
+                    self.check_finite_weights(step)
                 callbacks.on_train_batch_end(step - 1, logs)
                 if step // log_every != (step - self.steps_per_execution) // log_every:
                     for metric in self.metrics:
                         metric.reset_state()
-                crossed = step // self.checkpoint_every != (
-                    step - self.steps_per_execution) // self.checkpoint_every
                 stopping = self._stop_requested.is_set() or self.model.stop_training
                 if crossed or step >= num_steps or stopping:
                     self.save()

@@ -9,11 +9,13 @@ strings. keras-hub is imported once for the module (it is slow to import).
 import csv
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert import sources
 from keras_bert.checkpoints import CheckpointError, convert_checkpoint
 from keras_bert.models import BertEncoder
 from keras_bert.tasks import BertClassifier
@@ -218,6 +220,24 @@ def test_a_preset_without_weights_names_the_missing_file(presets, tmp_path):
     os.remove(os.path.join(preset, "model.weights.h5"))
     with pytest.raises(CheckpointError, match=r"broken/model.weights.h5 is missing"):
         BertEncoder.from_pretrained(preset)
+
+
+def test_an_edited_preset_vocabulary_in_its_assets_folder_is_converted_anew(presets, tmp_path):
+    preset = str(tmp_path / "backbone")
+    shutil.copytree(presets["backbone"], preset)
+    first = sources.resolve_source(preset)
+    vocabulary = os.path.join(preset, "assets", "tokenizer", "vocabulary.txt")
+    tokens = open(vocabulary, encoding="utf-8").read().split("\n")
+    i, j = tokens.index("the"), tokens.index("dog")  # Same length: the file's size stays.
+    tokens[i], tokens[j] = tokens[j], tokens[i]
+    mtime = os.stat(vocabulary).st_mtime_ns
+    with open(vocabulary, "w", encoding="utf-8") as f:
+        f.write("\n".join(tokens))
+    os.utime(vocabulary, ns=(mtime, mtime))
+    second = sources.resolve_source(preset)
+    assert second != first
+    with open(os.path.join(second, "vocab.txt"), encoding="utf-8") as f:
+        assert f.read().split("\n")[i] == "dog"
 
 
 def test_a_keras_nlp_era_preset_is_a_preset_not_a_model_directory(presets, tmp_path):

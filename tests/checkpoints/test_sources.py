@@ -115,8 +115,11 @@ def test_huggingface_folder_loads_in_one_call_and_is_converted_once(tmp_path, ba
                         lambda *a, **k: pytest.fail("converted twice"))
     again = BertEncoder.from_preset(folder)
     np.testing.assert_array_equal(_outputs(again, batch)[0], _outputs(encoder, batch)[0])
-    # A changed checkpoint (new weights file) is a new cache entry.
+    # A touched file is the same checkpoint; changed content is a new cache entry.
     os.utime(os.path.join(folder, "model.safetensors"), ns=(1, 1))
+    BertEncoder.from_pretrained(folder)
+    with open(os.path.join(folder, "vocab.txt"), "a") as f:
+        f.write("\n")
     with pytest.raises(pytest.fail.Exception, match="converted twice"):
         BertEncoder.from_pretrained(folder)
 

@@ -7,6 +7,7 @@ for the field metadata.
 """
 
 import dataclasses
+import math
 import typing
 
 from keras_bert.data.task_options import field
@@ -43,8 +44,8 @@ class SpanQAOptions:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
         value = self.null_score_diff_threshold
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise ValueError(f"Expected null_score_diff_threshold to be a number. Received: "
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            raise ValueError(f"Expected null_score_diff_threshold to be a finite number. Received: "
                              f"null_score_diff_threshold={value!r}")
 
 
