@@ -8,10 +8,13 @@ its own; tools/*.py read their flags from those before TensorFlow.
 
 Keras finds keras_bert's classes in a `.keras` file only once their modules
 ran. So when Keras is loaded already, `import keras_bert` imports the public
-classes at once (the cost is paid): `import keras; import keras_bert;
-keras.models.load_model("m.keras")` works as it always did.
+classes at once (the cost is paid), and when it is not, they are imported
+right after Keras is: `import keras_bert; import keras;
+keras.models.load_model("m.keras")` works in either order.
 """
 
+import importlib.abc
+import importlib.util
 import sys
 
 from keras_bert import sources as _sources
@@ -50,8 +53,65 @@ __getattr__, __dir__, __all__ = lazy_exports(
     },
 )
 
-# Keras is loaded: its `.keras` loader can only find classes whose modules ran.
+
+
+def _register_classes():
+    """Imports the public classes: Keras' `.keras` loader finds only classes whose
+    modules ran (they register themselves as "keras_bert>NAME")."""
+    package = sys.modules[__name__]
+    for name in __all__:
+        getattr(package, name)
+
+
+class _AfterKerasImport(importlib.abc.MetaPathFinder):
+    """Once Keras itself is imported, makes keras_bert's classes known to its loader
+    (then steps aside): at once, or, when a keras_bert module is what imports Keras
+    (its import is not finished), on the first `load_model`."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "keras":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_register(module):
+            exec_module(module)
+            if _importing_keras_bert():
+                _register_on_first_load(module)
+            else:
+                _register_classes()
+
+        # This spec's own loader object (find_spec made it for this import).
+        spec.loader.exec_module = exec_then_register
+        return spec
+
+
+def _importing_keras_bert():
+    return any(getattr(getattr(module, "__spec__", None), "_initializing", False)
+               for name, module in list(sys.modules.items())
+               if name == __name__ or name.startswith(__name__ + "."))
+
+
+def _register_on_first_load(keras):
+    """`keras.saving.load_model` (= `keras.models.load_model`) that imports the
+    classes first, once."""
+    original = keras.saving.load_model
+
+    def load_model(*args, **kwargs):
+        for owner in (keras.saving, keras.models):
+            if getattr(owner, "load_model", None) is load_model:
+                owner.load_model = original
+        _register_classes()
+        return original(*args, **kwargs)
+
+    load_model.__doc__, load_model.__wrapped__ = original.__doc__, original
+    keras.saving.load_model = keras.models.load_model = load_model
+
+
 if "keras" in sys.modules:
-    for _name in __all__:
-        getattr(sys.modules[__name__], _name)
-    del _name
+    _register_classes()
+elif not any(isinstance(f, _AfterKerasImport) for f in sys.meta_path):
+    sys.meta_path.insert(0, _AfterKerasImport())

@@ -113,6 +113,37 @@ def test_keras_loaded_first_gets_the_classes_registered_at_import(tmp_path):
     assert out.split() == ["True", "True", "True"]
 
 
+def test_keras_imported_after_keras_bert_still_gets_the_classes_registered():
+    # `import keras_bert; import keras; keras.models.load_model(...)`: the classes
+    # are imported right after Keras is, not before (the first import stays light).
+    out = run_python("""
+        import sys
+        import keras_bert
+        print("tensorflow" in sys.modules)
+        import keras
+        print(keras.saving.get_registered_object("keras_bert>BertClassifier") is
+              keras_bert.BertClassifier)
+    """)
+    assert out.split() == ["False", "True"]
+
+
+def test_a_keras_file_loads_whichever_keras_bert_module_imported_keras(tmp_path):
+    path = str(tmp_path / "m.keras")
+    run_python(f"""
+        import keras_bert
+        from tests.conftest import tiny_config
+        encoder = keras_bert.BertEncoder(**tiny_config().to_dict())
+        keras_bert.BertClassifier(encoder, num_classes=2).save({path!r})
+    """)
+    # keras_bert.text imports Keras mid-import: the classes come on the first load_model.
+    out = run_python(f"""
+        import keras_bert.text
+        import keras
+        print(type(keras.models.load_model({path!r})).__name__)
+    """)
+    assert out.split()[-1] == "BertClassifier"
+
+
 def test_preprocessor_from_pretrained_needs_no_model_import(encoder, vocab_file, tmp_path):
     model_dir = str(tmp_path / "encoder")
     encoder.save_pretrained(model_dir, vocab_file=vocab_file)
