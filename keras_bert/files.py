@@ -218,12 +218,14 @@ def pause_point(step):
 
     When the environment variable KERAS_BERT_PAUSE_AT names `step`, the
     process writes `step` to the file KERAS_BERT_PAUSE_FILE names (if set)
-    and sleeps, so a test can kill it exactly at that step. Steps:
+    and sleeps (KERAS_BERT_PAUSE_SECONDS, default an hour), so a test can
+    kill it exactly at that step, or read while it waits. Steps:
     "staged" (the new version is complete, the old one untouched),
     "old-moved" (only where renames are not one step: the old version is in
     the staging folder, the new one not yet in place), "committed" (the new
     version is in place, the staging folder not yet removed), and the
-    writers' own ("export:claimed", "data:swap", ...).
+    writers' own ("claimed": an export version is claimed; "data:staged",
+    "data:committed", "data:swap": see `keras_bert.data.pretraining_data`).
     """
     if os.environ.get(PAUSE_ENV) != step:
         return
@@ -231,11 +233,12 @@ def pause_point(step):
     if marker:
         with open(marker, "w", encoding="utf-8") as f:
             f.write(step)
-    time.sleep(3600)
+    time.sleep(float(os.environ.get(PAUSE_SECONDS_ENV, 3600)))
 
 
 PAUSE_ENV = "KERAS_BERT_PAUSE_AT"
 PAUSE_FILE_ENV = "KERAS_BERT_PAUSE_FILE"
+PAUSE_SECONDS_ENV = "KERAS_BERT_PAUSE_SECONDS"
 
 
 @contextlib.contextmanager
