@@ -217,15 +217,16 @@ def pause_point(step):
     """A test hook at each step of a commit: the writer stops there for a SIGKILL.
 
     When the environment variable KERAS_BERT_PAUSE_AT names `step`, the
-    process writes `step` to the file KERAS_BERT_PAUSE_FILE names (if set)
-    and sleeps (KERAS_BERT_PAUSE_SECONDS, default an hour), so a test can
-    kill it exactly at that step, or read while it waits. Steps:
-    "staged" (the new version is complete, the old one untouched),
-    "old-moved" (only where renames are not one step: the old version is in
-    the staging folder, the new one not yet in place), "committed" (the new
-    version is in place, the staging folder not yet removed), and the
-    writers' own ("claimed": an export version is claimed; "data:staged",
-    "data:committed", "data:swap": see `keras_bert.data.pretraining_data`).
+    process writes `step` to the file KERAS_BERT_PAUSE_FILE names and waits
+    until that file is removed (or KERAS_BERT_PAUSE_SECONDS pass, default an
+    hour), so a test can kill it exactly at that step, or let it go on once
+    another writer has run. Steps: "staged" (the new version is complete,
+    the old one untouched), "old-moved" (only where renames are not one
+    step: the old version is in the staging folder, the new one not yet in
+    place), "committed" (the new version is in place, the staging folder not
+    yet removed); "resolved" and "claimed" (an export's next version is
+    chosen, then claimed); "data:staged", "data:committed", "data:swap"
+    (`keras_bert.data.pretraining_data`).
     """
     if os.environ.get(PAUSE_ENV) != step:
         return
@@ -233,7 +234,9 @@ def pause_point(step):
     if marker:
         with open(marker, "w", encoding="utf-8") as f:
             f.write(step)
-    time.sleep(float(os.environ.get(PAUSE_SECONDS_ENV, 3600)))
+    deadline = time.monotonic() + float(os.environ.get(PAUSE_SECONDS_ENV, 3600))
+    while time.monotonic() < deadline and (not marker or os.path.exists(marker)):
+        time.sleep(0.01)
 
 
 PAUSE_ENV = "KERAS_BERT_PAUSE_AT"

@@ -24,6 +24,7 @@ from keras_bert.files import (
     OutputError,
     check_not_input,
     claim_numbered,
+    pause_point,
     prepare_output_dir,
     real_path,
     staged_dir,
@@ -34,9 +35,11 @@ from keras_bert.text import BertPreprocessor, resolve_text_settings, save_vocabu
 
 
 _STAGING_PREFIX = ".tmp-export-"
-# Version folders that resolve_export_dir chose as "the next one" (real paths):
-# save_serving_module claims the next free version for them when it saves.
-_NEXT_VERSIONS = set()
+
+
+class NextVersion(str):
+    """A version folder path that `resolve_export_dir` chose as "the next one":
+    `save_serving_module` claims the next free version for it when it saves."""
 
 
 def next_version(export_base):
@@ -67,8 +70,8 @@ def resolve_export_dir(output, version=None):
             )
         return output
     if version is None:
-        resolved = os.path.join(output, str(next_version(output)))
-        _NEXT_VERSIONS.add(real_path(resolved))
+        resolved = NextVersion(os.path.join(output, str(next_version(output))))
+        pause_point("resolved")
         return resolved
     if not isinstance(version, int) or version < 0:
         raise ValueError(
@@ -365,11 +368,10 @@ def save_serving_module(module, export_dir, overwrite=False, warmup=True):
     Returns:
         str, the version folder written (absolute).
     """
-    chosen = real_path(export_dir)
-    if chosen in _NEXT_VERSIONS:
-        _NEXT_VERSIONS.discard(chosen)
+    if isinstance(export_dir, NextVersion):
         # Exclusive: another export may have taken this number since it was chosen.
-        claimed = claim_numbered(os.path.dirname(chosen), _STAGING_PREFIX, is_version)
+        claimed = claim_numbered(os.path.dirname(real_path(export_dir)), _STAGING_PREFIX,
+                                 is_version)
         export_dir = os.path.join(os.path.dirname(os.path.abspath(export_dir)),
                                   os.path.basename(claimed))
     real = check_export_dir(export_dir, overwrite)
