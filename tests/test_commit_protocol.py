@@ -117,6 +117,27 @@ def test_a_kill_between_the_renames_is_undone_by_the_next_writer_of_the_target(t
     assert sorted(os.listdir(tmp_path)) == ["out", "reached-old-moved"]
 
 
+_WRITE_FILE = _PRELUDE + textwrap.dedent("""
+    with files.atomic_file(sys.argv[2]) as tmp:
+        open(tmp, "w").write(sys.argv[3])
+""")
+
+
+def test_a_file_write_killed_before_its_rename_keeps_the_old_file(tmp_path):
+    target = tmp_path / "model.keras"
+    target.write_text("old")
+    kill_at("staged", _WRITE_FILE, target, "new", tmp_path=tmp_path)
+    (left,) = [n for n in os.listdir(tmp_path) if n.startswith(".tmp-")]
+    assert target.read_text() == "old"
+    with atomic_file(str(tmp_path / "model-x.keras")) as tmp:  # Another target's writer.
+        open(tmp, "w").write("x")
+    assert left in os.listdir(tmp_path)
+    with atomic_file(str(target)) as tmp:  # The next writer of this file removes it.
+        open(tmp, "w").write("newer")
+    assert target.read_text() == "newer"
+    assert sorted(os.listdir(tmp_path)) == ["model-x.keras", "model.keras", "reached-staged"]
+
+
 def test_a_live_writers_staging_is_never_touched(tmp_path):
     target = str(tmp_path / "out")
     fill(target, "old")

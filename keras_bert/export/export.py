@@ -23,6 +23,7 @@ from keras_bert.files import (
     Kind,
     OutputError,
     check_not_input,
+    check_writable,
     claim_numbered,
     pause_point,
     prepare_output_dir,
@@ -344,6 +345,11 @@ def check_export_dir(export_dir, overwrite=False, inputs=(), kind=EXPORT_VERSION
     if os.path.exists(base) and not os.path.isdir(base):
         raise OutputError(f"The export folder {base} is a file: give exports/NAME, a folder "
                           f"for the versions (e.g. --output exports/sentiment).")
+    if isinstance(export_dir, NextVersion):
+        # Chosen as the next version: if another export commits it first, this
+        # one is saved as the one after (`save_serving_module`), never over it.
+        check_writable(export_dir)
+        return real_path(export_dir)
     real = prepare_output_dir(export_dir, kind, inputs=inputs,
                               overwrite_flag="overwrite=True (--overwrite)")
     if os.path.lexists(real) and not overwrite:
