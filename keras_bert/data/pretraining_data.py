@@ -399,7 +399,10 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
             blank line between documents; see `keras_bert.data.corpus`).
         output_dir: str, created if missing; else empty or pretraining data
             keras_bert wrote, which is replaced once the new data is complete
-            (only the files its metadata.json lists are deleted).
+            (only the files its metadata.json lists are deleted). The new
+            set is committed in one step (`_commit`): a kill at any point
+            leaves the old data or, once the next reader or writer has
+            finished the commit, the new data, never a mix.
         vocab_file: str, the WordPiece vocab.txt (copied into `output_dir`).
         config: a `PretrainingDataConfig` (default: its defaults).
         num_shards: int, output files (default: `num_workers`). Shard k
