@@ -216,7 +216,8 @@ def prepare_output_dir(path, kind, overwrite=True, inputs=(), overwrite_flag="--
 def pause_point(step):
     """A test hook at each step of a commit: the writer stops there for a SIGKILL.
 
-    When the environment variable KERAS_BERT_PAUSE_AT names `step`, the
+    When the environment variable KERAS_BERT_PAUSE_AT names `step` (the
+    KERAS_BERT_PAUSE_COUNT-th time it is reached, default the first), the
     process writes `step` to the file KERAS_BERT_PAUSE_FILE names and waits
     until that file is removed (or KERAS_BERT_PAUSE_SECONDS pass, default an
     hour), so a test can kill it exactly at that step, or let it go on once
@@ -230,6 +231,9 @@ def pause_point(step):
     """
     if os.environ.get(PAUSE_ENV) != step:
         return
+    _PAUSES_SEEN[step] = _PAUSES_SEEN.get(step, 0) + 1
+    if _PAUSES_SEEN[step] != int(os.environ.get(PAUSE_COUNT_ENV, 1)):
+        return
     marker = os.environ.get(PAUSE_FILE_ENV)
     if marker:
         with open(marker, "w", encoding="utf-8") as f:
@@ -242,6 +246,8 @@ def pause_point(step):
 PAUSE_ENV = "KERAS_BERT_PAUSE_AT"
 PAUSE_FILE_ENV = "KERAS_BERT_PAUSE_FILE"
 PAUSE_SECONDS_ENV = "KERAS_BERT_PAUSE_SECONDS"
+PAUSE_COUNT_ENV = "KERAS_BERT_PAUSE_COUNT"
+_PAUSES_SEEN = {}
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ from keras_bert.data.pretraining_data import create_pretraining_data, read_metad
 from keras_bert.export import export_model, resolve_export_dir
 from keras_bert.export.export import save_serving_module
 from keras_bert.export.predict import latest_version, load_export
-from keras_bert.files import PAUSE_ENV, PAUSE_FILE_ENV
+from keras_bert.files import PAUSE_COUNT_ENV, PAUSE_ENV, PAUSE_FILE_ENV
 from keras_bert.models import BertEncoder
 from keras_bert.models import model_dir as model_dir_lib
 from tests.models.conftest import tiny_config
@@ -34,10 +34,10 @@ from tests.training.finetune_fixtures import make_vocab
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def start(script, *args, step=None, marker=None):
+def start(script, *args, step=None, marker=None, count=1):
     env = dict(os.environ, PYTHONPATH=ROOT)
     if step:
-        env.update({PAUSE_ENV: step, PAUSE_FILE_ENV: str(marker)})
+        env.update({PAUSE_ENV: step, PAUSE_FILE_ENV: str(marker), PAUSE_COUNT_ENV: str(count)})
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
                             env=env, stdout=subprocess.PIPE, text=True)
 
@@ -51,9 +51,9 @@ def wait_for(marker, process, what):
         time.sleep(0.05)
 
 
-def kill_at(step, script, *args, tmp_path):
+def kill_at(step, script, *args, tmp_path, count=1):
     marker = tmp_path / f"reached-{step.replace(':', '-')}"
-    process = start(script, *args, step=step, marker=marker)
+    process = start(script, *args, step=step, marker=marker, count=count)
     wait_for(marker, process, step)
     process.send_signal(signal.SIGKILL)
     process.wait()
@@ -102,6 +102,64 @@ def test_save_pretrained_killed_at_each_step_leaves_a_whole_model(step, mode, ex
     np.testing.assert_array_equal(got, want)
     old.save_pretrained(str(models / "m"))  # The next writer of m cleans up.
     assert sorted(os.listdir(models)) == ["m", "m-x", "m.keras"]
+
+
+_SAVE_KERAS = """
+    import sys, keras
+    from keras_bert.models import BertEncoder
+    from tests.models.conftest import tiny_config
+    keras.utils.set_random_seed(1)
+    BertEncoder(**tiny_config(num_layers=1).to_dict()).save(sys.argv[1])
+"""
+
+
+@pytest.mark.slow
+def test_a_keras_save_killed_before_its_rename_keeps_the_old_file(tmp_path):
+    old = encoder(0)
+    old.save(str(tmp_path / "m.keras"))
+    kill_at("staged", _SAVE_KERAS, tmp_path / "m.keras", tmp_path=tmp_path)
+    assert len([n for n in os.listdir(tmp_path) if n.startswith(".tmp-m.keras-")]) == 1
+    loaded = keras.saving.load_model(str(tmp_path / "m.keras"))
+    np.testing.assert_array_equal(np.array(loaded.weights[0]), np.array(old.weights[0]))
+    old.save(str(tmp_path / "m.keras"))  # The next save of m.keras removes the leftover.
+    assert sorted(os.listdir(tmp_path)) == ["m.keras", "reached-staged"]
+
+
+_CONVERT = """
+    import sys
+    from keras_bert.checkpoints import convert_checkpoint
+    convert_checkpoint(sys.argv[1], sys.argv[2], overwrite=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step, expected", [("staged", "old"), ("committed", "new")])
+def test_a_conversion_killed_at_its_commit_leaves_a_whole_model(step, expected, tmp_path):
+    from keras_bert.checkpoints import convert_checkpoint
+    from tests.checkpoints.conftest import (
+        huggingface_config,
+        random_weights,
+        to_huggingface,
+        write_huggingface,
+    )
+    from tests.checkpoints.conftest import tiny_config as checkpoint_config
+
+    config = checkpoint_config(hidden_act="gelu")
+    folders = {seed: write_huggingface(
+        str(tmp_path / f"hf{seed}"),
+        to_huggingface(random_weights(config, seed=seed, heads=False), config),
+        huggingface_config(config)) for seed in (0, 1)}
+    out = str(tmp_path / "models" / "converted")
+    convert_checkpoint(folders[0], out)
+    old = first_weights(out)
+    convert_checkpoint(folders[1], str(tmp_path / "reference"))
+    new = first_weights(str(tmp_path / "reference"))
+    assert not np.array_equal(old, new)
+    # The converter's own commit is the second time each step is reached: its
+    # model directory is first saved into its staging folder, with the same steps.
+    kill_at(step, _CONVERT, folders[1], out, tmp_path=tmp_path, count=2)
+    got = first_weights(out)
+    np.testing.assert_array_equal(got, old if expected == "old" else new)
 
 
 # === exports ===
