@@ -171,10 +171,12 @@ def test_a_reused_pid_is_a_dead_writer(tmp_path):
     assert staging.stale_entries(str(tmp_path), ".tmp-", "out") == [str(tmp_path / name)]
 
 
+# Claims argv[3] versions, then holds them (runs) until its stdin closes.
 _CLAIM = _PRELUDE + textwrap.dedent("""
     claimed = [os.path.basename(files.claim_numbered(sys.argv[2], ".tmp-export-", str.isdigit))
                for _ in range(int(sys.argv[3]))]
-    print(" ".join(claimed))
+    print(" ".join(claimed), flush=True)
+    sys.stdin.read()
 """)
 
 
@@ -182,8 +184,12 @@ def test_two_processes_claiming_versions_at_once_get_different_ones(tmp_path):
     base = str(tmp_path / "exports" / "name")
     os.makedirs(os.path.join(base, "3"))
     writers = [subprocess.Popen([sys.executable, "-c", _CLAIM, ROOT, base, "15"],
-                                stdout=subprocess.PIPE, text=True) for _ in range(2)]
-    claimed = [int(n) for w in writers for n in w.communicate()[0].split()]
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+               for _ in range(2)]
+    # A dead writer's claims are free again: both are kept running until both are done.
+    claimed = [int(n) for w in writers for n in w.stdout.readline().split()]
+    for w in writers:
+        w.communicate("")
     assert all(w.returncode == 0 for w in writers)
     assert sorted(claimed) == list(range(4, 34))  # 30 claims, none twice.
     # Their writers are gone: the next claim takes 4 again (no folder was made).
