@@ -22,15 +22,21 @@ this module:
 3. Inputs are never deleted or written over: an output that is, or
    contains, an input is refused, and so is an existing output inside an
    input folder.
-4. Replacements are staged and renamed: a folder is written into a
-   uniquely named staging folder beside its target (`staged_dir`), the old
-   version is renamed into that staging folder, the new one renamed into
-   place, and only then the old one removed; a file is written to a
-   uniquely named sibling and `os.replace`d over its target
-   (`atomic_file`). On any error before the rename, the previous version is
-   untouched. (Between the two renames of a folder, a SIGKILL leaves the old
-   version inside the staging folder, `.tmp-NAME-pidN-HOST-.../old`; the
-   next writer of NAME puts it back before removing dead writers' folders.)
+4. One commit protocol for every artifact. A new version is written into a
+   staging entry beside its target, named for this writer AND this target
+   (`keras_bert.staging`: `.tmp-NAME-TAG-pidN.START-HOST-RANDOM`), and
+   committed by one atomic step: a file is `os.replace`d over its target
+   (`atomic_file`); a folder is swapped with the old one by renameat2
+   RENAME_EXCHANGE (`staged_dir`; where the system cannot, by two renames,
+   the old version parked in the staging folder in between). The previous
+   version stays until the new one is committed. Recovery (`recover`)
+   touches only the target's own staging entries, and only those whose
+   writer is provably gone (its PID with that start time no longer runs on
+   this host): a killed replacement's parked old version is put back, the
+   rest removed. The short steps that must not interleave (claiming an
+   export version, a commit, a recovery) hold a lock on the parent folder
+   (`locked`). Readers load one committed snapshot (`read_committed`).
+   Each step has a test hook (`pause_point`) where a test SIGKILLs the writer.
 5. Symbolic links are followed: an output that is a link (or lies under
    one) is resolved to its real path, and the real target is replaced
    there; the link itself is never renamed.
@@ -43,13 +49,22 @@ Example:
 """
 
 import contextlib
+import ctypes
 import dataclasses
+import errno
+import fcntl
 import fnmatch
 import os
 import shutil
-import tempfile
+import time
 
-from keras_bert.staging import host_name, make_staging_dir, remove_stale, stale_entries
+from keras_bert.staging import (
+    claimed_labels,
+    make_staging_dir,
+    make_staging_file,
+    remove_stale,
+    stale_entries,
+)
 
 # The way out that every refusal names.
 WAY_OUT = "choose a new or empty folder, or remove it yourself"
@@ -198,57 +213,208 @@ def prepare_output_dir(path, kind, overwrite=True, inputs=(), overwrite_flag="--
     return real
 
 
-def _replace_dir(new, target, staging):
-    """Renames `new` onto `target`; the old `target` goes into `staging` first."""
-    old = None
-    if os.path.lexists(target):
-        old = os.path.join(staging, "old")
-        os.rename(target, old)
-    try:
-        os.rename(new, target)
-    except BaseException:
-        if old is not None:
-            os.rename(old, target)
-        raise
+def pause_point(step):
+    """A test hook at each step of a commit: the writer stops there for a SIGKILL.
 
-
-def _recover(target, prefix):
-    """Puts back the old `target` that a writer killed between its two renames
-    left in its staging folder (before that folder is removed as stale)."""
-    if os.path.lexists(target):
+    When the environment variable KERAS_BERT_PAUSE_AT names `step` (the
+    KERAS_BERT_PAUSE_COUNT-th time it is reached, default the first), the
+    process writes `step` to the file KERAS_BERT_PAUSE_FILE names and waits
+    until that file is removed (or KERAS_BERT_PAUSE_SECONDS pass, default an
+    hour), so a test can kill it exactly at that step, or let it go on once
+    another writer has run. Steps: "staged" (the new version is complete,
+    the old one untouched), "old-moved" (only where renames are not one
+    step: the old version is in the staging folder, the new one not yet in
+    place), "committed" (the new version is in place, the staging folder not
+    yet removed); "resolved" and "claimed" (an export's next version is
+    chosen, then claimed); "data:staged", "data:committed", "data:swap"
+    (`keras_bert.data.pretraining_data`).
+    """
+    if os.environ.get(PAUSE_ENV) != step:
         return
-    for staging in stale_entries(os.path.dirname(target), f"{prefix}{os.path.basename(target)}-"):
-        old = os.path.join(staging, "old")
-        if os.path.isdir(old) and not os.path.lexists(target):
-            os.rename(old, target)
+    _PAUSES_SEEN[step] = _PAUSES_SEEN.get(step, 0) + 1
+    if _PAUSES_SEEN[step] != int(os.environ.get(PAUSE_COUNT_ENV, 1)):
+        return
+    marker = os.environ.get(PAUSE_FILE_ENV)
+    if marker:
+        with open(marker, "w", encoding="utf-8") as f:
+            f.write(step)
+    deadline = time.monotonic() + float(os.environ.get(PAUSE_SECONDS_ENV, 3600))
+    while time.monotonic() < deadline and (not marker or os.path.exists(marker)):
+        time.sleep(0.01)
+
+
+PAUSE_ENV = "KERAS_BERT_PAUSE_AT"
+PAUSE_FILE_ENV = "KERAS_BERT_PAUSE_FILE"
+PAUSE_SECONDS_ENV = "KERAS_BERT_PAUSE_SECONDS"
+PAUSE_COUNT_ENV = "KERAS_BERT_PAUSE_COUNT"
+_PAUSES_SEEN = {}
 
 
 @contextlib.contextmanager
-def staged_dir(target, prefix=".tmp-"):
+def locked(folder):
+    """Holds an exclusive lock on `folder` (flock on the folder itself: no lock
+    file is left behind) for the short steps that must not interleave: a
+    version number's claim, a commit, a recovery. Remote paths and file
+    systems without flock run unlocked."""
+    try:
+        handle = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)  # Closing releases the lock.
+
+
+_RENAME_EXCHANGE = 2
+
+
+def _exchange_function():
+    """renameat2 from the C library, or None (not Linux, old glibc)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        function = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                         ctypes.c_uint]
+    return function
+
+
+_EXCHANGE = _exchange_function()
+
+
+def exchange(a, b):
+    """Swaps the folders `a` and `b` in one atomic step (Linux renameat2
+    RENAME_EXCHANGE); returns False where the system cannot (then nothing changed)."""
+    if _EXCHANGE is None:
+        return False
+    at_cwd = -100
+    if _EXCHANGE(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False  # This file system (or kernel) cannot exchange.
+    raise OSError(code, os.strerror(code), b)
+
+
+def _replace_dir(new, target, staging):
+    """Puts the complete folder `new` at `target` in one step where the system can.
+
+    An existing `target` is swapped with `new` atomically (its old contents
+    end up at `new`, in the staging folder, and go with it): readers see the
+    old version or the new one, never neither. Elsewhere the old `target` is
+    first renamed to `staging/old`; a SIGKILL between the two renames leaves
+    it there, and the next writer of this target, or a reader, puts it back
+    (`recover`).
+    """
+    if not os.path.lexists(target):
+        os.rename(new, target)
+        return
+    if exchange(new, target):
+        return
+    old = os.path.join(staging, "old")
+    os.rename(target, old)
+    pause_point("old-moved")
+    try:
+        os.rename(new, target)
+    except BaseException:
+        os.rename(old, target)
+        raise
+
+
+def recover(target, prefix=".tmp-"):
+    """Puts back the old `target` that a writer killed between its two renames
+    left in its staging folder, and removes the abandoned staging folders of
+    `target` (only of `target`, only those whose writer is gone).
+
+    Returns:
+        bool, whether `target` exists afterwards.
+    """
+    target = real_path(target)
+    parent, name = os.path.split(target)
+    if not os.path.isdir(parent):
+        return False
+    with locked(parent):
+        for staging in stale_entries(parent, prefix, name):
+            old = os.path.join(staging, "old")
+            if not os.path.lexists(target) and os.path.isdir(old):
+                os.rename(old, target)
+        remove_stale(parent, prefix, name)
+    return os.path.lexists(target)
+
+
+# Staging folders made ahead for a target (`claim_numbered`), by (target, prefix):
+# `staged_dir` writes into the claimed one.
+_CLAIMS = {}
+
+
+def claim_numbered(parent, prefix, is_number):
+    """Claims the next free number in `parent` (1 + the largest folder named by a
+    number, or claimed by a running writer): returns the target path.
+
+    The claim is a staging folder for that target (`make_staging_dir`), made
+    under the lock of `parent`, so two processes never get one number; the
+    next `staged_dir(target, prefix)` of this process writes into it.
+
+    Args:
+        parent: str, e.g. exports/NAME.
+        prefix: str, the staging prefix of the writer.
+        is_number: callable(str) -> bool, which names are numbers.
+    """
+    parent = real_path(parent)
+    os.makedirs(parent, exist_ok=True)
+    with locked(parent):
+        taken = [int(name) for name in os.listdir(parent)
+                 if is_number(name) and os.path.isdir(os.path.join(parent, name))]
+        taken += [int(label) for label in claimed_labels(parent, prefix) if is_number(label)]
+        target = os.path.join(parent, str(max(taken, default=0) + 1))
+        _CLAIMS[(target, prefix)] = make_staging_dir(parent, prefix, os.path.basename(target))
+    pause_point("claimed")
+    return target
+
+
+@contextlib.contextmanager
+def staged_dir(target, prefix=".tmp-", replace=True):
     """Yields an empty folder to write; on success it replaces `target` atomically.
 
-    The folder lies in a uniquely named staging folder beside `target`
-    (`keras_bert.staging.make_staging_dir`, which also removes those of dead
-    writers). On an exception nothing of `target` changes and the staging
+    The folder lies in a staging folder beside `target` named for this
+    writer and this target (`keras_bert.staging`); first the abandoned
+    staging folders of `target` (and only of it) are recovered or removed
+    (`recover`). On an exception nothing of `target` changes and the staging
     folder is removed.
 
     Args:
         target: str, the folder to create or replace (links resolved).
-        prefix: str, the staging folder's prefix.
+        prefix: str, the staging folder's prefix (the kind of writer). A
+            folder claimed for `target` (`claim_numbered`) is written into.
+        replace: bool; False refuses (FileExistsError) a `target` that another
+            process committed while this one wrote (it is kept).
 
     Yields:
         str, the folder to write into (usual permissions, not mkdtemp's 0700).
     """
     target = real_path(target)
-    parent = os.path.dirname(target)
+    parent, name = os.path.split(target)
     os.makedirs(parent, exist_ok=True)
-    _recover(target, prefix)
-    staging = make_staging_dir(parent, prefix, os.path.basename(target))
+    staging = _CLAIMS.pop((target, prefix), None)
+    if staging is None or not os.path.isdir(staging):
+        recover(target, prefix)
+        staging = make_staging_dir(parent, prefix, name)
     try:
         new = os.path.join(staging, "new")
         os.mkdir(new)
         yield new
-        _replace_dir(new, target, staging)
+        pause_point("staged")
+        with locked(parent):
+            if not replace and os.path.lexists(target):
+                raise FileExistsError(f"{target} was written by another process meanwhile; "
+                                      f"keras_bert keeps it. Write to a new name.")
+            _replace_dir(new, target, staging)
+        pause_point("committed")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -259,15 +425,49 @@ def _umask():
     return umask
 
 
+def _identity(path):
+    status = os.stat(path)
+    return status.st_dev, status.st_ino, status.st_ctime_ns
+
+
+def read_committed(path, read, what="folder", attempts=4):
+    """`read()` of the committed folder `path`, retried if a writer replaced it meanwhile.
+
+    Writers replace a folder by swapping in a new one, so everything
+    `read()` got comes from one version if `path` is the same folder (device,
+    inode, change time) after the read as before it; if not (or a file
+    vanished with the old version), it reads again.
+
+    Args:
+        path: str, the folder.
+        read: callable() reading it (by paths under `path`).
+        what: str naming the folder in the error.
+        attempts: int, reads before giving up.
+    """
+    for attempt in range(attempts):
+        before = _identity(path) if os.path.isdir(path) else None
+        try:
+            result = read()
+        except (OSError, ValueError):
+            if before is None or not os.path.isdir(path) or _identity(path) == before:
+                raise  # Not a replacement: the error is the folder's own.
+            continue
+        if before is None or _identity(path) == before:
+            return result
+    raise OSError(errno.EBUSY, f"The {what} {path} was replaced {attempts} times while it was "
+                  f"read (another process writes it): load it again once that writer is done.")
+
+
 @contextlib.contextmanager
 def atomic_file(target):
     """Yields a temporary path beside `target`; on success it replaces `target`.
 
-    The temporary file has a unique name that keeps `target`'s extension
-    (Keras wants ".keras", NumPy ".npy"), `.tmp-NAME-pidN-HOST-RANDOM.EXT`,
-    and is `os.replace`d over the target only after the block ends without
-    error: a failed write leaves the previous file as it was. Example, for
-    a `.keras` save made through keras_bert's API:
+    The temporary file is named for this writer and this target and keeps
+    `target`'s extension (Keras wants ".keras", NumPy ".npy"),
+    `.tmp-NAME-TAG-pidN.START-HOST-RANDOM.EXT` (`keras_bert.staging`), and is
+    `os.replace`d over the target only after the block ends without error:
+    a failed write leaves the previous file as it was. Example, for a
+    `.keras` save made through keras_bert's API:
 
     >>> with atomic_file("model.keras") as tmp:  # doctest: +SKIP
     ...     model.save(tmp)
@@ -290,11 +490,8 @@ def atomic_file(target):
         if name.endswith(ext):
             extension = ext
     extension = extension or os.path.splitext(name)[1]
-    stem = name[: len(name) - len(extension)] if extension else name
-    remove_stale(parent, f".tmp-{stem}-", files=True)  # Left by killed writers.
-    handle, tmp = tempfile.mkstemp(prefix=f".tmp-{stem}-pid{os.getpid()}-{host_name()}-",
-                                   suffix=extension, dir=parent)
-    os.close(handle)
+    # Dead writers' temporary files of this target (and only of it) go first.
+    tmp = make_staging_file(parent, ".tmp-", name, suffix=extension)
     try:
         yield tmp
         if os.path.exists(real):
@@ -302,6 +499,7 @@ def atomic_file(target):
         else:
             mode = 0o666 & ~_umask()
         os.chmod(tmp, mode)
+        pause_point("staged")
         os.replace(tmp, real)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -1,21 +1,35 @@
-"""Staging folders: where a model directory, conversion or export is written before
-the rename that makes it visible, and the cleanup of those a killed process left.
+"""Staging names: where an artifact is written before the step that commits it,
+and how a later writer tells a dead writer's leftovers from a live writer's work.
 
-A staging folder's name carries its writer's PID and host,
-`{prefix}[{label}-]pid{PID}-{HOST}-{random}`. Making a new one first removes the
-folders of the same prefix in the same parent whose writer, on this host,
-is no longer running (a SIGKILL skips every `finally`). Folders of live
-processes, of other hosts, or without a PID in their name are left alone.
-`keras_bert.files.atomic_file` names its temporary files the same way
-(`.tmp-NAME-pidN-HOST-RANDOM.EXT`), and `remove_stale(..., files=True)`
-removes those of dead writers too.
+A staging entry is named for its writer AND its target:
+
+    {prefix}{label}-{tag}-pid{PID}.{START}-{HOST}-{random}[{suffix}]
+
+- `prefix` is the kind of writer (".tmp-" model directories, ".tmp-export-"
+  export versions, ".convert-" conversions, ".tmp-pretraining-" data);
+- `label` is the target's name (`os.path.basename`), shortened with a hash
+  when the whole name would pass the file system's 255 bytes;
+- `tag` is a hash of (prefix, full target name): "NAME" and "NAME-x", or a
+  model directory "export-1" and export version "1", never match each
+  other's entries, whatever characters the names hold;
+- PID, START (the process' start time in clock ticks, /proc/PID/stat) and
+  HOST say who writes it: a later writer treats the entry as abandoned only
+  if that process, on this host, is gone (a reused PID has another start
+  time). Entries of live processes, of other hosts, or of another form are
+  never touched.
 """
 
+import hashlib
 import os
 import re
 import shutil
 import socket
 import tempfile
+
+# A name's limit on common file systems (bytes), and what a staging name adds to
+# prefix + label + suffix: "-{tag 8}-pid{PID 7}.{START 20}-{HOST 32}-{random 8}".
+_NAME_MAX = 255
+_OWNER_BYTES = 84
 
 
 def host_name():
@@ -23,70 +37,147 @@ def host_name():
     return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32]
 
 
-def _alive(pid):
+def process_start(pid):
+    """The start time of process `pid` (clock ticks since boot), or None if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # Field 2 (comm) may hold spaces and parentheses: split after its last ")".
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return int(fields[19]) if len(fields) > 19 else None
+
+
+def _alive(pid, start):
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # Another user's process.
+        pass
+    if start is None:
         return True
-    return True
+    found = process_start(pid)
+    return found is None or found == start  # Another start time: the PID was reused.
 
 
-def stale_entries(parent, prefix):
-    """The `prefix...pidN-HOST-...` entries of `parent` whose process N, on this
-    host, has ended (links excluded): paths, sorted."""
-    pattern = re.compile(rf"{re.escape(prefix)}(?:.*-)?pid(\d+)-([A-Za-z0-9]*)-[^-]+$")
+def _tag(prefix, label):
+    return hashlib.sha256(f"{prefix}\0{label}".encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def _bytes(text):
+    return len(text.encode("utf-8", "surrogateescape"))
+
+
+def _short_label(prefix, label, suffix):
+    """`label`, cut to fit the staging name in 255 bytes (the cut keeps a hash of
+    the whole name, so two long names that start alike stay apart)."""
+    room = _NAME_MAX - _OWNER_BYTES - _bytes(prefix) - _bytes(suffix)
+    if _bytes(label) <= room:
+        return label
+    cut = label[:room - 13]
+    while _bytes(cut) > room - 13:
+        cut = cut[:-1]
+    return f"{cut}~{hashlib.sha256(label.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+
+
+def owner_prefix(prefix, label="", suffix=""):
+    """The start of the staging names of `prefix` for the target `label`, up to "pid"."""
+    return f"{prefix}{_short_label(prefix, label, suffix)}-{_tag(prefix, label)}-"
+
+
+def staging_prefix(prefix, label="", suffix=""):
+    """The name a new staging entry of this process starts with (then random, suffix)."""
+    start = process_start(os.getpid())
+    owner = f"pid{os.getpid()}" + (f".{start}" if start is not None else "")
+    return f"{owner_prefix(prefix, label, suffix)}{owner}-{host_name()}-"
+
+
+def _abandoned(match, host):
+    """Whether the writer that a staging name's (pid, start, host) groups name is gone."""
+    pid, start, where = match.group("pid", "start", "host")
+    if where != host or int(pid) == os.getpid():
+        return False
+    return not _alive(int(pid), int(start) if start else None)
+
+
+def _entries(parent, pattern):
     try:
-        names = os.listdir(parent)
+        names = sorted(os.listdir(parent))
     except OSError:
         return []
-    host = host_name()
-    stale = []
-    for name in sorted(names):
-        match = pattern.match(name)
-        if not match or match.group(2) != host or int(match.group(1)) == os.getpid():
-            continue
-        path = os.path.join(parent, name)
-        if not _alive(int(match.group(1))) and not os.path.islink(path):
-            stale.append(path)
-    return stale
+    return [(name, match) for name in names for match in [pattern.match(name)] if match]
 
 
-def remove_stale(parent, prefix, files=False):
-    """Removes `prefix...pidN-HOST-...` folders in `parent` whose process N has ended.
+def stale_entries(parent, prefix, label="", suffix=""):
+    """The staging entries of `parent` for (`prefix`, `label`) whose writer, on this
+    host, has ended (links excluded): paths, sorted.
 
-    Args:
-        parent: str, the folder to look in.
-        prefix: str, the staging names' prefix.
-        files: bool, also remove files of that name (`atomic_file`'s).
-
-    Returns:
-        list of str, the folders removed.
+    Only names of exactly this form count (`owner_prefix`, then
+    pid{PID}[.{START}]-{HOST}-{random}{suffix}); this process' own are skipped.
     """
+    pattern = re.compile(re.escape(owner_prefix(prefix, label, suffix))
+                         + r"pid(?P<pid>\d+)(?:\.(?P<start>\d+))?-(?P<host>[A-Za-z0-9]*)-"
+                         + r"[A-Za-z0-9_]+" + re.escape(suffix) + "$")
+    host = host_name()
+    return [os.path.join(parent, name) for name, match in _entries(parent, pattern)
+            if _abandoned(match, host) and not os.path.islink(os.path.join(parent, name))]
+
+
+def claimed_labels(parent, prefix):
+    """The targets (labels) in `parent` that a writer of `prefix` still works on:
+    those with a staging folder whose writer runs (or runs on another host).
+
+    Export versions use it: a version being written is taken, though its
+    folder does not exist yet.
+    """
+    pattern = re.compile(re.escape(prefix) + r"(?P<label>.*)-(?P<tag>[0-9a-f]{8})-"
+                         r"pid(?P<pid>\d+)(?:\.(?P<start>\d+))?-(?P<host>[A-Za-z0-9]*)-"
+                         r"[A-Za-z0-9_]+$")
+    host = host_name()
+    return sorted({match.group("label") for _, match in _entries(parent, pattern)
+                   if match.group("tag") == _tag(prefix, match.group("label"))
+                   and not _abandoned(match, host)})
+
+
+def remove_stale(parent, prefix, label="", suffix="", files=False):
+    """Removes the abandoned staging entries of (`prefix`, `label`) in `parent`:
+    folders, or with `files` files (`make_staging_file`'s). Returns their paths."""
     removed = []
-    for path in stale_entries(parent, prefix):
-        if os.path.isdir(path):
+    for path in stale_entries(parent, prefix, label, suffix):
+        if not files and os.path.isdir(path):
             shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
         elif files and os.path.isfile(path):
             os.remove(path)
-            removed.append(path)
+        else:
+            continue
+        removed.append(path)
     return removed
 
 
-def make_staging_dir(parent, prefix, label=None):
-    """A new staging folder in `parent` (after removing dead writers' ones).
+def make_staging_dir(parent, prefix, label=""):
+    """A new staging folder in `parent` for the target `label` (after removing
+    the abandoned ones of that same target only).
 
     Args:
         parent: str, the folder the result will be renamed into.
         prefix: str, the kind of staging folder, e.g. ".tmp-export-".
-        label: str or None, e.g. the name of the folder being written,
-            for people looking at `parent`.
+        label: str, the name of the target being written.
 
     Returns:
         str, the path of the new, empty folder (mode 0700, as mkdtemp makes it).
     """
-    remove_stale(parent, prefix)
-    label = f"{label}-" if label else ""
-    return tempfile.mkdtemp(prefix=f"{prefix}{label}pid{os.getpid()}-{host_name()}-", dir=parent)
+    label = label or ""
+    remove_stale(parent, prefix, label)
+    return tempfile.mkdtemp(prefix=staging_prefix(prefix, label), dir=parent)
+
+
+def make_staging_file(parent, prefix, label, suffix=""):
+    """A new, empty staging file in `parent` for the target file `label`
+    (abandoned ones of that target removed first). Returns its path."""
+    remove_stale(parent, prefix, label, suffix, files=True)
+    handle, path = tempfile.mkstemp(prefix=staging_prefix(prefix, label, suffix),
+                                    suffix=suffix, dir=parent)
+    os.close(handle)
+    return path

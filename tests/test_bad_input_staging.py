@@ -1,5 +1,6 @@
-"""Leftovers of killed writers: the next model directory, conversion or export into
-the same folder removes the staging folders of dead processes, and only those."""
+"""Leftovers of killed writers: the next writer of the same model directory, conversion
+or export version removes the staging folders of its dead writers, and only those
+(a live writer's, or a dead writer's of another target, stay)."""
 
 import os
 import signal
@@ -49,11 +50,12 @@ def writers():
     """Makes staging folders of one killed writer and one live writer."""
     live = []
 
-    def make(parent, prefix, label=""):
+    def make(parent, prefix, label="", killed_label=None):
         os.makedirs(parent, exist_ok=True)
         running, kept = start_writer(parent, prefix, label)
         live.append(running)
-        killed, stale = start_writer(parent, prefix, label)
+        killed, stale = start_writer(parent, prefix, label if killed_label is None
+                                     else killed_label)
         killed.send_signal(signal.SIGKILL)
         killed.wait()
         assert os.path.isdir(stale) and os.path.isdir(kept)
@@ -67,11 +69,14 @@ def writers():
 
 def test_save_pretrained_removes_dead_model_dir_staging(writers, tmp_path):
     stale, kept = writers(tmp_path / "models", ".tmp-", "encoder")
+    other, other_kept = writers(tmp_path / "models", ".tmp-", "encoder-x")
     BertEncoder(**tiny_config(num_layers=1).to_dict()).save_pretrained(
         str(tmp_path / "models" / "encoder"))
     assert not os.path.exists(stale) and os.path.isdir(kept)
+    # A dead writer's folder of another target ("encoder-x") is not this writer's to remove.
+    assert os.path.isfile(os.path.join(other, "model.weights.h5"))
     assert sorted(os.listdir(tmp_path / "models")) == sorted(
-        ["encoder", os.path.basename(kept)])
+        ["encoder"] + [os.path.basename(p) for p in (kept, other, other_kept)])
 
 
 def test_conversion_removes_dead_conversion_staging(writers, tmp_path):
@@ -85,7 +90,9 @@ def test_conversion_removes_dead_conversion_staging(writers, tmp_path):
 
 
 def test_export_removes_dead_export_staging(writers, classifier_export, tmp_path):
-    stale, kept = writers(tmp_path / "exports" / "sentiment", ".tmp-export-")
+    # A live export writes version 1; a killed one left its folder of version 2.
+    stale, kept = writers(tmp_path / "exports" / "sentiment", ".tmp-export-", "1",
+                          killed_label="2")
     path = export_model(classifier_export["model_dir"], str(tmp_path / "exports" / "sentiment"))
-    assert os.path.basename(path) == "1"
+    assert os.path.basename(path) == "2"  # Version 1 is the live writer's.
     assert not os.path.exists(stale) and os.path.isdir(kept)

@@ -15,7 +15,7 @@ from keras_bert.files import (
     remove_own,
     staged_dir,
 )
-from keras_bert.staging import host_name, remove_stale
+from keras_bert.staging import host_name, owner_prefix, remove_stale
 
 NOTES = Kind("notes folder", required=("notes.json",), allowed=("notes.json", "extra.txt"))
 
@@ -166,23 +166,31 @@ def test_remove_own_keeps_the_users_files_and_their_folder(tmp_path):
     assert not (tmp_path / "ckpt").exists()
 
 
-def test_remove_stale_removes_dead_writers_temp_files_only_when_asked(tmp_path):
+def dead_pid():
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = tmp_path / f".tmp-model-pid{dead.pid}-{host_name()}-abc123.keras"
-    live = tmp_path / f".tmp-model-pid{os.getppid()}-{host_name()}-def456.keras"
-    stale.write_text("x")
-    live.write_text("y")
-    assert remove_stale(str(tmp_path), ".tmp-model-") == []
-    assert remove_stale(str(tmp_path), ".tmp-model-", files=True) == [str(stale)]
-    assert sorted(os.listdir(tmp_path)) == [live.name]
+    return dead.pid
+
+
+def test_remove_stale_removes_dead_writers_temp_files_only_when_asked(tmp_path):
+    pid = dead_pid()
+    owner = owner_prefix(".tmp-", "model.keras", ".keras")
+    stale = tmp_path / f"{owner}pid{pid}-{host_name()}-abc123.keras"
+    live = tmp_path / f"{owner}pid{os.getppid()}-{host_name()}-def456.keras"
+    # A dead writer's file of another target ("model-x.keras") is not this target's.
+    other = tmp_path / (f"{owner_prefix('.tmp-', 'model-x.keras', '.keras')}pid{pid}-"
+                        f"{host_name()}-a1.keras")
+    for path in (stale, live, other):
+        path.write_text("x")
+    assert remove_stale(str(tmp_path), ".tmp-", "model.keras", ".keras") == []
+    assert remove_stale(str(tmp_path), ".tmp-", "model.keras", ".keras", files=True) == [
+        str(stale)]
+    assert sorted(os.listdir(tmp_path)) == sorted([live.name, other.name])
 
 
 def test_an_old_version_left_between_the_two_renames_is_put_back(tmp_path):
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
     # A writer killed after renaming out/ into its staging folder, before the new one in.
-    staging = tmp_path / f".tmp-out-pid{dead.pid}-{host_name()}-x1y2z3"
+    staging = tmp_path / f"{owner_prefix('.tmp-', 'out')}pid{dead_pid()}-{host_name()}-x1y2z3"
     write(str(staging / "old" / "notes.json"), "the only copy")
     write(str(staging / "new" / "notes.json"), "half")
     with pytest.raises(RuntimeError):

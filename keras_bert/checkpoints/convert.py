@@ -564,7 +564,7 @@ def convert_checkpoint(
     model, report = build_model(source)
     report.text_settings = text_settings(source)
 
-    with staged_dir(target, prefix=".convert-") as staged:
+    with staged_dir(target, prefix=model_dir_lib.CONVERT_STAGING_PREFIX) as staged:
         log(f"Writing {type(model).__name__} weights")
         model_dir_lib.save_model_dir(model, staged, vocab_file=source.vocab_file,
                                      task_info=report.text_settings)

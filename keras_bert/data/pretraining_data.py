@@ -41,6 +41,7 @@ import logging
 import multiprocessing
 import os
 import random
+import shutil
 import threading
 from queue import Empty
 
@@ -49,8 +50,15 @@ import tensorflow as tf
 
 from keras_bert.data.corpus import read_documents
 from keras_bert.data.instances import create_instances_from_document, document_windows
-from keras_bert.files import WAY_OUT, OutputError, check_not_input, check_writable
-from keras_bert.staging import host_name, make_staging_dir
+from keras_bert.files import (
+    WAY_OUT,
+    OutputError,
+    check_not_input,
+    check_writable,
+    locked,
+    pause_point,
+)
+from keras_bert.staging import make_staging_dir, staging_prefix, stale_entries
 from keras_bert.text import text_files
 
 logger = logging.getLogger("keras_bert.data")
@@ -391,7 +399,10 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
             blank line between documents; see `keras_bert.data.corpus`).
         output_dir: str, created if missing; else empty or pretraining data
             keras_bert wrote, which is replaced once the new data is complete
-            (only the files its metadata.json lists are deleted).
+            (only the files its metadata.json lists are deleted). The new
+            set is committed in one step (`_commit`): a kill at any point
+            leaves the old data or, once the next reader or writer has
+            finished the commit, the new data, never a mix.
         vocab_file: str, the WordPiece vocab.txt (copied into `output_dir`).
         config: a `PretrainingDataConfig` (default: its defaults).
         num_shards: int, output files (default: `num_workers`). Shard k
@@ -422,7 +433,8 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
         raise ValueError(f"Expected num_shards >= 1. Received: num_shards={num_shards}")
     # Nothing is deleted before the new data is complete, and then only what
     # the previous run's metadata.json lists.
-    previous = check_output_dir(output_dir, input_files, vocab_file)
+    recover_data_dir(output_dir)  # First: a killed writer's shards are not strangers.
+    check_output_dir(output_dir, input_files, vocab_file)
     tf.io.gfile.makedirs(output_dir)
     staging = _make_staging(output_dir)
     try:
@@ -437,26 +449,85 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
                 f"line between documents."
             )
         _warn_single_documents(shards, input_files)
+        for shard in shards:  # The reader checks them: a swap cut short is caught.
+            shard["bytes"] = tf.io.gfile.stat(os.path.join(staging, shard["file"])).length
         metadata = _metadata(input_files, os.path.join(staging, VOCAB_FILE), config,
                              num_shards, shards)
-        new_names = {s["file"] for s in shards}
-        for name in previous:
-            if name not in new_names:
-                tf.io.gfile.remove(os.path.join(output_dir, name))
-        for name in sorted(new_names):
-            tf.io.gfile.rename(os.path.join(staging, name), os.path.join(output_dir, name),
-                               overwrite=True)
-        vocab_copy = os.path.join(output_dir, VOCAB_FILE)
-        if not _same_path(vocab_file, vocab_copy):
-            tf.io.gfile.rename(os.path.join(staging, VOCAB_FILE), vocab_copy, overwrite=True)
-        tmp = os.path.join(staging, METADATA_FILE)
-        with tf.io.gfile.GFile(tmp, "w") as f:
+        with tf.io.gfile.GFile(os.path.join(staging, METADATA_FILE), "w") as f:
             f.write(json.dumps(metadata, indent=2) + "\n")
-        tf.io.gfile.rename(tmp, os.path.join(output_dir, METADATA_FILE), overwrite=True)
+        pause_point("data:staged")
+        moves = sorted(s["file"] for s in shards)
+        if not _same_path(vocab_file, os.path.join(output_dir, VOCAB_FILE)):
+            moves.append(VOCAB_FILE)
+        _commit(output_dir, staging, moves + [METADATA_FILE])
     finally:
         if tf.io.gfile.exists(staging):
             tf.io.gfile.rmtree(staging)
     return metadata
+
+
+# The commit journal in a staging folder: once it exists the new data set is
+# complete and committed, and whoever finds it (the writer, or after a kill
+# the next writer or reader) finishes the moves it lists.
+_JOURNAL = "commit.json"
+
+
+def _commit(output_dir, staging, moves):
+    """Commits the complete data set in `staging` into `output_dir`.
+
+    One step decides it: the journal (what to move in, metadata.json last,
+    and which old shards to remove) is renamed into the staging folder.
+    The moves that follow may be cut short by a kill; `recover_data_dir`
+    then finishes them (roll forward), so the folder ends as the new data
+    set whole, never as new shards beside old ones.
+    """
+    with locked(output_dir):
+        new = set(moves)
+        # The previous data's shards, read now: another writer may have committed.
+        removes = [n for n in (_listed_files(output_dir) or []) if n not in new]
+        journal = os.path.join(staging, _JOURNAL)
+        with tf.io.gfile.GFile(journal + ".part", "w") as f:
+            f.write(json.dumps({"move": moves, "remove": removes}) + "\n")
+        tf.io.gfile.rename(journal + ".part", journal, overwrite=True)
+        pause_point("data:committed")
+        _roll_forward(output_dir, staging)
+
+
+def _roll_forward(output_dir, staging):
+    """Finishes the moves of `staging`'s journal (those not done yet), then the removals."""
+    with tf.io.gfile.GFile(os.path.join(staging, _JOURNAL)) as f:
+        journal = json.load(f)
+    for number, name in enumerate(journal["move"]):
+        source = os.path.join(staging, name)
+        if tf.io.gfile.exists(source):
+            tf.io.gfile.rename(source, os.path.join(output_dir, name), overwrite=True)
+        if number == 0:
+            pause_point("data:swap")  # New shard 0 beside the old shards.
+    for name in journal["remove"]:
+        path = os.path.join(output_dir, name)
+        if os.path.basename(name) == name and tf.io.gfile.exists(path):
+            tf.io.gfile.remove(path)
+    tf.io.gfile.rmtree(staging)
+
+
+def recover_data_dir(output_dir):
+    """Finishes or removes what killed writers of `output_dir` left (only theirs).
+
+    A staging folder whose writer is gone either holds a commit journal
+    (the new data set was committed: its remaining moves are made) or not
+    (the new data was never committed: it is removed). Readers call it too,
+    so a data set cut short by a kill is whole again before it is read; and
+    as a running writer holds the folder's lock while it commits, a reader
+    waits for that commit to end instead of reading half of it.
+    """
+    if "://" in os.fspath(output_dir) or not os.path.isdir(output_dir):
+        return
+    with locked(output_dir):
+        for staging in stale_entries(output_dir, _STAGING_PREFIX):
+            if os.path.exists(os.path.join(staging, _JOURNAL)):
+                _roll_forward(output_dir, staging)
+            else:
+                shutil.rmtree(staging, ignore_errors=True)
 
 
 def _same_path(a, b):
@@ -527,11 +598,11 @@ def check_output_dir(output_dir, input_files, vocab_file):
 
 
 def _make_staging(output_dir):
-    """A uniquely named staging folder inside `output_dir` (the shards are
+    """A staging folder inside `output_dir`, named for this writer (the shards are
     renamed out of it, within one file system)."""
     if "://" not in os.fspath(output_dir):
         return make_staging_dir(output_dir, _STAGING_PREFIX)
-    path = os.path.join(output_dir, f"{_STAGING_PREFIX}pid{os.getpid()}-{host_name()}-"
+    path = os.path.join(output_dir, f"{staging_prefix(_STAGING_PREFIX)}"
                                     f"{random.getrandbits(48):012x}")
     tf.io.gfile.makedirs(path)
     return path
@@ -587,7 +658,8 @@ def _metadata(input_files, vocab_copy, config, num_shards, shards):
         "num_masked": sum(s["num_masked"] for s in shards),
         "next_sentence_labels": {"is_next": is_next, "random_next": random_next},
         "shards": [
-            {"file": s["file"], "num_instances": s["num_instances"]} for s in shards
+            {"file": s["file"], "num_instances": s["num_instances"],
+             **({"bytes": s["bytes"]} if "bytes" in s else {})} for s in shards
         ],
         "input_files": [os.fspath(p) for p in input_files],
     }
@@ -634,6 +706,7 @@ def read_metadata(data_dir, check=True):
     otherwise train silently wrong (truncated sequences, no masked-LM loss)
     or not at all.
     """
+    recover_data_dir(data_dir)
     path = os.path.join(data_dir, METADATA_FILE)
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(
@@ -717,9 +790,14 @@ def check_data_dir(data_dir, metadata):
         if not tf.io.gfile.exists(file):
             raise FileNotFoundError(f"{file} is missing ({path} lists it with "
                                     f"{shard['num_instances']} instances).{fix}")
-        if tf.io.gfile.stat(file).length == 0:
+        length = tf.io.gfile.stat(file).length
+        if length == 0:
             raise ValueError(f"{file} is empty (0 bytes), {path} says it holds "
                              f"{shard['num_instances']} instances.{fix}")
+        if isinstance(shard.get("bytes"), int) and length != shard["bytes"]:
+            # Another data set's shard (metadata of data written before has no sizes).
+            raise ValueError(f"{file} has {length} bytes, {path} says {shard['bytes']}: it "
+                             f"is not the shard this metadata describes.{fix}")
         try:
             records = list(tf.data.TFRecordDataset(file).take(_RECORDS_CHECKED).as_numpy_iterator())
         except tf.errors.OpError as e:

@@ -17,25 +17,51 @@ from keras_bert.export.predict import INFO_FILE, is_version
 from keras_bert.export.serving_module import BertServingModule, overrides_call
 from keras_bert.export.tf_serving import write_warmup_requests
 from keras_bert import sources
-from keras_bert.files import Kind, OutputError, check_not_input, prepare_output_dir, staged_dir
+from keras_bert.files import (
+    Kind,
+    OutputError,
+    check_not_input,
+    check_writable,
+    claim_numbered,
+    pause_point,
+    prepare_output_dir,
+    real_path,
+    staged_dir,
+)
+from keras_bert.staging import claimed_labels
 from keras_bert.models import BertEncoder, load_model_dir
 from keras_bert.models.encoder import encoder_of
 from keras_bert.models.model_dir import build_preprocessor
 from keras_bert.text import save_vocabulary
 
 
+_STAGING_PREFIX = ".tmp-export-"
+
+
+class NextVersion(str):
+    """A version folder path that `resolve_export_dir` chose as "the next one":
+    `save_serving_module` claims the next free version for it when it saves."""
+
+
 def next_version(export_base):
-    """1 + the largest integer directory name under `export_base` (1 if none)."""
-    versions = [
-        int(name)
-        for name in (os.listdir(export_base) if os.path.isdir(export_base) else [])
-        if is_version(name) and os.path.isdir(os.path.join(export_base, name))
-    ]
+    """1 + the largest version under `export_base` (1 if none): integer folders,
+    and the versions running exports have claimed (`resolve_export_dir`)."""
+    names = os.listdir(export_base) if os.path.isdir(export_base) else []
+    versions = [int(name) for name in names
+                if is_version(name) and os.path.isdir(os.path.join(export_base, name))]
+    versions += [int(label) for label in claimed_labels(export_base, _STAGING_PREFIX)
+                 if is_version(label)]
     return max(versions, default=0) + 1
 
 
 def resolve_export_dir(output, version=None):
-    """exports/NAME -> exports/NAME/<next version>; exports/NAME/7 stays as it is."""
+    """exports/NAME -> exports/NAME/<next version>; exports/NAME/7 stays as it is.
+
+    Nothing is written: `save_serving_module` claims the next free version
+    when it saves (`keras_bert.files.claim_numbered`, exclusive), which is
+    this one unless another export took it meanwhile; two exports into one
+    exports/NAME that run at the same time get two versions.
+    """
     output = os.path.normpath(output)
     if is_version(os.path.basename(output)):
         if version is not None and int(os.path.basename(output)) != int(version):
@@ -45,7 +71,9 @@ def resolve_export_dir(output, version=None):
             )
         return output
     if version is None:
-        version = next_version(output)
+        resolved = NextVersion(os.path.join(output, str(next_version(output))))
+        pause_point("resolved")
+        return resolved
     if not isinstance(version, int) or version < 0:
         raise ValueError(
             f"Expected version to be an int >= 0 (TF Serving serves integer "
@@ -314,6 +342,11 @@ def check_export_dir(export_dir, overwrite=False, inputs=(), kind=EXPORT_VERSION
     if os.path.exists(base) and not os.path.isdir(base):
         raise OutputError(f"The export folder {base} is a file: give exports/NAME, a folder "
                           f"for the versions (e.g. --output exports/sentiment).")
+    if isinstance(export_dir, NextVersion):
+        # Chosen as the next version: if another export commits it first, this
+        # one is saved as the one after (`save_serving_module`), never over it.
+        check_writable(export_dir)
+        return real_path(export_dir)
     real = prepare_output_dir(export_dir, kind, inputs=inputs,
                               overwrite_flag="overwrite=True (--overwrite)")
     if os.path.lexists(real) and not overwrite:
@@ -328,12 +361,25 @@ def save_serving_module(module, export_dir, overwrite=False, warmup=True):
     """Writes `module` to `export_dir` atomically (TF Serving never sees half a version).
 
     The version is written into a staging folder beside it (not an integer
-    name: TF Serving ignores it) and renamed into place; an existing version
-    (with `overwrite`) is replaced only once the new one is complete.
+    name: TF Serving ignores it) and committed in one step
+    (`keras_bert.files.staged_dir`); an existing version (with `overwrite`)
+    is replaced only once the new one is complete, and without `overwrite` a version another process committed
+    meanwhile is kept (FileExistsError). A version `resolve_export_dir`
+    chose as the next one is claimed now: if another export took it, this
+    one is saved as the next free version.
+
+    Returns:
+        str, the version folder written (absolute).
     """
+    if isinstance(export_dir, NextVersion):
+        # Exclusive: another export may have taken this number since it was chosen.
+        claimed = claim_numbered(os.path.dirname(real_path(export_dir)), _STAGING_PREFIX,
+                                 is_version)
+        export_dir = os.path.join(os.path.dirname(os.path.abspath(export_dir)),
+                                  os.path.basename(claimed))
     real = check_export_dir(export_dir, overwrite)
     model_name = os.path.basename(os.path.dirname(os.path.abspath(export_dir)))
-    with staged_dir(real, prefix=".tmp-export-") as saved:
+    with staged_dir(real, prefix=_STAGING_PREFIX, replace=overwrite) as saved:
         tf.saved_model.save(module, saved, signatures=module.signatures())
         with open(os.path.join(saved, INFO_FILE), "w", encoding="utf-8") as f:
             json.dump(export_info(module, saved), f, indent=2, sort_keys=True)

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.data.batching import length_sorted_batches
+from keras_bert.files import read_committed
 
 #: What an export records beside saved_model.pb (settings, signatures, task facts).
 INFO_FILE = "keras_bert_export.json"
@@ -69,11 +70,23 @@ def latest_version(export_dir):
 
 
 def load_export(export_dir):
-    """tf.saved_model.load of `export_dir` (or of its latest version)."""
+    """tf.saved_model.load of `export_dir` (or of its latest version).
+
+    One committed version is loaded whole: if an export with overwrite
+    replaces it meanwhile (graph of one, variables of the other), it is
+    loaded again (`keras_bert.files.read_committed`).
+    """
     register_text_ops()
     path = latest_version(export_dir)
+
+    def load():
+        try:
+            return tf.saved_model.load(path)
+        except tf.errors.NotFoundError as e:  # A file went with a replaced version.
+            raise FileNotFoundError(e.message) from e
+
     try:
-        return tf.saved_model.load(path)
+        return read_committed(path, load, what="SavedModel")
     except (OSError, ValueError, tf.errors.OpError) as e:
         message = getattr(e, "message", None) or str(e)
         raise ValueError(f"Cannot load the SavedModel {path}: {message.strip()}") from e
@@ -88,7 +101,7 @@ def read_export_info(export_dir):
     path = os.path.join(latest_version(export_dir), INFO_FILE)
     if not os.path.isfile(path):
         return {}
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8") as f:  # One file: whole from one version.
         return json.load(f)
 
 

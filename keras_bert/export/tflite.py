@@ -303,7 +303,7 @@ def save_tflite(module, export_dir, overwrite=False):
     """
     real = check_export_dir(export_dir, overwrite, kind=TFLITE_VERSION_KIND)
     flatbuffer = convert_module(module)
-    with staged_dir(real, prefix=".tmp-export-") as staged:
+    with staged_dir(real, prefix=".tmp-export-", replace=overwrite) as staged:
         with open(os.path.join(staged, TFLITE_FILE), "wb") as f:
             f.write(flatbuffer)
         with open(os.path.join(staged, INFO_FILE), "w", encoding="utf-8") as f:

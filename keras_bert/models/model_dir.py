@@ -23,9 +23,18 @@ import os
 import re
 import shutil
 
+import numpy as np
+
 from keras_bert import sources
 from keras_bert.config import BertConfig
-from keras_bert.files import Kind, prepare_output_dir, real_path, staged_dir
+from keras_bert.files import (
+    Kind,
+    prepare_output_dir,
+    read_committed,
+    real_path,
+    recover,
+    staged_dir,
+)
 from keras_bert.models.registry import get_task
 from keras_bert.text import BertPreprocessor, save_vocabulary
 from keras_bert.text.settings import TEXT_SETTINGS_KEYS, TextSettings, resolve_text_settings
@@ -67,6 +76,10 @@ def check_vocab(vocab_file, vocab_size):
         )
 
 
+# Staging prefixes of the writers of model directories: save_model_dir's, and
+# the converter's (keras_bert.checkpoints.convert).
+STAGING_PREFIX = ".tmp-"
+CONVERT_STAGING_PREFIX = ".convert-"
 # Files that evaluation writes beside the model (`write_predictions` of span QA).
 PREDICTION_FILES = ("eval_predictions.json", "eval_null_odds.json")
 #: What a model directory is, for `keras_bert.files`: save_pretrained replaces
@@ -111,7 +124,7 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
         target = prepare_output_dir(model_dir, MODEL_DIR_KIND)
     # A vocab.txt inside `model_dir` (a re-save of a loaded model) is copied
     # into the staging folder before the old directory is replaced.
-    with staged_dir(target) as tmp:
+    with staged_dir(target, prefix=STAGING_PREFIX) as tmp:
         config.to_json_file(os.path.join(tmp, CONFIG_FILE))
         if vocab_file is not None:
             shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
@@ -167,7 +180,6 @@ def weights_checksum(h5_file):
     config stamp itself) do not take part.
     """
     import h5py
-    import numpy as np
 
     names = []
     h5_file.visititems(lambda name, item: names.append(name)
@@ -230,13 +242,26 @@ def _weight_shapes(weights_path):
     return shapes, (json.loads(saved) if saved else None)
 
 
-def check_weights(weights_path, model, config, config_path):
-    """Raises ValueError unless the weights file fits `model` exactly.
+def _encoder_size(config):
+    """The number of weights of the encoder `config` describes (embeddings, blocks, pooler)."""
+    h, i = config.hidden_size, config.intermediate_size
+    embeddings = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size
+                  + 2) * h
+    block = 4 * (h * h + h) + 2 * h * i + i + h + 4 * h
+    return embeddings + config.num_layers * block + h * h + h
 
-    Every array of the file must have a variable of the same shape in the
-    model and the reverse (Keras would load a prefix of the encoder blocks
-    and ignore the rest), and the config saved with the weights (if any)
-    must equal `config` on the fields that give the weights their meaning.
+
+def check_config_before_build(weights_path, config, config_path):
+    """Raises ValueError unless `config` fits the weights file, before any tensor exists.
+
+    The config stamped in the weights (if any) must equal `config` on the
+    fields that give the weights their meaning, and the encoder `config`
+    describes may not be larger than the file's arrays (an edited
+    `intermediate_size: 4000000` would allocate gigabytes before any other
+    check). Reads only the file's array shapes.
+
+    Returns:
+        ({array name: shape}, the stamped config dict or None).
     """
     shapes, saved = _weight_shapes(weights_path)
     if saved is not None:
@@ -247,6 +272,26 @@ def check_weights(weights_path, model, config, config_path):
                 f"{config_path} does not match {weights_path}: {', '.join(differ)}. The "
                 f"weights and config.json must come from the same model: restore config.json."
             )
+    held = sum(int(np.prod(shape)) for shape in shapes.values())
+    wanted = _encoder_size(config)
+    if wanted > held:
+        raise ValueError(
+            f"{config_path} describes an encoder of {wanted:,} weights (hidden_size="
+            f"{config.hidden_size}, intermediate_size={config.intermediate_size}, num_layers="
+            f"{config.num_layers}, vocab_size={config.vocab_size}), but {weights_path} holds "
+            f"{held:,}: they are not from the same model. Restore config.json.")
+    return shapes, saved
+
+
+def check_weights(weights_path, model, config, config_path):
+    """Raises ValueError unless the weights file fits `model` exactly.
+
+    Every array of the file must have a variable of the same shape in the
+    model and the reverse (Keras would load a prefix of the encoder blocks
+    and ignore the rest), and the config saved with the weights (if any)
+    must equal `config` on the fields that give the weights their meaning.
+    """
+    shapes, _ = check_config_before_build(weights_path, config, config_path)
     found = collections.Counter(shapes.values())
     expected = collections.Counter(tuple(v.shape) for v in model.weights)
     if found != expected:
@@ -372,13 +417,27 @@ def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
 
     The task that task.json names is found with `registry.get_task`, which
     imports its folder (`keras_bert.tasks.NAME`) on demand: no earlier import
-    of the task is needed.
+    of the task is needed. config.json is checked against the weights' stamp
+    and size before the model is built. The files are read from one
+    committed version: a save_pretrained that replaces the directory
+    meanwhile makes it read again (`keras_bert.files.read_committed`), and
+    a directory that a killed replacement left parked is put back first
+    (`keras_bert.files.recover`).
 
     Returns:
         A `BertEncoder` or task model with its weights loaded; its
         `vocab_file` attribute is the directory's vocab.txt (or None) and
         `task_info` the contents of task.json (or None).
     """
+    if not os.path.lexists(model_dir) and "://" not in os.fspath(model_dir):
+        for prefix in (STAGING_PREFIX, CONVERT_STAGING_PREFIX):
+            recover(model_dir, prefix)
+    return read_committed(model_dir, lambda: _load_model_dir(model_dir, encoder_cls,
+                                                             **encoder_kwargs),
+                          what="model directory")
+
+
+def _load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
     config_path, weights_path = _required_files(
         model_dir, (CONFIG_FILE, WEIGHTS_FILE),
         f"{model_dir} is not a complete model directory (expected {CONFIG_FILE}, "
@@ -390,8 +449,9 @@ def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
         check_vocab(vocab_path, config.vocab_size)
     else:
         vocab_path = None
-    encoder = encoder_cls(**config.to_dict(), **encoder_kwargs)
     task = read_task_info(model_dir)
+    check_config_before_build(weights_path, config, config_path)
+    encoder = encoder_cls(**config.to_dict(), **encoder_kwargs)
     if task is None or "task" not in task:
         model = encoder  # A bare encoder (its task.json holds text settings only).
     else:
