@@ -13,73 +13,24 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert.export import tuning
-from keras_bert.export.predict import INFO_FILE, is_version
+from keras_bert.export.predict import INFO_FILE, is_version  # noqa: F401
 from keras_bert.export.serving_module import BertServingModule, overrides_call
 from keras_bert.export.tf_serving import write_warmup_requests
 from keras_bert import sources
-from keras_bert.files import (
-    Kind,
-    OutputError,
-    check_not_input,
-    check_writable,
-    claim_numbered,
-    pause_point,
-    prepare_output_dir,
-    real_path,
-    staged_dir,
+from keras_bert.export import tflite
+from keras_bert.export.layout import (  # noqa: F401 (public names of this module too)
+    EXPORT_VERSION_KIND,
+    STAGING_PREFIX,
+    NextVersion,
+    check_export_dir,
+    next_version,
+    resolve_export_dir,
 )
-from keras_bert.staging import claimed_labels
+from keras_bert.files import claim_numbered, real_path, staged_dir
 from keras_bert.models import BertEncoder, load_model_dir
 from keras_bert.models.encoder import encoder_of
 from keras_bert.models.model_dir import build_preprocessor
 from keras_bert.text import save_vocabulary
-
-
-_STAGING_PREFIX = ".tmp-export-"
-
-
-class NextVersion(str):
-    """A version folder path that `resolve_export_dir` chose as "the next one":
-    `save_serving_module` claims the next free version for it when it saves."""
-
-
-def next_version(export_base):
-    """1 + the largest version under `export_base` (1 if none): integer folders,
-    and the versions running exports have claimed (`resolve_export_dir`)."""
-    names = os.listdir(export_base) if os.path.isdir(export_base) else []
-    versions = [int(name) for name in names
-                if is_version(name) and os.path.isdir(os.path.join(export_base, name))]
-    versions += [int(label) for label in claimed_labels(export_base, _STAGING_PREFIX)
-                 if is_version(label)]
-    return max(versions, default=0) + 1
-
-
-def resolve_export_dir(output, version=None):
-    """exports/NAME -> exports/NAME/<next version>; exports/NAME/7 stays as it is.
-
-    Nothing is written: `save_serving_module` claims the next free version
-    when it saves (`keras_bert.files.claim_numbered`, exclusive), which is
-    this one unless another export took it meanwhile; two exports into one
-    exports/NAME that run at the same time get two versions.
-    """
-    output = os.path.normpath(output)
-    if is_version(os.path.basename(output)):
-        if version is not None and int(os.path.basename(output)) != int(version):
-            raise ValueError(
-                f"output={output!r} already ends in a version; it differs from "
-                f"version={version!r}. Pass exports/NAME with version, or exports/NAME/VERSION."
-            )
-        return output
-    if version is None:
-        resolved = NextVersion(os.path.join(output, str(next_version(output))))
-        pause_point("resolved")
-        return resolved
-    if not isinstance(version, int) or version < 0:
-        raise ValueError(
-            f"Expected version to be an int >= 0 (TF Serving serves integer "
-            f"directories). Received: version={version!r}"
-        )
-    return os.path.join(output, str(version))
 
 
 def _task_config(model, task_info):
@@ -259,8 +210,6 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
     if format not in ("saved_model", "tflite"):
         raise ValueError(f"Expected format 'saved_model' or 'tflite' (--format). "
                          f"Received: format={format!r}")
-    from keras_bert.export import tflite
-
     auto = options.get("sub_batches") == "auto"
     if auto:
         del options["sub_batches"]
@@ -318,45 +267,6 @@ def _tune(module, format, texts, seconds, log):
         log(tuning.describe(module._keras.tuning))
 
 
-#: What `save_serving_module` replaces (with overwrite): a version folder
-#: holding saved_model.pb and nothing but what an export writes.
-EXPORT_VERSION_KIND = Kind(
-    "SavedModel version folder", required=("saved_model.pb",),
-    allowed=("saved_model.pb", "fingerprint.pb", "variables", "assets", "assets.extra",
-             INFO_FILE))
-
-
-def check_export_dir(export_dir, overwrite=False, inputs=(), kind=EXPORT_VERSION_KIND):
-    """Raises unless `export_dir` (exports/NAME/VERSION) may be written.
-
-    A new version folder is always fine; an existing one (even empty: TF
-    Serving may be watching it) needs `overwrite` and must be an export of
-    `kind` (`EXPORT_VERSION_KIND`; a LiteRT export's is
-    `tflite.TFLITE_VERSION_KIND`); neither it nor exports/NAME may be an input.
-
-    Returns:
-        str, its real path (links resolved).
-    """
-    base = os.path.dirname(os.path.abspath(export_dir))
-    check_not_input(base, inputs, flag="The export folder")
-    if os.path.exists(base) and not os.path.isdir(base):
-        raise OutputError(f"The export folder {base} is a file: give exports/NAME, a folder "
-                          f"for the versions (e.g. --output exports/sentiment).")
-    if isinstance(export_dir, NextVersion):
-        # Chosen as the next version: if another export commits it first, this
-        # one is saved as the one after (`save_serving_module`), never over it.
-        check_writable(export_dir)
-        return real_path(export_dir)
-    real = prepare_output_dir(export_dir, kind, inputs=inputs,
-                              overwrite_flag="overwrite=True (--overwrite)")
-    if os.path.lexists(real) and not overwrite:
-        raise FileExistsError(
-            f"{export_dir} exists. Export to a new version (leave the version "
-            f"out to get the next one), or pass overwrite=True (--overwrite)."
-        )
-    return real
-
-
 def save_serving_module(module, export_dir, overwrite=False, warmup=True):
     """Writes `module` to `export_dir` atomically (TF Serving never sees half a version).
 
@@ -373,13 +283,13 @@ def save_serving_module(module, export_dir, overwrite=False, warmup=True):
     """
     if isinstance(export_dir, NextVersion):
         # Exclusive: another export may have taken this number since it was chosen.
-        claimed = claim_numbered(os.path.dirname(real_path(export_dir)), _STAGING_PREFIX,
+        claimed = claim_numbered(os.path.dirname(real_path(export_dir)), STAGING_PREFIX,
                                  is_version)
         export_dir = os.path.join(os.path.dirname(os.path.abspath(export_dir)),
                                   os.path.basename(claimed))
     real = check_export_dir(export_dir, overwrite)
     model_name = os.path.basename(os.path.dirname(os.path.abspath(export_dir)))
-    with staged_dir(real, prefix=_STAGING_PREFIX, replace=overwrite) as saved:
+    with staged_dir(real, prefix=STAGING_PREFIX, replace=overwrite) as saved:
         tf.saved_model.save(module, saved, signatures=module.signatures())
         with open(os.path.join(saved, INFO_FILE), "w", encoding="utf-8") as f:
             json.dump(export_info(module, saved), f, indent=2, sort_keys=True)

@@ -46,7 +46,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert.export.export import INFO_FILE, check_export_dir
+from keras_bert.export.layout import check_export_dir
+from keras_bert.export.predict import INFO_FILE
 from keras_bert.export.serving_module import overrides_call
 from keras_bert.export.tflite_text import (
     UNKNOWN_CHAR, byte_detokenizer, kernel_word_breaks, lite_text_tables,

@@ -1,0 +1,104 @@
+"""The TF Serving layout of exports: exports/NAME/VERSION, versions chosen and checked.
+
+Used by every export format (export.py's SavedModel, tflite.py's LiteRT), so
+neither imports the other for it.
+"""
+
+import os
+
+from keras_bert.export.predict import INFO_FILE, is_version
+from keras_bert.files import (
+    Kind,
+    OutputError,
+    check_not_input,
+    check_writable,
+    pause_point,
+    prepare_output_dir,
+    real_path,
+)
+from keras_bert.staging import claimed_labels
+
+STAGING_PREFIX = ".tmp-export-"
+
+
+class NextVersion(str):
+    """A version folder path that `resolve_export_dir` chose as "the next one":
+    `save_serving_module` claims the next free version for it when it saves."""
+
+
+def next_version(export_base):
+    """1 + the largest version under `export_base` (1 if none): integer folders,
+    and the versions running exports have claimed (`resolve_export_dir`)."""
+    names = os.listdir(export_base) if os.path.isdir(export_base) else []
+    versions = [int(name) for name in names
+                if is_version(name) and os.path.isdir(os.path.join(export_base, name))]
+    versions += [int(label) for label in claimed_labels(export_base, STAGING_PREFIX)
+                 if is_version(label)]
+    return max(versions, default=0) + 1
+
+
+def resolve_export_dir(output, version=None):
+    """exports/NAME -> exports/NAME/<next version>; exports/NAME/7 stays as it is.
+
+    Nothing is written: `save_serving_module` claims the next free version
+    when it saves (`keras_bert.files.claim_numbered`, exclusive), which is
+    this one unless another export took it meanwhile; two exports into one
+    exports/NAME that run at the same time get two versions.
+    """
+    output = os.path.normpath(output)
+    if is_version(os.path.basename(output)):
+        if version is not None and int(os.path.basename(output)) != int(version):
+            raise ValueError(
+                f"output={output!r} already ends in a version; it differs from "
+                f"version={version!r}. Pass exports/NAME with version, or exports/NAME/VERSION."
+            )
+        return output
+    if version is None:
+        resolved = NextVersion(os.path.join(output, str(next_version(output))))
+        pause_point("resolved")
+        return resolved
+    if not isinstance(version, int) or version < 0:
+        raise ValueError(
+            f"Expected version to be an int >= 0 (TF Serving serves integer "
+            f"directories). Received: version={version!r}"
+        )
+    return os.path.join(output, str(version))
+
+
+#: What `save_serving_module` replaces (with overwrite): a version folder
+#: holding saved_model.pb and nothing but what an export writes.
+EXPORT_VERSION_KIND = Kind(
+    "SavedModel version folder", required=("saved_model.pb",),
+    allowed=("saved_model.pb", "fingerprint.pb", "variables", "assets", "assets.extra",
+             INFO_FILE))
+
+
+def check_export_dir(export_dir, overwrite=False, inputs=(), kind=EXPORT_VERSION_KIND):
+    """Raises unless `export_dir` (exports/NAME/VERSION) may be written.
+
+    A new version folder is always fine; an existing one (even empty: TF
+    Serving may be watching it) needs `overwrite` and must be an export of
+    `kind` (`EXPORT_VERSION_KIND`; a LiteRT export's is
+    `tflite.TFLITE_VERSION_KIND`); neither it nor exports/NAME may be an input.
+
+    Returns:
+        str, its real path (links resolved).
+    """
+    base = os.path.dirname(os.path.abspath(export_dir))
+    check_not_input(base, inputs, flag="The export folder")
+    if os.path.exists(base) and not os.path.isdir(base):
+        raise OutputError(f"The export folder {base} is a file: give exports/NAME, a folder "
+                          f"for the versions (e.g. --output exports/sentiment).")
+    if isinstance(export_dir, NextVersion):
+        # Chosen as the next version: if another export commits it first, this
+        # one is saved as the one after (`save_serving_module`), never over it.
+        check_writable(export_dir)
+        return real_path(export_dir)
+    real = prepare_output_dir(export_dir, kind, inputs=inputs,
+                              overwrite_flag="overwrite=True (--overwrite)")
+    if os.path.lexists(real) and not overwrite:
+        raise FileExistsError(
+            f"{export_dir} exists. Export to a new version (leave the version "
+            f"out to get the next one), or pass overwrite=True (--overwrite)."
+        )
+    return real
