@@ -79,20 +79,16 @@ class _AfterKerasImport(importlib.abc.MetaPathFinder):
 
         def exec_then_register(module):
             exec_module(module)
-            if _importing_keras_bert():
-                _register_on_first_load(module)
-            else:
+            try:
                 _register_classes()
+            except ImportError:
+                # A keras_bert module imported Keras and is not finished (a
+                # circular import now): the classes come on the first load_model.
+                _register_on_first_load(module)
 
         # This spec's own loader object (find_spec made it for this import).
         spec.loader.exec_module = exec_then_register
         return spec
-
-
-def _importing_keras_bert():
-    return any(getattr(getattr(module, "__spec__", None), "_initializing", False)
-               for name, module in list(sys.modules.items())
-               if name == __name__ or name.startswith(__name__ + "."))
 
 
 def _register_on_first_load(keras):
