@@ -43,7 +43,7 @@ def _per_character_path(tokenizer, texts, unit=None):
 
 def _non_ascii_fast_chars(lowercase=True):
     return [
-        chr(c) for c in _fast_path_code_points(lowercase, 100) if c >= 0x80
+        chr(c) for c in _fast_path_code_points("lower_strip" if lowercase else None, True, 100) if c >= 0x80
     ]
 
 
@@ -98,7 +98,7 @@ def test_every_fast_path_character_splits_like_the_reference(
     # One by one, each non-ASCII character the fast path accepts (80,000+:
     # separators, punctuation, CJK ideographs) and each ASCII one, between
     # letters: the kernel must make the reference's words of it.
-    chars = [chr(c) for c in _fast_path_code_points(True, 100)]
+    chars = [chr(c) for c in _fast_path_code_points("lower_strip", True, 100)]
     assert len(chars) > 80_000
     texts = ["x" + c + "Y" + c for c in chars]
     is_fast = tokenizer._fast_path_mask(tf.constant(texts)).numpy()
@@ -115,7 +115,7 @@ def test_cased_fast_path_characters():
     vocab = TINY_VOCAB + ["Fox", "##X", "x", "\u4e2d", "\u2019", "\u201c"]
     tokenizer = BertTokenizer(vocab, lowercase=False)
     reference = ReferenceTokenizer(vocab, lowercase=False)
-    chars = [chr(c) for c in _fast_path_code_points(False, 100)]
+    chars = [chr(c) for c in _fast_path_code_points(None, True, 100)]
     # Cased: CJK compatibility ideographs (NFD-changed) are kept as they are.
     assert "\uf900" in chars and "\uf900" not in _non_ascii_fast_chars(True)
     texts = ["Fox" + c + "xX" + c for c in chars]
@@ -132,7 +132,7 @@ def test_cased_fast_path_characters():
 
 
 def test_what_stays_off_the_fast_path():
-    chars = set(_fast_path_code_points(True, 100))
+    chars = set(_fast_path_code_points("lower_strip", True, 100))
     for char in "\x00\x0b\x0c\x1c\x7f\x85\ufffd\u200b\u00ad\ufeff":
         assert ord(char) not in chars, hex(ord(char))  # Deleted, not split.
     for char in "éÉßΣσ°©\u00a7\u0301\uf900\u2000\u3131":
@@ -140,8 +140,8 @@ def test_what_stays_off_the_fast_path():
     for char in "’“”—–…«»¿¡，。、\u3000\u00a0中\U0002b739":
         assert ord(char) in chars, hex(ord(char))
     # Three-byte characters would exceed a 2-byte word limit.
-    assert ord("中") not in set(_fast_path_code_points(True, 2))
-    assert ord("’") not in set(_fast_path_code_points(True, 2))
+    assert ord("中") not in set(_fast_path_code_points("lower_strip", True, 2))
+    assert ord("’") not in set(_fast_path_code_points("lower_strip", True, 2))
 
 
 def test_randomized_ascii_matches_reference(tokenizer, reference):
@@ -286,7 +286,7 @@ def test_small_word_limit_keeps_multibyte_characters_off_the_fast_path():
 
 
 def test_fast_path_pattern_rejects_invalid_utf8():
-    pattern = _fast_path_pattern(True, 100)
+    pattern = _fast_path_pattern("lower_strip", True, 100)
     bad = [b"\xff", b"\xc0\xaf", b"\xe2\x80", b"\xed\xa0\x80",
            b"\xf4\x90\x80\x80", b"ok\xe2\x80\x99\x99", b"\xe2\x80\x99\xe2"]
     assert not tf.strings.regex_full_match(bad, pattern).numpy().any()
