@@ -594,8 +594,12 @@ class BertTokenizer(keras.layers.Layer):
         if not self.special_tokens_in_strings:
             return self._route_texts(inputs, fast_fn, slow_fn)
         # pieces: [batch, (pieces)], each a special token or the text between.
+        # The split op ends a text at its first U+0000: make that U+0001, a
+        # control character that the clean-up deletes as it deletes U+0000
+        # (one byte either way, so offsets stay).
         pieces, begins, _ = tf_text.regex_split_with_offsets(
-            inputs, self._special_pattern, self._special_pattern)
+            tf.strings.regex_replace(inputs, "\\x00", "\x01"),
+            self._special_pattern, self._special_pattern)
         outputs = self._route_texts(pieces.flat_values, fast_fn, slow_fn)
         if len(outputs) > 1:  # (ids, starts, ends): offsets from the text's start.
             begins = tf.cast(begins, tf.int32)
