@@ -11,9 +11,6 @@ keras_bert deletes Cc and Cf, as google-research/bert does), which the
 default configuration checks.
 """
 
-import random
-import unicodedata
-
 import keras
 import numpy as np
 import pytest
@@ -21,6 +18,7 @@ import tensorflow as tf
 
 from keras_bert.text import BertTokenizer
 from keras_bert.text.vocab import SPECIAL_TOKENS
+from tests.text.hard_texts import hard_texts, hard_texts_vocabulary
 
 legacy = pytest.importorskip("transformers.models.bert.tokenization_bert_legacy")
 
@@ -54,73 +52,10 @@ CONFIGS = {
          "never_split": NEVER_SPLIT}),
 }
 
-PIECES = [
-    "hello", "Hello", "HELLO", "world", "unwanted", "running", "C++", "e-mail",
-    "Héllo", "HÉLLO", "héllo", "naïve", "NAÏVE", "Ångström", "crème brûlée", "q\u0301",
-    "\u0301", "a\u0308\u0301", "İstanbul", "ǅemal", "ß", "ẞ", "ΟΔΟΣ", "ΣΟΦΟΣ", "Σ.Α",
-    "σς", "ΣΑΣ", "中文", "日本語", "漢字かな", "한국어", "テキスト", "😀", "👍🏽", "🇫🇷",
-    "❤️", "ﬁne", "①", "µ", "\x00", "\x07", "\x7f", "\x85", "\u200b", "\ufeff", "\u00ad",
-    " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\u2028", "!", ",", ".", "'",
-    "n't", "'s", "?", "“", "”", "—", "…", "¿", "#", "##", "##x", "[", "]", "[MASK]",
-    "[CLS]", "[SEP]", "[PAD]", "[UNK]", "[mask]", "[MA\x00SK]", "[MASK]\u0301",
-    "hello!", "hello!!", "x" * 101, "é" * 60, "ab" * 40, "\ufffd",
-]
-_TEXT_CATEGORIES = ("L", "M", "N", "P", "S", "Z")
-
-
-def _random_char(rng):
-    """An assigned, non-private code point of a letter, mark, number, punctuation,
-    symbol or separator (transformers deletes the unassigned ones)."""
-    while True:
-        cp = rng.choice((rng.randrange(0x20, 0x3000), rng.randrange(0x3000, 0x30000)))
-        if unicodedata.category(chr(cp))[0] in _TEXT_CATEGORIES:
-            return chr(cp)
-
-
-def _same_for_both(text):
-    """Whether transformers' NFC (after its clean-up) leaves the text as it is."""
-    cleaned = "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf"))
-    cleaned = cleaned.replace("\ufffd", "")
-    return unicodedata.normalize("NFC", cleaned) == cleaned
-
-
-def hard_texts(num_texts, seed=0):
-    """Generated strings: PIECES and random characters, joined with or without spaces."""
-    rng = random.Random(seed)
-    texts = []
-    while len(texts) < num_texts:
-        parts = []
-        for _ in range(rng.randrange(1, 12)):
-            parts.append(rng.choice(PIECES) if rng.random() < 0.7 else "".join(
-                _random_char(rng) for _ in range(rng.randrange(1, 6))))
-            parts.append(rng.choice(["", " ", " ", "\n"]))
-        text = unicodedata.normalize("NFC", "".join(parts))
-        if _same_for_both(text):
-            texts.append(text)
-    return texts
-
-
-def _vocabulary(texts, seed=0):
-    """Specials, each character of the texts (as written, lower-cased, NFD) and its
-    "##" form, less a tenth (so some words are [UNK]), and some whole words."""
-    rng = random.Random(seed)
-    chars = set()
-    for text in texts:
-        for form in (text, text.lower()):
-            chars.update(form)
-            chars.update(unicodedata.normalize("NFD", form))
-    chars = sorted(c for c in chars if not c.isspace() and c not in "\x00\ufffd"
-                   and unicodedata.category(c) not in ("Cc", "Cf"))
-    chars = [c for c in chars if rng.random() > 0.1]
-    words = ["hello", "world", "un", "##want", "##ed", "running", "héllo", "Héllo",
-             "hello!", "naïve", "naive", "σοφος", "ΣΟΦΟΣ", "中文", "日本語", "##llo", "##ß"]
-    return list(SPECIAL_TOKENS) + words + chars + ["##" + c for c in chars]
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     texts = hard_texts(NUM_TEXTS)
-    vocab = _vocabulary(texts)
+    vocab = hard_texts_vocabulary(texts)
     path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
     path.write_text("".join(t + "\n" for t in vocab), encoding="utf-8")
     return texts, vocab, str(path)
@@ -328,7 +263,7 @@ def test_bad_options_are_named(options, match):
 def test_lite_tokenizer_follows_accent_options_and_refuses_the_others(setup, tokenizers):
     from keras_bert.export.tflite import LiteTokenizer
 
-    texts = [t for t in setup[0][:400] if "[" not in t]
+    texts = setup[0][:400]  # The LiteRT runtime: tests/export/test_tflite_text.py.
     for name in ("lower_keep_accents", "strip_accents_only"):
         tokenizer = tokenizers[name]
         lite = LiteTokenizer(tokenizer)
