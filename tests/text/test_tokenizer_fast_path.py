@@ -11,7 +11,7 @@ import random
 import pytest
 import tensorflow as tf
 
-from keras_bert.text import BertTokenizer
+from keras_bert.text import BertTokenizer, _unicode
 from keras_bert.text.tokenizer import _fast_path_code_points
 from keras_bert.text.tokenizer import _fast_path_pattern
 from tests.conftest import clean_result
@@ -43,7 +43,9 @@ def _per_character_path(tokenizer, texts, unit=None):
 
 def _non_ascii_fast_chars(lowercase=True):
     return [
-        chr(c) for c in _fast_path_code_points("lower_strip" if lowercase else None, True, 100) if c >= 0x80
+        chr(c)
+        for c in _fast_path_code_points("lower_strip" if lowercase else None, True, 100)
+        if c >= 0x80
     ]
 
 
@@ -350,3 +352,18 @@ def test_exported_routing_runs_with_tensorflow_alone(tokenizer, clean_process):
     assert clean["python_modules"] == []
     assert clean["session_matches"]
     assert clean["out"] == want
+
+
+def test_fast_path_characters_of_each_option_are_the_checked_ones():
+    # The character-by-character checks above cover the uncased and cased
+    # sets; the other options' sets are those same sets (lower-casing alone
+    # changes no fast-path character that the cased tokenizer keeps, accent
+    # stripping alone none that the uncased one keeps), or, without CJK
+    # splitting, the uncased set less the CJK ideographs (letters then).
+    uncased = set(_fast_path_code_points("lower_strip", True, 100))
+    cased = set(_fast_path_code_points(None, True, 100))
+    assert set(_fast_path_code_points("lower", True, 100)) == cased
+    assert set(_fast_path_code_points("strip", True, 100)) == uncased
+    no_cjk = set(_fast_path_code_points("lower_strip", False, 100))
+    assert no_cjk < uncased and ord("中") in uncased - no_cjk
+    assert all(_unicode._is_cjk(c) for c in uncased - no_cjk)  # By number, as BERT.
