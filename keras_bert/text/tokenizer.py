@@ -574,11 +574,12 @@ class BertTokenizer(keras.layers.Layer):
         `FastWordpieceTokenizer` splits them itself, and a word over the
         length limit holds only ASCII (bytes = characters), so that kernel
         alone gives the reference's ids, several times faster than the
-        per-character normalization of `_unicode.pretokenize`.
+        per-character normalization of `_unicode.pretokenize`. With
+        `special_tokens_in_strings`, a piece that is a special token is a
+        kept word, which only the per-character path knows.
         """
         is_fast = tf.strings.regex_full_match(inputs, self._fast_path_pattern)
         if self.special_tokens_in_strings:
-            # A special token cut out of the text is a kept word.
             is_fast &= _unicode.never_split_index(inputs, self._never_split) < 0
         return is_fast
 

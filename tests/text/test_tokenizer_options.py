@@ -3,8 +3,9 @@
 Each option (strip_accents, tokenize_chinese_chars, never_split,
 special_tokens_in_strings) and some mixes of them, on generated hard strings
 (scripts, combining marks, controls, CJK, emoji, long words, special tokens
-written in the text), in Python, in a reloaded SavedModel and, where the
-LiteRT tokenizer follows the option, in LiteRT. The strings leave out what
+written in the text), in Python and in a reloaded SavedModel; the LiteRT
+tokenizer follows strip_accents (tests/export/test_tflite_text.py runs it in
+the LiteRT runtime) and refuses the other options. The strings leave out what
 keras_bert does differently on purpose (transformers deletes every "C"
 category, unassigned and private-use characters included, and applies NFC;
 keras_bert deletes Cc and Cf, as google-research/bert does), which the
@@ -12,7 +13,6 @@ default configuration checks.
 """
 
 import keras
-import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -118,6 +118,12 @@ def test_special_tokens_in_the_text_are_one_id_with_their_span():
     assert [text[s:e] for s, e in zip(starts[0].numpy(), ends[0].numpy())] == [
         "Hello", "[MASK]", "world", "[SEP]", "[", "mask", "]"]
     assert BertTokenizer(tokenizer.vocabulary)(tf.constant([text])).to_list()[0][1:4] == [1, 1, 1]
+    # Byte offsets past invalid UTF-8 and a U+0000 (both deleted), a scalar text.
+    raw = b"caf\xe9\x00[CLS]hello"
+    ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(raw))
+    assert ids.numpy().tolist() == [1, 2, 5]
+    assert [raw[s:e] for s, e in zip(starts.numpy(), ends.numpy())] == [
+        b"caf", b"[CLS]", b"hello"]
 
 
 def test_never_split_word_is_its_own_id_or_unknown():
