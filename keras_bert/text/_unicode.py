@@ -471,8 +471,34 @@ def _protected(code_points, raw_id, nonspace, num_raw, never_split):
     return never_split_index(words, never_split) >= 0
 
 
+def _cut_segments(code_points, row_ids, cut_at):
+    """Segment number of each character (int32 [n]): a new one at each
+    occurrence of a string of `cut_at` and after it, so that no word spans
+    its edges (transformers cuts special tokens out of the text first).
+
+    Args:
+        code_points, row_ids: int32 [n], the characters of the batch and the
+            text of each.
+        cut_at: tuple of str: each is matched by comparing its characters
+            at each position (a few compares per character, core ops only).
+    """
+    n = tf.size(code_points)
+    edge = tf.zeros([n], tf.bool)
+    for token in cut_at:
+        length = len(token)
+        padded = tf.concat([code_points, tf.fill([length], -1)], 0)
+        padded_rows = tf.concat([row_ids, tf.fill([length], -1)], 0)
+        starts = tf.ones([n], tf.bool)
+        for k, char in enumerate(token):
+            starts &= tf.equal(padded[k:k + n], ord(char)) & tf.equal(
+                padded_rows[k:k + n], row_ids)
+        after = tf.concat([tf.zeros([length], tf.bool), starts], 0)[:n]
+        edge |= starts | after
+    return tf.cumsum(tf.cast(edge, tf.int32))
+
+
 def pretokenize(texts, tables, lowercase, strip_accents=None,
-                tokenize_chinese_chars=True, never_split=None):
+                tokenize_chinese_chars=True, never_split=None, cut_at=()):
     """Splits a batch of strings into normalized words, as the reference does.
 
     Args:
@@ -488,6 +514,10 @@ def pretokenize(texts, tables, lowercase, strip_accents=None,
         never_split: None, or a string Tensor [k >= 1]: a whitespace-separated
             word equal to one of them, before or after normalization, is
             kept whole (and, before, not normalized), as transformers does.
+        cut_at: tuple of str (ASCII, none inside another's occurrence):
+            each occurrence in the text, before clean-up, is a word
+            boundary on both sides (special tokens written in the text; put
+            them in `never_split` too, to keep them whole).
 
     Returns:
         A dict of flat Tensors:
@@ -533,11 +563,15 @@ def pretokenize(texts, tables, lowercase, strip_accents=None,
     )
     char_index = tf.range(tf.size(code_points)) - tf.gather(row_starts, row_ids)
 
+    # Segments: words never span an edge of a `cut_at` string.
+    segment = (_cut_segments(code_points, row_ids, cut_at) if cut_at
+               else tf.zeros_like(code_points))
+
     # 1. Clean text.
     info = _lookup(tables, code_points)
     keep = tf.equal(info & DROP, 0)
-    code_points, info, row_ids, byte_start, byte_end, char_index = _kept(
-        keep, code_points, info, row_ids, byte_start, byte_end, char_index)
+    code_points, info, row_ids, byte_start, byte_end, char_index, segment = _kept(
+        keep, code_points, info, row_ids, byte_start, byte_end, char_index, segment)
 
     # Whitespace-separated words (CJK ideographs apart), for never_split.
     cjk_bits = CJK if tokenize_chinese_chars else 0
@@ -545,7 +579,8 @@ def pretokenize(texts, tables, lowercase, strip_accents=None,
         space = tf.not_equal(info & SPACE, 0)
         isolated = tf.not_equal(info & cjk_bits, 0)
         first_in_row = tf.not_equal(
-            tf.concat([[-1], row_ids[:-1]], 0), row_ids)
+            tf.concat([[-1], row_ids[:-1]], 0), row_ids) | tf.not_equal(
+            tf.concat([[-1], segment[:-1]], 0), segment)
         starts_raw = ~space & (
             first_in_row | isolated
             | tf.concat([[True], space[:-1] | isolated[:-1]], 0)
@@ -600,6 +635,7 @@ def pretokenize(texts, tables, lowercase, strip_accents=None,
         byte_start = tf.gather(byte_start, source)
         byte_end = tf.gather(byte_end, source)
         char_index = tf.gather(char_index, source)
+        segment = tf.gather(segment, source)
         if never_split is not None:
             raw_id = tf.gather(raw_id, source)
         # Punctuation is split after lower-casing, so look it up again.
@@ -620,6 +656,8 @@ def pretokenize(texts, tables, lowercase, strip_accents=None,
             tf.not_equal(info & PUNCT, 0) & ~kept)
     previous_row = tf.concat([[-1], row_ids[:-1]], 0)
     first_in_row = tf.not_equal(previous_row, row_ids)
+    if cut_at:
+        first_in_row |= tf.not_equal(tf.concat([[-1], segment[:-1]], 0), segment)
     previous_space = tf.concat([[True], space[:-1]], 0)
     previous_alone = tf.concat([[True], alone[:-1]], 0)
     starts_word = ~space & (

@@ -413,8 +413,9 @@ class BertTokenizer(keras.layers.Layer):
         self._fast_path_pattern = _fast_path_pattern(
             normalization, self.tokenize_chinese_chars, max_chars_per_word
         )
-        # RE2 pattern of the special tokens, cut out of the text first.
-        self._special_pattern = "|".join(re.escape(t) for t in SPECIAL_TOKENS)
+        # RE2 pattern of the texts holding a special token.
+        self._special_pattern = "(?s).*(?:{}).*".format(
+            "|".join(re.escape(t) for t in SPECIAL_TOKENS))
 
     def _require_vocabulary(self):
         if self._vocabulary is None:
@@ -575,48 +576,20 @@ class BertTokenizer(keras.layers.Layer):
         length limit holds only ASCII (bytes = characters), so that kernel
         alone gives the reference's ids, several times faster than the
         per-character normalization of `_unicode.pretokenize`. With
-        `special_tokens_in_strings`, a piece that is a special token is a
-        kept word, which only the per-character path knows.
+        `special_tokens_in_strings`, a text holding a special token takes
+        the per-character path, which cuts it out.
         """
         is_fast = tf.strings.regex_full_match(inputs, self._fast_path_pattern)
         if self.special_tokens_in_strings:
-            is_fast &= _unicode.never_split_index(inputs, self._never_split) < 0
+            is_fast &= ~tf.strings.regex_full_match(inputs, self._special_pattern)
         return is_fast
 
-    def _route(self, inputs, fast_fn, slow_fn, unit=None):
+    def _route(self, inputs, fast_fn, slow_fn):
         """Runs `fast_fn` on the fast texts and `slow_fn` on the others.
 
         Both return tuples of RaggedTensors [n, (tokens)] (int64 row
-        splits); the rows are put back in input order. With
-        `special_tokens_in_strings`, the texts are cut at the special
-        tokens first, each piece is routed, and the pieces' tokens are put
-        back together (offsets, in `unit`, moved to the text's).
+        splits); the rows are put back in input order.
         """
-        if not self.special_tokens_in_strings:
-            return self._route_texts(inputs, fast_fn, slow_fn)
-        # pieces: [batch, (pieces)], each a special token or the text between.
-        # The split op ends a text at its first U+0000: make that U+0001, a
-        # control character that the clean-up deletes as it deletes U+0000
-        # (one byte either way, so offsets stay).
-        pieces, begins, _ = tf_text.regex_split_with_offsets(
-            tf.strings.regex_replace(inputs, "\\x00", "\x01"),
-            self._special_pattern, self._special_pattern)
-        outputs = self._route_texts(pieces.flat_values, fast_fn, slow_fn)
-        if len(outputs) > 1:  # (ids, starts, ends): offsets from the text's start.
-            begins = tf.cast(begins, tf.int32)
-            if unit == "UTF8_CHAR":
-                (begins,) = _bytes_to_chars(inputs, (begins,))
-            shift = tf.expand_dims(begins.flat_values, 1)  # [pieces, 1]
-            outputs = outputs[:1] + tuple(x + shift for x in outputs[1:])
-        return tuple(
-            tf.RaggedTensor.from_row_splits(
-                x, tf.cast(pieces.row_splits, x.row_splits.dtype), validate=False
-            ).merge_dims(1, 2)
-            for x in outputs
-        )
-
-    def _route_texts(self, inputs, fast_fn, slow_fn):
-        """`_route` without special tokens written in the text."""
         if self._fast_wordpiece is None:
             return slow_fn(inputs)
         is_fast = self._fast_path_mask(inputs)
@@ -655,7 +628,8 @@ class BertTokenizer(keras.layers.Layer):
             inputs, self._tables, self.lowercase,
             strip_accents=self.strip_accents,
             tokenize_chinese_chars=self.tokenize_chinese_chars,
-            never_split=self._never_split)
+            never_split=self._never_split,
+            cut_at=SPECIAL_TOKENS if self.special_tokens_in_strings else ())
         too_long = words["word_num_chars"] > self.max_chars_per_word
         if self._never_split is not None:
             # A never_split word is one token, its own id or [UNK], whatever
@@ -777,7 +751,6 @@ class BertTokenizer(keras.layers.Layer):
             inputs,
             lambda x: self._fast_ids_with_offsets(x, unit),
             lambda x: self._slow_ids_with_offsets(x, unit),
-            unit,
         )
         return tuple(x[0] for x in outputs) if scalar else outputs
 

@@ -325,7 +325,16 @@ with tf.Graph().as_default(), tf.compat.v1.Session() as session:
                           {name: ARGS["texts"]})
 result["session_matches"] = {k: v.tolist() for k, v in fetched.items()} == out
 result["out"] = out
+# The tokenizer options run in the export's graph too.
+fn = tf.saved_model.load(ARGS["path"]).signatures["tokenize_options"]
+texts = ARGS["texts"] + ARGS["option_texts"]
+result["options_out"] = {k: v.numpy().tolist() for k, v in fn(tf.constant(texts)).items()}
 """
+
+# A tokenizer with every transformers option off its default, and texts they change.
+OPTIONS = {"strip_accents": False, "tokenize_chinese_chars": False,
+           "never_split": ["hello!", "C++"], "special_tokens_in_strings": True}
+OPTION_TEXTS = ["Héllo [MASK] café", "中文 hello! x[SEP]y C++", "naïve[CLS]\x00ΣΟΦΟΣ"]
 
 
 def clean_args(request):
@@ -336,10 +345,13 @@ def clean_args(request):
     module = tf.Module()
     module.tokenizer = BertTokenizer(vocab_path)
     module.tokenize = tokenize_function(module.tokenizer)
+    module.options_tokenizer = BertTokenizer(vocab_path, **OPTIONS)
+    module.tokenize_options = tokenize_function(module.options_tokenizer)
     path = str(request.getfixturevalue("tmp_path_factory").mktemp("tokenizer") / "tokenizer")
-    tf.saved_model.save(module, path, signatures={"tokenize": module.tokenize})
+    tf.saved_model.save(module, path, signatures={"tokenize": module.tokenize,
+                                                  "tokenize_options": module.tokenize_options})
     texts = [t if isinstance(t, str) else t.decode("latin-1") for t in MIXED]
-    return {"path": path, "texts": texts}
+    return {"path": path, "texts": texts, "option_texts": OPTION_TEXTS}
 
 
 def test_exported_routing_runs_with_tensorflow_alone(tokenizer, clean_process):
@@ -367,3 +379,17 @@ def test_fast_path_characters_of_each_option_are_the_checked_ones():
     no_cjk = set(_fast_path_code_points("lower_strip", False, 100))
     assert no_cjk < uncased and ord("中") in uncased - no_cjk
     assert all(_unicode._is_cjk(c) for c in uncased - no_cjk)  # By number, as BERT.
+
+
+def test_exported_options_run_with_tensorflow_alone(vocab_path, clean_process):
+    clean = clean_result(clean_process, "tokenizer")
+    texts = clean["args"]["texts"] + clean["args"]["option_texts"]
+    want = {
+        k: v.numpy().tolist()
+        for k, v in tokenize_function(BertTokenizer(vocab_path, **OPTIONS))(
+            tf.constant(texts)).items()
+    }
+    assert clean["options_out"] == want
+    default = tokenize_function(BertTokenizer(vocab_path))(tf.constant(OPTION_TEXTS))
+    assert all(a != b for a, b in zip(default["ids"].numpy().tolist(),
+                                      want["ids"][-len(OPTION_TEXTS):]))

@@ -16,6 +16,7 @@ import keras
 import pytest
 import tensorflow as tf
 
+from keras_bert.export.op_set import ALLOWED_TEXT_OPS, non_core_ops
 from keras_bert.text import BertTokenizer
 from keras_bert.text.vocab import SPECIAL_TOKENS
 from tests.text.hard_texts import hard_texts, hard_texts_vocabulary
@@ -149,6 +150,9 @@ def test_saved_model_follows_every_option(setup, expected, tokenizers, tmp_path)
             input_signature=[tf.TensorSpec([None], tf.string)])
         signatures[name] = fn.get_concrete_function()
     tf.saved_model.save(module, str(tmp_path / "tokenizers"), signatures=signatures)
+    # Core ops and the one tensorflow-text op that stock TF Serving links.
+    (ops,) = non_core_ops([str(tmp_path / "tokenizers")]).values()
+    assert set(ops) <= set(ALLOWED_TEXT_OPS), ops
     loaded = tf.saved_model.load(str(tmp_path / "tokenizers"))
     batch = tf.constant(texts[:500])
     for name in CONFIGS:
