@@ -16,7 +16,8 @@ Reproduces google-research/bert's `BasicTokenizer` with TensorFlow ops:
 Options (transformers' `BasicTokenizer`): step 2 can be off
 (`tokenize_chinese_chars=False`), and whitespace-separated words of a
 `never_split` list keep their text (no step 3 or 4), as do words that step
-3 turns into one of them.
+3 turns into one of them; strings of `cut_at` (special tokens written in the
+text) are cut out of the text first, as words of their own.
 
 The per-character decisions come from one lookup table computed with
 Python's own `unicodedata` (the module the reference uses), so the in-graph
@@ -563,15 +564,16 @@ def pretokenize(texts, tables, lowercase, strip_accents=None,
     )
     char_index = tf.range(tf.size(code_points)) - tf.gather(row_starts, row_ids)
 
-    # Segments: words never span an edge of a `cut_at` string.
-    segment = (_cut_segments(code_points, row_ids, cut_at) if cut_at
-               else tf.zeros_like(code_points))
+    # Segments: words never span an edge of a `cut_at` string. (Without
+    # one, row_ids stands in: no extra pass on the default path.)
+    segment = _cut_segments(code_points, row_ids, cut_at) if cut_at else row_ids
 
     # 1. Clean text.
     info = _lookup(tables, code_points)
     keep = tf.equal(info & DROP, 0)
-    code_points, info, row_ids, byte_start, byte_end, char_index, segment = _kept(
-        keep, code_points, info, row_ids, byte_start, byte_end, char_index, segment)
+    code_points, info, row_ids, byte_start, byte_end, char_index = _kept(
+        keep, code_points, info, row_ids, byte_start, byte_end, char_index)
+    segment = _kept(keep, segment)[0] if cut_at else row_ids
 
     # Whitespace-separated words (CJK ideographs apart), for never_split.
     cjk_bits = CJK if tokenize_chinese_chars else 0
@@ -635,7 +637,7 @@ def pretokenize(texts, tables, lowercase, strip_accents=None,
         byte_start = tf.gather(byte_start, source)
         byte_end = tf.gather(byte_end, source)
         char_index = tf.gather(char_index, source)
-        segment = tf.gather(segment, source)
+        segment = tf.gather(segment, source) if cut_at else row_ids
         if never_split is not None:
             raw_id = tf.gather(raw_id, source)
         # Punctuation is split after lower-casing, so look it up again.
