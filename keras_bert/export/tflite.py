@@ -68,6 +68,26 @@ TFLITE_SIGNATURES = {
 }
 
 
+def _check_lite_options(tokenizer):
+    """A clear error for each tokenizer option the LiteRT tokenizer can't follow."""
+    refused = []
+    if not getattr(tokenizer, "tokenize_chinese_chars", True):
+        refused.append(("tokenize_chinese_chars=False", "its WordPiece kernel makes each "
+                        "CJK ideograph a word of its own"))
+    if getattr(tokenizer, "never_split", None):
+        refused.append((f"never_split={tokenizer.never_split!r}", "its WordPiece kernel "
+                        "splits every word at punctuation"))
+    if getattr(tokenizer, "special_tokens_in_strings", False):
+        refused.append(("special_tokens_in_strings=True", "its kernels read \"[MASK]\" "
+                        "in the text as punctuation and a word"))
+    if refused:
+        option, why = refused[0]
+        raise ValueError(
+            f"--format tflite can't tokenize with the tokenizer option {option}: {why}. "
+            "Export a SavedModel (--format saved_model), whose graph follows every "
+            "option, or build the preprocessor's BertTokenizer without it.")
+
+
 class LiteTokenizer:
     """The LiteRT tokenizer of a `BertTokenizer`: tensorflow-text ops with TFLite kernels.
 
@@ -77,16 +97,18 @@ class LiteTokenizer:
 
     Args:
         tokenizer: a `keras_bert.text.BertTokenizer` (vocabulary, lowercase,
-            max_chars_per_word).
+            strip_accents, max_chars_per_word). Its options that LiteRT's
+            kernels can't follow are refused, by name.
     """
 
     def __init__(self, tokenizer):
         from keras_bert.text.tokenizer import _wordpiece_vocab
 
+        _check_lite_options(tokenizer)
         vocabulary = tokenizer.vocabulary
         token_to_id = {token: index for index, token in enumerate(vocabulary)}
         self.tables = {name: tf.constant(array)
-                       for name, array in lite_text_tables(tokenizer.lowercase).items()}
+                       for name, array in lite_text_tables(tokenizer.normalization).items()}
         self.detokenizer = byte_detokenizer()
         self.max_chars_per_word = tokenizer.max_chars_per_word
         unreachable = {UNKNOWN_CHAR, *map(chr, kernel_word_breaks())}

@@ -91,7 +91,7 @@ def kernel_word_breaks():
 
 
 @functools.lru_cache(maxsize=None)
-def lite_text_tables(lowercase):
+def lite_text_tables(normalization):
     """The lookup tables of `normalize_for_wordpiece` (numpy arrays).
 
     Built from `keras_bert.text._unicode`'s per-code-point table, so the
@@ -99,7 +99,10 @@ def lite_text_tables(lowercase):
     SavedModel's tokenizer.
 
     Args:
-        lowercase: bool, as the tokenizer's (uncased vocabularies).
+        normalization: the tokenizer's `normalization`: a name of
+            `_unicode.NORMALIZATIONS` ("lower_strip" for uncased
+            vocabularies, "lower", "strip"), or None (cased: no change).
+            A bool is read as before: True "lower_strip", False None.
 
     Returns:
         dict: `block_index` [0x110000 / 256] and `blocks` (a two-level table
@@ -109,15 +112,19 @@ def lite_text_tables(lowercase):
         around punctuation included, or `UNKNOWN_CHAR`, as ragged rows;
         row 0 is unused). Cached: the callers must not change them.
     """
-    info = _unicode._info_of_all_code_points()
+    if isinstance(normalization, bool):
+        normalization = _unicode.DEFAULT_NORMALIZATION if normalization else None
+    lowercase = bool(normalization) and _unicode.NORMALIZATIONS[normalization][0]
+    info = _unicode._info_of_all_code_points(normalization)
     delete = (info & _unicode.DROP) != 0
     space = (info & _unicode.SPACE) != 0
     punct = (info & _unicode.PUNCT) != 0
-    expansion = info >> _unicode.EXPANSION_SHIFT if lowercase else np.zeros_like(info)
+    expansion = (info >> _unicode.EXPANSION_SHIFT if normalization
+                 else np.zeros_like(info))
     # Punctuation is split off after lower-casing: an expanded character's
     # punctuation is spaced inside its body, an unexpanded one is isolated.
     isolate = ((info & _unicode.CJK) != 0) | (punct & (expansion == 0))
-    tables = _unicode.unicode_tables()
+    tables = _unicode.unicode_tables(normalization)
     splits = tables["expansion_splits"]
     bodies = [b""]  # Row 0 is unused: body 0 means the character itself.
     body_row = {}  # Each distinct replacement once (b"": deleted by lower-casing).
@@ -129,7 +136,7 @@ def lite_text_tables(lowercase):
         return body_row[body]
 
     rows = np.zeros([len(splits) - 1], np.int64)  # Expansion -> body row.
-    for row in range(1, len(splits) - 1) if lowercase else ():
+    for row in range(1, len(splits) - 1) if normalization else ():
         chars = tables["expansion_values"][splits[row]:splits[row + 1]]
         body = "".join(f" {chr(c)} " if info[c] & _unicode.PUNCT else chr(c) for c in chars)
         rows[row] = row_of(body.encode("utf-8"))

@@ -8,9 +8,16 @@ Reproduces google-research/bert's `BasicTokenizer` with TensorFlow ops:
    `str.isspace()` splits on) separates words;
 2. surround CJK ideographs with spaces (each becomes a word);
 3. uncased only: Python `str.lower()` (including the Greek final sigma rule),
-   then NFD and dropping of combining marks (category Mn);
+   then NFD and dropping of combining marks (category Mn); either half can
+   also run alone (`NORMALIZATIONS`: transformers' `strip_accents` option);
 4. split off every punctuation character (ASCII 33-47, 58-64, 91-96,
    123-126 and Unicode categories P*).
+
+Options (transformers' `BasicTokenizer`): step 2 can be off
+(`tokenize_chinese_chars=False`), and whitespace-separated words of a
+`never_split` list keep their text (no step 3 or 4), as do words that step
+3 turns into one of them; strings of `cut_at` (special tokens written in the
+text) are cut out of the text first, as words of their own.
 
 The per-character decisions come from one lookup table computed with
 Python's own `unicodedata` (the module the reference uses), so the in-graph
@@ -72,9 +79,39 @@ def _is_punctuation(cp, category):
     )
 
 
-def _uncased_form(char):
-    """What the reference makes of `char` when lower-casing is on."""
-    decomposed = unicodedata.normalize("NFD", char.lower())
+#: The normalizations of step 3, by name: (lower-case, strip accents).
+#: "lower_strip" is BERT's uncased rule; "lower" and "strip" are the halves
+#: that transformers' `strip_accents=False` / `strip_accents=True` with
+#: `do_lower_case=False` select. A cased tokenizer (neither) has none.
+NORMALIZATIONS = {
+    "lower_strip": (True, True),
+    "lower": (True, False),
+    "strip": (False, True),
+}
+DEFAULT_NORMALIZATION = "lower_strip"
+
+
+def normalization_of(lowercase, strip_accents):
+    """The `NORMALIZATIONS` name of a tokenizer's options, None for none.
+
+    `strip_accents=None` follows `lowercase` (transformers' rule, and
+    google-research/bert's: uncased vocabularies strip accents).
+    """
+    strip = lowercase if strip_accents is None else strip_accents
+    for name, rule in NORMALIZATIONS.items():
+        if rule == (lowercase, strip):
+            return name
+    return None
+
+
+def _normalized_form(char, normalization=DEFAULT_NORMALIZATION):
+    """What the reference makes of `char` under `normalization`."""
+    lower, strip = NORMALIZATIONS[normalization]
+    if lower:
+        char = char.lower()
+    if not strip:
+        return char
+    decomposed = unicodedata.normalize("NFD", char)
     return "".join(
         c for c in decomposed if unicodedata.category(c) != "Mn"
     )
@@ -98,19 +135,21 @@ def cache_dir():
     return os.path.join(base, "keras_bert")
 
 
-def tables_cache_path():
-    """The cache file of `unicode_tables()`: one per Unicode version and
-    version of this module (a hash of its source), so a Python with other
-    Unicode data, or a change to the rules here, never reads a stale table.
-    None when this module's source can't be read (then nothing is cached)."""
+def tables_cache_path(normalization=DEFAULT_NORMALIZATION):
+    """The cache file of `unicode_tables(normalization)`: one per Unicode
+    version, version of this module (a hash of its source) and
+    normalization, so a Python with other Unicode data, or a change to the
+    rules here, never reads a stale table. None when this module's source
+    can't be read (then nothing is cached)."""
     try:
         with open(__file__, "rb") as f:
             source_hash = hashlib.sha256(f.read()).hexdigest()[:16]
     except OSError:
         return None
+    suffix = "" if normalization == DEFAULT_NORMALIZATION else f"-{normalization}"
     return os.path.join(
         cache_dir(),
-        f"unicode-{unicodedata.unidata_version}-{source_hash}.npz",
+        f"unicode-{unicodedata.unidata_version}-{source_hash}{suffix}.npz",
     )
 
 
@@ -150,7 +189,7 @@ def _write_tables(path, tables):
         return False
 
 
-def load_or_build_tables(path):
+def load_or_build_tables(path, normalization=DEFAULT_NORMALIZATION):
     """The tables from the cache file `path`, built and saved if missing.
 
     When the file can't be read it is rebuilt; when it can't be written
@@ -159,33 +198,44 @@ def load_or_build_tables(path):
     """
     tables = None if path is None else _read_tables(path)
     if tables is None:
-        tables = build_unicode_tables()
+        tables = build_unicode_tables(normalization)
         if path is not None:
             _write_tables(path, tables)
     return tables
 
 
 @functools.lru_cache(maxsize=None)
-def unicode_tables():
+def unicode_tables(normalization=DEFAULT_NORMALIZATION):
     """The lookup tables: read once per process, built once per user.
 
     Read from `tables_cache_path()` (`~/.cache/keras_bert/unicode-*.npz`,
     or under `$KERAS_BERT_CACHE_DIR`), built and saved there on a miss.
-    See `build_unicode_tables` for the arrays.
+    See `build_unicode_tables` for the arrays. A cased tokenizer (None)
+    uses the default tables and ignores their expansions.
     """
-    return load_or_build_tables(tables_cache_path())
+    normalization = normalization or DEFAULT_NORMALIZATION
+    return load_or_build_tables(tables_cache_path(normalization), normalization)
 
 
-def build_unicode_tables():
+def build_unicode_tables(normalization=DEFAULT_NORMALIZATION):
     """Builds the lookup tables from Python's `unicodedata` (seconds).
+
+    Args:
+        normalization: a name of `NORMALIZATIONS`: what the expansions hold.
 
     Returns:
         A dict of numpy arrays:
         `block_index` int32 [0x110000 / 256]: block number per 256 code points;
         `blocks` int32 [num_blocks * 256]: info word per code point;
-        `expansion_values` int32 and `expansion_splits` int32: the uncased
-        form of each expanding code point, as ragged rows (row 0 is a dummy).
+        `expansion_values` int32 and `expansion_splits` int32: the
+        normalized form of each code point that it changes, as ragged rows
+        (row 0 is a dummy).
     """
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(
+            f"Expected normalization to be one of {sorted(NORMALIZATIONS)}. "
+            f"Received: normalization={normalization!r}"
+        )
     expansions = [[0]]  # Row 0: unused dummy, keeps gathers in range.
     info = np.zeros([_NUM_CODE_POINTS], np.int32)
     for cp in range(_NUM_CODE_POINTS):
@@ -219,7 +269,7 @@ def build_unicode_tables():
                 bits |= CASED
             elif after_cased:
                 bits |= CASE_IGNORABLE
-            uncased = _uncased_form(char)
+            uncased = _normalized_form(char, normalization)
             if uncased != char:
                 bits |= len(expansions) << EXPANSION_SHIFT
                 expansions.append([ord(c) for c in uncased])
@@ -242,8 +292,8 @@ def build_unicode_tables():
     }
 
 
-def _info_of_all_code_points():
-    tables = unicode_tables()
+def _info_of_all_code_points(normalization=DEFAULT_NORMALIZATION):
+    tables = unicode_tables(normalization)
     code_points = np.arange(_NUM_CODE_POINTS)
     return tables["blocks"][
         tables["block_index"][code_points // _BLOCK] * _BLOCK
@@ -252,18 +302,19 @@ def _info_of_all_code_points():
 
 
 @functools.lru_cache(maxsize=None)
-def fast_path_candidates(lowercase):
+def fast_path_candidates(normalization, tokenize_chinese_chars=True):
     """Non-ASCII characters that texts on the fast path may hold.
 
     The fast path (tensorflow-text's FastWordpieceTokenizer with its own
     pre-tokenization, after ASCII-only lower-casing) gives the reference's
     result on a text whose characters are all either printable ASCII, tab,
     newline, carriage return, or one of these: characters that the
-    reference keeps as they are (no deletion, and no change by lower-casing
-    or accent stripping when `lowercase`) and that are
+    reference keeps as they are (no deletion, and no change by
+    `normalization`, a name of `NORMALIZATIONS` or None) and that are
 
     * separators (whitespace), or
-    * words of their own: punctuation and CJK ideographs. Being one
+    * words of their own: punctuation and CJK ideographs (these only with
+      `tokenize_chinese_chars`: else they are letters). Being one
       character long, such a word never reaches the word length limit,
       which tensorflow-text counts in bytes and the reference in characters.
 
@@ -279,10 +330,12 @@ def fast_path_candidates(lowercase):
         A pair of sorted int arrays `(alone, space)`: the candidate
         stand-alone characters and the candidate separators.
     """
-    info = _info_of_all_code_points()
+    info = _info_of_all_code_points(normalization)
     ok = (info & DROP) == 0
-    if lowercase:
+    if normalization:
         ok &= np.right_shift(info, EXPANSION_SHIFT) == 0
+    if not tokenize_chinese_chars:
+        ok &= (info & CJK) == 0
     ok[:0x80] = False
     alone, space = [], []
     for cp in np.flatnonzero(ok & ((info & (PUNCT | CJK | SPACE)) != 0)):
@@ -379,15 +432,93 @@ def _final_sigma(code_points, info, row_ids):
     )
 
 
-def pretokenize(texts, tables, lowercase):
+def never_split_index(strings, never_split):
+    """Index of each string in `never_split`, -1 where absent.
+
+    Args:
+        strings: string Tensor [n].
+        never_split: string Tensor [k], k >= 1 (a few tokens: an [n, k]
+            comparison, no hash table to track in the SavedModel).
+
+    Returns:
+        int32 Tensor [n].
+    """
+    equal = tf.equal(tf.expand_dims(strings, 1), tf.expand_dims(never_split, 0))
+    return tf.where(
+        tf.reduce_any(equal, 1),
+        tf.argmax(tf.cast(equal, tf.int32), 1, output_type=tf.int32),
+        -1,
+    )
+
+
+def _words_of(code_points, word_ids, num_words):
+    """UTF-8 strings [num_words] of the characters grouped by `word_ids`."""
+    return tf.strings.unicode_encode(
+        tf.RaggedTensor.from_value_rowids(
+            code_points, tf.cast(word_ids, tf.int64),
+            nrows=tf.cast(num_words, tf.int64),
+            validate=False),
+        "UTF-8",
+    )
+
+
+def _protected(code_points, raw_id, nonspace, num_raw, never_split):
+    """Per character: its whitespace-separated word is in `never_split`."""
+    words = _words_of(
+        tf.boolean_mask(code_points, nonspace),
+        tf.boolean_mask(raw_id, nonspace),
+        num_raw,
+    )
+    return never_split_index(words, never_split) >= 0
+
+
+def _cut_segments(code_points, row_ids, cut_at):
+    """Segment number of each character (int32 [n]): a new one at each
+    occurrence of a string of `cut_at` and after it, so that no word spans
+    its edges (transformers cuts special tokens out of the text first).
+
+    Args:
+        code_points, row_ids: int32 [n], the characters of the batch and the
+            text of each.
+        cut_at: tuple of str: each is matched by comparing its characters
+            at each position (a few compares per character, core ops only).
+    """
+    n = tf.size(code_points)
+    edge = tf.zeros([n], tf.bool)
+    for token in cut_at:
+        length = len(token)
+        padded = tf.concat([code_points, tf.fill([length], -1)], 0)
+        padded_rows = tf.concat([row_ids, tf.fill([length], -1)], 0)
+        starts = tf.ones([n], tf.bool)
+        for k, char in enumerate(token):
+            starts &= tf.equal(padded[k:k + n], ord(char)) & tf.equal(
+                padded_rows[k:k + n], row_ids)
+        after = tf.concat([tf.zeros([length], tf.bool), starts], 0)[:n]
+        edge |= starts | after
+    return tf.cumsum(tf.cast(edge, tf.int32))
+
+
+def pretokenize(texts, tables, lowercase, strip_accents=None,
+                tokenize_chinese_chars=True, never_split=None, cut_at=()):
     """Splits a batch of strings into normalized words, as the reference does.
 
     Args:
         texts: string Tensor of shape [batch]. Invalid UTF-8 bytes are
             decoded as U+FFFD and then deleted, as the reference deletes
             U+FFFD.
-        tables: dict of constant Tensors from `unicode_tables()`.
-        lowercase: bool. Lower-case and strip accents (uncased vocabularies).
+        tables: dict of constant Tensors from
+            `unicode_tables(normalization_of(lowercase, strip_accents))`.
+        lowercase: bool. Lower-case (uncased vocabularies).
+        strip_accents: bool or None (follows `lowercase`): NFD and drop
+            combining marks.
+        tokenize_chinese_chars: bool. Each CJK ideograph is a word.
+        never_split: None, or a string Tensor [k >= 1]: a whitespace-separated
+            word equal to one of them, before or after normalization, is
+            kept whole (and, before, not normalized), as transformers does.
+        cut_at: tuple of str (ASCII, none inside another's occurrence):
+            each occurrence in the text, before clean-up, is a word
+            boundary on both sides (special tokens written in the text; put
+            them in `never_split` too, to keep them whole).
 
     Returns:
         A dict of flat Tensors:
@@ -400,8 +531,11 @@ def pretokenize(texts, tables, lowercase):
             character within the concatenation of all `words`;
         `orig_byte_start`, `orig_byte_end`, `orig_char_start`,
         `orig_char_end`: int32 [num_chars], span in the ORIGINAL input string
-            of the input character each normalized character came from.
+            of the input character each normalized character came from;
+        with `never_split` only, `word_never_split`: int32 [num_words], the
+        index of each word in `never_split`, -1 for none.
     """
+    strip = lowercase if strip_accents is None else strip_accents
     batch_size = tf.shape(texts, out_type=tf.int64)[0]
     chars, byte_starts = tf.strings.unicode_decode_with_offsets(
         texts,
@@ -430,21 +564,49 @@ def pretokenize(texts, tables, lowercase):
     )
     char_index = tf.range(tf.size(code_points)) - tf.gather(row_starts, row_ids)
 
+    # Segments: words never span an edge of a `cut_at` string. (Without
+    # one, row_ids stands in: no extra pass on the default path.)
+    segment = _cut_segments(code_points, row_ids, cut_at) if cut_at else row_ids
+
     # 1. Clean text.
     info = _lookup(tables, code_points)
     keep = tf.equal(info & DROP, 0)
     code_points, info, row_ids, byte_start, byte_end, char_index = _kept(
         keep, code_points, info, row_ids, byte_start, byte_end, char_index)
+    segment = _kept(keep, segment)[0] if cut_at else row_ids
 
-    # 3. Lower-case and strip accents: each code point becomes 0..n others.
-    if lowercase:
-        # The context scan costs a dozen passes: only run it on a sigma.
-        final_sigma = tf.cond(
-            tf.reduce_any(tf.equal(code_points, _CAPITAL_SIGMA)),
-            lambda: _final_sigma(code_points, info, row_ids),
-            lambda: tf.zeros_like(code_points, tf.bool),
+    # Whitespace-separated words (CJK ideographs apart), for never_split.
+    cjk_bits = CJK if tokenize_chinese_chars else 0
+    if never_split is not None:
+        space = tf.not_equal(info & SPACE, 0)
+        isolated = tf.not_equal(info & cjk_bits, 0)
+        first_in_row = tf.not_equal(
+            tf.concat([[-1], row_ids[:-1]], 0), row_ids) | tf.not_equal(
+            tf.concat([[-1], segment[:-1]], 0), segment)
+        starts_raw = ~space & (
+            first_in_row | isolated
+            | tf.concat([[True], space[:-1] | isolated[:-1]], 0)
         )
+        num_raw = tf.reduce_sum(tf.cast(starts_raw, tf.int32))
+        raw_id = tf.maximum(tf.cumsum(tf.cast(starts_raw, tf.int32)) - 1, 0)
+        raw_kept = _protected(code_points, raw_id, ~space, num_raw, never_split)
+
+    # 3. Lower-case and/or strip accents: each code point becomes 0..n others.
+    if lowercase or strip:
         expansion = tf.bitwise.right_shift(info, EXPANSION_SHIFT)
+        if never_split is not None:  # Kept words keep their text.
+            expansion = tf.where(tf.gather(raw_kept, raw_id), 0, expansion)
+        if lowercase:
+            # The context scan costs a dozen passes: only run it on a sigma.
+            final_sigma = tf.cond(
+                tf.reduce_any(tf.equal(code_points, _CAPITAL_SIGMA)),
+                lambda: _final_sigma(code_points, info, row_ids),
+                lambda: tf.zeros_like(code_points, tf.bool),
+            )
+            if never_split is not None:
+                final_sigma &= ~tf.gather(raw_kept, raw_id)
+        else:
+            final_sigma = tf.zeros_like(code_points, tf.bool)
         splits = tables["expansion_splits"]
         out_len = tf.where(
             expansion > 0,
@@ -475,6 +637,9 @@ def pretokenize(texts, tables, lowercase):
         byte_start = tf.gather(byte_start, source)
         byte_end = tf.gather(byte_end, source)
         char_index = tf.gather(char_index, source)
+        segment = tf.gather(segment, source) if cut_at else row_ids
+        if never_split is not None:
+            raw_id = tf.gather(raw_id, source)
         # Punctuation is split after lower-casing, so look it up again.
         info = (src_info & (SPACE | CJK)) | (
             _lookup(tables, code_points) & PUNCT
@@ -483,9 +648,18 @@ def pretokenize(texts, tables, lowercase):
     # 2 and 4. Word boundaries: whitespace separates, CJK and punctuation
     # characters stand alone.
     space = tf.not_equal(info & SPACE, 0)
-    alone = tf.not_equal(info & (PUNCT | CJK), 0)
+    if never_split is None:
+        alone = tf.not_equal(info & (PUNCT | cjk_bits), 0)
+    else:
+        # A kept word (as it was, or as normalized) splits at no punctuation.
+        kept = _protected(code_points, raw_id, ~space, num_raw, never_split)
+        kept = tf.gather(raw_kept | kept, raw_id) & ~space
+        alone = tf.not_equal(info & cjk_bits, 0) | (
+            tf.not_equal(info & PUNCT, 0) & ~kept)
     previous_row = tf.concat([[-1], row_ids[:-1]], 0)
     first_in_row = tf.not_equal(previous_row, row_ids)
+    if cut_at:
+        first_in_row |= tf.not_equal(tf.concat([[-1], segment[:-1]], 0), segment)
     previous_space = tf.concat([[True], space[:-1]], 0)
     previous_alone = tf.concat([[True], alone[:-1]], 0)
     starts_word = ~space & (
@@ -506,7 +680,7 @@ def pretokenize(texts, tables, lowercase):
     word_row_splits = tf.RaggedTensor.from_value_rowids(
         word_first_char, tf.cast(word_rows, tf.int64), nrows=batch_size
     ).row_splits
-    return {
+    result = {
         "words": words,
         "word_row_splits": word_row_splits,
         "word_num_chars": word_char_splits[1:] - word_char_splits[:-1],
@@ -517,3 +691,6 @@ def pretokenize(texts, tables, lowercase):
         "orig_char_start": char_index,
         "orig_char_end": char_index + 1,
     }
+    if never_split is not None:
+        result["word_never_split"] = never_split_index(words, never_split)
+    return result

@@ -3,6 +3,7 @@
 import functools
 import json
 import os
+import re
 
 import keras
 import tensorflow as tf
@@ -89,7 +90,8 @@ _ASCII_FAST_CHARS = [0x09, 0x0A, 0x0D] + list(range(0x20, 0x7F))
 
 
 @functools.lru_cache(maxsize=None)
-def _fast_path_code_points(lowercase, max_chars_per_word):
+def _fast_path_code_points(normalization, tokenize_chinese_chars,
+                           max_chars_per_word):
     """The characters of the texts that take the fast path (sorted tuple).
 
     Printable ASCII, tab, newline, carriage return, and the candidates of
@@ -100,7 +102,8 @@ def _fast_path_code_points(lowercase, max_chars_per_word):
     stand-alone characters is checked, character by character, by
     tests/text/test_tokenizer_fast_path.py.
     """
-    alone, space = _unicode.fast_path_candidates(lowercase)
+    alone, space = _unicode.fast_path_candidates(
+        normalization, tokenize_chinese_chars)
     chars = _ASCII_FAST_CHARS + [int(c) for c in space]
     chars.extend(
         int(c) for c in alone
@@ -109,11 +112,40 @@ def _fast_path_code_points(lowercase, max_chars_per_word):
     return tuple(sorted(chars))
 
 
-def _fast_path_pattern(lowercase, max_chars_per_word):
+def _fast_path_pattern(normalization, tokenize_chinese_chars,
+                       max_chars_per_word):
     """RE2 pattern that a whole text must match to take the fast path."""
-    return _code_point_class(
-        _fast_path_code_points(lowercase, max_chars_per_word)
-    ) + "*"
+    return _code_point_class(_fast_path_code_points(
+        normalization, tokenize_chinese_chars, max_chars_per_word)) + "*"
+
+
+# transformers' `clean_up_tokenization`, in its order: (pattern, replacement).
+_CLEAN_UP_SPACES = (
+    (" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"),
+    (" n't", "n't"), (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"),
+    (" 're", "'re"),
+)
+
+
+def _check_never_split(never_split):
+    """`never_split` as a list of distinct str (order kept), or a clear error."""
+    if never_split is None:
+        return []
+    if isinstance(never_split, str) or not isinstance(
+            never_split, (list, tuple, set, frozenset)):
+        raise ValueError(
+            "Expected never_split to be a list of tokens (str). Received: "
+            f"never_split={never_split!r}. Write never_split=[{never_split!r}] for one.")
+    tokens = []
+    for token in never_split:
+        if not isinstance(token, str) or not token or any(c.isspace() for c in token):
+            raise ValueError(
+                "Expected each never_split token to be a non-empty str without "
+                f"whitespace (a whole word of the text). Received: {token!r} in "
+                f"never_split={never_split!r}.")
+        if token not in tokens:
+            tokens.append(token)
+    return sorted(tokens) if isinstance(never_split, (set, frozenset)) else tokens
 
 
 def _bytes_to_chars(texts, offsets):
@@ -193,7 +225,19 @@ class BertTokenizer(keras.layers.Layer):
     Invalid UTF-8 never fails: each bad byte sequence decodes as U+FFFD,
     which step 1 deletes (as the reference deletes it after decoding with
     `errors="replace"`). Special-token strings in the text ("[CLS]") are
-    tokenized as text, like the reference `FullTokenizer` does.
+    tokenized as text, like the reference `FullTokenizer` does, unless
+    `special_tokens_in_strings=True`.
+
+    The options of transformers' `BertTokenizer` follow its rules, id for
+    id: `strip_accents` (None: as `lowercase`; so lower-casing without
+    accent stripping, or accent stripping alone), `tokenize_chinese_chars`
+    (False: step 2 is off, CJK ideographs are letters), `never_split` (a
+    whitespace-separated word equal to one of these tokens, as written or
+    after step 3, is neither normalized nor split, and a word equal to one
+    becomes that token's id, or `[UNK]`, without WordPiece), and
+    `special_tokens_in_strings` (the five special tokens written in the
+    text, even inside a word, are cut out first and become their ids; the
+    text between them is tokenized piece by piece, as transformers does).
 
     Args:
         vocabulary: list of str (one token per id), or the path of a
@@ -203,6 +247,23 @@ class BertTokenizer(keras.layers.Layer):
         lowercase: bool. True for uncased vocabularies (lower-case and strip
             accents), False for cased ones (text kept as it is).
         max_chars_per_word: int. Longer words become `[UNK]` (100 in BERT).
+        strip_accents: None (the default: follows `lowercase`), True or
+            False: NFD and drop combining marks, with or without
+            lower-casing.
+        tokenize_chinese_chars: bool. True (BERT): every CJK ideograph is a
+            word of its own. False for Japanese and other texts whose
+            ideographs belong to words.
+        never_split: None or a list of str: words kept whole (see above).
+            Texts then all take the per-character path (no fast path).
+        special_tokens_in_strings: bool. True: "[MASK]", "[CLS]", ... in the
+            text become one special token id each (keras-hub's option,
+            transformers' default); False (BERT's reference): tokenized as
+            text ("[", "mask", "]").
+        clean_up_tokenization_spaces: bool, what `detokenize` does by
+            default: True removes the space that joining pieces leaves
+            before ".", ",", "!", "?" and in "n't", "'s", ... as
+            transformers' decode does ("unwanted, running"); False keeps
+            the pieces as joined ("unwanted , running").
         **kwargs: passed to `keras.layers.Layer`.
 
     Attributes:
@@ -233,13 +294,28 @@ class BertTokenizer(keras.layers.Layer):
         vocabulary,
         lowercase=True,
         max_chars_per_word=100,
+        strip_accents=None,
+        tokenize_chinese_chars=True,
+        never_split=None,
+        special_tokens_in_strings=False,
+        clean_up_tokenization_spaces=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if not isinstance(lowercase, bool):
+        for name, value in (
+                ("lowercase", lowercase),
+                ("tokenize_chinese_chars", tokenize_chinese_chars),
+                ("special_tokens_in_strings", special_tokens_in_strings),
+                ("clean_up_tokenization_spaces", clean_up_tokenization_spaces)):
+            if not isinstance(value, bool):
+                raise ValueError(
+                    f"Expected {name} to be True or False. "
+                    f"Received: {name}={value!r}"
+                )
+        if strip_accents not in (None, True, False):
             raise ValueError(
-                f"Expected lowercase to be True or False. "
-                f"Received: lowercase={lowercase!r}"
+                "Expected strip_accents to be None (follow lowercase), True or "
+                f"False. Received: strip_accents={strip_accents!r}"
             )
         if not isinstance(max_chars_per_word, int) or max_chars_per_word < 1:
             raise ValueError(
@@ -248,6 +324,11 @@ class BertTokenizer(keras.layers.Layer):
             )
         self.lowercase = lowercase
         self.max_chars_per_word = max_chars_per_word
+        self.strip_accents = strip_accents
+        self.tokenize_chinese_chars = tokenize_chinese_chars
+        self.never_split = _check_never_split(never_split)
+        self.special_tokens_in_strings = special_tokens_in_strings
+        self.clean_up_tokenization_spaces = clean_up_tokenization_spaces
         self.vocabulary_file = None
         self._vocabulary = None
         if vocabulary is not None:
@@ -267,8 +348,8 @@ class BertTokenizer(keras.layers.Layer):
         tokens, token_to_id, _ = load_bert_vocabulary(
             vocabulary, f"BERT needs all of {list(SPECIAL_TOKENS)}; add the missing line(s) to "
             "the vocabulary, or build one with tools/build_vocab.py.")
-        lowercase = self.lowercase
         max_chars_per_word = self.max_chars_per_word
+        normalization = self.normalization
         self.vocabulary_file = (
             os.fspath(vocabulary)
             if isinstance(vocabulary, (str, os.PathLike))
@@ -282,12 +363,26 @@ class BertTokenizer(keras.layers.Layer):
         self.sep_token_id = self._token_to_id["[SEP]"]
         self.mask_token_id = self._token_to_id["[MASK]"]
 
+        # never_split, and the special tokens when written in the text: the
+        # words kept whole, and the id each becomes (vocabulary or [UNK]).
+        kept = self.never_split + [
+            t for t in SPECIAL_TOKENS
+            if self.special_tokens_in_strings and t not in self.never_split]
+        fast_vocab = _fast_path_vocab(
+            tokens, self._token_to_id,
+            _fast_path_code_points(normalization, self.tokenize_chinese_chars,
+                                   max_chars_per_word))
         with tf.init_scope(), tf.device("/CPU:0"):
             self._tables = {
                 name: tf.constant(array)
-                for name, array in _unicode.unicode_tables().items()
+                for name, array in _unicode.unicode_tables(normalization).items()
             }
             self._vocab_tensor = tf.constant(tokens, tf.string)
+            self._never_split = (
+                tf.constant(kept, tf.string) if kept else None)
+            self._never_split_ids = tf.constant(
+                [self._token_to_id.get(t, self.unk_token_id) for t in kept] or [0],
+                tf.int32)
             self._wordpiece = tf_text.FastWordpieceTokenizer(
                 vocab=_wordpiece_vocab(tokens, self._token_to_id),
                 suffix_indicator="##",
@@ -298,23 +393,29 @@ class BertTokenizer(keras.layers.Layer):
                 unknown_token="[UNK]",
                 no_pretokenization=True,
             )
-            # The fast path: see `_fast_path_mask`.
-            self._fast_wordpiece = tf_text.FastWordpieceTokenizer(
-                vocab=_fast_path_vocab(
-                    tokens,
-                    self._token_to_id,
-                    _fast_path_code_points(lowercase, max_chars_per_word),
-                ),
-                suffix_indicator="##",
-                max_bytes_per_word=max_chars_per_word,
-                token_out_type=tf.int32,
-                unknown_token="[UNK]",
-                no_pretokenization=False,
-            )
+            # The fast path: see `_fast_path_mask`. None without one: a
+            # vocabulary whose tokens the fast path can't reach (non-ASCII
+            # words, punctuation inside tokens) leaves the kernel no trie,
+            # and user never_split words are checked per character.
+            self._fast_wordpiece = None
+            if not self.never_split and any(
+                    token == t for token, t in zip(tokens, fast_vocab)
+                    if token != "[UNK]"):
+                self._fast_wordpiece = tf_text.FastWordpieceTokenizer(
+                    vocab=fast_vocab,
+                    suffix_indicator="##",
+                    max_bytes_per_word=max_chars_per_word,
+                    token_out_type=tf.int32,
+                    unknown_token="[UNK]",
+                    no_pretokenization=False,
+                )
         # RE2 pattern of the texts that take the fast path.
         self._fast_path_pattern = _fast_path_pattern(
-            lowercase, max_chars_per_word
+            normalization, self.tokenize_chinese_chars, max_chars_per_word
         )
+        # RE2 pattern of the texts holding a special token.
+        self._special_pattern = "(?s).*(?:{}).*".format(
+            "|".join(re.escape(t) for t in SPECIAL_TOKENS))
 
     def _require_vocabulary(self):
         if self._vocabulary is None:
@@ -340,6 +441,38 @@ class BertTokenizer(keras.layers.Layer):
     def vocab_size(self):
         """int: number of ids."""
         return len(self._require_vocabulary())
+
+    @property
+    def normalization(self):
+        """str or None: the `_unicode.NORMALIZATIONS` name of step 3."""
+        return _unicode.normalization_of(self.lowercase, self.strip_accents)
+
+    def get_special_tokens_mask(self, token_ids_0, token_ids_1=None,
+                                already_has_special_tokens=False):
+        """1 for a special token, 0 for a text token (transformers' method).
+
+        Args:
+            token_ids_0: list of int, the ids of a text (without special
+                tokens, unless `already_has_special_tokens`).
+            token_ids_1: optional list of int, the second text of a pair.
+            already_has_special_tokens: bool. True: the ids are packed
+                already; each id of the five special tokens is marked.
+
+        Returns:
+            list of int: for `[CLS] A [SEP]` (or `[CLS] A [SEP] B [SEP]`)
+            as `BertPacker` packs them, or for the ids as given.
+        """
+        if already_has_special_tokens:
+            if token_ids_1 is not None:
+                raise ValueError(
+                    "token_ids_1 must be None with already_has_special_tokens=True: "
+                    "pass the packed ids as token_ids_0.")
+            special = {self.token_to_id(t) for t in SPECIAL_TOKENS}
+            return [int(int(i) in special) for i in token_ids_0]
+        mask = [1] + [0] * len(token_ids_0) + [1]
+        if token_ids_1 is not None:
+            mask += [0] * len(token_ids_1) + [1]
+        return mask
 
     def token_to_id(self, token):
         """The id of one token (str). Raises KeyError naming it if absent."""
@@ -377,17 +510,22 @@ class BertTokenizer(keras.layers.Layer):
             return tf.ragged.map_flat_values(lookup, ids)
         return lookup(ids)
 
-    def detokenize(self, ids):
+    def detokenize(self, ids, clean_up_tokenization_spaces=None):
         """Joins ids back into (normalized) text, in the graph.
 
         "##" pieces are glued to the piece before them, other pieces are
         separated by one space, `[PAD]` ids are dropped (other special
         tokens are kept). The text is the normalized one (lower-cased for
-        uncased vocabularies), with spaces around punctuation.
+        uncased vocabularies), with spaces around punctuation, less the
+        ones transformers' clean-up removes when `clean_up_tokenization_spaces`.
 
         Args:
             ids: int Tensor or RaggedTensor of shape [batch, (num_tokens)], or
                 of shape [num_tokens].
+            clean_up_tokenization_spaces: None (the tokenizer's setting) or
+                bool: remove the space before ".", "?", "!", ",", and in
+                " ' ", " n't", " 'm", " 's", " 've", " 're" (transformers'
+                rule, in its order).
 
         Returns:
             string Tensor of shape [batch] (a scalar for rank-1 input).
@@ -396,10 +534,13 @@ class BertTokenizer(keras.layers.Layer):
         >>> tokenizer.detokenize(tokenizer(tf.constant(["The quick fox!"])))
         <tf.Tensor: shape=(1,), dtype=string, numpy=array([b'the quick fox !'], dtype=object)>
         """
+        if clean_up_tokenization_spaces is None:
+            clean_up_tokenization_spaces = self.clean_up_tokenization_spaces
         if not isinstance(ids, tf.RaggedTensor):
             ids = tf.convert_to_tensor(ids)
             if ids.shape.rank == 1:
-                return self.detokenize(ids[tf.newaxis])[0]
+                return self.detokenize(
+                    ids[tf.newaxis], clean_up_tokenization_spaces)[0]
             ids = tf.RaggedTensor.from_tensor(ids)
         ids = tf.cast(ids, tf.int32)
         ids = tf.ragged.boolean_mask(ids, tf.not_equal(ids, self.pad_token_id))
@@ -415,7 +556,12 @@ class BertTokenizer(keras.layers.Layer):
                          row_starts)
         separator = tf.where(is_suffix | first, "", " ")
         joined = ids.with_flat_values(tf.strings.join([separator, text]))
-        return tf.strings.reduce_join(joined, axis=-1)
+        text = tf.strings.reduce_join(joined, axis=-1)
+        if clean_up_tokenization_spaces:
+            # Each replace is global and left to right, as str.replace.
+            for old, new in _CLEAN_UP_SPACES:
+                text = tf.strings.regex_replace(text, re.escape(old), new)
+        return text
 
     def _fast_path_mask(self, inputs):
         """Which texts (bool [batch]) the fast path tokenizes exactly.
@@ -429,9 +575,14 @@ class BertTokenizer(keras.layers.Layer):
         `FastWordpieceTokenizer` splits them itself, and a word over the
         length limit holds only ASCII (bytes = characters), so that kernel
         alone gives the reference's ids, several times faster than the
-        per-character normalization of `_unicode.pretokenize`.
+        per-character normalization of `_unicode.pretokenize`. With
+        `special_tokens_in_strings`, a text holding a special token takes
+        the per-character path, which cuts it out.
         """
-        return tf.strings.regex_full_match(inputs, self._fast_path_pattern)
+        is_fast = tf.strings.regex_full_match(inputs, self._fast_path_pattern)
+        if self.special_tokens_in_strings:
+            is_fast &= ~tf.strings.regex_full_match(inputs, self._special_pattern)
+        return is_fast
 
     def _route(self, inputs, fast_fn, slow_fn):
         """Runs `fast_fn` on the fast texts and `slow_fn` on the others.
@@ -439,6 +590,8 @@ class BertTokenizer(keras.layers.Layer):
         Both return tuples of RaggedTensors [n, (tokens)] (int64 row
         splits); the rows are put back in input order.
         """
+        if self._fast_wordpiece is None:
+            return slow_fn(inputs)
         is_fast = self._fast_path_mask(inputs)
         fast_rows = tf.where(is_fast)[:, 0]
         slow_rows = tf.where(~is_fast)[:, 0]
@@ -471,13 +624,29 @@ class BertTokenizer(keras.layers.Layer):
 
     def _tokenize(self, inputs):
         """Returns flat pieces and the bookkeeping needed for offsets."""
-        words = _unicode.pretokenize(inputs, self._tables, self.lowercase)
+        words = _unicode.pretokenize(
+            inputs, self._tables, self.lowercase,
+            strip_accents=self.strip_accents,
+            tokenize_chinese_chars=self.tokenize_chinese_chars,
+            never_split=self._never_split,
+            cut_at=SPECIAL_TOKENS if self.special_tokens_in_strings else ())
         too_long = words["word_num_chars"] > self.max_chars_per_word
+        if self._never_split is not None:
+            # A never_split word is one token, its own id or [UNK], whatever
+            # its length: one "[UNK]" piece here, its id below.
+            kept = words["word_never_split"]
+            too_long |= kept >= 0
         # "[UNK]" is a vocabulary token, so WordPiece maps it to one [UNK].
         word_strings = tf.where(too_long, "[UNK]", words["words"])
         pieces, piece_starts, piece_ends = (
             self._wordpiece.tokenize_with_offsets(word_strings)
         )
+        if self._never_split is not None:
+            piece_kept = tf.gather(kept, pieces.value_rowids())
+            pieces = pieces.with_flat_values(tf.where(
+                piece_kept >= 0,
+                tf.gather(self._never_split_ids, tf.maximum(piece_kept, 0)),
+                pieces.flat_values))
         row_splits = tf.gather(pieces.row_splits, words["word_row_splits"])
         return pieces, piece_starts, piece_ends, row_splits, too_long, words
 
@@ -623,6 +792,11 @@ class BertTokenizer(keras.layers.Layer):
                 "vocabulary": None,
                 "lowercase": self.lowercase,
                 "max_chars_per_word": self.max_chars_per_word,
+                "strip_accents": self.strip_accents,
+                "tokenize_chinese_chars": self.tokenize_chinese_chars,
+                "never_split": list(self.never_split) or None,
+                "special_tokens_in_strings": self.special_tokens_in_strings,
+                "clean_up_tokenization_spaces": self.clean_up_tokenization_spaces,
             }
         )
         return config

@@ -12,6 +12,15 @@ from keras_bert.text import _unicode, text_files
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
+class VocabularyFileNotFoundError(FileNotFoundError, ValueError):
+    """A vocabulary path that does not exist.
+
+    Both a `FileNotFoundError` (what opening it raises) and a `ValueError`
+    (what keras-hub's and transformers' BERT tokenizers raise for it), so
+    code written for either catches it.
+    """
+
+
 def load_vocabulary(vocabulary):
     """Reads a vocabulary given as a list of tokens or a `vocab.txt` path.
 
@@ -31,7 +40,7 @@ def load_vocabulary(vocabulary):
     if isinstance(vocabulary, (str, os.PathLike)):
         path = os.fspath(vocabulary)
         if not tf.io.gfile.exists(path):
-            raise FileNotFoundError(
+            raise VocabularyFileNotFoundError(
                 f"Vocabulary file not found: vocabulary={path!r}. Pass the "
                 "path of a vocab.txt (one token per line) or a list of tokens."
             )
@@ -131,7 +140,8 @@ def _chunks(texts, size):
         yield tf.constant(chunk, tf.string)
 
 
-def count_words(texts, lowercase=True, batch_size=1024, progress=None):
+def count_words(texts, lowercase=True, batch_size=1024, progress=None,
+                strip_accents=None, tokenize_chinese_chars=True):
     """Counts the words that `BertTokenizer` would feed to WordPiece.
 
     Normalization and pre-tokenization are the tokenizer's own (same ops),
@@ -140,6 +150,7 @@ def count_words(texts, lowercase=True, batch_size=1024, progress=None):
     Args:
         texts: a `tf.data.Dataset` of scalar strings, or an iterable of str.
         lowercase: bool, as for `BertTokenizer`.
+        strip_accents, tokenize_chinese_chars: as for `BertTokenizer`.
         batch_size: int, strings pre-tokenized per graph call.
         progress: optional callable(num_bytes) called after each batch with
             the number of UTF-8 bytes just processed.
@@ -149,12 +160,15 @@ def count_words(texts, lowercase=True, batch_size=1024, progress=None):
     """
     tables = {
         name: tf.constant(array)
-        for name, array in _unicode.unicode_tables().items()
+        for name, array in _unicode.unicode_tables(
+            _unicode.normalization_of(lowercase, strip_accents)).items()
     }
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def words_of(batch):
-        words = _unicode.pretokenize(batch, tables, lowercase)["words"]
+        words = _unicode.pretokenize(
+            batch, tables, lowercase, strip_accents=strip_accents,
+            tokenize_chinese_chars=tokenize_chinese_chars)["words"]
         return words, tf.reduce_sum(tf.strings.length(batch))
 
     if isinstance(texts, tf.data.Dataset):

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.export.tflite import LiteTokenizer
+from keras_bert.export.tflite import LiteTokenizer, load_tflite
 from keras_bert.text import BertTokenizer
+from tests.text.hard_texts import hard_texts, hard_texts_vocabulary
 
 VOCAB = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
@@ -74,3 +75,36 @@ def test_lite_tokenizer_refuses_a_token_it_cannot_reach():
     tokenizer = BertTokenizer(VOCAB + ["x\u0080"])
     with pytest.raises(ValueError, match=r"token 'x\\x80' holds U\+0080.*--format saved_model"):
         LiteTokenizer(tokenizer)
+
+
+def _lite_tokenize(lite, texts, tmp_path):
+    """Ids of `texts` from the LiteRT runtime, after converting `lite` to a flatbuffer."""
+    module = tf.Module()
+    module.lite = lite
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def tokenize(text):
+        ids = lite(text)
+        return {"values": ids.flat_values, "row_splits": tf.cast(ids.row_splits, tf.int32)}
+
+    tf.saved_model.save(module, str(tmp_path), signatures={"tokenize": tokenize})
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path), signature_keys=["tokenize"])
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]  # No Flex ops.
+    converter.allow_custom_ops = True
+    run = load_tflite(converter.convert()).get_signature_runner("tokenize")
+    out = run(text=np.array([t.encode("utf-8") for t in texts], dtype=object))
+    return tf.RaggedTensor.from_row_splits(out["values"], out["row_splits"]).to_list()
+
+
+@pytest.mark.parametrize("options", [
+    {"strip_accents": False}, {"lowercase": False, "strip_accents": True},
+], ids=["lower_keep_accents", "strip_accents_only"])
+def test_litert_runtime_follows_the_accent_options(options, tmp_path):
+    texts = hard_texts(400, seed=1)
+    vocab = hard_texts_vocabulary(texts)
+    tokenizer = BertTokenizer(vocab, **options)
+    expected = tokenizer(tf.constant(texts)).to_list()
+    assert _lite_tokenize(LiteTokenizer(tokenizer), texts, tmp_path) == expected
+    # The option matters on these texts: the default rule gives other ids.
+    default = BertTokenizer(vocab, lowercase=options.get("lowercase", True))
+    assert sum(a != b for a, b in zip(default(tf.constant(texts)).to_list(), expected)) > 20

@@ -11,7 +11,7 @@ import random
 import pytest
 import tensorflow as tf
 
-from keras_bert.text import BertTokenizer
+from keras_bert.text import BertTokenizer, _unicode
 from keras_bert.text.tokenizer import _fast_path_code_points
 from keras_bert.text.tokenizer import _fast_path_pattern
 from tests.conftest import clean_result
@@ -43,7 +43,9 @@ def _per_character_path(tokenizer, texts, unit=None):
 
 def _non_ascii_fast_chars(lowercase=True):
     return [
-        chr(c) for c in _fast_path_code_points(lowercase, 100) if c >= 0x80
+        chr(c)
+        for c in _fast_path_code_points("lower_strip" if lowercase else None, True, 100)
+        if c >= 0x80
     ]
 
 
@@ -98,7 +100,7 @@ def test_every_fast_path_character_splits_like_the_reference(
     # One by one, each non-ASCII character the fast path accepts (80,000+:
     # separators, punctuation, CJK ideographs) and each ASCII one, between
     # letters: the kernel must make the reference's words of it.
-    chars = [chr(c) for c in _fast_path_code_points(True, 100)]
+    chars = [chr(c) for c in _fast_path_code_points("lower_strip", True, 100)]
     assert len(chars) > 80_000
     texts = ["x" + c + "Y" + c for c in chars]
     is_fast = tokenizer._fast_path_mask(tf.constant(texts)).numpy()
@@ -115,7 +117,7 @@ def test_cased_fast_path_characters():
     vocab = TINY_VOCAB + ["Fox", "##X", "x", "\u4e2d", "\u2019", "\u201c"]
     tokenizer = BertTokenizer(vocab, lowercase=False)
     reference = ReferenceTokenizer(vocab, lowercase=False)
-    chars = [chr(c) for c in _fast_path_code_points(False, 100)]
+    chars = [chr(c) for c in _fast_path_code_points(None, True, 100)]
     # Cased: CJK compatibility ideographs (NFD-changed) are kept as they are.
     assert "\uf900" in chars and "\uf900" not in _non_ascii_fast_chars(True)
     texts = ["Fox" + c + "xX" + c for c in chars]
@@ -132,7 +134,7 @@ def test_cased_fast_path_characters():
 
 
 def test_what_stays_off_the_fast_path():
-    chars = set(_fast_path_code_points(True, 100))
+    chars = set(_fast_path_code_points("lower_strip", True, 100))
     for char in "\x00\x0b\x0c\x1c\x7f\x85\ufffd\u200b\u00ad\ufeff":
         assert ord(char) not in chars, hex(ord(char))  # Deleted, not split.
     for char in "éÉßΣσ°©\u00a7\u0301\uf900\u2000\u3131":
@@ -140,8 +142,8 @@ def test_what_stays_off_the_fast_path():
     for char in "’“”—–…«»¿¡，。、\u3000\u00a0中\U0002b739":
         assert ord(char) in chars, hex(ord(char))
     # Three-byte characters would exceed a 2-byte word limit.
-    assert ord("中") not in set(_fast_path_code_points(True, 2))
-    assert ord("’") not in set(_fast_path_code_points(True, 2))
+    assert ord("中") not in set(_fast_path_code_points("lower_strip", True, 2))
+    assert ord("’") not in set(_fast_path_code_points("lower_strip", True, 2))
 
 
 def test_randomized_ascii_matches_reference(tokenizer, reference):
@@ -286,7 +288,7 @@ def test_small_word_limit_keeps_multibyte_characters_off_the_fast_path():
 
 
 def test_fast_path_pattern_rejects_invalid_utf8():
-    pattern = _fast_path_pattern(True, 100)
+    pattern = _fast_path_pattern("lower_strip", True, 100)
     bad = [b"\xff", b"\xc0\xaf", b"\xe2\x80", b"\xed\xa0\x80",
            b"\xf4\x90\x80\x80", b"ok\xe2\x80\x99\x99", b"\xe2\x80\x99\xe2"]
     assert not tf.strings.regex_full_match(bad, pattern).numpy().any()
@@ -323,7 +325,16 @@ with tf.Graph().as_default(), tf.compat.v1.Session() as session:
                           {name: ARGS["texts"]})
 result["session_matches"] = {k: v.tolist() for k, v in fetched.items()} == out
 result["out"] = out
+# The tokenizer options run in the export's graph too.
+fn = tf.saved_model.load(ARGS["path"]).signatures["tokenize_options"]
+texts = ARGS["texts"] + ARGS["option_texts"]
+result["options_out"] = {k: v.numpy().tolist() for k, v in fn(tf.constant(texts)).items()}
 """
+
+# A tokenizer with every transformers option off its default, and texts they change.
+OPTIONS = {"strip_accents": False, "tokenize_chinese_chars": False,
+           "never_split": ["hello!", "C++"], "special_tokens_in_strings": True}
+OPTION_TEXTS = ["Héllo [MASK] café", "中文 hello! x[SEP]y C++", "naïve[CLS]\x00ΣΟΦΟΣ"]
 
 
 def clean_args(request):
@@ -334,10 +345,13 @@ def clean_args(request):
     module = tf.Module()
     module.tokenizer = BertTokenizer(vocab_path)
     module.tokenize = tokenize_function(module.tokenizer)
+    module.options_tokenizer = BertTokenizer(vocab_path, **OPTIONS)
+    module.tokenize_options = tokenize_function(module.options_tokenizer)
     path = str(request.getfixturevalue("tmp_path_factory").mktemp("tokenizer") / "tokenizer")
-    tf.saved_model.save(module, path, signatures={"tokenize": module.tokenize})
+    tf.saved_model.save(module, path, signatures={"tokenize": module.tokenize,
+                                                  "tokenize_options": module.tokenize_options})
     texts = [t if isinstance(t, str) else t.decode("latin-1") for t in MIXED]
-    return {"path": path, "texts": texts}
+    return {"path": path, "texts": texts, "option_texts": OPTION_TEXTS}
 
 
 def test_exported_routing_runs_with_tensorflow_alone(tokenizer, clean_process):
@@ -350,3 +364,32 @@ def test_exported_routing_runs_with_tensorflow_alone(tokenizer, clean_process):
     assert clean["python_modules"] == []
     assert clean["session_matches"]
     assert clean["out"] == want
+
+
+def test_fast_path_characters_of_each_option_are_the_checked_ones():
+    # The character-by-character checks above cover the uncased and cased
+    # sets; the other options' sets are those same sets (lower-casing alone
+    # changes no fast-path character that the cased tokenizer keeps, accent
+    # stripping alone none that the uncased one keeps), or, without CJK
+    # splitting, the uncased set less the CJK ideographs (letters then).
+    uncased = set(_fast_path_code_points("lower_strip", True, 100))
+    cased = set(_fast_path_code_points(None, True, 100))
+    assert set(_fast_path_code_points("lower", True, 100)) == cased
+    assert set(_fast_path_code_points("strip", True, 100)) == uncased
+    no_cjk = set(_fast_path_code_points("lower_strip", False, 100))
+    assert no_cjk < uncased and ord("中") in uncased - no_cjk
+    assert all(_unicode._is_cjk(c) for c in uncased - no_cjk)  # By number, as BERT.
+
+
+def test_exported_options_run_with_tensorflow_alone(vocab_path, clean_process):
+    clean = clean_result(clean_process, "tokenizer")
+    texts = clean["args"]["texts"] + clean["args"]["option_texts"]
+    want = {
+        k: v.numpy().tolist()
+        for k, v in tokenize_function(BertTokenizer(vocab_path, **OPTIONS))(
+            tf.constant(texts)).items()
+    }
+    assert clean["options_out"] == want
+    default = tokenize_function(BertTokenizer(vocab_path))(tf.constant(OPTION_TEXTS))
+    assert all(a != b for a, b in zip(default["ids"].numpy().tolist(),
+                                      want["ids"][-len(OPTION_TEXTS):]))

@@ -23,8 +23,8 @@ def fake_build(monkeypatch):
         for index, name in enumerate(_unicode._TABLE_NAMES)
     }
 
-    def build():
-        calls.append(1)
+    def build(normalization=_unicode.DEFAULT_NORMALIZATION):
+        calls.append(normalization)
         return tables
 
     monkeypatch.setattr(_unicode, "build_unicode_tables", build)

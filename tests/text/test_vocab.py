@@ -31,6 +31,10 @@ def test_count_words_uses_the_tokenizer_normalization():
     }
     cased = count_words(["Héllo, WORLD!"], lowercase=False)
     assert cased == {"Héllo": 1, ",": 1, "WORLD": 1, "!": 1}
+    # The tokenizer's options: accents kept, stripped alone, CJK words kept.
+    assert count_words(["Héllo 中文"], strip_accents=False) == {"héllo": 1, "中": 1, "文": 1}
+    assert count_words(["Héllo"], lowercase=False, strip_accents=True) == {"Hello": 1}
+    assert count_words(["中文x"], tokenize_chinese_chars=False) == {"中文x": 1}
 
 
 def test_build_vocabulary_keeps_the_pieces_the_split_uses():
