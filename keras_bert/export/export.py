@@ -104,7 +104,8 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
         preprocessor = build_preprocessor(
             vocab_file, encoder.max_position_embeddings, saved, max_seq_length=max_seq_length,
             lowercase=lowercase, where="the model's task.json" if preprocessor is None else
-            "the model's preprocessor")
+            "the model's preprocessor",
+            tokenizer=None if preprocessor is None else preprocessor.tokenizer)
     changes = {"max_seq_length": max_seq_length, "sequence_length": sequence_length,
                "pad_to_multiple_of": pad_to_multiple_of}
     if pad_to_max_seq_length:

@@ -501,7 +501,7 @@ sources.register_preprocessor_loader(load_preprocessor)
 
 def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,
                        max_seq_length=None, lowercase=None, default_max_seq_length=None,
-                       where=TASK_FILE):
+                       where=TASK_FILE, tokenizer=None):
     """The `BertPreprocessor` a model of a model directory carries.
 
     Each batch is padded to its own longest text (`sequence_length=None`)
@@ -519,8 +519,9 @@ def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,
             `infer_lowercase(vocab_file)` (with a warning).
         default_max_seq_length: int or None, the caller's default.
         where: str, the task.json path, named in errors.
+        tokenizer: a `BertTokenizer` of the vocabulary whose options to keep.
     """
     settings = resolve_text_settings(
         task_info, max_position_embeddings, vocab_file, max_seq_length=max_seq_length,
         lowercase=lowercase, default_max_seq_length=default_max_seq_length, where=where)
-    return BertPreprocessor.from_text_settings(vocab_file, settings)
+    return BertPreprocessor.from_text_settings(vocab_file, settings, tokenizer=tokenizer)

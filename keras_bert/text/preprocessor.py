@@ -163,8 +163,9 @@ class BertPreprocessor(keras.layers.Layer):
         Args:
             vocabulary: path of a `vocab.txt` (or a list of tokens).
             settings: a complete `keras_bert.text.TextSettings`.
-            tokenizer: an existing `BertTokenizer` of that vocabulary to
-                reuse when its casing is the settings' (None: a new one).
+            tokenizer: an existing `BertTokenizer` of that vocabulary: reused
+                when its casing is the settings', else copied with its other
+                options and the settings' casing (None: a new one).
             **kwargs: other `BertPreprocessor` arguments (`sequence_length`).
 
         Returns:
@@ -173,8 +174,16 @@ class BertPreprocessor(keras.layers.Layer):
         if not settings.complete:
             raise ValueError(f"Expected complete text settings (resolve_text_settings gives "
                              f"them). Received: {settings!r}")
-        if tokenizer is None or tokenizer.lowercase != settings.lowercase:
+        if tokenizer is None:
             tokenizer = BertTokenizer(vocabulary, lowercase=settings.lowercase)
+        elif tokenizer.lowercase != settings.lowercase:
+            # Another casing, the tokenizer's other options kept.
+            options = {k: v for k, v in tokenizer.get_config().items()
+                       if k not in ("name", "vocabulary", "trainable", "dtype", "lowercase")}
+            if tokenizer.strip_accents == tokenizer.lowercase:
+                options["strip_accents"] = None  # It followed the casing: it still does.
+            tokenizer = BertTokenizer(tokenizer.vocabulary, lowercase=settings.lowercase,
+                                      **options)
         kwargs.setdefault("sequence_length", settings.sequence_length)
         return cls(tokenizer, max_seq_length=settings.max_seq_length,
                    truncation=settings.truncation, **kwargs)

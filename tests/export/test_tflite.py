@@ -67,5 +67,6 @@ def test_tflite_refuses_what_it_cannot_convert(classifier_export):
     model = classifier_export["model"]
     with pytest.raises(ValueError, match="drop --pairs / --sub-batches"):
         convert_module(build_serving_module(model, pairs=True))
-    with pytest.raises(ValueError, match="--pad-to-max-seq-length"):
-        convert_module(build_serving_module(model, pad_to_max_seq_length=True))
+    with pytest.raises(ValueError, match="--jit-compile"):
+        convert_module(build_serving_module(model, jit_compile=True))
+    # (A fixed sequence_length converts: tests/test_one_text_path.py.)
