@@ -184,3 +184,21 @@ def test_names_users_bring_from_peers(classifier, tiny_model_dir, tmp_path):
     classifier.save_pretrained(str(tmp_path / "clf"))
     with pytest.raises(ValueError, match="holds a BertClassifier"):
         BertTokenClassifier.from_pretrained(str(tmp_path / "clf"))
+
+
+def test_tokenizer_options_are_saved_with_the_model_directory(classifier, tmp_path):
+    from keras_bert.text import BertTokenizer
+
+    tokenizer = classifier.preprocessor.tokenizer
+    options = BertTokenizer(tokenizer.vocabulary, lowercase=True, strip_accents=False,
+                            never_split=["movie"])
+    model = BertClassifier(classifier.encoder, num_classes=2, preprocessor=BertPreprocessor(
+        options, sequence_length=None, max_seq_length=64))
+    model.save_pretrained(str(tmp_path / "opts"))
+    saved = json.load(open(tmp_path / "opts" / "task.json"))
+    assert saved["tokenizer_options"] == {"strip_accents": False, "never_split": ["movie"]}
+    reloaded = BertClassifier.from_pretrained(str(tmp_path / "opts")).preprocessor.tokenizer
+    assert (reloaded.strip_accents, list(reloaded.never_split)) == (False, ["movie"])
+    # The default tokenizer writes no options.
+    classifier.save_pretrained(str(tmp_path / "plain"))
+    assert "tokenizer_options" not in json.load(open(tmp_path / "plain" / "task.json"))

@@ -45,7 +45,9 @@ WEIGHTS_FILE = "model.weights.h5"
 TASK_FILE = "task.json"
 # The text settings a model directory keeps for its preprocessor (task.json
 # keys), also for a bare encoder: `keras_bert.text.settings`, their one reader.
-TEXT_SETTINGS = TEXT_SETTINGS_KEYS
+# `tokenizer_options`: the tokenizer's arguments besides casing that differ from
+# their defaults (`BertPreprocessor.saved_settings`).
+TEXT_SETTINGS = TEXT_SETTINGS_KEYS + ("tokenizer_options",)
 # The weights file keeps a copy of the config it was saved with (an HDF5
 # attribute): a config.json edited afterwards (num_heads changes no shape)
 # is caught on load.
@@ -524,4 +526,16 @@ def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,
     settings = resolve_text_settings(
         task_info, max_position_embeddings, vocab_file, max_seq_length=max_seq_length,
         lowercase=lowercase, default_max_seq_length=default_max_seq_length, where=where)
-    return BertPreprocessor.from_text_settings(vocab_file, settings, tokenizer=tokenizer)
+    options = task_info.get("tokenizer_options") if isinstance(task_info, dict) else None
+    if options is not None and not isinstance(options, dict):
+        raise ValueError(f"{where}: tokenizer_options must be a JSON object of BertTokenizer "
+                         f"arguments. Received: tokenizer_options={options!r}.")
+    try:
+        return BertPreprocessor.from_text_settings(vocab_file, settings, tokenizer=tokenizer,
+                                                   tokenizer_options=options)
+    except (TypeError, ValueError) as error:
+        if not options:
+            raise
+        raise ValueError(f"{where}: tokenizer_options {options!r} do not make a "
+                         f"BertTokenizer: {error}. Fix the file (save_pretrained writes "
+                         f"it).") from None

@@ -1,5 +1,7 @@
 """Raw strings in, BERT encoder inputs out: tokenizer + packer."""
 
+import inspect
+
 import keras
 
 from keras_bert import sources
@@ -136,8 +138,10 @@ class BertPreprocessor(keras.layers.Layer):
 
     def saved_settings(self):
         """The text settings as a model directory's task.json keeps them: every key,
-        `sequence_length` None included (so a reset replaces a saved value)."""
-        return {**self.text_settings.to_json(), "sequence_length": self.sequence_length}
+        None included (so a reset replaces a saved value), and the tokenizer's
+        options that differ from their defaults (`tokenizer_options`)."""
+        return {**self.text_settings.to_json(), "sequence_length": self.sequence_length,
+                "tokenizer_options": tokenizer_options(self.tokenizer) or None}
 
     @property
     def truncation_length(self):
@@ -154,7 +158,8 @@ class BertPreprocessor(keras.layers.Layer):
         return type(self).from_config(config)
 
     @classmethod
-    def from_text_settings(cls, vocabulary, settings, tokenizer=None, **kwargs):
+    def from_text_settings(cls, vocabulary, settings, tokenizer=None, tokenizer_options=None,
+                           **kwargs):
         """The preprocessor of complete `TextSettings` (see `resolve_text_settings`).
 
         Each batch is padded to its own longest text (`sequence_length=None`)
@@ -166,6 +171,9 @@ class BertPreprocessor(keras.layers.Layer):
             tokenizer: an existing `BertTokenizer` of that vocabulary: reused
                 when its casing is the settings', else copied with its other
                 options and the settings' casing (None: a new one).
+            tokenizer_options: dict of other `BertTokenizer` arguments for a
+                new tokenizer (`strip_accents`, `never_split`, ...), as
+                `saved_settings` writes them.
             **kwargs: other `BertPreprocessor` arguments (`sequence_length`).
 
         Returns:
@@ -175,7 +183,8 @@ class BertPreprocessor(keras.layers.Layer):
             raise ValueError(f"Expected complete text settings (resolve_text_settings gives "
                              f"them). Received: {settings!r}")
         if tokenizer is None:
-            tokenizer = BertTokenizer(vocabulary, lowercase=settings.lowercase)
+            tokenizer = BertTokenizer(vocabulary, lowercase=settings.lowercase,
+                                      **(tokenizer_options or {}))
         elif tokenizer.lowercase != settings.lowercase:
             # Another casing, the tokenizer's other options kept.
             options = {k: v for k, v in tokenizer.get_config().items()
@@ -301,6 +310,18 @@ class BertPreprocessor(keras.layers.Layer):
         if isinstance(config["tokenizer"], dict):
             config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
         return cls(**config)
+
+
+def tokenizer_options(tokenizer):
+    """{argument: value} of `tokenizer`'s options (besides vocabulary and casing) that
+    differ from `BertTokenizer`'s defaults; JSON values."""
+    defaults = {name: p.default for name, p in
+                inspect.signature(BertTokenizer.__init__).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+    config = tokenizer.get_config()
+    return {name: config[name] for name, default in defaults.items()
+            if name not in ("vocabulary", "lowercase") and name in config
+            and config[name] != default and not (config[name] == [] and default is None)}
 
 
 #: Hugging Face tokenizer call arguments -> what says the same here.
