@@ -211,8 +211,9 @@ def text_settings(source):
         source: SourceCheckpoint.
 
     Returns:
-        dict with "lowercase" (bool) and, when the source says it,
-        "max_seq_length" (int): `TextSettings.to_json()`.
+        dict with "lowercase" (bool) and, when the source says them,
+        "max_seq_length" (int) and "tokenizer_options" (its tokenizer's other
+        settings, e.g. keras-hub's lower-casing that keeps accents).
     """
     from keras_bert.models.model_dir import build_preprocessor
     from keras_bert.text import TextSettings
@@ -222,8 +223,14 @@ def text_settings(source):
     preprocessor = build_preprocessor(
         source.vocab_file, source.config.max_position_embeddings,
         TextSettings(lowercase=source.lowercase), where=f"{source.path}{said}")
-    return TextSettings(max_seq_length=source.max_seq_length,
-                        lowercase=preprocessor.tokenizer.lowercase).to_json()
+    settings = TextSettings(max_seq_length=source.max_seq_length,
+                            lowercase=preprocessor.tokenizer.lowercase).to_json()
+    options = {k: v for k, v in source.tokenizer_options.items()
+               # strip_accents equal to the casing is the default rule.
+               if not (k == "strip_accents" and v == settings["lowercase"])}
+    if options:
+        settings["tokenizer_options"] = options
+    return settings
 
 
 def build_model(source):

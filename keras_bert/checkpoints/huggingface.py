@@ -341,6 +341,7 @@ def read_huggingface_checkpoint(path):
         vocab_file=os.path.join(folder, VOCAB_FILE),
     )
     source.lowercase, source.lowercase_from = read_lowercase(folder, values)
+    source.tokenizer_options = read_tokenizer_options(folder)
     prefix = _model_prefix(tensors)
     if prefix is None:
         raise CheckpointError(
@@ -474,6 +475,27 @@ def read_lowercase(folder, config_values=None):
     if isinstance(value, bool):
         return value, "config.json do_lower_case"
     return None, None
+
+
+def read_tokenizer_options(folder):
+    """The folder's tokenizer settings besides casing that differ from BERT's defaults,
+    as `BertTokenizer` arguments: tokenizer_config.json `strip_accents`,
+    `tokenize_chinese_chars`, `never_split` (else tokenizer.json's BertNormalizer
+    `strip_accents` and `handle_chinese_chars`)."""
+    config = _read_json(os.path.join(folder, "tokenizer_config.json"))
+    normalizer = _read_json(os.path.join(folder, "tokenizer.json")).get("normalizer")
+    normalizer = normalizer if isinstance(normalizer, dict) else {}
+    options = {}
+    strip = config.get("strip_accents", normalizer.get("strip_accents"))
+    if isinstance(strip, bool):
+        options["strip_accents"] = strip
+    chinese = config.get("tokenize_chinese_chars", normalizer.get("handle_chinese_chars"))
+    if chinese is False:
+        options["tokenize_chinese_chars"] = False
+    never = config.get("never_split")
+    if isinstance(never, list) and never and all(isinstance(t, str) for t in never):
+        options["never_split"] = never
+    return options
 
 
 def head_task(values):

@@ -211,14 +211,11 @@ def read_keras_hub_preset(path):
         if isinstance(tokenizer_config.get("lowercase"), bool):
             source.lowercase = tokenizer_config["lowercase"]
             source.lowercase_from = f"{tokenizer_file} lowercase"
-            if tokenizer_config.get("strip_accents", False) != source.lowercase:
-                # keras_bert's lowercase also strips accents, as Google's
-                # uncased BERT does; keras-hub's BertTokenizer does not.
-                source.warnings.append(
-                    f"{tokenizer_file}: lowercase={source.lowercase} with strip_accents="
-                    f"{tokenizer_config.get('strip_accents', False)}; keras_bert's lowercase="
-                    f"{source.lowercase} {'also strips' if source.lowercase else 'keeps'} "
-                    f"accents, so texts with accents may tokenize differently.")
+            strip = tokenizer_config.get("strip_accents", False)
+            if isinstance(strip, bool) and strip != source.lowercase:
+                # keras-hub's BertTokenizer lower-cases without stripping accents
+                # (Google's uncased BERT strips them): its own rule is kept.
+                source.tokenizer_options["strip_accents"] = strip
     preprocessor_file = os.path.join(path, PREPROCESSOR_FILE)
     preprocessor = _read_json(preprocessor_file, required=False)
     if preprocessor is not None:

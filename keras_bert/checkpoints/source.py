@@ -191,6 +191,9 @@ class SourceCheckpoint:
         vocab_file: path of the source's vocab.txt.
         lowercase: bool or None when the source doesn't say.
         lowercase_from: str, where `lowercase` was read (for the report).
+        tokenizer_options: dict of `BertTokenizer` arguments besides casing that
+            the source's tokenizer sets away from their defaults
+            (`strip_accents`, `tokenize_chinese_chars`, `never_split`).
         max_seq_length: int or None, the text length the source's own
             preprocessor used (keras-hub's preprocessor.json), when it says;
             None leaves the config's max_position_embeddings.
@@ -214,6 +217,7 @@ class SourceCheckpoint:
     vocab_file: str
     lowercase: object = None
     lowercase_from: object = None
+    tokenizer_options: dict = dataclasses.field(default_factory=dict)
     max_seq_length: object = None
     head: object = None
     ignored: dict = dataclasses.field(default_factory=dict)

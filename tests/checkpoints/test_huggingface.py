@@ -10,6 +10,7 @@ from keras_bert.checkpoints.huggingface import config_from_huggingface
 from keras_bert.checkpoints.reference import numpy_forward
 from keras_bert.models import BertEncoder, BertPretrainer
 from tests.checkpoints.conftest import (
+    hf_folder,
     huggingface_config,
     random_weights,
     tiny_config,
@@ -173,3 +174,18 @@ def test_config_rejects_what_is_not_bert(key, value, message):
     values[key] = value
     with pytest.raises(CheckpointError, match=message):
         config_from_huggingface(values)
+
+
+def test_tokenizer_settings_of_the_folder_are_kept(tmp_path):
+    # transformers' tokenizer_config.json: lower-casing that keeps accents, CJK not split.
+    folder = hf_folder(tmp_path)
+    with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+        json.dump({"do_lower_case": True, "strip_accents": False,
+                   "tokenize_chinese_chars": False, "never_split": ["[X]"]}, f)
+    out = str(tmp_path / "model")
+    report = convert_checkpoint(folder, out, check=False)
+    assert report.text_settings["tokenizer_options"] == {
+        "strip_accents": False, "tokenize_chinese_chars": False, "never_split": ["[X]"]}
+    tokenizer = BertEncoder.from_pretrained(out).preprocessor.tokenizer
+    assert (tokenizer.lowercase, tokenizer.strip_accents, tokenizer.tokenize_chinese_chars,
+            list(tokenizer.never_split)) == (True, False, False, ["[X]"])

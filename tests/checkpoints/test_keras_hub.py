@@ -252,3 +252,21 @@ def test_a_keras_nlp_era_preset_is_a_preset_not_a_model_directory(presets, tmp_p
     assert sources.keras_hub_class(preset) == "BertBackbone"
     assert not sources.is_model_dir(preset)
     assert sources.is_model_dir(sources.resolve_source(preset))
+
+
+def test_a_preset_keeps_keras_hubs_accent_rule(tmp_path):
+    # keras-hub's uncased BertTokenizer lower-cases and keeps accents (Google's
+    # strips them): the converted model tokenizes as keras-hub does.
+    vocab = VOCAB + ["café", "cafe", "é"]
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=True)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=len(vocab), num_layers=1, num_heads=2, hidden_dim=16,
+        intermediate_dim=32, max_sequence_length=24)
+    backbone.save_to_preset(str(tmp_path / "accents"))
+    tokenizer.save_to_preset(str(tmp_path / "accents"))
+    texts = ["Café CAFE", "the café!", "É"]
+    ours = BertEncoder.from_pretrained(str(tmp_path / "accents")).preprocessor.tokenizer
+    assert ours.strip_accents is False and ours.lowercase is True
+    expected = [np.asarray(row).tolist() for row in tokenizer(tf.constant(texts))]
+    assert ours(tf.constant(texts)).to_list() == expected
+    assert expected[0][0] == vocab.index("café")  # Kept, not folded to "cafe".
