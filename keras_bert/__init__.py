@@ -12,7 +12,7 @@ from keras_bert.layers import (
 )
 from keras_bert.models import BertEncoder, BertPretrainer, BertTask
 from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
-from keras_bert.tasks import BertMultiLabelClassifier
+from keras_bert.tasks import BertMultiLabelClassifier, BertTextEmbedder
 
 from keras_bert import sources as _sources
 

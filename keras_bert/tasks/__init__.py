@@ -14,3 +14,5 @@ from keras_bert.tasks.span_qa import BertSpanLabeler, SpanQAServingModule, SpanQ
 from keras_bert.tasks.token_classification import BertTokenClassifier
 from keras_bert.tasks.token_classification import TokenClassificationTask
 from keras_bert.tasks.token_classification import TokenClassifierServingModule
+from keras_bert.tasks.text_embedding import BertTextEmbedder, EmbeddingIndex
+from keras_bert.tasks.text_embedding import TextEmbedderServingModule
