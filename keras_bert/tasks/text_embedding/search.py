@@ -108,7 +108,7 @@ class EmbeddingIndex:
             batch_size: int, texts per embedding call.
         """
         return nearest(self.embedder.embeddings_of(queries, batch_size, "queries"),
-                     self.embeddings, top_k)
+                       self.embeddings, top_k)
 
     def save(self, path):
         """Writes the embeddings as a float32 .npy file (`numpy.load` reads it)."""
