@@ -158,6 +158,12 @@ def test_cosine_loss_without_scores_is_refused(embedder):
         embedder.fit((ANCHORS, POSITIVES), verbose=0)
 
 
+def test_a_loss_that_is_not_a_pair_loss_is_refused(embedder):
+    embedder.compile(optimizer="adam", loss="mse")
+    with pytest.raises(ValueError, match="loss='mse'"):
+        embedder.fit((ANCHORS, POSITIVES), verbose=0)
+
+
 def test_compile_config_keeps_the_scale(embedder, tmp_path):
     embedder.compile(optimizer="adam", loss=MultipleNegativesRankingLoss(scale=33.0))
     path = str(tmp_path / "m.keras")

@@ -188,7 +188,6 @@ class BertTextEmbedder(BertTask):
             return super().fit(x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
                                callbacks=callbacks, validation_data=validation_data,
                                shuffle=shuffle, **kwargs)
-        self.ensure_compiled()
         if validation_data is not None:
             validation_data = self._pair_dataset(
                 *_x_and_y(validation_data), batch_size=batch_size, shuffle=False,
@@ -201,7 +200,6 @@ class BertTextEmbedder(BertTask):
         pairs = self._pair_dataset(x, y, batch_size, False, "evaluate")
         if pairs is None:
             return super().evaluate(x, y, batch_size=batch_size, verbose=verbose, **kwargs)
-        self.ensure_compiled()
         return self._keras_call(keras.Model.evaluate, self, pairs, verbose=verbose, **kwargs)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
@@ -212,13 +210,13 @@ class BertTextEmbedder(BertTask):
             return super().compute_loss(x, y, y_pred, sample_weight, training=training)
         positive = self(y["positive"], training=training)  # (B, D)
         both = tf.concat([y_pred, positive], axis=-1)  # (B, 2D)
-        loss = self.loss if isinstance(self.loss, (MultipleNegativesRankingLoss,
-                                                   CosineSimilarityLoss)) else None
         if "score" in y:
-            value = CosineSimilarityLoss()(y["score"], both) if not isinstance(
-                loss, CosineSimilarityLoss) else loss(y["score"], both)
+            # Scored pairs regress the cosine whatever ranking scale was compiled.
+            loss = self.loss if isinstance(self.loss, CosineSimilarityLoss) else (
+                CosineSimilarityLoss())
+            value = loss(y["score"], both)
         else:
-            value = (loss or MultipleNegativesRankingLoss())(y["keys"], both)
+            value = self.loss(y["keys"], both)
         if self.losses:
             value = value + tf.add_n([tf.cast(v, value.dtype) for v in self.losses])
         return value
@@ -231,9 +229,7 @@ class BertTextEmbedder(BertTask):
         texts = task_inputs.text_inputs(x, self._what(method))
         if texts is None:
             return None
-        if y is None and isinstance(self.loss, CosineSimilarityLoss):
-            raise ValueError(f"{self._what(method)}: the model is compiled with "
-                             f"CosineSimilarityLoss, which needs a score per pair (y).")
+        self._check_pair_loss(y is not None, method)
         if len(texts) != 2:
             raise ValueError(
                 f"{self._what(method)} trains on (anchor, positive) pairs of texts: "
@@ -256,6 +252,20 @@ class BertTextEmbedder(BertTask):
             dataset = dataset.shuffle(len(anchors), reshuffle_each_iteration=True)
         return self._pair_batches(dataset.batch(batch_size or 32))
 
+    def _check_pair_loss(self, scored, method):
+        """Pairs train with the two pair losses only; refuses any other compiled loss
+        (compiling with the default one first, as `fit` does)."""
+        self.ensure_compiled()
+        if not isinstance(self.loss, (MultipleNegativesRankingLoss, CosineSimilarityLoss)):
+            raise ValueError(
+                f"{self._what(method)} on text pairs trains with MultipleNegativesRankingLoss "
+                f"or CosineSimilarityLoss (keras_bert.tasks.text_embedding.losses); the model "
+                f"is compiled with loss={self.loss!r}. Compile with one of them, or leave "
+                f"loss out (compile()) for the default.")
+        if not scored and isinstance(self.loss, CosineSimilarityLoss):
+            raise ValueError(f"{self._what(method)}: the model is compiled with "
+                             f"CosineSimilarityLoss, which needs a score per pair (y).")
+
     def _pair_dataset_of_dataset(self, dataset, method):
         spec = dataset.element_spec
         texts = spec[0] if isinstance(spec, tuple) else spec
@@ -272,6 +282,7 @@ class BertTextEmbedder(BertTask):
             raise ValueError(f"{self._what(method)}: a pair dataset yields ((anchors, "
                              f"positives),) or ((anchors, positives), scores); sample "
                              f"weights are not taken.")
+        self._check_pair_loss(len(spec) == 2, method)
         if len(spec) == 2:
             return self._pair_batches(dataset.map(lambda pair, score: (*pair, score)))
         return self._pair_batches(dataset.map(lambda pair: tuple(pair)))
