@@ -3,6 +3,9 @@ equal to `BertTextEmbedder.predict` / `similarity`. (Its op set is checked in te
 
 import json
 import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -74,6 +77,27 @@ def test_export_info_names_the_module_and_its_settings(built):
 def test_a_rank_2_request_is_refused_by_name(built):
     with pytest.raises(tf.errors.InvalidArgumentError, match="text"):
         built["loaded"].signatures["embedding"](text=tf.constant([["a", "b"]]))
+
+
+def test_a_process_without_keras_serves_the_export(built, tmp_path):
+    # As on a TF Serving host: tensorflow and tensorflow_text only.
+    code = textwrap.dedent("""
+        import json, sys
+        for name in ("keras", "keras_bert", "tf_keras"):
+            sys.modules[name] = None
+        import numpy as np
+        import tensorflow as tf
+        import tensorflow_text  # noqa: F401 (registers FastWordpieceTokenizeWithOffsets)
+        loaded = tf.saved_model.load(sys.argv[1])
+        texts = json.loads(sys.argv[2])
+        out = loaded.signatures["serving_default"](text=tf.constant(texts))
+        np.save(sys.argv[3], out["embedding"].numpy())
+    """)
+    out = str(tmp_path / "embedding.npy")
+    run = subprocess.run([sys.executable, "-c", code, built["export_dir"], json.dumps(TEXTS), out],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    np.testing.assert_allclose(np.load(out), built["model"].predict(TEXTS), atol=1e-5)
 
 
 def test_litert_export_embeds_as_predict(built, tmp_path):

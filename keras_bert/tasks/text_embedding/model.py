@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from keras_bert.layers.activations import initializer
 from keras_bert.models import task_inputs
+from keras_bert.models.pipeline import _trim_to_longest
 from keras_bert.models.task import BertTask
 from keras_bert.tasks.text_embedding import sentence_transformers as st_folder
 from keras_bert.tasks.text_embedding import metrics as metrics_lib
@@ -244,13 +245,26 @@ class BertTextEmbedder(BertTask):
                 raise ValueError(
                     f"{self._what(method)}: pair {empty[0]} has an empty {name} text "
                     f"({len(empty)} pairs in all); drop those pairs.")
-        columns = (anchors.astype(bytes), positives.astype(bytes))
-        if y is not None:
-            columns += (_scores(y, len(anchors), self._what(method)),)
-        dataset = tf.data.Dataset.from_tensor_slices(columns)
-        if shuffle:
-            dataset = dataset.shuffle(len(anchors), reshuffle_each_iteration=True)
-        return self._pair_batches(dataset.batch(batch_size or 32))
+        anchors, positives = tf.constant(anchors.astype(bytes)), tf.constant(
+            positives.astype(bytes))
+        # Preprocessed up front, as TextPipeline does for texts: a tokenizer in the
+        # dataset's map would be re-instantiated by each epoch's iterator.
+        features = [self._preprocessed_in_memory((t,)) for t in (anchors, positives)]
+        if features[0] is None:  # A preprocessor of unknown padding: packed per batch.
+            columns = (anchors, positives) + (() if y is None else (
+                _scores(y, len(anchors), self._what(method)),))
+            return self._pair_batches(_maybe_shuffle(
+                tf.data.Dataset.from_tensor_slices(columns), shuffle).batch(batch_size or 32))
+        target = {"positive": features[1]}
+        if y is None:
+            target["keys"] = _text_keys(anchors, positives)
+        else:
+            target["score"] = _scores(y, len(anchors), self._what(method))
+        dataset = _maybe_shuffle(tf.data.Dataset.from_tensor_slices((features[0], target)),
+                                 shuffle).batch(batch_size or 32)
+        if self.preprocessor.sequence_length is None:
+            dataset = dataset.map(_trim_pair_batch)
+        return dataset.prefetch(tf.data.AUTOTUNE)
 
     def _check_pair_loss(self, scored, method):
         """Pairs train with the two pair losses only; refuses any other compiled loss
@@ -293,11 +307,7 @@ class BertTextEmbedder(BertTask):
         def pack(anchor, positive, score=None):
             target = {"positive": preprocess((positive,))}
             if score is None:
-                # Keys that find duplicate texts (MultipleNegativesRankingLoss): exact
-                # integers in float32 below 2^24.
-                target["keys"] = tf.cast(tf.stack([
-                    tf.strings.to_hash_bucket_fast(anchor, 1 << 24),
-                    tf.strings.to_hash_bucket_fast(positive, 1 << 24)], axis=1), tf.float32)
+                target["keys"] = _text_keys(anchor, positive)
             else:
                 target["score"] = tf.cast(score, tf.float32)
             return preprocess((anchor,)), target
@@ -389,6 +399,25 @@ class BertTextEmbedder(BertTask):
         similar to each query, best first (`index(documents).search(queries)`;
         keep the index to search one corpus many times)."""
         return self.index(documents, batch_size).search(queries, top_k, batch_size)
+
+
+def _text_keys(anchors, positives):
+    """float32 [B, 2]: 24-bit hashes of each pair's texts, so that
+    `MultipleNegativesRankingLoss` finds duplicates (exact integers in float32)."""
+    return tf.cast(tf.stack([tf.strings.to_hash_bucket_fast(anchors, 1 << 24),
+                             tf.strings.to_hash_bucket_fast(positives, 1 << 24)], axis=1),
+                   tf.float32)
+
+
+def _maybe_shuffle(dataset, shuffle):
+    return dataset.shuffle(dataset.cardinality(), reshuffle_each_iteration=True) if shuffle \
+        else dataset
+
+
+def _trim_pair_batch(anchor, target):
+    """Both sides of a batch of up-front padded pairs cut to their own longest text."""
+    positive = _trim_to_longest(target["positive"])[0]
+    return _trim_to_longest(anchor)[0], {**target, "positive": positive}
 
 
 def _x_and_y(data):
