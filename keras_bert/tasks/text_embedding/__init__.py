@@ -1,6 +1,6 @@
 """Text embeddings: one vector per text, for similarity, search and clustering.
 
-model.py (the embedder, its contrastive `fit`), layers.py (masked pooling,
+model.py (the embedder), pairs.py (its contrastive `fit`), layers.py (masked pooling,
 L2 normalization), losses.py (in-batch negatives, cosine regression),
 metrics.py (recall@k, MRR, Spearman), sentence_transformers.py (a
 sentence-transformers folder's settings), search.py (cosine similarity,
