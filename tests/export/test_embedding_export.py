@@ -80,14 +80,18 @@ def test_a_rank_2_request_is_refused_by_name(built):
 
 
 def test_a_process_without_keras_serves_the_export(built, tmp_path):
-    # As on a TF Serving host: tensorflow and tensorflow_text only.
+    # As on a TF Serving host: core TensorFlow and the tokenizer's op library only.
     code = textwrap.dedent("""
-        import json, sys
+        import importlib.util, json, os, sys
         for name in ("keras", "keras_bert", "tf_keras"):
             sys.modules[name] = None
         import numpy as np
         import tensorflow as tf
-        import tensorflow_text  # noqa: F401 (registers FastWordpieceTokenizeWithOffsets)
+        # The tokenizer's kernel, loaded as TF Serving links it (tensorflow_text's
+        # Python package imports keras).
+        tf.load_op_library(os.path.join(
+            importlib.util.find_spec("tensorflow_text").submodule_search_locations[0],
+            "python", "ops", "_fast_wordpiece_tokenizer.so"))
         loaded = tf.saved_model.load(sys.argv[1])
         texts = json.loads(sys.argv[2])
         out = loaded.signatures["serving_default"](text=tf.constant(texts))
