@@ -49,7 +49,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
                    "TransformerEncoderBlock"],
         "models": ["BertEncoder", "BertPretrainer", "BertTask"],
         "tasks": ["BertClassifier", "BertMultiLabelClassifier", "BertSpanLabeler",
-                  "BertTokenClassifier"],
+                  "BertTextEmbedder", "BertTokenClassifier"],
     },
 )
 

@@ -65,6 +65,7 @@ TFLITE_VERSION_KIND = Kind("LiteRT export folder", required=(TFLITE_FILE,),
 TFLITE_SIGNATURES = {
     "ClassifierServingModule": {"serving_default": "_classify_texts", "embed": "_embed"},
     "BertServingModule": {"serving_default": "_embed"},
+    "TextEmbedderServingModule": {"serving_default": "_embedding", "embed": "_embed"},
 }
 
 

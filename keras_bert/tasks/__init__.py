@@ -19,6 +19,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "multi_label_classification": ["BertMultiLabelClassifier", "MultiLabelServingModule",
                                        "MultiLabelTask"],
         "span_qa": ["BertSpanLabeler", "SpanQAServingModule", "SpanQATask"],
+        "text_embedding": ["BertTextEmbedder", "EmbeddingIndex", "TextEmbedderServingModule"],
         "token_classification": ["BertTokenClassifier", "TokenClassificationTask",
                                  "TokenClassifierServingModule"],
     },

@@ -35,3 +35,13 @@ def test_guard_names_an_op_that_only_a_library_function_uses(tmp_path):
     assert graph_ops(path) == ["FastWordpieceTokenizeWithOffsets", "Identity", "Placeholder",
                                "RoundRobinTrim"]
     assert disallowed_ops([path]) == {path: ["RoundRobinTrim"]}
+
+
+def test_the_text_embedding_export_uses_only_core_ops_and_the_allowlist(tmp_path_factory):
+    from tests.conftest import built_once
+    from tests.export.test_embedding_export import build_embedding_export
+
+    path = built_once(tmp_path_factory, "embedder", build_embedding_export)["export_dir"]
+    assert not disallowed_ops([path])
+    assert non_core_ops([path]) == {path: ["FastWordpieceTokenizeWithOffsets"]}
+    assert {"FastWordpieceTokenizeWithOffsets", "MatMul", "Softmax"} <= set(graph_ops(path))

@@ -1,0 +1,59 @@
+"""Retrieval and scored-pair metrics of embeddings, in numpy (no scikit-learn, no scipy).
+
+- retrieval on held-out (anchor, positive) pairs: each anchor ranks all the
+  positives by cosine similarity; recall@k is the share of anchors whose own
+  positive is among the first k, MRR the mean of 1 / its rank (rank 1 =
+  best). Equal scores rank the own positive after the others (no credit for a tie);
+- Spearman's rank correlation of the cosines with the pairs' scores
+  (average ranks for ties), for STS-style data.
+"""
+
+import numpy as np
+
+from keras_bert.tasks.text_embedding.search import cosine_matrix
+
+
+def positive_ranks(anchors, positives):
+    """int64 [N]: the 1-based rank of positive i among all N positives for anchor i."""
+    scores = cosine_matrix(anchors, positives)  # (N, N)
+    own = np.diagonal(scores)[:, None]
+    # The own positive counts itself, and every other positive scoring at
+    # least as high ranks above it.
+    return np.sum(scores >= own, axis=1).astype("int64")
+
+
+def retrieval_metrics(anchors, positives, ks=(1, 10)):
+    """{"recall@K": float for K in ks, "mrr": float} of embeddings [N, D] each.
+
+    Example:
+    >>> retrieval_metrics(np.eye(3), np.eye(3))
+    {'recall@1': 1.0, 'recall@10': 1.0, 'mrr': 1.0}
+    """
+    anchors, positives = np.asarray(anchors), np.asarray(positives)
+    if len(anchors) != len(positives) or len(anchors) == 0:
+        raise ValueError(f"Expected as many positives as anchors (at least one). Received: "
+                         f"{len(anchors)} anchors and {len(positives)} positives.")
+    ranks = positive_ranks(anchors, positives)
+    result = {f"recall@{k}": float(np.mean(ranks <= k)) for k in ks}
+    result["mrr"] = float(np.mean(1.0 / ranks))
+    return result
+
+
+def _average_ranks(values):
+    """float64 [N]: ranks 1..N of `values`, ties given their mean rank."""
+    values = np.asarray(values, "float64")
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values))
+    ranks[order] = np.arange(1, len(values) + 1)
+    for value in np.unique(values):
+        tied = values == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def spearman(predicted, expected):
+    """Spearman's rho of two 1-D arrays (0.0 when either is constant)."""
+    a, b = _average_ranks(predicted), _average_ranks(expected)
+    a, b = a - a.mean(), b - b.mean()
+    denominator = np.sqrt(np.sum(a * a) * np.sum(b * b))
+    return float(np.sum(a * b) / denominator) if denominator > 0 else 0.0
