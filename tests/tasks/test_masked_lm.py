@@ -1,5 +1,7 @@
 """BertMaskedLM on raw text: fit without labels, mask rate 0, fill-mask predict = export (issue 35)."""
 
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -181,6 +183,16 @@ def test_from_pretrained_reads_a_pretrainers_mlm_head(encoder, vocab_file, tmp_p
     for weight in model.mlm_head.weights:
         np.testing.assert_array_equal(weight.numpy(), head[weight.path])
     assert model.compiled
+    # Its own directory keeps the head and the mask settings (task.json).
+    model.save_pretrained(str(tmp_path / "mlm"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = BertMaskedLM.from_pretrained(str(tmp_path / "mlm"))
+    assert again.preprocessor.mask_selection_rate == 0.2
+    for a, b in zip(again.mlm_head.weights, model.mlm_head.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    with pytest.raises(ValueError, match=r"Received: \['num_classes'\]"):
+        BertMaskedLM.from_pretrained(str(tmp_path / "mlm"), num_classes=3)
 
 
 def test_from_pretrained_of_an_encoder_warns_that_the_head_is_new(encoder, vocab_file,  # noqa: F811

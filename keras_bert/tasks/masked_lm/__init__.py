@@ -15,9 +15,10 @@ from keras_bert._lazy import lazy_exports
 def _task():
     """The task's one registration line, run when `TASK` is first read."""
     from keras_bert.models.registry import TaskSpec, register_task
-    from keras_bert.tasks.masked_lm import model
+    from keras_bert.tasks.masked_lm import model, preprocessor
 
-    return register_task(TaskSpec("masked_lm", model=model.BertMaskedLM))
+    return register_task(TaskSpec("masked_lm", model=model.BertMaskedLM,
+                                  task_json=preprocessor.MASK_SETTINGS_JSON))
 
 
 # TASK: what `keras_bert.models.registry.get_task("masked_lm")` finds here on demand.

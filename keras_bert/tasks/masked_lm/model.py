@@ -10,11 +10,13 @@ from keras_bert.layers import MaskedLMHead
 from keras_bert.models import model_dir as model_dir_lib
 from keras_bert.models import task_inputs
 from keras_bert.models.task import BertTask
-from keras_bert.tasks.masked_lm.preprocessor import BertMaskedLMPreprocessor
+from keras_bert.tasks.masked_lm.preprocessor import MASK_SETTINGS_JSON, BertMaskedLMPreprocessor
 from keras_bert.tasks.masked_lm.serving import MaskedLMServingModule
 
 #: The task.json name of `BertPretrainer` directories, whose MLM head this task reads.
 PRETRAINING_TASK = "pretraining"
+#: The encoder hyperparameters that `MaskedLMHead` takes, under the same names.
+_HEAD_SETTINGS = ("vocab_size", "hidden_act", "initializer_range", "layer_norm_epsilon")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -65,15 +67,11 @@ class BertMaskedLM(BertTask):
     def __init__(self, encoder, preprocessor=None, **kwargs):
         # === Layers ===
         self.encoder = encoder
+        # The pretrainer's head, from the encoder's own hyperparameters (BertPretrainer
+        # directories load into it).
         self.mlm_head = MaskedLMHead(
-            vocab_size=encoder.vocab_size,
-            hidden_act=encoder.hidden_act,
-            initializer_range=encoder.initializer_range,
-            layer_norm_epsilon=encoder.layer_norm_epsilon,
-            embeddings=encoder.embeddings,
-            dtype=encoder.dtype_policy,
-            name="mlm_head",
-        )
+            **{name: getattr(encoder, name) for name in _HEAD_SETTINGS},
+            embeddings=encoder.embeddings, dtype=encoder.dtype_policy, name="mlm_head")
 
         # === Functional graph ===
         inputs = dict(encoder.input)
@@ -163,6 +161,14 @@ class BertMaskedLM(BertTask):
 
     # === Model directories ===
 
+    def save_pretrained(self, model_dir, vocab_file=None, task_info=None):
+        """`BertTask.save_pretrained`, with the preprocessor's mask settings in task.json
+        (`from_pretrained` reads them back)."""
+        preprocessor = self.preprocessor
+        saved = (preprocessor.mask_settings()
+                 if isinstance(preprocessor, BertMaskedLMPreprocessor) else {})
+        super().save_pretrained(model_dir, vocab_file, {**saved, **(task_info or {})})
+
     @classmethod
     def from_pretrained(cls, model_dir, dtype=None, max_seq_length=None, lowercase=None,
                         new_head=False, **kwargs):
@@ -178,8 +184,15 @@ class BertMaskedLM(BertTask):
             model_dir, dtype, max_seq_length, lowercase, new_head: see
                 `BertTask.from_pretrained`.
             **kwargs: mask settings of the attached `BertMaskedLMPreprocessor`
-                (`mask_selection_rate`, `mask_selection_length`, ...).
+                (`mask_selection_rate`, `mask_selection_length`, ...); default
+                the ones task.json holds, else the class defaults.
         """
+        unknown = sorted(set(kwargs) - set(MASK_SETTINGS_JSON))
+        if unknown:
+            raise ValueError(
+                f"BertMaskedLM.from_pretrained takes mask settings {sorted(MASK_SETTINGS_JSON)} "
+                f"besides its own arguments; the masked-LM head has no options. Received: "
+                f"{unknown}.")
         source = sources.resolve_source(model_dir)
         task = (model_dir_lib.read_task_info(source) or {}).get("task")
         if task == PRETRAINING_TASK and new_head is not True:
@@ -201,8 +214,9 @@ class BertMaskedLM(BertTask):
                     f"initialized. Load a BertPretrainer or BertMaskedLM directory to keep "
                     f"a trained one.", stacklevel=2)
         if model.preprocessor is not None:
+            saved = {k: v for k, v in (model.task_info or {}).items() if k in MASK_SETTINGS_JSON}
             model.preprocessor = BertMaskedLMPreprocessor.from_preprocessor(
-                model.preprocessor, **kwargs)
+                model.preprocessor, **{**saved, **kwargs})
         elif kwargs:
             raise ValueError(
                 f"{model_dir} has no vocab.txt, so the model has no preprocessor to take the "

@@ -5,7 +5,6 @@ import tensorflow as tf
 
 from keras_bert.text.masker import MaskedLMMasker
 from keras_bert.text.preprocessor import BertPreprocessor
-from keras_bert.text.settings import DEFAULT_TRUNCATION
 
 #: The mask token as users write it in text ("Paris is the [MASK] of France.").
 MASK_TOKEN = "[MASK]"
@@ -35,8 +34,6 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
 
     Args:
         tokenizer: a `BertTokenizer`.
-        sequence_length, max_seq_length, truncation, pad_to_multiple_of:
-            see `BertPreprocessor`.
         mask_selection_rate: float in [0, 1], share of real tokens chosen.
         mask_selection_length: int >= 1, most tokens chosen per text: the
             width P of `masked_positions`, the labels and the weights.
@@ -45,7 +42,8 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
             (`mask_token_rate + random_token_rate <= 1`).
         seed: int or None; an int gives the same sequence of masks on
             every run.
-        **kwargs: passed to `BertPreprocessor`.
+        **kwargs: `BertPreprocessor` arguments (`sequence_length`,
+            `max_seq_length`, `truncation`, `pad_to_multiple_of`, `name`).
 
     Call arguments:
         As `BertPreprocessor`: `call` packs without masking. `mask(features)`
@@ -58,23 +56,9 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
     ['masked_positions', 'padding_mask', 'segment_ids', 'token_ids']
     """
 
-    def __init__(
-        self,
-        tokenizer,
-        sequence_length=128,
-        max_seq_length=512,
-        truncation=DEFAULT_TRUNCATION,
-        pad_to_multiple_of=1,
-        mask_selection_rate=0.15,
-        mask_selection_length=20,
-        mask_token_rate=0.8,
-        random_token_rate=0.1,
-        seed=None,
-        **kwargs,
-    ):
-        super().__init__(tokenizer, sequence_length=sequence_length,
-                         max_seq_length=max_seq_length, truncation=truncation,
-                         pad_to_multiple_of=pad_to_multiple_of, **kwargs)
+    def __init__(self, tokenizer, mask_selection_rate=0.15, mask_selection_length=20,
+                 mask_token_rate=0.8, random_token_rate=0.1, seed=None, **kwargs):
+        super().__init__(tokenizer, **kwargs)
         settings = dict(mask_selection_rate=mask_selection_rate,
                         mask_selection_length=mask_selection_length,
                         mask_token_rate=mask_token_rate, random_token_rate=random_token_rate,
@@ -96,7 +80,7 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
                 f"('vocab.txt').")
         config = {key: value for key, value in preprocessor.get_config().items()
                   if key in ("sequence_length", "max_seq_length", "truncation",
-                             "pad_to_multiple_of", *_MASK_DEFAULTS)}
+                             "pad_to_multiple_of", *_MASK_SETTINGS)}
         return cls(preprocessor.tokenizer, **{**config, **mask_settings})
 
     # === Mask settings: live, as the packing settings are ===
@@ -207,14 +191,26 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
         positions = tf.where(key < length, key, 0)  # (B, M)
         return {**features, "masked_positions": positions}
 
+    def mask_settings(self):
+        """dict of the mask settings (constructor argument -> value)."""
+        return dict(self._mask_settings)
+
     def get_config(self):
         config = super().get_config()
         config.update(self._mask_settings)
         return config
 
 
-_MASK_DEFAULTS = dict(mask_selection_rate=0.15, mask_selection_length=20, mask_token_rate=0.8,
-                      random_token_rate=0.1, seed=None)
+#: The constructor arguments this class adds to BertPreprocessor's, and their
+#: task.json schema (a masked-LM model directory keeps them beside the text settings).
+MASK_SETTINGS_JSON = {
+    "mask_selection_rate": {"type": "number", "minimum": 0},
+    "mask_selection_length": {"type": "integer", "minimum": 1},
+    "mask_token_rate": {"type": "number", "minimum": 0},
+    "random_token_rate": {"type": "number", "minimum": 0},
+    "seed": {"type": "integer", "nullable": True},
+}
+_MASK_SETTINGS = tuple(MASK_SETTINGS_JSON)
 
 
 def _check_mask_settings(s):
