@@ -191,6 +191,9 @@ def test_from_pretrained_reads_a_pretrainers_mlm_head(encoder, vocab_file, tmp_p
     assert again.preprocessor.mask_selection_rate == 0.2
     for a, b in zip(again.mlm_head.weights, model.mlm_head.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+    with_nsp = BertMaskedLM.from_pretrained(str(tmp_path / "pre"), next_sentence=True)
+    for a, b in zip(with_nsp.nsp_head.weights, pretrainer.nsp_head.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
     with pytest.raises(ValueError, match=r"Received: \['num_classes'\]"):
         BertMaskedLM.from_pretrained(str(tmp_path / "mlm"), num_classes=3)
 
@@ -205,3 +208,33 @@ def test_from_pretrained_of_an_encoder_warns_that_the_head_is_new(encoder, vocab
     model.preprocessor = BertPreprocessor.from_vocab_file(vocab_file)
     with pytest.raises(ValueError, match="BertMaskedLMPreprocessor.from_preprocessor"):
         model.fit(CORPUS, verbose=0)
+
+
+def test_next_sentence_is_off_by_default_and_trains_on_pairs_when_on(encoder, vocab_file):  # noqa: F811
+    assert BertMaskedLM(encoder).task_config() == {"next_sentence": False}
+    preprocessor = BertMaskedLMPreprocessor.from_vocab_file(
+        vocab_file, sequence_length=None, max_seq_length=16, seed=0)
+    model = BertMaskedLM(encoder, next_sentence=True, preprocessor=preprocessor)
+    firsts = ["the movie", "i love", "john lives", "the film", "who lives", "it is"]
+    seconds = ["is good", "paris", "in paris", "was awful", "in paris ?", "very bad"]
+    model.preprocessor.mask_selection_rate = 0.0  # Token ids as packed, to read the pairs.
+    x, y, weights = model.preprocess_samples((tf.constant(firsts), tf.constant(seconds)))
+    labels = y["nsp_logits"].numpy()
+    assert 0 < labels.sum() < len(labels) and weights["nsp_logits"].numpy().tolist() == [1.0] * 6
+
+    def second_segments(features):
+        ids, keep = features["token_ids"].numpy(), features["segment_ids"].numpy() == 1
+        return [row[k].tolist() for row, k in zip(ids, keep & (ids > 0))]
+
+    got = second_segments(x)
+    own = second_segments(model.preprocessor((tf.constant(firsts), tf.constant(seconds))))
+    for row, label in enumerate(labels):  # 0: the row's own second text; 1: another row's.
+        assert (got[row] == own[row]) == (label == 0) and got[row] in own, row
+    model.preprocessor.mask_selection_rate = 0.15
+    fast(model)
+    history = model.fit((firsts * 4, seconds * 4), batch_size=6, epochs=6, verbose=0).history
+    assert {"mlm_logits_masked_lm_accuracy", "nsp_logits_nsp_accuracy"} <= set(history), history
+    assert history["loss"][-1] < history["loss"][0]
+    assert model.predict(["the [MASK] is good"])["ids"].shape == (1, 1, 5)
+    with pytest.raises(ValueError, match=r"next_sentence=True\) trains on sentence pairs"):
+        model.fit(firsts, verbose=0)

@@ -168,6 +168,39 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
         x = {key: masked[key] for key in (*features, "masked_positions")}
         return x, masked["masked_ids"], masked["masked_weights"]
 
+    def next_sentence_pairs(self, texts_a, texts_b):
+        """Second texts for next-sentence prediction, and their labels.
+
+        In a batch of pairs, each second text is kept (label 0, IsNext) or, with
+        probability 0.5, replaced by the second text of another row of the batch
+        (label 1, NotNext), as BERT's data draws a random sentence.
+
+        Args:
+            texts_a, texts_b: string Tensors [B].
+
+        Returns:
+            (texts [B], labels int32 [B]). A batch of one keeps its pair (label 0).
+        """
+        batch = tf.shape(texts_b)[0]
+        seeds = self._random().make_seeds(2)  # (2, 2)
+        swap = tf.random.stateless_uniform([batch], seeds[:, 0]) < 0.5
+        swap &= batch > 1
+        # A shift of 1..B-1 rows: never the row's own text.
+        shift = tf.random.stateless_uniform([], seeds[:, 1], minval=1,
+                                            maxval=tf.maximum(batch, 2), dtype=tf.int32)
+        others = tf.roll(texts_b, shift, axis=0)
+        return tf.where(swap, others, texts_b), tf.cast(swap, tf.int32)
+
+    def _random(self):
+        generator = self.__dict__.get("_generator")
+        if generator is None:
+            with tf.init_scope(), tf.device("/CPU:0"):  # On the CPU, where tf.data runs.
+                seed = self.seed
+                generator = (tf.random.Generator.from_non_deterministic_state() if seed is None
+                             else tf.random.Generator.from_seed(seed + 1))
+            object.__setattr__(self, "_generator", generator)
+        return generator
+
     def masked_samples(self, texts):
         """Texts (a string batch [B], or a tuple of one or two) -> `mask` of their packing."""
         return self.mask(self(texts))

@@ -79,4 +79,6 @@ class MaskedLMServingModule(BertServingModule):
                 {"token_ids": token_ids, "segment_ids": segment_ids,
                  "padding_mask": padding_mask, "masked_positions": masked_positions},
                 training=False)
-        return tf.cast(logits, tf.float32)
+        if isinstance(logits, dict):  # With the next-sentence head.
+            logits = logits["mlm_logits"]
+        return tf.cast(logits, tf.float32)  # (B, M, V)
