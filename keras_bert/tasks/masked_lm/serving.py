@@ -61,8 +61,14 @@ class MaskedLMServingModule(BertServingModule):
     def _fill_mask(self, text):
         inputs = self._keras.preprocessor.fill_mask_inputs(self.preprocess_texts((text,)))
         positions = inputs["masked_positions"]  # (B, M)
-        logits = self._keras.mlm_fn(inputs["token_ids"], inputs["segment_ids"],
-                                    inputs["padding_mask"], positions)  # (B, M, V)
+        vocab_size = self._keras.encoder.vocab_size
+        # An empty batch skips the model: the head's gather of positions fails on 0 rows.
+        logits = tf.cond(
+            tf.shape(positions)[0] > 0,
+            lambda: self._keras.mlm_fn(inputs["token_ids"], inputs["segment_ids"],
+                                       inputs["padding_mask"], positions),
+            lambda: tf.zeros([0, tf.shape(positions)[1], vocab_size], tf.float32),
+        )  # (B, M, V)
         scores, ids = tf.math.top_k(tf.nn.softmax(logits, axis=-1), k=self.top_k)  # (B, M, k)
         used = tf.expand_dims(positions > 0, -1)  # (B, M, 1): position 0 is [CLS], never a [MASK]
         ids = tf.where(used, ids, 0)
