@@ -16,6 +16,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
         "classification": ["BertClassifier", "ClassificationTask", "ClassifierServingModule"],
+        "masked_lm": ["BertMaskedLM", "BertMaskedLMPreprocessor", "MaskedLMServingModule"],
         "multi_label_classification": ["BertMultiLabelClassifier", "MultiLabelServingModule",
                                        "MultiLabelTask"],
         "span_qa": ["BertSpanLabeler", "SpanQAServingModule", "SpanQATask"],

@@ -53,7 +53,7 @@ def _run_warmup(export_dir):
 
 def test_every_export_kind_carries_warmup_requests_that_run(three_exports):
     expected_inputs = {"classifier": ["text"], "tagger": ["text"], "qa": ["context", "question"],
-                       "multi_label": ["text"]}
+                       "multi_label": ["text"], "masked_lm": ["text"]}
     for kind in KINDS:
         path = three_exports[kind]
         # A TFRecord of PredictionLog protos, where TF Serving looks for it.
@@ -79,7 +79,8 @@ def test_every_export_kind_carries_warmup_requests_that_run(three_exports):
         if kind == "multi_label":  # Dense numbers only: probabilities and 0/1 decisions.
             assert outputs["predicted"].dtype == tf.int32
         else:
-            assert outputs["label" if kind != "qa" else "answer"].dtype == tf.string
+            text_output = {"qa": "answer", "masked_lm": "tokens"}.get(kind, "label")
+            assert outputs[text_output].dtype == tf.string
 
 
 def test_xla_export_warms_every_batch_size_and_length_bucket(three_exports, tmp_path):
