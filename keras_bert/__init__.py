@@ -48,8 +48,8 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "layers": ["BertEmbeddings", "MaskedLMHead", "NextSentenceHead", "Pooler",
                    "TransformerEncoderBlock"],
         "models": ["BertEncoder", "BertPretrainer", "BertTask"],
-        "tasks": ["BertClassifier", "BertMultiLabelClassifier", "BertSpanLabeler",
-                  "BertTextEmbedder", "BertTokenClassifier"],
+        "tasks": ["BertClassifier", "BertMaskedLM", "BertMultiLabelClassifier",
+                  "BertSpanLabeler", "BertTextEmbedder", "BertTokenClassifier"],
     },
 )
 

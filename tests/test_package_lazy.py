@@ -95,7 +95,7 @@ def test_public_names_load_on_first_use_and_tasks_register_on_demand():
         "False False",
         "True True True",
         "classification masked_lm multi_label_classification pretraining span_qa "
-        "token_classification",
+        "text_embedding token_classification",
         "True True",
         "classification multi_label_classification span_qa token_classification",
         "True",

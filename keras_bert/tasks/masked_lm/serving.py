@@ -3,7 +3,7 @@
 import tensorflow as tf
 
 from keras_bert.export.serving_module import IDS, STRINGS, BertServingModule
-from keras_bert.layers.serving_kernels import serving_kernels
+from keras_bert.export.serving_kernels import serving_kernels
 from keras_bert.tasks.masked_lm.preprocessor import MASK_TOKEN, BertMaskedLMPreprocessor
 
 #: Candidates per [MASK] that `fill_mask` returns.
@@ -80,7 +80,7 @@ class MaskedLMServingModule(BertServingModule):
         }
 
     def _run_mlm(self, token_ids, segment_ids, padding_mask, masked_positions):
-        with serving_kernels(self.serving_kernels):
+        with serving_kernels(self._keras.model, self.serving_kernels):
             logits = self._keras.model(
                 {"token_ids": token_ids, "segment_ids": segment_ids,
                  "padding_mask": padding_mask, "masked_positions": masked_positions},
