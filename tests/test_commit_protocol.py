@@ -205,6 +205,7 @@ _REPLACE_LOOP = _PRELUDE + textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # Timing: a writer replacing as fast as it can outpaces a loaded reader.
 def test_a_reader_during_replacements_sees_one_whole_version(tmp_path):
     target = str(tmp_path / "out")
     fill(target, "start")

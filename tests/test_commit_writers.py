@@ -31,6 +31,9 @@ from tests.models.conftest import tiny_config
 from tests.test_no_data_loss import CONFIG, _corpus
 from tests.training.finetune_fixtures import make_vocab
 
+# Slow tier: real SIGKILLs of writer processes, each a TensorFlow start.
+pytestmark = pytest.mark.slow
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

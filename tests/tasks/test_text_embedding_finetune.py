@@ -12,6 +12,9 @@ from keras_bert.tasks.text_embedding.losses import (CosineSimilarityLoss,
 from keras_bert.tasks.text_embedding.metrics import retrieval_metrics, spearman
 from keras_bert.text import BertPreprocessor
 
+# Slow tier: contrastive fits of several epochs.
+pytestmark = pytest.mark.slow
+
 ANCHORS = ["the movie was good", "i love paris", "who lives in paris ?", "a bad film",
            "john is very great", "it was not a good movie"]
 POSITIVES = ["it was a great film", "paris i love", "john lives in paris .",

@@ -15,6 +15,9 @@ import pytest
 
 from tests.conftest import minilm_dir
 
+# Slow tier: the real MiniLM against transformers on real text.
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 

@@ -209,8 +209,8 @@ def _maybe_shuffle(dataset, shuffle):
 
 def _trim_pair_batch(anchor, target):
     """Both sides of a batch of up-front padded pairs cut to their own longest text."""
-    positive = _trim_to_longest(target["positive"])[0]
-    return _trim_to_longest(anchor)[0], {**target, "positive": positive}
+    positive = _trim_to_longest()(target["positive"])[0]
+    return _trim_to_longest()(anchor)[0], {**target, "positive": positive}
 
 
 def _x_and_y(data):
