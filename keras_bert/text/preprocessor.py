@@ -141,7 +141,7 @@ class BertPreprocessor(keras.layers.Layer):
         None included (so a reset replaces a saved value), and the tokenizer's
         options that differ from their defaults (`tokenizer_options`)."""
         return {**self.text_settings.to_json(), "sequence_length": self.sequence_length,
-                "tokenizer_options": tokenizer_options(self.tokenizer) or None}
+                "tokenizer_options": tokenizer_options_of(self.tokenizer) or None}
 
     @property
     def truncation_length(self):
@@ -187,8 +187,7 @@ class BertPreprocessor(keras.layers.Layer):
                                       **(tokenizer_options or {}))
         elif tokenizer.lowercase != settings.lowercase:
             # Another casing, the tokenizer's other options kept.
-            options = {k: v for k, v in tokenizer.get_config().items()
-                       if k not in ("name", "vocabulary", "trainable", "dtype", "lowercase")}
+            options = tokenizer_options_of(tokenizer)
             if tokenizer.strip_accents == tokenizer.lowercase:
                 options["strip_accents"] = None  # It followed the casing: it still does.
             tokenizer = BertTokenizer(tokenizer.vocabulary, lowercase=settings.lowercase,
@@ -312,7 +311,7 @@ class BertPreprocessor(keras.layers.Layer):
         return cls(**config)
 
 
-def tokenizer_options(tokenizer):
+def tokenizer_options_of(tokenizer):
     """{argument: value} of `tokenizer`'s options (besides vocabulary and casing) that
     differ from `BertTokenizer`'s defaults; JSON values."""
     defaults = {name: p.default for name, p in
