@@ -43,6 +43,7 @@ epochs, warmup 10%, dropout 0.1. With PyTorch's AdamW arithmetic (see
 """
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -108,6 +109,10 @@ def predict_batches(model, dataset):
         yield keras.tree.map_structure(lambda t: np.asarray(t), predict(features))
 
 
+def _infer(model, features):
+    return model(features, training=False)
+
+
 def inference_function(model, features_spec):
     """`model(x, training=False)` as a tf.function for inputs like `features_spec`, kept on the model.
 
@@ -129,7 +134,9 @@ def inference_function(model, features_spec):
         # object.__setattr__: Keras must not track the dict as model state.
         object.__setattr__(model, "_keras_bert_inference_functions", functions)
     if key not in functions:
-        functions[key] = tf.function(lambda x: model(x, training=False),
+        # A partial, not a lambda: tf.function counts retraces per code object,
+        # so one lambda shared by many models would warn of "retracing".
+        functions[key] = tf.function(functools.partial(_infer, model),
                                      input_signature=[signature])
     return functions[key]
 
