@@ -5,6 +5,10 @@ A folder holds
     model.safetensors              weights (or sharded: model.safetensors.index.json)
     pytorch_model.bin              older weights file (read only if torch is installed)
     vocab.txt                      WordPiece vocabulary
+    tokenizer.json                 the fast tokenizer: its WordPiece model's vocabulary
+                                   (what transformers 5 writes instead of vocab.txt;
+                                   preferred to vocab.txt when both are there) and its
+                                   BertNormalizer's casing and accent options
     tokenizer_config.json          optional; gives do_lower_case (our lowercase)
 Tensor names are `embeddings.word_embeddings.weight`, `encoder.layer.0.attention.
 self.query.weight`, ... with a `bert.` prefix in models that carry heads
@@ -15,9 +19,13 @@ safetensors files are read with numpy only; torch is imported only for
 pytorch_model.bin.
 """
 
+import atexit
 import json
+import logging
 import os
 import re
+import shutil
+import tempfile
 
 import numpy as np
 
@@ -34,6 +42,7 @@ from keras_bert.checkpoints.source import (
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
+TOKENIZER_FILE = "tokenizer.json"
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 PYTORCH_FILE = "pytorch_model.bin"
@@ -331,6 +340,8 @@ def read_huggingface_checkpoint(path):
         config_file, f"A Hugging Face model folder keeps {CONFIG_FILE} beside its weights.")
     weights_file = weights_file or find_weights_file(folder)
     tensors = load_tensors(weights_file)
+    vocab_warnings = []
+    vocab_file = read_vocabulary(folder, vocab_warnings)
 
     source = SourceCheckpoint(
         format="huggingface",
@@ -338,7 +349,8 @@ def read_huggingface_checkpoint(path):
         config=config,
         weights={},
         source_names={},
-        vocab_file=os.path.join(folder, VOCAB_FILE),
+        vocab_file=vocab_file,
+        warnings=vocab_warnings,
     )
     source.lowercase, source.lowercase_from = read_lowercase(folder, values)
     source.tokenizer_options = read_tokenizer_options(folder)
@@ -457,6 +469,113 @@ def _read_json(path):
         return {}
 
 
+def tokenizer_json_vocabulary(path):
+    """The tokens (list of str, index = id) of a tokenizer.json's WordPiece model.
+
+    Args:
+        path: str, a transformers fast tokenizer's tokenizer.json.
+
+    Returns:
+        list of str, or None when the file holds no WordPiece model (a BPE or
+        Unigram tokenizer is not BERT's; the folder's vocab.txt is then the
+        only vocabulary).
+
+    Raises:
+        CheckpointError: the file is not JSON, or its WordPiece vocabulary's ids
+            are not 0..N-1 each once, or it continues words with a prefix other
+            than "##" (BERT's), or a token holds a line break (vocab.txt keeps one
+            token a line).
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(
+            f"Cannot read {path}: {first_line(e)}. Download the folder's tokenizer.json "
+            f"again (or delete it to use the folder's vocab.txt).") from e
+    model = values.get("model") if isinstance(values, dict) else None
+    if not isinstance(model, dict) or model.get("type") != "WordPiece":
+        return None
+    vocab = model.get("vocab")
+    prefix = model.get("continuing_subword_prefix", "##")
+    if prefix != "##":
+        raise CheckpointError(
+            f"{path}: its WordPiece model continues words with {prefix!r}; BERT's "
+            f"vocabularies (and keras_bert's tokenizer) use '##'.")
+    ids = sorted(vocab.values()) if isinstance(vocab, dict) else None
+    if not vocab or ids != list(range(len(vocab))):
+        raise CheckpointError(
+            f"{path}: model.vocab is not a map of tokens to the ids 0..N-1 each once "
+            f"(found {type(vocab).__name__} of {len(vocab or ())} entries); the file is "
+            f"damaged. Download it again, or delete it to use the folder's vocab.txt.")
+    tokens = [None] * len(vocab)
+    for token, index in vocab.items():
+        tokens[index] = token
+    broken = [t for t in tokens if "\n" in t or "\r" in t or t != t.strip()]
+    if broken:
+        raise CheckpointError(
+            f"{path}: token(s) {broken[:3]} hold line breaks or surrounding spaces, which "
+            f"a vocab.txt (one token a line) cannot keep.")
+    return tokens
+
+
+def read_vocabulary(folder, warnings):
+    """The vocab.txt path of a Hugging Face folder's vocabulary.
+
+    tokenizer.json's WordPiece vocabulary when the folder has one: it is what
+    transformers' (fast) tokenizer of the folder uses, and transformers 5
+    writes no vocab.txt. It is written once to a temporary vocab.txt (deleted
+    at exit; the converted model directory keeps its own copy). A vocab.txt
+    that disagrees with it is not used, and `warnings` says so. Without a
+    WordPiece tokenizer.json, the folder's vocab.txt (whose absence
+    `check_vocab` reports).
+
+    Args:
+        folder: str, the Hugging Face folder.
+        warnings: list, where a note on the choice is appended (logged by the
+            converter).
+    """
+    vocab_file = os.path.join(folder, VOCAB_FILE)
+    tokenizer_file = os.path.join(folder, TOKENIZER_FILE)
+    if not os.path.isfile(tokenizer_file):
+        return vocab_file
+    tokens = tokenizer_json_vocabulary(tokenizer_file)
+    if tokens is None:
+        if not os.path.isfile(vocab_file):
+            raise CheckpointError(
+                f"{tokenizer_file} holds no WordPiece model (BERT's tokenizer) and the "
+                f"folder has no {VOCAB_FILE}: add the vocab.txt released with these weights.")
+        warnings.append(f"{tokenizer_file} holds no WordPiece model; the vocabulary is "
+                        f"{vocab_file}.")
+        return vocab_file
+    if os.path.isfile(vocab_file):
+        from keras_bert.text.vocab import load_vocabulary
+
+        try:
+            listed = load_vocabulary(vocab_file)[0]
+        except ValueError:
+            listed = None
+        if listed == tokens:
+            return vocab_file
+        warnings.append(
+            f"{vocab_file} differs from the WordPiece vocabulary of {tokenizer_file} "
+            f"({len(listed) if listed is not None else 'unreadable'} vs {len(tokens)} tokens"
+            + (f", first difference at id {_first_difference(listed, tokens)}"
+               if listed is not None else "")
+            + f"); tokenizer.json is used, as transformers' tokenizer of this folder does. "
+            f"Delete one of them to silence this.")
+    staging = tempfile.mkdtemp(prefix="keras_bert-hf-vocab-")
+    atexit.register(shutil.rmtree, staging, ignore_errors=True)
+    written = os.path.join(staging, VOCAB_FILE)
+    with open(written, "w", encoding="utf-8") as f:
+        f.write("\n".join(tokens) + "\n")
+    return written
+
+
+def _first_difference(a, b):
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
 def read_lowercase(folder, config_values=None):
     """(lowercase, where it was read), or (None, None) when the folder doesn't say.
 
@@ -481,11 +600,17 @@ def read_tokenizer_options(folder):
     """The folder's tokenizer settings besides casing that differ from BERT's defaults,
     as `BertTokenizer` arguments: tokenizer_config.json `strip_accents`,
     `tokenize_chinese_chars`, `never_split` (else tokenizer.json's BertNormalizer
-    `strip_accents` and `handle_chinese_chars`)."""
+    `strip_accents` and `handle_chinese_chars`), and tokenizer.json's WordPiece
+    `max_input_chars_per_word` (our `max_chars_per_word`)."""
     config = _read_json(os.path.join(folder, "tokenizer_config.json"))
-    normalizer = _read_json(os.path.join(folder, "tokenizer.json")).get("normalizer")
+    fast = _read_json(os.path.join(folder, TOKENIZER_FILE))
+    normalizer = fast.get("normalizer")
     normalizer = normalizer if isinstance(normalizer, dict) else {}
+    model = fast.get("model") if isinstance(fast.get("model"), dict) else {}
     options = {}
+    longest = model.get("max_input_chars_per_word") if model.get("type") == "WordPiece" else None
+    if isinstance(longest, int) and longest > 0 and longest != 100:
+        options["max_chars_per_word"] = longest
     strip = config.get("strip_accents", normalizer.get("strip_accents"))
     if isinstance(strip, bool):
         options["strip_accents"] = strip

@@ -189,3 +189,78 @@ def test_tokenizer_settings_of_the_folder_are_kept(tmp_path):
     tokenizer = BertEncoder.from_pretrained(out).preprocessor.tokenizer
     assert (tokenizer.lowercase, tokenizer.strip_accents, tokenizer.tokenize_chinese_chars,
             list(tokenizer.never_split)) == (True, False, False, ["[X]"])
+
+
+def _write_tokenizer_json(folder, words, lowercase=True, strip_accents=None):
+    """tokenizer.json as transformers 5 writes a BertTokenizer's (no vocab.txt beside it)."""
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump({
+            "version": "1.0",
+            "added_tokens": [{"id": i, "content": t, "special": True}
+                             for i, t in enumerate(words[:5])],
+            "normalizer": {"type": "BertNormalizer", "clean_text": True,
+                           "handle_chinese_chars": True, "strip_accents": strip_accents,
+                           "lowercase": lowercase},
+            "pre_tokenizer": {"type": "BertPreTokenizer"},
+            "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+            "model": {"type": "WordPiece", "unk_token": "[UNK]",
+                      "continuing_subword_prefix": "##", "max_input_chars_per_word": 100,
+                      # Written out of id order: the ids, not the order, give the line.
+                      "vocab": dict(reversed([(t, i) for i, t in enumerate(words)]))},
+        }, f)
+
+
+def test_tokenizer_json_without_vocab_txt_loads(tmp_path):
+    # A transformers-5 folder: tokenizer.json holds the vocabulary and the casing.
+    from tests.checkpoints.conftest import WORDS
+
+    folder = hf_folder(tmp_path)
+    os.remove(os.path.join(folder, "vocab.txt"))
+    cased = [w.capitalize() if w.isalpha() else w for w in WORDS]  # Not what vocab.txt had.
+    _write_tokenizer_json(folder, cased, lowercase=False, strip_accents=True)
+    out = str(tmp_path / "model")
+    report = convert_checkpoint(folder, out, check=False)
+    assert report.text_settings["lowercase"] is False
+    assert report.text_settings["tokenizer_options"] == {"strip_accents": True}
+    with open(os.path.join(out, "vocab.txt"), encoding="utf-8") as f:
+        assert f.read().splitlines() == cased
+    tokenizer = BertEncoder.from_pretrained(out).preprocessor.tokenizer
+    assert tokenizer("The Fox").numpy().tolist() == [cased.index("The"), cased.index("Fox")]
+
+
+def test_tokenizer_json_wins_over_a_disagreeing_vocab_txt(tmp_path, caplog):
+    from tests.checkpoints.conftest import WORDS
+
+    folder = hf_folder(tmp_path)
+    swapped = list(WORDS)
+    swapped[5], swapped[6] = swapped[6], swapped[5]
+    _write_tokenizer_json(folder, swapped)
+    source = read_huggingface_checkpoint(folder)
+    with open(source.vocab_file, encoding="utf-8") as f:
+        assert f.read().splitlines() == swapped
+    assert any("vocab.txt differs from the WordPiece vocabulary" in w
+               and "first difference at id 5" in w for w in source.warnings)
+    # An agreeing vocab.txt is used as it is, without a note.
+    _write_tokenizer_json(folder, WORDS)
+    source = read_huggingface_checkpoint(folder)
+    assert source.vocab_file == os.path.join(folder, "vocab.txt") and not source.warnings
+
+
+def test_tokenizer_json_that_bert_cannot_use_is_refused(tmp_path):
+    from tests.checkpoints.conftest import WORDS
+
+    folder = hf_folder(tmp_path)
+    os.remove(os.path.join(folder, "vocab.txt"))
+    _write_tokenizer_json(folder, WORDS)
+    with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as f:
+        values = json.load(f)
+    values["model"]["vocab"]["extra"] = 99  # An id gap: ids are not 0..N-1.
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(values, f)
+    with pytest.raises(CheckpointError, match=r"not a map of tokens to the ids 0\.\.N-1"):
+        read_huggingface_checkpoint(folder)
+    values["model"] = {"type": "BPE", "vocab": {}, "merges": []}
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(values, f)
+    with pytest.raises(CheckpointError, match="no WordPiece model .* no vocab.txt"):
+        read_huggingface_checkpoint(folder)

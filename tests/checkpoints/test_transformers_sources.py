@@ -101,3 +101,53 @@ def test_hub_cache_id_matches_transformers_offline(hf_model, tmp_path, monkeypat
     monkeypatch.setattr(socket.socket, "connect", refuse)
     _hub_cache(tmp_path, "org/tiny-bert", hf_model["folder"])
     _check_classifier(BertClassifier.from_pretrained("org/tiny-bert"), hf_model)
+
+
+def _saved_by_transformers(hf_model, folder, words, lowercase=True):
+    """hf_model's weights in `folder` with the tokenizer files that transformers itself writes.
+
+    transformers 5 writes tokenizer.json and tokenizer_config.json and no vocab.txt; a 4.x
+    `save_pretrained(legacy_format=False)` writes the same files (and vocab.txt, deleted
+    here, so both versions give a transformers-5 folder).
+    """
+    import shutil
+
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(f"{hf_model['folder']}/{name}", folder / name)
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        tokenizer = transformers.BertTokenizer(
+            vocab={w: i for i, w in enumerate(words)}, do_lower_case=lowercase)
+    else:
+        (folder / "vocab.txt").write_text("\n".join(words) + "\n")
+        tokenizer = transformers.BertTokenizerFast(
+            vocab_file=str(folder / "vocab.txt"), do_lower_case=lowercase)
+    tokenizer.save_pretrained(str(folder), legacy_format=False)
+    (folder / "vocab.txt").unlink(missing_ok=True)
+    assert {"tokenizer.json", "tokenizer_config.json"} <= {p.name for p in folder.iterdir()}
+    return transformers.AutoTokenizer.from_pretrained(str(folder))
+
+
+def test_folder_written_by_transformers_5_loads(hf_model, tmp_path):
+    # No vocab.txt: the vocabulary and the casing come from tokenizer.json.
+    folder = tmp_path / "tiny-bert-5"
+    _saved_by_transformers(hf_model, folder, WORDS)
+    assert not (folder / "vocab.txt").exists()
+    _check_classifier(BertClassifier.from_pretrained(str(folder)), hf_model)
+
+
+def test_tokenizer_json_wins_over_vocab_txt_as_in_transformers(hf_model, tmp_path, caplog):
+    # A vocab.txt left from another model: transformers' tokenizer reads
+    # tokenizer.json, and so does keras_bert (with a warning).
+    folder = tmp_path / "tiny-bert-both"
+    words = WORDS[:5] + WORDS[5:][::-1]  # Another id for every word.
+    reference = _saved_by_transformers(hf_model, folder, words)
+    (folder / "vocab.txt").write_text("\n".join(WORDS) + "\n")
+    with caplog.at_level("WARNING"):
+        classifier = BertClassifier.from_pretrained(str(folder))
+    assert "tokenizer.json is used" in caplog.text
+    packed = classifier.preprocessor(tf.constant(TEXTS))
+    want = reference(TEXTS, padding=True)["input_ids"]
+    got = np.asarray(packed["token_ids"])[:, :len(want[0])]
+    np.testing.assert_array_equal(got, np.asarray(want))
+    assert got[0, 1] == words.index("the")
