@@ -288,6 +288,18 @@ class BertPreprocessor(keras.layers.Layer):
         (`BertPacker`: [CLS] A [SEP] (B [SEP]), truncated and padded by the settings)."""
         return self.packer(tuple(segments))
 
+    def decode(self, token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=True):
+        """One row of ids -> its text (transformers' `decode`; see `BertTokenizer.decode`)."""
+        return self.tokenizer.decode(token_ids, skip_special_tokens,
+                                     clean_up_tokenization_spaces)
+
+    def batch_decode(self, sequences, skip_special_tokens=False,
+                     clean_up_tokenization_spaces=True):
+        """A batch of ids (e.g. this preprocessor's `token_ids`) -> a list of texts
+        (transformers' `batch_decode`; see `BertTokenizer.batch_decode`)."""
+        return self.tokenizer.batch_decode(sequences, skip_special_tokens,
+                                           clean_up_tokenization_spaces)
+
     def get_config(self):
         config = super().get_config()
         config.update(

@@ -194,6 +194,29 @@ def as_string_tensor(texts):
     return texts
 
 
+def _id_rows(value, name, rank):
+    """`decode`'s ids as Python ints: a list of int (rank 1) or of lists (rank 2)."""
+    if isinstance(value, tf.RaggedTensor):
+        value = value.to_list()
+    elif isinstance(value, tf.Tensor):
+        value = value.numpy()
+    if hasattr(value, "tolist"):  # NumPy arrays and scalars.
+        value = value.tolist()
+    if rank == 1 and isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    rows = value if rank == 2 else [value]
+    if not isinstance(rows, (list, tuple)) or not all(
+            isinstance(row, (list, tuple)) and all(
+                isinstance(i, int) and not isinstance(i, bool) for i in row)
+            for row in rows):
+        what = "one sequence of int ids" if rank == 1 else "a batch of sequences of int ids"
+        other = ("; for a batch, call batch_decode" if rank == 1 else
+                 "; for one sequence, call decode")
+        raise ValueError(
+            f"Expected {name} to be {what}{other}. Received: {name}={value!r:.200}")
+    return [int(i) for i in rows[0]] if rank == 1 else [[int(i) for i in r] for r in rows]
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertTokenizer(keras.layers.Layer):
     """BERT WordPiece tokenizer, in-graph and id-for-id with the reference.
@@ -562,6 +585,59 @@ class BertTokenizer(keras.layers.Layer):
             for old, new in _CLEAN_UP_SPACES:
                 text = tf.strings.regex_replace(text, re.escape(old), new)
         return text
+
+    def decode(self, token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=True):
+        """One sequence of ids -> its text, as transformers' `tokenizer.decode` gives it.
+
+        Python, not graph ops (use `detokenize` inside a `tf.function`): the
+        tokens are joined by spaces, " ##" is removed (so "##" pieces join the
+        piece before them), and transformers' clean-up is applied. The text is
+        the normalized one (lower-cased for uncased vocabularies).
+
+        Args:
+            token_ids: a Python int or list of int, or a 1-D NumPy array or
+                Tensor of ids (e.g. one row of a preprocessor's `token_ids`).
+            skip_special_tokens: bool. True drops `[PAD]`, `[UNK]`, `[CLS]`,
+                `[SEP]` and `[MASK]` (transformers' special ids, `[UNK]`
+                included); False keeps them as written.
+            clean_up_tokenization_spaces: bool, True by default (transformers'
+                BertTokenizer): "unwanted, running" rather than the joined
+                "unwanted , running" (see `detokenize` for the rule).
+
+        Returns:
+            str.
+
+        Example:
+        >>> ids = tokenizer(["unwanted, running"])[0]
+        >>> tokenizer.decode(ids)
+        'unwanted, running'
+        """
+        ids = _id_rows(token_ids, "token_ids", rank=1)
+        skipped = ({self.token_to_id(t) for t in SPECIAL_TOKENS}
+                   if skip_special_tokens else set())
+        tokens = [self.id_to_token(i) for i in ids if i not in skipped]
+        text = " ".join(tokens).replace(" ##", "").strip()
+        if clean_up_tokenization_spaces:
+            for old, new in _CLEAN_UP_SPACES:
+                text = text.replace(old, new)
+        return text
+
+    def batch_decode(self, sequences, skip_special_tokens=False,
+                     clean_up_tokenization_spaces=True):
+        """Each sequence of ids -> its text (`decode` on each), as transformers'
+        `batch_decode`.
+
+        Args:
+            sequences: a list of lists of int, a 2-D NumPy array or Tensor
+                (a padded batch keeps its `[PAD]`s unless `skip_special_tokens`),
+                or an int RaggedTensor [batch, (ids)].
+            skip_special_tokens, clean_up_tokenization_spaces: as in `decode`.
+
+        Returns:
+            list of str, one per sequence.
+        """
+        return [self.decode(row, skip_special_tokens, clean_up_tokenization_spaces)
+                for row in _id_rows(sequences, "sequences", rank=2)]
 
     def _fast_path_mask(self, inputs):
         """Which texts (bool [batch]) the fast path tokenizes exactly.
