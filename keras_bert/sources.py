@@ -94,10 +94,58 @@ def resolve_source(source):
         str, the path of a keras_bert model directory.
     """
     source = os.fspath(source)
+    problem = wrong_kind(source)
+    if problem:
+        raise ValueError(problem)
     if is_model_dir(source) or _looks_like_model_dir(source) or _resolver is None:
         # Without a resolver, `load_model_dir` says what is missing.
         return source
     return _resolver(source)
+
+
+# Files of a model or checkpoint folder that are no checkpoint on their own
+# (weights files, .safetensors / .bin / tf_model.h5, are: a converter reads them).
+_FOLDER_FILES = ("config.json", "task.json", "vocab.txt", "tokenizer.json",
+                 "tokenizer_config.json", "special_tokens_map.json", "bert_config.json",
+                 "preprocessor.json", "metadata.json")
+
+
+def _is_export(path):
+    """True for a SavedModel folder, or a folder of integer versions holding one."""
+    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+        return True
+    return any(name.isdigit() and os.path.isfile(os.path.join(path, name, "saved_model.pb"))
+               for name in os.listdir(path))
+
+
+def wrong_kind(source):
+    """Why `source` is none of the things `from_pretrained` loads, or None.
+
+    Catches what users pass by mistake: a file of a model folder (its
+    config.json, a keras_bert model directory's model.weights.h5), and an
+    export (a SavedModel folder, a versioned exports/NAME folder, a LiteRT
+    .tflite file or folder), which is for serving.
+    """
+    if os.path.isfile(source):
+        folder = os.path.dirname(os.path.abspath(source))
+        name = os.path.basename(source)
+        if name == "saved_model.pb" or name.endswith(".tflite"):
+            return _export_message(source)
+        if name in _FOLDER_FILES or is_model_dir(folder) or _looks_like_model_dir(folder):
+            return (f"{source} is a file of the folder {folder}: from_pretrained takes the "
+                    f"folder. Pass from_pretrained({folder!r}).")
+        return None
+    if os.path.isdir(source) and not os.path.isfile(os.path.join(source, "config.json")) and (
+            _is_export(source) or any(n.endswith(".tflite") for n in os.listdir(source))):
+        return _export_message(source)
+    return None
+
+
+def _export_message(path):
+    return (f"{path} is an export (a SavedModel or LiteRT file): exports are for serving "
+            f"(TF Serving, tools/predict.py, tf.saved_model.load), and from_pretrained does not "
+            f"read them back. Load the model directory it was exported from (config.json + "
+            f"model.weights.h5, what save_pretrained or tools/finetune.py wrote).")
 
 
 def register_preprocessor_loader(function):

@@ -236,32 +236,93 @@ def _stderr_silenced():
 
 
 def quiet_tensorflow(verbose=False):
-    """Imports TensorFlow without its C++ start-up notices, unless `verbose`.
+    """Imports TensorFlow now: without its C++ start-up notices, or with them if `verbose`.
+
+    Importing this module already makes the first `import tensorflow` of
+    the process quiet (`_QuietTensorFlowFinder`, whoever imports it: a tool,
+    the library, a test), so a tool needs this call only for --verbose, or
+    to pay the import's seconds at a point of its choosing. A no-op when
+    TensorFlow is loaded already.
+    """
+    if "tensorflow" in sys.modules:
+        return
+    if verbose:
+        _QuietTensorFlowFinder.uninstall()
+        os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    import tensorflow  # noqa: F401
+
+
+def _load_tensorflow_quietly(load):
+    """Runs `load()` (TensorFlow's import) with TensorFlow's start-up notices hidden.
 
     TF_CPP_MIN_LOG_LEVEL=3 hides the C++ lines logged once TensorFlow's
     logging is set up: INFO and WARNING, and ERROR too, as this CPU gets
     notices at ERROR level ("oneDNN supports DT_INT64 only on platforms with
     AVX-512. Falling back to the default Eigen-based implementation"); a real
     failure still raises a Python exception with its message, and --verbose
-    shows everything. TensorFlow 2.21 writes a few lines before that
+    shows everything. TensorFlow writes a few lines before that
     ("All log messages before absl::InitializeLog() is called are written to
-    STDERR", the oneDNN notice, "Could not find cuda drivers"), and the
-    variable does not reach them (tensorflow/tensorflow#100442), so stderr's
-    file descriptor points at /dev/null while TensorFlow loads and probes its
-    devices. Errors raised by the import itself still surface as Python
-    exceptions once stderr is back. A no-op when TensorFlow is loaded already.
+    STDERR", the oneDNN notice, "Could not find cuda drivers",
+    cpu_feature_guard's "rebuild TensorFlow with the appropriate compiler
+    flags"), and again when it first probes its devices (the first op, a
+    SavedModel load: "failed call to cuInit"); the variable does not reach
+    them (tensorflow/tensorflow#100442), so stderr's file descriptor points at
+    /dev/null while TensorFlow loads and probes its devices. Errors raised by
+    the import itself still surface as Python exceptions once stderr is back.
     """
-    if "tensorflow" in sys.modules:
-        return
-    if verbose:
-        os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
-        import tensorflow  # noqa: F401
-        return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with _stderr_silenced():
-        import tensorflow as tf
+        module = load()
+        module.config.list_physical_devices()  # The device probe, while stderr is off.
+    return module
 
-        tf.config.list_physical_devices()  # The CUDA probe ("failed call to cuInit").
+
+class _QuietLoader:
+    """TensorFlow's own loader, its `exec_module` run by `_load_tensorflow_quietly`."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        _load_tensorflow_quietly(lambda: self._loader.exec_module(module) or module)
+
+    def __getattr__(self, name):  # get_resource_reader, is_package, ...
+        return getattr(self._loader, name)
+
+
+class _QuietTensorFlowFinder:
+    """A `sys.meta_path` finder that hands the first `import tensorflow` to `_QuietLoader`.
+
+    The tools import TensorFlow in many places (the library's modules, a
+    tool's own imports, after parsing so that --help stays fast); hooking the
+    import itself makes every tool quiet, one that never calls
+    `quiet_tensorflow` included. It steps aside after that first import.
+    """
+
+    @classmethod
+    def install(cls):
+        if "tensorflow" not in sys.modules and not any(
+                isinstance(f, cls) for f in sys.meta_path):
+            sys.meta_path.insert(0, cls())
+
+    @classmethod
+    def uninstall(cls):
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, cls)]
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        self.uninstall()
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _QuietLoader(spec.loader)
+        return spec
+
+
+_QuietTensorFlowFinder.install()
 
 
 # === How every tool ends on an error: one line on stderr and exit status 1 ===

@@ -288,9 +288,11 @@ def build_model(source):
         report.loaded_parts.append(f"{head['task']}_head")
         left = [v for v in left if v is not dense.kernel and v is not dense.bias]
         if head["label_names"] is None and labels:
+            last = head["bias"].shape[0] - 1
             report.warnings.append(
-                f"the source's {head['task']} head has no id2label names; labels are "
-                f"\"0\"..\"{head['bias'].shape[0] - 1}\".")
+                f"the source's {head['task']} head has no id2label names, so label_names is "
+                f"None: predictions and exports name the labels by id, \"0\"..\"{last}\". "
+                f"Name them with from_pretrained(..., label_names=[...]).")
     expected_left = []
     if not parts["pooler"]:
         expected_left += encoder.pooler.weights

@@ -112,6 +112,14 @@ def ensure_runtime(venv=None, runtime=RUNTIME, python=None, log=print):
     with _lock(venv.rstrip("/") + ".lock"):
         if os.path.exists(marker):
             return _python_of(venv)
+        partial = os.path.join(venv, MARKER + ".partial")
+        if os.path.lexists(venv) and not os.path.exists(partial) and (
+                not os.path.isdir(venv) or os.listdir(venv)):
+            # Never delete what this function did not make (another project's venv).
+            raise FileExistsError(
+                f"{venv} exists and is not a runtime venv keras_bert made (it has no "
+                f"{MARKER}), so it is left alone. Pass --venv a new folder, or leave --venv "
+                f"out (default {default_venv(runtime)}).")
         shutil.rmtree(venv, ignore_errors=True)  # A half-made one from an interrupted run.
         log(f"creating {venv} with tensorflow=={runtime}.* and tensorflow-text=={runtime}.* "
             f"(once; later runs reuse it)")
@@ -130,6 +138,8 @@ def ensure_runtime(venv=None, runtime=RUNTIME, python=None, log=print):
         env.pop("PYTHONPATH", None)
         for step in steps:
             done = subprocess.run(step, capture_output=True, text=True, env=env, timeout=3600)
+            if step is steps[0] and done.returncode == 0:
+                open(partial, "w").close()  # Ours from now on, even if interrupted.
             if done.returncode != 0:
                 shutil.rmtree(venv, ignore_errors=True)
                 raise RuntimeUnavailable(
@@ -143,6 +153,7 @@ def ensure_runtime(venv=None, runtime=RUNTIME, python=None, log=print):
         versions["seconds_to_create"] = round(time.time() - start, 1)
         with open(marker, "w", encoding="utf-8") as f:
             json.dump(versions, f)
+        os.remove(partial)
         log(f"created {venv} in {versions['seconds_to_create']:.0f} s: TensorFlow "
             f"{versions['tensorflow']}, tensorflow-text {versions['tensorflow_text']}")
     return _python_of(venv)

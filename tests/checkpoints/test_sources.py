@@ -333,3 +333,31 @@ def test_real_minilm_folder_loads_straight_into_a_classifier_and_encoder(minilm)
     assert classifier.preprocessor.tokenizer.lowercase is True
     assert classifier.preprocessor.max_seq_length == 512
     assert classifier.predict(["What a lovely day"], verbose=0).shape == (1, 3)
+
+
+def test_a_file_of_a_folder_or_an_export_is_refused_with_the_way_out(tmp_path):
+    # Mistakes the checks catch before any conversion: the messages name the real thing.
+    model_dir = tmp_path / "minilm"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text(json.dumps({"num_layers": 2}))
+    (model_dir / "model.weights.h5").write_bytes(b"")
+    for name in ("config.json", "model.weights.h5"):
+        with pytest.raises(ValueError, match=rf"is a file of the folder {model_dir}: .* "
+                                             rf"Pass from_pretrained\('{model_dir}'\)"):
+            BertEncoder.from_pretrained(str(model_dir / name))
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    (hf / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    with pytest.raises(ValueError, match="is a file of the folder"):
+        BertClassifier.from_pretrained(str(hf / "config.json"))
+    version = tmp_path / "exports" / "sentiment" / "3"
+    version.mkdir(parents=True)
+    (version / "saved_model.pb").write_bytes(b"")
+    (tmp_path / "exports" / "sentiment-lite").mkdir()
+    (tmp_path / "exports" / "sentiment-lite" / "model.tflite").write_bytes(b"")
+    for export in (version, version.parent, version / "saved_model.pb",
+                   tmp_path / "exports" / "sentiment-lite",
+                   tmp_path / "exports" / "sentiment-lite" / "model.tflite"):
+        with pytest.raises(ValueError, match="exports are for serving .* Load the model "
+                                             "directory it was exported from"):
+            BertClassifier.from_pretrained(str(export))

@@ -92,3 +92,16 @@ def test_comparison_catches_what_would_break_a_rollout():
     missing = compare_reports(reference, _report([[0.25, 0.75]], [b"pos"], error=(
         "NotFoundError: Op type not registered 'RoundRobinTrim'")))
     assert not missing.ok and "RoundRobinTrim" in missing.errors[0]
+
+
+def test_a_folder_it_did_not_make_is_never_deleted(tmp_path):
+    # --venv pointed at a project's own venv: refused, left as it was (it once was deleted).
+    from keras_bert.export.runtime_check import ensure_runtime
+
+    venv = tmp_path / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    with pytest.raises(FileExistsError, match="is not a runtime venv keras_bert made .* left "
+                                              "alone. Pass --venv a new folder"):
+        ensure_runtime(str(venv), python="/nonexistent/python", log=lambda m: None)
+    assert sorted(p.name for p in venv.iterdir()) == ["bin", "pyvenv.cfg"]
