@@ -22,12 +22,6 @@ from keras_bert.config import BertConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# The tools' quiet first `import tensorflow` (tools/_cli.py), for pytest too:
-# TensorFlow's start-up notices, written while pytest captures the collection,
-# would otherwise be printed after its summary.
-sys.path.append(os.path.join(ROOT, "tools"))
-import _cli  # noqa: E402, F401
-
 # === The tiny config ===
 
 TINY = dict(vocab_size=30, hidden_size=16, num_layers=2, num_heads=2, intermediate_size=32,
