@@ -36,6 +36,7 @@ from keras_bert.checkpoints.source import (
     check_against_config,
     check_config_object,
     config_from_values,
+    count_vocab_lines,
     first_line,
     read_config_json,
 )
@@ -342,6 +343,13 @@ def read_huggingface_checkpoint(path):
     tensors = load_tensors(weights_file)
     vocab_warnings = []
     vocab_file = read_vocabulary(folder, vocab_warnings)
+    if os.path.dirname(vocab_file) != folder:  # tokenizer.json's, written out.
+        num_tokens = count_vocab_lines(vocab_file)
+        if num_tokens != config.vocab_size:
+            raise CheckpointError(
+                f"Vocabulary size mismatch: {os.path.join(folder, TOKENIZER_FILE)} has "
+                f"{num_tokens} tokens, {config_file} says vocab_size={config.vocab_size}. "
+                f"Use the tokenizer files that were released with these weights.")
 
     source = SourceCheckpoint(
         format="huggingface",

@@ -264,3 +264,14 @@ def test_tokenizer_json_that_bert_cannot_use_is_refused(tmp_path):
         json.dump(values, f)
     with pytest.raises(CheckpointError, match="no WordPiece model .* no vocab.txt"):
         read_huggingface_checkpoint(folder)
+
+
+def test_tokenizer_json_of_another_size_names_tokenizer_json(tmp_path):
+    from tests.checkpoints.conftest import WORDS
+
+    folder = hf_folder(tmp_path)
+    os.remove(os.path.join(folder, "vocab.txt"))
+    _write_tokenizer_json(folder, WORDS[:-1])
+    with pytest.raises(CheckpointError, match=r"tokenizer\.json has \d+ tokens, .*config\.json "
+                                              r"says vocab_size=\d+"):
+        read_huggingface_checkpoint(folder)
