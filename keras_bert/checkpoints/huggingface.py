@@ -480,8 +480,9 @@ def read_lowercase(folder, config_values=None):
 def read_tokenizer_options(folder):
     """The folder's tokenizer settings besides casing that differ from BERT's defaults,
     as `BertTokenizer` arguments: tokenizer_config.json `strip_accents`,
-    `tokenize_chinese_chars`, `never_split` (else tokenizer.json's BertNormalizer
-    `strip_accents` and `handle_chinese_chars`)."""
+    `tokenize_chinese_chars`, `never_split`, `remove_control_chars` (else
+    tokenizer.json's BertNormalizer `strip_accents`, `handle_chinese_chars` and
+    `clean_text`)."""
     config = _read_json(os.path.join(folder, "tokenizer_config.json"))
     normalizer = _read_json(os.path.join(folder, "tokenizer.json")).get("normalizer")
     normalizer = normalizer if isinstance(normalizer, dict) else {}
@@ -492,6 +493,11 @@ def read_tokenizer_options(folder):
     chinese = config.get("tokenize_chinese_chars", normalizer.get("handle_chinese_chars"))
     if chinese is False:
         options["tokenize_chinese_chars"] = False
+    # BertNormalizer's clean_text=False keeps control characters (and whitespace
+    # as written, which splits words all the same).
+    controls = config.get("remove_control_chars", normalizer.get("clean_text"))
+    if controls is False:
+        options["remove_control_chars"] = False
     never = config.get("never_split")
     if isinstance(never, list) and never and all(isinstance(t, str) for t in never):
         options["never_split"] = never
