@@ -39,9 +39,10 @@ def test_backbone_predict():
                       {"sequence_output": (2, 5, 2), "pooled_output": (2, 2)}, predict=True)
 
 
+@pytest.mark.slow
 def test_quantization():
     """keras-hub's run_quantization_test (called by run_backbone_test): int8 weights of
-    the Dense and Embedding layers, a config round trip and the weights loading."""
+    the Dense layers (Keras' own `quantize`), the same shapes, a config round trip."""
     encoder = BertEncoder(**INIT_KWARGS)
     encoder(input_data())
     encoder.quantize("int8")

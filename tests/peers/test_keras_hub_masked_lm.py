@@ -11,6 +11,7 @@ packs when called (the one text path every task shares) and masks in
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert import BertEncoder, BertMaskedLM
 from keras_bert.tasks import BertMaskedLMPreprocessor
@@ -95,15 +96,17 @@ def test_masked_lm_basics():
     assert sorted(x) == sorted(model.input)
     assert tuple(model.predict(x, verbose=0).shape) == (2, 5, 10)
     model.fit(TEXTS, verbose=0)
-    import tensorflow as tf
-
     dataset = tf.data.Dataset.from_tensor_slices(TEXTS).batch(2)
     model.fit(dataset, verbose=0)
     model.preprocessor = None
     model.fit(dataset.map(preprocessor.masked_samples), verbose=0)
     model.preprocessor = preprocessor
+    # One [MASK] written in the text: its position (3, after [CLS] the quick) and
+    # vocabulary tokens, best first.
     filled = model.predict(["the quick [MASK] fox."], verbose=0)
-    assert filled is not None
+    assert filled["positions"].tolist() == [[3]]
+    assert {t.decode() for t in filled["tokens"][0, 0]} <= set(VOCAB)
+    assert (np.diff(filled["scores"][0, 0]) <= 0).all()
     with pytest.raises(ValueError, match="You must call `compile"):
         BertMaskedLM(**init_kwargs(), compile=False).fit(dataset, verbose=0)
 

@@ -69,14 +69,6 @@ def init_kwargs():
     return {"encoder": encoder, "num_classes": 2, "preprocessor": preprocessor}
 
 
-def test_classifier_is_compiled_at_construction():
-    """bert_text_classifier_test.py test_classifier_basics, its last check (the fit is
-    the slow tier's): compiled at construction, `compile=False` opts out."""
-    kwargs = init_kwargs()
-    assert BertClassifier(**kwargs).compiled
-    assert not BertClassifier(**kwargs, compile=False).compiled
-
-
 @pytest.mark.slow
 def test_classifier_basics():
     """bert_text_classifier_test.py test_classifier_basics (run_task_test)."""

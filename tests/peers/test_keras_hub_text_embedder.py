@@ -5,6 +5,9 @@ BertTextEmbedder(encoder, preprocessor=..., pooling=..., normalize=...).
 keras-hub's test fits the embedding on class labels with a mean squared error;
 keras_bert's embedder fits on text pairs (in-batch negatives, or scored pairs with
 a cosine loss) and refuses that compile with the way out (docs/peers.md).
+Its test_litert_export (raw text in, predict's embeddings out) is
+tests/export/test_embedding_export.py's test_litert_export_embeds_as_predict,
+on the session's embedder export.
 """
 
 import keras
@@ -14,7 +17,7 @@ import pytest
 from keras_bert import BertEncoder, BertTextEmbedder
 from keras_bert.tasks.text_embedding.layers import EmbeddingPooling
 from keras_bert.text import BertPreprocessor, BertTokenizer
-from tests.peers.peer_case import run_litert_export_test, run_serialization_test
+from tests.peers.peer_case import run_serialization_test
 from tests.test_case import run_model_saving_test
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", "fox", "."]
@@ -123,12 +126,3 @@ def test_embedder_basics(parts):
 def test_saved_model(parts, tmp_path):
     """bert_text_embedder_test.py test_saved_model (run_model_saving_test)."""
     run_model_saving_test(embedder(parts), parts[2], tmp_path)
-
-
-@pytest.mark.slow
-def test_litert_export(parts):
-    """bert_text_embedder_test.py test_litert_export (run_litert_export_test): raw text in,
-    predict's unit embeddings out."""
-    lite, expected = run_litert_export_test(embedder(parts), TEXTS)
-    (key,) = [k for k in lite if lite[k].shape == expected.shape]
-    np.testing.assert_allclose(lite[key], expected, atol=1e-4)

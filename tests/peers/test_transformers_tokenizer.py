@@ -52,7 +52,8 @@ def test_full_tokenizer(tokenizer):
     assert ids == [9, 6, 7, 12, 10, 11]
 
 
-def test_rust_and_python_full_tokenizers(tokenizer, vocab_file):
+@pytest.mark.slow  # Imports transformers (seconds); tests/text/test_tokenizer_options.py
+def test_rust_and_python_full_tokenizers(tokenizer, vocab_file):  # compares 2,000 texts.
     """test_tokenization_bert.py test_rust_and_python_full_tokenizers: the same tokens and
     ids, without and with special tokens, as transformers' tokenizers (both, when
     installed) on the same vocab.txt."""
@@ -242,7 +243,7 @@ def test_do_basic_tokenize_false_is_not_an_option(tokenizer):
     BERT's basic tokenization (the in-graph tokenizer is one fixed pipeline), so a
     comma glued to a word is split off, and the option is refused by name."""
     assert tokens(tokenizer, "unwanted, running") == ["un", "##want", "##ed", ",", "runn", "##ing"]
-    with pytest.raises(TypeError, match="do_basic_tokenize"):
+    with pytest.raises((TypeError, ValueError), match="do_basic_tokenize"):
         BertTokenizer(VOCAB, do_basic_tokenize=False)
 
 

@@ -13,6 +13,7 @@ default configuration checks.
 """
 
 import keras
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -309,3 +310,45 @@ def test_lite_tokenizer_follows_accent_options_and_refuses_the_others(setup, tok
                          ("keep_control_chars", "remove_control_chars=False")):
         with pytest.raises(ValueError, match=f"option {option}.*--format saved_model"):
             LiteTokenizer(tokenizers[name])
+
+
+def _control_chars_classifier(model_dir):
+    from keras_bert import BertClassifier
+    from keras_bert.text import BertPreprocessor
+
+    model = BertClassifier.from_pretrained(model_dir, num_classes=2)
+    tokenizer = BertTokenizer(model.preprocessor.tokenizer.vocabulary,
+                              remove_control_chars=False)
+    model.preprocessor = BertPreprocessor(tokenizer, sequence_length=None, max_seq_length=32)
+    return model
+
+
+def test_remove_control_chars_is_saved_with_the_model_and_refused_by_litert(tiny_model_dir):
+    from keras_bert.export import build_serving_module
+    from keras_bert.export.tflite import convert_module
+
+    model = _control_chars_classifier(tiny_model_dir)
+    # What save_pretrained writes into task.json (the slow test below reads it back).
+    assert model.preprocessor.saved_settings()["tokenizer_options"] == {
+        "remove_control_chars": False}
+    with pytest.raises(ValueError, match="remove_control_chars=False.*--format saved_model"):
+        convert_module(build_serving_module(model))
+
+
+@pytest.mark.slow
+def test_remove_control_chars_is_followed_by_the_saved_model_export(tiny_model_dir, tmp_path):
+    from keras_bert.export import export_model
+
+    model = _control_chars_classifier(tiny_model_dir)
+    texts = ["the\u00adfilm", "a\x07b c", "good movie", "\u200b"]
+    # Kept, the characters change the ids (here: [UNK] words), so the answers.
+    kept = model.preprocessor.tokenizer(texts).to_list()
+    assert kept != BertTokenizer(model.preprocessor.tokenizer.vocabulary)(texts).to_list()
+    # Exported from the model directory: the option is read back from task.json.
+    model.save_pretrained(str(tmp_path / "clf"))
+    export_dir = export_model(str(tmp_path / "clf"), str(tmp_path / "exports" / "clf"),
+                              warmup=False)
+    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    got = serve(text=tf.constant(texts))
+    np.testing.assert_allclose(got["probabilities"].numpy(),
+                               tf.nn.softmax(model.predict(texts, verbose=0)).numpy(), atol=1e-5)
