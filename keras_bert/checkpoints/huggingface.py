@@ -607,9 +607,10 @@ def read_lowercase(folder, config_values=None):
 def read_tokenizer_options(folder):
     """The folder's tokenizer settings besides casing that differ from BERT's defaults,
     as `BertTokenizer` arguments: tokenizer_config.json `strip_accents`,
-    `tokenize_chinese_chars`, `never_split` (else tokenizer.json's BertNormalizer
-    `strip_accents` and `handle_chinese_chars`), and tokenizer.json's WordPiece
-    `max_input_chars_per_word` (our `max_chars_per_word`)."""
+    `tokenize_chinese_chars`, `never_split`, `remove_control_chars` (else
+    tokenizer.json's BertNormalizer `strip_accents`, `handle_chinese_chars` and
+    `clean_text`), and tokenizer.json's WordPiece `max_input_chars_per_word` (our
+    `max_chars_per_word`)."""
     config = _read_json(os.path.join(folder, "tokenizer_config.json"))
     fast = _read_json(os.path.join(folder, TOKENIZER_FILE))
     normalizer = fast.get("normalizer")
@@ -625,6 +626,11 @@ def read_tokenizer_options(folder):
     chinese = config.get("tokenize_chinese_chars", normalizer.get("handle_chinese_chars"))
     if chinese is False:
         options["tokenize_chinese_chars"] = False
+    # BertNormalizer's clean_text=False keeps control characters (and whitespace
+    # as written, which splits words all the same).
+    controls = config.get("remove_control_chars", normalizer.get("clean_text"))
+    if controls is False:
+        options["remove_control_chars"] = False
     never = config.get("never_split")
     if isinstance(never, list) and never and all(isinstance(t, str) for t in never):
         options["never_split"] = never

@@ -119,11 +119,15 @@ class BertServingModule(tf.Module):
         super().__init__(name=name)
         encoder = getattr(model, "encoder", model)
         max_seq_length = preprocessor.max_seq_length
-        if max_seq_length > encoder.max_position_embeddings:
+        # What packing can reach: a fixed sequence_length cuts (and pads) every row to
+        # it, whatever max_seq_length says (as the task model's own fit packs).
+        if preprocessor.truncation_length > encoder.max_position_embeddings:
+            setting = "sequence_length" if preprocessor.sequence_length else "max_seq_length"
             raise ValueError(
-                f"Expected the preprocessor's max_seq_length <= {encoder.max_position_embeddings} "
-                f"(the model's max_position_embeddings). Received: max_seq_length="
-                f"{max_seq_length}. Set preprocessor.max_seq_length (--max-seq-length) lower.")
+                f"Expected the preprocessor's {setting} <= {encoder.max_position_embeddings} "
+                f"(the model's max_position_embeddings). Received: {setting}="
+                f"{preprocessor.truncation_length}. Set preprocessor.{setting} "
+                "(--max-seq-length) lower.")
         tokenizer = preprocessor.tokenizer
         if tokenizer.vocab_size != encoder.vocab_size:
             raise ValueError(

@@ -81,6 +81,9 @@ def _check_lite_options(tokenizer):
     if getattr(tokenizer, "special_tokens_in_strings", False):
         refused.append(("special_tokens_in_strings=True", "its kernels read \"[MASK]\" "
                         "in the text as punctuation and a word"))
+    if not getattr(tokenizer, "remove_control_chars", True):
+        refused.append(("remove_control_chars=False", "its normalization deletes control "
+                        "and format characters, and its WordPiece kernel splits words at them"))
     if refused:
         option, why = refused[0]
         raise ValueError(

@@ -17,7 +17,9 @@ Options (transformers' `BasicTokenizer`): step 2 can be off
 (`tokenize_chinese_chars=False`), and whitespace-separated words of a
 `never_split` list keep their text (no step 3 or 4), as do words that step
 3 turns into one of them; strings of `cut_at` (special tokens written in the
-text) are cut out of the text first, as words of their own.
+text) are cut out of the text first, as words of their own; and step 1 can
+keep Cc and Cf characters as text (`remove_control_chars=False`,
+`keep_control_chars`).
 
 The per-character decisions come from one lookup table computed with
 Python's own `unicodedata` (the module the reference uses), so the in-graph
@@ -205,16 +207,100 @@ def load_or_build_tables(path, normalization=DEFAULT_NORMALIZATION):
 
 
 @functools.lru_cache(maxsize=None)
-def unicode_tables(normalization=DEFAULT_NORMALIZATION):
+def unicode_tables(normalization=DEFAULT_NORMALIZATION, remove_control_chars=True):
     """The lookup tables: read once per process, built once per user.
 
     Read from `tables_cache_path()` (`~/.cache/keras_bert/unicode-*.npz`,
     or under `$KERAS_BERT_CACHE_DIR`), built and saved there on a miss.
     See `build_unicode_tables` for the arrays. A cased tokenizer (None)
-    uses the default tables and ignores their expansions.
+    uses the default tables and ignores their expansions. With
+    `remove_control_chars=False`, those tables less the deletion of Cc and
+    Cf characters (`keep_control_chars`, a few blocks changed in memory).
     """
     normalization = normalization or DEFAULT_NORMALIZATION
+    if not remove_control_chars:
+        return keep_control_chars(unicode_tables(normalization), normalization)
     return load_or_build_tables(tables_cache_path(normalization), normalization)
+
+
+def _char_bits(char, category, normalization, expansions, remove_control_chars=True):
+    """The info word of one assigned character; appends its expansion, if any,
+    to `expansions` (ragged rows of code points)."""
+    cp = ord(char)
+    bits = 0
+    if char in "\t\n\r":
+        bits |= SPACE
+    elif cp == 0 or cp == 0xFFFD or (
+            remove_control_chars and category in ("Cc", "Cf")):
+        return DROP
+    if category == "Zs" or char.isspace():
+        bits |= SPACE
+    if _is_punctuation(cp, category):
+        bits |= PUNCT
+    if _is_cjk(cp):
+        bits |= CJK
+    if category not in ("Co", "Cs"):
+        # Python's own "cased" and "case-ignorable" properties, probed
+        # through its final sigma rule: "<c>Σ" gets a final sigma iff c
+        # is cased and not case-ignorable; "A<c>Σ" iff c is either.
+        alone = (char + "Σ").lower()[-1] == "ς"
+        after_cased = ("A" + char + "Σ").lower()[-1] == "ς"
+        if alone:
+            bits |= CASED
+        elif after_cased:
+            bits |= CASE_IGNORABLE
+        uncased = _normalized_form(char, normalization)
+        if uncased != char:
+            bits |= len(expansions) << EXPANSION_SHIFT
+            expansions.append([ord(c) for c in uncased])
+    return bits
+
+
+def keep_control_chars(tables, normalization=DEFAULT_NORMALIZATION):
+    """`tables` with the control and format characters (Cc, Cf) kept as text.
+
+    `remove_control_chars=False`: such a character is no longer deleted by
+    step 1 but is an ordinary character of its word, a separator where
+    Python's `str.isspace()` says so (U+0085, U+001C-U+001F, as the
+    reference's `str.split()` would split there), case-ignorable where
+    Python says so (U+00AD, U+200D: the final sigma scan skips them). U+0000
+    and U+FFFD (invalid input) are still deleted. Only the blocks holding
+    such characters are copied; the others stay shared.
+
+    Args:
+        tables: dict of numpy arrays from `build_unicode_tables(normalization)`.
+        normalization: the name they were built for.
+
+    Returns:
+        A new dict of the same arrays.
+    """
+    code_points = np.arange(_NUM_CODE_POINTS)
+    info = tables["blocks"][tables["block_index"][code_points // _BLOCK] * _BLOCK
+                            + code_points % _BLOCK]
+    dropped = [int(cp) for cp in np.flatnonzero(info == DROP) if cp not in (0, 0xFFFD)]
+    splits = tables["expansion_splits"]
+    expansions = [list(tables["expansion_values"][splits[i]:splits[i + 1]])
+                  for i in range(len(splits) - 1)]
+    block_index = tables["block_index"].copy()
+    blocks = list(tables["blocks"].reshape([-1, _BLOCK]))
+    by_block = {}
+    for cp in dropped:
+        by_block.setdefault(cp // _BLOCK, []).append(cp)
+    for number, members in sorted(by_block.items()):
+        block = blocks[block_index[number]].copy()
+        for cp in members:
+            char = chr(cp)
+            block[cp % _BLOCK] = _char_bits(char, unicodedata.category(char), normalization,
+                                            expansions, remove_control_chars=False)
+        block_index[number] = len(blocks)
+        blocks.append(block)
+    lengths = [len(e) for e in expansions]
+    return {
+        "block_index": block_index.astype(np.int32),
+        "blocks": np.concatenate(blocks).astype(np.int32),
+        "expansion_values": np.array([c for e in expansions for c in e], np.int32),
+        "expansion_splits": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32),
+    }
 
 
 def build_unicode_tables(normalization=DEFAULT_NORMALIZATION):
@@ -247,33 +333,7 @@ def build_unicode_tables(normalization=DEFAULT_NORMALIZATION):
             if _is_cjk(cp):
                 info[cp] = CJK
             continue
-        bits = 0
-        if char in "\t\n\r":
-            bits |= SPACE
-        elif cp == 0 or cp == 0xFFFD or category in ("Cc", "Cf"):
-            info[cp] = DROP
-            continue
-        if category == "Zs" or char.isspace():
-            bits |= SPACE
-        if _is_punctuation(cp, category):
-            bits |= PUNCT
-        if _is_cjk(cp):
-            bits |= CJK
-        if category not in ("Co", "Cs"):
-            # Python's own "cased" and "case-ignorable" properties, probed
-            # through its final sigma rule: "<c>Σ" gets a final sigma iff c
-            # is cased and not case-ignorable; "A<c>Σ" iff c is either.
-            alone = (char + "Σ").lower()[-1] == "ς"
-            after_cased = ("A" + char + "Σ").lower()[-1] == "ς"
-            if alone:
-                bits |= CASED
-            elif after_cased:
-                bits |= CASE_IGNORABLE
-            uncased = _normalized_form(char, normalization)
-            if uncased != char:
-                bits |= len(expansions) << EXPANSION_SHIFT
-                expansions.append([ord(c) for c in uncased])
-        info[cp] = bits
+        info[cp] = _char_bits(char, category, normalization, expansions)
     # Two-level table: identical 256-code-point blocks are stored once.
     block_rows = info.reshape([-1, _BLOCK])
     unique_blocks, block_index = np.unique(

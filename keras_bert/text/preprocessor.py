@@ -249,7 +249,7 @@ class BertPreprocessor(keras.layers.Layer):
             inputs = tuple(_strings(x, nested=False) for x in inputs)
         if inputs_b is None:
             return super().__call__(inputs, **kwargs)
-        return super().__call__(inputs, _strings(inputs_b, nested=False), **kwargs)
+        return super().__call__(inputs, _second_texts(inputs_b), **kwargs)
 
     def call(self, inputs, inputs_b=None):
         if inputs_b is not None:
@@ -364,6 +364,21 @@ def _strings(value, nested=True):
     if nested and isinstance(value, (list, tuple)) and not _is_flat(value):
         return value
     return as_string_tensor(value)
+
+
+def _second_texts(value):
+    """The second texts of pairs, or a clear error for what is not text (labels)."""
+    texts = _strings(value, nested=False)
+    dtype = getattr(texts, "dtype", None)
+    kind = getattr(dtype, "kind", None)  # A NumPy dtype's; a tf.DType has none.
+    if dtype is None or (kind is None and dtype != "string") or (
+            kind is not None and kind not in "USO"):
+        raise ValueError(
+            "BertPreprocessor's second argument is the second text of a pair "
+            f"(texts_a, texts_b). Received: {value!r:.80}, not text. Labels and sample "
+            "weights go to model.fit(x, y, sample_weight=...); in a tf.data pipeline, "
+            "map with lambda x, y: (preprocessor(x), y).")
+    return texts
 
 
 def _is_flat(value):

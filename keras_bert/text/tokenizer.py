@@ -287,6 +287,13 @@ class BertTokenizer(keras.layers.Layer):
             before ".", ",", "!", "?" and in "n't", "'s", ... as
             transformers' decode does ("unwanted, running"); False keeps
             the pieces as joined ("unwanted , running").
+        remove_control_chars: bool. True (BERT): step 1 deletes control and
+            format characters. False (transformers' `BasicTokenizer`
+            option): they are kept as characters of their words ("\u200e"
+            is a word, "a\u00adb" one word), a separator where Python's
+            `str.isspace()` is True (U+0085, U+001C-U+001F); U+0000 and
+            invalid UTF-8 are still deleted. Texts holding one take the
+            per-character path.
         **kwargs: passed to `keras.layers.Layer`.
 
     Attributes:
@@ -322,6 +329,7 @@ class BertTokenizer(keras.layers.Layer):
         never_split=None,
         special_tokens_in_strings=False,
         clean_up_tokenization_spaces=False,
+        remove_control_chars=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -329,7 +337,8 @@ class BertTokenizer(keras.layers.Layer):
                 ("lowercase", lowercase),
                 ("tokenize_chinese_chars", tokenize_chinese_chars),
                 ("special_tokens_in_strings", special_tokens_in_strings),
-                ("clean_up_tokenization_spaces", clean_up_tokenization_spaces)):
+                ("clean_up_tokenization_spaces", clean_up_tokenization_spaces),
+                ("remove_control_chars", remove_control_chars)):
             if not isinstance(value, bool):
                 raise ValueError(
                     f"Expected {name} to be True or False. "
@@ -352,6 +361,7 @@ class BertTokenizer(keras.layers.Layer):
         self.never_split = _check_never_split(never_split)
         self.special_tokens_in_strings = special_tokens_in_strings
         self.clean_up_tokenization_spaces = clean_up_tokenization_spaces
+        self.remove_control_chars = remove_control_chars
         self.vocabulary_file = None
         self._vocabulary = None
         if vocabulary is not None:
@@ -398,7 +408,8 @@ class BertTokenizer(keras.layers.Layer):
         with tf.init_scope(), tf.device("/CPU:0"):
             self._tables = {
                 name: tf.constant(array)
-                for name, array in _unicode.unicode_tables(normalization).items()
+                for name, array in _unicode.unicode_tables(
+                    normalization, self.remove_control_chars).items()
             }
             self._vocab_tensor = tf.constant(tokens, tf.string)
             self._never_split = (
@@ -873,6 +884,7 @@ class BertTokenizer(keras.layers.Layer):
                 "never_split": list(self.never_split) or None,
                 "special_tokens_in_strings": self.special_tokens_in_strings,
                 "clean_up_tokenization_spaces": self.clean_up_tokenization_spaces,
+                "remove_control_chars": self.remove_control_chars,
             }
         )
         return config

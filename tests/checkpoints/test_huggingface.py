@@ -181,14 +181,17 @@ def test_tokenizer_settings_of_the_folder_are_kept(tmp_path):
     folder = hf_folder(tmp_path)
     with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
         json.dump({"do_lower_case": True, "strip_accents": False,
-                   "tokenize_chinese_chars": False, "never_split": ["[X]"]}, f)
+                   "tokenize_chinese_chars": False, "never_split": ["[X]"],
+                   "remove_control_chars": False}, f)
     out = str(tmp_path / "model")
     report = convert_checkpoint(folder, out, check=False)
     assert report.text_settings["tokenizer_options"] == {
-        "strip_accents": False, "tokenize_chinese_chars": False, "never_split": ["[X]"]}
+        "strip_accents": False, "tokenize_chinese_chars": False, "never_split": ["[X]"],
+        "remove_control_chars": False}
     tokenizer = BertEncoder.from_pretrained(out).preprocessor.tokenizer
     assert (tokenizer.lowercase, tokenizer.strip_accents, tokenizer.tokenize_chinese_chars,
-            list(tokenizer.never_split)) == (True, False, False, ["[X]"])
+            list(tokenizer.never_split), tokenizer.remove_control_chars) == (
+        True, False, False, ["[X]"], False)
 
 
 def _write_tokenizer_json(folder, words, lowercase=True, strip_accents=None):

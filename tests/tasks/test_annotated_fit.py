@@ -156,8 +156,12 @@ def test_span_labeler_fits_squad_answers_with_windows(model_dir):
     columns = {"text": [a["text"] for a in ANSWERS],
                "answer_start": [a["answer_start"] for a in ANSWERS]}
     singles = [{"text": a["text"][0], "answer_start": a["answer_start"][0]} for a in ANSWERS]
+    # Flat columns, one answer (str, int) per question; as arrays too.
+    flat = {"text": [a["text"][0] for a in ANSWERS],
+            "answer_start": [a["answer_start"][0] for a in ANSWERS]}
+    flat_arrays = {k: np.array(v) for k, v in flat.items()}
     first = qa.evaluate((QUESTIONS, CONTEXTS), ANSWERS, verbose=0)[0]
-    for answers in (columns, singles):
+    for answers in (columns, singles, flat, flat_arrays):
         assert qa.evaluate((QUESTIONS, CONTEXTS), answers, verbose=0)[0] == \
             pytest.approx(first, rel=1e-5)
     out = qa.predict((QUESTIONS[1:2], CONTEXTS[1:2]))
@@ -171,6 +175,13 @@ def test_span_labeler_refuses_an_offset_that_misses_its_text(model_dir):
         qa.fit((QUESTIONS, CONTEXTS), answers, verbose=0)
     with pytest.raises(ValueError, match=r"one answer entry per question \(3\)\. Received: 2"):
         qa.fit((QUESTIONS, CONTEXTS), ANSWERS[:2], verbose=0)
+    with pytest.raises(ValueError, match=r"one entry per question in each column.*"
+                                         r"Received: text='john'"):
+        qa.fit((QUESTIONS[:1], CONTEXTS[:1]), {"text": "john", "answer_start": 0}, verbose=0)
+    with pytest.raises(ValueError, match=r"answers\[1\] answer_start must be an int.*"
+                                         r"answer_start='4'"):
+        qa.fit((QUESTIONS[:2], CONTEXTS[:2]),
+               {"text": ["john", "paris"], "answer_start": [0, "4"]}, verbose=0)
     # A question without answers (SQuAD v2.0) trains toward [CLS].
     features, targets = next(iter(qa._text_dataset(
         (QUESTIONS[:1], CONTEXTS[:1]), [{"text": [], "answer_start": []}])))

@@ -1,7 +1,7 @@
 """BertTokenizer's transformers options, id for id with transformers' slow BertTokenizer.
 
 Each option (strip_accents, tokenize_chinese_chars, never_split,
-special_tokens_in_strings) and some mixes of them, on generated hard strings
+special_tokens_in_strings, remove_control_chars) and mixes of them, on generated hard strings
 (scripts, combining marks, controls, CJK, emoji, long words, special tokens
 written in the text), in Python and in a reloaded SavedModel; the LiteRT
 tokenizer follows strip_accents (tests/export/test_tflite_text.py runs it in
@@ -13,6 +13,7 @@ default configuration checks.
 """
 
 import keras
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -22,6 +23,7 @@ from keras_bert.text.vocab import SPECIAL_TOKENS
 from tests.text.hard_texts import hard_texts, hard_texts_vocabulary
 
 legacy = pytest.importorskip("transformers.models.bert.tokenization_bert_legacy")
+_is_whitespace = legacy._is_whitespace
 
 NUM_TEXTS = 2000
 NEVER_SPLIT = ["hello!", "Héllo", "C++", "e-mail", "ΣΟΦΟΣ", "naïve", "##x"]
@@ -46,24 +48,44 @@ CONFIGS = {
         {"lowercase": False, "never_split": NEVER_SPLIT},
         {"do_lower_case": False, "never_split": NEVER_SPLIT, "split_special_tokens": True}),
     "special_tokens_in_strings": ({"special_tokens_in_strings": True}, {}),
+    "keep_control_chars": (
+        {"remove_control_chars": False},
+        {"remove_control_chars": False, "split_special_tokens": True}),
     "mixed": (
         {"strip_accents": False, "tokenize_chinese_chars": False,
-         "never_split": NEVER_SPLIT, "special_tokens_in_strings": True},
+         "never_split": NEVER_SPLIT, "special_tokens_in_strings": True,
+         "remove_control_chars": False},
         {"strip_accents": False, "tokenize_chinese_chars": False,
-         "never_split": NEVER_SPLIT}),
+         "never_split": NEVER_SPLIT, "remove_control_chars": False}),
 }
+# The SavedModel test's configs: "mixed" carries remove_control_chars=False there (one
+# signature fewer to trace and load).
+SAVED_CONFIGS = [name for name in CONFIGS if name != "keep_control_chars"]
+# Control and format characters as tokens, reached only with remove_control_chars=False.
+CONTROL_TOKENS = ["\u00ad", "##\u00ad", "\u200b", "##\u200b", "\x07", "##\x07", "\x7f"]
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     texts = hard_texts(NUM_TEXTS)
-    vocab = hard_texts_vocabulary(texts)
+    vocab = hard_texts_vocabulary(texts) + CONTROL_TOKENS
     path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
     path.write_text("".join(t + "\n" for t in vocab), encoding="utf-8")
     return texts, vocab, str(path)
 
 
+def _keeping_control_chars(basic_tokenizer):
+    """transformers' BasicTokenizer clean-up less the deletion of "C" characters (the
+    option `remove_control_chars=False` of transformers' own test file): U+0000 and U+FFFD
+    are still deleted, whitespace still becomes " "."""
+    def clean(text):
+        return "".join(" " if _is_whitespace(c) else c for c in text if c not in "\x00\ufffd")
+
+    basic_tokenizer._clean_text = clean
+
+
 def _transformers_ids(path, texts, options):
     options = dict(options)
+    keep_controls = not options.pop("remove_control_chars", True)
     if options.pop("split_special_tokens", False):
         # Special tokens as text, google-research/bert's rule. (`tokenize` with
         # split_special_tokens=True still keeps a whitespace-separated "[CLS]"
@@ -73,6 +95,8 @@ def _transformers_ids(path, texts, options):
     else:
         reference = legacy.BertTokenizerLegacy(path, **options)
         tokenize = reference.tokenize
+    if keep_controls:
+        _keeping_control_chars(reference.basic_tokenizer)
     return [reference.convert_tokens_to_ids(tokenize(t)) for t in texts]
 
 
@@ -143,7 +167,8 @@ def test_saved_model_follows_every_option(setup, expected, tokenizers, tmp_path)
     texts = setup[0]
     module = tf.Module()
     signatures = {}
-    for name, tokenizer in tokenizers.items():
+    for name in SAVED_CONFIGS:
+        tokenizer = tokenizers[name]
         setattr(module, name, tokenizer)
         fn = tf.function(
             lambda t, tokenizer=tokenizer: {"ids": tokenizer(t).to_tensor(-1)},
@@ -155,7 +180,7 @@ def test_saved_model_follows_every_option(setup, expected, tokenizers, tmp_path)
     assert set(ops) <= set(ALLOWED_TEXT_OPS), ops
     loaded = tf.saved_model.load(str(tmp_path / "tokenizers"))
     batch = tf.constant(texts[:500])
-    for name in CONFIGS:
+    for name in SAVED_CONFIGS:
         got = loaded.signatures[name](batch)["ids"].numpy()
         assert [[i for i in row if i >= 0] for row in got.tolist()] == expected[name][:500], name
 
@@ -261,6 +286,7 @@ def test_missing_vocabulary_file_is_a_value_error_and_file_not_found(tmp_path):
     ({"tokenize_chinese_chars": 1}, "tokenize_chinese_chars=1"),
     ({"special_tokens_in_strings": None}, "special_tokens_in_strings=None"),
     ({"clean_up_tokenization_spaces": "no"}, "clean_up_tokenization_spaces='no'"),
+    ({"remove_control_chars": 0}, "remove_control_chars=0"),
     ({"never_split": "hello"}, r"never_split=\['hello'\]"),
     ({"never_split": ["a b"]}, "'a b'"),
     ({"never_split": [""]}, "''"),
@@ -280,6 +306,49 @@ def test_lite_tokenizer_follows_accent_options_and_refuses_the_others(setup, tok
         assert lite(tf.constant(texts)).to_list() == tokenizer(tf.constant(texts)).to_list(), name
     for name, option in (("no_chinese_chars", "tokenize_chinese_chars=False"),
                          ("never_split", "never_split="),
-                         ("special_tokens_in_strings", "special_tokens_in_strings=True")):
+                         ("special_tokens_in_strings", "special_tokens_in_strings=True"),
+                         ("keep_control_chars", "remove_control_chars=False")):
         with pytest.raises(ValueError, match=f"option {option}.*--format saved_model"):
             LiteTokenizer(tokenizers[name])
+
+
+def _control_chars_classifier(model_dir):
+    from keras_bert import BertClassifier
+    from keras_bert.text import BertPreprocessor
+
+    model = BertClassifier.from_pretrained(model_dir, num_classes=2)
+    tokenizer = BertTokenizer(model.preprocessor.tokenizer.vocabulary,
+                              remove_control_chars=False)
+    model.preprocessor = BertPreprocessor(tokenizer, sequence_length=None, max_seq_length=32)
+    return model
+
+
+def test_remove_control_chars_is_saved_with_the_model_and_refused_by_litert(tiny_model_dir):
+    from keras_bert.export import build_serving_module
+    from keras_bert.export.tflite import convert_module
+
+    model = _control_chars_classifier(tiny_model_dir)
+    # What save_pretrained writes into task.json (the slow test below reads it back).
+    assert model.preprocessor.saved_settings()["tokenizer_options"] == {
+        "remove_control_chars": False}
+    with pytest.raises(ValueError, match="remove_control_chars=False.*--format saved_model"):
+        convert_module(build_serving_module(model))
+
+
+@pytest.mark.slow
+def test_remove_control_chars_is_followed_by_the_saved_model_export(tiny_model_dir, tmp_path):
+    from keras_bert.export import export_model
+
+    model = _control_chars_classifier(tiny_model_dir)
+    texts = ["the\u00adfilm", "a\x07b c", "good movie", "\u200b"]
+    # Kept, the characters change the ids (here: [UNK] words), so the answers.
+    kept = model.preprocessor.tokenizer(texts).to_list()
+    assert kept != BertTokenizer(model.preprocessor.tokenizer.vocabulary)(texts).to_list()
+    # Exported from the model directory: the option is read back from task.json.
+    model.save_pretrained(str(tmp_path / "clf"))
+    export_dir = export_model(str(tmp_path / "clf"), str(tmp_path / "exports" / "clf"),
+                              warmup=False)
+    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    got = serve(text=tf.constant(texts))
+    np.testing.assert_allclose(got["probabilities"].numpy(),
+                               tf.nn.softmax(model.predict(texts, verbose=0)).numpy(), atol=1e-5)

@@ -1,6 +1,9 @@
 """BertSpanLabeler: start and end logits for extractive question answering."""
 
+import numbers
+
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
@@ -74,8 +77,9 @@ class BertSpanLabeler(BertTask):
     `fit((questions, contexts), answers)`, one answer entry per question,
     each `{"text": [...], "answer_start": [...]}` (character offsets into
     the context; a bare str / int for a single answer; empty lists for a
-    SQuAD v2.0 question without answer), or Hugging Face's column form
-    `{"text": [[...], ...], "answer_start": [[...], ...]}`. Contexts are cut
+    SQuAD v2.0 question without answer), or columns: Hugging Face's form
+    `{"text": [[...], ...], "answer_start": [[...], ...]}`, or one answer
+    per question `{"text": ["John", ...], "answer_start": [0, ...]}`. Contexts are cut
     into windows and answers labeled as the SQuAD reader does
     (`reader.squad_features`, the first answer whose offsets match its
     text), with task.json's `doc_stride` and `max_query_length` (default
@@ -170,13 +174,11 @@ def _is_answers(y):
 def _answer_rows(y, count):
     """SQuAD answers -> one list of {"text": str, "answer_start": int} per question."""
     if isinstance(y, dict):
-        texts, starts = y.get("text"), y.get("answer_start")
-        if not (isinstance(texts, (list, tuple)) and isinstance(starts, (list, tuple))
-                and all(isinstance(v, (list, tuple)) for v in list(texts) + list(starts))):
+        texts, starts = _answer_column(y, "text"), _answer_column(y, "answer_start")
+        if len(texts) != len(starts):
             raise ValueError(
-                "A dict of answers holds one list per question in each column: "
-                "{'text': [['John'], ...], 'answer_start': [[0], ...]}. For one question, "
-                "pass a list of one answer dict: [{'text': ['John'], 'answer_start': [0]}].")
+                f"A dict of answers holds one entry per question in each column. Received: "
+                f"{len(texts)} texts and {len(starts)} answer_start values.")
         y = [{"text": t, "answer_start": s} for t, s in zip(texts, starts)]
     if len(y) != count:
         raise ValueError(
@@ -188,12 +190,32 @@ def _answer_rows(y, count):
             texts = [texts]
         if not isinstance(starts, (list, tuple)) and not hasattr(starts, "__len__"):
             starts = [starts]
-        texts, starts = list(texts), [int(s) for s in starts]
+        texts, starts = list(texts), list(starts)
+        for start in starts:
+            if isinstance(start, bool) or not isinstance(start, numbers.Integral):
+                raise ValueError(
+                    f"answers[{i}] answer_start must be an int character offset (or a list "
+                    f"of them). Received: answer_start={answer.get('answer_start')!r}.")
         if len(texts) != len(starts):
             raise ValueError(
                 f"answers[{i}] has {len(texts)} texts but {len(starts)} answer_start "
                 f"offsets; give one offset per answer text.")
         rows.append([{"text": t.decode("utf-8") if isinstance(t, bytes) else t,
-                      "answer_start": s} for t, s in zip(texts, starts)])
+                      "answer_start": int(s)} for t, s in zip(texts, starts)])
     return rows
 
+
+def _answer_column(y, name):
+    """Column `name` of a dict of answers as a list, one entry per question: a list of
+    answers (Hugging Face's `datasets` form, [["John"], ...]) or one answer ("John", 0)."""
+    column = y.get(name)
+    if isinstance(column, np.ndarray) and column.ndim >= 1:
+        column = column.tolist()
+    if not isinstance(column, (list, tuple)):
+        raise ValueError(
+            "A dict of answers holds one entry per question in each column: "
+            "{'text': ['John', ...], 'answer_start': [0, ...]} (one answer each) or "
+            "{'text': [['John'], ...], 'answer_start': [[0], ...]}. Received: "
+            f"{name}={column!r}. For one question, pass a list of one answer dict: "
+            "[{'text': 'John', 'answer_start': 0}].")
+    return list(column)
