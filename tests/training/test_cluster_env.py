@@ -126,3 +126,21 @@ def test_resolve_strategy_sets_the_built_tf_config(monkeypatch):
     monkeypatch.setenv("JOB_COMPLETION_INDEX", "5")
     with pytest.raises(ValueError, match="JOB_COMPLETION_INDEX=5"):
         resolve_strategy("multiworker")
+
+
+def test_legacy_keras_without_tf_keras_is_unset(monkeypatch):
+    # Ray Train sets TF_USE_LEGACY_KERAS=1; tensorflow_text's import then needs tf_keras.
+    import importlib.util
+
+    import keras_bert
+
+    environ = {"TF_USE_LEGACY_KERAS": "1", "OTHER": "x"}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.warns(UserWarning, match="tf_keras is not installed"):
+        assert keras_bert._drop_unusable_legacy_keras(environ)
+    assert environ == {"OTHER": "x"}
+    assert not keras_bert._drop_unusable_legacy_keras({"TF_USE_LEGACY_KERAS": "0"})
+    # With tf_keras installed the variable is the user's choice.
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
+    kept = {"TF_USE_LEGACY_KERAS": "True"}
+    assert not keras_bert._drop_unusable_legacy_keras(kept) and kept == {"TF_USE_LEGACY_KERAS": "True"}
