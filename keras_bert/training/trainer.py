@@ -382,6 +382,9 @@ class Trainer:
             return tf.distribute.get_replica_context().all_reduce(
                 tf.distribute.ReduceOp.SUM, tf.identity(stop_vote))
 
+        # The same all-reduce alone: a barrier (every worker has called it).
+        self._barrier = tf.function(lambda: self.strategy.run(sum_votes))
+
         @tf.function
         def train_function(iterator):
             for _ in tf.range(micro_steps):
@@ -464,6 +467,10 @@ class Trainer:
             # must save; it removes what it wrote there, nothing else.
             directory = self._state_manager.directory
             remove_own(directory, own_checkpoint_files(directory))
+        if self.num_workers > 1:
+            # The unit is whole once every worker wrote its part: only then may
+            # the chief go on (and, at the end, remove the checkpoint folder).
+            self._collective(self._barrier, step)
 
     def _first_non_finite(self):
         """The first float model weight holding NaN or inf, or None."""
@@ -496,10 +503,11 @@ class Trainer:
 
     # --- The loop --------------------------------------------------------
 
-    def _run_step(self, step):
-        """One call of the train function; a lost peer becomes `WorkerLostError`."""
+    def _collective(self, function, step, *args):
+        """`function(*args)`, a step or barrier of all workers; a lost peer
+        becomes `WorkerLostError`."""
         try:
-            return self._train_function(self._iterator)
+            return function(*args)
         except _PEER_ERRORS as e:
             if self.num_workers == 1:
                 raise
@@ -568,7 +576,7 @@ class Trainer:
                 callbacks.on_train_batch_begin(step)
                 if self._stop_requested.is_set():
                     self._stop_vote.assign(float(self._stop_signal))
-                results = self._run_step(step)
+                results = self._collective(self._train_function, step, self._iterator)
                 step += self.steps_per_execution
                 self.step.assign(step)
                 logs = {name: float(value) for name, value in results.items()}
