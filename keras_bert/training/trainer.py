@@ -511,11 +511,11 @@ class Trainer:
         except _PEER_ERRORS as e:
             if self.num_workers == 1:
                 raise
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            # The message itself is a graph-execution dump; its class says enough.
             kept = self._kept()
             raise WorkerLostError(
                 f"Worker {self.task_id} of {self.num_workers}: another worker stopped answering "
-                f"after step {step} (killed, or its machine lost): {first}. "
+                f"after step {step} (killed, or its machine lost; {type(e).__name__}). "
                 f"{kept[0].upper()}{kept[1:]}; start every worker again with the same command "
                 "to resume.", step) from None
 
