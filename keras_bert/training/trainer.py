@@ -19,7 +19,12 @@ and Keras callbacks (progress bar, TensorBoard, ...), and owns:
   step, every `checkpoint_every` steps, plus one data-iterator checkpoint per
   worker. On restart the latest checkpoint is restored automatically;
 - numbers: a non-finite loss or weight stops the run (`NonFiniteError`)
-  before anything of that step is saved or shown to callbacks.
+  before anything of that step is saved or shown to callbacks;
+- stopping: SIGTERM or Ctrl-C saves the current step and raises
+  `TrainingInterrupted`. With several workers every step also sums the
+  workers' stop votes (one scalar all-reduce), so a signal to any worker
+  stops all at one step, each saving it; a save ends with a barrier; a
+  peer that vanished mid-collective becomes `WorkerLostError`.
 
 A checkpoint is one unit: every worker's data-iterator checkpoint
 (data-worker-K/ckpt-N) is written first, then the model/optimizer/step
