@@ -15,12 +15,37 @@ keras.models.load_model("m.keras")` works in either order.
 
 import importlib.abc
 import importlib.util
+import os
 import sys
+import warnings
 
 from keras_bert import sources as _sources
 from keras_bert._lazy import lazy_exports
 
 __version__ = "0.1.0"
+
+
+def _drop_unusable_legacy_keras(environ):
+    """Unsets TF_USE_LEGACY_KERAS when tf_keras is not installed (returns True then).
+
+    Ray Train sets TF_USE_LEGACY_KERAS=1 in its TensorFlow workers. Without
+    tf_keras, TensorFlow then fails every `tf.keras` use, tensorflow_text's
+    import among them ("Keras cannot be imported"), although keras_bert
+    needs only Keras 3: routed to Keras 3, nothing that could have worked
+    breaks. With tf_keras installed the variable is left alone.
+    """
+    if environ.get("TF_USE_LEGACY_KERAS") not in ("true", "True", "1"):
+        return False
+    if importlib.util.find_spec("tf_keras") is not None:
+        return False
+    del environ["TF_USE_LEGACY_KERAS"]
+    warnings.warn("TF_USE_LEGACY_KERAS is set (Ray Train sets it) but tf_keras is not "
+                  "installed: keras_bert unset it, so tf.keras is Keras 3 in this process.",
+                  stacklevel=3)
+    return True
+
+
+_drop_unusable_legacy_keras(os.environ)
 
 
 def _resolve_checkpoint(source):

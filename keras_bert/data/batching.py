@@ -44,16 +44,23 @@ def training_batches(dataset, batch_size, max_seq_length, seed=None, input_pipel
         batch_size: int, examples per batch (this input pipeline's share).
         max_seq_length: int, no example is longer.
         seed: int or None, shuffle seed (reshuffled every pass).
-        input_pipeline_id, num_input_pipelines: ints; pipeline i of n reads
-            every n-th example (multi-worker training).
+        input_pipeline_id, num_input_pipelines: ints (multi-worker
+            training). With a seed, every pipeline draws the same batches of
+            n * `batch_size` and keeps its slice, i of n: together the
+            workers train on the batches of one process with the global
+            batch size. Without one, pipeline i reads every n-th example.
         padding_values: structure like an element, or None for 0 everywhere
             (token labels pad with -1 = ignored).
 
     Returns:
         A `tf.data.Dataset` of batches.
     """
-    if num_input_pipelines > 1:
+    drawn = batch_size  # Examples per batch drawn from the shuffled stream.
+    if num_input_pipelines > 1 and seed is None:
+        # Unseeded shuffles differ per worker: each reads its own examples.
         dataset = dataset.shard(num_input_pipelines, input_pipeline_id)
+    elif num_input_pipelines > 1:
+        drawn = batch_size * num_input_pipelines
     size = dataset.cardinality()
     buffer = int(size) if size > 0 else 10_000
     dataset = dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True).repeat()
@@ -61,11 +68,19 @@ def training_batches(dataset, batch_size, max_seq_length, seed=None, input_pipel
     dataset = dataset.bucket_by_sequence_length(
         _length,
         bucket_boundaries=[edge + 1 for edge in edges],
-        bucket_batch_sizes=[batch_size] * (len(edges) + 1),
+        bucket_batch_sizes=[drawn] * (len(edges) + 1),
         padding_values=padding_values,
         pad_to_bucket_boundary=True,
         drop_remainder=True,
     )
+    if drawn != batch_size:
+        start = input_pipeline_id * batch_size
+
+        def keep_slice(*element):  # tf.data passes a tuple element's parts.
+            element = tf.nest.map_structure(lambda t: t[start:start + batch_size], element)
+            return element if len(element) > 1 else element[0]
+
+        dataset = dataset.map(keep_slice)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 

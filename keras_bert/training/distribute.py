@@ -1,11 +1,187 @@
-"""Choosing a tf.distribute strategy, and facts about this worker."""
+"""Choosing a tf.distribute strategy, and facts about this worker.
+
+Where TF_CONFIG comes from: a scheduler that sets it (TFJob, Ray Train,
+Vertex AI's prebuilt containers) or the user; else `cluster_tf_config`
+builds it from what the scheduler does give: Vertex AI's CLUSTER_SPEC, or
+on Kubernetes (Indexed Job, JobSet) the completion index plus the
+KERAS_BERT_WORKER_* variables. docs/cluster.md shows each setup.
+"""
 
 import json
+import logging
 import os
+import socket
 
 import tensorflow as tf
 
 STRATEGIES = ("auto", "cpu", "mirrored", "multiworker", "tpu")
+
+logger = logging.getLogger(__name__)
+
+# The variables `cluster_tf_config` reads on Kubernetes (docs/cluster.md).
+WORKER_HOSTS_ENV = "KERAS_BERT_WORKER_HOSTS"  # "host0:port,host1:port,...", index order.
+NUM_WORKERS_ENV = "KERAS_BERT_NUM_WORKERS"  # Or N, with the pods' headless Service:
+WORKER_SERVICE_ENV = "KERAS_BERT_WORKER_SERVICE"  # hosts PREFIX-i.SERVICE (PREFIX from HOSTNAME).
+WORKER_PORT_ENV = "KERAS_BERT_WORKER_PORT"  # Port of hosts given without one.
+WORKER_INDEX_ENV = "KERAS_BERT_WORKER_INDEX"  # This worker's index (else JOB_COMPLETION_INDEX).
+DEFAULT_WORKER_PORT = 2222
+_KUBERNETES_DOC = "See docs/cluster.md (Kubernetes)."
+_VERTEX_DOC = "See docs/cluster.md (Vertex AI)."
+
+
+def _positive_int(environ, name, doc, minimum=1):
+    raw = environ[name]
+    try:
+        value = int(raw)
+    except ValueError:
+        value = None
+    if value is None or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}. Received: {name}={raw!r}. {doc}")
+    return value
+
+
+def _kubernetes_tf_config(environ):
+    """TF_CONFIG of worker INDEX among the KERAS_BERT_WORKER_HOSTS (or the
+    KERAS_BERT_NUM_WORKERS hosts PREFIX-i.SERVICE of an Indexed Job / JobSet)."""
+    port = (_positive_int(environ, WORKER_PORT_ENV, _KUBERNETES_DOC)
+            if environ.get(WORKER_PORT_ENV) else DEFAULT_WORKER_PORT)
+    index_name = WORKER_INDEX_ENV if environ.get(WORKER_INDEX_ENV) else "JOB_COMPLETION_INDEX"
+    if not environ.get(index_name):
+        raise ValueError(
+            f"{WORKER_HOSTS_ENV} or {NUM_WORKERS_ENV} is set, but not this worker's index: "
+            f"run as a Kubernetes Indexed Job (it sets JOB_COMPLETION_INDEX) or set "
+            f"{WORKER_INDEX_ENV}. {_KUBERNETES_DOC}")
+    index = _positive_int(environ, index_name, _KUBERNETES_DOC, minimum=0)
+    if environ.get(WORKER_HOSTS_ENV):
+        hosts = [h.strip() for h in environ[WORKER_HOSTS_ENV].split(",")]
+        if not all(hosts):
+            raise ValueError(
+                f"{WORKER_HOSTS_ENV} has an empty entry. Received: "
+                f"{WORKER_HOSTS_ENV}={environ[WORKER_HOSTS_ENV]!r}; expected "
+                f"'host0:port,host1:port,...'. {_KUBERNETES_DOC}")
+        hosts = [h if ":" in h else f"{h}:{port}" for h in hosts]
+        if environ.get(NUM_WORKERS_ENV) and _positive_int(
+                environ, NUM_WORKERS_ENV, _KUBERNETES_DOC) != len(hosts):
+            raise ValueError(
+                f"{NUM_WORKERS_ENV}={environ[NUM_WORKERS_ENV]} but {WORKER_HOSTS_ENV} names "
+                f"{len(hosts)} hosts ({environ[WORKER_HOSTS_ENV]!r}). Set one of them.")
+    else:
+        count = _positive_int(environ, NUM_WORKERS_ENV, _KUBERNETES_DOC)
+        service = environ.get(WORKER_SERVICE_ENV)
+        if not service:
+            raise ValueError(
+                f"{NUM_WORKERS_ENV} is set, but not {WORKER_SERVICE_ENV}, the headless Service "
+                f"that names the pods (the pod template's subdomain), nor {WORKER_HOSTS_ENV}. "
+                f"{_KUBERNETES_DOC}")
+        # An Indexed Job's pod is named JOB-INDEX, a JobSet's
+        # JOBSET-REPLICATEDJOB-JOBINDEX-INDEX: the same prefix on every pod.
+        hostname = environ.get("HOSTNAME") or socket.gethostname()
+        suffix = f"-{index}"
+        if not hostname.endswith(suffix) or len(hostname) == len(suffix):
+            raise ValueError(
+                f"The host name {hostname!r} does not end with -{index} ({index_name}), as an "
+                f"Indexed Job's or a JobSet's pods do, so the other workers' names are unknown. "
+                f"Set {WORKER_HOSTS_ENV} instead. {_KUBERNETES_DOC}")
+        prefix = hostname[:-len(suffix)]
+        hosts = [f"{prefix}-{i}.{service}:{port}" for i in range(count)]
+    if len(set(hosts)) != len(hosts):
+        raise ValueError(f"{WORKER_HOSTS_ENV} names a host twice: {hosts}. {_KUBERNETES_DOC}")
+    if index >= len(hosts):
+        raise ValueError(
+            f"{index_name}={index} is not below the number of workers ({len(hosts)}: "
+            f"{hosts}). Give every worker's host, in index order. {_KUBERNETES_DOC}")
+    return {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": index}}
+
+
+def _vertex_tf_config(raw):
+    """TF_CONFIG of Vertex AI's CLUSTER_SPEC: workerpool0 (the primary
+    replica) is the chief, workerpool1's replicas are the workers."""
+    try:
+        spec = json.loads(raw)
+        cluster, task = spec["cluster"], spec["task"]
+        task_type, index = task["type"], int(task.get("index", 0))
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(
+            f"CLUSTER_SPEC is not Vertex AI's JSON {{\"cluster\": {{\"workerpool0\": [...], ...}}, "
+            f"\"task\": {{\"type\": ..., \"index\": ...}}}} ({type(e).__name__}: {e}). "
+            f"Received: {raw!r}. {_VERTEX_DOC}") from None
+    chief = cluster.get("workerpool0") or []
+    if len(chief) != 1:
+        raise ValueError(
+            f"CLUSTER_SPEC's workerpool0 (the primary replica) must hold one host. Received: "
+            f"{chief!r}. Set replicaCount 1 on the first worker pool. {_VERTEX_DOC}")
+    others = {pool: cluster[pool] for pool in ("workerpool2", "workerpool3") if cluster.get(pool)}
+    if others or task_type not in ("workerpool0", "workerpool1"):
+        raise ValueError(
+            f"keras_bert trains with MultiWorkerMirroredStrategy, where every replica is a "
+            f"worker: parameter servers, a Reduction Server (workerpool2) and evaluators "
+            f"(workerpool3) have no part. Received: task type {task_type!r}, other pools "
+            f"{sorted(others)}. Put the workers in workerpool1 only. {_VERTEX_DOC}")
+    tf_config = {"cluster": {"chief": list(chief)}}
+    if cluster.get("workerpool1"):
+        tf_config["cluster"]["worker"] = list(cluster["workerpool1"])
+    count = len(tf_config["cluster"].get("worker", [])) if task_type == "workerpool1" else 1
+    if not 0 <= index < count:
+        raise ValueError(f"CLUSTER_SPEC's task index {index} is not in {task_type} "
+                         f"({count} replicas). Received: {raw!r}. {_VERTEX_DOC}")
+    tf_config["task"] = ({"type": "chief", "index": 0} if task_type == "workerpool0"
+                         else {"type": "worker", "index": index})
+    return tf_config
+
+
+def cluster_tf_config(environ=None):
+    """The TF_CONFIG that this process's scheduler implies, when TF_CONFIG is unset.
+
+    Read in this order (the first that applies wins):
+    1. TF_CONFIG set (by the user, TFJob, Ray Train, Vertex AI's prebuilt
+       containers): None, nothing to build.
+    2. CLUSTER_SPEC (Vertex AI custom jobs): workerpool0 is the chief,
+       workerpool1 the workers.
+    3. Kubernetes (Indexed Job or JobSet): KERAS_BERT_WORKER_HOSTS
+       ("host:port,..." in index order), or KERAS_BERT_NUM_WORKERS with
+       KERAS_BERT_WORKER_SERVICE (the pods' headless Service: hosts are
+       PREFIX-i.SERVICE, PREFIX being this pod's host name without its
+       "-INDEX"); this worker's index from KERAS_BERT_WORKER_INDEX, else
+       JOB_COMPLETION_INDEX; KERAS_BERT_WORKER_PORT (default 2222) for
+       hosts given without a port.
+    4. None of them: None (one process).
+
+    JOB_COMPLETION_INDEX alone builds nothing: an Indexed Job may run
+    independent single-worker jobs.
+
+    Args:
+        environ: mapping of environment variables (default `os.environ`).
+
+    Returns:
+        dict (TF_CONFIG's JSON value) or None.
+
+    Raises:
+        ValueError: an incomplete or contradictory environment, naming the
+            variable and what to set.
+
+    Example:
+    >>> cluster_tf_config({"KERAS_BERT_WORKER_HOSTS": "w0:2222,w1:2222",
+    ...                    "JOB_COMPLETION_INDEX": "1"})
+    {'cluster': {'worker': ['w0:2222', 'w1:2222']}, 'task': {'type': 'worker', 'index': 1}}
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get("TF_CONFIG"):
+        return None
+    if environ.get("CLUSTER_SPEC"):
+        return _vertex_tf_config(environ["CLUSTER_SPEC"])
+    if environ.get(WORKER_HOSTS_ENV) or environ.get(NUM_WORKERS_ENV):
+        return _kubernetes_tf_config(environ)
+    return None
+
+
+def _set_tf_config():
+    """Sets TF_CONFIG from `cluster_tf_config` when that builds one
+    (MultiWorkerMirroredStrategy's resolver reads the variable)."""
+    built = cluster_tf_config()
+    if built is not None:
+        os.environ["TF_CONFIG"] = json.dumps(built)
+        source = "CLUSTER_SPEC" if os.environ.get("CLUSTER_SPEC") else "KERAS_BERT_WORKER_*"
+        logger.info("TF_CONFIG built from %s: %s", source, os.environ["TF_CONFIG"])
 
 
 def _cluster_workers():
@@ -54,14 +230,16 @@ def resolve_strategy(name="auto", tpu=None):
 
     - "auto": a TPU if one is named (`tpu`, $TPU_NAME) or attached; else
       MultiWorkerMirroredStrategy when $TF_CONFIG names more than one
-      worker; else MirroredStrategy over all GPUs when there are several;
+      worker (TF_CONFIG unset: built by `cluster_tf_config` from Vertex
+      AI's or Kubernetes' variables, and set in `os.environ`); else MirroredStrategy over all GPUs when there are several;
       else the default strategy (one device).
     - "cpu": OneDeviceStrategy on /cpu:0, even with GPUs present.
     - "mirrored": MirroredStrategy over all local GPUs, or over all logical
       CPU devices when there is no GPU (several only if configured with
       `tf.config.set_logical_device_configuration`, as tests do).
     - "multiworker": MultiWorkerMirroredStrategy; the cluster comes from
-      $TF_CONFIG (one process per machine, same command on each).
+      $TF_CONFIG, or as for "auto" (one process per machine, same command
+      on each).
     - "tpu": TPUStrategy through `TPUClusterResolver(tpu)`. Untested here
       (no TPU); it is the standard Cloud TPU setup.
 
@@ -72,6 +250,8 @@ def resolve_strategy(name="auto", tpu=None):
     """
     if name not in STRATEGIES:
         raise ValueError(f"Expected strategy to be one of {STRATEGIES}. Received: {name!r}")
+    if name in ("auto", "multiworker"):
+        _set_tf_config()
     if name == "auto":
         if _tpu_reachable(tpu):
             return _tpu_strategy(tpu)
@@ -89,7 +269,9 @@ def resolve_strategy(name="auto", tpu=None):
             raise ValueError(
                 "strategy='multiworker' needs TF_CONFIG naming the cluster, e.g. "
                 '{"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
-                '"task": {"type": "worker", "index": 0}} on the first machine.'
+                '"task": {"type": "worker", "index": 0}} on the first machine, or the '
+                "variables of Vertex AI (CLUSTER_SPEC) or of a Kubernetes Indexed Job "
+                f"({WORKER_HOSTS_ENV} and JOB_COMPLETION_INDEX); see docs/cluster.md."
             )
         return tf.distribute.MultiWorkerMirroredStrategy()
     return _tpu_strategy(tpu)

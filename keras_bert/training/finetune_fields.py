@@ -54,8 +54,10 @@ class FinetuneFields:
         "compiles every length bucket and was no faster; TPUStrategy compiles anyway).",
         choices=JIT_COMPILE_CHOICES)
     strategy: str = field(
-        "auto", "auto: TPU if attached, multiworker if TF_CONFIG names >1 worker, mirrored if "
-        ">1 GPU, else one device.", choices=STRATEGIES)
+        "auto", "auto: TPU if attached, multiworker if TF_CONFIG names >1 worker (TF_CONFIG "
+        "unset: built from Vertex AI's CLUSTER_SPEC or KERAS_BERT_WORKER_HOSTS / a Kubernetes "
+        "Indexed Job, see docs/cluster.md), mirrored if >1 GPU, else one device.",
+        choices=STRATEGIES)
     seed: int = field(0, "Seed of the head's initialization, dropout and shuffling.")
     log_every: int = field(50, "Steps between log lines.")
     # A str on the command line; a dict {label: weight} too from Python.

@@ -19,7 +19,12 @@ and Keras callbacks (progress bar, TensorBoard, ...), and owns:
   step, every `checkpoint_every` steps, plus one data-iterator checkpoint per
   worker. On restart the latest checkpoint is restored automatically;
 - numbers: a non-finite loss or weight stops the run (`NonFiniteError`)
-  before anything of that step is saved or shown to callbacks.
+  before anything of that step is saved or shown to callbacks;
+- stopping: SIGTERM or Ctrl-C saves the current step and raises
+  `TrainingInterrupted`. With several workers every step also sums the
+  workers' stop votes (one scalar all-reduce), so a signal to any worker
+  stops all at one step, each saving it; a save ends with a barrier; a
+  peer that vanished mid-collective becomes `WorkerLostError`.
 
 A checkpoint is one unit: every worker's data-iterator checkpoint
 (data-worker-K/ckpt-N) is written first, then the model/optimizer/step
@@ -177,25 +182,53 @@ def read_json_state(path, what, way_out):
 
 # The signals that stop training after a checkpoint: a scheduler's SIGTERM and Ctrl-C.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_VOTES = "_stop_votes"  # The train function's result: the workers' summed stop votes.
 
 
 class TrainingInterrupted(Exception):
     """Raised by `Trainer.train` after SIGTERM or SIGINT (Ctrl-C), once a checkpoint is saved.
 
+    With several workers, a signal to any of them stops all of them at the
+    same step, each with a checkpoint of it; the workers that received no
+    signal raise this with `by_peer` True and signum SIGTERM.
+
     Attributes:
         step: int, the step saved.
         signum: int, the signal received; a program that ends on it should
             exit with 128 + signum (143 for SIGTERM, 130 for Ctrl-C).
+        by_peer: bool, another worker received the signal.
     """
 
-    def __init__(self, step, signum=signal.SIGTERM):
+    def __init__(self, step, signum=signal.SIGTERM, by_peer=False):
         name = "SIGINT (Ctrl-C)" if signum == signal.SIGINT else signal.Signals(signum).name
+        cause = "another worker's stop signal" if by_peer else name
+        again = "on every worker " if by_peer else ""
         super().__init__(
-            f"Training stopped by {name} at step {step}; a checkpoint was saved. "
-            "Run the same command again to resume."
+            f"Training stopped by {cause} at step {step}; a checkpoint was saved. "
+            f"Run the same command again {again}to resume."
         )
         self.step = step
         self.signum = int(signum)
+        self.by_peer = by_peer
+
+
+# What a collective raises when a peer is gone (its process killed, its
+# machine lost): MultiWorkerMirroredStrategy's health check aborts the
+# collectives with UnavailableError; a restarted peer gives FailedPrecondition.
+_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
+                tf.errors.FailedPreconditionError, tf.errors.CancelledError)
+
+
+class WorkerLostError(RuntimeError):
+    """Raised by `Trainer.train` when another worker stopped answering mid-training.
+
+    Attributes:
+        step: int, the last step this worker finished.
+    """
+
+    def __init__(self, message, step):
+        super().__init__(message)
+        self.step = step
 
 
 def _inner_optimizer(optimizer):
@@ -297,6 +330,10 @@ class Trainer:
             self._data_dir = os.path.join(checkpoint_dir, f"data-worker-{self.task_id}")
         self._state = state
 
+        # This worker's stop vote (the signal number it received, 0: none),
+        # summed over the workers at every step: all stop at the same step.
+        # Outside the strategy's scope: a plain variable of this worker.
+        self._stop_vote = tf.Variable(0.0, trainable=False, name="stop_vote")
         self._train_function = self._make_train_function(jit_compile)
         self._stop_requested = threading.Event()
         self._stop_signal = signal.SIGTERM
@@ -344,12 +381,24 @@ class Trainer:
 
         step_fn = local_slice if (local_replicas > 1 and not self.is_tpu) else replica_step
         micro_steps = self.steps_per_execution * self.accumulation
+        stop_vote = self._stop_vote
+
+        def sum_votes():
+            return tf.distribute.get_replica_context().all_reduce(
+                tf.distribute.ReduceOp.SUM, tf.identity(stop_vote))
+
+        # The same all-reduce alone: a barrier (every worker has called it).
+        self._barrier = tf.function(lambda: self.strategy.run(sum_votes))
 
         @tf.function
         def train_function(iterator):
             for _ in tf.range(micro_steps):
                 self.strategy.run(step_fn, args=(next(iterator),))
-            return self._metric_results()
+            results = self._metric_results()
+            if self.num_workers > 1:
+                votes = self.strategy.run(sum_votes)
+                results[_VOTES] = self.strategy.experimental_local_results(votes)[0]
+            return results
 
         return train_function
 
@@ -423,6 +472,10 @@ class Trainer:
             # must save; it removes what it wrote there, nothing else.
             directory = self._state_manager.directory
             remove_own(directory, own_checkpoint_files(directory))
+        if self.num_workers > 1:
+            # The unit is whole once every worker wrote its part: only then may
+            # the chief go on (and, at the end, remove the checkpoint folder).
+            self._collective(self._barrier, step)
 
     def _first_non_finite(self):
         """The first float model weight holding NaN or inf, or None."""
@@ -455,6 +508,22 @@ class Trainer:
 
     # --- The loop --------------------------------------------------------
 
+    def _collective(self, function, step, *args):
+        """`function(*args)`, a step or barrier of all workers; a lost peer
+        becomes `WorkerLostError`."""
+        try:
+            return function(*args)
+        except _PEER_ERRORS as e:
+            if self.num_workers == 1:
+                raise
+            # The message itself is a graph-execution dump; its class says enough.
+            kept = self._kept()
+            raise WorkerLostError(
+                f"Worker {self.task_id} of {self.num_workers}: another worker stopped answering "
+                f"after step {step} (killed, or its machine lost; {type(e).__name__}). "
+                f"{kept[0].upper()}{kept[1:]}; start every worker again with the same command "
+                "to resume.", step) from None
+
     def _request_stop(self, signum, frame):
         if signum == signal.SIGINT and self._stop_requested.is_set():
             # A second Ctrl-C: the user does not want to wait for the step to end.
@@ -466,9 +535,14 @@ class Trainer:
         """Trains until step `num_steps`, resuming from the latest checkpoint.
 
         Metrics are running means since the last multiple of `log_every`
-        (they are reset there). SIGTERM or SIGINT (Ctrl-C; single worker)
-        finishes the current step, saves a checkpoint and raises
-        `TrainingInterrupted`; a second Ctrl-C stops at once, unsaved.
+        (they are reset there). SIGTERM or SIGINT (Ctrl-C) finishes the
+        current step, saves a checkpoint and raises `TrainingInterrupted`; a
+        second Ctrl-C stops at once, unsaved. With several workers a signal
+        to any one stops all: the workers' votes are summed in every step,
+        so each finishes the next step, saves that same step and raises.
+        A worker that stops answering (killed, its machine lost) ends the
+        others with `WorkerLostError` once the strategy's health check
+        (every 30 s) finds it gone.
 
         Args:
             num_steps: int, the final step (optimizer updates in total).
@@ -492,11 +566,12 @@ class Trainer:
             callbacks, add_history=True, add_progbar=bool(verbose) and self.is_chief,
             verbose=verbose, epochs=1, steps=num_steps, model=self.model)
         handlers = {}
-        if self.num_workers == 1 and threading.current_thread() is threading.main_thread():
+        if threading.current_thread() is threading.main_thread():
             handlers = {signum: signal.signal(signum, self._request_stop)
                         for signum in STOP_SIGNALS}
         logs = {}
         self._stop_requested.clear()
+        self._stop_vote.assign(0.0)
         self.model.stop_training = False
         try:
             callbacks.on_train_begin()
@@ -504,10 +579,13 @@ class Trainer:
             step = start
             while step < num_steps:
                 callbacks.on_train_batch_begin(step)
-                results = self._train_function(self._iterator)
+                if self._stop_requested.is_set():
+                    self._stop_vote.assign(float(self._stop_signal))
+                results = self._collective(self._train_function, step, self._iterator)
                 step += self.steps_per_execution
                 self.step.assign(step)
                 logs = {name: float(value) for name, value in results.items()}
+                votes = logs.pop(_VOTES, None)
                 logs["learning_rate"] = float(
                     keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
                 # Before callbacks see the step (fine-tuning saves its best
@@ -521,11 +599,16 @@ class Trainer:
                 if step // log_every != (step - self.steps_per_execution) // log_every:
                     for metric in self.metrics:
                         metric.reset_state()
-                stopping = self._stop_requested.is_set() or self.model.stop_training
+                # Several workers stop on the summed votes only: a signal that
+                # came during this step is voted in the next one.
+                signalled = self._stop_requested.is_set() if votes is None else votes > 0
+                stopping = signalled or self.model.stop_training
                 if crossed or step >= num_steps or stopping:
                     self.save()
-                if self._stop_requested.is_set():
-                    raise TrainingInterrupted(step, self._stop_signal)
+                if signalled:
+                    own = self._stop_vote.numpy() > 0 or votes is None
+                    raise TrainingInterrupted(step, self._stop_signal if own else signal.SIGTERM,
+                                              by_peer=not own)
                 if self.model.stop_training:  # A callback ended the run early.
                     break
             callbacks.on_epoch_end(0, logs)

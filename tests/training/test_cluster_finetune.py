@@ -1,0 +1,175 @@
+"""Multi-worker fine-tuning: two workers on localhost equal one process of the same global batch."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.data.batching import training_batches
+from keras_bert.tasks import BertClassifier
+from tests.conftest import run_tool
+from tests.training.conftest import REPO, subprocess_env
+from tests.training.finetune_fixtures import make_model_dir, write_sentiment_splits
+from tests.training.test_distribute import _free_port
+
+TOOL = os.path.join(REPO, "tools", "finetune.py")
+
+
+def test_pipelines_with_a_seed_split_the_batches_of_one_process():
+    # Examples of varied lengths (two length buckets), each tagged by its label.
+    examples = tf.data.Dataset.from_tensor_slices(
+        ({"token_ids": tf.ragged.constant([[1] * (3 + i % 20) for i in range(40)])},
+         tf.range(40))).map(lambda x, y: ({"token_ids": x["token_ids"]}, y))
+
+    def batches(size, pipeline=0, pipelines=1):
+        stream = training_batches(examples, size, 32, seed=3, input_pipeline_id=pipeline,
+                                  num_input_pipelines=pipelines)
+        return [(x["token_ids"].numpy(), y.numpy()) for x, y in stream.take(4)]
+
+    whole = batches(8)
+    parts = [batches(4, i, 2) for i in range(2)]
+    for k, (tokens, labels) in enumerate(whole):
+        np.testing.assert_array_equal(np.concatenate([p[k][1] for p in parts]), labels)
+        np.testing.assert_array_equal(np.concatenate([p[k][0] for p in parts]), tokens)
+    # Without a seed each pipeline reads its own examples (every n-th).
+    unseeded = training_batches(examples, 4, 32, input_pipeline_id=1, num_input_pipelines=2)
+    assert set(np.concatenate([y.numpy() for _, y in unseeded.take(5)]) % 2) == {1}
+
+
+def _args(root, output, *extra):
+    # No dropout anywhere: two workers draw other masks than one process.
+    return ["--task", "classification", "--model", str(root / "tiny"),
+            "--train", str(root / "train.csv"), "--eval", str(root / "dev.csv"),
+            "--output", str(output), "--epochs", "2", "--batch-size", "8",
+            "--max-seq-length", "16", "--learning-rate", "1e-3", "--dropout-rate", "0",
+            "--early-stopping-patience", "0", "--jit-compile", "off", "--log-every", "1",
+            "--no-tensorboard", *extra]
+
+
+def _data(tmp_path, num_train):
+    root = tmp_path / "data"
+    root.mkdir()
+    make_model_dir(str(tmp_path / "model"), max_position_embeddings=32, dropout_rate=0.0,
+                   attention_dropout_rate=0.0)
+    write_sentiment_splits(root, num_train, 16, model_dir=str(tmp_path / "model"))
+    return root
+
+
+def _start_workers(tmp_path, root, name):
+    """Two tools/finetune.py workers on localhost; returns (processes, log paths).
+
+    Configured by a Kubernetes Indexed Job's variables alone (no TF_CONFIG),
+    with the TF_USE_LEGACY_KERAS=1 that Ray Train sets in its workers. Each
+    is given its own --output (one shared --checkpoint-dir): only the
+    chief's may appear.
+    """
+    hosts = ",".join(f"127.0.0.1:{_free_port()}" for _ in range(2))
+    procs, paths = [], []
+    for index in range(2):
+        env = subprocess_env(KERAS_BERT_WORKER_HOSTS=hosts, JOB_COMPLETION_INDEX=str(index),
+                             TF_USE_LEGACY_KERAS="1")
+        paths.append(tmp_path / f"{name}-{index}.log")
+        command = [sys.executable, TOOL, *_args(root, tmp_path / f"out-{index}",
+                                                "--checkpoint-dir", str(tmp_path / "shared"))]
+        with open(paths[-1], "w") as log:
+            procs.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
+    return procs, paths
+
+
+def _wait(procs, timeout=240):
+    try:
+        return [p.wait(timeout=timeout) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+
+
+def _wait_for(marker, path, procs, timeout=240):
+    deadline = time.time() + timeout
+    while marker not in path.read_text():
+        assert all(p.poll() is None for p in procs), path.read_text()[-3000:]
+        assert time.time() < deadline, f"no {marker!r} in {path} after {timeout} s"
+        time.sleep(0.05)
+
+
+def _weights(model_dir):
+    return BertClassifier.from_pretrained(str(model_dir)).get_weights()
+
+
+def _eval_lines(log):
+    return [line.split(" (")[0] for line in log.splitlines() if " eval: " in line]
+
+
+def _stopped_at(log):
+    return int(log.split("stopped by ")[1].split(" at step ")[1].split(";")[0])
+
+
+@pytest.mark.slow  # Two runs of two fine-tuning worker processes over local gRPC.
+def test_two_workers_preempted_and_resumed_match_one_uninterrupted_process(tmp_path):
+    root = _data(tmp_path, 96)  # 12 steps an epoch, 24 in all.
+    procs, paths = _start_workers(tmp_path, root, "first")
+    # The one-process reference runs here meanwhile (no third TensorFlow import).
+    code, out, err = run_tool("finetune", *_args(root, tmp_path / "single"))
+    single_log = out + err
+    assert code == 0, single_log[-3000:]
+    # SIGTERM to the worker that is not the chief, once training runs.
+    _wait_for("step 3/24 ", paths[0], procs)
+    procs[1].send_signal(signal.SIGTERM)
+    codes = _wait(procs)
+    first = [p.read_text() for p in paths]
+    assert codes == [143, 143], first[0][-3000:] + first[1][-3000:]
+    assert "strategy MultiWorkerMirroredStrategy" in first[0]
+    assert "TF_USE_LEGACY_KERAS is set" in first[0]  # Unset: tf_keras is not installed.
+    assert "stopped by SIGTERM at step" in first[1]
+    assert "stopped by another worker's stop signal at step" in first[0]
+    # One common checkpoint: both stopped at one step, and it holds each worker's data position.
+    step = _stopped_at(first[0])
+    assert _stopped_at(first[1]) == step and 3 <= step < 24
+    shared = tmp_path / "shared"
+    assert f'model_checkpoint_path: "ckpt-{step}"' in (shared / "checkpoint").read_text()
+    for index in range(2):
+        assert (shared / f"data-worker-{index}" / f"ckpt-{step}.index").exists()
+
+    procs, paths = _start_workers(tmp_path, root, "second")
+    codes = _wait(procs)
+    second = [p.read_text() for p in paths]
+    assert codes == [0, 0], second[0][-3000:] + second[1][-3000:]
+    assert f"resumed from step {step}/24" in second[0]
+    for weight, reference in zip(_weights(tmp_path / "out-0"), _weights(tmp_path / "single")):
+        np.testing.assert_allclose(weight, reference, atol=1e-6)
+    # The same evaluations and best-epoch choice on both workers as in one process.
+    assert len(_eval_lines(single_log)) == 2
+    assert (_eval_lines(first[0] + second[0]) == _eval_lines(first[1] + second[1])
+            == _eval_lines(single_log))
+    with open(tmp_path / "out-0" / "task.json") as f, open(tmp_path / "single" / "task.json") as g:
+        chief, single = json.load(f), json.load(g)
+    assert chief["epoch"] == single["epoch"]
+    assert chief["eval_metrics"].keys() == single["eval_metrics"].keys()
+    for name, value in single["eval_metrics"].items():
+        assert chief["eval_metrics"][name] == pytest.approx(value, abs=1e-6), name
+    # One writer: worker 1 wrote no model, and the chief removed the checkpoints.
+    assert not os.path.exists(tmp_path / "out-1")
+    assert not os.path.exists(shared)
+
+
+@pytest.mark.slow  # Two fine-tuning worker processes, one killed.
+def test_a_killed_worker_ends_the_other_with_a_message_within_60_s(tmp_path):
+    root = _data(tmp_path, 96)
+    procs, paths = _start_workers(tmp_path, root, "run")
+    _wait_for("step 2/24 ", paths[0], procs)
+    procs[1].kill()
+    killed = time.time()
+    codes = _wait(procs[:1], timeout=90)
+    waited = time.time() - killed
+    log = paths[0].read_text()
+    assert codes == [1], log[-3000:]
+    assert waited < 60, log[-3000:]
+    assert "another worker stopped answering" in log and "Traceback" not in log, log[-3000:]
+    assert "start every worker again with the same command" in log
