@@ -70,6 +70,7 @@ def test_a_setting_changed_after_loading_changes_every_path(classifier, tmp_path
         is None
 
 
+@pytest.mark.slow
 def test_litert_export_packs_with_the_preprocessor_setting(classifier):
     from keras_bert.export.tflite import convert_module, load_tflite, run_tflite
 

@@ -29,6 +29,7 @@ def test_try_line_names_the_interpreter_that_has_tensorflow(monkeypatch):
     assert outside == "/opt/py/bin/python /elsewhere/x.py"
 
 
+@pytest.mark.slow
 def test_try_line_runs_as_printed(tmp_path, monkeypatch):
     from keras_bert.export import export_model
     from tests.training.finetune_fixtures import make_model_dir

@@ -18,6 +18,9 @@ from keras_bert.models import BertEncoder
 from keras_bert.tasks import BertClassifier
 from tests.checkpoints.conftest import minilm_reference, reference_inputs
 
+# Converts and runs the real 22M-parameter MiniLM checkpoint.
+pytestmark = pytest.mark.slow
+
 ATOL = 1e-4
 
 

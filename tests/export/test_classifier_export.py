@@ -194,6 +194,7 @@ def test_fixed_length_and_multiple_of_padding(classifier_export):
     assert long.shape == (1, MAX_SEQ_LENGTH)  # Rounded up, but never past max_seq_length.
 
 
+@pytest.mark.slow
 def test_sub_batches_match_the_default_export_in_input_order(classifier_export, tmp_path):
     # Mixed lengths in an order that sorting changes: 24 texts, so that
     # sub_batches=3 splits (>= 8 a sub-batch) and rows must be put back.

@@ -16,6 +16,9 @@ from keras_bert.tasks import BertTextEmbedder
 from tests.conftest import built_once
 from tests.export.conftest import TAG_TEXTS, tiny_encoder, write_vocab
 
+# Builds, reloads and converts an embedder export (SavedModel and LiteRT).
+pytestmark = pytest.mark.slow
+
 TEXTS = TAG_TEXTS + ["a good movie", "the cat was not bad", "Café! who jumped over the dog?"]
 
 

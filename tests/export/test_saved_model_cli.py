@@ -11,6 +11,9 @@ import tensorflow as tf
 
 from tests.export.conftest import preprocessor
 
+# Runs saved_model_cli in subprocesses on a built export.
+pytestmark = pytest.mark.slow
+
 # `saved_model_cli run` loads the SavedModel in a TF1 Session, the way TF
 # Serving's C++ loader does. The stock command cannot register the
 # tensorflow-text op (it imports only tensorflow), so `run` goes through the

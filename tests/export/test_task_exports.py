@@ -221,6 +221,7 @@ def _predict_tool():
     return module
 
 
+@pytest.mark.slow
 def test_predict_tool_takes_qa_contexts_with_context_not_text_b(exports, capsys, tmp_path):
     tool = _predict_tool()
     qa = os.path.dirname(exports["qa_export"])  # exports/qa: its latest version.

@@ -51,6 +51,7 @@ def _run_warmup(export_dir):
     return runs
 
 
+@pytest.mark.slow
 def test_every_export_kind_carries_warmup_requests_that_run(three_exports):
     expected_inputs = {"classifier": ["text"], "tagger": ["text"], "qa": ["context", "question"],
                        "multi_label": ["text"], "masked_lm": ["text"]}

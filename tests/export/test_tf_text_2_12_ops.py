@@ -35,6 +35,7 @@ def _embedder_export(root):
     return export_model(model_dir, os.path.join(root, "exports", "embedder"))
 
 
+@pytest.mark.slow
 def test_every_export_kind_uses_only_ops_of_tf_text_2_12(three_exports, tmp_path):
     # Every kind tests/export/export_kinds.py builds (a kind added there is checked too) ...
     paths = list(three_exports.values()) + [_embedder_export(str(tmp_path))]

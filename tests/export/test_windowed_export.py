@@ -44,6 +44,7 @@ def windowed(classifier_export, task_exports, tmp_path_factory):
     return result
 
 
+@pytest.mark.slow
 def test_windowed_exports_answer_as_the_window_references(windowed):
     # The references that Python predict matches (tests/tasks/test_long_documents.py),
     # with "max" for the classifier (predict is checked with "mean").

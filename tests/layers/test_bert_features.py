@@ -44,6 +44,7 @@ def test_pooling_uses_only_real_tokens(encoder):
     np.testing.assert_allclose(cls, tokens[:, 0], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_weighted_sum_starts_as_the_mean_and_learns(encoder, tmp_path):
     layer = BertFeatures(encoder, layers="weighted_sum", pooling="mean")
     hidden = [np.asarray(h) for h in encoder(X)["encoder_outputs"]]

@@ -46,6 +46,7 @@ def test_the_same_values_in_another_type_keep_the_trained_head(trained_dir):
         assert model.label_names == NAMES
 
 
+@pytest.mark.slow
 def test_arguments_that_change_no_weight_are_applied_to_the_trained_head(trained_dir, tmp_path):
     base = BertClassifier.from_pretrained(trained_dir)
     expected = base.predict(TEXTS, verbose=0)

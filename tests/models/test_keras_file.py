@@ -39,6 +39,7 @@ def _load_quietly(path):
     return model, [str(w.message) for w in caught]
 
 
+@pytest.mark.slow
 def test_compile_config_survives_a_keras_file_without_warning(classifier, tmp_path):
     classifier.compile(optimizer=AdamW(learning_rate=3e-4, weight_decay=0.02),
                        metrics=["accuracy"])

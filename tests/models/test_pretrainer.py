@@ -75,6 +75,7 @@ def test_save_reload_keeps_tie_and_outputs(encoder, batch, tmp_path):
     assert_all_close(loaded.predict(x, verbose=0), pretrainer.predict(x, verbose=0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["float32_jit", "mixed_bfloat16", "mixed_float16"])
 def test_precisions_and_jit_train(batch, policy):
     jit = policy == "float32_jit"

@@ -37,6 +37,7 @@ def tagger_of(model_dir, **kwargs):
     return tagger
 
 
+@pytest.mark.slow
 def test_tagger_dataset_puts_tags_on_first_pieces_as_the_conll_reader(model_dir):
     tagger = tagger_of(model_dir)
     # "Seattle" is 7 pieces in the tiny vocabulary (s ##e ##a ...), "cafe" one.
@@ -68,6 +69,7 @@ def test_tagger_dataset_puts_tags_on_first_pieces_as_the_conll_reader(model_dir)
     assert (reader_labels.numpy() >= 0).tolist() == [w > 0 for w in first]
 
 
+@pytest.mark.slow
 def test_tagger_fits_words_and_tags_and_evaluates_them(model_dir):
     tagger = tagger_of(model_dir)
     before = tagger.evaluate(WORDS, WORD_TAGS, verbose=0)
@@ -136,6 +138,7 @@ def test_span_labeler_positions_come_from_the_reader(model_dir):
     assert row[int(targets["start_logits"][1])] == int(tokens(tf.constant(["paris"]))[0][0])
 
 
+@pytest.mark.slow
 def test_span_labeler_fits_squad_answers_with_windows(model_dir):
     # Short windows: each context is read in several, as the reader cuts them.
     qa = qa_of(model_dir, max_seq_length=16)

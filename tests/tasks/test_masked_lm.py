@@ -75,6 +75,7 @@ def test_masks_are_new_on_every_epoch(model):
     assert len(set(rows.tolist())) > 1  # Not one fixed mask for every pass.
 
 
+@pytest.mark.slow
 def test_mask_rate_zero_trains_nothing_and_gives_a_zero_loss(model):
     fast(model)
     model.preprocessor.mask_selection_rate = 0.0
@@ -87,6 +88,7 @@ def test_mask_rate_zero_trains_nothing_and_gives_a_zero_loss(model):
     assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
 
 
+@pytest.mark.slow
 def test_mask_settings_set_after_construction_change_what_fit_masks(model):
     text = ["the movie is good a film i love paris"]  # 9 tokens
     assert masked_batch(model, text)[2].sum() == 1  # round(0.15 * 9)
@@ -124,6 +126,7 @@ def test_mask_written_in_text_is_the_mask_token(model):
     assert ID["[MASK]"] not in model.preprocessor.tokenizer(tf.constant(["[MASK]"]))[0].numpy()
 
 
+@pytest.mark.slow
 def test_predict_fills_each_mask_with_the_models_top_tokens(model):
     fast(model).fit(CORPUS, batch_size=8, epochs=3, verbose=0)
     texts = ["the [MASK] is [MASK]", "i love [MASK]", "no mask here"]
@@ -147,6 +150,7 @@ def test_predict_fills_each_mask_with_the_models_top_tokens(model):
     np.testing.assert_allclose(np.asarray(model(["the [MASK] is [MASK]"]))[0], logits, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_export_fill_mask_equals_predict(model, tmp_path):
     texts = ["the [MASK] is good", "[MASK] lives in [MASK]", ""]
     expected = model.predict(texts)
@@ -159,6 +163,7 @@ def test_export_fill_mask_equals_predict(model, tmp_path):
     np.testing.assert_allclose(out["scores"], expected["scores"], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_keras_file_keeps_the_preprocessor_and_its_mask_settings(model, tmp_path):
     fast(model).fit(CORPUS[:8], epochs=1, verbose=0)
     model.preprocessor.mask_selection_rate = 0.4
@@ -211,6 +216,7 @@ def test_from_pretrained_of_an_encoder_warns_that_the_head_is_new(encoder, vocab
         model.fit(CORPUS, verbose=0)
 
 
+@pytest.mark.slow
 def test_next_sentence_is_off_by_default_and_trains_on_pairs_when_on(encoder, vocab_file):  # noqa: F811
     assert BertMaskedLM(encoder).task_config() == {"next_sentence": False}
     preprocessor = BertMaskedLMPreprocessor.from_vocab_file(

@@ -78,6 +78,7 @@ def test_fit_and_predict_on_strings(encoder_dir):
     assert loss == pytest.approx(expected_loss, rel=1e-4)
 
 
+@pytest.mark.slow
 def test_pairs_and_datasets(encoder_dir):
     classifier = BertClassifier.from_pretrained(encoder_dir, num_classes=2)
     classifier.compile(optimizer=keras.optimizers.Adam(1e-3), loss=sparse_ce())
@@ -126,6 +127,7 @@ def test_keras_file_and_model_directory_keep_the_preprocessor(encoder_dir, tmp_p
     assert_all_close(again.predict(TEXTS, verbose=0), expected)
 
 
+@pytest.mark.slow
 def test_export_probabilities_equal_softmax_of_predict(encoder_dir, tmp_path):
     keras.utils.set_random_seed(2)
     classifier = BertClassifier.from_pretrained(encoder_dir, num_classes=3, max_seq_length=7,
@@ -143,6 +145,7 @@ def test_export_probabilities_equal_softmax_of_predict(encoder_dir, tmp_path):
             ["neg", "neu", "pos"][i] for i in probabilities.argmax(-1)]
 
 
+@pytest.mark.slow
 def test_token_classifier_and_qa_predict_what_their_exports_return(encoder_dir, tmp_path):
     tagger = BertTokenClassifier.from_pretrained(encoder_dir, num_classes=3,
                                                  label_names=["O", "B-LOC", "I-LOC"])

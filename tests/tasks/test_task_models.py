@@ -15,6 +15,7 @@ def sparse_ce():
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
+@pytest.mark.slow
 def test_classifier_fits_pairs_and_saves(encoder, batch, tmp_path):
     classifier = BertClassifier(encoder, num_classes=3, label_names=["neg", "neu", "pos"])
     assert classifier(batch).shape == (2, 3)
@@ -45,6 +46,7 @@ def test_token_classifier_shapes_and_fit(encoder, batch, tmp_path):
     run_model_saving_test(tagger, batch, tmp_path)
 
 
+@pytest.mark.slow
 def test_span_labeler_masks_padding_and_fits(encoder, batch, tmp_path):
     qa = BertSpanLabeler(encoder)
     out = qa(batch)

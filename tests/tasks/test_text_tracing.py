@@ -18,6 +18,7 @@ class CountingPreprocessor(BertPreprocessor):
         return super().call(inputs, inputs_b)
 
 
+@pytest.mark.slow
 def test_repeated_predict_and_fit_trace_the_preprocessor_once(encoder, vocab_file):
     preprocessor = CountingPreprocessor(BertTokenizer(vocab_file), sequence_length=None,
                                         max_seq_length=16)

@@ -354,6 +354,7 @@ def clean_args(request):
     return {"path": path, "texts": texts, "option_texts": OPTION_TEXTS}
 
 
+@pytest.mark.slow
 def test_exported_routing_runs_with_tensorflow_alone(tokenizer, clean_process):
     clean = clean_result(clean_process, "tokenizer")
     texts = clean["args"]["texts"]

@@ -90,6 +90,7 @@ def test_cached_tables_equal_a_fresh_build(tmp_path):
     _assert_tables_equal(_unicode.unicode_tables(), fresh)
 
 
+@pytest.mark.slow
 def test_import_builds_nothing_and_the_first_tokenizer_fills_the_cache(tmp_path):
     script = textwrap.dedent("""
         import os

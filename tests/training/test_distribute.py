@@ -92,6 +92,7 @@ def test_two_workers_on_localhost_match_one_process(replica_data, single, tmp_pa
     assert not os.path.exists(tmp_path / "run" / "checkpoints" / ".tmp" / "worker-1")
 
 
+@pytest.mark.slow
 def test_mirrored_over_two_cpu_devices_matches_one_device(replica_data, single, tmp_path):
     # Without XLA here (the two workers above compile their step with it).
     settings = _settings(replica_data, tmp_path, "mirrored", logical_cpus=2,

@@ -63,6 +63,7 @@ def test_classification_learns_and_writes_the_best_model(workdir):
     assert model.label_names == ["neg", "pos"]
 
 
+@pytest.mark.slow
 def test_unknown_eval_label_stops_with_file_and_line_or_is_skipped(workdir):
     dev = workdir / "dev_unknown.csv"
     dev.write_text("text,label\ngood movie,pos\nthe plot,meh\n\"bad, bad\",neg\n", encoding="utf-8")
@@ -158,6 +159,7 @@ def test_tfds_classification_with_mock_data(workdir, tmp_path):
     assert info["task_config"]["label_names"] == ["negative", "positive"]
 
 
+@pytest.mark.slow
 def test_sigterm_saves_a_checkpoint_exits_143_and_a_rerun_resumes(workdir, tmp_path):
     """As tools/pretrain.py: one message, no traceback; TensorBoard logs of train and eval."""
     output = tmp_path / "run"

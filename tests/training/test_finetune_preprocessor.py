@@ -64,6 +64,7 @@ def packers(monkeypatch):
     return seen
 
 
+@pytest.mark.slow
 def test_a_saved_truncation_rule_is_what_the_run_packs_and_saves(tiny_model_dir, tmp_path,
                                                                  packers):
     model_dir = _with_task_json(tiny_model_dir, tmp_path, {"truncation": "round_robin"})

@@ -13,6 +13,9 @@ from keras_bert.training.finetuning_controls import (
 from keras_bert.training.optimizers import create_optimizer
 from tests.models.conftest import tiny_config
 
+# Each test fine-tunes and compares weight updates step by step.
+pytestmark = pytest.mark.slow
+
 X = {
     "token_ids": np.array([[2, 5, 7, 3, 0], [2, 9, 4, 8, 3]], dtype="int32"),
     "segment_ids": np.zeros((2, 5), dtype="int32"),

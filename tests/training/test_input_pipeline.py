@@ -26,6 +26,7 @@ def _unmask(x, y):
     return ids
 
 
+@pytest.mark.slow
 def test_dynamic_masks_are_new_each_epoch_and_repeat_with_the_seed(one_shard):
     size = read_metadata(one_shard)["num_instances"]
     # Batch 1 and shuffling off: epoch 2 starts at element `size`, same records.

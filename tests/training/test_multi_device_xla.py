@@ -27,6 +27,9 @@ import pytest
 from tests.training.conftest import subprocess_env, tiny_bert_config
 from tests.training.finetune_fixtures import make_model_dir, write_sentiment_splits
 
+# XLA on two CPU devices against one device: compiles several models.
+pytestmark = pytest.mark.slow
+
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "multi_device_worker.py")
 # bfloat16 runs (1-2 minutes each on 2 cores) are in the slow tier; float32 in the default one.
 DTYPES = ("float32", pytest.param("mixed_bfloat16", marks=pytest.mark.slow))

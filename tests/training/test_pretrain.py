@@ -81,6 +81,7 @@ def test_tiny_model_beats_the_unigram_baseline_on_held_out_documents(mlm_data, t
                         verbose=0, tensorboard=False)
 
 
+@pytest.mark.slow
 def test_a_model_with_another_vocabulary_is_refused(mlm_data, corpus, tmp_path):
     metadata = read_metadata(mlm_data["train"])
     # Same size, other order: vocab_size agrees, the ids do not.

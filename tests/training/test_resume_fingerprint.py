@@ -8,6 +8,9 @@ import pytest
 from keras_bert.training import finetune as finetune_lib
 from tests.training.finetune_fixtures import make_model_dir, sentiment_rows, write_rows
 
+# Each test fine-tunes twice through the tool.
+pytestmark = pytest.mark.slow
+
 
 class _Stop(Exception):
     pass

@@ -20,6 +20,9 @@ from keras_bert.training import finetune as finetune_lib
 from tests.conftest import interrupt_after, run_tool
 from tests.training.finetune_fixtures import write_sentiment_splits
 
+# Every test here runs tools/finetune.py in subprocesses (minutes on 2 cores).
+pytestmark = pytest.mark.slow
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "finetune.py")
 

@@ -157,6 +157,7 @@ def test_read_task_data_takes_the_task_s_options(tmp_path):
         finetune_lib.read_task_data("classification", str(path), True, SpanQAOptions())
 
 
+@pytest.mark.slow
 def test_finetune_uses_task_options(tmp_path):
     model_dir = make_model_dir(str(tmp_path / "tiny"))
     path = tmp_path / "train.csv"

@@ -85,6 +85,7 @@ def _assert_same(model, expected):
         np.testing.assert_allclose(w.numpy(), e, atol=1e-6, err_msg=w.path)
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_ends_like_an_uninterrupted_run(dynamic_data, uninterrupted,
                                                             tmp_path):
     output_dir = tmp_path / "run"
