@@ -19,7 +19,7 @@ that starts with its `classifier`). A failure names the line (`docs/tasks.md:226
 block failed: NameError ...`); every example's time is printed, and the slowest at the end.
 
 The prepared directory holds tiny stand-ins for what the examples name (`prepare_dir`):
-the quickstart's outputs (`models/minilm` is a 2-layer, 32-wide encoder with the real MiniLM
+the quickstart's outputs (`models/minilm` is a 4-layer, 32-wide encoder with the real MiniLM
 vocab.txt; the real one is 22M parameters and its conversion is tested in
 tests/checkpoints/test_minilm.py; `models/sentiment` and `exports/sentiment/1`), a tiny
 sentence-transformers folder that `minilm_checkpoint_dir()` returns in the runner (the real
@@ -326,9 +326,9 @@ def prepare_dir(work):
 
     vocab = os.path.join(minilm_checkpoint_dir(), "vocab.txt")  # the real uncased vocabulary
     keras.utils.set_random_seed(0)
-    # Two blocks, not MiniLM's six: every example traces the model again, and tracing time
-    # grows with depth; the examples ask for at most 2 blocks (freeze_encoder_layers).
-    config = keras_bert.BertConfig(vocab_size=30522, hidden_size=32, num_layers=2, num_heads=2,
+    # Four blocks, not MiniLM's six: a tool run traces the model again, and tracing time grows
+    # with depth; the examples need four (BertFeatures' "concat_last_four").
+    config = keras_bert.BertConfig(vocab_size=30522, hidden_size=32, num_layers=4, num_heads=2,
                                    intermediate_size=64, max_position_embeddings=128)
     keras_bert.BertEncoder(**config.to_dict()).save_pretrained(
         os.path.join(work, "models", "minilm"), vocab_file=vocab)
