@@ -96,7 +96,8 @@ class LiteRTSignature:
         self.key = key
         self._runner = interpreter.get_signature_runner(key)
         self.structured_input_signature = ((), {
-            name: tf.TensorSpec(detail["shape_signature"], tf.as_dtype(detail["dtype"]), name)
+            name: tf.TensorSpec([None if n < 0 else int(n) for n in detail["shape_signature"]],
+                                tf.as_dtype(detail["dtype"]), name)
             for name, detail in self._runner.get_input_details().items()})
 
     def __call__(self, **inputs):

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.export import build_serving_module, litert_interpreter
-from keras_bert.export.predict import latest_version
+from keras_bert.export.predict import format_outputs, latest_version, load_export, run_signature
 from keras_bert.export.tflite import TFLITE_FILE, convert_module, run_tflite
 from tests.conftest import run_tool
 from tests.export.conftest import TRAIN_TEXTS
@@ -49,7 +49,13 @@ def lite_export(classifier_export, tmp_path_factory):
             "warnings": [str(w.message) for w in caught]}
 
 
-def test_tflite_classifier_answers_as_its_saved_model(classifier_export, lite_export):
+@pytest.fixture(scope="module")
+def saved_model(classifier_export):
+    """The classifier fixture's SavedModel export, loaded once (the reference)."""
+    return load_export(classifier_export["export_dir"])
+
+
+def test_tflite_classifier_answers_as_its_saved_model(lite_export, saved_model):
     export_dir, out = lite_export["version"], lite_export["out"]
     assert not [w for w in lite_export["warnings"] if DEPRECATED in w]
     assert sorted(os.listdir(export_dir)) == ["keras_bert_export.json", TFLITE_FILE]
@@ -67,7 +73,7 @@ def test_tflite_classifier_answers_as_its_saved_model(classifier_export, lite_ex
     assert info["size_bytes"] == os.path.getsize(os.path.join(export_dir, TFLITE_FILE))
 
     interpreter = litert_interpreter(export_dir)
-    saved = tf.saved_model.load(classifier_export["export_dir"]).signatures
+    saved = saved_model.signatures
     lite = run_tflite(interpreter, TEXTS)
     ref = saved["serving_default"](text=tf.constant(TEXTS))
     np.testing.assert_array_equal(lite["label"], ref["label"].numpy())
@@ -94,7 +100,7 @@ def test_tflite_refuses_what_it_cannot_convert(classifier_export):
 
 
 def test_litert_interpreter_registers_the_text_kernels_without_warnings(
-        classifier_export, lite_export):
+        lite_export, saved_model):
     from ai_edge_litert import interpreter as litert
 
     path = os.path.join(lite_export["version"], TFLITE_FILE)
@@ -104,9 +110,8 @@ def test_litert_interpreter_registers_the_text_kernels_without_warnings(
         probabilities = run_tflite(interpreter, TEXTS[:6])["probabilities"]
     assert isinstance(interpreter, litert.InterpreterWithCustomOps)
     assert not [w for w in caught if "deprecated" in str(w.message)]
-    saved = tf.saved_model.load(classifier_export["export_dir"]).signatures["serving_default"]
-    expected = saved(text=tf.constant(TEXTS[:6]))["probabilities"].numpy()
-    np.testing.assert_allclose(probabilities, expected, atol=1e-4)
+    expected = saved_model.signatures["serving_default"](text=tf.constant(TEXTS[:6]))
+    np.testing.assert_allclose(probabilities, expected["probabilities"].numpy(), atol=1e-4)
     # The registration is what makes it run: LiteRT alone lacks the text kernels.
     bare = litert.Interpreter(model_path=path)
     with pytest.raises(RuntimeError, match="unresolved custom op: TFText>ByteSplitWithOffsets"):
@@ -143,11 +148,16 @@ def predict(*args):
     return out.splitlines()
 
 
+def saved_model_lines(loaded, texts, signature="serving_default"):
+    """What tools/predict.py prints for a SavedModel (its format_outputs, this process's load)."""
+    inputs = {"text": texts}
+    return format_outputs(inputs, run_signature(loaded, inputs, signature))
+
+
 def test_predict_tool_runs_a_litert_export_as_its_saved_model(
-        classifier_export, lite_export, tmp_path):
+        lite_export, saved_model, tmp_path):
     texts = ["a good movie", "an awful film", "the cat", "", "a good movie " * 30]
-    saved = os.path.dirname(classifier_export["export_dir"])
-    expected = predict("--model", saved, *texts)
+    expected = saved_model_lines(saved_model, texts)
     assert len(expected) == len(texts) and len({line.split("\t")[1] for line in expected}) >= 2
     version = lite_export["version"]
     for model in (lite_export["base"], version, os.path.join(version, TFLITE_FILE)):
@@ -158,7 +168,9 @@ def test_predict_tool_runs_a_litert_export_as_its_saved_model(
     assert_same_lines(predict("--model", lite_export["base"], "--input", path,
                               "--batch-size", "2"), expected)
     assert_same_lines(predict("--model", lite_export["base"], "--signature", "embed", *texts),
-                      predict("--model", saved, "--signature", "embed", *texts))
+                      saved_model_lines(saved_model, texts, "embed"))
+    # The library's own route: load_export gives the LiteRT export the same calls.
+    assert_same_lines(saved_model_lines(load_export(lite_export["base"]), texts), expected)
 
 
 def test_predict_tool_on_a_litert_export_refuses_what_it_lacks(lite_export, tmp_path):
@@ -186,3 +198,22 @@ def test_serving_config_refuses_a_litert_export(classifier_export, lite_export, 
     # A SavedModel-only reader names the format too (tools/check_serving_runtime.py).
     with pytest.raises(ValueError, match="is a LiteRT export .* reads SavedModels only"):
         latest_version(lite_export["base"])
+
+
+@pytest.mark.slow
+def test_predict_tool_runs_a_litert_text_embedder_as_predict(tmp_path_factory):
+    """The third kind LiteRT exports (the encoder's embed is the classifier's, above)."""
+    from keras_bert.export import export_model
+    from keras_bert.tasks import BertTextEmbedder
+    from tests.export.conftest import tiny_encoder, write_vocab
+
+    root = tmp_path_factory.mktemp("embedder")
+    model = BertTextEmbedder(tiny_encoder(4), pooling="max", projection_dim=6)
+    model.save_pretrained(str(root / "model"), vocab_file=write_vocab(str(root)),
+                          task_info={"max_seq_length": 24})
+    lite = export_model(str(root / "model"), str(root / "lite"), format="tflite")
+    texts = ["a good movie", "", "the cat was not bad", "Café! who jumped over the dog?"]
+    expected = format_outputs({"text": texts}, {
+        "embedding": BertTextEmbedder.from_pretrained(str(root / "model")).predict(texts)})
+    assert all("embedding[6]" in line for line in expected)
+    assert_same_lines(predict("--model", lite, *texts), expected, atol=1e-4)
