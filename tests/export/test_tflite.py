@@ -4,6 +4,7 @@ run by the LiteRT interpreter (ai-edge-litert), tools/predict.py, refused by ser
 import json
 import os
 import re
+import subprocess
 import sys
 import warnings
 
@@ -14,7 +15,7 @@ import tensorflow as tf
 from keras_bert.export import build_serving_module, litert_interpreter
 from keras_bert.export.predict import format_outputs, latest_version, load_export, run_signature
 from keras_bert.export.tflite import TFLITE_FILE, convert_module, run_tflite
-from tests.conftest import run_tool
+from tests.conftest import ROOT, run_tool
 from tests.export.conftest import TRAIN_TEXTS
 from tests.export.test_tflite_text import INVALID_UTF8, UNCLEAN
 
@@ -202,7 +203,8 @@ def test_serving_config_refuses_a_litert_export(classifier_export, lite_export, 
 
 @pytest.mark.slow
 def test_predict_tool_runs_a_litert_text_embedder_as_predict(tmp_path_factory):
-    """The third kind LiteRT exports (the encoder's embed is the classifier's, above)."""
+    """The third kind LiteRT exports (the encoder's embed is the classifier's, above),
+    through tools/predict.py in its own process."""
     from keras_bert.export import export_model
     from keras_bert.tasks import BertTextEmbedder
     from tests.export.conftest import tiny_encoder, write_vocab
@@ -216,4 +218,9 @@ def test_predict_tool_runs_a_litert_text_embedder_as_predict(tmp_path_factory):
     expected = format_outputs({"text": texts}, {
         "embedding": BertTextEmbedder.from_pretrained(str(root / "model")).predict(texts)})
     assert all("embedding[6]" in line for line in expected)
-    assert_same_lines(predict("--model", lite, *texts), expected, atol=1e-4)
+    # As a user runs it: a fresh process, nothing on stderr (no TensorFlow or
+    # LiteRT start-up notice) at default verbosity.
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "predict.py"),
+                          "--model", lite, *texts], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and run.stderr == "", run.stderr[-3000:]
+    assert_same_lines(run.stdout.splitlines(), expected, atol=1e-4)
