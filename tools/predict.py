@@ -1,12 +1,15 @@
-"""Run an exported SavedModel on texts locally (no server), as TF Serving would.
+"""Run an export on texts locally (no server), as TF Serving or a LiteRT app would.
 
-Loads with TensorFlow and the tensorflow-text ops only; prints one line per
-text: the text, then the label and its probability (classifiers), each
-predicted label with its probability (multi-label: "label:p ...", "-" for
-none; names from the export's keras_bert_export.json), the score
-(regression), the answer and its offsets (QA), token/label@start:end (token
-classifiers) or the output values (embed, encode); a model saved with
-windows (long documents) adds windows=N, the windows read of the text.
+A SavedModel loads with TensorFlow and the tensorflow-text ops only, a LiteRT
+export (--format tflite: its folder or its .tflite file) with the LiteRT
+interpreter and tensorflow-text's kernels (docs/litert.md). Prints one line
+per text, in the same format for both: the text, then the label and its
+probability (classifiers), each predicted label with its probability
+(multi-label: "label:p ...", "-" for none; names from the export's
+keras_bert_export.json), the score (regression), the answer and its offsets
+(QA), token/label@start:end (token classifiers) or the output values (embed,
+encode); a model saved with windows (long documents) adds windows=N, the
+windows read of the text.
 Progress of large inputs goes to stderr.
 
 Examples
@@ -17,8 +20,11 @@ Examples
   python tools/predict.py --model exports/squad "Who wrote it?" --context "It was written by Ann."
   python tools/predict.py --model exports/sentiment "hello" --signature embed
   python tools/predict.py --model exports/tweet-tags "@ann is this it? http://t.co/x"
+  python tools/predict.py --model exports/sentiment-lite "what a great day"
+  python tools/predict.py --model exports/sentiment-lite/1/model.tflite "meh"
 """
 
+import contextlib
 import os
 import sys
 
@@ -34,8 +40,8 @@ SECOND_FLAGS = {"text_b": "--text-b", "context": "--context"}
 def build_parser():
     parser = _cli.parser(__doc__)
     parser.add_argument("--model", required=True,
-                        help="An export: exports/NAME (its latest version) or "
-                        "exports/NAME/VERSION.")
+                        help="An export: exports/NAME (its latest version), "
+                        "exports/NAME/VERSION, or a LiteRT export's .tflite file.")
     parser.add_argument("texts", nargs="*", help="Texts (the questions, for QA).")
     parser.add_argument("--input",
                         help="File with one example per line: a text, or TAB-separated text "
@@ -105,7 +111,11 @@ def main(argv=None):
     from keras_bert.progress import Progress
 
     try:
-        loaded = load_export(args.model)
+        # Loading's C++ notices (LiteRT's "Created TensorFlow Lite XNNPACK
+        # delegate for CPU.") are hidden unless --verbose; a failure is an
+        # exception, printed below.
+        with contextlib.nullcontext() if args.verbose else _cli._stderr_silenced():
+            loaded = load_export(args.model)
         names = input_names(loaded, args.signature)
         label_names = read_export_info(args.model).get("label_names")
     except (ValueError, FileNotFoundError) as e:

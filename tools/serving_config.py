@@ -11,6 +11,8 @@ comments list each export's lengths. monitoring.config (--monitoring_config_file
 serves Prometheus metrics on the REST port; request_logging.config.example is
 models.config with a sampled request log per model (LoggingConfig), for a
 server built with a log collector. See exports/README.md.
+A LiteRT export (--format tflite, model.tflite) is refused: TF Serving serves
+SavedModels only (run one with tools/predict.py; docs/litert.md).
 
 Examples
 --------
@@ -70,6 +72,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    from keras_bert.export.predict import check_tf_serving_exports
     from keras_bert.export.tf_serving import (
         monitoring_config,
         request_logging_config,
@@ -82,6 +85,8 @@ def main(argv=None):
               file=sys.stderr)
         return 1
     try:
+        # TF Serving serves SavedModels: a LiteRT export is refused by name.
+        check_tf_serving_exports(args.model)
         # The operator files' settings, checked before any file is written.
         monitoring_config(args.prometheus_path)
         request_logging_config({}, sampling_rate=args.log_sampling_rate)

@@ -1,7 +1,10 @@
-"""Run an exported SavedModel locally, the way TF Serving would (no server).
+"""Run an export locally, the way TF Serving (or a LiteRT app) would, with no server.
 
-Needs only TensorFlow and the tensorflow-text ops; keras_bert's models are
-not used: this is what a client of the export sees.
+A SavedModel needs only TensorFlow and the tensorflow-text ops, a LiteRT
+export the LiteRT interpreter with tensorflow-text's kernels
+(`keras_bert.export.tflite_runtime`); keras_bert's models are not used: this
+is what a client of the export sees. Both take the same calls and give the
+same outputs (`run_signature`, `format_outputs`).
 
 Example:
 >>> loaded = load_export("exports/sentiment/1")
@@ -17,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.data.batching import length_sorted_batches
+from keras_bert.export.tflite_runtime import TFLITE_FILE, LiteRTExport
 from keras_bert.files import read_committed
 
 #: What an export records beside saved_model.pb (settings, signatures, task facts).
@@ -40,44 +44,124 @@ def is_version(name):
     return name.isascii() and name.isdecimal()
 
 
-def latest_version(export_dir):
+#: The file that makes a version directory complete, by export format.
+MODEL_FILES = {"saved_model": "saved_model.pb", "tflite": TFLITE_FILE}
+FORMAT_NAMES = {"saved_model": "SavedModel", "tflite": "LiteRT export"}
+
+
+def export_format(path):
+    """"saved_model" or "tflite": the format of an export version folder (or of a
+    .tflite file); None when it holds neither model file."""
+    if os.path.isfile(path):
+        return "tflite" if path.endswith(".tflite") else None
+    for name, file in MODEL_FILES.items():
+        if os.path.isfile(os.path.join(path, file)):
+            return name
+    return None
+
+
+def _not_a(path, formats):
+    """The error for an export folder of a format that the caller does not read."""
+    found = export_format(path)
+    if found == "tflite":
+        return ValueError(
+            f"{path} is a LiteRT export ({TFLITE_FILE}), and this reads SavedModels only "
+            f"(TF Serving and its tools serve SavedModels): export the model directory "
+            f"again without --format tflite for one; run the LiteRT export with "
+            f"tools/predict.py --model {path} or keras_bert.export.litert_interpreter "
+            f"(docs/litert.md).")
+    wanted = " or ".join(MODEL_FILES[f] for f in formats)
+    return FileNotFoundError(
+        f"{path} is a file, not an export: pass the export's folder (exports/NAME or "
+        f"exports/NAME/VERSION, holding {wanted})"
+        + (" or a .tflite file." if "tflite" in formats else "."))
+
+
+def latest_version(export_dir, formats=("saved_model",)):
     """exports/NAME -> exports/NAME/<largest integer>; a version dir stays as it is.
 
+    Args:
+        export_dir: exports/NAME, exports/NAME/VERSION, or (with "tflite" in
+            `formats`) a .tflite file, which stays as it is.
+        formats: the export formats the caller reads ("saved_model", "tflite").
+
     Raises FileNotFoundError if there is no version directory, or if the
-    latest one has no saved_model.pb (empty, or an export that never
-    finished): answers of an older version would pass for the latest's.
+    latest one has no model file (empty, or an export that never finished):
+    answers of an older version would pass for the latest's. ValueError for
+    an export of a format not in `formats` (named, with the way out).
     """
-    if os.path.exists(os.path.join(export_dir, "saved_model.pb")):
+    found = export_format(export_dir)
+    if found in formats:
         return export_dir
+    if found is not None or os.path.isfile(export_dir):
+        raise _not_a(export_dir, formats)
+    files = " or ".join(MODEL_FILES[f] for f in formats)
     versions = [
         int(n) for n in os.listdir(export_dir)
         if is_version(n) and os.path.isdir(os.path.join(export_dir, n))
     ] if os.path.isdir(export_dir) else []
     if not versions:
         raise FileNotFoundError(
-            f"No SavedModel in {export_dir}: expected saved_model.pb there, or integer "
-            f"version directories (exports/NAME/1/saved_model.pb). Create one with "
-            f"tools/export.py."
+            f"No {' or '.join(FORMAT_NAMES[f] for f in formats)} in {export_dir}: expected "
+            f"{files} there, or integer version directories (exports/NAME/1/"
+            f"{MODEL_FILES[formats[0]]}). Create one with tools/export.py."
         )
     latest = os.path.join(export_dir, str(max(versions)))
-    if not os.path.isfile(os.path.join(latest, "saved_model.pb")):
+    found = export_format(latest)
+    if found is not None and found not in formats:
+        raise _not_a(latest, formats)
+    if found is None:
         raise FileNotFoundError(
-            f"{latest} (the latest version of {export_dir}) has no saved_model.pb: it is "
+            f"{latest} (the latest version of {export_dir}) has no {files}: it is "
             f"empty or incomplete. Export again (tools/export.py), remove it, or name a "
             f"version: {export_dir}/VERSION."
         )
     return latest
 
 
-def load_export(export_dir):
-    """tf.saved_model.load of `export_dir` (or of its latest version).
+def check_tf_serving_exports(export_bases):
+    """Refuses LiteRT exports among exports/NAME folders meant for TF Serving.
 
-    One committed version is loaded whole: if an export with overwrite
-    replaces it meanwhile (graph of one, variables of the other), it is
-    loaded again (`keras_bert.files.read_committed`).
+    TF Serving loads SavedModels only: a version holding model.tflite would
+    fail to load there (or, listed as model_platform "tensorflow", be taken
+    for one).
+
+    Raises:
+        ValueError: naming the LiteRT version and the way out.
+    """
+    for base in export_bases:
+        candidates = [base]
+        if os.path.isdir(base):
+            candidates += sorted((os.path.join(base, n) for n in os.listdir(base)
+                                  if is_version(n)), key=lambda p: int(os.path.basename(p)))
+        for path in candidates:
+            if export_format(path) == "tflite":
+                raise ValueError(
+                    f"{path} is a LiteRT export ({TFLITE_FILE}), and TF Serving serves "
+                    f"SavedModels only. For TF Serving, export the model directory as a "
+                    f"SavedModel (tools/export.py without --format tflite) to another "
+                    f"exports/NAME and pass that; run the LiteRT export in an app's LiteRT "
+                    f"runtime, or here with tools/predict.py --model {base} "
+                    f"(docs/litert.md).")
+
+
+def load_export(export_dir):
+    """The export at `export_dir` (or its latest version), loaded for running.
+
+    A SavedModel: `tf.saved_model.load` of it. One committed version is
+    loaded whole: if an export with overwrite replaces it meanwhile (graph
+    of one, variables of the other), it is loaded again
+    (`keras_bert.files.read_committed`). A LiteRT export (model.tflite, or
+    any .tflite file): a `keras_bert.export.tflite_runtime.LiteRTExport`,
+    whose `signatures` are called as a SavedModel's are.
     """
     register_text_ops()
-    path = latest_version(export_dir)
+    path = latest_version(export_dir, formats=tuple(MODEL_FILES))
+    if export_format(path) == "tflite":
+        try:
+            return LiteRTExport(path)
+        except (RuntimeError, ValueError) as e:
+            raise ValueError(f"Cannot load the LiteRT export {path}: {str(e).strip()}") from e
 
     def load():
         try:
@@ -96,9 +180,13 @@ def read_export_info(export_dir):
     """The export's keras_bert_export.json as a dict ({} when it has none).
 
     Args:
-        export_dir: exports/NAME (its latest version) or exports/NAME/VERSION.
+        export_dir: exports/NAME (its latest version), exports/NAME/VERSION,
+            or a LiteRT export's .tflite file (the file beside it).
     """
-    path = os.path.join(latest_version(export_dir), INFO_FILE)
+    path = latest_version(export_dir, formats=tuple(MODEL_FILES))
+    if os.path.isfile(path):
+        path = os.path.dirname(path)
+    path = os.path.join(path, INFO_FILE)
     if not os.path.isfile(path):
         return {}
     with open(path, encoding="utf-8") as f:  # One file: whole from one version.

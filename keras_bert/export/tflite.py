@@ -34,27 +34,30 @@ in the reference), invalid UTF-8, the final "ς" and every one of the
 Example:
 >>> export_tflite("models/sentiment", "exports/sentiment-lite")
 '.../exports/sentiment-lite/1'
->>> interpreter = load_tflite("exports/sentiment-lite/1/model.tflite")
+>>> interpreter = litert_interpreter("exports/sentiment-lite/1")
 >>> run_tflite(interpreter, ["great movie"])["label"]
 array([b'positive'], dtype=object)
+
+Running it: `keras_bert.export.tflite_runtime` (the LiteRT interpreter,
+ai-edge-litert, with tensorflow-text's kernels), tools/predict.py and
+docs/litert.md.
 """
 
 import json
 import os
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert.export.layout import check_export_dir
 from keras_bert.export.predict import INFO_FILE
 from keras_bert.export.serving_module import overrides_call
+from keras_bert.export.tflite_runtime import (  # noqa: F401  (run_tflite: here too)
+    TFLITE_FILE, litert_interpreter, run_tflite)
 from keras_bert.export.tflite_text import (
     UNKNOWN_CHAR, byte_detokenizer, kernel_word_breaks, lite_text_tables,
     normalize_for_wordpiece)
 from keras_bert.files import Kind, staged_dir
-
-TFLITE_FILE = "model.tflite"
 
 #: What `export_tflite` replaces (with overwrite): its own version folders.
 TFLITE_VERSION_KIND = Kind("LiteRT export folder", required=(TFLITE_FILE,),
@@ -271,38 +274,12 @@ def tflite_ops(flatbuffer):
 
 def tflite_signatures(flatbuffer):
     """{signature key: {"inputs": [...], "outputs": [...]}} of a LiteRT model."""
-    interpreter = tf.lite.Interpreter(model_content=flatbuffer)
     return {k: {"inputs": sorted(v["inputs"]), "outputs": sorted(v["outputs"])}
-            for k, v in interpreter.get_signature_list().items()}
+            for k, v in litert_interpreter(flatbuffer).get_signature_list().items()}
 
 
-def load_tflite(path_or_content, num_threads=None):
-    """A `tf.lite.Interpreter` of a LiteRT export, with tensorflow-text's kernels registered.
-
-    Args:
-        path_or_content: the model.tflite path (or its version folder), or
-            the flatbuffer bytes.
-        num_threads: int or None.
-    """
-    from tensorflow.lite.python import interpreter
-
-    if isinstance(path_or_content, (bytes, bytearray)):
-        source = {"model_content": bytes(path_or_content)}
-    else:
-        path = os.fspath(path_or_content)
-        source = {"model_path": os.path.join(path, TFLITE_FILE) if os.path.isdir(path)
-                  else path}
-    return interpreter.InterpreterWithCustomOps(
-        custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS,
-        num_threads=num_threads, **source)
-
-
-def run_tflite(interpreter, texts, signature="serving_default"):
-    """Runs a signature of a LiteRT model on a list of str/bytes; returns its dict of arrays."""
-    runner = interpreter.get_signature_runner(signature)
-    batch = np.array([t.encode("utf-8") if isinstance(t, str) else t for t in texts],
-                     dtype=object)
-    return runner(text=batch)
+#: The name this module gave `litert_interpreter` before it moved to tflite_runtime.
+load_tflite = litert_interpreter
 
 
 def tflite_info(module, flatbuffer):
@@ -315,7 +292,8 @@ def tflite_info(module, flatbuffer):
         "dtype": module.dtype_policy,
         "tokenizer": "ByteSplitWithOffsets + builtin ops + FastWordpieceDetokenize (BERT's "
                      "normalization) + FastWordpieceTokenizeWithOffsets (tensorflow-text TFLite "
-                     "kernels: register tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)",
+                     "kernels: register tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS, as "
+                     "keras_bert.export.litert_interpreter does)",
         "ops": tflite_ops(flatbuffer),
         "signatures": tflite_signatures(flatbuffer),
         "size_bytes": len(flatbuffer),

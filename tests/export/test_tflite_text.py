@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.export.tflite import LiteTokenizer, load_tflite
+from keras_bert.export import litert_interpreter
+from keras_bert.export.tflite import LiteTokenizer
 from keras_bert.text import BertTokenizer
 from tests.text.hard_texts import hard_texts, hard_texts_vocabulary
 
@@ -91,7 +92,7 @@ def _lite_tokenize(lite, texts, tmp_path):
     converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path), signature_keys=["tokenize"])
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]  # No Flex ops.
     converter.allow_custom_ops = True
-    run = load_tflite(converter.convert()).get_signature_runner("tokenize")
+    run = litert_interpreter(converter.convert()).get_signature_runner("tokenize")
     out = run(text=np.array([t.encode("utf-8") for t in texts], dtype=object))
     return tf.RaggedTensor.from_row_splits(out["values"], out["row_splits"]).to_list()
 

@@ -1,0 +1,130 @@
+"""Running a LiteRT export (--format tflite): the LiteRT interpreter with tensorflow-text's kernels.
+
+A LiteRT export (`keras_bert.export.tflite`) holds three tensorflow-text
+custom ops (`TFText>ByteSplitWithOffsets`, `TFText>FastWordpieceDetokenize`,
+`FastWordpieceTokenizeWithOffsets`); every other op is a LiteRT builtin.
+`litert_interpreter` opens it with the supported LiteRT interpreter,
+`ai_edge_litert.interpreter` (the `ai-edge-litert` package: TensorFlow 2.21's
+`tf.lite.Interpreter` is deprecated and warns so), and registers those kernels
+with tensorflow-text's `tflite_registrar`: its functions take the address of
+the interpreter's op resolver, which is how `InterpreterWithCustomOps` calls
+them. The registrar links TensorFlow's framework library; importing
+`tensorflow_text` loads it into the process first, so no LD_LIBRARY_PATH is
+needed.
+
+Example:
+>>> interpreter = litert_interpreter("exports/sentiment-lite/1")
+>>> run_tflite(interpreter, ["great movie"])["label"]
+array([b'positive'], dtype=object)
+>>> export = LiteRTExport("exports/sentiment-lite/1/model.tflite")   # what load_export returns
+>>> export.signatures["serving_default"](text=np.array([b"great movie"], dtype=object))["label"]
+array([b'positive'], dtype=object)
+"""
+
+import os
+
+import numpy as np
+import tensorflow as tf
+
+TFLITE_FILE = "model.tflite"
+
+
+def tflite_path(path):
+    """The .tflite file of `path`: the file itself, or model.tflite in the version folder."""
+    path = os.fspath(path)
+    return os.path.join(path, TFLITE_FILE) if os.path.isdir(path) else path
+
+
+def litert_interpreter(model, num_threads=None):
+    """A LiteRT interpreter of a LiteRT export, tensorflow-text's kernels registered.
+
+    Args:
+        model: the export's version folder (exports/NAME/VERSION), its
+            model.tflite (any .tflite file), or the flatbuffer bytes.
+        num_threads: int or None (LiteRT's default).
+
+    Returns:
+        An `ai_edge_litert.interpreter.InterpreterWithCustomOps`
+        (`get_signature_runner`, `get_signature_list`, ...).
+
+    Raises:
+        ImportError: ai-edge-litert is not installed (the way out in the message).
+        FileNotFoundError: no such file (a folder without model.tflite).
+        ValueError: the file is not a LiteRT model.
+    """
+    import tensorflow_text as tf_text  # Loads the framework library its kernels link.
+
+    try:
+        from ai_edge_litert import interpreter
+    except ImportError as e:
+        raise ImportError(
+            "Running a LiteRT export needs the LiteRT interpreter, the ai-edge-litert "
+            "package (a keras_bert dependency): pip install ai-edge-litert, or reinstall "
+            "keras_bert (pip install -e . in its clone).") from e
+    if isinstance(model, (bytes, bytearray)):
+        source = {"model_content": bytes(model)}
+    else:
+        path = tflite_path(model)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(
+                f"No LiteRT model at {path}: pass a LiteRT export's version folder "
+                f"(exports/NAME/VERSION, holding {TFLITE_FILE}) or its .tflite file. "
+                f"Create one with tools/export.py --format tflite.")
+        source = {"model_path": path}
+    return interpreter.InterpreterWithCustomOps(
+        custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS,
+        num_threads=num_threads, **source)
+
+
+def run_tflite(interpreter, texts, signature="serving_default"):
+    """Runs a signature of a LiteRT model on a list of str/bytes; returns its dict of arrays."""
+    runner = interpreter.get_signature_runner(signature)
+    batch = np.array([t.encode("utf-8") if isinstance(t, str) else t for t in texts],
+                     dtype=object)
+    return runner(text=batch)
+
+
+class LiteRTSignature:
+    """One signature of a LiteRT export, called as a SavedModel's signature is.
+
+    `signature(**{input: array or Tensor})` returns a dict of numpy arrays;
+    `structured_input_signature` is ((), {input: tf.TensorSpec}), as on a
+    concrete function, so `keras_bert.export.predict`'s helpers take either.
+    """
+
+    def __init__(self, interpreter, key):
+        self.key = key
+        self._runner = interpreter.get_signature_runner(key)
+        self.structured_input_signature = ((), {
+            name: tf.TensorSpec([None if n < 0 else int(n) for n in detail["shape_signature"]],
+                                tf.as_dtype(detail["dtype"]), name)
+            for name, detail in self._runner.get_input_details().items()})
+
+    def __call__(self, **inputs):
+        return self._runner(**{name: np.asarray(value) for name, value in inputs.items()})
+
+
+class LiteRTExport:
+    """A LiteRT export loaded for running: `signatures` by key, as a loaded SavedModel's.
+
+    Args:
+        model: the version folder, its .tflite file, or the flatbuffer bytes.
+        num_threads: int or None.
+
+    Attributes:
+        interpreter: its `litert_interpreter`.
+        signatures: dict signature key -> `LiteRTSignature`.
+    """
+
+    def __init__(self, model, num_threads=None):
+        self.interpreter = litert_interpreter(model, num_threads)
+        # Allocated once now, each unknown dimension (the batch) taken as 1, so
+        # that LiteRT applies its default CPU delegate (XNNPACK) here, not at the
+        # first call: it announces that on stderr once per process, which a tool
+        # silences around the load. (Each call resizes to its own batch.)
+        for detail in self.interpreter.get_input_details():
+            self.interpreter.resize_tensor_input(
+                detail["index"], [max(int(n), 1) for n in detail["shape_signature"]])
+        self.interpreter.allocate_tensors()
+        self.signatures = {key: LiteRTSignature(self.interpreter, key)
+                           for key in self.interpreter.get_signature_list()}
