@@ -117,7 +117,8 @@ def _quality(args, make, header, flags, metric_names, scored):
     for name, values in (("all-MiniLM-L6-v2, untuned", before),
                          (f"after {args.embedding_epochs} epoch(s) on {len(train)} pairs "
                           f"({seconds:.0f} s)", after)):
-        rows.append({"model": name, **{k: values[k] for k in metric_names}})
+        # Strings: three decimals in the table (recall moves by 1 / --embedding-eval).
+        rows.append({"model": name, **{k: f"{values[k]:.3f}" for k in metric_names}})
         print("  " + harness.format_row(rows[-1]), flush=True)
     return rows
 
