@@ -14,8 +14,8 @@ The data, made from the corpus in file order (each run the same):
   (first half, second half); the first --embedding-train such pairs train,
   the next --embedding-eval are held out: each held-out first half ranks
   every held-out second half.
-- scored pairs: tweets of at least 6 words, each paired with the next one
-  of the corpus; the score is how their sentiment labels agree: 2 (the
+- scored pairs: distinct tweets of at least 6 words in a seeded shuffle
+  (the file is grouped by label), each paired with the next one; the score is how their sentiment labels agree: 2 (the
   same label), 1 (one neutral, one not), 0 (negative with positive), read
   with --score-scale 2 (cosine targets 1, 0.5, 0).
 
@@ -58,7 +58,11 @@ def tweet_halves(count_train, count_eval):
 
 def sentiment_pairs(count_train, count_eval):
     """(train, held-out) rows (text_a, text_b, score 0/1/2) of neighbouring tweets."""
+    import random
+
     tweets = [(t, s) for t, s in dict(_tweets()).items() if len(t.split()) >= 6]
+    # The corpus is grouped by label: neighbours in file order would all agree.
+    random.Random(0).shuffle(tweets)
     rows = []
     for (a, label_a), (b, label_b) in zip(tweets[0::2], tweets[1::2]):
         opposite = {label_a, label_b} == {"negative", "positive"}
@@ -139,8 +143,8 @@ def bench_embedding_recall(args):
 def bench_embedding_sts(args):
     """Spearman of scored real tweet pairs, before and after cosine-regression fine-tuning.
 
-    Neighbouring tweets of at least 6 words are paired and scored by their
-    sentiment labels: 2 the same, 1 one neutral, 0 negative with positive
+    Tweets of at least 6 words, shuffled (seed 0), are paired with their
+    neighbour and scored by their sentiment labels: 2 the same, 1 one neutral, 0 negative with positive
     (--score-scale 2: cosine targets 1, 0.5, 0); the first --embedding-train
     pairs train one epoch of tools/finetune.py --task text_embedding
     --score-column score, the next --embedding-eval are held out.
