@@ -144,8 +144,9 @@ def bench_embedding_sts(args):
     """Spearman of scored real tweet pairs, before and after cosine-regression fine-tuning.
 
     Tweets of at least 6 words, shuffled (seed 0), are paired with their
-    neighbour and scored by their sentiment labels: 2 the same, 1 one neutral, 0 negative with positive
-    (--score-scale 2: cosine targets 1, 0.5, 0); the first --embedding-train
+    neighbour and scored by their sentiment labels: 2 the same, 1 one
+    neutral, 0 negative with positive (--score-scale 2: cosine targets 1,
+    0.5, 0); the first --embedding-train
     pairs train one epoch of tools/finetune.py --task text_embedding
     --score-column score, the next --embedding-eval are held out.
     """
