@@ -15,9 +15,10 @@ The data, made from the corpus in file order (each run the same):
   the next --embedding-eval are held out: each held-out first half ranks
   every held-out second half.
 - scored pairs: distinct tweets of at least 6 words in a seeded shuffle
-  (the file is grouped by label), each paired with the next one; the score is how their sentiment labels agree: 2 (the
-  same label), 1 (one neutral, one not), 0 (negative with positive), read
-  with --score-scale 2 (cosine targets 1, 0.5, 0).
+  (the file is grouped by label), each paired with the next one; the
+  score is how their sentiment labels agree: 2 (the same label), 1 (one
+  neutral, one not), 0 (negative with positive), read with --score-scale 2
+  (cosine targets 1, 0.5, 0).
 
 The fine-tuning runs are the tool itself, in a subprocess (one epoch,
 --learning-rate 2e-5 by default); "before" is the untuned model scored by the
