@@ -97,7 +97,7 @@ def test_public_names_load_on_first_use_and_tasks_register_on_demand():
         "classification masked_lm multi_label_classification pretraining span_qa "
         "text_embedding token_classification",
         "True True",
-        "classification multi_label_classification span_qa token_classification",
+        "classification multi_label_classification span_qa text_embedding token_classification",
         "True",
     ]
 

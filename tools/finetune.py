@@ -1,5 +1,5 @@
 """Fine-tune a model directory: classification, multi-label classification, token
-classification or SQuAD QA.
+classification, SQuAD QA or text embeddings.
 
 Tasks and their data
 --------------------
@@ -31,9 +31,17 @@ span_qa               SQuAD v1.1 / v2.0 JSON. Windows of --max-seq-length
                       --max-answer-length tokens; v2.0: "" when the null score
                       beats the best span by --null-score-diff-threshold.
                       Metrics: exact, f1 (the official normalization).
+text_embedding        CSV / TSV / JSON Lines text pairs: --anchor-column and
+                      --positive-column (default anchor, positive), optional
+                      hard negatives (--negative-columns a,b); in-batch
+                      negatives (a batch's copies of a pair's text are not its
+                      negatives). Metrics: mrr, recall@1, recall@10 (each eval
+                      anchor ranks the distinct eval positives). Or scored
+                      pairs: --score-column (divided by --score-scale into
+                      [-1, 1]), cosine regression, metric spearman.
 
 Without --eval, --eval-fraction F holds out a seeded share of --train
-(classification, multi-label and token classification).
+(classification, multi-label, token classification and text embedding).
 
 Bad rows (wrong column count, invalid JSON, empty text, answer offsets that
 do not match their text, ...) are reported as FILE:LINE (or question id),
@@ -45,7 +53,7 @@ Output: --output is a model directory written at every epoch that improves
 --metric (config.json, model.weights.h5, vocab.txt, task.json with the label
 names, max_seq_length and the eval metrics). Load it with
 BertClassifier / BertMultiLabelClassifier / BertTokenClassifier /
-BertSpanLabeler.from_pretrained.
+BertSpanLabeler / BertTextEmbedder.from_pretrained.
 
 Defaults are the paper's: AdamW, lr 5e-5, batch 32, 3 epochs, warmup 10%,
 linear decay, weight decay 0.01, clip norm 1.0.
@@ -69,6 +77,8 @@ Examples
       --train eng.train --eval eng.testa --output models/minilm-ner
   python tools/finetune.py --task span_qa --model models/minilm \\
       --train train-v1.1.json --eval dev-v1.1.json --output models/minilm-squad
+  python tools/finetune.py --task text_embedding --model all-MiniLM-L6-v2 \\
+      --train pairs.csv --eval-fraction 0.1 --output models/minilm-pairs
 """
 
 import argparse

@@ -9,7 +9,10 @@ probability (classifiers), each predicted label with its probability
 keras_bert_export.json), the score (regression), the answer and its offsets
 (QA), token/label@start:end (token classifiers) or the output values (embed,
 encode); a model saved with windows (long documents) adds windows=N, the
-windows read of the text.
+windows read of the text. Text embedders (an export, or a model directory
+tools/finetune.py --task text_embedding wrote) write JSON Lines
+{"text": ..., "embedding": [...]} instead, on stdout or to --output FILE;
+--output FILE.npy writes one float32 array [N, D] in input order.
 Progress of large inputs goes to stderr.
 
 Examples
@@ -22,6 +25,7 @@ Examples
   python tools/predict.py --model exports/tweet-tags "@ann is this it? http://t.co/x"
   python tools/predict.py --model exports/sentiment-lite "what a great day"
   python tools/predict.py --model exports/sentiment-lite/1/model.tflite "meh"
+  python tools/predict.py --model exports/embedder --input docs.txt --output docs.npy
 """
 
 import contextlib
@@ -51,6 +55,9 @@ def build_parser():
     parser.add_argument("--context", nargs="+", default=None,
                         help="QA: the context of each question, one per question.")
     parser.add_argument("--signature", default="serving_default", help="Signature to run.")
+    parser.add_argument("--output", default=None,
+                        help="Text embedders: write the embeddings to this file: FILE.npy (a "
+                        "float32 array [N, D]) or JSON Lines (default: JSON Lines on stdout).")
     parser.add_argument("--batch-size", type=int, default=64,
                         help="Texts per call; more run in batches of similar length.")
     _cli.add_verbose(parser)
@@ -99,6 +106,12 @@ def main(argv=None):
         print(f"error: --batch-size must be >= 1, got {args.batch_size}", file=sys.stderr)
         return 1
     _cli.quiet_tensorflow(args.verbose)
+    from keras_bert.tasks.text_embedding import output as embedding_output
+
+    if embedding_output.is_embedding_model_dir(args.model):  # A model directory, not an export.
+        texts = read_examples(args, pairs=False)[0]
+        return write_embeddings(args, texts, embedding_output.embed_with_model_dir(
+            args.model, texts, args.batch_size))
     from keras_bert.export.predict import (
         FIRST_INPUTS,
         SECOND_INPUTS,
@@ -149,8 +162,28 @@ def main(argv=None):
     outputs = run_signature(loaded, inputs, args.signature, args.batch_size,
                             progress=progress.update)
     progress.close()
+    if embedding_output.EMBEDDING in outputs or args.output is not None:
+        return write_embeddings(args, first, outputs.get(embedding_output.EMBEDDING))
     for line in format_outputs(inputs, outputs, label_names):
         print(line)
+    return 0
+
+
+def write_embeddings(args, texts, embeddings):
+    """Writes a text embedder's embeddings (JSON Lines or --output); the exit status."""
+    from keras_bert.tasks.text_embedding.output import write_embeddings
+
+    if embeddings is None:
+        print(f"error: --output writes a text embedder's embeddings; signature "
+              f"{args.signature!r} of {args.model} has no 'embedding' output", file=sys.stderr)
+        return 1
+    try:
+        summary = write_embeddings(texts, embeddings, args.output)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if summary:
+        print(summary, file=sys.stderr)
     return 0
 
 

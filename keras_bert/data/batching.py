@@ -34,7 +34,7 @@ def _length(features, *targets):
 
 
 def training_batches(dataset, batch_size, max_seq_length, seed=None, input_pipeline_id=0,
-                     num_input_pipelines=1, padding_values=None):
+                     num_input_pipelines=1, padding_values=None, element_length=None):
     """An endless stream of full, shuffled, length-bucketed batches.
 
     Args:
@@ -51,6 +51,9 @@ def training_batches(dataset, batch_size, max_seq_length, seed=None, input_pipel
             batch size. Without one, pipeline i reads every n-th example.
         padding_values: structure like an element, or None for 0 everywhere
             (token labels pad with -1 = ignored).
+        element_length: function of an element's parts -> int32 scalar, the
+            length that picks its bucket (every sequence of the element is
+            padded to that bucket's edge); None: the features' token_ids.
 
     Returns:
         A `tf.data.Dataset` of batches.
@@ -66,7 +69,7 @@ def training_batches(dataset, batch_size, max_seq_length, seed=None, input_pipel
     dataset = dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True).repeat()
     edges = bucket_edges(max_seq_length)
     dataset = dataset.bucket_by_sequence_length(
-        _length,
+        element_length or _length,
         bucket_boundaries=[edge + 1 for edge in edges],
         bucket_batch_sizes=[drawn] * (len(edges) + 1),
         padding_values=padding_values,

@@ -6,6 +6,7 @@
   text      tokenizers and real-text padding (tokenizer, realtext)
   serving   exported SavedModels (serving, serving-e2e, serving-accuracy)
   finetune  fine-tuning side by side (finetune, finetune-step)
+  embedding text embeddings: quality before / after fine-tuning, export speed
 
 Each family lists its `BENCHMARKS` and adds their subcommands with
 `add_parsers(subparsers)`. No module here imports TensorFlow, numpy or

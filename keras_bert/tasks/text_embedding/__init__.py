@@ -4,9 +4,10 @@ model.py (the embedder), pairs.py (its contrastive `fit`), layers.py (masked poo
 L2 normalization), losses.py (in-batch negatives, cosine regression),
 metrics.py (recall@k, MRR, Spearman), sentence_transformers.py (a
 sentence-transformers folder's settings), search.py (cosine similarity,
-in-memory top-k), serving.py (export signatures). Registered as
-'text_embedding'; no tools/finetune.py task yet (no reader or options.py):
-fine-tune with `BertTextEmbedder.fit` on pairs.
+in-memory top-k), serving.py (export signatures), reader.py (pair files),
+finetune.py and options.py (tools/finetune.py --task text_embedding),
+output.py (embeddings written as JSON Lines or .npy). Registered as
+'text_embedding'.
 
 The names below load on first use (PEP 562); `TASK` (spec.py, the
 registration line) registers the task.

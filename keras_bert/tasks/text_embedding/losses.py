@@ -9,14 +9,12 @@ import keras
 from keras import ops
 
 
-def _halves(y_pred):
-    """(anchor [B, D], positive [B, D]) as unit rows."""
-    anchor, positive = ops.split(ops.cast(y_pred, "float32"), 2, axis=-1)
-
+def _unit_parts(y_pred, parts):
+    """`parts` unit-row embeddings [B, D] of y_pred [B, parts * D] (anchor first)."""
     def unit(x):
         return x / ops.maximum(ops.sqrt(ops.sum(ops.square(x), axis=-1, keepdims=True)), 1e-12)
 
-    return unit(anchor), unit(positive)
+    return [unit(x) for x in ops.split(ops.cast(y_pred, "float32"), parts, axis=-1)]
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -28,10 +26,15 @@ class MultipleNegativesRankingLoss(keras.losses.Loss):
     sentence-transformers' MultipleNegativesRankingLoss, scale 20 = a
     temperature of 0.05).
 
+    Hard negatives: with K negative texts per pair, row i's candidates are
+    the batch's B positives and its B * K negatives (every row's), so each
+    anchor also ranks below its positive the hard negatives of the others.
+
     Duplicates: a pair's text that appears twice in a batch would make the
     other copy a false negative (the model is pushed away from its own
-    positive). Column j is therefore left out of row i's negatives when
-    positive j is the same text as positive i, or anchor j the same text as
+    positive). A candidate is therefore left out of row i's negatives when
+    it is the same text as positive i (a positive or a negative of another
+    pair), or when it is positive j and anchor j is the same text as
     anchor i; texts are compared by a 24-bit hash (`y_true`), so two
     different texts collide with probability about 2^-24 per pair (one
     negative fewer, never a wrong target).
@@ -40,8 +43,9 @@ class MultipleNegativesRankingLoss(keras.losses.Loss):
         scale: float > 0, multiplies the cosines before the softmax.
 
     Call arguments:
-        y_true: float [B, 2], the hash keys of (anchor, positive) texts.
-        y_pred: float [B, 2 * D], anchor then positive embedding.
+        y_true: float [B, 2 + K], the hash keys of (anchor, positive,
+            negative 1..K) texts.
+        y_pred: float [B, (2 + K) * D], the embeddings in the same order.
     """
 
     def __init__(self, scale=20.0, name="multiple_negatives_ranking_loss", **kwargs):
@@ -51,18 +55,25 @@ class MultipleNegativesRankingLoss(keras.losses.Loss):
         self.scale = float(scale)
 
     def call(self, y_true, y_pred):
-        anchor, positive = _halves(y_pred)
-        logits = self.scale * ops.matmul(anchor, ops.transpose(positive))  # (B, B)
-        keys = ops.cast(y_true, "float32")  # (B, 2)
-        same_anchor = ops.equal(ops.expand_dims(keys[:, 0], 1), ops.expand_dims(keys[:, 0], 0))
-        same_positive = ops.equal(ops.expand_dims(keys[:, 1], 1),
-                                  ops.expand_dims(keys[:, 1], 0))
-        diagonal = ops.eye(ops.shape(logits)[0], dtype="bool")
-        false_negative = ops.logical_and(ops.logical_or(same_anchor, same_positive),
-                                         ops.logical_not(diagonal))
+        keys = ops.cast(y_true, "float32")  # (B, 2 + K)
+        parts = keys.shape[-1]
+        anchor, *candidates = _unit_parts(y_pred, parts)
+        # Positives, then every row's negative 1, ..., negative K: (C = B * (1 + K), D).
+        candidates = ops.concatenate(candidates, axis=0)
+        logits = self.scale * ops.matmul(anchor, ops.transpose(candidates))  # (B, C)
+        candidate_keys = ops.reshape(ops.transpose(keys[:, 1:]), [-1])  # (C,), same order
+        batch = ops.shape(keys)[0]
+        column = ops.arange(ops.shape(candidate_keys)[0])  # (C,)
+        same_text = ops.equal(keys[:, 1:2], ops.expand_dims(candidate_keys, 0))
+        same_anchor = ops.logical_and(
+            ops.equal(keys[:, 0:1], ops.expand_dims(ops.tile(keys[:, 0], [parts - 1]), 0)),
+            ops.expand_dims(column < batch, 0))  # Positive j of a same-text anchor j.
+        own = ops.equal(ops.expand_dims(ops.arange(batch), 1), ops.expand_dims(column, 0))
+        false_negative = ops.logical_and(ops.logical_or(same_text, same_anchor),
+                                         ops.logical_not(own))
         logits = ops.where(false_negative, -1e9, logits)
-        # Row i's target is column i: log_softmax at the diagonal.
-        return -ops.diagonal(ops.log_softmax(logits, axis=-1))  # (B,)
+        # Row i's target is column i: log_softmax at the diagonal of the positives' block.
+        return -ops.diagonal(ops.log_softmax(logits, axis=-1)[:, :batch])  # (B,)
 
     def get_config(self):
         return {**super().get_config(), "scale": self.scale}
@@ -81,6 +92,6 @@ class CosineSimilarityLoss(keras.losses.Loss):
         super().__init__(name=name, **kwargs)
 
     def call(self, y_true, y_pred):
-        anchor, positive = _halves(y_pred)
+        anchor, positive = _unit_parts(y_pred, 2)
         cosine = ops.sum(anchor * positive, axis=-1)  # (B,)
         return ops.square(cosine - ops.reshape(ops.cast(y_true, "float32"), [-1]))

@@ -16,7 +16,7 @@ from keras_bert.models.pipeline import _trim_to_longest
 from keras_bert.tasks.text_embedding import metrics as metrics_lib
 from keras_bert.tasks.text_embedding.losses import (CosineSimilarityLoss,
                                                     MultipleNegativesRankingLoss)
-from keras_bert.tasks.text_embedding.search import unit_rows
+from keras_bert.tasks.text_embedding.reader import retrieval_targets, text_keys
 
 
 class PairFitting:
@@ -64,15 +64,17 @@ class PairFitting:
         reads both; otherwise Keras' compiled loss."""
         if not (isinstance(y, dict) and "positive" in y):
             return super().compute_loss(x, y, y_pred, sample_weight, training=training)
-        positive = self(y["positive"], training=training)  # (B, D)
-        both = tf.concat([y_pred, positive], axis=-1)  # (B, 2D)
+        # Anchor, positive, hard negatives 1..K (tools/finetune.py's pair files): (B, D) each.
+        parts = [y_pred] + [self(inputs, training=training)
+                            for inputs in (y["positive"], *y.get("negatives", ()))]
+        embeddings = tf.concat(parts, axis=-1)  # (B, (2 + K) * D)
         if "score" in y:
             # Scored pairs regress the cosine whatever ranking scale was compiled.
             loss = self.loss if isinstance(self.loss, CosineSimilarityLoss) else (
                 CosineSimilarityLoss())
-            value = loss(y["score"], both)
+            value = loss(y["score"], embeddings)
         else:
-            value = self.loss(y["keys"], both)
+            value = self.loss(y["keys"], embeddings)
         if self.losses:
             value = value + tf.add_n([tf.cast(v, value.dtype) for v in self.losses])
         return value
@@ -179,27 +181,28 @@ class PairFitting:
             batch_size: int, texts per embedding call.
 
         Returns:
-            {"recall@1", "recall@10", "mrr"} (each anchor ranks all N positives),
+            {"recall@1", "recall@10", "mrr"} (each anchor ranks the distinct
+            positive texts: pairs that share a positive rank one copy of it),
             or {"spearman"}: floats.
         """
         first = self.embeddings_of(anchors, batch_size, "anchors")
+        count, targets = len(positives) if hasattr(positives, "__len__") else None, None
+        if scores is None and isinstance(positives, (list, tuple, np.ndarray)) and all(
+                isinstance(t, (str, bytes)) for t in positives):
+            positives, targets = retrieval_targets(list(positives))
         second = self.embeddings_of(positives, batch_size, "positives")
-        if len(first) != len(second):
+        count = len(second) if targets is None else count
+        if len(first) != count:
             raise ValueError(f"Expected one positive per anchor. Received: {len(first)} "
-                             f"anchors and {len(second)} positives.")
-        if scores is None:
-            return metrics_lib.retrieval_metrics(first, second)
-        cosine = np.sum(unit_rows(first) * unit_rows(second), axis=-1)
-        return {"spearman": metrics_lib.spearman(cosine, _scores(scores, len(first),
-                                                                   "evaluate_pairs"))}
+                             f"anchors and {count} positives.")
+        return metrics_lib.pair_metrics(
+            first, second, None if scores is None else _scores(scores, count, "evaluate_pairs"),
+            targets)
 
 
 def _text_keys(anchors, positives):
-    """float32 [B, 2]: 24-bit hashes of each pair's texts, so that
-    `MultipleNegativesRankingLoss` finds duplicates (exact integers in float32)."""
-    return tf.cast(tf.stack([tf.strings.to_hash_bucket_fast(anchors, 1 << 24),
-                             tf.strings.to_hash_bucket_fast(positives, 1 << 24)], axis=1),
-                   tf.float32)
+    """float32 [B, 2]: the hash keys of each pair's texts (`reader.text_keys`)."""
+    return text_keys(tf.stack([anchors, positives], axis=1))
 
 
 def _maybe_shuffle(dataset, shuffle):

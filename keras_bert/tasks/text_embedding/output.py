@@ -1,0 +1,89 @@
+"""Embeddings written for other programs: JSON Lines or a .npy array (tools/predict.py).
+
+- JSON Lines (any name but .npy, or stdout): one object per text, in input
+  order, `{"text": str, "embedding": [D floats]}`; each float is the
+  float32 value exactly (`json` writes the shortest repr of its float64).
+- `.npy`: one float32 array [N, D] in input order (`numpy.load`), what a
+  vector index (FAISS, ScaNN, a database) takes; the texts are the input's.
+
+Standard library and numpy at import: tools/predict.py on an export loads
+TensorFlow and tensorflow-text only. A file is written to a staging name
+beside it and renamed into place (`tf.io.gfile`, so gs:// paths work too):
+a reader never sees half of one.
+"""
+
+import json
+import os
+
+import numpy as np
+
+EMBEDDING = "embedding"  # The output of a text embedder's export (and its Python predict).
+
+
+def is_embedding_model_dir(path):
+    """True if `path` is a model directory of a `BertTextEmbedder` (task.json task
+    "text_embedding")."""
+    task_file = os.path.join(path, "task.json")
+    if not (os.path.isdir(path) and os.path.isfile(task_file)):
+        return False
+    with open(task_file, encoding="utf-8") as f:
+        try:
+            info = json.load(f)
+        except json.JSONDecodeError:
+            return False  # load_export / from_pretrained name the broken file.
+    return isinstance(info, dict) and info.get("task") == "text_embedding"
+
+
+def embed_with_model_dir(model_dir, texts, batch_size=64):
+    """float32 [N, D]: `BertTextEmbedder.from_pretrained(model_dir).predict(texts)`."""
+    from keras_bert.tasks import BertTextEmbedder
+
+    return BertTextEmbedder.from_pretrained(model_dir).predict(
+        list(texts), batch_size=batch_size, verbose=0)
+
+
+def json_lines(texts, embeddings):
+    """Yields one JSON line (no newline) per text: {"text", "embedding"}."""
+    for text, row in zip(texts, embeddings):
+        yield json.dumps({"text": text, EMBEDDING: row.tolist()}, ensure_ascii=False)
+
+
+def write_embeddings(texts, embeddings, path=None, stdout=None):
+    """Writes `embeddings` (float [N, D], row i of texts[i]) as `.npy` or JSON Lines.
+
+    Args:
+        texts: list of str, N.
+        embeddings: float array [N, D].
+        path: str, "*.npy" (an array), another file name (JSON Lines) or
+            None (JSON Lines on `stdout`).
+        stdout: a text stream for path None (default sys.stdout).
+
+    Returns:
+        str, a one-line summary ("wrote 3 embeddings of 384 floats to x.npy"),
+        or None when they went to stdout.
+    """
+    embeddings = np.asarray(embeddings, "float32")
+    if embeddings.ndim != 2 or len(embeddings) != len(texts):
+        raise ValueError(f"Expected one embedding row per text: [{len(texts)}, D]. Received: "
+                         f"shape {list(embeddings.shape)}.")
+    if path is None:
+        import sys
+
+        stream = stdout or sys.stdout
+        for line in json_lines(texts, embeddings):
+            stream.write(line + "\n")
+        return None
+    import tensorflow as tf
+
+    if tf.io.gfile.isdir(path):
+        raise ValueError(f"--output {path} is a folder; name a file: x.npy (an array) or "
+                         f"x.jsonl (JSON Lines).")
+    staging = f"{path}.tmp-{os.getpid()}"  # This process's own name: only it writes there.
+    with tf.io.gfile.GFile(staging, "wb") as f:
+        if path.lower().endswith(".npy"):
+            np.save(f, embeddings)
+        else:
+            for line in json_lines(texts, embeddings):
+                f.write((line + "\n").encode("utf-8"))
+    tf.io.gfile.rename(staging, path, overwrite=True)
+    return (f"wrote {len(embeddings)} embeddings of {embeddings.shape[1]} floats to {path}")
