@@ -8,12 +8,13 @@ import keras
 from keras_bert import sources
 from keras_bert.models import model_dir as model_dir_lib
 from keras_bert.models.keras_file import AtomicKerasSave
+from keras_bert.models.lora import LoraModel, save_adapters_beside
 from keras_bert.models.pipeline import TextPipeline
 from keras_bert.models.replica_jit import ReplicaJitCompile
 from keras_bert.models.task_compile import DefaultCompile
 
 
-class BertTask(DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile, keras.Model):
+class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile, keras.Model):
     """A functional model made of `encoder` plus a task head, optionally with
     a `BertPreprocessor`: the model's one text path.
 
@@ -158,6 +159,7 @@ class BertTask(DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile,
             info = self.preprocessor.saved_settings()
         info.update(task_info or {})
         model_dir_lib.save_model_dir(self, model_dir, vocab_file=vocab_file, task_info=info)
+        save_adapters_beside(self, model_dir)
 
     @classmethod
     def from_pretrained(cls, model_dir, dtype=None, max_seq_length=None, lowercase=None,
