@@ -28,6 +28,7 @@ from keras_bert.layers.transformer_encoder_block import LORA_TARGETS
 #: LoRA model (its model.weights.h5 holds the merged weights).
 LORA_FILE = "model.lora.h5"
 _FORMAT = "keras_bert.lora"
+_HEAD = "head"
 _VERSION = 1
 
 
@@ -99,10 +100,10 @@ class LoraModel:
                 f"targets={settings['targets']}). Call merge_lora() to fold those adapters "
                 f"in before enabling new ones.")
         encoder = _encoder(self)
-        # Every encoder weight trainable (undoing earlier freezing), then all
-        # but the adapters frozen, variable by variable: a frozen layer would
-        # freeze its adapters too.
-        encoder.trainable = True
+        # Every encoder layer trainable (undoing earlier freezing: a frozen
+        # layer would hide its adapters), then every weight but the adapters
+        # frozen, variable by variable.
+        _unfreeze(encoder)
         for block in encoder.encoder_blocks:
             block.enable_lora(rank, alpha=alpha, targets=targets)
         adapters = _adapter_ids(self)
@@ -119,14 +120,16 @@ class LoraModel:
             raise ValueError("This model has no LoRA adapters: call enable_lora(rank) first.")
         for layer in lora_layers(self):
             layer.merge_lora()
-        _encoder(self).trainable = True
+        _unfreeze(_encoder(self))
         _reset_training(self)
 
     def save_lora_weights(self, path):
         """Writes the adapters alone (and their rank, alpha, targets) to `path`, an h5 file.
 
-        keras-hub names such files "*.lora.h5"; any name is taken. The
-        file is small: 2 * rank * hidden_size floats per target and block.
+        A task's file also holds its head (the weights outside the encoder),
+        which trains with the adapters. keras-hub names such files
+        "*.lora.h5"; any name is taken. The file is small: 2 * rank *
+        hidden_size floats per target and block, plus the head.
         """
         settings = lora_settings(self)
         if settings is None:
@@ -146,6 +149,10 @@ class LoraModel:
                 for part, (a, b) in block.qkv_dense.lora_weights().items():
                     f[f"{block.name}/{part}/A"] = a
                     f[f"{block.name}/{part}/B"] = b
+            # A task's head trains with the adapters: without it they would
+            # be of no use on a fresh model. (Its variable paths are unique.)
+            for variable in _head_weights(self):
+                f[f"{_HEAD}/{variable.path}"] = keras.ops.convert_to_numpy(variable)
         _write_bytes(os.fspath(path), buffer.getvalue())
         return path
 
@@ -153,7 +160,8 @@ class LoraModel:
         """Reads adapters written by `save_lora_weights` into this model.
 
         A model without LoRA gets it enabled with the file's rank, alpha and
-        targets; one with LoRA must have the same ones. The encoder must have
+        targets; one with LoRA must have the same ones. A task takes its head
+        from the file too (when the file has one: an encoder's has none). The encoder must have
         the file's number of blocks and width: any difference raises a
         ValueError that names it. Load them onto the model they were trained
         from (not onto the merged model directory `save_pretrained` wrote
@@ -204,6 +212,46 @@ class LoraModel:
                                   h5[f"{block.name}/{part}/B"][()])
                            for part in h5[block.name]}
                 block.qkv_dense.set_lora_weights(weights, where=f"{path}: {block.name}/")
+            _load_head(self, h5, path)
+
+
+def _head_weights(model):
+    """The task's weights outside its encoder (none for an encoder)."""
+    encoder = _encoder(model)
+    if encoder is model:
+        return []
+    inside = {id(v) for v in encoder.weights}
+    return [v for v in model.weights if id(v) not in inside]
+
+
+def _load_head(model, h5, path):
+    """Assigns a task's head from the file; a file without one (an encoder's)
+    leaves the head as it is."""
+    head = _head_weights(model)
+    if not head or _HEAD not in h5:
+        return
+    values = {}
+    for variable in head:
+        key = f"{_HEAD}/{variable.path}"
+        if key not in h5:
+            raise ValueError(
+                f"{path} has no head weight {variable.path!r} (it holds "
+                f"{sorted(_h5_names(h5[_HEAD]))}): it was saved from another task.")
+        value = h5[key][()]
+        if tuple(value.shape) != tuple(variable.shape):
+            raise ValueError(
+                f"{path}: head weight {variable.path!r} has shape {tuple(value.shape)}; this "
+                f"model's is {tuple(variable.shape)} (another num_classes?). Load the file "
+                f"onto a model with the head it was trained with.")
+        values[id(variable)] = value
+    for variable in head:
+        variable.assign(values[id(variable)])
+
+
+def _h5_names(group):
+    names = []
+    group.visit(lambda name: names.append(name) if hasattr(group[name], "shape") else None)
+    return names
 
 
 def save_adapters_beside(model, model_dir):
@@ -211,6 +259,13 @@ def save_adapters_beside(model, model_dir):
     MODEL_DIR/`LORA_FILE` (model.weights.h5 already holds them merged)."""
     if lora_settings(model) is not None:
         model.save_lora_weights(os.path.join(os.fspath(model_dir), LORA_FILE))
+
+
+def _unfreeze(encoder):
+    for layer in encoder._flatten_layers(include_self=True, recursive=True):
+        layer.trainable = True
+    for variable in encoder.weights:
+        variable.trainable = True
 
 
 def _write_bytes(path, data):

@@ -72,3 +72,8 @@ class FinetuneFields:
         "decay).", group=CONTROLS)
     encoder_lr_multiplier: float = field(
         1.0, "The encoder's learning rate as a fraction of the head's.", group=CONTROLS)
+    lora_rank: int = field(
+        0, "LoRA: train rank-N adapters on each block's query and value projections (and the "
+        "head), the rest of the encoder frozen; the model directory gets merged weights plus "
+        "the adapters (model.lora.h5). LoRA wants a higher --learning-rate than full "
+        "fine-tuning (about 10x). 0: full fine-tuning.", metavar="N", group=CONTROLS)
