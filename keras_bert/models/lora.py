@@ -262,9 +262,8 @@ def save_adapters_beside(model, model_dir):
 
 
 def _unfreeze(encoder):
-    for layer in encoder._flatten_layers(include_self=True, recursive=True):
-        layer.trainable = True
-    for variable in encoder.weights:
+    encoder.trainable = True  # every sub-layer's flag, recursively
+    for variable in encoder.weights:  # and each variable frozen on its own
         variable.trainable = True
 
 

@@ -1,27 +1,34 @@
 """LoRA: enable_lora, adapter-only save/load, merged saves and exports (keras_bert/models/lora.py)."""
 
+import json
 import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
+from keras_bert.export import export_model
 from keras_bert.layers import LoraDense
 from keras_bert.models import BertEncoder
 from keras_bert.models.lora import LORA_FILE, merged_copy
 from keras_bert.tasks.classification.model import BertClassifier
 from keras_bert.training.finetune import FinetuneOptions
+from tests.conftest import run_tool
 from tests.models.conftest import tiny_config
 from tests.test_case import assert_all_close, to_numpy
+from tests.training.finetune_fixtures import write_sentiment_splits
 
 RANK = 2
 
 
-def classifier(seed=0, num_layers=1, num_classes=3, **config):
+def classifier(seed=0, num_layers=1, num_classes=3, dtype=None, **config):
     """A tiny classifier without dropout; one block unless told (a block costs time)."""
     keras.utils.set_random_seed(seed)
     encoder = BertEncoder(**tiny_config(dropout_rate=0.0, attention_dropout_rate=0.0,
-                                        num_layers=num_layers, **config).to_dict())
+                                        num_layers=num_layers, **config).to_dict(), dtype=dtype)
     return BertClassifier(encoder, num_classes=num_classes, dropout_rate=0.0)
 
 
@@ -183,15 +190,127 @@ def test_finetune_options_check_lora_rank():
 
 
 @pytest.mark.slow
-def test_save_pretrained_writes_merged_dir_and_adapters(tiny_model_dir, tmp_path):
+def test_save_pretrained_and_export_hold_merged_weights(tiny_model_dir, tmp_path):
     model = BertClassifier.from_pretrained(tiny_model_dir, num_classes=3)
     model.enable_lora(RANK)
     move_adapters(model)
-    texts = ["the fox", "a dog jumped over"]
+    texts = ["the fox", "a dog jumped over", ""]
     expected = model.predict(texts, verbose=0)
+    plain = BertClassifier.from_pretrained(tiny_model_dir, num_classes=3)
+    plain.set_weights([w.numpy() for w in model.weights if "lora_" not in w.path])
+    assert np.max(np.abs(plain.predict(texts, verbose=0) - expected)) > 1e-4
+
     out = str(tmp_path / "sentiment")
     model.save_pretrained(out)
     assert os.path.isfile(os.path.join(out, LORA_FILE))
     loaded = BertClassifier.from_pretrained(out)
     assert not loaded.lora_enabled
     np.testing.assert_allclose(loaded.predict(texts, verbose=0), expected, atol=1e-5)
+
+    export_dir = export_model(model, str(tmp_path / "exports" / "sentiment"))
+    names = [name for name, _ in tf.train.list_variables(
+        os.path.join(export_dir, "variables", "variables"))]
+    assert not [n for n in names if "lora" in n]
+    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    probabilities = serve(text=tf.constant(texts))["probabilities"].numpy()
+    np.testing.assert_allclose(probabilities, tf.nn.softmax(expected).numpy(), atol=1e-5)
+
+
+# Trains a LoRA classifier with XLA on one device, mirrored over two logical
+# CPUs, and in mixed_bfloat16; prints one JSON line. A process of its own: the
+# logical devices must be set before TensorFlow starts.
+_WORKER = r"""
+import json, sys
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+sys.path.insert(0, sys.argv[1])
+import keras, numpy as np
+from tests.models.test_lora import classifier, move_adapters
+
+ids = np.array([[2, 5, 7, 9, 3, 0], [2, 11, 12, 3, 13, 3], [2, 8, 3, 0, 0, 0], [2, 6, 6, 3, 0, 0]],
+               "int32")
+x = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": (ids > 0).astype("int32")}
+y = np.array([0, 2, 1, 2])
+result = {}
+for name, dtype in (("one", None), ("mirrored", None), ("one_bf16", "mixed_bfloat16")):
+    strategy = (tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]) if name == "mirrored"
+                else tf.distribute.get_strategy())
+    with strategy.scope():
+        model = classifier(dtype=dtype)
+        model.enable_lora(2)
+        move_adapters(model)  # nonzero B: A gets gradients too, of a measurable size
+        model.compile(optimizer=keras.optimizers.SGD(0.5), jit_compile=True,
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    frozen = {w.path: w.numpy().copy() for w in model.weights
+              if not any(w is t for t in model.trainable_weights)}
+    start = {w.path: w.numpy().copy() for w in model.trainable_weights}
+    history = model.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    result[name] = {
+        "losses": [float(v) for v in history.history["loss"]],
+        "frozen_changed": [p for p, v in frozen.items()
+                           if not np.array_equal(v, next(w for w in model.weights
+                                                         if w.path == p).numpy())],
+        "trainable": {w.path: w.numpy().tolist() for w in model.trainable_weights},
+        "moved": {w.path: float(np.abs(w.numpy() - start[w.path]).max())
+                  for w in model.trainable_weights},
+        "replicas": strategy.num_replicas_in_sync,
+    }
+print(json.dumps(result))
+"""
+
+
+@pytest.mark.slow
+def test_lora_trains_under_xla_on_two_devices_and_in_mixed_precision():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, "-c", _WORKER, root], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": root})
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    one, mirrored, bf16 = result["one"], result["mirrored"], result["one_bf16"]
+    assert mirrored["replicas"] == 2
+    for run in (one, mirrored, bf16):
+        assert run["frozen_changed"] == []  # only the adapters and the head train
+        assert all(np.isfinite(run["losses"])) and run["losses"][-1] < run["losses"][0]
+        assert run["moved"]["encoder_block_0/qkv_dense/lora_a_value"] > 1e-5
+        assert run["moved"]["logits/kernel"] > 1e-4
+    assert sorted(one["trainable"]) == sorted(mirrored["trainable"])
+    for path, value in one["trainable"].items():
+        # float32: the replicas' gradient sum differs from one device's in rounding only.
+        np.testing.assert_allclose(mirrored["trainable"][path], value, rtol=1e-4, atol=1e-6,
+                                   err_msg=path)
+
+
+@pytest.mark.slow
+def test_finetune_tool_lora_rank_changes_only_low_rank_query_value(tiny_model_dir, tmp_path):
+    root = tmp_path / "data"
+    root.mkdir()
+    write_sentiment_splits(root, 24, 8, model_dir=tiny_model_dir)
+    output = tmp_path / "out"
+    code, out, err = run_tool(
+        "finetune", "--jit-compile", "off", "--task", "classification", "--model",
+        root / "tiny", "--train", root / "train.csv", "--eval", root / "dev.csv", "--output",
+        output, "--epochs", "2", "--batch-size", "8", "--max-seq-length", "16",
+        "--early-stopping-patience", "0", "--learning-rate", "1e-2", "--lora-rank", RANK)
+    assert code == 0, err
+    assert os.path.isfile(output / LORA_FILE)
+    base = BertEncoder.from_pretrained(str(tiny_model_dir))
+    tuned = BertClassifier.from_pretrained(str(output))
+    hidden = base.hidden_size
+    for before, after in zip(base.weights, tuned.encoder.weights):
+        assert before.path == after.path
+        delta = after.numpy() - before.numpy()
+        if not before.path.endswith("qkv_dense/kernel"):
+            np.testing.assert_array_equal(delta, 0, err_msg=before.path)  # frozen
+            continue
+        query, key, value = np.split(delta, 3, axis=1)
+        np.testing.assert_array_equal(key, 0)
+        for part in (query, value):  # a rank-RANK update, and a real one
+            assert np.linalg.matrix_rank(part, tol=1e-7) == RANK <= hidden
+    # The base model plus the adapter file (adapters and head) is the tuned model.
+    again = BertClassifier.from_pretrained(str(tiny_model_dir), num_classes=len(
+        tuned.label_names))
+    again.load_lora_weights(str(output / LORA_FILE))
+    texts = ["good movie", "awful film"]
+    np.testing.assert_allclose(again.predict(texts, verbose=0), tuned.predict(texts, verbose=0),
+                               atol=1e-5)
