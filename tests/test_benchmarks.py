@@ -41,6 +41,8 @@ FLAGS = {
     "finetune-multilabel": {"--multilabel-train", "--finetune-epochs",
                             "--finetune-learning-rate"},
     "long-docs": {"--model", "--long-docs-count", "--window-stride"},
+    "lora": {"--lora-rank", "--lora-train", "--lora-eval", "--lora-epochs",
+             "--full-learning-rate", "--lora-learning-rate"},
 }
 HELP_PROBE = """
 import json, runpy, sys

