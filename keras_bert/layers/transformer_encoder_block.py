@@ -27,7 +27,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
     y = LayerNorm(h + Dropout(W2 act(W1 h)))
 
     Query, key and value come from one fused [H, 3H] projection (`qkv_dense`):
-    one large matmul is faster than three small ones. Attention scores,
+    one large matmul is faster than three small ones; `enable_lora` gives
+    each of the three its own low-rank adapter. Attention scores,
     softmax and LayerNorm run in float32 under mixed precision.
 
     Args:

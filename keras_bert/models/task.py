@@ -14,7 +14,8 @@ from keras_bert.models.replica_jit import ReplicaJitCompile
 from keras_bert.models.task_compile import DefaultCompile
 
 
-class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile, keras.Model):
+class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile,
+               keras.Model):
     """A functional model made of `encoder` plus a task head, optionally with
     a `BertPreprocessor`: the model's one text path.
 
@@ -40,6 +41,11 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
     keeps the compile configuration; `save` writes it atomically
     (`AtomicKerasSave`). `compile(jit_compile=True)` under a multi-device
     strategy compiles each replica's step with XLA (`ReplicaJitCompile`).
+
+    LoRA (`LoraModel`, keras_bert/models/lora.py): `enable_lora(rank)` adapts
+    the encoder's attention projections and freezes the rest of it (the
+    head trains); `save_lora_weights` / `load_lora_weights` move the adapters
+    and the head alone; saves and exports hold merged weights.
     """
 
     #: The task's name in task.json and the registry; each task model class sets its own.
