@@ -16,6 +16,7 @@ encoder; its head stays trainable):
 import io
 import json
 import os
+import warnings
 
 import keras
 import tensorflow as tf
@@ -288,10 +289,12 @@ def _reset_training(model):
     optimizer = getattr(model, "optimizer", None)
     args = getattr(model, "_task_compile_args", None)
     if getattr(model, "compiled", False) and optimizer is not None and optimizer.built:
-        if args is None:
-            raise ValueError(
+        if args is None:  # compiled by keras.Model.compile: its arguments are not kept
+            warnings.warn(
                 "The model was trained before enable_lora/merge_lora: its optimizer holds "
-                "slots for the old trainable weights. Call compile() again.")
+                "slots for the old trainable weights. Call compile() again before fit.",
+                stacklevel=3)
+            return
         fresh = type(optimizer).from_config(optimizer.get_config())
         model.compile(**{**args, "optimizer": fresh})
 
