@@ -75,5 +75,5 @@ class FinetuneFields:
     lora_rank: int = field(
         0, "LoRA: train rank-N adapters on each block's query and value projections (and the "
         "head), the rest of the encoder frozen; the model directory gets merged weights plus "
-        "the adapters (model.lora.h5). LoRA wants a higher --learning-rate than full "
-        "fine-tuning (about 10x). 0: full fine-tuning.", metavar="N", group=CONTROLS)
+        "the adapters (model.lora.h5). LoRA wants a much higher --learning-rate than full "
+        "fine-tuning (1e-3 or more; BENCHMARKS.md). 0: full fine-tuning.", metavar="N", group=CONTROLS)

@@ -106,7 +106,7 @@ def add_lora_flags(parser):
     parser.add_argument("--lora-epochs", type=int, default=2, help="Epochs of each run.")
     parser.add_argument("--full-learning-rate", type=float, default=5e-5,
                         help="Peak learning rate of full fine-tuning.")
-    parser.add_argument("--lora-learning-rate", type=float, default=1e-3,
+    parser.add_argument("--lora-learning-rate", type=float, default=3e-3,
                         help="Peak learning rate of the LoRA run.")
 
 
