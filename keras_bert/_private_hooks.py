@@ -185,6 +185,26 @@ PRIVATE_HOOKS = (
     ),
     PrivateHook(
         owner="keras.layers.Layer",
+        name="_tracker",
+        used_in="keras_bert/layers/lora.py",
+        why="LoraDense.enable_lora adds the adapter weights to a built layer: "
+        "Keras locks a layer's tracker at build, and add_weight on a locked "
+        "layer raises. Unlocking around add_weight is what Keras' own "
+        "Dense.enable_lora does; no public API adds state after build.",
+        called_from=None,
+    ),
+    PrivateHook(
+        owner="keras.layers.Layer",
+        name="_untrack_variable",
+        used_in="keras_bert/layers/lora.py",
+        why="LoraDense.merge_lora removes the adapters it folded into the "
+        "kernel, so the layer's weights are the plain Dense's again (what "
+        "set_weights, saving and optimizers see). Keras removes variables only "
+        "through this method (its quantize() does the same); no public API.",
+        called_from=None,
+    ),
+    PrivateHook(
+        owner="keras.layers.Layer",
         name="_flatten_layers",
         used_in="keras_bert/export/serving_kernels.py",
         why="The export's serving-kernel rewrite finds every encoder block and "

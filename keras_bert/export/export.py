@@ -29,6 +29,7 @@ from keras_bert.export.layout import (  # noqa: F401 (public names of this modul
 from keras_bert.files import claim_numbered, real_path, staged_dir
 from keras_bert.models import BertEncoder, load_model_dir
 from keras_bert.models.encoder import encoder_of
+from keras_bert.models.lora import merged_copy
 from keras_bert.models.model_dir import build_preprocessor
 from keras_bert.text import save_vocabulary
 
@@ -84,6 +85,8 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
     Returns:
         A `BertServingModule`.
     """
+    # An export runs plain weights: a LoRA model's adapters merged into a copy.
+    model = merged_copy(model)
     info = _task_config(model, task_info)
     encoder = encoder_of(model)
     preprocessor = getattr(model, "preprocessor", None)

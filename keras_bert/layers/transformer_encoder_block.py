@@ -9,10 +9,14 @@ from keras import ops
 from keras_bert.config import check_rate
 from keras_bert.layers.activations import get_activation, initializer
 from keras_bert.layers.dropout import Dropout
+from keras_bert.layers.lora import LoraDense
 
 # Added to attention scores of padded keys; exp() of it underflows to exactly 0
 # in float32, so padded keys get zero weight.
 _MASK_VALUE = -1e9
+#: The projections `enable_lora` can adapt: the parts of the fused q/k/v
+#: projection, in the order of its output columns.
+LORA_TARGETS = ("query", "key", "value")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -23,7 +27,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
     y = LayerNorm(h + Dropout(W2 act(W1 h)))
 
     Query, key and value come from one fused [H, 3H] projection (`qkv_dense`):
-    one large matmul is faster than three small ones. Attention scores,
+    one large matmul is faster than three small ones; `enable_lora` gives
+    each of the three its own low-rank adapter. Attention scores,
     softmax and LayerNorm run in float32 under mixed precision.
 
     Args:
@@ -93,13 +98,14 @@ class TransformerEncoderBlock(keras.layers.Layer):
             )
         self.head_size = hidden_size // self.num_heads
 
-        def dense(units, name, activation=None):
-            return keras.layers.Dense(
+        def dense(units, name, activation=None, cls=keras.layers.Dense, **kwargs):
+            return cls(
                 units,
                 activation=activation,
                 kernel_initializer=initializer(self.initializer_range),
                 dtype=self.dtype_policy,
                 name=name,
+                **kwargs,
             )
 
         def layer_norm(name):
@@ -107,7 +113,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
             )
 
-        self.qkv_dense = dense(3 * hidden_size, "qkv_dense")
+        # Its output parts are the query, key and value projections, each of
+        # which may carry a LoRA adapter of its own (`enable_lora`).
+        self.qkv_dense = dense(3 * hidden_size, "qkv_dense", cls=LoraDense, parts=LORA_TARGETS)
         self.qkv_dense.build((None, None, hidden_size))
         self.attention_output_dense = dense(hidden_size, "attention_output_dense")
         self.attention_output_dense.build((None, None, hidden_size))
@@ -165,6 +173,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
         if return_attention_probs:
             return y, probs
         return y
+
+    def enable_lora(self, rank, alpha=None, targets=("query", "value")):
+        """Adds a LoRA adapter to each projection in `targets` (a subset of
+        `LORA_TARGETS`): see `LoraDense.enable_lora`. Freezes nothing else:
+        `BertEncoder.enable_lora` freezes the rest of the encoder."""
+        self.qkv_dense.enable_lora(rank, lora_alpha=alpha, targets=targets)
 
     def attend(self, query, key, value, bias=None, training=None):
         """Scaled-dot-product attention: softmax(query key^T + bias) value.

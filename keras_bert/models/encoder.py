@@ -7,6 +7,7 @@ from keras_bert.config import BertConfig, check_hyperparameters
 from keras_bert.layers import BertEmbeddings, Pooler, TransformerEncoderBlock
 from keras_bert.models import model_dir as model_dir_lib
 from keras_bert.models.keras_file import AtomicKerasSave
+from keras_bert.models.lora import LoraModel, save_adapters_beside
 
 _CONFIG_FIELDS = tuple(BertConfig().to_dict())
 # What keras.Model's functional constructor uses; it silently drops the rest.
@@ -33,7 +34,7 @@ def check_kwargs(owner, kwargs, hint=""):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertEncoder(AtomicKerasSave, keras.Model):
+class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
     """The BERT encoder: embeddings, `num_layers` encoder blocks, pooler.
 
     The constructor arguments are the fields of `BertConfig`.
@@ -232,6 +233,7 @@ class BertEncoder(AtomicKerasSave, keras.Model):
         preprocessor = self.__dict__.get("_preprocessor")
         info = None if preprocessor is None else preprocessor.saved_settings()
         model_dir_lib.save_model_dir(self, model_dir, vocab_file=vocab_file, task_info=info)
+        save_adapters_beside(self, model_dir)
 
     @classmethod
     def from_pretrained(cls, model_dir, **kwargs):

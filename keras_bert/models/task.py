@@ -8,12 +8,14 @@ import keras
 from keras_bert import sources
 from keras_bert.models import model_dir as model_dir_lib
 from keras_bert.models.keras_file import AtomicKerasSave
+from keras_bert.models.lora import LoraModel, save_adapters_beside
 from keras_bert.models.pipeline import TextPipeline
 from keras_bert.models.replica_jit import ReplicaJitCompile
 from keras_bert.models.task_compile import DefaultCompile
 
 
-class BertTask(DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile, keras.Model):
+class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile,
+               keras.Model):
     """A functional model made of `encoder` plus a task head, optionally with
     a `BertPreprocessor`: the model's one text path.
 
@@ -39,6 +41,11 @@ class BertTask(DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile,
     keeps the compile configuration; `save` writes it atomically
     (`AtomicKerasSave`). `compile(jit_compile=True)` under a multi-device
     strategy compiles each replica's step with XLA (`ReplicaJitCompile`).
+
+    LoRA (`LoraModel`, keras_bert/models/lora.py): `enable_lora(rank)` adapts
+    the encoder's attention projections and freezes the rest of it (the
+    head trains); `save_lora_weights` / `load_lora_weights` move the adapters
+    and the head alone; saves and exports hold merged weights.
     """
 
     #: The task's name in task.json and the registry; each task model class sets its own.
@@ -158,6 +165,7 @@ class BertTask(DefaultCompile, TextPipeline, AtomicKerasSave, ReplicaJitCompile,
             info = self.preprocessor.saved_settings()
         info.update(task_info or {})
         model_dir_lib.save_model_dir(self, model_dir, vocab_file=vocab_file, task_info=info)
+        save_adapters_beside(self, model_dir)
 
     @classmethod
     def from_pretrained(cls, model_dir, dtype=None, max_seq_length=None, lowercase=None,

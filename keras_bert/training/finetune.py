@@ -352,6 +352,9 @@ class FinetuneOptions(FinetuneFields):
             (see `finetuning_controls.layerwise_lr_multipliers`; 1: none).
         encoder_lr_multiplier: float > 0, the encoder's learning rate as a
             fraction of the head's.
+        lora_rank: int >= 0; > 0: LoRA fine-tuning (`BertTask.enable_lora`
+            with this rank on the query and value projections; the rest of
+            the encoder frozen). 0: every weight trains.
         class_weights: None, "auto", a JSON file path or a dict {label:
             weight}: per-class loss weights for single-label classification
             and token classification (see `training.class_weights`; "auto"
@@ -380,6 +383,14 @@ class FinetuneOptions(FinetuneFields):
                 and math.isfinite(self.encoder_lr_multiplier) and self.encoder_lr_multiplier > 0):
             raise ValueError(f"Expected encoder_lr_multiplier to be a finite float > 0. "
                              f"Received: encoder_lr_multiplier={self.encoder_lr_multiplier!r}")
+        if isinstance(self.lora_rank, bool) or not isinstance(self.lora_rank, int) or (
+                self.lora_rank < 0):
+            raise ValueError(f"Expected lora_rank to be an int >= 0 (0: no LoRA). "
+                             f"Received: lora_rank={self.lora_rank!r}")
+        if self.lora_rank and (self.freeze_layers or self.freeze_embeddings):
+            raise ValueError(
+                f"lora_rank={self.lora_rank} freezes the whole encoder but its adapters; "
+                f"drop freeze_layers / freeze_embeddings (--freeze-layers, --freeze-embeddings).")
         if self.early_stopping_patience < 0:
             raise ValueError(
                 f"Expected early_stopping_patience >= 0. Received: {self.early_stopping_patience!r}")
@@ -869,6 +880,8 @@ def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
         if options.freeze_layers or options.freeze_embeddings:
             freeze_encoder_layers(model, options.freeze_layers,
                                   embeddings=options.freeze_embeddings)
+        if options.lora_rank:
+            model.enable_lora(options.lora_rank)
         multipliers = None
         if options.layerwise_lr_decay != 1.0 or options.encoder_lr_multiplier != 1.0:
             multipliers = layerwise_lr_multipliers(

@@ -74,3 +74,8 @@ class FinetuneFields:
         "decay).", group=CONTROLS)
     encoder_lr_multiplier: float = field(
         1.0, "The encoder's learning rate as a fraction of the head's.", group=CONTROLS)
+    lora_rank: int = field(
+        0, "LoRA: train rank-N adapters on each block's query and value projections (and the "
+        "head), the rest of the encoder frozen; the model directory gets merged weights plus "
+        "the adapters (model.lora.h5). LoRA wants a much higher --learning-rate than full "
+        "fine-tuning (1e-3 or more; BENCHMARKS.md). 0: full fine-tuning.", metavar="N", group=CONTROLS)

