@@ -36,7 +36,7 @@ def is_embedding_model_dir(path):
 
 def embed_with_model_dir(model_dir, texts, batch_size=64):
     """float32 [N, D]: `BertTextEmbedder.from_pretrained(model_dir).predict(texts)`."""
-    from keras_bert.tasks import BertTextEmbedder
+    from keras_bert.tasks.text_embedding.model import BertTextEmbedder
 
     return BertTextEmbedder.from_pretrained(model_dir).predict(
         list(texts), batch_size=batch_size, verbose=0)
