@@ -3,6 +3,8 @@
 import json
 import os
 
+import pytest
+
 import keras_bert.tasks  # noqa: F401 (registers every task)
 from keras_bert.export.op_set import TF_TEXT_2_12_OPS, missing_in_tf_text, read_op_list
 from keras_bert.models.registry import get_task, task_names

@@ -1,6 +1,7 @@
 """Raw-string inputs trace the preprocessor once per model, not once per call."""
 
 import numpy as np
+import pytest
 
 from keras_bert.tasks import BertClassifier
 from keras_bert.text import BertPreprocessor, BertTokenizer
