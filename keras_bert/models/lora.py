@@ -24,10 +24,8 @@ import tensorflow as tf
 from keras_bert.files import atomic_file
 from keras_bert.layers.lora import LoraDense, check_lora_settings
 from keras_bert.layers.transformer_encoder_block import LORA_TARGETS
+from keras_bert.models.model_dir import LORA_FILE
 
-#: The adapters' file in a model directory that `save_pretrained` writes of a
-#: LoRA model (its model.weights.h5 holds the merged weights).
-LORA_FILE = "model.lora.h5"
 _FORMAT = "keras_bert.lora"
 _HEAD = "head"
 _VERSION = 1

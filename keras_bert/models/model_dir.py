@@ -87,8 +87,11 @@ PREDICTION_FILES = ("eval_predictions.json", "eval_null_odds.json")
 #: What a model directory is, for `keras_bert.files`: save_pretrained replaces
 #: a folder only if it holds config.json and model.weights.h5 and nothing but
 #: files keras_bert writes there (a notes.txt of the user's makes it refuse).
+# The LoRA adapters that save_pretrained of a LoRA model writes beside its
+# merged weights (keras_bert.models.lora).
+LORA_FILE = "model.lora.h5"
 MODEL_DIR_KIND = Kind("keras_bert model directory", required=(CONFIG_FILE, WEIGHTS_FILE),
-                      allowed=(CONFIG_FILE, VOCAB_FILE, WEIGHTS_FILE, TASK_FILE,
+                      allowed=(CONFIG_FILE, VOCAB_FILE, WEIGHTS_FILE, TASK_FILE, LORA_FILE,
                                *PREDICTION_FILES))
 
 

@@ -44,6 +44,7 @@ there (untested, no TPU here) model, optimizer and step resume, while the
 data stream restarts from its beginning.
 """
 
+import contextlib
 import json
 import math
 import os
@@ -511,13 +512,25 @@ class Trainer:
     def _collective(self, function, step, *args):
         """`function(*args)`, a step or barrier of all workers; a lost peer
         becomes `WorkerLostError`."""
-        try:
+        with self._peers_answer(lambda: step):
             return function(*args)
+
+    @contextlib.contextmanager
+    def _peers_answer(self, step_of):
+        """Turns a lost peer's error (with several workers) into `WorkerLostError`.
+
+        `step_of()` gives the last step done when the error came.
+
+        Ops run asynchronously, so the error can also surface after the step
+        returned: where its results are read, or in an eager collective.
+        """
+        try:
+            yield
         except _PEER_ERRORS as e:
             if self.num_workers == 1:
                 raise
             # The message itself is a graph-execution dump; its class says enough.
-            kept = self._kept()
+            kept, step = self._kept(), step_of()
             raise WorkerLostError(
                 f"Worker {self.task_id} of {self.num_workers}: another worker stopped answering "
                 f"after step {step} (killed, or its machine lost; {type(e).__name__}). "
@@ -577,40 +590,41 @@ class Trainer:
             callbacks.on_train_begin()
             callbacks.on_epoch_begin(0)
             step = start
-            while step < num_steps:
-                callbacks.on_train_batch_begin(step)
-                if self._stop_requested.is_set():
-                    self._stop_vote.assign(float(self._stop_signal))
-                results = self._collective(self._train_function, step, self._iterator)
-                step += self.steps_per_execution
-                self.step.assign(step)
-                logs = {name: float(value) for name, value in results.items()}
-                votes = logs.pop(_VOTES, None)
-                logs["learning_rate"] = float(
-                    keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
-                # Before callbacks see the step (fine-tuning saves its best
-                # model there) and before it is saved.
-                self._check_finite_loss(step, logs)
-                crossed = step // self.checkpoint_every != (
-                    step - self.steps_per_execution) // self.checkpoint_every
-                if crossed or step >= num_steps:
-                    self.check_finite_weights(step)
-                callbacks.on_train_batch_end(step - 1, logs)
-                if step // log_every != (step - self.steps_per_execution) // log_every:
-                    for metric in self.metrics:
-                        metric.reset_state()
-                # Several workers stop on the summed votes only: a signal that
-                # came during this step is voted in the next one.
-                signalled = self._stop_requested.is_set() if votes is None else votes > 0
-                stopping = signalled or self.model.stop_training
-                if crossed or step >= num_steps or stopping:
-                    self.save()
-                if signalled:
-                    own = self._stop_vote.numpy() > 0 or votes is None
-                    raise TrainingInterrupted(step, self._stop_signal if own else signal.SIGTERM,
-                                              by_peer=not own)
-                if self.model.stop_training:  # A callback ended the run early.
-                    break
+            with self._peers_answer(lambda: step):
+                while step < num_steps:
+                    callbacks.on_train_batch_begin(step)
+                    if self._stop_requested.is_set():
+                        self._stop_vote.assign(float(self._stop_signal))
+                    results = self._collective(self._train_function, step, self._iterator)
+                    step += self.steps_per_execution
+                    self.step.assign(step)
+                    logs = {name: float(value) for name, value in results.items()}
+                    votes = logs.pop(_VOTES, None)
+                    logs["learning_rate"] = float(
+                        keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
+                    # Before callbacks see the step (fine-tuning saves its best
+                    # model there) and before it is saved.
+                    self._check_finite_loss(step, logs)
+                    crossed = step // self.checkpoint_every != (
+                        step - self.steps_per_execution) // self.checkpoint_every
+                    if crossed or step >= num_steps:
+                        self.check_finite_weights(step)
+                    callbacks.on_train_batch_end(step - 1, logs)
+                    if step // log_every != (step - self.steps_per_execution) // log_every:
+                        for metric in self.metrics:
+                            metric.reset_state()
+                    # Several workers stop on the summed votes only: a signal that
+                    # came during this step is voted in the next one.
+                    signalled = self._stop_requested.is_set() if votes is None else votes > 0
+                    stopping = signalled or self.model.stop_training
+                    if crossed or step >= num_steps or stopping:
+                        self.save()
+                    if signalled:
+                        own = self._stop_vote.numpy() > 0 or votes is None
+                        raise TrainingInterrupted(
+                            step, self._stop_signal if own else signal.SIGTERM, by_peer=not own)
+                    if self.model.stop_training:  # A callback ended the run early.
+                        break
             callbacks.on_epoch_end(0, logs)
             callbacks.on_train_end(logs)
         finally:

@@ -314,3 +314,22 @@ def test_finetune_tool_lora_rank_changes_only_low_rank_query_value(tiny_model_di
     texts = ["good movie", "awful film"]
     np.testing.assert_allclose(again.predict(texts, verbose=0), tuned.predict(texts, verbose=0),
                                atol=1e-5)
+
+
+def test_a_lora_model_dir_is_replaced_by_the_next_save(tiny_model_dir, tmp_path):
+    # save_pretrained writes model.lora.h5 beside the merged weights; a second
+    # save (a rerun of the tool, a later epoch) must recognize it as its own.
+    model = BertClassifier.from_pretrained(tiny_model_dir, num_classes=3)
+    model.enable_lora(RANK)
+    out = str(tmp_path / "sentiment")
+    model.save_pretrained(out)
+    move_adapters(model)
+    model.save_pretrained(out)
+    reloaded = BertClassifier.from_pretrained(tiny_model_dir, num_classes=3)
+    reloaded.load_lora_weights(os.path.join(out, LORA_FILE))
+    texts = ["the fox", "a dog jumped over"]
+    np.testing.assert_allclose(reloaded.predict(texts, verbose=0),
+                               model.predict(texts, verbose=0), atol=1e-5)
+    (tmp_path / "sentiment" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="notes.txt, which keras_bert did not write"):
+        model.save_pretrained(out)

@@ -35,6 +35,11 @@ WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "multi_device_
 DTYPES = ("float32", pytest.param("mixed_bfloat16", marks=pytest.mark.slow))
 # (loss rtol, weight atol, logit atol) of the mirrored run against one device.
 TOLERANCE = {"float32": (1e-5, 1e-5, 1e-5), "mixed_bfloat16": (1e-3, 1e-2, 5e-3)}
+# The pretraining run's bfloat16 weights: Adam's first step is lr * sign(g), so
+# a gradient near zero whose bf16 sum has another sign over two replicas than
+# over one moves that weight 2 * lr apart (2e-2 at its lr 1e-2; measured
+# 1.9e-2); its losses (rtol 1e-3) catch a real divergence.
+PRETRAINING_BF16_WEIGHT_ATOL = 2.5e-2
 
 
 @pytest.fixture(scope="module")
@@ -60,9 +65,10 @@ def _run(path, dtype, out, **settings):
     return results
 
 
-def _assert_same(results, dtype, keys=("losses",)):
+def _assert_same(results, dtype, keys=("losses",), weight_atol=None):
     (one_weights, one), (weights, mirrored) = results["one"], results["mirrored"]
-    loss_rtol, weight_atol, _ = TOLERANCE[dtype]
+    loss_rtol, default_atol, _ = TOLERANCE[dtype]
+    weight_atol = weight_atol or default_atol
     assert (one["replicas"], mirrored["replicas"]) == (1, 2)
     for key in keys:
         np.testing.assert_allclose(mirrored[key], one[key], rtol=loss_rtol, err_msg=key)
@@ -78,7 +84,8 @@ def _assert_same(results, dtype, keys=("losses",)):
 def test_pretraining_trainer_mirrored_xla_matches_one_device(replica_data, dtype, tmp_path):
     results = _run("pretrain", dtype, tmp_path, data_dir=replica_data,
                    bert_config=tiny_bert_config(32, dropout=0.0).to_dict())
-    _assert_same(results, dtype)
+    _assert_same(results, dtype, weight_atol=(
+        PRETRAINING_BF16_WEIGHT_ATOL if dtype == "mixed_bfloat16" else None))
     losses = results["mirrored"][1]["losses"]
     assert len(losses) == 4 and losses[-1] < losses[0]  # It trained.
     # The segment embedding's gradient left the XLA-compiled replica step as
