@@ -72,13 +72,14 @@ def test_a_setting_changed_after_loading_changes_every_path(classifier, tmp_path
 
 @pytest.mark.slow
 def test_litert_export_packs_with_the_preprocessor_setting(classifier):
-    from keras_bert.export.tflite import convert_module, load_tflite, run_tflite
+    from keras_bert.export.tflite import convert_module, run_tflite
+    from keras_bert.export.tflite_runtime import litert_interpreter
 
     model = classifier
     model.preprocessor.sequence_length = 7
     try:
         module = build_serving_module(model)
-        lite = load_tflite(convert_module(module))
+        lite = litert_interpreter(convert_module(module))
         outputs = run_tflite(lite, TEXTS)
         expected = tf.nn.softmax(model.predict(TEXTS, verbose=0))
         np.testing.assert_allclose(outputs["probabilities"], expected, atol=1e-4)

@@ -278,9 +278,6 @@ def tflite_signatures(flatbuffer):
             for k, v in litert_interpreter(flatbuffer).get_signature_list().items()}
 
 
-#: The name this module gave `litert_interpreter` before it moved to tflite_runtime.
-load_tflite = litert_interpreter
-
 
 def tflite_info(module, flatbuffer):
     """What keras_bert_export.json records for a LiteRT export."""

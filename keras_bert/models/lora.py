@@ -21,7 +21,7 @@ import warnings
 import keras
 import tensorflow as tf
 
-from keras_bert.files import atomic_file
+from keras_bert.files import write_bytes_atomic
 from keras_bert.layers.lora import LoraDense, check_lora_settings
 from keras_bert.layers.transformer_encoder_block import LORA_TARGETS
 from keras_bert.models.model_dir import LORA_FILE
@@ -152,7 +152,7 @@ class LoraModel:
             # be of no use on a fresh model. (Its variable paths are unique.)
             for variable in _head_weights(self):
                 f[f"{_HEAD}/{variable.path}"] = keras.ops.convert_to_numpy(variable)
-        _write_bytes(os.fspath(path), buffer.getvalue())
+        write_bytes_atomic(os.fspath(path), buffer.getvalue())
         return path
 
     def load_lora_weights(self, path):
@@ -264,16 +264,6 @@ def _unfreeze(encoder):
     encoder.trainable = True  # every sub-layer's flag, recursively
     for variable in encoder.weights:  # and each variable frozen on its own
         variable.trainable = True
-
-
-def _write_bytes(path, data):
-    if "://" in path:  # gs://, ram://: the store's own write (no rename there).
-        with tf.io.gfile.GFile(path, "wb") as f:
-            f.write(data)
-        return
-    with atomic_file(path) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(data)
 
 
 def _reset_training(model):

@@ -108,7 +108,8 @@ def test_a_process_without_keras_serves_the_export(built, tmp_path):
 
 
 def test_litert_export_embeds_as_predict(built, tmp_path):
-    from keras_bert.export.tflite import load_tflite, run_tflite
+    from keras_bert.export.tflite import run_tflite
+    from keras_bert.export.tflite_runtime import litert_interpreter
 
     model = built["model"]
     lite = export_model(built["model_dir"], str(tmp_path / "lite"), format="tflite")
@@ -117,7 +118,7 @@ def test_litert_export_embeds_as_predict(built, tmp_path):
     assert info["module"] == "TextEmbedderServingModule"
     assert info["ops"]["flex"] == []
     assert sorted(info["signatures"]) == ["embed", "serving_default"]
-    interpreter = load_tflite(lite)
+    interpreter = litert_interpreter(lite)
     expected = model.predict(TEXTS)
     batched = run_tflite(interpreter, TEXTS)["embedding"]
     np.testing.assert_allclose(batched, expected, atol=1e-5)

@@ -170,11 +170,12 @@ def run_litert_export_test(model, texts, atol=1e-4):
     LiteRT with the Keras call; here the export takes raw text, so its answers are
     compared with `predict` on the same text)."""
     from keras_bert.export import build_serving_module
-    from keras_bert.export.tflite import convert_module, load_tflite, run_tflite
+    from keras_bert.export.tflite import convert_module, run_tflite
+    from keras_bert.export.tflite_runtime import litert_interpreter
 
     flatbuffer = convert_module(build_serving_module(model))
     assert len(flatbuffer) > 0
-    interpreter = load_tflite(flatbuffer)
+    interpreter = litert_interpreter(flatbuffer)
     signature = interpreter.get_signature_list()["serving_default"]
     assert signature["inputs"] == ["text"] and signature["outputs"]
     return run_tflite(interpreter, texts), model.predict(texts, verbose=0)

@@ -483,7 +483,8 @@ def bench_serving_litert(args):
     import tensorflow as tf
 
     from keras_bert.export import export_model
-    from keras_bert.export.tflite import TFLITE_FILE, LiteTokenizer, load_tflite, run_tflite
+    from keras_bert.export.tflite import TFLITE_FILE, LiteTokenizer, run_tflite
+    from keras_bert.export.tflite_runtime import litert_interpreter
     from keras_bert.tasks.classification.tweets import tweet_sentiment_split
     from keras_bert.text import BertTokenizer
 
@@ -494,7 +495,7 @@ def bench_serving_litert(args):
     saved_dir = export_model(args.model, os.path.join(workdir, "saved"), warmup=False)
     lite_dir = export_model(args.model, os.path.join(workdir, "lite"), format="tflite")
     saved = tf.saved_model.load(saved_dir).signatures["serving_default"]
-    lite = load_tflite(lite_dir, num_threads=1)
+    lite = litert_interpreter(lite_dir, num_threads=1)
     size = args.request_batch_size
     outputs = {"SavedModel": [], "LiteRT": []}
     seconds = {"SavedModel": 0.0, "LiteRT": 0.0}

@@ -7,9 +7,10 @@
   vector index (FAISS, ScaNN, a database) takes; the texts are the input's.
 
 Standard library and numpy at import: tools/predict.py on an export loads
-TensorFlow and tensorflow-text only. A file is written to a staging name
-beside it and renamed into place (`tf.io.gfile`, so gs:// paths work too):
-a reader never sees half of one.
+TensorFlow and tensorflow-text only. A local file is written through
+`keras_bert.files.write_bytes_atomic` (a staging file, then a rename: a
+reader never sees half of one); a store's path (gs://) is written by the
+store.
 """
 
 import json
@@ -73,17 +74,20 @@ def write_embeddings(texts, embeddings, path=None, stdout=None):
         for line in json_lines(texts, embeddings):
             stream.write(line + "\n")
         return None
+    import io
+
     import tensorflow as tf
+
+    from keras_bert.files import write_bytes_atomic
 
     if tf.io.gfile.isdir(path):
         raise ValueError(f"--output {path} is a folder; name a file: x.npy (an array) or "
                          f"x.jsonl (JSON Lines).")
-    staging = f"{path}.tmp-{os.getpid()}"  # This process's own name: only it writes there.
-    with tf.io.gfile.GFile(staging, "wb") as f:
-        if path.lower().endswith(".npy"):
-            np.save(f, embeddings)
-        else:
-            for line in json_lines(texts, embeddings):
-                f.write((line + "\n").encode("utf-8"))
-    tf.io.gfile.rename(staging, path, overwrite=True)
+    if path.lower().endswith(".npy"):
+        buffer = io.BytesIO()
+        np.save(buffer, embeddings)
+        data = buffer.getvalue()
+    else:
+        data = "".join(line + "\n" for line in json_lines(texts, embeddings)).encode("utf-8")
+    write_bytes_atomic(path, data)
     return (f"wrote {len(embeddings)} embeddings of {embeddings.shape[1]} floats to {path}")
