@@ -7,6 +7,7 @@ real writers (save_pretrained, export, pretraining data) are killed the same way
 tests/test_commit_writers.py.
 """
 
+import errno
 import os
 import signal
 import subprocess
@@ -198,19 +199,21 @@ def test_two_processes_claiming_versions_at_once_get_different_ones(tmp_path):
 
 
 _REPLACE_LOOP = _PRELUDE + textwrap.dedent("""
+    import time
     for generation in range(int(sys.argv[3])):
         with files.staged_dir(sys.argv[2]) as tmp:
             for name in ("a.txt", "b.txt"):
                 open(os.path.join(tmp, name), "w").write(str(generation))
+        time.sleep(0.002)  # A writer that also does other work: readers get between swaps.
 """)
 
 
-@pytest.mark.slow  # Timing: a writer replacing as fast as it can outpaces a loaded reader.
+@pytest.mark.slow  # Timing: it needs a reader that runs between a writer's swaps.
 def test_a_reader_during_replacements_sees_one_whole_version(tmp_path):
     target = str(tmp_path / "out")
     fill(target, "start")
     writer = subprocess.Popen([sys.executable, "-c", _REPLACE_LOOP, ROOT, target, "300"])
-    seen = []
+    seen, busy = [], 0
 
     def read():
         first = open(os.path.join(target, "a.txt")).read()
@@ -218,12 +221,16 @@ def test_a_reader_during_replacements_sees_one_whole_version(tmp_path):
         return first, open(os.path.join(target, "b.txt")).read()
 
     while writer.poll() is None:
-        with_snapshot = read_committed(target, read, attempts=50)
-        seen.append(with_snapshot)
+        try:  # Either one whole version or EBUSY, never a mix.
+            seen.append(read_committed(target, read, attempts=50))
+        except OSError as error:
+            assert error.errno == errno.EBUSY and "another process writes it" in str(error)
+            busy += 1
     writer.wait()
-    assert writer.returncode == 0 and len(seen) > 10
+    assert writer.returncode == 0 and len(seen) > 10, (len(seen), busy)
     assert all(a == b for a, b in seen), [pair for pair in seen if pair[0] != pair[1]][:3]
     assert len({a for a, _ in seen}) > 1  # The reader did run during replacements.
+    assert read_committed(target, read) == ("299", "299")  # The last version, once it is done.
 
 
 def test_a_reader_sees_the_folders_own_errors(tmp_path):
