@@ -280,14 +280,17 @@ class _ShardWriter:
             yield example
 
 
-# One writer (tokenizer and compiled functions) per process and settings.
+# Writers (tokenizer and compiled functions) per process, of the last two settings.
 _WRITERS = {}
 
 
 def _get_writer(vocab_file, config):
-    key = (vocab_file, json.dumps(dataclasses.asdict(config), sort_keys=True))
+    # By the vocabulary's tokens, not its path: each run copies vocab.txt
+    # into its own staging folder.
+    key = (vocab_hash(vocab_file), json.dumps(dataclasses.asdict(config), sort_keys=True))
     if key not in _WRITERS:
-        _WRITERS.clear()
+        if len(_WRITERS) >= 2:  # Two settings in turn (training and held-out data).
+            _WRITERS.pop(next(iter(_WRITERS)))
         _WRITERS[key] = _ShardWriter(vocab_file, config)
     return _WRITERS[key]
 
@@ -920,6 +923,9 @@ def read_metadata(data_dir, check=True):
             f"(format={found!r}, expected {FORMAT!r})."
         )
     if check:
+        if any("manifest" in shard for shard in metadata["shards"] if isinstance(shard, dict)):
+            # Written shard by shard: a shard cut short since is named with its command.
+            assemble_parts(data_dir)
         check_data_dir(data_dir, metadata)
     return metadata
 
