@@ -80,7 +80,7 @@ def _check_output(output_dir, identity, num_shards, vocab_file):
                           f"data: {WAY_OUT}.")
     ours = {data.shard_file_name(i, num_shards) for i in range(num_shards)}
     ours |= {data.part_file_name(i, num_shards) for i in range(num_shards)}
-    others = []
+    others, set_found = [], False
     for name in (n.rstrip("/") for n in tf.io.gfile.listdir(output_dir)):
         if name.startswith(".tmp-"):  # Staging entries (ours, or a killed writer's).
             continue
@@ -95,6 +95,7 @@ def _check_output(output_dir, identity, num_shards, vocab_file):
                 raise OutputError(
                     f"{output_dir} holds pretraining data of other settings, inputs or "
                     f"shard count ({path}); shards of this set would mix with it: {WAY_OUT}.")
+            set_found = True
         elif name in ours:
             if name.endswith(".json"):
                 part = data.read_part(output_dir, name)
@@ -102,11 +103,15 @@ def _check_output(output_dir, identity, num_shards, vocab_file):
                     raise OutputError(
                         f"{path} is a shard of another data set (other settings, inputs or "
                         f"vocabulary): {WAY_OUT}.")
+                set_found = True
         else:
             others.append(name)
-    if others:
+    # A user's file (a README) may lie beside the set once the set is there; a
+    # pretraining-* name of another set never (it would be taken for a shard).
+    strangers = [n for n in others if n.startswith("pretraining-") or not set_found]
+    if strangers:
         raise OutputError(
-            f"{output_dir} holds {', '.join(sorted(others)[:5])}, which is not a shard of "
+            f"{output_dir} holds {', '.join(sorted(strangers)[:5])}, which is not a shard of "
             f"this data set ({num_shards} shards), and keras_bert only writes beside its own "
             f"shards: {WAY_OUT}.")
 

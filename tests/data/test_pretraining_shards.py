@@ -157,6 +157,18 @@ def test_shards_of_other_settings_are_refused(corpus, tmp_path):
         _write_apart(corpus, out, 3, order=[1])
     with pytest.raises(OutputError, match="other settings"):
         _write_apart(corpus, corpus["root"] / "whole", 1, config=other_seed)
+    # A file of the user's: beside the set's shards it stays; in a folder of its own
+    # it is not taken for a set.
+    (out / "README.md").write_text("how I made it")
+    _write_apart(corpus, out, 2, order=[1])
+    assert (out / "README.md").read_text() == "how I made it"
+    assert read_metadata(str(out))["num_shards"] == 2
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("mine")
+    with pytest.raises(OutputError, match="holds todo.txt, which is not a shard"):
+        _write_apart(corpus, notes, 2, order=[0])
+    assert os.listdir(notes) == ["todo.txt"]
     # The same settings over a whole set written at once: nothing to do.
     done = _write_apart(corpus, corpus["root"] / "whole", 1)[0]
     assert done["skipped"] and done["metadata"] == corpus["whole"]
