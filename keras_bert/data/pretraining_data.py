@@ -637,6 +637,12 @@ def check_output_dir(output_dir, input_files, vocab_file):
     if not names:
         return []
     listed = _listed_files(output_dir)
+    if listed is None and part_names(output_dir):
+        raise OutputError(
+            f"{output_dir} holds shards written one by one (--shard) of a set not complete "
+            f"yet ({', '.join(part_names(output_dir)[:3])}, ...): finish it with the same "
+            f"--shard command for the missing shards (tools/pretrain.py names them), or "
+            f"{WAY_OUT}.")
     if listed is None:
         raise OutputError(
             f"{output_dir} is not empty and holds no keras_bert pretraining data (no "
