@@ -4,6 +4,7 @@ split, each shard committed by its manifest, the set read whole or its gaps name
 import json
 import os
 import random
+import uuid
 
 import pytest
 import tensorflow as tf
@@ -235,3 +236,45 @@ def test_the_tool_writes_one_shard_and_says_what_is_left(corpus, tmp_path):
 def read_json(path):
     with open(path) as f:
         return json.load(f)
+
+
+def test_shards_on_an_object_store(corpus):
+    # ram:// is TF's in-memory file system, standing in for gs:// (no local staging).
+    out = f"ram://shards-{uuid.uuid4().hex}/data"
+    _write_apart(corpus, out, 2, order=[1, 0])
+    assert sorted(tf.io.gfile.listdir(out)) == [
+        "metadata.json", "pretraining-00000-of-00002.json", "pretraining-00000-of-00002.tfrecord",
+        "pretraining-00001-of-00002.json", "pretraining-00001-of-00002.tfrecord", "vocab.txt"]
+    assert read_metadata(out)["num_instances"] == corpus["whole"]["num_instances"]
+    assert _write_apart(corpus, out, 2, order=[0])[0]["skipped"]
+
+
+_SHARD = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from keras_bert.data import PretrainingDataConfig, create_pretraining_shard
+create_pretraining_shard([sys.argv[2]], sys.argv[3], sys.argv[4],
+                         PretrainingDataConfig(**json.loads(sys.argv[5])),
+                         shard_index=1, num_shards=2)
+"""
+
+
+@pytest.mark.slow  # A fresh process (TensorFlow's import) per step, SIGKILLed there.
+@pytest.mark.parametrize("step", ["shard:staged", "shard:moved"])
+def test_a_shard_killed_at_any_step_reads_as_missing_and_a_rerun_completes(corpus, tmp_path,
+                                                                           step):
+    from tests.test_commit_protocol import kill_at
+
+    out = tmp_path / "data"
+    _write_apart(corpus, out, 2, order=[0])
+    kill_at(step, _SHARD, corpus["corpus"], out, corpus["vocab"], json.dumps(CONFIG.__dict__),
+            tmp_path=tmp_path)
+    assert not (out / "pretraining-00001-of-00002.json").exists()
+    assert (out / "pretraining-00001-of-00002.tfrecord").exists() == (step == "shard:moved")
+    with pytest.raises(FileNotFoundError, match=r"pretraining-00001-of-00002\.tfrecord.*"
+                                                r"\n.* --shard 1/2$"):
+        read_metadata(str(out))
+    result = _write_apart(corpus, out, 2, order=[1])[1]
+    assert not result["skipped"] and result["missing"] == []
+    assert read_metadata(str(out))["num_instances"] == corpus["whole"]["num_instances"]
+    assert not [n for n in os.listdir(out) if n.startswith(".tmp-")]  # The dead writer's.
