@@ -35,7 +35,15 @@ import time
 import tensorflow as tf
 
 from keras_bert.data import pretraining_data as data
-from keras_bert.files import WAY_OUT, OutputError, check_not_input, check_writable, locked, pause_point
+from keras_bert.files import (
+    WAY_OUT,
+    OutputError,
+    check_not_input,
+    check_writable,
+    locked,
+    pause_point,
+    write_bytes_atomic,
+)
 from keras_bert.text import text_files
 
 logger = logging.getLogger("keras_bert.data")
@@ -125,8 +133,6 @@ def _identity_of(metadata_path):
 
 
 def _write_json(path, value):
-    from keras_bert.files import write_bytes_atomic
-
     write_bytes_atomic(path, (json.dumps(value, indent=2) + "\n").encode("utf-8"))
 
 
@@ -239,8 +245,6 @@ def create_pretraining_shard(input_files, output_dir, vocab_file, config=None,
         vocab_copy = os.path.join(output_dir, data.VOCAB_FILE)
         if not tf.io.gfile.exists(vocab_copy):
             with tf.io.gfile.GFile(vocab_file, "rb") as f:
-                from keras_bert.files import write_bytes_atomic
-
                 write_bytes_atomic(vocab_copy, f.read())
         if part is not None:
             # Replaced (its file is cut short): it never looks done meanwhile,
