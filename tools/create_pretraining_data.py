@@ -3,12 +3,22 @@
 Input: UTF-8 text, one sentence per line, a blank line between documents
 (make it with tools/prepare_corpus.py). Output: OUTPUT/pretraining-*.tfrecord,
 vocab.txt and metadata.json, which tools/pretrain.py reads (no flags to retype).
-Progress goes to stderr; the summary (JSON) to stdout.
+Progress goes to stderr; the summary (JSON) and a throughput line to stdout.
+
+On several machines (or processes), each writes one shard of the same set
+into one folder with --shard I/N (0-based), or --shard auto to read I and N
+from the cluster's variables (TF_CONFIG, Vertex AI's CLUSTER_SPEC, or
+KERAS_BERT_WORKER_INDEX / JOB_COMPLETION_INDEX with KERAS_BERT_NUM_WORKERS);
+the records are the same as one run with --num-shards N. A shard already
+written is skipped; the last shard to finish writes metadata.json.
 
 Example:
     python tools/create_pretraining_data.py corpus/*.txt --output data/ \\
         --vocab-file vocab.txt --max-seq-length 128 --max-predictions-per-seq 20 \\
         --dupe-factor 10 --masking static --num-shards 8 --num-workers 4
+    # or, on machine k of 8 (any order, any time):
+    python tools/create_pretraining_data.py corpus/*.txt --output gs://b/data/ \
+        --vocab-file vocab.txt --max-seq-length 128 --shard k/8
 """
 
 import argparse
@@ -57,7 +67,11 @@ def build_parser():
     parser.add_argument("--num-shards", type=int, default=None,
                         help="Output files (default: --num-workers).")
     parser.add_argument("--num-workers", type=int, default=1,
-                        help="Parallel processes (one shard at a time each).")
+                        help="Parallel processes on this machine (one shard at a time each).")
+    parser.add_argument("--shard", default=None, metavar="I/N",
+                        help="Write only shard I of N (0-based) of the set, for one of N "
+                        "processes or machines writing into --output; 'auto': I and N from "
+                        "the cluster's environment (docs/cluster.md).")
     _cli.add_verbose(parser)
     return parser
 
@@ -88,6 +102,8 @@ def main(argv=None):
         progress.update(done / unit[1])
 
     started = time.time()
+    if args.shard is not None:
+        return _write_one_shard(args, argv, config, report, lambda: progress)
     metadata = create_pretraining_data(args.inputs, args.output, args.vocab_file,
                                        config, num_shards=args.num_shards,
                                        num_workers=args.num_workers, progress=report)
@@ -98,8 +114,57 @@ def main(argv=None):
                                         "num_masked", "num_shards", "masking")}
     summary["is_next_share"] = round(labels["is_next"] / max(metadata["num_instances"], 1), 4)
     print(json.dumps(summary))
-    print(f"wrote {args.output} in {time.time() - started:.1f}s")
+    print(f"wrote {args.output} in {_throughput(metadata, time.time() - started)}")
 
+
+def _throughput(counts, seconds):
+    return (f"{seconds:.1f}s: {counts['num_documents'] / max(seconds, 1e-9):.1f} documents/s, "
+            f"{counts['num_instances'] / max(seconds, 1e-9):.1f} examples/s")
+
+
+def _write_one_shard(args, argv, config, report, progress):
+    from keras_bert.data import create_pretraining_shard, parse_shard
+    from keras_bert.data.pretraining_data import shard_command
+    from keras_bert.training.distribute import worker_shard
+
+    if args.shard == "auto":
+        index, count = worker_shard()
+    else:
+        index, count = parse_shard(args.shard)
+    if args.num_shards is not None and args.num_shards != count:
+        raise ValueError(f"--num-shards {args.num_shards} disagrees with --shard "
+                         f"{args.shard} ({count} shards): give --shard alone.")
+    if args.num_workers != 1:
+        raise ValueError("--shard writes one shard in this process; --num-workers runs a "
+                         "pool that writes the whole set. Give one of them (on one machine, "
+                         "--num-shards N --num-workers P).")
+    command = list(sys.argv[1:] if argv is None else argv)
+    started = time.time()
+    result = create_pretraining_shard(args.inputs, args.output, args.vocab_file, config,
+                                      shard_index=index, num_shards=count,
+                                      progress=report, command=command)
+    if progress() is not None:
+        progress().close()
+    shard = result["shard"]
+    summary = {"shard": f"{index}/{count}", "file": shard["file"], "skipped": result["skipped"],
+               **{k: shard.get(k) for k in ("num_documents", "num_instances", "num_tokens",
+                                            "num_masked")},
+               "missing_shards": result["missing"]}
+    print(json.dumps(summary))
+    where = os.path.join(args.output, shard["file"])
+    if result["skipped"]:
+        print(f"{where} was already written: skipped")
+    else:
+        print(f"wrote {where} in {_throughput(shard, time.time() - started)}")
+    if result["missing"]:
+        missing = result["missing"]
+        print(f"{count - len(missing)} of {count} shards written; still to write: "
+              f"{', '.join(f'{i}/{count}' for i in missing[:10])}"
+              f"{' ...' if len(missing) > 10 else ''} (e.g. "
+              f"{shard_command({'command': command}, missing[0], count)})")
+    else:
+        print(f"all {count} shards written: {args.output} is complete "
+              f"({result['metadata']['num_instances']} instances)")
 
 if __name__ == "__main__":
     from _cli import run  # One-line errors; --debug shows the traceback.

@@ -15,5 +15,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "instances": ["create_instances_from_document", "document_windows", "truncate_seq_pair"],
         "pretraining_data": ["PretrainingDataConfig", "create_pretraining_data",
                              "parse_examples", "read_metadata", "shard_paths", "vocab_hash"],
+        "pretraining_shards": ["create_pretraining_shard", "parse_shard"],
     },
 )

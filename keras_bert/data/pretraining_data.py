@@ -10,6 +10,13 @@ masked LM and next-sentence prediction. Differences, and why:
   pool of a few hundred documents or more, a random document is as unrelated
   as a random document from anywhere; instances are shuffled within the
   window only (the training input pipeline shuffles again, across files).
+- The same records for any split. Windows are numbered across the whole
+  corpus (input files in the order given, `corpus_windows`); window w is
+  cut, shuffled and masked with a seed of (seed, w) alone
+  (`window_seed`), and shard k of N holds windows k, k + N, ... So the
+  records of N shards are those of one shard, for every N, whether the
+  shards are written by one process, a pool, or N machines apart
+  (`keras_bert.data.pretraining_shards`).
 - Balanced next-sentence labels (see `keras_bert.data.instances`).
 - Masking. `masking="static"` masks when writing, with the same in-graph
   `keras_bert.text.MaskedLMMasker` that `masking="dynamic"` applies while
@@ -41,6 +48,8 @@ import logging
 import multiprocessing
 import os
 import random
+import re
+import shlex
 import shutil
 import threading
 from queue import Empty
@@ -67,6 +76,8 @@ METADATA_FILE = "metadata.json"
 VOCAB_FILE = "vocab.txt"
 FORMAT = "keras_bert.pretraining_data"
 MASKING_MODES = ("static", "dynamic")
+# 2: shards hold the corpus' windows round robin (the same records for any split).
+VERSION = 2
 
 
 def vocab_hash(vocabulary):
@@ -100,7 +111,8 @@ class PretrainingDataConfig:
         document_pool_size: int, documents held in memory at once; the
             random "next" documents of NotNext pairs come from this pool.
         lowercase: bool, tokenizer option (True for uncased vocabularies).
-        seed: int, seeds every random choice (per shard: seed + shard index).
+        seed: int, seeds every random choice (per window of the corpus:
+            `window_seed(seed, window)`, whatever the shards).
     """
 
     max_seq_length: int = 128
@@ -168,7 +180,7 @@ class _ShardWriter:
 
         self.config = config
         self.tokenizer = BertTokenizer(vocab_file, lowercase=config.lowercase)
-        self.start_shard(0)
+        self.start_window(0)
         self.tokenize = tf.function(
             lambda texts: self.tokenizer(texts),
             input_signature=[tf.TensorSpec([None], tf.string)],
@@ -195,10 +207,11 @@ class _ShardWriter:
             input_signature=[segment, segment, tf.TensorSpec([2], tf.int64)],
         )
 
-    def start_shard(self, shard_index):
-        """Resets the random state: a shard's output depends only on its index."""
-        self.shard_index = shard_index
-        self.rng = random.Random(self.config.seed + shard_index)
+    def start_window(self, window):
+        """Resets the random state: a window's instances depend only on the
+        seed and the window's index in the corpus (not on shard or process)."""
+        self.window_seed = window_seed(self.config.seed, window)
+        self.rng = random.Random(self.window_seed)
         self.num_mask_batches = 0
 
     def tokenize_documents(self, documents, batch_size=2048):
@@ -240,10 +253,7 @@ class _ShardWriter:
             flat = np.fromiter(itertools.chain.from_iterable(segments), np.int32, lengths.sum())
             return tf.RaggedTensor.from_row_lengths(flat, lengths)
 
-        seed = tf.constant(
-            [self.config.seed, self.shard_index * 1_000_000 + self.num_mask_batches],
-            tf.int64,
-        )
+        seed = tf.constant([self.window_seed, self.num_mask_batches], tf.int64)
         if self.masker is not None:
             self.num_mask_batches += 1
         out = self.pack_and_mask(ragged([x[0] for x in instances]),
@@ -270,58 +280,87 @@ class _ShardWriter:
             yield example
 
 
-# One writer (tokenizer and compiled functions) per process and settings.
+# Writers (tokenizer and compiled functions) per process, of the last two settings.
 _WRITERS = {}
 
 
 def _get_writer(vocab_file, config):
-    key = (vocab_file, json.dumps(dataclasses.asdict(config), sort_keys=True))
+    # By the vocabulary's tokens, not its path: each run copies vocab.txt
+    # into its own staging folder.
+    key = (vocab_hash(vocab_file), json.dumps(dataclasses.asdict(config), sort_keys=True))
     if key not in _WRITERS:
-        _WRITERS.clear()
+        if len(_WRITERS) >= 2:  # Two settings in turn (training and held-out data).
+            _WRITERS.pop(next(iter(_WRITERS)))
         _WRITERS[key] = _ShardWriter(vocab_file, config)
     return _WRITERS[key]
 
 
-def _shard_documents(input_files, shard_index, num_shards):
-    """The documents of one output shard, streamed.
+def window_seed(seed, window):
+    """The seed of window `window` of the corpus: a 63-bit int of (seed, window).
 
-    With at least as many input files as shards, a shard reads only its
-    files (round robin); otherwise every shard reads all files and keeps
-    every `num_shards`-th document.
+    The same in every process and for every split into shards (a hash, not
+    Python's salted `hash`).
     """
-    if len(input_files) >= num_shards:
-        yield from read_documents(input_files[shard_index::num_shards])
-        return
-    for number, document in enumerate(read_documents(input_files)):
-        if number % num_shards == shard_index:
-            yield document
+    digest = hashlib.sha256(f"keras_bert.window:{int(seed)}:{int(window)}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def corpus_windows(input_files, size):
+    """The corpus' windows of `size` documents, in input order, numbered from 0.
+
+    Documents are numbered across the input files in the order given; window
+    w holds documents w*size ... (w+1)*size - 1, a last window of fewer than
+    size / 2 documents joining the one before (`document_windows`). The
+    windows are the same whatever the split into shards: shard k of N takes
+    windows k, k + N, k + 2N, ...
+
+    Yields:
+        `(window_index, documents)`.
+    """
+    yield from enumerate(document_windows(read_documents(input_files), size))
 
 
 def shard_file_name(shard_index, num_shards):
     return f"pretraining-{shard_index:05d}-of-{num_shards:05d}.tfrecord"
 
 
+def part_file_name(shard_index, num_shards):
+    """The manifest a shard written on its own (`create_pretraining_shard`) commits last."""
+    return f"pretraining-{shard_index:05d}-of-{num_shards:05d}.json"
+
+
 def write_shard(input_files, output_dir, vocab_file, config, shard_index, num_shards,
                 progress=None):
     """Writes one output shard. Returns its counts (a dict).
 
-    The file depends only on the inputs, `config` and `shard_index` (records
-    are serialized deterministically), not on which process writes it.
+    Shard k of N holds windows k, k + N, ... of the corpus (`corpus_windows`),
+    each window's instances in their shuffled order. A window's instances
+    and masks are drawn with `window_seed(config.seed, window)` and its
+    NotNext segments come from its own documents, so the file depends only
+    on the inputs, `config`, k and N, and the records of N shards are those
+    of one shard: for N = 1 the file holds windows 0, 1, 2, ... in turn.
+    Every shard reads the whole corpus and tokenizes only its windows.
 
     Args:
-        progress: optional callable(num_bytes), called as input is consumed.
+        progress: optional callable(num_bytes), called as input is consumed
+            (the windows of other shards included: they are read too).
     """
     writer = _get_writer(vocab_file, config)
-    writer.start_shard(shard_index)
     name = shard_file_name(shard_index, num_shards)
     path = os.path.join(output_dir, name)
     tmp_path = path + ".tmp"
     stats = {"file": name, "num_documents": 0, "num_instances": 0, "num_tokens": 0,
-             "num_masked": 0, "num_is_next": 0, "num_random_next": 0}
+             "num_masked": 0, "num_is_next": 0, "num_random_next": 0,
+             "num_windows": 0, "windows": [], "single_document_windows": 0}
     with tf.io.TFRecordWriter(tmp_path) as out:
-        documents = _shard_documents(input_files, shard_index, num_shards)
-        for window in document_windows(documents, config.document_pool_size):
+        for window_index, window in corpus_windows(input_files, config.document_pool_size):
+            stats["num_windows"] += 1
             num_bytes = sum(len(line.encode("utf-8")) + 1 for d in window for line in d)
+            if window_index % num_shards != shard_index:
+                if progress is not None:
+                    progress(num_bytes)
+                continue
+            writer.start_window(window_index)
             pool = writer.tokenize_documents(window)
             instances = []
             for _ in range(config.dupe_factor):
@@ -339,6 +378,8 @@ def write_shard(input_files, output_dir, vocab_file, config, shard_index, num_sh
                         stats["num_masked"] += len(feature["masked_ids"].int64_list.value)
             stats["num_documents"] += len(pool)
             stats["num_instances"] += len(instances)
+            stats["windows"].append([window_index, len(instances)])
+            stats["single_document_windows"] += int(len(pool) == 1)
             random_next = sum(1 for instance in instances if instance[2])
             stats["num_random_next"] += random_next
             stats["num_is_next"] += len(instances) - random_next
@@ -369,25 +410,31 @@ def _input_bytes(input_files):
     return sum(tf.io.gfile.stat(path).length for path in input_files)
 
 
-def _warn_single_documents(shards, input_files):
-    """Warns when a shard's NotNext pairs could only come from its one document.
+def _warn_thin_shards(shards, input_files):
+    """Warns when next-sentence pairs or whole shards come out empty-handed.
 
-    A NotNext pair takes its B segment from another document of the shard;
-    with one document (a corpus without blank lines between documents, or
-    more shards than documents) B comes from the same document, and the
-    next-sentence labels are noise.
+    A NotNext pair takes its B segment from another document of its window;
+    a window of one document (a corpus without blank lines between
+    documents) makes B come from the same document, and the next-sentence
+    labels are noise. And a shard gets no window when the corpus has fewer
+    windows of `document_pool_size` documents than there are shards.
     """
-    lonely = [s["file"] for s in shards if s["num_documents"] == 1]
-    if not lonely:
-        return
+    where = ", ".join(map(os.fspath, input_files))
     total = sum(s["num_documents"] for s in shards)
-    what = ("the corpus is a single document" if total == 1
-            else f"shards {', '.join(lonely)} hold a single document each")
-    logger.warning(
-        "%s: %s, so next-sentence prediction has no other document to draw its random "
-        "'next' segments from (NotNext pairs come from the same document). Separate "
-        "documents with a blank line%s.", ", ".join(map(os.fspath, input_files)), what,
-        "" if total == 1 else ", or pass fewer shards (--num-shards)")
+    if any(s["single_document_windows"] for s in shards):
+        what = ("the corpus is a single document" if total == 1
+                else "a window of documents holds a single document")
+        logger.warning(
+            "%s: %s, so next-sentence prediction has no other document to draw its random "
+            "'next' segments from (NotNext pairs come from the same document). Separate "
+            "documents with a blank line.", where, what)
+    empty = [s["file"] for s in shards if not s["windows"]]
+    if empty and total:
+        logger.warning(
+            "%s: %d documents make %d window(s) of document_pool_size documents, fewer than "
+            "the %d shards: %s hold no instances. Pass fewer shards or a smaller "
+            "--document-pool-size.", where, total, shards[0]["num_windows"], len(shards),
+            ", ".join(empty))
 
 
 def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
@@ -406,9 +453,11 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
         vocab_file: str, the WordPiece vocab.txt (copied into `output_dir`).
         config: a `PretrainingDataConfig` (default: its defaults).
         num_shards: int, output files (default: `num_workers`). Shard k
-            takes input files k, k + num_shards, ... (or, with fewer files
-            than shards, every num_shards-th document).
-        num_workers: int, processes writing shards in parallel.
+            holds windows k, k + num_shards, ... of `document_pool_size`
+            documents (`write_shard`); together the shards hold the same
+            records for any `num_shards`. To write the shards on several
+            machines, see `keras_bert.data.create_pretraining_shard`.
+        num_workers: int, processes (spawned) writing shards in parallel.
         progress: optional callable(num_bytes, total_bytes) called as input
             is consumed, for a progress bar.
 
@@ -448,11 +497,12 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
                 f"was written to {output_dir}. It needs text: one sentence a line, a blank "
                 f"line between documents."
             )
-        _warn_single_documents(shards, input_files)
+        _warn_thin_shards(shards, input_files)
         for shard in shards:  # The reader checks them: a swap cut short is caught.
             shard["bytes"] = tf.io.gfile.stat(os.path.join(staging, shard["file"])).length
         metadata = _metadata(input_files, os.path.join(staging, VOCAB_FILE), config,
-                             num_shards, shards)
+                             num_shards, shards,
+                             data_identity(input_files, vocab_file, config, num_shards))
         with tf.io.gfile.GFile(os.path.join(staging, METADATA_FILE), "w") as f:
             f.write(json.dumps(metadata, indent=2) + "\n")
         pause_point("data:staged")
@@ -553,7 +603,10 @@ def _listed_files(output_dir):
             and s["file"] == os.path.basename(s["file"]) and s["file"].startswith("pretraining-")
             for s in shards):
         return None
-    return [s["file"] for s in shards]
+    manifests = [s["manifest"] for s in shards if isinstance(s.get("manifest"), str)
+                 and s["manifest"] == os.path.basename(s["manifest"])
+                 and s["manifest"].startswith("pretraining-")]
+    return [s["file"] for s in shards] + manifests
 
 
 _STAGING_PREFIX = ".tmp-pretraining-"
@@ -584,6 +637,12 @@ def check_output_dir(output_dir, input_files, vocab_file):
     if not names:
         return []
     listed = _listed_files(output_dir)
+    if listed is None and part_names(output_dir):
+        raise OutputError(
+            f"{output_dir} holds shards written one by one (--shard) of a set not complete "
+            f"yet ({', '.join(part_names(output_dir)[:3])}, ...): finish it with the same "
+            f"--shard command for the missing shards (tools/pretrain.py names them), or "
+            f"{WAY_OUT}.")
     if listed is None:
         raise OutputError(
             f"{output_dir} is not empty and holds no keras_bert pretraining data (no "
@@ -638,7 +697,22 @@ def _write_shards(input_files, output_dir, vocab_file, config, num_shards, num_w
     return shards
 
 
-def _metadata(input_files, vocab_copy, config, num_shards, shards):
+def data_identity(input_files, vocab_file, config, num_shards):
+    """"sha256:<hex>" of what decides a data set's records: the settings, the
+    vocabulary, the input files (paths as given, and sizes) and the number of
+    shards. Shards written apart belong to one set when their identities agree."""
+    key = {
+        "version": VERSION,
+        "config": dataclasses.asdict(config),
+        "vocab_hash": vocab_hash(vocab_file),
+        "input_files": [os.fspath(p) for p in input_files],
+        "input_bytes": [tf.io.gfile.stat(os.fspath(p)).length for p in input_files],
+        "num_shards": int(num_shards),
+    }
+    return "sha256:" + hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+def _metadata(input_files, vocab_copy, config, num_shards, shards, identity):
     """The metadata.json dict of a finished set of shards."""
     from keras_bert.text import load_vocabulary
 
@@ -647,7 +721,7 @@ def _metadata(input_files, vocab_copy, config, num_shards, shards):
     random_next = sum(s["num_random_next"] for s in shards)
     metadata = {
         "format": FORMAT,
-        "version": 1,
+        "version": VERSION,
         **dataclasses.asdict(config),
         "vocab_size": len(tokens),
         "vocab_hash": vocab_hash(tokens),
@@ -659,9 +733,10 @@ def _metadata(input_files, vocab_copy, config, num_shards, shards):
         "next_sentence_labels": {"is_next": is_next, "random_next": random_next},
         "shards": [
             {"file": s["file"], "num_instances": s["num_instances"],
-             **({"bytes": s["bytes"]} if "bytes" in s else {})} for s in shards
+             **{k: s[k] for k in ("bytes", "manifest") if k in s}} for s in shards
         ],
         "input_files": [os.fspath(p) for p in input_files],
+        "identity": identity,
     }
     return metadata
 
@@ -695,6 +770,128 @@ def _run_in_processes(tasks, num_workers, progress, total_bytes):
             thread.join()
 
 
+# --- Shards written apart ----------------------------------------------------
+
+PART_FORMAT = FORMAT + ".shard"
+_PART_NAME = re.compile(r"^pretraining-(\d{5})-of-(\d{5})\.json$")
+
+
+def part_names(data_dir):
+    """The committed shard manifests in `data_dir` (names, sorted)."""
+    if not tf.io.gfile.isdir(data_dir):
+        return []
+    return sorted(n for n in tf.io.gfile.listdir(data_dir) if _PART_NAME.match(n))
+
+
+def read_part(data_dir, name):
+    """The manifest `name` of `data_dir` as a dict, or None if it is missing or not one."""
+    path = os.path.join(data_dir, name)
+    if not tf.io.gfile.exists(path):
+        return None
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            part = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(part, dict) or part.get("format") != PART_FORMAT:
+        return None
+    return part
+
+
+def shard_command(part, shard_index, num_shards):
+    """The command line that writes shard `shard_index` of `part`'s set.
+
+    The command recorded in the manifest (tools/create_pretraining_data.py's
+    arguments) with its --shard replaced; a generic one when none was recorded.
+    """
+    argv = part.get("command")
+    value = f"{shard_index}/{num_shards}"
+    if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+        out, skip = [], False
+        for arg in argv:
+            if skip:
+                out.append(value)
+                skip = False
+            elif arg == "--shard":
+                out.append(arg)
+                skip = True
+            elif arg.startswith("--shard="):
+                out.append(f"--shard={value}")
+            else:
+                out.append(arg)
+        return "python tools/create_pretraining_data.py " + " ".join(shlex.quote(a) for a in out)
+    return (f"python tools/create_pretraining_data.py {' '.join(part.get('input_files', []))} "
+            f"--output DATA_DIR --vocab-file VOCAB (the other shards' settings) --shard {value}")
+
+
+def read_parts(data_dir):
+    """The shard manifests of `data_dir`'s set: (dict index -> manifest, num_shards).
+
+    Raises:
+        ValueError: manifests of two sets (other settings, inputs or shard
+            counts) lie side by side, or one is unreadable.
+    """
+    parts, identity = {}, None
+    for name in part_names(data_dir):
+        part = read_part(data_dir, name)
+        if part is None:
+            raise ValueError(f"{os.path.join(data_dir, name)} is not a keras_bert shard "
+                             f"manifest (format {PART_FORMAT!r}). Remove it, or write the "
+                             f"shards into a new folder.")
+        if identity is None:
+            identity, first = part.get("identity"), name
+        elif part.get("identity") != identity:
+            raise ValueError(
+                f"{data_dir} holds shards of two data sets: {first} and {name} were made with "
+                f"other settings, inputs or shard counts. Keep one set per folder: write "
+                f"each into a new folder.")
+        parts[part["shard_index"]] = part
+    num_shards = next(iter(parts.values()))["num_shards"] if parts else 0
+    return parts, num_shards
+
+
+def missing_shards(data_dir, parts, num_shards):
+    """The shards of the set not committed in `data_dir`: indexes, ascending.
+
+    A shard counts once its manifest exists and its TFRecord file has the
+    manifest's size; a file without its manifest is a write cut short.
+    """
+    missing = []
+    for index in range(num_shards):
+        part = parts.get(index)
+        file = os.path.join(data_dir, shard_file_name(index, num_shards))
+        if part is None or not tf.io.gfile.exists(file) or (
+                tf.io.gfile.stat(file).length != part["bytes"]):
+            missing.append(index)
+    return missing
+
+
+def assemble_parts(data_dir):
+    """The metadata of a set of shards written apart, once every shard is committed.
+
+    Raises:
+        FileNotFoundError: some shards are missing; the message names them
+            and the command that writes each.
+    """
+    parts, num_shards = read_parts(data_dir)
+    missing = missing_shards(data_dir, parts, num_shards)
+    if missing:
+        part = next(iter(parts.values()))
+        names = ", ".join(shard_file_name(i, num_shards) for i in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        commands = "\n".join(f"  {shard_command(part, i, num_shards)}" for i in missing[:5])
+        raise FileNotFoundError(
+            f"{data_dir} is incomplete: {len(missing)} of its {num_shards} shards are missing "
+            f"or cut short ({names}{more}), so it cannot be read as a whole. Write them "
+            f"(one command per shard, on any machine; shards already written are skipped):"
+            f"\n{commands}")
+    ordered = [parts[i] for i in range(num_shards)]
+    first = ordered[0]
+    config = PretrainingDataConfig(**first["config"])
+    return _metadata(first["input_files"], os.path.join(data_dir, VOCAB_FILE), config,
+                     num_shards, ordered, first["identity"])
+
+
 # --- Reading -----------------------------------------------------------------
 
 
@@ -708,6 +905,13 @@ def read_metadata(data_dir, check=True):
     """
     recover_data_dir(data_dir)
     path = os.path.join(data_dir, METADATA_FILE)
+    if not tf.io.gfile.exists(path) and part_names(data_dir):
+        # Shards written apart (`create_pretraining_shard`) whose last writer
+        # did not get to write metadata.json: the same metadata, from the parts.
+        metadata = assemble_parts(data_dir)
+        if check:
+            check_data_dir(data_dir, metadata)
+        return metadata
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(
             f"{path} not found: {data_dir} is not a pretraining data directory. "
@@ -725,6 +929,9 @@ def read_metadata(data_dir, check=True):
             f"(format={found!r}, expected {FORMAT!r})."
         )
     if check:
+        if any("manifest" in shard for shard in metadata["shards"] if isinstance(shard, dict)):
+            # Written shard by shard: a shard cut short since is named with its command.
+            assemble_parts(data_dir)
         check_data_dir(data_dir, metadata)
     return metadata
 
@@ -857,9 +1064,14 @@ def corrupt_data_error(error, data_dir):
 
 
 def shard_paths(data_dir, metadata=None):
-    """The TFRecord files of a data directory, in shard order."""
+    """The TFRecord files of a data directory that hold records, in shard order.
+
+    A shard with no instances (more shards than windows of the corpus) is
+    left out: a worker reading by files would get nothing from it.
+    """
     metadata = metadata or read_metadata(data_dir)
-    return [os.path.join(data_dir, shard["file"]) for shard in metadata["shards"]]
+    return [os.path.join(data_dir, shard["file"]) for shard in metadata["shards"]
+            if shard["num_instances"] > 0]
 
 
 def parse_examples(serialized, metadata):

@@ -307,3 +307,61 @@ def strategy_name(strategy):
     if type(strategy).__name__ == "_DefaultDistributionStrategy":
         return "default (one device)"
     return type(strategy).__name__
+
+
+def worker_shard(environ=None):
+    """(index, count) of this process among the cluster's workers, for work split
+    into `count` shards without a strategy (tools/create_pretraining_data.py --shard auto).
+
+    Read in this order: TF_CONFIG (the chief first, then the workers, as
+    `worker_info` numbers them); Vertex AI's CLUSTER_SPEC; on Kubernetes the
+    index from KERAS_BERT_WORKER_INDEX, else JOB_COMPLETION_INDEX, and the
+    count from KERAS_BERT_NUM_WORKERS, else the KERAS_BERT_WORKER_HOSTS
+    (no host names are needed: shards do not talk to each other).
+
+    Raises:
+        ValueError: no cluster variable is set, or one is incomplete, naming
+            what to set (or `--shard I/N` to give).
+
+    Example:
+    >>> worker_shard({"JOB_COMPLETION_INDEX": "2", "KERAS_BERT_NUM_WORKERS": "4"})
+    (2, 4)
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get("TF_CONFIG"):
+        try:
+            tf_config = json.loads(environ["TF_CONFIG"])
+        except json.JSONDecodeError as e:
+            raise ValueError(f"TF_CONFIG is not valid JSON: {e}. Received: "
+                             f"{environ['TF_CONFIG']!r}") from e
+    elif environ.get("CLUSTER_SPEC"):
+        tf_config = _vertex_tf_config(environ["CLUSTER_SPEC"])
+    else:
+        tf_config = None
+    if tf_config is not None:
+        cluster, task = tf_config.get("cluster", {}), tf_config.get("task", {})
+        chiefs, workers = cluster.get("chief", []), cluster.get("worker", [])
+        task_type, index = task.get("type"), int(task.get("index", 0))
+        if task_type not in ("chief", "worker"):
+            raise ValueError(f"TF_CONFIG's task type {task_type!r} is not a worker: only "
+                             f"chief and worker tasks write shards. Give --shard I/N.")
+        return (0 if task_type == "chief" else index + len(chiefs)), len(chiefs) + len(workers)
+    index_name = WORKER_INDEX_ENV if environ.get(WORKER_INDEX_ENV) else "JOB_COMPLETION_INDEX"
+    if not environ.get(index_name):
+        raise ValueError(
+            f"--shard auto found no cluster in the environment (TF_CONFIG, CLUSTER_SPEC, "
+            f"{WORKER_INDEX_ENV} or JOB_COMPLETION_INDEX). Give --shard I/N (0-based).")
+    index = _positive_int(environ, index_name, _KUBERNETES_DOC, minimum=0)
+    if environ.get(NUM_WORKERS_ENV):
+        count = _positive_int(environ, NUM_WORKERS_ENV, _KUBERNETES_DOC)
+    elif environ.get(WORKER_HOSTS_ENV):
+        count = len(environ[WORKER_HOSTS_ENV].split(","))
+    else:
+        raise ValueError(
+            f"{index_name}={environ[index_name]} gives this worker's index but not the number "
+            f"of shards: set {NUM_WORKERS_ENV} (the Job's completions), or give --shard "
+            f"$({index_name})/N.")
+    if index >= count:
+        raise ValueError(f"{index_name}={index} is not below the number of workers "
+                         f"({count}). {_KUBERNETES_DOC}")
+    return index, count

@@ -47,13 +47,19 @@ def test_one_document_corpus_warns(tmp_path, vocab, caplog):
     assert "Separate documents with a blank line" in warnings[0]
 
 
-def test_more_shards_than_documents_warns_per_shard(tmp_path, vocab, caplog):
+def test_more_shards_than_windows_warns_of_the_empty_shards(tmp_path, vocab, caplog):
     corpus = _corpus(tmp_path, [SENTENCES[:3], SENTENCES[3:]])
     with caplog.at_level(logging.WARNING, logger="keras_bert.data"):
-        create_pretraining_data([corpus], str(tmp_path / "out"), vocab, CONFIG, num_shards=2)
-    warnings = _nsp_warnings(caplog)
-    assert len(warnings) == 1 and "--num-shards" in warnings[0]
-    assert "pretraining-00000-of-00002.tfrecord" in warnings[0]
+        metadata = create_pretraining_data([corpus], str(tmp_path / "out"), vocab, CONFIG,
+                                           num_shards=2)
+    # The two documents are one window (document_pool_size 2): NotNext pairs have
+    # another document, but shard 1 gets no window.
+    assert _nsp_warnings(caplog) == []
+    empty = [r.getMessage() for r in caplog.records if "hold no instances" in r.getMessage()]
+    assert len(empty) == 1 and "--document-pool-size" in empty[0]
+    assert "pretraining-00001-of-00002.tfrecord" in empty[0]
+    assert "00000" not in empty[0].split(":", 1)[1]
+    assert [s["num_instances"] > 0 for s in metadata["shards"]] == [True, False]
 
 
 def test_several_documents_do_not_warn(tmp_path, vocab, caplog):

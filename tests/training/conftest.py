@@ -66,7 +66,9 @@ def mlm_data(corpus):
     """Static masks, seq 64: training (3 dupes, 2 shards) and held-out data."""
     common = dict(max_seq_length=64, max_predictions_per_seq=10)
     return {
-        "train": make_data(corpus, "mlm_train", "train", dupe_factor=3, num_shards=2, **common),
+        # Windows of 10 documents: the 69 make 7, 4 in shard 0 and 3 in shard 1.
+        "train": make_data(corpus, "mlm_train", "train", dupe_factor=3, num_shards=2,
+                           document_pool_size=10, **common),
         "held": make_data(corpus, "mlm_held", "held", dupe_factor=1, seed=7, **common),
     }
 
@@ -75,7 +77,7 @@ def mlm_data(corpus):
 def dynamic_data(corpus):
     """Dynamic masking, seq 32, 2 shards."""
     return make_data(corpus, "dynamic", "train", max_seq_length=32, max_predictions_per_seq=5,
-                 masking="dynamic", dupe_factor=1, num_shards=2)
+                 masking="dynamic", dupe_factor=1, num_shards=2, document_pool_size=10)
 
 
 @pytest.fixture(scope="session")

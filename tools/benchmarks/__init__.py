@@ -7,6 +7,8 @@
   serving   exported SavedModels (serving, serving-e2e, serving-accuracy)
   finetune  fine-tuning side by side (finetune, finetune-step)
   embedding text embeddings: quality before / after fine-tuning, export speed
+  lora      low-rank adapters vs full fine-tuning
+  data      corpus -> pretraining TFRecords (pretraining-data)
 
 Each family lists its `BENCHMARKS` and adds their subcommands with
 `add_parsers(subparsers)`. No module here imports TensorFlow, numpy or
