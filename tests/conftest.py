@@ -157,6 +157,17 @@ def built_once(tmp_path_factory, name, build):
             done.write_text(json.dumps(build(str(root))))
         return json.loads(done.read_text())
 
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """With `--dist loadgroup` (tools/test.sh) a module's tests run in one worker, so its
+    module fixtures are built once, except tests that name their own `xdist_group` (the
+    README pages' groups, tests/test_readme.py), which the workers share out."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
 # A vocabulary for hand-made classifier, tagger and QA texts (tests/export).
 EXPORT_VOCAB = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",

@@ -283,17 +283,49 @@ def test_every_docs_page_is_run_and_linked_from_the_readme():
     assert not unlinked, f"docs pages the README does not link: {unlinked}"
 
 
+# The pages run in this many runner processes (each prepares its own folder, a few seconds),
+# so the slow tier's two workers share them (each group is its own xdist_group).
+PAGE_GROUPS = 3
+# What a runnable example costs, roughly: a tool that trains or exports traces a model.
+HEAVY_TOOLS = ("python tools/finetune.py", "python tools/pretrain.py", "python tools/export.py",
+               "python tools/create_pretraining_data.py", "python tools/convert_checkpoint.py")
+
+
+def page_groups(groups=PAGE_GROUPS):
+    """The pages split into `groups` lists of about equal cost (greedy, costliest page first);
+    every page is in exactly one."""
+    def cost(page):
+        return sum(3 if e.text.startswith(HEAVY_TOOLS) else 1
+                   for e in examples(page) if runnable(e) and not e.skip_reason())
+
+    split = [[] for _ in range(groups)]
+    for page in sorted(pages(), key=cost, reverse=True):
+        min(split, key=lambda g: sum(map(cost, g))).append(page)
+    return split
+
+
+def test_page_groups_hold_every_page_once():
+    split = page_groups()
+    assert sorted(p for group in split for p in group) == sorted(pages())
+    assert all(split)
+
+
 @pytest.mark.slow
-def test_readme_examples_run(tmp_path):
+@pytest.mark.parametrize("group", [
+    pytest.param(k, marks=pytest.mark.xdist_group(f"readme-pages-{k}"))
+    for k in range(PAGE_GROUPS)])
+def test_readme_examples_run(tmp_path, group):
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), str(tmp_path)],
+    group_pages = page_groups()[group]
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), str(tmp_path), *group_pages],
                           capture_output=True, text=True, timeout=1800, cwd=ROOT)
     log = done.stdout + done.stderr
     failed = [s for s in done.stdout.splitlines() if " FAILED" in s]
     assert done.returncode == 0 and not failed, (
         "README examples failed:\n" + "\n".join(failed) + "\n--- output tail ---\n" + log[-6000:])
     ran = [s for s in done.stdout.splitlines() if s.endswith("s ok")]
-    assert len(ran) == len([e for e in all_examples() if runnable(e) and not e.skip_reason()])
+    assert len(ran) == len([e for page in group_pages for e in examples(page)
+                            if runnable(e) and not e.skip_reason()]), group_pages
     # The per-example times (the runner's summary), shown with `pytest -s` or `-rP`.
     print(done.stdout[done.stdout.find("== slowest"):])
     print(f"{len(ran)} examples ran in {time.perf_counter() - start:.0f}s")
