@@ -80,7 +80,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _cli  # noqa: E402
 
 # keras_bert.checkpoints.FORMATS and convert.DEFAULT_TOLERANCE (tests/test_tools.py checks).
-FORMATS = ("google", "huggingface", "transformers_tf", "keras_hub")
+FORMATS = ("google", "huggingface", "transformers_tf", "keras_hub", "tf_hub", "model_garden")
 DEFAULT_TOLERANCE = 1e-3
 
 

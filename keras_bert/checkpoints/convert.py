@@ -24,6 +24,12 @@ from keras_bert.checkpoints.google import read_google_checkpoint
 from keras_bert.checkpoints.hub import locate_checkpoint
 from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
 from keras_bert.checkpoints.keras_hub_preset import read_keras_hub_preset
+from keras_bert.checkpoints.model_garden import (
+    is_object_checkpoint,
+    is_saved_model,
+    read_model_garden_checkpoint,
+    read_tf_hub_saved_model,
+)
 from keras_bert.checkpoints.source import (
     MLM_WEIGHTS,
     NSP_WEIGHTS,
@@ -41,7 +47,7 @@ from keras_bert.models import BertEncoder, BertPretrainer, get_task
 from keras_bert.models import model_dir as model_dir_lib
 from keras_bert.models.model_dir import MODEL_DIR_KIND
 
-FORMATS = ("google", "huggingface", "transformers_tf", "keras_hub")
+FORMATS = ("google", "huggingface", "transformers_tf", "keras_hub", "tf_hub", "model_garden")
 # A Hugging Face folder's PyTorch weights; read in preference to tf_model.h5
 # when a folder has both (what transformers' PyTorch classes load).
 _PYTORCH_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
@@ -66,14 +72,21 @@ def detect_format(path):
     PyTorch weights are read.
     """
     if os.path.isfile(path + ".index") or path.endswith((".index", ".ckpt")):
-        return "google"
+        prefix = path[:-len(".index")] if path.endswith(".index") else path
+        return "model_garden" if is_object_checkpoint(prefix) else "google"
     if os.path.isfile(path) and path.endswith(".h5"):
         return "transformers_tf"
     if os.path.isfile(path) and path.endswith((".safetensors", ".bin", ".index.json")):
         return "huggingface"
     if os.path.isdir(path):
         files = set(os.listdir(path))
-        if "bert_config.json" in files or any(f.endswith(".index") for f in files):
+        if is_saved_model(path):
+            return "tf_hub"
+        indexes = sorted(f for f in files if f.endswith(".index"))
+        if indexes and any(is_object_checkpoint(os.path.join(path, f[:-len(".index")]))
+                           for f in indexes):
+            return "model_garden"
+        if "bert_config.json" in files or indexes:
             return "google"
         if "config.json" in files:
             # A keras-hub preset's config.json is a serialized Keras object.
@@ -84,7 +97,8 @@ def detect_format(path):
             return "huggingface"
         raise CheckpointError(
             f"Cannot tell the format of {path}: it has neither bert_config.json "
-            f"(Google) nor config.json (Hugging Face). Pass format= / --format."
+            f"(Google), config.json (Hugging Face), saved_model.pb (TF Hub) nor a TF "
+            f"checkpoint (*.index). Found: {sorted(files)[:8]}. Pass format= / --format."
         )
     raise CheckpointError(f"Checkpoint not found: {path}")
 
@@ -107,6 +121,10 @@ def read_checkpoint(path, format=None):
         return read_transformers_tf_checkpoint(path)
     if format == "keras_hub":
         return read_keras_hub_preset(path)
+    if format == "tf_hub":
+        return read_tf_hub_saved_model(path)
+    if format == "model_garden":
+        return read_model_garden_checkpoint(path)
     raise CheckpointError(f"Unknown checkpoint format: {format!r}. Expected one of {FORMATS}.")
 
 
