@@ -11,7 +11,7 @@ environment, and committed under tests/fixtures/tfhub/:
     /work/refvenv-tfhub/bin/pip install tensorflow==2.21.* tensorflow-text==2.21.*
     /work/refvenv-tfhub/bin/pip install --no-deps tf-keras==2.21.0 \
         tf-models-official==2.20.0 gin-config scipy tensorflow-hub==0.16.1
-    TF_USE_LEGACY_KERAS=1 /work/refvenv-tfhub/bin/python tools/make_tfhub_fixtures.py
+    /work/refvenv-tfhub/bin/python tools/make_tfhub_fixtures.py
 
 Every model is a tiny BERT (hidden 32, 2 layers, 4 heads, intermediate 64,
 32 positions, a 60-token vocabulary) with random weights, built by Model
@@ -52,26 +52,13 @@ expected.npz in each (plain arrays):
 """
 
 import os
+import sys
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import json  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
+import _cli  # noqa: E402
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-import tensorflow_hub as hub  # noqa: E402
-import tf_keras  # noqa: E402
-from official.core import config_definitions  # noqa: E402
-from official.legacy.bert import configs  # noqa: E402
-from official.modeling import hyperparams, tf_utils  # noqa: E402
-from official.nlp.configs import encoders  # noqa: E402
-from official.nlp.modeling import models  # noqa: E402
-from official.nlp.tools import export_tfhub_lib  # noqa: E402
-
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests",
-                   "fixtures", "tfhub")
+OUT = os.path.join("tests", "fixtures", "tfhub")
 WORDS = ("the quick brown fox jumps over lazy dog what a great movie i love this film "
          "where is train station it two blocks north of here hello ! . , ? is was").split()
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Where is the train station?",
@@ -81,7 +68,29 @@ CONFIG = dict(vocab_size=None, hidden_size=32, num_hidden_layers=2, num_attentio
               intermediate_size=64, hidden_act="gelu", max_position_embeddings=32,
               type_vocab_size=2, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
               initializer_range=0.02)
-rng = np.random.default_rng(39)
+
+
+def _load():
+    """Imports Model Garden and tensorflow_hub (the separate venv of the module docstring)."""
+    global config_definitions, configs, encoders, export_tfhub_lib, hub, hyperparams, json
+    global models, np, rng, shutil, tempfile, tf, tf_keras, tf_utils
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    import json
+    import shutil
+    import tempfile
+
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_hub as hub
+    import tf_keras
+    from official.core import config_definitions
+    from official.legacy.bert import configs
+    from official.modeling import hyperparams, tf_utils
+    from official.nlp.configs import encoders
+    from official.nlp.modeling import models
+    from official.nlp.tools import export_tfhub_lib
+
+    rng = np.random.default_rng(39)
 
 
 def write_vocab(path):
@@ -259,7 +268,23 @@ def make_tf2_classifier(vocab_file, vocab_size, ids, segments, mask):
              pooled_output=out["pooled_output"].numpy(), logits=logits.numpy())
 
 
-def main():
+def build_parser():
+    parser = _cli.parser(__doc__)
+    parser.add_argument("--output", default=OUT,
+                        help="Folder to write one subfolder per fixture into.")
+    return parser
+
+
+def main(argv=None):
+    global OUT
+    args = build_parser().parse_args(argv)
+    OUT = args.output
+    try:
+        _load()
+    except ImportError as e:
+        print(f"error: this script needs tf-models-official, tf_keras and tensorflow_hub "
+              f"(a separate venv; see --help): {e}", file=sys.stderr)
+        return 1
     os.makedirs(OUT, exist_ok=True)
     work = tempfile.mkdtemp()
     vocab_file = os.path.join(work, "vocab.txt")
@@ -276,7 +301,8 @@ def main():
     make_tf2_classifier(vocab_file, vocab_size, ids, segments, mask)
     shutil.rmtree(work)
     print("wrote", os.path.abspath(OUT))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -80,7 +80,7 @@ def detect_format(path):
         return "huggingface"
     if os.path.isdir(path):
         files = set(os.listdir(path))
-        if is_saved_model(path):
+        if "saved_model.pb" in files:
             return "tf_hub"
         indexes = sorted(f for f in files if f.endswith(".index"))
         if indexes and any(is_object_checkpoint(os.path.join(path, f[:-len(".index")]))
@@ -95,6 +95,8 @@ def detect_format(path):
             if files & {TF_WEIGHTS_FILE, TF_WEIGHTS_INDEX} and not files & set(_PYTORCH_WEIGHTS):
                 return "transformers_tf"
             return "huggingface"
+        if is_saved_model(path):  # A TF Hub encoder and its preprocess model, as subfolders.
+            return "tf_hub"
         raise CheckpointError(
             f"Cannot tell the format of {path}: it has neither bert_config.json "
             f"(Google), config.json (Hugging Face), saved_model.pb (TF Hub) nor a TF "

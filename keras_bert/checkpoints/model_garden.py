@@ -68,6 +68,7 @@ SAVED_MODEL_FILE = "saved_model.pb"
 KERAS_METADATA_FILE = "keras_metadata.pb"
 PARAMS_FILES = ("params.yaml", "params.yml")
 _GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+_WORD_EMBEDDINGS = "word_embeddings/embeddings"
 _VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 # Model Garden's "gelu" (official/modeling/activations/gelu.py, registered as
 # "Text>gelu") is the tanh approximation, like Google's.
@@ -195,6 +196,21 @@ def read_object_checkpoint(prefix, skipped=None):
                     f"with different values; keras_bert cannot tell which is the encoder's.")
             found[name] = (key, np.asarray(value))
     return found
+
+
+def strip_scope(variables):
+    """`variables` with the encoder's outer name scope, if any, taken off its names.
+
+    Model Garden names the encoder's variables at the top scope
+    ("word_embeddings/embeddings"); a model that built it under a scope
+    ("bert_encoder/word_embeddings/embeddings") keeps the same names below it.
+    """
+    scopes = {n[:-len(_WORD_EMBEDDINGS)] for n in variables if n.endswith(_WORD_EMBEDDINGS)}
+    scope = scopes.pop() if len(scopes) == 1 else ""
+    if not scope.endswith("/"):
+        return variables
+    return {n[len(scope):] if n.startswith(scope) else n: value
+            for n, value in variables.items()}
 
 
 def _bert_weights(source, variables, where):
@@ -406,7 +422,7 @@ def read_tf_hub_saved_model(path):
             f"or an incomplete download. Download the whole SavedModel folder again "
             f"(saved_model.pb, variables/, assets/).")
     skipped = {}
-    variables = read_object_checkpoint(prefix, skipped)
+    variables = strip_scope(read_object_checkpoint(prefix, skipped))
     warnings = []
     configs = keras_layer_configs(folder)
     config = config_from_shapes(variables, _encoder_activation(configs, folder, warnings),
@@ -435,10 +451,7 @@ def _split_pair(path):
     if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
         return path, None
     folders = _saved_model_subfolders(path)
-    preprocess = [f for f in folders if not os.path.isfile(
-        os.path.join(f, "variables", "variables.index")) or os.path.isfile(
-        os.path.join(f, "assets", "vocab.txt")) and "CaseFoldUTF8" in _graph_ops(f) or any(
-        c.get("class_name") == "BertPackInputs" for c in _walk_layers(keras_layer_configs(f)))]
+    preprocess = [f for f in folders if _is_preprocess(f)]
     encoders = [f for f in folders if f not in preprocess]
     if len(encoders) != 1 or len(preprocess) > 1:
         raise CheckpointError(
@@ -446,6 +459,16 @@ def _split_pair(path):
             f"one BERT encoder and at most one preprocess model (bert_*_preprocess). Pass the "
             f"encoder's folder itself, or a folder holding just the two.")
     return encoders[0], (preprocess[0] if preprocess else None)
+
+
+def _is_preprocess(folder):
+    """True for a BERT preprocess SavedModel: its saved Keras layers tokenize and pack."""
+    classes = {c["class_name"] for c in _walk_layers(keras_layer_configs(folder))}
+    if classes & {"BertTokenizer", "FastWordpieceBertTokenizer", "BertPackInputs"}:
+        return True
+    # Without Keras metadata (older exports): a graph that tokenizes.
+    return bool(_graph_ops(folder) & {"WordpieceTokenizeWithOffsets",
+                                      "FastWordpieceTokenizeWithOffsets"})
 
 
 def _user_head(source, variables, rest, configs, folder):
@@ -548,7 +571,7 @@ def read_model_garden_checkpoint(path):
     folder, prefix = find_google_checkpoint(path)
     config = _read_config(folder)
     skipped = {}
-    variables = read_object_checkpoint(prefix, skipped)
+    variables = strip_scope(read_object_checkpoint(prefix, skipped))
     source = SourceCheckpoint(format="model_garden", path=path, config=config, weights={},
                               source_names={}, vocab_file=os.path.join(folder, "vocab.txt"),
                               lowercase=_guess_lowercase(folder), ignored=skipped)

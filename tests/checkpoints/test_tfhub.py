@@ -172,7 +172,7 @@ def test_convert_tool_checks_a_tf_hub_encoder(tmp_path, capsys):
     assert task["lowercase"] is True
 
 
-@pytest.mark.slow  # fit and export trace their functions: ~30 s on 2 cores.
+@pytest.mark.slow  # an export (with its tuning) and a fit: ~70 s on 2 cores.
 def test_finetune_and_raw_string_export_of_a_tf_hub_classifier(tmp_path):
     from keras_bert.export.predict import load_export, run_signature
 
@@ -244,3 +244,28 @@ def test_two_encoders_in_one_folder_are_refused(tmp_path):
         shutil.copytree(os.path.join(FIXTURES, "encoder"), folder / name)
     with pytest.raises(CheckpointError, match=r"\['a', 'b'\].*one BERT encoder"):
         read_checkpoint(str(folder))
+
+
+def test_partitioned_variables_are_refused_by_name(tmp_path):
+    import tensorflow as tf
+
+    folder = tmp_path / "sharded"
+    shutil.copytree(os.path.join(FIXTURES, "tf2_encoder"), folder)
+    for path in folder.glob("bert_model.ckpt*"):
+        path.unlink()
+    module = tf.Module()
+    module.shards = [tf.Variable(tf.zeros([30, 32]), name=f"word_embeddings/embeddings/part_{i}")
+                     for i in range(2)]
+    tf.train.Checkpoint(encoder=module).write(str(folder / "bert_model.ckpt"))
+    assert detect_format(str(folder)) == "model_garden"
+    with pytest.raises(CheckpointError, match="embeddings/part_0 is a partitioned.*save it again"):
+        read_checkpoint(str(folder))
+
+
+def test_a_keras_bert_export_is_still_refused_as_an_export(tmp_path):
+    folder = tmp_path / "exports" / "sentiment" / "1"
+    shutil.copytree(os.path.join(FIXTURES, "encoder"), folder)
+    (folder / "keras_bert_export.json").write_text("{}")
+    for path in (folder, folder.parent):
+        with pytest.raises(ValueError, match="is an export"):
+            BertEncoder.from_pretrained(str(path))
