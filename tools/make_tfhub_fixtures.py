@@ -1,7 +1,7 @@
 """Write the TF Hub SavedModel and Model Garden TF2 checkpoint fixtures (run by hand).
 
 keras_bert reads TF Hub / Kaggle BERT SavedModels and Model Garden's TF2
-object-based checkpoints (`keras_bert.checkpoints.model_garden`) with
+object-based checkpoints (`keras_bert.checkpoints.tf_hub`, `keras_bert.checkpoints.model_garden`) with
 `tf.train.load_checkpoint` only; it never imports tensorflow_hub, tf_keras or
 Model Garden. The fixtures are made by the real thing, in a SEPARATE
 environment, and committed under tests/fixtures/tfhub/:

@@ -24,12 +24,7 @@ from keras_bert.checkpoints.google import read_google_checkpoint
 from keras_bert.checkpoints.hub import locate_checkpoint
 from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
 from keras_bert.checkpoints.keras_hub_preset import read_keras_hub_preset
-from keras_bert.checkpoints.model_garden import (
-    is_object_checkpoint,
-    is_saved_model,
-    read_model_garden_checkpoint,
-    read_tf_hub_saved_model,
-)
+from keras_bert.checkpoints.model_garden import is_object_checkpoint, read_model_garden_checkpoint
 from keras_bert.checkpoints.source import (
     MLM_WEIGHTS,
     NSP_WEIGHTS,
@@ -37,6 +32,7 @@ from keras_bert.checkpoints.source import (
     CheckpointError,
     ConversionReport,
 )
+from keras_bert.checkpoints.tf_hub import is_saved_model, read_tf_hub_saved_model
 from keras_bert.checkpoints.transformers_tf import (
     TF_WEIGHTS_FILE,
     TF_WEIGHTS_INDEX,

@@ -1,7 +1,10 @@
-"""TF Hub / Kaggle BERT SavedModels and Model Garden TF2 checkpoints: read.
+"""Model Garden TF2 checkpoints: read; and the Model Garden names TF Hub SavedModels share.
 
-Both hold the variables of TF Model Garden's `BertEncoder` (tf_keras) in a
-TF2 object-based checkpoint: keys are object paths
+Model Garden's `BertEncoder` (tf_keras) is what TF2 object-based checkpoints
+(`tf.train.Checkpoint(encoder=...)`, the TF2 bert_model.ckpt releases,
+`BertPretrainerV2.checkpoint_items`, `tf.train.Checkpoint(model=BertClassifier)`)
+and TF Hub / Kaggle BERT SavedModels (`keras_bert.checkpoints.tf_hub`) hold.
+Their keys are object paths
 ("encoder/layer_with_weights-4/_attention_layer/_query_dense/kernel/
 .ATTRIBUTES/VARIABLE_VALUE", or "variables/5/..." in a SavedModel), which
 change with how the model was wrapped. The checkpoint's object graph
@@ -24,30 +27,12 @@ those are fixed by Model Garden's layer names
                        .../cls/predictions/output_bias/bias
     (BertClassifier)   sentence_prediction/logits/{kernel,bias}
 
-so this reader maps by those names and reads the values with
+so the readers map by those names and read the values with
 `tf.train.load_checkpoint`: no tensorflow_hub, tf_keras or Model Garden import.
-
-Sources:
-- a TF Hub / Kaggle encoder SavedModel folder (saved_model.pb, variables/,
-  assets/vocab.txt; `export_tfhub_lib.export_model`, e.g.
-  bert_en_uncased_L-12_H-768_A-12/4): the config is read from the weights'
-  shapes and the saved Keras config (activation), the casing from its
-  `do_lower_case` variable;
-- a folder holding such an encoder and its preprocess SavedModel
-  (bert_en_uncased_preprocess/3) as two subfolders: the vocabulary, casing
-  (the graph lower-cases or not) and sequence length come from the
-  preprocess model;
-- a user's SavedModel (`model.save`) holding a `hub.KerasLayer` BERT: the
-  encoder's variables are found by name; a Dense head on top (one kernel
-  [hidden, K] + bias, linear) becomes a BertClassifier head, any other head
-  is left out and said in one line;
-- a Model Garden TF2 checkpoint (`tf.train.Checkpoint(encoder=...)`, the TF2
-  bert_model.ckpt releases, `BertPretrainerV2.checkpoint_items`,
-  `tf.train.Checkpoint(model=BertClassifier)`) with bert_config.json or the
-  experiment's params.yaml beside it.
+A TF2 checkpoint's config is its bert_config.json or the experiment's
+params.yaml beside it.
 """
 
-import json
 import os
 import re
 
@@ -64,15 +49,13 @@ from keras_bert.checkpoints.source import (
 )
 from keras_bert.config import BertConfig
 
-SAVED_MODEL_FILE = "saved_model.pb"
-KERAS_METADATA_FILE = "keras_metadata.pb"
 PARAMS_FILES = ("params.yaml", "params.yml")
 _GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _WORD_EMBEDDINGS = "word_embeddings/embeddings"
 _VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 # Model Garden's "gelu" (official/modeling/activations/gelu.py, registered as
 # "Text>gelu") is the tanh approximation, like Google's.
-_ACTIVATIONS = {"gelu": "gelu_approx", "Text>gelu": "gelu_approx", "relu": "relu",
+ACTIVATIONS = {"gelu": "gelu_approx", "Text>gelu": "gelu_approx", "relu": "relu",
                 "gelu_approx": "gelu_approx"}
 
 _BLOCK = r"transformer/layer_(?P<layer>\d+)/"
@@ -105,18 +88,12 @@ _RULES = [
     (r"(?:.*/)?cls/predictions/output_bias(?:/bias)?", "cls/predictions/output_bias", None),
 ]
 # Saved Keras classes whose config names the encoder's activation.
-_ENCODER_CLASSES = ("BertEncoder", "BertEncoderV2", "TransformerEncoderBlock", "Transformer")
+ENCODER_CLASSES = ("BertEncoder", "BertEncoderV2", "TransformerEncoderBlock", "Transformer")
 # Parts of Model Garden encoders that keras_bert's BertEncoder has no place for.
 _REFUSED = {
     "embedding_projection": "a factorized embedding (embedding_width != hidden_size, "
                             "ALBERT-style)",
 }
-
-
-def is_saved_model(path):
-    """True when `path` is a SavedModel folder, or a folder of SavedModel subfolders."""
-    return os.path.isdir(path) and (
-        os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)) or bool(_saved_model_subfolders(path)))
 
 
 def is_object_checkpoint(prefix):
@@ -126,11 +103,6 @@ def is_object_checkpoint(prefix):
     except (tf.errors.OpError, ValueError):
         return False
     return any(n.endswith(_VALUE_SUFFIX) for n in names)
-
-
-def _saved_model_subfolders(path):
-    return sorted(os.path.join(path, d) for d in os.listdir(path)
-                  if os.path.isfile(os.path.join(path, d, SAVED_MODEL_FILE)))
 
 
 def _google_name(name):
@@ -213,7 +185,7 @@ def strip_scope(variables):
             for n, value in variables.items()}
 
 
-def _bert_weights(source, variables, where):
+def bert_weights(source, variables, where):
     """Moves the BERT variables of `variables` into `source` (Google names).
 
     Returns the names that are not BERT's, in order.
@@ -266,121 +238,7 @@ def config_from_shapes(variables, hidden_act, where):
         layer_norm_epsilon=1e-12)
 
 
-def _protobuf_strings(data):
-    """Every length-delimited field value in a serialized protobuf, nested ones included.
-
-    keras_metadata.pb (tf_keras' SavedMetadata) has no proto class in
-    TensorFlow; its layers' configs are JSON strings inside it.
-    """
-    out, stack = [], [data]
-    while stack:
-        buf, i = stack.pop(), 0
-        try:
-            while i < len(buf):
-                key, i = _varint(buf, i)
-                wire = key & 7
-                if wire == 0:
-                    _, i = _varint(buf, i)
-                elif wire == 2:
-                    size, i = _varint(buf, i)
-                    value = buf[i:i + size]
-                    if len(value) != size:
-                        raise ValueError
-                    i += size
-                    out.append(value)
-                    stack.append(value)
-                elif wire == 1:
-                    i += 8
-                elif wire == 5:
-                    i += 4
-                else:
-                    raise ValueError
-        except (ValueError, IndexError):
-            continue  # Not a message: a string that happened to be pushed.
-    return out
-
-
-def _varint(buf, i):
-    value = shift = 0
-    while True:
-        byte = buf[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, i
-        if shift > 63:
-            raise ValueError
-
-
-def keras_layer_configs(folder):
-    """The saved Keras 2 layer metadata of a SavedModel folder: a list of dicts."""
-    path = os.path.join(folder, KERAS_METADATA_FILE)
-    strings = []
-    if os.path.isfile(path):
-        with open(path, "rb") as f:
-            strings = _protobuf_strings(f.read())
-    configs = []
-    for value in strings:
-        if value.startswith(b"{") and b'"class_name"' in value:
-            try:
-                config = json.loads(value.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError):
-                continue
-            if isinstance(config, dict):
-                configs.append(config)
-    return configs
-
-
-def _graph_ops(folder):
-    """The op types of every function in a SavedModel's graph."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    proto = saved_model_pb2.SavedModel()
-    with open(os.path.join(folder, SAVED_MODEL_FILE), "rb") as f:
-        proto.ParseFromString(f.read())
-    ops = set()
-    for graph in proto.meta_graphs:
-        ops.update(node.op for node in graph.graph_def.node)
-        for function in graph.graph_def.library.function:
-            ops.update(node.op for node in function.node_def)
-    return ops
-
-
-def _encoder_activation(configs, where, warnings):
-    """hidden_act of the saved encoder: its BertEncoder's or transformer block's config."""
-    for layer in _walk_layers(configs):
-        if layer["class_name"] in _ENCODER_CLASSES:
-            config = layer["config"]
-            act = config.get("activation", config.get("inner_activation"))
-            if isinstance(act, str):
-                if act not in _ACTIVATIONS:
-                    raise CheckpointError(
-                        f"{where}: the encoder's activation is {act!r}; keras_bert reads "
-                        f"{sorted(set(_ACTIVATIONS))}.")
-                return _ACTIVATIONS[act]
-    warnings.append(f"{where} does not say its activation (no keras_metadata.pb); Model "
-                    f"Garden's default, the tanh GELU (hidden_act 'gelu_approx'), is taken.")
-    return "gelu_approx"
-
-
-def _read_preprocess(folder):
-    """(vocab.txt, lowercase, seq_length or None) of a TF Hub BERT preprocess SavedModel."""
-    vocab = os.path.join(folder, "assets", "vocab.txt")
-    if not os.path.isfile(vocab):
-        raise CheckpointError(
-            f"{folder} is a preprocess SavedModel without assets/vocab.txt: keras_bert reads "
-            f"WordPiece preprocess models (bert_*_preprocess); a SentencePiece one "
-            f"(ALBERT, ...) is not BERT.")
-    # tensorflow-text's BertTokenizer lower-cases with the CaseFoldUTF8 op.
-    lowercase = "CaseFoldUTF8" in _graph_ops(folder)
-    lengths = {c.get("config", {}).get("seq_length") for c in _walk_layers(
-        keras_layer_configs(folder)) if c.get("class_name") == "BertPackInputs"}
-    lengths.discard(None)
-    return vocab, lowercase, (lengths.pop() if len(lengths) == 1 else None)
-
-
-def _walk_layers(configs):
+def walk_layers(configs):
     """Every layer config (dicts with class_name and config) in the metadata, nested too.
 
     class_name loses its package ("Text>BertEncoder" -> "BertEncoder").
@@ -397,81 +255,7 @@ def _walk_layers(configs):
     return out
 
 
-def read_tf_hub_saved_model(path):
-    """Reads a TF Hub / Kaggle BERT SavedModel (or a model holding one) into a SourceCheckpoint.
-
-    Args:
-        path: an encoder SavedModel folder; a folder holding an encoder and its
-            preprocess SavedModel as subfolders; or a user's SavedModel with a
-            hub.KerasLayer BERT and a classification head.
-
-    Raises:
-        CheckpointError: not a BERT SavedModel (the message names what was found),
-            a TF1 hub module, a SavedModel without variables, or damaged files.
-    """
-    folder, preprocess = _split_pair(path)
-    if os.path.isfile(os.path.join(folder, "tfhub_module.pb")):
-        raise CheckpointError(
-            f"{folder} is a TF1 Hub module (tfhub_module.pb), which keras_bert does not read. "
-            f"Use the TF2 SavedModel of the same model (tfhub.dev version 2 or later of "
-            f"bert_en_*), or Google's TF1 checkpoint it came from.")
-    prefix = os.path.join(folder, "variables", "variables")
-    if not os.path.isfile(prefix + ".index"):
-        raise CheckpointError(
-            f"{folder} has {SAVED_MODEL_FILE} but no variables/variables.index: a frozen graph "
-            f"or an incomplete download. Download the whole SavedModel folder again "
-            f"(saved_model.pb, variables/, assets/).")
-    skipped = {}
-    variables = strip_scope(read_object_checkpoint(prefix, skipped))
-    warnings = []
-    configs = keras_layer_configs(folder)
-    config = config_from_shapes(variables, _encoder_activation(configs, folder, warnings),
-                                folder)
-    source = SourceCheckpoint(format="tf_hub", path=path, config=config, weights={},
-                              source_names={},
-                              vocab_file=os.path.join(folder, "assets", "vocab.txt"),
-                              warnings=warnings, ignored=skipped)
-    rest = _bert_weights(source, variables, folder)
-    flags = [n for n in rest if variables[n][1].dtype == np.bool_ and variables[n][1].ndim == 0]
-    if len(flags) == 1:  # export_tfhub's do_lower_case variable.
-        source.lowercase = bool(variables[flags[0]][1])
-        source.lowercase_from = f"the SavedModel's do_lower_case variable ({flags[0]})"
-        source.ignored[flags[0]] = "do_lower_case, read as the casing"
-        rest.remove(flags[0])
-    if preprocess is not None:
-        source.vocab_file, source.lowercase, source.max_seq_length = _read_preprocess(preprocess)
-        source.lowercase_from = f"the preprocess SavedModel {preprocess}"
-    _user_head(source, variables, rest, configs, folder)
-    check_against_config(source, describe=source.source_name)
-    return source
-
-
-def _split_pair(path):
-    """(encoder folder, preprocess folder or None) for a SavedModel or a folder of two."""
-    if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
-        return path, None
-    folders = _saved_model_subfolders(path)
-    preprocess = [f for f in folders if _is_preprocess(f)]
-    encoders = [f for f in folders if f not in preprocess]
-    if len(encoders) != 1 or len(preprocess) > 1:
-        raise CheckpointError(
-            f"{path} holds the SavedModels {[os.path.basename(f) for f in folders]}: expected "
-            f"one BERT encoder and at most one preprocess model (bert_*_preprocess). Pass the "
-            f"encoder's folder itself, or a folder holding just the two.")
-    return encoders[0], (preprocess[0] if preprocess else None)
-
-
-def _is_preprocess(folder):
-    """True for a BERT preprocess SavedModel: its saved Keras layers tokenize and pack."""
-    classes = {c["class_name"] for c in _walk_layers(keras_layer_configs(folder))}
-    if classes & {"BertTokenizer", "FastWordpieceBertTokenizer", "BertPackInputs"}:
-        return True
-    # Without Keras metadata (older exports): a graph that tokenizes.
-    return bool(_graph_ops(folder) & {"WordpieceTokenizeWithOffsets",
-                                      "FastWordpieceTokenizeWithOffsets"})
-
-
-def _user_head(source, variables, rest, configs, folder):
+def user_head(source, variables, rest, configs, folder):
     """Maps a usual Dense head (kernel [hidden, K] + bias [K], linear) on a hub.KerasLayer BERT."""
     hidden = source.config.hidden_size
     head = {n.rsplit("/", 1)[0] for n in rest if n.endswith(("/kernel", "/bias"))}
@@ -481,7 +265,7 @@ def _user_head(source, variables, rest, configs, folder):
         bias = variables.get(layer + "/bias", (None, None))[1]
         logits = layer.endswith("logits")  # Model Garden's BertClassifier head.
         activation = "linear" if logits else next(
-            (c["config"].get("activation") for c in _walk_layers(configs)
+            (c["config"].get("activation") for c in walk_layers(configs)
              if c["class_name"] == "Dense" and c["config"].get("name") == layer), None)
         if (kernel is not None and bias is not None and kernel.shape[:1] == (hidden,)
                 and bias.shape == kernel.shape[1:] and activation == "linear"):
@@ -532,7 +316,7 @@ def _read_params(path):
             "max_position_embeddings": "max_position_embeddings",
             "type_vocab_size": "type_vocab_size", "initializer_range": "initializer_range"}
     values = {**values, "hidden_act": values.get("hidden_activation") or "gelu"}
-    return config_from_values(values, path, keys, _ACTIVATIONS, layer_norm_epsilon=1e-12)
+    return config_from_values(values, path, keys, ACTIVATIONS, layer_norm_epsilon=1e-12)
 
 
 def _read_config(folder):
@@ -577,8 +361,7 @@ def read_model_garden_checkpoint(path):
                               lowercase=_guess_lowercase(folder), ignored=skipped)
     if source.lowercase is not None:
         source.lowercase_from = f"folder name {os.path.basename(os.path.normpath(folder))!r}"
-    rest = _bert_weights(source, variables, prefix)
-    _user_head(source, variables, rest, [], prefix)
+    rest = bert_weights(source, variables, prefix)
+    user_head(source, variables, rest, [], prefix)
     check_against_config(source, describe=source.source_name)
     return source
-

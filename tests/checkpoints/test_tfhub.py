@@ -172,7 +172,7 @@ def test_convert_tool_checks_a_tf_hub_encoder(tmp_path, capsys):
     assert task["lowercase"] is True
 
 
-@pytest.mark.slow  # an export (with its tuning) and a fit: ~70 s on 2 cores.
+@pytest.mark.slow  # an export (with its tuning), a fit and a finetune.py run: ~100 s.
 def test_finetune_and_raw_string_export_of_a_tf_hub_classifier(tmp_path):
     from keras_bert.export.predict import load_export, run_signature
 
@@ -191,6 +191,21 @@ def test_finetune_and_raw_string_export_of_a_tf_hub_classifier(tmp_path):
     history = classifier.fit(texts, [0, 1, 2, 1], batch_size=2, epochs=1, verbose=0).history
     assert np.isfinite(history["loss"]).all()
     assert any(not np.allclose(a, np.asarray(b)) for a, b in zip(before, classifier.weights))
+
+    # tools/finetune.py --model on the encoder + preprocess pair: its sequence length carries over.
+    import csv
+
+    with open(tmp_path / "train.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "label"])
+        writer.writerows([(text, str(i % 2)) for i, text in enumerate(texts * 2)])
+    status, out, err = run_tool("finetune", "--task", "classification", "--model",
+                                _pair(tmp_path), "--output", tmp_path / "tuned", "--train",
+                                tmp_path / "train.csv", "--eval-fraction", "0.25", "--epochs",
+                                "1", "--batch-size", "2", "--jit-compile", "off")
+    assert status == 0, err
+    task = json.loads((tmp_path / "tuned" / "task.json").read_text())
+    assert task["task_config"]["num_classes"] == 2 and task["max_seq_length"] == 16
 
 
 def test_tf1_hub_module_is_refused_with_the_way_out(tmp_path):
