@@ -1,8 +1,8 @@
 """Write the TF Hub SavedModel and Model Garden TF2 checkpoint fixtures (run by hand).
 
 keras_bert reads TF Hub / Kaggle BERT SavedModels and Model Garden's TF2
-object-based checkpoints (`keras_bert.checkpoints.tf_hub`, `keras_bert.checkpoints.model_garden`) with
-`tf.train.load_checkpoint` only; it never imports tensorflow_hub, tf_keras or
+object-based checkpoints (`keras_bert.checkpoints.tf_hub`, `.model_garden`)
+with `tf.train.load_checkpoint` only; it never imports tensorflow_hub, tf_keras or
 Model Garden. The fixtures are made by the real thing, in a SEPARATE
 environment, and committed under tests/fixtures/tfhub/:
 
@@ -36,6 +36,8 @@ Garden's own classes, so the variable layout is the published one:
                    params.yaml (the experiment's params), vocab.txt
   tf2_classifier/  BertClassifier(num_classes=3) saved as
                    tf.train.Checkpoint(model=classifier), bert_config.json, vocab.txt
+  tf2_encoder_v2/  tf.train.Checkpoint(encoder=BertEncoderV2): the subclassed
+                   encoder, whose variables are named under "bert_encoder_v2/"
 
 expected.npz in each (plain arrays):
   token_ids, segment_ids, padding_mask   int32 [3, 12] fixed ids with padding
@@ -73,7 +75,7 @@ CONFIG = dict(vocab_size=None, hidden_size=32, num_hidden_layers=2, num_attentio
 def _load():
     """Imports Model Garden and tensorflow_hub (the separate venv of the module docstring)."""
     global config_definitions, configs, encoders, export_tfhub_lib, hub, hyperparams, json
-    global models, np, rng, shutil, tempfile, tf, tf_keras, tf_utils
+    global models, networks, np, rng, shutil, tempfile, tf, tf_keras, tf_utils
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     import json
     import shutil
@@ -87,7 +89,7 @@ def _load():
     from official.legacy.bert import configs
     from official.modeling import hyperparams, tf_utils
     from official.nlp.configs import encoders
-    from official.nlp.modeling import models
+    from official.nlp.modeling import models, networks
     from official.nlp.tools import export_tfhub_lib
 
     rng = np.random.default_rng(39)
@@ -275,6 +277,26 @@ def build_parser():
     return parser
 
 
+def make_tf2_encoder_v2(vocab_file, vocab_size, ids, segments, mask):
+    """BertEncoderV2 (a subclassed layer: other object paths, names under its scope)."""
+    folder = fresh("tf2_encoder_v2")
+    bert_config = configs.BertConfig(**{**CONFIG, "vocab_size": vocab_size})
+    encoder = networks.BertEncoderV2(
+        vocab_size=vocab_size, hidden_size=32, num_layers=2, num_attention_heads=4,
+        inner_dim=64, inner_activation=tf_utils.get_activation("gelu"),
+        max_sequence_length=32, type_vocab_size=2)
+    encoder(encoder_inputs(ids, segments, mask))
+    randomize(encoder)
+    tf.train.Checkpoint(encoder=encoder).write(os.path.join(folder, "bert_model.ckpt"))
+    with open(os.path.join(folder, "bert_config.json"), "w", encoding="utf-8") as f:
+        json.dump(bert_config.to_dict(), f, indent=2)
+    shutil.copy(vocab_file, os.path.join(folder, "vocab.txt"))
+    out = encoder(encoder_inputs(ids, segments, mask), training=False)
+    save_npz(folder, token_ids=ids, segment_ids=segments, padding_mask=mask,
+             sequence_output=out["sequence_output"].numpy(),
+             pooled_output=out["pooled_output"].numpy())
+
+
 def main(argv=None):
     global OUT
     args = build_parser().parse_args(argv)
@@ -299,6 +321,7 @@ def main(argv=None):
                             tf_keras.layers.Dense(3, name="classifier")], ids, segments, mask)
     make_tf2_pretrainer(vocab_file, vocab_size, ids, segments, mask)
     make_tf2_classifier(vocab_file, vocab_size, ids, segments, mask)
+    make_tf2_encoder_v2(vocab_file, vocab_size, ids, segments, mask)
     shutil.rmtree(work)
     print("wrote", os.path.abspath(OUT))
     return 0

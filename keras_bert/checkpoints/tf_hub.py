@@ -148,7 +148,7 @@ def _encoder_activation(configs, where, warnings):
     return "gelu_approx"
 
 
-def _read_preprocess(folder):
+def read_preprocess(folder):
     """(vocab.txt, lowercase, seq_length or None) of a TF Hub BERT preprocess SavedModel."""
     vocab = os.path.join(folder, "assets", "vocab.txt")
     if not os.path.isfile(vocab):
@@ -206,7 +206,7 @@ def read_tf_hub_saved_model(path):
         source.ignored[flags[0]] = "do_lower_case, read as the casing"
         rest.remove(flags[0])
     if preprocess is not None:
-        source.vocab_file, source.lowercase, source.max_seq_length = _read_preprocess(preprocess)
+        source.vocab_file, source.lowercase, source.max_seq_length = read_preprocess(preprocess)
         source.lowercase_from = f"the preprocess SavedModel {preprocess}"
     user_head(source, variables, rest, configs, folder)
     check_against_config(source, describe=source.source_name)

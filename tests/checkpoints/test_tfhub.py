@@ -113,6 +113,15 @@ def test_encoder_with_its_preprocess_model_reads_vocabulary_casing_and_length(tm
                                expected["pair_pooled_output"][1:2], atol=ATOL)
 
 
+def test_preprocess_casing_is_read_from_its_graph():
+    from keras_bert.checkpoints import tf_hub
+
+    # bert_*_uncased_preprocess lower-cases in its graph (CaseFoldUTF8); a graph
+    # without that op (here the encoder's) reads as cased.
+    assert tf_hub.read_preprocess(os.path.join(FIXTURES, "preprocess"))[1:] == (True, 16)
+    assert tf_hub.read_preprocess(os.path.join(FIXTURES, "encoder"))[1:] == (False, None)
+
+
 def test_user_model_with_a_keras_layer_bert_keeps_its_dense_head():
     folder, expected = _fixture("keras_layer_classifier")
     classifier = BertClassifier.from_pretrained(folder)
@@ -138,6 +147,16 @@ def test_model_garden_tf2_encoder_checkpoint_with_bert_config():
     folder, expected = _fixture("tf2_encoder")
     assert detect_format(folder) == "model_garden"
     assert detect_format(os.path.join(folder, "bert_model.ckpt")) == "model_garden"
+    _assert_encoder_matches(BertEncoder.from_pretrained(folder), expected)
+
+
+def test_model_garden_encoder_v2_checkpoint_named_under_its_scope():
+    folder, expected = _fixture("tf2_encoder_v2")
+    assert detect_format(folder) == "model_garden"
+    source = read_checkpoint(folder)
+    # Object paths of the subclassed encoder; names under "bert_encoder_v2/".
+    assert "encoder/_embedding_layer/embeddings" in source.source_name(
+        "bert/embeddings/word_embeddings")
     _assert_encoder_matches(BertEncoder.from_pretrained(folder), expected)
 
 
