@@ -38,6 +38,8 @@ Garden's own classes, so the variable layout is the published one:
                    tf.train.Checkpoint(model=classifier), bert_config.json, vocab.txt
   tf2_encoder_v2/  tf.train.Checkpoint(encoder=BertEncoderV2): the subclassed
                    encoder, whose variables are named under "bert_encoder_v2/"
+  tf2_pretrainer_v1/ the legacy BertPretrainer (masked LM + NSP on the pooled
+                   output) saved as tf.train.Checkpoint(model=pretrainer)
 
 expected.npz in each (plain arrays):
   token_ids, segment_ids, padding_mask   int32 [3, 12] fixed ids with padding
@@ -46,7 +48,8 @@ expected.npz in each (plain arrays):
                                          loaded with tf.saved_model.load; for TF2
                                          checkpoints, Model Garden's Keras 2 model)
   logits                                 (classifiers) float32 [3, 3]
-  mlm_logits                             (pretrainer) float32 [3, 12, vocab]
+  mlm_logits                             (pretrainers) float32 [3, 12, vocab]
+  nsp_logits                             (tf2_pretrainer_v1) float32 [3, 2]
   text, text_b, text_*                   (encoder) raw texts, the preprocess
                                          SavedModel's ids for them and the
                                          encoder's outputs on those ids
@@ -297,6 +300,32 @@ def make_tf2_encoder_v2(vocab_file, vocab_size, ids, segments, mask):
              pooled_output=out["pooled_output"].numpy())
 
 
+def make_tf2_pretrainer_v1(vocab_file, vocab_size, ids, segments, mask):
+    """The legacy BertPretrainer (masked LM + NSP), as official/legacy/bert trains it."""
+    folder = fresh("tf2_pretrainer_v1")
+    bert_config = configs.BertConfig(**{**CONFIG, "vocab_size": vocab_size})
+    # The legacy pretrainer takes the encoder's list outputs [sequence, pooled].
+    encoder = networks.BertEncoder(
+        vocab_size=vocab_size, hidden_size=32, num_layers=2, num_attention_heads=4,
+        intermediate_size=64, activation=tf_utils.get_activation("gelu"),
+        max_sequence_length=32, type_vocab_size=2, dict_outputs=False)
+    pretrainer = models.BertPretrainer(encoder, num_classes=2, num_token_predictions=12,
+                                       activation=tf_utils.get_activation("gelu"))
+    positions = np.tile(np.arange(12, dtype=np.int32), (3, 1))
+    inputs = [ids, mask, segments, positions]
+    pretrainer(inputs)
+    randomize(pretrainer)
+    tf.train.Checkpoint(model=pretrainer).write(os.path.join(folder, "bert_model.ckpt"))
+    with open(os.path.join(folder, "bert_config.json"), "w", encoding="utf-8") as f:
+        json.dump(bert_config.to_dict(), f, indent=2)
+    shutil.copy(vocab_file, os.path.join(folder, "vocab.txt"))
+    sequence_output, pooled_output = encoder([ids, mask, segments], training=False)
+    heads = pretrainer(inputs, training=False)
+    save_npz(folder, token_ids=ids, segment_ids=segments, padding_mask=mask,
+             sequence_output=sequence_output.numpy(), pooled_output=pooled_output.numpy(),
+             mlm_logits=heads["masked_lm"].numpy(), nsp_logits=heads["classification"].numpy())
+
+
 def main(argv=None):
     global OUT
     args = build_parser().parse_args(argv)
@@ -322,6 +351,7 @@ def main(argv=None):
     make_tf2_pretrainer(vocab_file, vocab_size, ids, segments, mask)
     make_tf2_classifier(vocab_file, vocab_size, ids, segments, mask)
     make_tf2_encoder_v2(vocab_file, vocab_size, ids, segments, mask)
+    make_tf2_pretrainer_v1(vocab_file, vocab_size, ids, segments, mask)
     shutil.rmtree(work)
     print("wrote", os.path.abspath(OUT))
     return 0

@@ -269,6 +269,14 @@ def user_head(source, variables, rest, configs, folder):
              if c["class_name"] == "Dense" and c["config"].get("name") == layer), None)
         if (kernel is not None and bias is not None and kernel.shape[:1] == (hidden,)
                 and bias.shape == kernel.shape[1:] and activation == "linear"):
+            if "cls/predictions/output_bias" in source.weights and bias.shape == (2,):
+                # The legacy BertPretrainer's next-sentence head: Dense on the pooled
+                # output, as Google's cls/seq_relationship (output_weights [2, hidden]).
+                for google, value in (("output_weights", kernel.T), ("output_bias", bias)):
+                    source.weights["cls/seq_relationship/" + google] = np.ascontiguousarray(
+                        value, np.float32)
+                    source.source_names["cls/seq_relationship/" + google] = layer
+                return
             source.head = {
                 "task": "classification", "kernel": np.asarray(kernel, np.float32),
                 "bias": np.asarray(bias, np.float32), "label_names": None,

@@ -181,6 +181,16 @@ def test_model_garden_pretrainer_with_params_yaml_keeps_its_mlm_head():
     np.testing.assert_allclose(out["mlm_logits"][real], expected["mlm_logits"][real], atol=ATOL)
 
 
+def test_legacy_model_garden_pretrainer_keeps_its_mlm_and_nsp_heads():
+    folder, expected = _fixture("tf2_pretrainer_v1")
+    model, report = build_model(read_checkpoint(folder))
+    assert report.loaded_parts == ["encoder", "pooler", "mlm_head", "nsp_head"]
+    out = model_outputs(model, _inputs(expected))
+    real = expected["padding_mask"].astype(bool)
+    np.testing.assert_allclose(out["mlm_logits"][real], expected["mlm_logits"][real], atol=ATOL)
+    np.testing.assert_allclose(out["nsp_logits"], expected["nsp_logits"], atol=ATOL)
+
+
 def test_convert_tool_checks_a_tf_hub_encoder(tmp_path, capsys):
     status, out, err = run_tool("convert_checkpoint", "--input",
                                 os.path.join(FIXTURES, "encoder"), "--output",
