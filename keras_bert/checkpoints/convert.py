@@ -32,7 +32,7 @@ from keras_bert.checkpoints.source import (
     CheckpointError,
     ConversionReport,
 )
-from keras_bert.checkpoints.tf_hub import is_saved_model, read_tf_hub_saved_model
+from keras_bert.checkpoints.tf_hub import is_saved_model, read_tf_hub_saved_model, split_pair
 from keras_bert.checkpoints.transformers_tf import (
     TF_WEIGHTS_FILE,
     TF_WEIGHTS_INDEX,
@@ -412,8 +412,10 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
     The encoder outputs are compared with Hugging Face transformers when the
     source is a Hugging Face folder and torch + transformers are importable,
     with keras-hub (encoder and classifier head) when the source is a
-    keras-hub preset and keras_hub is importable, else (and for the other
-    heads) with `reference.numpy_forward`.
+    keras-hub preset and keras_hub is importable, with the SavedModel itself
+    (`tf.saved_model.load`: encoder outputs, or a user's classifier logits)
+    for a TF Hub source, else (and for the other heads) with
+    `reference.numpy_forward`.
     Positions that are padding are not compared.
 
     Args:
@@ -447,6 +449,13 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
         used = "transformers (encoder), numpy (heads)"
         if "bert/pooler/dense/kernel" not in source.weights:
             ref.pop("pooled_output")
+    elif source.format == "tf_hub":
+        encoder_folder, _ = split_pair(source.path)
+        saved = reference.saved_model_forward(
+            encoder_folder, inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"])
+        if "head_logits" not in saved or source.head is not None:
+            ref.update(saved)  # An unusual head's outputs were left out with it.
+            used = "the SavedModel (tf.saved_model.load)"
     elif source.format == "keras_hub" and reference.keras_hub_available():
         ref.update(reference.keras_hub_forward(
             source.path, inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"]))

@@ -176,7 +176,7 @@ def read_tf_hub_saved_model(path):
         CheckpointError: not a BERT SavedModel (the message names what was found),
             a TF1 hub module, a SavedModel without variables, or damaged files.
     """
-    folder, preprocess = _split_pair(path)
+    folder, preprocess = split_pair(path)
     if os.path.isfile(os.path.join(folder, "tfhub_module.pb")):
         raise CheckpointError(
             f"{folder} is a TF1 Hub module (tfhub_module.pb), which keras_bert does not read. "
@@ -213,7 +213,7 @@ def read_tf_hub_saved_model(path):
     return source
 
 
-def _split_pair(path):
+def split_pair(path):
     """(encoder folder, preprocess folder or None) for a SavedModel or a folder of two."""
     if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
         return path, None

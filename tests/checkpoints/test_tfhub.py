@@ -12,6 +12,7 @@ model. This file imports neither tensorflow_hub, tf_keras nor Model Garden.
 
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -191,14 +192,17 @@ def test_legacy_model_garden_pretrainer_keeps_its_mlm_and_nsp_heads():
     np.testing.assert_allclose(out["nsp_logits"], expected["nsp_logits"], atol=ATOL)
 
 
-def test_convert_tool_checks_a_tf_hub_encoder(tmp_path, capsys):
+def test_convert_tool_checks_a_user_classifier_against_its_saved_model(tmp_path):
     status, out, err = run_tool("convert_checkpoint", "--input",
-                                os.path.join(FIXTURES, "encoder"), "--output",
+                                os.path.join(FIXTURES, "keras_layer_classifier"), "--output",
                                 tmp_path / "converted", "--check")
     assert status == 0, err
-    assert "Converted tf_hub checkpoint" in out and "check vs numpy" in out
+    # --check runs the SavedModel itself (tf.saved_model.load), as hub.KerasLayer would.
+    assert "Converted tf_hub checkpoint" in out and "check vs the SavedModel" in out
+    diff = float(re.search(r"head_logits=([0-9.e+-]+)", out).group(1))
+    assert diff < ATOL
     task = json.loads((tmp_path / "converted" / "task.json").read_text())
-    assert task["lowercase"] is True
+    assert task["lowercase"] is True and task["task_config"]["num_classes"] == 3
 
 
 @pytest.mark.slow  # an export (with its tuning), a fit and a finetune.py run: ~100 s.
