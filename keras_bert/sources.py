@@ -111,11 +111,22 @@ _FOLDER_FILES = ("config.json", "task.json", "vocab.txt", "tokenizer.json",
 
 
 def _is_export(path):
-    """True for a SavedModel folder, or a folder of integer versions holding one."""
+    """True for a serving export: a SavedModel folder, or a folder of integer versions holding one.
+
+    A SavedModel with variables and without keras_bert's export record
+    (keras_bert.export.predict.INFO_FILE) is another's model, e.g. a TF Hub
+    BERT encoder, which the converter reads (keras_bert.checkpoints.model_garden).
+    """
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
-        return True
+        return not _is_foreign_saved_model(path)
     return any(name.isdigit() and os.path.isfile(os.path.join(path, name, "saved_model.pb"))
+               and not _is_foreign_saved_model(os.path.join(path, name))
                for name in os.listdir(path))
+
+
+def _is_foreign_saved_model(path):
+    return os.path.isfile(os.path.join(path, "variables", "variables.index")) and (
+        not os.path.isfile(os.path.join(path, "keras_bert_export.json")))
 
 
 def wrong_kind(source):

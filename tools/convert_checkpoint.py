@@ -1,4 +1,5 @@
-"""Convert a Google, Hugging Face, transformers-TF or keras-hub BERT checkpoint into a model directory.
+"""Convert a BERT checkpoint (Google, Hugging Face, transformers-TF, keras-hub, TF Hub,
+Model Garden) into a keras_bert model directory.
 
 Input formats
 -------------
@@ -38,6 +39,15 @@ keras_hub    A keras-hub preset folder (save_to_preset, or a Kaggle download)
              keras-hub's BertBackbone GELU is the tanh approximation
              ("gelu_approx"); --check compares with keras-hub itself when it
              is installed, else with numpy.
+tf_hub       A TF Hub / Kaggle BERT encoder SavedModel (saved_model.pb,
+             variables/, assets/vocab.txt; e.g. bert_en_uncased_L-12_H-768_A-12/4),
+             or a folder holding it and its preprocess SavedModel
+             (bert_en_uncased_preprocess/3; vocabulary, casing and length read
+             from it), or a user's SavedModel with a hub.KerasLayer BERT and a
+             Dense head. Read with tf.train.load_checkpoint (no tensorflow_hub).
+model_garden A Model Garden TF2 object-based checkpoint (tf.train.Checkpoint of
+             BertEncoder, BertPretrainerV2 or BertClassifier) with
+             bert_config.json or the experiment's params.yaml, and vocab.txt.
 
 The format is detected from the files unless --format is given.
 
@@ -80,7 +90,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import _cli  # noqa: E402
 
 # keras_bert.checkpoints.FORMATS and convert.DEFAULT_TOLERANCE (tests/test_tools.py checks).
-FORMATS = ("google", "huggingface", "transformers_tf", "keras_hub")
+FORMATS = ("google", "huggingface", "transformers_tf", "keras_hub", "tf_hub", "model_garden")
 DEFAULT_TOLERANCE = 1e-3
 
 

@@ -1,4 +1,5 @@
-"""Google TF1, Hugging Face, transformers-TF and keras-hub BERT checkpoints -> keras_bert model directories.
+"""Google TF1, Hugging Face, transformers-TF, keras-hub, TF Hub and Model Garden BERT checkpoints
+-> keras_bert model directories.
 
 Example:
 >>> from keras_bert.checkpoints import convert_checkpoint
@@ -20,6 +21,8 @@ from keras_bert.checkpoints.google import read_google_checkpoint, write_google_c
 from keras_bert.checkpoints.hub import KNOWN_NAMES, locate_checkpoint
 from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
 from keras_bert.checkpoints.keras_hub_preset import read_keras_hub_preset
+from keras_bert.checkpoints.model_garden import read_model_garden_checkpoint
+from keras_bert.checkpoints.tf_hub import read_tf_hub_saved_model
 from keras_bert.checkpoints.resolve import resolve_source
 from keras_bert.checkpoints.transformers_tf import read_transformers_tf_checkpoint
 from keras_bert.checkpoints.source import CheckpointError, ConversionReport, SourceCheckpoint

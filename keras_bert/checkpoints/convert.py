@@ -24,6 +24,7 @@ from keras_bert.checkpoints.google import read_google_checkpoint
 from keras_bert.checkpoints.hub import locate_checkpoint
 from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
 from keras_bert.checkpoints.keras_hub_preset import read_keras_hub_preset
+from keras_bert.checkpoints.model_garden import is_object_checkpoint, read_model_garden_checkpoint
 from keras_bert.checkpoints.source import (
     MLM_WEIGHTS,
     NSP_WEIGHTS,
@@ -31,6 +32,7 @@ from keras_bert.checkpoints.source import (
     CheckpointError,
     ConversionReport,
 )
+from keras_bert.checkpoints.tf_hub import is_saved_model, read_tf_hub_saved_model, split_pair
 from keras_bert.checkpoints.transformers_tf import (
     TF_WEIGHTS_FILE,
     TF_WEIGHTS_INDEX,
@@ -41,7 +43,7 @@ from keras_bert.models import BertEncoder, BertPretrainer, get_task
 from keras_bert.models import model_dir as model_dir_lib
 from keras_bert.models.model_dir import MODEL_DIR_KIND
 
-FORMATS = ("google", "huggingface", "transformers_tf", "keras_hub")
+FORMATS = ("google", "huggingface", "transformers_tf", "keras_hub", "tf_hub", "model_garden")
 # A Hugging Face folder's PyTorch weights; read in preference to tf_model.h5
 # when a folder has both (what transformers' PyTorch classes load).
 _PYTORCH_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
@@ -66,14 +68,21 @@ def detect_format(path):
     PyTorch weights are read.
     """
     if os.path.isfile(path + ".index") or path.endswith((".index", ".ckpt")):
-        return "google"
+        prefix = path[:-len(".index")] if path.endswith(".index") else path
+        return "model_garden" if is_object_checkpoint(prefix) else "google"
     if os.path.isfile(path) and path.endswith(".h5"):
         return "transformers_tf"
     if os.path.isfile(path) and path.endswith((".safetensors", ".bin", ".index.json")):
         return "huggingface"
     if os.path.isdir(path):
         files = set(os.listdir(path))
-        if "bert_config.json" in files or any(f.endswith(".index") for f in files):
+        if "saved_model.pb" in files:
+            return "tf_hub"
+        indexes = sorted(f for f in files if f.endswith(".index"))
+        if indexes and any(is_object_checkpoint(os.path.join(path, f[:-len(".index")]))
+                           for f in indexes):
+            return "model_garden"
+        if "bert_config.json" in files or indexes:
             return "google"
         if "config.json" in files:
             # A keras-hub preset's config.json is a serialized Keras object.
@@ -82,9 +91,12 @@ def detect_format(path):
             if files & {TF_WEIGHTS_FILE, TF_WEIGHTS_INDEX} and not files & set(_PYTORCH_WEIGHTS):
                 return "transformers_tf"
             return "huggingface"
+        if is_saved_model(path):  # A TF Hub encoder and its preprocess model, as subfolders.
+            return "tf_hub"
         raise CheckpointError(
             f"Cannot tell the format of {path}: it has neither bert_config.json "
-            f"(Google) nor config.json (Hugging Face). Pass format= / --format."
+            f"(Google), config.json (Hugging Face), saved_model.pb (TF Hub) nor a TF "
+            f"checkpoint (*.index). Found: {sorted(files)[:8]}. Pass format= / --format."
         )
     raise CheckpointError(f"Checkpoint not found: {path}")
 
@@ -107,6 +119,10 @@ def read_checkpoint(path, format=None):
         return read_transformers_tf_checkpoint(path)
     if format == "keras_hub":
         return read_keras_hub_preset(path)
+    if format == "tf_hub":
+        return read_tf_hub_saved_model(path)
+    if format == "model_garden":
+        return read_model_garden_checkpoint(path)
     raise CheckpointError(f"Unknown checkpoint format: {format!r}. Expected one of {FORMATS}.")
 
 
@@ -396,8 +412,10 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
     The encoder outputs are compared with Hugging Face transformers when the
     source is a Hugging Face folder and torch + transformers are importable,
     with keras-hub (encoder and classifier head) when the source is a
-    keras-hub preset and keras_hub is importable, else (and for the other
-    heads) with `reference.numpy_forward`.
+    keras-hub preset and keras_hub is importable, with the SavedModel itself
+    (`tf.saved_model.load`: encoder outputs, or a user's classifier logits)
+    for a TF Hub source, else (and for the other heads) with
+    `reference.numpy_forward`.
     Positions that are padding are not compared.
 
     Args:
@@ -431,6 +449,13 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
         used = "transformers (encoder), numpy (heads)"
         if "bert/pooler/dense/kernel" not in source.weights:
             ref.pop("pooled_output")
+    elif source.format == "tf_hub":
+        encoder_folder, _ = split_pair(source.path)
+        saved = reference.saved_model_forward(
+            encoder_folder, inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"])
+        if "head_logits" not in saved or source.head is not None:
+            ref.update(saved)  # An unusual head's outputs were left out with it.
+            used = "the SavedModel (tf.saved_model.load)"
     elif source.format == "keras_hub" and reference.keras_hub_available():
         ref.update(reference.keras_hub_forward(
             source.path, inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"]))

@@ -194,3 +194,26 @@ def keras_hub_forward(preset, token_ids, segment_ids, padding_mask):
             classifier = keras_hub.models.TextClassifier.from_preset(preset, preprocessor=None)
             outputs["head_logits"] = np.asarray(classifier(inputs, training=False), np.float32)
     return outputs
+
+
+def saved_model_forward(folder, token_ids, segment_ids, padding_mask):
+    """A TF Hub BERT SavedModel (or a user's model holding one) run by TensorFlow itself.
+
+    The SavedModel is loaded with `tf.saved_model.load` (no tf_keras, no
+    tensorflow_hub) and called as hub.KerasLayer calls it: a dict of
+    input_word_ids, input_mask, input_type_ids, training=False.
+
+    Returns:
+        dict of float32 numpy arrays: `sequence_output` and `pooled_output`
+        for an encoder; `head_logits` for a model whose output is one tensor
+        (a user's classifier).
+    """
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(folder)
+    out = loaded({"input_word_ids": tf.constant(token_ids, tf.int32),
+                  "input_mask": tf.constant(padding_mask, tf.int32),
+                  "input_type_ids": tf.constant(segment_ids, tf.int32)}, training=False)
+    if isinstance(out, dict):
+        return {k: np.asarray(out[k], np.float32) for k in ("sequence_output", "pooled_output")}
+    return {"head_logits": np.asarray(out, np.float32)}

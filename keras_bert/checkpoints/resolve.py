@@ -242,7 +242,8 @@ def resolve_source(source):
             raise CheckpointError(
                 f"{local} is not a keras_bert model directory (config.json + "
                 f"model.weights.h5), nor a Hugging Face (config.json), Google "
-                f"(bert_config.json) or keras-hub preset (config.json naming "
-                f"keras_hub>BertBackbone) checkpoint folder.") from e
+                f"(bert_config.json), keras-hub preset (config.json naming "
+                f"keras_hub>BertBackbone), TF Hub SavedModel (saved_model.pb) or "
+                f"Model Garden TF2 checkpoint folder. {e}") from e
         raise
     return target
