@@ -47,9 +47,19 @@ class BertConfig:
         dropout_rate: float in [0, 1), dropout on embeddings and sub-layer outputs.
         attention_dropout_rate: float in [0, 1), dropout on attention probabilities.
         max_position_embeddings: int, longest sequence the model takes.
-        type_vocab_size: int, number of segment ids.
+        type_vocab_size: int, number of segment ids; 0 for an encoder without
+            segment embeddings (DistilBERT), which ignores its `segment_ids` input.
         initializer_range: float, stddev of the truncated normal initializer.
         layer_norm_epsilon: float, LayerNorm epsilon.
+        embedding_size: int or None, width E of the embedding tables when it
+            differs from `hidden_size` (ELECTRA): a Dense E -> H
+            (`embeddings_project`) follows the embedding LayerNorm. None (or
+            `hidden_size`) for BERT's tables of width H and no projection.
+        use_pooler: bool, whether the encoder has BERT's pooler (tanh dense over
+            [CLS]). False for encoders released without one (DistilBERT,
+            ELECTRA): `pooled_output` is then the [CLS] vector of
+            `sequence_output` itself, which every task head reads as it reads
+            a pooled output.
 
     Example:
     >>> config = BertConfig.from_preset("tiny", vocab_size=1000)
@@ -69,6 +79,8 @@ class BertConfig:
     type_vocab_size: int = 2
     initializer_range: float = 0.02
     layer_norm_epsilon: float = 1e-12
+    embedding_size: object = None
+    use_pooler: bool = True
 
     def __post_init__(self):
         check_hyperparameters(**self.to_dict())
@@ -161,6 +173,8 @@ def check_hyperparameters(
     type_vocab_size,
     initializer_range,
     layer_norm_epsilon,
+    embedding_size=None,
+    use_pooler=True,
 ):
     """Raises ValueError naming the first invalid hyperparameter."""
     _check_int("vocab_size", vocab_size, 1)
@@ -169,7 +183,12 @@ def check_hyperparameters(
     _check_int("num_heads", num_heads, 1)
     _check_int("intermediate_size", intermediate_size, 1)
     _check_int("max_position_embeddings", max_position_embeddings, 1)
-    _check_int("type_vocab_size", type_vocab_size, 1)
+    _check_int("type_vocab_size", type_vocab_size, 0)
+    if embedding_size is not None:
+        _check_int("embedding_size", embedding_size, 1)
+    if not isinstance(use_pooler, bool):
+        raise ValueError(
+            f"BertConfig.use_pooler must be true or false. Received: use_pooler={use_pooler!r}")
     if hidden_size % num_heads:
         raise ValueError(
             f"BertConfig.hidden_size must be divisible by num_heads. Received: "
@@ -184,3 +203,13 @@ def check_hyperparameters(
     check_rate("attention_dropout_rate", attention_dropout_rate, "BertConfig")
     _check_positive("initializer_range", initializer_range)
     _check_positive("layer_norm_epsilon", layer_norm_epsilon)
+
+
+def embedding_width(config):
+    """The width of the embedding tables of a BertConfig (or encoder): E or H."""
+    return config.embedding_size or config.hidden_size
+
+
+def has_embeddings_project(config):
+    """Whether an E -> H Dense follows the embeddings (ELECTRA with E != H)."""
+    return embedding_width(config) != config.hidden_size

@@ -178,6 +178,15 @@ def read_transformers_tf_checkpoint(path):
     values, config = read_config_file(
         config_file, f"transformers' save_pretrained writes {CONFIG_FILE} beside "
         f"{TF_WEIGHTS_FILE}; copy it from where the model came from.")
+    model_type = values.get("model_type")
+    if model_type in ("distilbert", "electra"):
+        raise CheckpointError(
+            f"{folder}: a {model_type} {TF_WEIGHTS_FILE}; keras_bert reads DistilBERT and "
+            f"ELECTRA from their PyTorch weights (model.safetensors or pytorch_model.bin), "
+            f"not from transformers' TF h5. Get the folder with model.safetensors (the Hub "
+            f"repositories hold both), or where transformers < 5 runs, save it with "
+            f"{'DistilBertModel' if model_type == 'distilbert' else 'ElectraModel'}"
+            f".from_pretrained(folder, from_tf=True).save_pretrained(folder).")
     stored_weights = read_h5_weights(weights_file)
 
     source = SourceCheckpoint(

@@ -145,7 +145,7 @@ class BertServingModule(tf.Module):
         # Kernels chosen per call by size (keras_bert.export.serving_kernels);
         # XLA compiles its own, and a LiteRT conversion turns this off.
         self.serving_kernels = not self.jit_compile
-        self.dtype_policy = encoder.pooler.dtype_policy.name  # The model's own stays float32.
+        self.dtype_policy = encoder.embeddings.dtype_policy.name  # The model's own stays float32.
         self._keras = _Unsaved(
             model=model,
             encoder=encoder,

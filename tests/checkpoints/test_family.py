@@ -1,0 +1,361 @@
+"""DistilBERT and ELECTRA folders load in one call as BertEncoder variants (issue 39).
+
+The fixtures under tests/fixtures/family/ were written by
+tools/make_family_fixtures.py with transformers' own DistilBertForMaskedLM and
+ElectraForPreTraining (save_pretrained), together with those models' outputs
+(expected.npz). So this file needs neither torch nor transformers, and the
+ground truth is the source's runtime, not keras_bert's reading of its names.
+"""
+
+import json
+import logging
+import os
+import shutil
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.checkpoints import CheckpointError, read_checkpoint
+from keras_bert.config import BertConfig
+from keras_bert.models import BertEncoder
+from keras_bert.tasks import (
+    BertClassifier,
+    BertMaskedLM,
+    BertMultiLabelClassifier,
+    BertSpanLabeler,
+    BertTextEmbedder,
+    BertTokenClassifier,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "family")
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+# float32 torch vs float32 Keras with a fused QKV projection: ~3e-6 (DistilBERT)
+# and ~8e-6 (ELECTRA, one more Dense) apart at most here, on outputs of size ~3.
+ATOL = 1e-5
+KINDS = ("distilbert", "electra")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache(tmp_path_factory):
+    """One conversion cache for the module; the Hugging Face cache empty and offline."""
+    root = tmp_path_factory.mktemp("family")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KERAS_BERT_CACHE", str(root / "keras_bert_cache"))
+        patch.setenv("HF_HUB_CACHE", str(root / "hf_cache"))
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        yield root
+
+
+def _fixture(kind):
+    folder = os.path.join(FIXTURES, kind)
+    with np.load(os.path.join(folder, "expected.npz")) as data:
+        return folder, {k: data[k] for k in data.files}
+
+
+def _inputs(expected, prefix=""):
+    return {k: expected[prefix + k] for k in ("token_ids", "segment_ids", "padding_mask")}
+
+
+def _copy(kind, path):
+    shutil.copytree(os.path.join(FIXTURES, kind), path)
+    return str(path)
+
+
+def _edit_config(folder, **changes):
+    path = os.path.join(folder, "config.json")
+    with open(path) as f:
+        values = json.load(f)
+    values.update(changes)
+    for key in [k for k, v in changes.items() if v is None]:
+        del values[key]
+    with open(path, "w") as f:
+        json.dump(values, f)
+
+
+def _assert_sequence_matches(encoder, expected, prefix=""):
+    out = encoder(_inputs(expected, prefix), training=False)
+    real = expected[prefix + "padding_mask"].astype(bool)
+    np.testing.assert_allclose(np.asarray(out["sequence_output"])[real],
+                               expected[prefix + "sequence_output"][real], atol=ATOL, rtol=0)
+    return out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_folder_loads_in_one_call_and_matches_transformers(kind):
+    folder, expected = _fixture(kind)
+    encoder = BertEncoder.from_pretrained(folder)
+    out = _assert_sequence_matches(encoder, expected)
+    # No pooler: pooled_output is the [CLS] vector itself, for every task head.
+    assert encoder.pooler is None and not encoder.use_pooler
+    np.testing.assert_array_equal(np.asarray(out["pooled_output"]),
+                                  np.asarray(out["sequence_output"])[:, 0])
+    names = [w.path for w in encoder.weights]
+    assert not any("pooler" in n for n in names)
+    if kind == "distilbert":
+        assert encoder.type_vocab_size == 0 and encoder.embeddings.segment_embeddings is None
+        # Segment ids are an input all the same, and change nothing.
+        other = dict(_inputs(expected), segment_ids=1 - expected["segment_ids"])
+        np.testing.assert_array_equal(np.asarray(encoder(other)["sequence_output"]),
+                                      np.asarray(out["sequence_output"]))
+    else:
+        assert encoder.embedding_size == 16 and encoder.hidden_size == 32
+        assert encoder.embeddings.token_embeddings.shape == (100, 16)
+        assert encoder.embeddings_project.kernel.shape == (16, 32)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_texts_tokenize_as_the_source_tokenizer_and_give_its_outputs(kind):
+    folder, expected = _fixture(kind)
+    encoder = BertEncoder.from_pretrained(folder)
+    assert encoder.preprocessor.tokenizer.lowercase is True  # tokenizer_config.json
+    texts = [str(t) for t in expected["text"]]
+    texts_b = [str(b) for b in expected["text_b"]]
+    # Single texts and the pair separately (a pair batch gives every row a text_b).
+    for rows in ([0, 1], [2]):
+        columns = (tf.constant([texts[i] for i in rows]),)
+        if texts_b[rows[0]]:
+            columns += (tf.constant([texts_b[i] for i in rows]),)
+        packed = {k: np.asarray(v) for k, v in encoder.preprocessor(columns).items()}
+        for j, row in enumerate(rows):
+            ours = packed["padding_mask"][j].astype(bool)
+            theirs = expected["text_padding_mask"][row].astype(bool)
+            np.testing.assert_array_equal(packed["token_ids"][j][ours],
+                                          expected["text_token_ids"][row][theirs])
+    _assert_sequence_matches(encoder, expected, prefix="text_")
+
+
+def test_distilbert_masked_lm_head_matches_transformers():
+    folder, expected = _fixture("distilbert")
+    model = BertMaskedLM.from_pretrained(folder)
+    batch, seq = expected["token_ids"].shape
+    positions = np.tile(np.arange(seq, dtype=np.int32), (batch, 1))
+    logits = np.asarray(model({**_inputs(expected), "masked_positions": positions},
+                              training=False))
+    real = expected["padding_mask"].astype(bool)
+    scale = np.abs(expected["mlm_logits"]).max()
+    np.testing.assert_allclose(logits[real], expected["mlm_logits"][real],
+                               atol=ATOL * max(1.0, scale), rtol=0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_hub_id_in_the_hugging_face_cache_loads_like_a_folder(kind, cache):
+    folder, expected = _fixture(kind)
+    repo = cache / "hf_cache" / f"models--tiny-org--tiny-{kind}"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(COMMIT)
+    shutil.copytree(folder, repo / "snapshots" / COMMIT)
+    encoder = BertEncoder.from_pretrained(f"tiny-org/tiny-{kind}")
+    _assert_sequence_matches(encoder, expected)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_saved_model_dir_and_keras_file_round_trip(kind, tmp_path):
+    folder, expected = _fixture(kind)
+    encoder = BertEncoder.from_pretrained(folder)
+    want = np.asarray(encoder(_inputs(expected))["sequence_output"])
+    encoder.save_pretrained(str(tmp_path / "dir"))
+    with open(tmp_path / "dir" / "config.json") as f:
+        saved = BertConfig.from_dict(json.load(f))
+    assert saved == encoder.get_bert_config()
+    again = BertEncoder.from_pretrained(str(tmp_path / "dir"))
+    np.testing.assert_array_equal(np.asarray(again(_inputs(expected))["sequence_output"]), want)
+    path = str(tmp_path / "encoder.keras")
+    encoder.save(path)
+    reloaded = keras.saving.load_model(path)
+    assert reloaded.get_bert_config() == encoder.get_bert_config()
+    np.testing.assert_array_equal(np.asarray(reloaded(_inputs(expected))["sequence_output"]),
+                                  want)
+
+
+def test_bert_configs_without_the_new_fields_read_as_before():
+    # A config.json written before embedding_size/use_pooler existed.
+    old = {k: v for k, v in BertConfig().to_dict().items()
+           if k not in ("embedding_size", "use_pooler")}
+    config = BertConfig.from_dict(old)
+    assert config.embedding_size is None and config.use_pooler is True
+    encoder = BertEncoder(**BertConfig.from_preset("tiny", vocab_size=50).to_dict())
+    assert encoder.embeddings_project is None and encoder.pooler is not None
+    assert encoder.embeddings.segment_embeddings.shape == (2, 128)
+
+
+# === Task heads on the variants ===
+
+TEXTS = ["the quick brown fox", "a great movie, i love it", "john lives in paris",
+         "what a bad film", "mary works in london", "the dog was lazy"]
+
+
+def _fit_two_steps(model, x, y=None):
+    history = model.fit(x, y, batch_size=3, epochs=1, steps_per_epoch=2, verbose=0)
+    losses = history.history["loss"]
+    assert len(losses) == 1 and np.isfinite(losses[0])
+
+
+def _task_data(task):
+    """(from_pretrained arguments, x, y) of a 2-step raw-string fit of `task`."""
+    if task is BertClassifier:
+        return dict(num_classes=3), TEXTS, np.array([0, 1, 2, 0, 1, 2])
+    if task is BertMultiLabelClassifier:
+        return (dict(num_classes=2, label_names=["a", "b"]), TEXTS,
+                [["a"], ["b"], ["a", "b"]] * 2)
+    if task is BertTokenClassifier:
+        words = [t.split() for t in TEXTS]
+        return (dict(num_classes=2, label_names=["O", "X"]), words,
+                [["X"] + ["O"] * (len(w) - 1) for w in words])
+    if task is BertSpanLabeler:
+        answers = [{"text": ["paris"], "answer_start": [14]}] * 6
+        return {}, (["where does john live ?"] * 6, ["john lives in paris"] * 6), answers
+    if task is BertMaskedLM:
+        return {}, TEXTS, None
+    return {}, (TEXTS, TEXTS[::-1]), None  # BertTextEmbedder: pairs.
+
+
+def _build_and_fit(kind, task):
+    folder, expected = _fixture(kind)
+    options, x, y = _task_data(task)
+    model = task.from_pretrained(folder, **options)
+    # The encoder is the converted one: its outputs are the source's.
+    _assert_sequence_matches(model.encoder, expected)
+    _fit_two_steps(model, x, y)
+    return model
+
+
+@pytest.mark.parametrize("kind, task", [("distilbert", BertClassifier),
+                                        ("electra", BertTokenClassifier)])
+def test_task_heads_build_and_fine_tune(kind, task):
+    _build_and_fit(kind, task)
+
+
+@pytest.mark.slow  # Every task on both variants: a dozen models fine-tuned (~1 min).
+@pytest.mark.parametrize("task", [BertClassifier, BertMultiLabelClassifier,
+                                  BertTokenClassifier, BertSpanLabeler, BertTextEmbedder,
+                                  BertMaskedLM])
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_task_builds_and_fine_tunes(kind, task):
+    _build_and_fit(kind, task)
+
+
+@pytest.mark.slow  # Fine-tunes, exports a SavedModel and reloads it (~20 s).
+@pytest.mark.parametrize("kind", KINDS)
+def test_raw_string_export_gives_the_keras_outputs(kind, tmp_path):
+    from keras_bert.export import export_model
+
+    folder, _ = _fixture(kind)
+    classifier = BertClassifier.from_pretrained(folder, num_classes=3)
+    _fit_two_steps(classifier, TEXTS, np.array([0, 1, 2, 0, 1, 2]))
+    model_dir = str(tmp_path / "model")
+    classifier.save_pretrained(model_dir)
+    export_dir = export_model(model_dir, str(tmp_path / "exports" / kind), warmup=False)
+    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    got = serve(text=tf.constant(TEXTS))["probabilities"].numpy()
+    logits = classifier.predict(TEXTS, verbose=0)
+    logits = logits["logits"] if isinstance(logits, dict) else logits
+    want = tf.nn.softmax(np.asarray(logits, np.float32)).numpy()
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+# === Heads keras_bert maps, and the ones it leaves ===
+
+def test_distilbert_token_classifier_head_is_mapped(tmp_path):
+    folder = _copy("distilbert", tmp_path / "tagger")
+    _, expected = _fixture("distilbert")
+    from safetensors.numpy import load_file, save_file
+
+    tensors = load_file(os.path.join(folder, "model.safetensors"))
+    tensors = {k: v for k, v in tensors.items() if k.startswith("distilbert.")}
+    rng = np.random.default_rng(3)
+    weight = rng.normal(0, 0.5, (2, 32)).astype(np.float32)
+    bias = rng.normal(0, 0.5, (2,)).astype(np.float32)
+    save_file({**tensors, "classifier.weight": weight, "classifier.bias": bias},
+              os.path.join(folder, "model.safetensors"))
+    _edit_config(folder, architectures=["DistilBertForTokenClassification"],
+                 id2label={"0": "O", "1": "B-PER"})
+    tagger = BertTokenClassifier.from_pretrained(folder)
+    assert tagger.label_names == ["O", "B-PER"]
+    logits = np.asarray(tagger(_inputs(expected), training=False))
+    real = expected["padding_mask"].astype(bool)
+    np.testing.assert_allclose(logits[real], (expected["sequence_output"] @ weight.T + bias)[real],
+                               atol=1e-4)
+
+
+@pytest.mark.parametrize("kind, tensors, architecture, left", [
+    ("distilbert", {"pre_classifier.weight": (32, 32), "pre_classifier.bias": (32,),
+                    "classifier.weight": (3, 32), "classifier.bias": (3,)},
+     "DistilBertForSequenceClassification", "pre_classifier"),
+    ("electra", {"classifier.dense.weight": (32, 32), "classifier.dense.bias": (32,),
+                 "classifier.out_proj.weight": (3, 32), "classifier.out_proj.bias": (3,)},
+     "ElectraForSequenceClassification", "classifier.out_proj"),
+])
+def test_sequence_classifier_heads_are_left_with_one_line(kind, tensors, architecture, left,
+                                                          tmp_path, caplog):
+    from safetensors.numpy import load_file, save_file
+
+    folder = _copy(kind, tmp_path / kind)
+    _, expected = _fixture(kind)
+    found = load_file(os.path.join(folder, "model.safetensors"))
+    found.update({k: np.ones(s, np.float32) for k, s in tensors.items()})
+    save_file(found, os.path.join(folder, "model.safetensors"))
+    _edit_config(folder, architectures=[architecture],
+                 id2label={"0": "a", "1": "b", "2": "c"})
+    source = read_checkpoint(folder)
+    assert source.head is None
+    lines = [w for w in source.warnings if architecture in w]
+    assert len(lines) == 1 and "is left" in lines[0] and left in lines[0]
+    with caplog.at_level(logging.WARNING):
+        classifier = BertClassifier.from_pretrained(folder, num_classes=3)
+    assert any(architecture in r.getMessage() and "is left" in r.getMessage()
+               for r in caplog.records)
+    _assert_sequence_matches(classifier.encoder, expected)
+
+
+# === Refusals ===
+
+def test_sinusoidal_distilbert_is_refused(tmp_path):
+    folder = _copy("distilbert", tmp_path / "sin")
+    _edit_config(folder, sinusoidal_pos_embds=True)
+    with pytest.raises(CheckpointError, match=r"sinusoidal_pos_embds is true.*learned position"):
+        BertEncoder.from_pretrained(folder)
+
+
+def test_missing_distilbert_key_is_named(tmp_path):
+    folder = _copy("distilbert", tmp_path / "nokey")
+    _edit_config(folder, hidden_dim=None)
+    with pytest.raises(CheckpointError, match=r"missing key\(s\) \['hidden_dim'\] of a "
+                                              r"DistilBERT config"):
+        read_checkpoint(folder)
+
+
+@pytest.mark.parametrize("model_type, message", [
+    ("roberta", r"is a RoBERTa checkpoint \(model_type='roberta'\).*BERT only, and its "
+                r"DistilBERT and ELECTRA variants"),
+    ("funnel", r"this is model_type='funnel'.*'bert', 'distilbert', 'electra'"),
+])
+def test_other_model_types_stay_refused_by_name(model_type, message, tmp_path):
+    folder = _copy("electra", tmp_path / model_type)
+    _edit_config(folder, model_type=model_type)
+    with pytest.raises(CheckpointError, match=message):
+        BertEncoder.from_pretrained(folder)
+
+
+def test_bpe_tokenizer_is_refused_with_its_files_named(tmp_path):
+    folder = _copy("distilbert", tmp_path / "bpe")
+    os.remove(os.path.join(folder, "vocab.txt"))
+    os.remove(os.path.join(folder, "tokenizer.json"))
+    with open(os.path.join(folder, "vocab.json"), "w") as f:
+        json.dump({"<s>": 0, "hello": 1}, f)
+    with open(os.path.join(folder, "merges.txt"), "w") as f:
+        f.write("#version: 0.2\nh e\n")
+    with pytest.raises(CheckpointError, match=r"vocab\.json \+ merges\.txt.*byte-level BPE.*"
+                                              r"WordPiece"):
+        BertEncoder.from_pretrained(folder)
+
+
+def test_distilbert_tf_h5_points_to_the_pytorch_weights(tmp_path):
+    folder = _copy("distilbert", tmp_path / "tf")
+    os.remove(os.path.join(folder, "model.safetensors"))
+    with open(os.path.join(folder, "tf_model.h5"), "wb") as f:
+        f.write(b"not read")
+    with pytest.raises(CheckpointError, match=r"a distilbert tf_model\.h5.*model\.safetensors"):
+        BertEncoder.from_pretrained(folder)
