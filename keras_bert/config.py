@@ -5,6 +5,9 @@ import json
 import os
 
 ACTIVATIONS = ("gelu", "gelu_approx", "relu")
+# The pooler's: BERT's tanh, or the activation of the dense on [CLS] that
+# DistilBERT's (ReLU) and ELECTRA's (GELU) sequence classifiers have instead.
+POOLER_ACTIVATIONS = ("tanh",) + ACTIVATIONS
 # Keras dtype policies that pretraining and fine-tuning run under (--dtype).
 DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 
@@ -60,6 +63,9 @@ class BertConfig:
             ELECTRA): `pooled_output` is then the [CLS] vector of
             `sequence_output` itself, which every task head reads as it reads
             a pooled output.
+        pooler_act: the pooler's activation, "tanh" (BERT) or one of
+            `hidden_act`'s: a DistilBERT or ELECTRA sequence classifier's dense on
+            [CLS] (ReLU, GELU) becomes the pooler its classifier head reads.
 
     Example:
     >>> config = BertConfig.from_preset("tiny", vocab_size=1000)
@@ -81,6 +87,7 @@ class BertConfig:
     layer_norm_epsilon: float = 1e-12
     embedding_size: object = None
     use_pooler: bool = True
+    pooler_act: str = "tanh"
 
     def __post_init__(self):
         check_hyperparameters(**self.to_dict())
@@ -175,6 +182,7 @@ def check_hyperparameters(
     layer_norm_epsilon,
     embedding_size=None,
     use_pooler=True,
+    pooler_act="tanh",
 ):
     """Raises ValueError naming the first invalid hyperparameter."""
     _check_int("vocab_size", vocab_size, 1)
@@ -189,6 +197,10 @@ def check_hyperparameters(
     if not isinstance(use_pooler, bool):
         raise ValueError(
             f"BertConfig.use_pooler must be true or false. Received: use_pooler={use_pooler!r}")
+    if pooler_act not in POOLER_ACTIVATIONS:
+        raise ValueError(
+            f"BertConfig.pooler_act must be one of {POOLER_ACTIVATIONS}. "
+            f"Received: pooler_act={pooler_act!r}")
     if hidden_size % num_heads:
         raise ValueError(
             f"BertConfig.hidden_size must be divisible by num_heads. Received: "

@@ -13,11 +13,18 @@ transformers itself. Its output is committed under tests/fixtures/family/.
                                      the tokenizer's save_pretrained (uncased)
     expected.npz                     reference outputs (below)
 
-KIND        class                   notes
-distilbert  DistilBertForMaskedLM   dim 32, hidden_dim 64, 2 layers, 4 heads (the class
-                                    distilbert-base-uncased is saved as: an MLM head)
-electra     ElectraForPreTraining   the discriminator: embedding_size 16, hidden 32
-                                    (so embeddings_project is there), 2 layers, 4 heads
+KIND                   class                                notes
+distilbert             DistilBertForMaskedLM                dim 32, hidden_dim 64, 2 layers,
+                                                            4 heads (the class
+                                                            distilbert-base-uncased is saved
+                                                            as: an MLM head)
+electra                ElectraForPreTraining                the discriminator: embedding_size
+                                                            16, hidden 32 (so
+                                                            embeddings_project is there),
+                                                            2 layers, 4 heads
+distilbert_classifier  DistilBertForSequenceClassification  as distilbert; id2label
+                                                            negative/neutral/positive
+electra_classifier     ElectraForSequenceClassification     as electra; the same labels
 
 Both have a 100-token WordPiece vocabulary (the one of make_tf_h5_fixtures.py)
 and 32 positions.
@@ -30,6 +37,8 @@ expected.npz (plain arrays, no pickles):
                                         last_hidden_state (model.distilbert /
                                         model.electra)
   mlm_logits                            (distilbert) float32 [3, 12, 100]
+  logits                                (*_classifier) float32 [3, 3]
+  text_logits                           (*_classifier) float32 [3, 3]: on the texts
   text, text_b                          str [3]: raw texts ("" = no text_b)
   text_token_ids, text_segment_ids, text_padding_mask
                                         int32: the texts through the model's own
@@ -60,7 +69,8 @@ from make_tf_h5_fixtures import TEXTS, VOCAB, fixed_inputs  # noqa: E402
 
 SEED = 39
 HIDDEN, EMBEDDING, LAYERS, HEADS, INTERMEDIATE, MAX_POSITIONS = 32, 16, 2, 4, 64, 32
-KINDS = ("distilbert", "electra")
+KINDS = ("distilbert", "electra", "distilbert_classifier", "electra_classifier")
+LABELS = ["negative", "neutral", "positive"]
 
 
 def build_parser():
@@ -92,33 +102,40 @@ def randomize(model, generator):
 def make_model(kind):
     import transformers
 
-    if kind == "distilbert":
+    labels = ({"id2label": dict(enumerate(LABELS)),
+               "label2id": {name: i for i, name in enumerate(LABELS)}}
+              if kind.endswith("_classifier") else {})
+    if kind.startswith("distilbert"):
         config = transformers.DistilBertConfig(
             vocab_size=len(VOCAB), dim=HIDDEN, hidden_dim=INTERMEDIATE, n_layers=LAYERS,
             n_heads=HEADS, max_position_embeddings=MAX_POSITIONS, activation="gelu",
-            sinusoidal_pos_embds=False)
-        return transformers.DistilBertForMaskedLM(config)
+            sinusoidal_pos_embds=False, **labels)
+        return (transformers.DistilBertForSequenceClassification(config) if labels
+                else transformers.DistilBertForMaskedLM(config))
     config = transformers.ElectraConfig(
         vocab_size=len(VOCAB), embedding_size=EMBEDDING, hidden_size=HIDDEN,
         num_hidden_layers=LAYERS, num_attention_heads=HEADS, intermediate_size=INTERMEDIATE,
-        max_position_embeddings=MAX_POSITIONS, type_vocab_size=2, hidden_act="gelu")
-    return transformers.ElectraForPreTraining(config)
+        max_position_embeddings=MAX_POSITIONS, type_vocab_size=2, hidden_act="gelu", **labels)
+    return (transformers.ElectraForSequenceClassification(config) if labels
+            else transformers.ElectraForPreTraining(config))
 
 
 def outputs_of(model, kind, token_ids, segment_ids, padding_mask):
-    """The backbone's sequence output (and DistilBERT's MLM logits), float32 numpy."""
+    """The backbone's sequence output (and the head's logits), float32 numpy."""
     import numpy as np
     import torch
 
     inputs = {"input_ids": torch.as_tensor(np.asarray(token_ids), dtype=torch.long),
               "attention_mask": torch.as_tensor(np.asarray(padding_mask), dtype=torch.long)}
-    if kind == "electra":
+    if kind.startswith("electra"):
         inputs["token_type_ids"] = torch.as_tensor(np.asarray(segment_ids), dtype=torch.long)
-    backbone = model.distilbert if kind == "distilbert" else model.electra
+    backbone = model.distilbert if kind.startswith("distilbert") else model.electra
     with torch.no_grad():
         values = {"sequence_output": backbone(**inputs).last_hidden_state}
         if kind == "distilbert":
             values["mlm_logits"] = model(**inputs).logits
+        elif kind.endswith("_classifier"):
+            values["logits"] = model(**inputs).logits
     return {k: v.float().numpy() for k, v in values.items()}
 
 
@@ -131,7 +148,7 @@ def write_fixture(kind, folder):
     vocab_file = os.path.join(folder, "vocab.txt")
     with open(vocab_file, "w", encoding="utf-8") as f:
         f.write("\n".join(VOCAB) + "\n")
-    tokenizer_class = (transformers.DistilBertTokenizer if kind == "distilbert"
+    tokenizer_class = (transformers.DistilBertTokenizer if kind.startswith("distilbert")
                        else transformers.ElectraTokenizer)
     tokenizer = tokenizer_class(vocab_file, do_lower_case=True,
                                 model_max_length=MAX_POSITIONS)
@@ -158,7 +175,8 @@ def write_fixture(kind, folder):
     arrays.update(text=[t for t, _ in TEXTS], text_b=[b for _, b in TEXTS],
                   text_token_ids=text_inputs[0], text_segment_ids=text_inputs[1],
                   text_padding_mask=text_inputs[2])
-    arrays["text_sequence_output"] = outputs_of(model, kind, *text_inputs)["sequence_output"]
+    arrays.update({f"text_{k}": v for k, v in outputs_of(model, kind, *text_inputs).items()
+                   if k != "mlm_logits"})
     arrays["versions"] = [f"torch {torch.__version__}",
                           f"transformers {transformers.__version__}"]
     np.savez_compressed(

@@ -18,11 +18,16 @@ The tensors get Google's names (the one vocabulary of `SourceCheckpoint`);
 ELECTRA's projection is "bert/embeddings_project/{kernel,bias}". Heads:
 DistilBertForMaskedLM's vocab_transform / vocab_layer_norm / vocab_projector
 are BERT's MLM head; the token-classification and question-answering Linear
-heads are BERT's (`huggingface.HEAD_TASKS`). What keras_bert has no layer for
-is left, with one warning naming it: DistilBertForSequenceClassification's
-pre_classifier + classifier and ElectraForSequenceClassification's
-classifier.dense + out_proj (a dense on [CLS] before the output layer, where
-keras_bert's BertClassifier has one dense), ELECTRA's
+heads are BERT's (`huggingface.HEAD_TASKS`). The sequence classifiers put a
+dense on [CLS] before their output layer: DistilBERT's pre_classifier (+ ReLU)
+and ELECTRA's classifier.dense (+ GELU). That dense is a pooler with another
+activation, so such a checkpoint converts to `use_pooler=True` with
+`pooler_act` "relu" / "gelu", and its output layer (classifier,
+classifier.out_proj) becomes BertClassifier's head; the head's dropout is the
+source's (seq_classif_dropout; classifier_dropout or hidden_dropout_prob). At
+inference this is the source's computation exactly; in training ELECTRA also
+drops out [CLS] before its dense, which BertClassifier does not. What keras_bert
+has no layer for is left, with one warning naming it: ELECTRA's
 discriminator_predictions and generator heads.
 """
 
@@ -80,8 +85,11 @@ def _distilbert_rules():
     ]
 
 
-# DistilBertForMaskedLM's head is BERT's MLM head under other names.
+# DistilBertForMaskedLM's head is BERT's MLM head under other names; a sequence
+# classifier's dense on [CLS] is the pooler (see the module doc).
 _DISTILBERT_HEAD_RULES = [
+    (r"pre_classifier\.weight", "bert/pooler/dense/kernel", True, None),
+    (r"pre_classifier\.bias", "bert/pooler/dense/bias", False, None),
     (r"vocab_transform\.weight", "cls/predictions/transform/dense/kernel", True, None),
     (r"vocab_transform\.bias", "cls/predictions/transform/dense/bias", False, None),
     (r"vocab_layer_norm\.weight", "cls/predictions/transform/LayerNorm/gamma", False, None),
@@ -92,19 +100,19 @@ _ELECTRA_RULES = [
     (r"embeddings_project\.weight", "bert/embeddings_project/kernel", True, None),
     (r"embeddings_project\.bias", "bert/embeddings_project/bias", False, None),
 ]
+_ELECTRA_HEAD_RULES = [
+    (r"classifier\.dense\.weight", "bert/pooler/dense/kernel", True, None),
+    (r"classifier\.dense\.bias", "bert/pooler/dense/bias", False, None),
+]
+# The sequence classifiers' dense on [CLS]: the pooler's activation.
+_CLASSIFIER_POOLER_ACT = {"distilbert": "relu", "electra": "gelu"}
+# Their output layer, where BERT's is "classifier".
+_CLASSIFIER_LAYER = {"distilbert": "classifier", "electra": "classifier.out_proj"}
 
 # Source tensors keras_bert has no layer for, by the head they belong to:
 # (pattern, what the head is). Reported as left, in one warning each.
 _LEFT_HEADS = {
-    "distilbert": [
-        (r"pre_classifier\.(?:weight|bias)|classifier\.(?:weight|bias)",
-         "DistilBertForSequenceClassification's head (pre_classifier: dense + ReLU on [CLS], "
-         "then classifier)"),
-    ],
     "electra": [
-        (r"classifier\.(?:dense|out_proj)\.(?:weight|bias)",
-         "ElectraForSequenceClassification's head (classifier.dense + GELU on [CLS], then "
-         "classifier.out_proj)"),
         (r"discriminator_predictions\..*",
          "the ELECTRA discriminator's replaced-token head (discriminator_predictions)"),
         (r"generator_predictions\..*|generator_lm_head\..*",
@@ -123,6 +131,9 @@ def config_from_family(values, path):
             (DistilBERT), relative positions (ELECTRA), or values BertConfig refuses.
     """
     model_type = values["model_type"]
+    # A sequence classifier's dense on [CLS] is the pooler; else there is none.
+    pooler = (dict(use_pooler=True, pooler_act=_CLASSIFIER_POOLER_ACT[model_type])
+              if is_sequence_classifier(values) else dict(use_pooler=False))
     if model_type == "distilbert":
         missing = [k for k in _DISTILBERT_REQUIRED if k not in values]
         if missing:
@@ -138,14 +149,40 @@ def config_from_family(values, path):
         from keras_bert.checkpoints.huggingface import ACTIVATIONS
 
         return config_from_values(values, path, _DISTILBERT_KEYS, ACTIVATIONS,
-                                  type_vocab_size=0, layer_norm_epsilon=1e-12, use_pooler=False)
+                                  type_vocab_size=0, layer_norm_epsilon=1e-12, **pooler)
     from keras_bert.checkpoints.huggingface import check_bert_keys, config_from_bert_keys
 
     check_bert_keys(values, path, "an ELECTRA")
     # E = H (ELECTRA-base, -large) needs no projection: BERT's tables.
     size = values.get("embedding_size", values["hidden_size"])
-    return config_from_bert_keys(values, path, use_pooler=False, embedding_size=(
+    return config_from_bert_keys(values, path, **pooler, embedding_size=(
         None if size == values["hidden_size"] else size))
+
+
+def is_sequence_classifier(values):
+    """Whether a config.json's architectures name a ...ForSequenceClassification."""
+    return any(str(a).endswith("ForSequenceClassification")
+               for a in values.get("architectures") or [])
+
+
+def head_layer(model_type, task, layer):
+    """The source's name of a fine-tuned head's output layer (ELECTRA's classifier is
+    "classifier.out_proj"); `layer` is BERT's."""
+    if task == "classification" and model_type in _CLASSIFIER_LAYER:
+        return _CLASSIFIER_LAYER[model_type]
+    return layer
+
+
+def head_options(model_type, values):
+    """More task model arguments of a fine-tuned classifier: its dropout rate."""
+    if model_type == "distilbert":
+        rate = values.get("seq_classif_dropout")
+    elif model_type == "electra":
+        rate = values.get("classifier_dropout")
+        rate = values.get("hidden_dropout_prob") if rate is None else rate
+    else:
+        return {}
+    return {} if not isinstance(rate, (int, float)) else {"dropout_rate": float(rate)}
 
 
 def rules(model_type):
@@ -158,7 +195,7 @@ def rules(model_type):
     if model_type == "distilbert":
         return _distilbert_rules(), _DISTILBERT_HEAD_RULES
     if model_type == "electra":
-        return _ELECTRA_RULES, []
+        return _ELECTRA_RULES, _ELECTRA_HEAD_RULES
     return None
 
 
@@ -193,8 +230,3 @@ def left_heads(model_type, unused):
                 f"and a task model gets a new head (fine-tune it). Left: {', '.join(names)}.")
     return warnings
 
-
-def keeps_head(model_type, architectures):
-    """False for the fine-tuned classes whose head is left (see `left_heads`)."""
-    return not any(str(a).endswith("ForSequenceClassification")
-                   for a in architectures or []) or model_type not in MODEL_TYPES

@@ -438,8 +438,7 @@ def read_huggingface_checkpoint(path):
         source.weights[google] = np.ascontiguousarray(value)
         source.source_names[google] = name
     _tied_decoder(source, tensors, prefix, decoder_weight)
-    if bert_family.keeps_head(model_type, values.get("architectures")):
-        source.head = _read_head(source, values, tensors, config_file)
+    source.head = _read_head(source, values, tensors, config_file, model_type)
     source.warnings += bert_family.left_heads(model_type, source.unused)
 
     check_against_config(
@@ -746,14 +745,16 @@ def make_head(source, values, task, kernel, bias, names, config_file):
             "source_names": names}
 
 
-def _read_head(source, values, tensors, config_file):
+def _read_head(source, values, tensors, config_file, model_type="bert"):
     """A fine-tuned Linear head of BertFor{Sequence,Token}Classification or
-    BertForQuestionAnswering (see `HEAD_TASKS`).
+    BertForQuestionAnswering (see `HEAD_TASKS`), or of DistilBERT's and
+    ELECTRA's same classes (`bert_family.head_layer`).
 
     Returns the `SourceCheckpoint.head` dict, or None (then the tensors stay
     in `unused`, reported).
     """
     task, layer = head_task(values)
+    layer = bert_family.head_layer(model_type, task, layer)
     weight_name, bias_name = f"{layer}.weight", f"{layer}.bias"
     if task is None or weight_name not in tensors or bias_name not in tensors:
         return None
@@ -762,4 +763,6 @@ def _read_head(source, values, tensors, config_file):
                      f"{weight_name}, {bias_name}", config_file)
     for name in (weight_name, bias_name):
         source.unused.remove(name)
+    if task == "classification":
+        head["options"] = bert_family.head_options(model_type, values)
     return head

@@ -99,7 +99,9 @@ def numpy_forward(weights, config, token_ids, segment_ids, padding_mask):
     outputs = {"sequence_output": x}
 
     if "bert/pooler/dense/kernel" in w:
-        outputs["pooled_output"] = np.tanh(dense(x[:, 0], "bert/pooler/dense"))
+        pooler_act = getattr(config, "pooler_act", "tanh")
+        pooler = np.tanh if pooler_act == "tanh" else _activation(pooler_act)
+        outputs["pooled_output"] = pooler(dense(x[:, 0], "bert/pooler/dense"))
     elif not getattr(config, "use_pooler", True):  # No pooler: the [CLS] vector.
         outputs["pooled_output"] = x[:, 0]
     if "cls/predictions/output_bias" in w:

@@ -64,7 +64,7 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
         vocab_size, hidden_size, num_layers, num_heads, intermediate_size,
         hidden_act, dropout_rate, attention_dropout_rate,
         max_position_embeddings, type_vocab_size, initializer_range,
-        layer_norm_epsilon, embedding_size, use_pooler: see `BertConfig`.
+        layer_norm_epsilon, embedding_size, use_pooler, pooler_act: see `BertConfig`.
         output_attention_probs: bool, also output attention probabilities.
         dtype: a Keras dtype policy such as "mixed_bfloat16", or None for the
             global policy.
@@ -94,6 +94,7 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
         layer_norm_epsilon=1e-12,
         embedding_size=None,
         use_pooler=True,
+        pooler_act="tanh",
         output_attention_probs=False,
         dtype=None,
         **kwargs,
@@ -116,6 +117,7 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
             layer_norm_epsilon=layer_norm_epsilon,
             embedding_size=embedding_size,
             use_pooler=use_pooler,
+            pooler_act=pooler_act,
         )
         check_hyperparameters(**config)
         width = embedding_width(BertConfig(**config))
@@ -150,8 +152,8 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
             )
             for i in range(num_layers)
         ]
-        self.pooler = Pooler(initializer_range=initializer_range, dtype=dtype,
-                             name="pooler") if use_pooler else None
+        self.pooler = Pooler(initializer_range=initializer_range, activation=pooler_act,
+                             dtype=dtype, name="pooler") if use_pooler else None
 
         # === Functional graph ===
         inputs = {

@@ -59,7 +59,7 @@ CHECKSUM_ATTR = "keras_bert_weights_sha256"
 # thing (dropout and initializer_range may change between runs).
 _WEIGHT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
                   "hidden_act", "max_position_embeddings", "type_vocab_size",
-                  "layer_norm_epsilon", "embedding_size", "use_pooler")
+                  "layer_norm_epsilon", "embedding_size", "use_pooler", "pooler_act")
 
 
 def count_vocab_lines(path):

@@ -280,32 +280,39 @@ def test_distilbert_token_classifier_head_is_mapped(tmp_path):
                                atol=1e-4)
 
 
-@pytest.mark.parametrize("kind, tensors, architecture, left", [
-    ("distilbert", {"pre_classifier.weight": (32, 32), "pre_classifier.bias": (32,),
-                    "classifier.weight": (3, 32), "classifier.bias": (3,)},
-     "DistilBertForSequenceClassification", "pre_classifier"),
-    ("electra", {"classifier.dense.weight": (32, 32), "classifier.dense.bias": (32,),
-                 "classifier.out_proj.weight": (3, 32), "classifier.out_proj.bias": (3,)},
-     "ElectraForSequenceClassification", "classifier.out_proj"),
-])
-def test_sequence_classifier_heads_are_left_with_one_line(kind, tensors, architecture, left,
-                                                          tmp_path, caplog):
-    from safetensors.numpy import load_file, save_file
+@pytest.mark.parametrize("kind, pooler_act, dropout", [("distilbert_classifier", "relu", 0.2),
+                                                       ("electra_classifier", "gelu", 0.1)])
+def test_sequence_classifier_keeps_its_dense_on_cls_and_its_head(kind, pooler_act, dropout):
+    # DistilBERT's pre_classifier + ReLU and ELECTRA's classifier.dense + GELU are
+    # the pooler; classifier / classifier.out_proj is BertClassifier's head.
+    folder, expected = _fixture(kind)
+    classifier = BertClassifier.from_pretrained(folder)
+    assert classifier.encoder.use_pooler and classifier.encoder.pooler_act == pooler_act
+    assert classifier.label_names == ["negative", "neutral", "positive"]
+    assert classifier.dropout.rate == pytest.approx(dropout)
+    _assert_sequence_matches(classifier.encoder, expected)
+    for prefix in ("", "text_"):
+        logits = np.asarray(classifier(_inputs(expected, prefix), training=False))
+        np.testing.assert_allclose(logits, expected[prefix + "logits"], atol=ATOL, rtol=0)
+    # Raw strings: the source tokenizer's ids, so its logits.
+    got = classifier.predict([str(t) for t in expected["text"][:2]], verbose=0)
+    got = got["logits"] if isinstance(got, dict) else got
+    np.testing.assert_allclose(np.asarray(got), expected["text_logits"][:2], atol=ATOL, rtol=0)
 
-    folder = _copy(kind, tmp_path / kind)
-    _, expected = _fixture(kind)
-    found = load_file(os.path.join(folder, "model.safetensors"))
-    found.update({k: np.ones(s, np.float32) for k, s in tensors.items()})
-    save_file(found, os.path.join(folder, "model.safetensors"))
-    _edit_config(folder, architectures=[architecture],
-                 id2label={"0": "a", "1": "b", "2": "c"})
+
+def test_electra_discriminator_head_is_left_with_one_line(caplog, tmp_path, monkeypatch):
+    monkeypatch.setenv("KERAS_BERT_CACHE", str(tmp_path))  # Converted (and logged) anew.
+    folder, expected = _fixture("electra")
     source = read_checkpoint(folder)
-    assert source.head is None
-    lines = [w for w in source.warnings if architecture in w]
-    assert len(lines) == 1 and "is left" in lines[0] and left in lines[0]
+    lines = [w for w in source.warnings if "discriminator_predictions" in w]
+    assert len(lines) == 1 and "is left" in lines[0]
+    assert "discriminator_predictions.dense_prediction.weight" in lines[0]
+    assert sorted(source.unused) == sorted(
+        f"discriminator_predictions.{n}" for n in
+        ("dense.weight", "dense.bias", "dense_prediction.weight", "dense_prediction.bias"))
     with caplog.at_level(logging.WARNING):
-        classifier = BertClassifier.from_pretrained(folder, num_classes=3)
-    assert any(architecture in r.getMessage() and "is left" in r.getMessage()
+        classifier = BertClassifier.from_pretrained(folder, num_classes=2)
+    assert any("discriminator_predictions" in r.getMessage() and "is left" in r.getMessage()
                for r in caplog.records)
     _assert_sequence_matches(classifier.encoder, expected)
 
