@@ -306,7 +306,8 @@ class ConversionReport:
         lines = [
             f"Converted {self.format} checkpoint {self.source}",
             f"  config: L={c.num_layers} H={c.hidden_size} A={c.num_heads} "
-            f"I={c.intermediate_size} vocab={c.vocab_size} act={c.hidden_act}",
+            f"I={c.intermediate_size} vocab={c.vocab_size} act={c.hidden_act}"
+            + variant_summary(c),
             f"  source tensors: {self.num_source_tensors} "
             f"({len(self.ignored)} ignored on purpose, {len(self.unused)} unused)",
             f"  loaded: {', '.join(self.loaded_parts)}",
@@ -332,6 +333,21 @@ class ConversionReport:
         if self.output:
             lines.append(f"  wrote {os.path.abspath(self.output)}")
         return "\n".join(lines)
+
+
+def variant_summary(config):
+    """" E=128 segments=none pooler=none": what a BertConfig sets away from BERT's
+    encoder (DistilBERT, ELECTRA), for the report's config line; "" for BERT."""
+    parts = []
+    if config.embedding_size and config.embedding_size != config.hidden_size:
+        parts.append(f"E={config.embedding_size}")
+    if not config.type_vocab_size:
+        parts.append("segments=none")
+    if not config.use_pooler:
+        parts.append("pooler=none")
+    elif config.pooler_act != "tanh":
+        parts.append(f"pooler_act={config.pooler_act}")
+    return "".join(" " + p for p in parts)
 
 
 def first_line(error):

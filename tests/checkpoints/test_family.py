@@ -248,12 +248,20 @@ def test_raw_string_export_gives_the_keras_outputs(kind, tmp_path):
     model_dir = str(tmp_path / "model")
     classifier.save_pretrained(model_dir)
     export_dir = export_model(model_dir, str(tmp_path / "exports" / kind), warmup=False)
-    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
-    got = serve(text=tf.constant(TEXTS))["probabilities"].numpy()
+    loaded = tf.saved_model.load(export_dir)
+    got = loaded.signatures["serving_default"](text=tf.constant(TEXTS))["probabilities"].numpy()
     logits = classifier.predict(TEXTS, verbose=0)
     logits = logits["logits"] if isinstance(logits, dict) else logits
     want = tf.nn.softmax(np.asarray(logits, np.float32)).numpy()
     np.testing.assert_allclose(got, want, atol=1e-5)
+    # The integer signature takes the packer's segment ids (unused by DistilBERT).
+    _, expected = _fixture(kind)
+    encoded = loaded.signatures["encode"](**{k: tf.constant(v)
+                                             for k, v in _inputs(expected).items()})
+    keras_out = classifier.encoder(_inputs(expected))
+    real = expected["padding_mask"].astype(bool)
+    np.testing.assert_allclose(encoded["sequence_output"].numpy()[real],
+                               np.asarray(keras_out["sequence_output"])[real], atol=1e-5)
 
 
 # === Heads keras_bert maps, and the ones it leaves ===
