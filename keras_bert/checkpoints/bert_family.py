@@ -112,7 +112,15 @@ _CLASSIFIER_LAYER = {"distilbert": "classifier", "electra": "classifier.out_proj
 # Source tensors keras_bert has no layer for, by the head they belong to:
 # (pattern, what the head is). Reported as left, in one warning each.
 _LEFT_HEADS = {
+    "distilbert": [
+        (r"pre_classifier\..*|classifier\..*",
+         "a DistilBERT head other than the sequence, token and span ones (e.g. "
+         "DistilBertForMultipleChoice's pre_classifier, classifier)"),
+    ],
     "electra": [
+        (r"classifier\..*|sequence_summary\..*",
+         "an ELECTRA head other than the sequence, token and span ones (e.g. "
+         "ElectraForMultipleChoice's sequence_summary, classifier)"),
         (r"discriminator_predictions\..*",
          "the ELECTRA discriminator's replaced-token head (discriminator_predictions)"),
         (r"generator_predictions\..*|generator_lm_head\..*",

@@ -35,6 +35,7 @@ import numpy as np
 from keras_bert.checkpoints import bert_family
 from keras_bert.checkpoints.source import (
     CONFIG_KEYS,
+    POOLER_WEIGHTS,
     CheckpointError,
     SourceCheckpoint,
     check_against_config,
@@ -415,6 +416,10 @@ def read_huggingface_checkpoint(path):
         if google is None:
             google, transpose = (bert_family.match(family[1], name) if family
                                  else _match(_HEAD_RULES, name))
+            if google in POOLER_WEIGHTS and not config.use_pooler:
+                # A dense on [CLS] of a head other than the sequence classifier's
+                # (multiple choice): left, and reported (`bert_family.left_heads`).
+                google = None
         if google is None:
             stripped = name[len(prefix):] if name.startswith(prefix) else name
             if stripped in _BUFFERS:

@@ -357,6 +357,25 @@ def test_electra_discriminator_head_is_left_with_one_line(caplog, tmp_path, monk
     _assert_sequence_matches(classifier.encoder, expected)
 
 
+def test_distilbert_multiple_choice_head_is_left_with_one_line(tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    folder = _copy("distilbert", tmp_path / "choice")
+    _, expected = _fixture("distilbert")
+    tensors = load_file(os.path.join(folder, "model.safetensors"))
+    tensors = {k: v for k, v in tensors.items() if k.startswith("distilbert.")}
+    extra = {"pre_classifier.weight": (32, 32), "pre_classifier.bias": (32,),
+             "classifier.weight": (1, 32), "classifier.bias": (1,)}
+    tensors.update({k: np.ones(shape, np.float32) for k, shape in extra.items()})
+    save_file(tensors, os.path.join(folder, "model.safetensors"))
+    _edit_config(folder, architectures=["DistilBertForMultipleChoice"])
+    source = read_checkpoint(folder)
+    assert source.head is None and sorted(source.unused) == sorted(extra)
+    lines = [w for w in source.warnings if "is left" in w]
+    assert len(lines) == 1 and "DistilBertForMultipleChoice" in lines[0]
+    _assert_sequence_matches(BertEncoder.from_pretrained(folder), expected)
+
+
 # === Refusals ===
 
 def test_sinusoidal_distilbert_is_refused(tmp_path):
