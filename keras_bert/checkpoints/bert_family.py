@@ -131,6 +131,19 @@ _LEFT_HEADS = {
 DECODER_WEIGHTS = {"distilbert": "vocab_projector.weight"}
 
 
+def model_type_of(values):
+    """A config.json's model_type; without one (uploads older than the key), "distilbert"
+    or "electra" when its architectures name such a class, else "bert"."""
+    model_type = values.get("model_type")
+    if model_type:
+        return model_type
+    for architecture in values.get("architectures") or []:
+        base = re.sub(r"^TF|(?:Model|For\w+)$", "", str(architecture)).lower()
+        if base in MODEL_TYPES:
+            return base
+    return "bert"
+
+
 def config_from_family(values, path):
     """BertConfig of a DistilBERT or ELECTRA config.json (`values`, its dict).
 
@@ -138,7 +151,7 @@ def config_from_family(values, path):
         CheckpointError: a missing key, sinusoidal position embeddings
             (DistilBERT), relative positions (ELECTRA), or values BertConfig refuses.
     """
-    model_type = values["model_type"]
+    model_type = model_type_of(values)
     # A sequence classifier's dense on [CLS] is the pooler; else there is none.
     pooler = (dict(use_pooler=True, pooler_act=_CLASSIFIER_POOLER_ACT[model_type])
               if is_sequence_classifier(values) else dict(use_pooler=False))

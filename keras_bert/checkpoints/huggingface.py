@@ -167,7 +167,7 @@ def read_config_file(config_file, missing_hint):
 def config_from_huggingface(values, path="config.json"):
     """BertConfig from the dict in a transformers BERT `config.json`."""
     check_config_object(values, path)
-    model_type = values.get("model_type", "bert")
+    model_type = bert_family.model_type_of(values)
     other = _other_architecture(values.get("architectures"))
     if model_type == "bert" and other:
         raise CheckpointError(
@@ -393,7 +393,7 @@ def read_huggingface_checkpoint(path):
     source.lowercase, source.lowercase_from = read_lowercase(folder, values)
     source.tokenizer_options = read_tokenizer_options(folder)
     prefix = _model_prefix(tensors)
-    model_type = values.get("model_type", "bert")
+    model_type = bert_family.model_type_of(values)
     if prefix is None:
         raise CheckpointError(
             f"{weights_file}: no tensor named [{model_type}.]{_WORD_EMBEDDINGS}; this "

@@ -154,8 +154,10 @@ def transformers_forward(folder, token_ids, segment_ids, padding_mask):
     import torch
     import transformers
 
+    from keras_bert.checkpoints.bert_family import model_type_of
+
     with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
-        model_type = json.load(f).get("model_type", "bert")
+        model_type = model_type_of(json.load(f))
     model_class = {"distilbert": transformers.DistilBertModel,
                    "electra": transformers.ElectraModel}.get(model_type, transformers.BertModel)
     model = model_class.from_pretrained(folder)

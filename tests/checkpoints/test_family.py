@@ -378,6 +378,13 @@ def test_distilbert_multiple_choice_head_is_left_with_one_line(tmp_path):
 
 # === Refusals ===
 
+def test_a_config_without_model_type_is_read_by_its_class_name(tmp_path):
+    folder = _copy("distilbert", tmp_path / "old")
+    _, expected = _fixture("distilbert")
+    _edit_config(folder, model_type=None)  # Uploads older than the key.
+    _assert_sequence_matches(BertEncoder.from_pretrained(folder), expected)
+
+
 def test_sinusoidal_distilbert_is_refused(tmp_path):
     folder = _copy("distilbert", tmp_path / "sin")
     _edit_config(folder, sinusoidal_pos_embds=True)
