@@ -22,6 +22,9 @@ def _compact(num_layers, hidden_size):
     )
 
 
+# The fields that select DistilBERT / ELECTRA variants of the encoder, and BERT's values.
+VARIANT_DEFAULTS = {"embedding_size": None, "use_pooler": True, "pooler_act": "tanh"}
+
 PRESETS = {
     "tiny": _compact(2, 128),
     "mini": _compact(4, 256),
@@ -120,7 +123,11 @@ class BertConfig:
         return cls(**values)
 
     def to_json(self):
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+        """The fields as JSON; the encoder-variant fields only when set away from BERT's
+        (so a BERT config.json reads the same in keras_bert versions without them)."""
+        values = {k: v for k, v in self.to_dict().items()
+                  if not (k in VARIANT_DEFAULTS and v == VARIANT_DEFAULTS[k])}
+        return json.dumps(values, indent=2, sort_keys=True)
 
     @classmethod
     def from_json(cls, text):

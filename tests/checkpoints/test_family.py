@@ -173,9 +173,15 @@ def test_saved_model_dir_and_keras_file_round_trip(kind, tmp_path):
 def test_bert_configs_without_the_new_fields_read_as_before():
     # A config.json written before embedding_size/use_pooler existed.
     old = {k: v for k, v in BertConfig().to_dict().items()
-           if k not in ("embedding_size", "use_pooler")}
+           if k not in ("embedding_size", "use_pooler", "pooler_act")}
     config = BertConfig.from_dict(old)
     assert config.embedding_size is None and config.use_pooler is True
+    assert config.pooler_act == "tanh"
+    # ... and a BERT config is written as before, without them.
+    assert json.loads(config.to_json()) == old
+    electra = BertConfig(**{**old, "embedding_size": 16, "use_pooler": False})
+    assert json.loads(electra.to_json()) == {**old, "embedding_size": 16, "use_pooler": False}
+    assert BertConfig.from_json(electra.to_json()) == electra
     encoder = BertEncoder(**BertConfig.from_preset("tiny", vocab_size=50).to_dict())
     assert encoder.embeddings_project is None and encoder.pooler is not None
     assert encoder.embeddings.segment_embeddings.shape == (2, 128)
