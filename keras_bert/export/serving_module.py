@@ -260,9 +260,10 @@ class BertServingModule(tf.Module):
             ),
             tf.debugging.assert_less(
                 segment_ids, segment_limit(encoder),
-                message=f"encode: segment_ids must be < {segment_limit(encoder)}"
-                + (f" (type_vocab_size={encoder.type_vocab_size})" if encoder.type_vocab_size
-                   else " (the encoder has no segment embeddings and ignores them)"),
+                message=(f"encode: segment_ids must be < type_vocab_size="
+                         f"{encoder.type_vocab_size}" if encoder.type_vocab_size else
+                         "encode: segment_ids must be 0 or 1 (the encoder has no segment "
+                         "embeddings and ignores them)"),
             ),
         ]
         with tf.control_dependencies(checks):
