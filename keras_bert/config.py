@@ -5,6 +5,9 @@ import json
 import os
 
 ACTIVATIONS = ("gelu", "gelu_approx", "relu")
+# The pooler's: BERT's tanh, or the activation of the dense on [CLS] that
+# DistilBERT's (ReLU) and ELECTRA's (GELU) sequence classifiers have instead.
+POOLER_ACTIVATIONS = ("tanh",) + ACTIVATIONS
 # Keras dtype policies that pretraining and fine-tuning run under (--dtype).
 DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 
@@ -18,6 +21,9 @@ def _compact(num_layers, hidden_size):
         intermediate_size=4 * hidden_size,
     )
 
+
+# The fields that select DistilBERT / ELECTRA variants of the encoder, and BERT's values.
+VARIANT_DEFAULTS = {"embedding_size": None, "use_pooler": True, "pooler_act": "tanh"}
 
 PRESETS = {
     "tiny": _compact(2, 128),
@@ -47,9 +53,22 @@ class BertConfig:
         dropout_rate: float in [0, 1), dropout on embeddings and sub-layer outputs.
         attention_dropout_rate: float in [0, 1), dropout on attention probabilities.
         max_position_embeddings: int, longest sequence the model takes.
-        type_vocab_size: int, number of segment ids.
+        type_vocab_size: int, number of segment ids; 0 for an encoder without
+            segment embeddings (DistilBERT), which ignores its `segment_ids` input.
         initializer_range: float, stddev of the truncated normal initializer.
         layer_norm_epsilon: float, LayerNorm epsilon.
+        embedding_size: int or None, width E of the embedding tables when it
+            differs from `hidden_size` (ELECTRA): a Dense E -> H
+            (`embeddings_project`) follows the embedding LayerNorm. None (or
+            `hidden_size`) for BERT's tables of width H and no projection.
+        use_pooler: bool, whether the encoder has BERT's pooler (tanh dense over
+            [CLS]). False for encoders released without one (DistilBERT,
+            ELECTRA): `pooled_output` is then the [CLS] vector of
+            `sequence_output` itself, which every task head reads as it reads
+            a pooled output.
+        pooler_act: the pooler's activation, "tanh" (BERT) or one of
+            `hidden_act`'s: a DistilBERT or ELECTRA sequence classifier's dense on
+            [CLS] (ReLU, GELU) becomes the pooler its classifier head reads.
 
     Example:
     >>> config = BertConfig.from_preset("tiny", vocab_size=1000)
@@ -69,6 +88,9 @@ class BertConfig:
     type_vocab_size: int = 2
     initializer_range: float = 0.02
     layer_norm_epsilon: float = 1e-12
+    embedding_size: object = None
+    use_pooler: bool = True
+    pooler_act: str = "tanh"
 
     def __post_init__(self):
         check_hyperparameters(**self.to_dict())
@@ -101,7 +123,11 @@ class BertConfig:
         return cls(**values)
 
     def to_json(self):
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+        """The fields as JSON; the encoder-variant fields only when set away from BERT's
+        (so a BERT config.json reads the same in keras_bert versions without them)."""
+        values = {k: v for k, v in self.to_dict().items()
+                  if not (k in VARIANT_DEFAULTS and v == VARIANT_DEFAULTS[k])}
+        return json.dumps(values, indent=2, sort_keys=True)
 
     @classmethod
     def from_json(cls, text):
@@ -161,6 +187,9 @@ def check_hyperparameters(
     type_vocab_size,
     initializer_range,
     layer_norm_epsilon,
+    embedding_size=None,
+    use_pooler=True,
+    pooler_act="tanh",
 ):
     """Raises ValueError naming the first invalid hyperparameter."""
     _check_int("vocab_size", vocab_size, 1)
@@ -169,7 +198,16 @@ def check_hyperparameters(
     _check_int("num_heads", num_heads, 1)
     _check_int("intermediate_size", intermediate_size, 1)
     _check_int("max_position_embeddings", max_position_embeddings, 1)
-    _check_int("type_vocab_size", type_vocab_size, 1)
+    _check_int("type_vocab_size", type_vocab_size, 0)
+    if embedding_size is not None:
+        _check_int("embedding_size", embedding_size, 1)
+    if not isinstance(use_pooler, bool):
+        raise ValueError(
+            f"BertConfig.use_pooler must be true or false. Received: use_pooler={use_pooler!r}")
+    if pooler_act not in POOLER_ACTIVATIONS:
+        raise ValueError(
+            f"BertConfig.pooler_act must be one of {POOLER_ACTIVATIONS}. "
+            f"Received: pooler_act={pooler_act!r}")
     if hidden_size % num_heads:
         raise ValueError(
             f"BertConfig.hidden_size must be divisible by num_heads. Received: "
@@ -184,3 +222,13 @@ def check_hyperparameters(
     check_rate("attention_dropout_rate", attention_dropout_rate, "BertConfig")
     _check_positive("initializer_range", initializer_range)
     _check_positive("layer_norm_epsilon", layer_norm_epsilon)
+
+
+def embedding_width(config):
+    """The width of the embedding tables of a BertConfig (or encoder): E or H."""
+    return config.embedding_size or config.hidden_size
+
+
+def has_embeddings_project(config):
+    """Whether an E -> H Dense follows the embeddings (ELECTRA with E != H)."""
+    return embedding_width(config) != config.hidden_size

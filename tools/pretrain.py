@@ -57,7 +57,10 @@ def build_parser():
     for field in dataclasses.fields(config.BertConfig):
         if field.name == "vocab_size":
             continue  # From the data.
-        model.add_argument(_flag(field.name), type=type(field.default), default=None,
+        # embedding_size defaults to None (= hidden_size); use_pooler is a switch.
+        kind = ({"action": argparse.BooleanOptionalAction} if isinstance(field.default, bool)
+                else {"type": int if field.default is None else type(field.default)})
+        model.add_argument(_flag(field.name), **kind, default=None,
                            help=f"Override BertConfig.{field.name} (preset's or config's "
                            f"otherwise).")
 

@@ -136,15 +136,19 @@ def _weight_map(model, source):
     emb = encoder.embeddings
     pairs = [
         (emb.token_embeddings, "bert/embeddings/word_embeddings"),
-        (emb.segment_embeddings, "bert/embeddings/token_type_embeddings"),
         (emb.position_embeddings, "bert/embeddings/position_embeddings"),
         (emb.layer_norm.gamma, "bert/embeddings/LayerNorm/gamma"),
         (emb.layer_norm.beta, "bert/embeddings/LayerNorm/beta"),
     ]
+    if emb.segment_embeddings is not None:  # None in DistilBERT.
+        pairs.append((emb.segment_embeddings, "bert/embeddings/token_type_embeddings"))
     fused = []  # (variable, value, description)
 
     def dense(layer, prefix):
         pairs.extend([(layer.kernel, prefix + "/kernel"), (layer.bias, prefix + "/bias")])
+
+    if encoder.embeddings_project is not None:  # ELECTRA's E -> H.
+        dense(encoder.embeddings_project, "bert/embeddings_project")
 
     def norm(layer, prefix):
         pairs.extend([(layer.gamma, prefix + "/gamma"), (layer.beta, prefix + "/beta")])
@@ -168,7 +172,7 @@ def _weight_map(model, source):
         dense(block.output_dense, p + "output/dense")
         norm(block.output_layer_norm, p + "output/LayerNorm")
 
-    if source.has_part(POOLER_WEIGHTS):
+    if encoder.pooler is not None and source.has_part(POOLER_WEIGHTS):
         dense(encoder.pooler.dense, "bert/pooler/dense")
     if hasattr(model, "mlm_head") and source.has_part(MLM_WEIGHTS):
         dense(model.mlm_head.transform_dense, "cls/predictions/transform/dense")
@@ -268,11 +272,14 @@ def build_model(source):
         unused=list(source.unused),
         warnings=list(source.warnings),
     )
-    parts = {
+    # An encoder without a pooler (use_pooler=False) has no pooler to miss.
+    parts = {} if not source.config.use_pooler else {
         "pooler": source.has_part(POOLER_WEIGHTS),
+    }
+    parts.update({
         "mlm_head": source.has_part(MLM_WEIGHTS),
         "nsp_head": source.has_part(NSP_WEIGHTS),
-    }
+    })
     encoder = BertEncoder(**source.config.to_dict())
     model = encoder
     head = source.head
@@ -310,7 +317,7 @@ def build_model(source):
                 f"None: predictions and exports name the labels by id, \"0\"..\"{last}\". "
                 f"Name them with from_pretrained(..., label_names=[...]).")
     expected_left = []
-    if not parts["pooler"]:
+    if encoder.pooler is not None and not parts["pooler"]:
         expected_left += encoder.pooler.weights
     if isinstance(model, BertPretrainer):
         if not parts["mlm_head"]:
@@ -448,7 +455,7 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
         )
         used = "transformers (encoder), numpy (heads)"
         if "bert/pooler/dense/kernel" not in source.weights:
-            ref.pop("pooled_output")
+            ref.pop("pooled_output", None)
     elif source.format == "tf_hub":
         encoder_folder, _ = split_pair(source.path)
         saved = reference.saved_model_forward(

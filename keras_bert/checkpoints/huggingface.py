@@ -14,6 +14,9 @@ Tensor names are `embeddings.word_embeddings.weight`, `encoder.layer.0.attention
 self.query.weight`, ... with a `bert.` prefix in models that carry heads
 (`cls.predictions.*`, `cls.seq_relationship.*`). PyTorch Linear weights are
 [out, in]; they are transposed to Google's [in, out] here.
+DistilBERT and ELECTRA folders (model_type "distilbert", "electra") are read
+too, as BertEncoder variants: their config keys and tensor names are in
+`keras_bert.checkpoints.bert_family`.
 
 safetensors files are read with numpy only; torch is imported only for
 pytorch_model.bin.
@@ -29,8 +32,10 @@ import tempfile
 
 import numpy as np
 
+from keras_bert.checkpoints import bert_family
 from keras_bert.checkpoints.source import (
     CONFIG_KEYS,
+    POOLER_WEIGHTS,
     CheckpointError,
     SourceCheckpoint,
     check_against_config,
@@ -58,6 +63,7 @@ _ACTIVATIONS = {
     "gelu_pytorch_tanh": "gelu_approx",
     "relu": "relu",
 }
+ACTIVATIONS = _ACTIVATIONS
 
 # Google's keys, and the LayerNorm epsilon Google's format has not.
 _CONFIG_KEYS = {**CONFIG_KEYS, "layer_norm_eps": "layer_norm_epsilon"}
@@ -136,6 +142,11 @@ def _other_architecture(architectures):
     return None
 
 
+def _family_type(display_name):
+    """"distilbert" / "electra" for their display names, else None."""
+    return {"DistilBERT": "distilbert", "ELECTRA": "electra"}.get(display_name)
+
+
 def read_config_file(config_file, missing_hint):
     """A transformers model folder's config.json, as its dict and a BertConfig.
 
@@ -156,22 +167,37 @@ def read_config_file(config_file, missing_hint):
 def config_from_huggingface(values, path="config.json"):
     """BertConfig from the dict in a transformers BERT `config.json`."""
     check_config_object(values, path)
-    model_type = values.get("model_type", "bert")
+    model_type = bert_family.model_type_of(values)
     other = _other_architecture(values.get("architectures"))
     if model_type == "bert" and other:
         raise CheckpointError(
             f"{path}: this is a {other[1]} checkpoint (architectures {other[0]!r}), not BERT; "
-            f"keras_bert loads BERT only: other architectures differ in position ids, "
-            f"normalization or names.")
+            f"keras_bert loads BERT only, and its DistilBERT and ELECTRA variants "
+            f"(model_type 'distilbert', 'electra'): other architectures differ in position "
+            f"ids, normalization or names."
+            + (f" This config.json says model_type 'bert' (or none); a {other[1]} folder that "
+               f"transformers saved says {_family_type(other[1])!r}: set it in config.json."
+               if _family_type(other[1]) else ""))
+    if model_type in bert_family.MODEL_TYPES:
+        return bert_family.config_from_family(values, path)
     if model_type != "bert":
         name = OTHER_ARCHITECTURES.get(model_type, "")
         what = f"a {name} checkpoint (model_type={model_type!r})" if name else (
             f"model_type={model_type!r}")
         raise CheckpointError(
             f"{path}: this is {what}, and model_type={model_type!r} is not BERT; "
-            f"keras_bert loads BERT only (model_type 'bert'): other architectures "
+            f"keras_bert loads BERT only, and its DistilBERT and ELECTRA variants "
+            f"(model_type 'bert', 'distilbert', 'electra'): other architectures "
             f"differ in position ids, normalization or names."
         )
+    check_bert_keys(values, path, "a BERT")
+    return config_from_bert_keys(values, path)
+
+
+def check_bert_keys(values, path, what):
+    """Raises CheckpointError unless a config.json of BERT's keys (BERT's, ELECTRA's)
+    describes an encoder keras_bert has: absolute positions, bidirectional,
+    every key there. `what` ("a BERT") names the model in the message."""
     position_type = values.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise CheckpointError(
@@ -189,8 +215,12 @@ def config_from_huggingface(values, path="config.json"):
         if k not in values and k not in ("initializer_range", "layer_norm_eps")
     )
     if missing:
-        raise CheckpointError(f"{path}: missing key(s) {missing} of a BERT config.")
-    return config_from_values(values, path, _CONFIG_KEYS, _ACTIVATIONS)
+        raise CheckpointError(f"{path}: missing key(s) {missing} of {what} config.")
+
+
+def config_from_bert_keys(values, path, **fixed):
+    """BertConfig from a config.json of BERT's keys; `fixed`: fields it does not store."""
+    return config_from_values(values, path, _CONFIG_KEYS, _ACTIVATIONS, **fixed)
 
 
 def find_weights_file(folder):
@@ -363,26 +393,38 @@ def read_huggingface_checkpoint(path):
     source.lowercase, source.lowercase_from = read_lowercase(folder, values)
     source.tokenizer_options = read_tokenizer_options(folder)
     prefix = _model_prefix(tensors)
+    model_type = bert_family.model_type_of(values)
     if prefix is None:
         raise CheckpointError(
-            f"{weights_file}: no tensor named [bert.]{_WORD_EMBEDDINGS}; this "
-            f"is not a BERT checkpoint."
+            f"{weights_file}: no tensor named [{model_type}.]{_WORD_EMBEDDINGS}; this "
+            f"is not a {model_type} checkpoint."
         )
+    # DistilBERT's names are its own; ELECTRA's are BERT's and its projection.
+    family = bert_family.rules(model_type)
+    decoder_weight = bert_family.DECODER_WEIGHTS.get(model_type, _DECODER_WEIGHT)
     transposed = set()
     for name in sorted(tensors):
         if prefix and name.startswith(prefix):
-            google, transpose = _match(_RULES, name[len(prefix):])
-        elif not prefix:
-            google, transpose = _match(_RULES, name)
+            stripped = name[len(prefix):]
         else:
-            google, transpose = None, False
+            stripped = None if prefix else name
+        google, transpose = None, False
+        if stripped is not None and model_type != "distilbert":
+            google, transpose = _match(_RULES, stripped)
+        if google is None and stripped is not None and family:
+            google, transpose = bert_family.match(family[0], stripped)
         if google is None:
-            google, transpose = _match(_HEAD_RULES, name)
+            google, transpose = (bert_family.match(family[1], name) if family
+                                 else _match(_HEAD_RULES, name))
+            if google in POOLER_WEIGHTS and not config.use_pooler:
+                # A dense on [CLS] of a head other than the sequence classifier's
+                # (multiple choice): left, and reported (`bert_family.left_heads`).
+                google = None
         if google is None:
             stripped = name[len(prefix):] if name.startswith(prefix) else name
             if stripped in _BUFFERS:
                 source.ignored[name] = _BUFFERS[stripped]
-            elif name not in (_DECODER_WEIGHT, _DECODER_BIAS):
+            elif name not in (decoder_weight, _DECODER_BIAS):
                 source.unused.append(name)
             continue
         if google in source.weights:
@@ -400,8 +442,9 @@ def read_huggingface_checkpoint(path):
             transposed.add(google)
         source.weights[google] = np.ascontiguousarray(value)
         source.source_names[google] = name
-    _tied_decoder(source, tensors, prefix)
-    source.head = _read_head(source, values, tensors, config_file)
+    _tied_decoder(source, tensors, prefix, decoder_weight)
+    source.head = _read_head(source, values, tensors, config_file, model_type)
+    source.warnings += bert_family.left_heads(model_type, source.unused)
 
     check_against_config(
         source,
@@ -432,7 +475,7 @@ def huggingface_name(google_name, prefix="bert."):
     return prefix + name[len("bert."):] if name.startswith("bert.") else name
 
 
-def _tied_decoder(source, tensors, prefix):
+def _tied_decoder(source, tensors, prefix, decoder_weight=_DECODER_WEIGHT):
     """The MLM decoder: keras_bert ties its weight to the word embeddings.
 
     The decoder weight is accepted when it equals the word embeddings (the
@@ -440,15 +483,15 @@ def _tied_decoder(source, tensors, prefix):
     `cls.predictions.bias` in transformers and stands in for it when that one
     is absent.
     """
-    if _DECODER_WEIGHT in tensors:
-        decoder = np.asarray(tensors[_DECODER_WEIGHT], np.float32)
+    if decoder_weight in tensors:
+        decoder = np.asarray(tensors[decoder_weight], np.float32)
         words = source.weights.get("bert/embeddings/word_embeddings")
         if words is not None and decoder.shape == words.shape and np.array_equal(decoder, words):
-            source.ignored[_DECODER_WEIGHT] = f"tied to {prefix}{_WORD_EMBEDDINGS}"
+            source.ignored[decoder_weight] = f"tied to {prefix}{_WORD_EMBEDDINGS}"
         else:
-            source.unused.append(_DECODER_WEIGHT)
+            source.unused.append(decoder_weight)
             source.warnings.append(
-                f"{_DECODER_WEIGHT} differs from {prefix}{_WORD_EMBEDDINGS}; "
+                f"{decoder_weight} differs from {prefix}{_WORD_EMBEDDINGS}; "
                 f"keras_bert ties the MLM output projection to the token "
                 f"embeddings, so the decoder weight is not used."
             )
@@ -546,9 +589,11 @@ def read_vocabulary(folder, warnings):
     vocab_file = os.path.join(folder, VOCAB_FILE)
     tokenizer_file = os.path.join(folder, TOKENIZER_FILE)
     if not os.path.isfile(tokenizer_file):
+        _refuse_bpe(folder, vocab_file)
         return vocab_file
     tokens = tokenizer_json_vocabulary(tokenizer_file)
     if tokens is None:
+        _refuse_bpe(folder, vocab_file)
         if not os.path.isfile(vocab_file):
             raise CheckpointError(
                 f"{tokenizer_file} holds no WordPiece model (BERT's tokenizer) and the "
@@ -578,6 +623,17 @@ def read_vocabulary(folder, warnings):
     with open(written, "w", encoding="utf-8") as f:
         f.write("\n".join(tokens) + "\n")
     return written
+
+
+def _refuse_bpe(folder, vocab_file):
+    """Raises CheckpointError when the folder's only vocabulary is a byte-level BPE one."""
+    bpe = [os.path.join(folder, n) for n in ("vocab.json", "merges.txt")]
+    if not os.path.isfile(vocab_file) and all(os.path.isfile(p) for p in bpe):
+        raise CheckpointError(
+            f"{folder} holds vocab.json + merges.txt and no {VOCAB_FILE}: its tokenizer is "
+            f"byte-level BPE (RoBERTa / GPT-2 style), not WordPiece. keras_bert tokenizes with "
+            f"WordPiece only (BERT, DistilBERT, ELECTRA); these weights were trained on other "
+            f"token ids, so they cannot be used with a WordPiece vocabulary.")
 
 
 def _first_difference(a, b):
@@ -694,14 +750,16 @@ def make_head(source, values, task, kernel, bias, names, config_file):
             "source_names": names}
 
 
-def _read_head(source, values, tensors, config_file):
+def _read_head(source, values, tensors, config_file, model_type="bert"):
     """A fine-tuned Linear head of BertFor{Sequence,Token}Classification or
-    BertForQuestionAnswering (see `HEAD_TASKS`).
+    BertForQuestionAnswering (see `HEAD_TASKS`), or of DistilBERT's and
+    ELECTRA's same classes (`bert_family.head_layer`).
 
     Returns the `SourceCheckpoint.head` dict, or None (then the tensors stay
     in `unused`, reported).
     """
     task, layer = head_task(values)
+    layer = bert_family.head_layer(model_type, task, layer)
     weight_name, bias_name = f"{layer}.weight", f"{layer}.bias"
     if task is None or weight_name not in tensors or bias_name not in tensors:
         return None
@@ -710,4 +768,6 @@ def _read_head(source, values, tensors, config_file):
                      f"{weight_name}, {bias_name}", config_file)
     for name in (weight_name, bias_name):
         source.unused.remove(name)
+    if task == "classification":
+        head["options"] = bert_family.head_options(model_type, values)
     return head

@@ -164,9 +164,13 @@ def read_keras_hub_preset(path):
         name = OTHER_BACKBONES.get(class_name)
         what = f"a {name} preset (keras-hub {class_name})" if name else (
             f"a keras-hub {class_name} preset")
+        family = name in ("DistilBERT", "ELECTRA")
         raise CheckpointError(
             f"{config_file}: this is {what}, not BertBackbone; keras_bert loads BERT only: "
-            f"other architectures differ in position ids, normalization or names.")
+            f"other architectures differ in position ids, normalization or names."
+            + (f" keras_bert reads {name} from its Hugging Face folder or Hub id "
+               f"(config.json + model.safetensors), not from a keras-hub preset." if family
+               else ""))
     if os.path.isfile(os.path.join(path, "model.weights.json")):
         raise CheckpointError(
             f"{path} holds sharded weights (model.weights.json); keras_bert reads one "

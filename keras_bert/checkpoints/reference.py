@@ -58,12 +58,15 @@ def numpy_forward(weights, config, token_ids, segment_ids, padding_mask):
 
     x = (
         w["bert/embeddings/word_embeddings"][token_ids]
-        + w["bert/embeddings/token_type_embeddings"][segment_ids]
         + w["bert/embeddings/position_embeddings"][None, :seq]
-    )  # (B, T, H)
+    )  # (B, T, E); E = H but in ELECTRA
+    if getattr(config, "type_vocab_size", 2):  # DistilBERT has no segment table.
+        x = x + w["bert/embeddings/token_type_embeddings"][segment_ids]
     x = _layer_norm(
         x, w["bert/embeddings/LayerNorm/gamma"], w["bert/embeddings/LayerNorm/beta"], eps
     )
+    if "bert/embeddings_project/kernel" in w:  # ELECTRA: E -> H.
+        x = x @ w["bert/embeddings_project/kernel"] + w["bert/embeddings_project/bias"]
     # modeling.py's additive mask: 0 for real keys, -10000 for padding.
     mask = (1.0 - np.asarray(padding_mask, np.float64))[:, None, None, :] * -10000.0
 
@@ -96,7 +99,11 @@ def numpy_forward(weights, config, token_ids, segment_ids, padding_mask):
     outputs = {"sequence_output": x}
 
     if "bert/pooler/dense/kernel" in w:
-        outputs["pooled_output"] = np.tanh(dense(x[:, 0], "bert/pooler/dense"))
+        pooler_act = getattr(config, "pooler_act", "tanh")
+        pooler = np.tanh if pooler_act == "tanh" else _activation(pooler_act)
+        outputs["pooled_output"] = pooler(dense(x[:, 0], "bert/pooler/dense"))
+    elif not getattr(config, "use_pooler", True):  # No pooler: the [CLS] vector.
+        outputs["pooled_output"] = x[:, 0]
     if "cls/predictions/output_bias" in w:
         t = act(dense(x, "cls/predictions/transform/dense"))
         t = _layer_norm(
@@ -138,24 +145,36 @@ def transformers_forward(folder, token_ids, segment_ids, padding_mask):
 
     Returns:
         dict of float32 numpy arrays: `sequence_output` [batch, seq, hidden]
-        and `pooled_output` [batch, hidden].
+        and, for BERT, `pooled_output` [batch, hidden] (DistilBertModel and
+        ElectraModel, read by their own classes, have no pooler).
     """
+    import json
+    import os
+
     import torch
     import transformers
 
-    model = transformers.BertModel.from_pretrained(folder)
+    from keras_bert.checkpoints.bert_family import model_type_of
+
+    with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+        model_type = model_type_of(json.load(f))
+    model_class = {"distilbert": transformers.DistilBertModel,
+                   "electra": transformers.ElectraModel}.get(model_type, transformers.BertModel)
+    model = model_class.from_pretrained(folder)
     model = model.float()  # Parameters and buffers in float32, whatever was loaded.
     model.eval()
-    with torch.no_grad():
-        out = model(
-            input_ids=torch.as_tensor(np.asarray(token_ids), dtype=torch.long),
-            token_type_ids=torch.as_tensor(np.asarray(segment_ids), dtype=torch.long),
-            attention_mask=torch.as_tensor(np.asarray(padding_mask), dtype=torch.long),
-        )
-    return {
-        "sequence_output": out.last_hidden_state.float().numpy(),
-        "pooled_output": out.pooler_output.float().numpy(),
+    inputs = {
+        "input_ids": torch.as_tensor(np.asarray(token_ids), dtype=torch.long),
+        "attention_mask": torch.as_tensor(np.asarray(padding_mask), dtype=torch.long),
     }
+    if model_type != "distilbert":  # DistilBERT takes no segment ids.
+        inputs["token_type_ids"] = torch.as_tensor(np.asarray(segment_ids), dtype=torch.long)
+    with torch.no_grad():
+        out = model(**inputs)
+    outputs = {"sequence_output": out.last_hidden_state.float().numpy()}
+    if getattr(out, "pooler_output", None) is not None:
+        outputs["pooled_output"] = out.pooler_output.float().numpy()
+    return outputs
 
 
 def keras_hub_available():

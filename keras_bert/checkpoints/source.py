@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from keras_bert.config import BertConfig
+from keras_bert.config import BertConfig, embedding_width, has_embeddings_project
 
 
 class CheckpointError(ValueError):
@@ -114,8 +114,15 @@ def config_from_values(values, path, keys, activations, **fixed):
         raise CheckpointError(f"{path}: {e}") from e
 
 
-def encoder_weight_names(num_layers):
-    """Google names of the weights every BERT encoder needs (pooler excluded)."""
+# ELECTRA's E -> H Dense after the embeddings (`embeddings_project`), when E != H.
+PROJECT_WEIGHTS = ("bert/embeddings_project/kernel", "bert/embeddings_project/bias")
+
+
+def encoder_weight_names(config):
+    """Google names of the weights the encoder of `config` (a BertConfig) needs, pooler
+    excluded: no segment table when `type_vocab_size` is 0 (DistilBERT), the
+    `embeddings_project` Dense when `embedding_size` differs from `hidden_size`
+    (ELECTRA; keras_bert's name, in Google's style)."""
     names = [
         "bert/embeddings/word_embeddings",
         "bert/embeddings/token_type_embeddings",
@@ -123,7 +130,11 @@ def encoder_weight_names(num_layers):
         "bert/embeddings/LayerNorm/gamma",
         "bert/embeddings/LayerNorm/beta",
     ]
-    for i in range(num_layers):
+    if not config.type_vocab_size:
+        names.remove("bert/embeddings/token_type_embeddings")
+    if has_embeddings_project(config):
+        names += list(PROJECT_WEIGHTS)
+    for i in range(config.num_layers):
         prefix = f"bert/encoder/layer_{i}/"
         for dense in (
             "attention/self/query",
@@ -142,22 +153,26 @@ def encoder_weight_names(num_layers):
 def expected_shapes(config):
     """Google name -> shape that `config` (a BertConfig) implies, for every weight."""
     h, i, v = config.hidden_size, config.intermediate_size, config.vocab_size
+    e = embedding_width(config)  # The tables' width: H, or ELECTRA's E.
     shapes = {
-        "bert/embeddings/word_embeddings": (v, h),
-        "bert/embeddings/token_type_embeddings": (config.type_vocab_size, h),
-        "bert/embeddings/position_embeddings": (config.max_position_embeddings, h),
-        "bert/embeddings/LayerNorm/gamma": (h,),
-        "bert/embeddings/LayerNorm/beta": (h,),
-        "bert/pooler/dense/kernel": (h, h),
-        "bert/pooler/dense/bias": (h,),
-        "cls/predictions/transform/dense/kernel": (h, h),
-        "cls/predictions/transform/dense/bias": (h,),
-        "cls/predictions/transform/LayerNorm/gamma": (h,),
-        "cls/predictions/transform/LayerNorm/beta": (h,),
+        "bert/embeddings/word_embeddings": (v, e),
+        "bert/embeddings/position_embeddings": (config.max_position_embeddings, e),
+        "bert/embeddings/LayerNorm/gamma": (e,),
+        "bert/embeddings/LayerNorm/beta": (e,),
+        "cls/predictions/transform/dense/kernel": (h, e),
+        "cls/predictions/transform/dense/bias": (e,),
+        "cls/predictions/transform/LayerNorm/gamma": (e,),
+        "cls/predictions/transform/LayerNorm/beta": (e,),
         "cls/predictions/output_bias": (v,),
         "cls/seq_relationship/output_weights": (2, h),
         "cls/seq_relationship/output_bias": (2,),
     }
+    if config.type_vocab_size:
+        shapes["bert/embeddings/token_type_embeddings"] = (config.type_vocab_size, e)
+    if config.use_pooler:
+        shapes.update({"bert/pooler/dense/kernel": (h, h), "bert/pooler/dense/bias": (h,)})
+    if e != h:
+        shapes.update({PROJECT_WEIGHTS[0]: (e, h), PROJECT_WEIGHTS[1]: (h,)})
     for n in range(config.num_layers):
         prefix = f"bert/encoder/layer_{n}/"
         for dense, shape in (
@@ -291,7 +306,8 @@ class ConversionReport:
         lines = [
             f"Converted {self.format} checkpoint {self.source}",
             f"  config: L={c.num_layers} H={c.hidden_size} A={c.num_heads} "
-            f"I={c.intermediate_size} vocab={c.vocab_size} act={c.hidden_act}",
+            f"I={c.intermediate_size} vocab={c.vocab_size} act={c.hidden_act}"
+            + variant_summary(c),
             f"  source tensors: {self.num_source_tensors} "
             f"({len(self.ignored)} ignored on purpose, {len(self.unused)} unused)",
             f"  loaded: {', '.join(self.loaded_parts)}",
@@ -317,6 +333,21 @@ class ConversionReport:
         if self.output:
             lines.append(f"  wrote {os.path.abspath(self.output)}")
         return "\n".join(lines)
+
+
+def variant_summary(config):
+    """" E=128 segments=none pooler=none": what a BertConfig sets away from BERT's
+    encoder (DistilBERT, ELECTRA), for the report's config line; "" for BERT."""
+    parts = []
+    if config.embedding_size and config.embedding_size != config.hidden_size:
+        parts.append(f"E={config.embedding_size}")
+    if not config.type_vocab_size:
+        parts.append("segments=none")
+    if not config.use_pooler:
+        parts.append("pooler=none")
+    elif config.pooler_act != "tanh":
+        parts.append(f"pooler_act={config.pooler_act}")
+    return "".join(" " + p for p in parts)
 
 
 def first_line(error):
@@ -387,7 +418,7 @@ def check_against_config(source, describe=None, transposed=()):
             f"google-research/bert or Hugging Face BertModel tensor names; TF2 "
             f"Model Garden and Keras checkpoints are not this format."
         )
-    required = encoder_weight_names(source.config.num_layers)
+    required = encoder_weight_names(source.config)
     missing = [n for n in required if n not in source.weights]
     if missing:
         raise CheckpointError(

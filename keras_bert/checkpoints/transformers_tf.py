@@ -25,6 +25,7 @@ import re
 
 import numpy as np
 
+from keras_bert.checkpoints import bert_family
 from keras_bert.checkpoints.huggingface import (
     CONFIG_FILE,
     VOCAB_FILE,
@@ -38,6 +39,7 @@ from keras_bert.checkpoints.source import (
     SourceCheckpoint,
     check_against_config,
     first_line,
+    read_config_json,
 )
 
 TF_WEIGHTS_FILE = "tf_model.h5"
@@ -175,9 +177,20 @@ def read_transformers_tf_checkpoint(path):
             f"with torch (BertModel.from_pretrained(folder, from_tf=True).save_pretrained("
             f"folder), the task class in place of BertModel).")
     config_file = os.path.join(folder, CONFIG_FILE)
-    values, config = read_config_file(
-        config_file, f"transformers' save_pretrained writes {CONFIG_FILE} beside "
-        f"{TF_WEIGHTS_FILE}; copy it from where the model came from.")
+    hint = (f"transformers' save_pretrained writes {CONFIG_FILE} beside {TF_WEIGHTS_FILE}; "
+            f"copy it from where the model came from.")
+    # Before the config is read as BERT's: a DistilBERT config has other keys.
+    found = read_config_json(config_file, hint)
+    model_type = bert_family.model_type_of(found) if isinstance(found, dict) else None
+    if model_type in bert_family.MODEL_TYPES:
+        raise CheckpointError(
+            f"{folder}: a {model_type} {TF_WEIGHTS_FILE}; keras_bert reads DistilBERT and "
+            f"ELECTRA from their PyTorch weights (model.safetensors or pytorch_model.bin), "
+            f"not from transformers' TF h5. Get the folder with model.safetensors (the Hub "
+            f"repositories hold both), or where transformers < 5 runs, save it with "
+            f"{'DistilBertModel' if model_type == 'distilbert' else 'ElectraModel'}"
+            f".from_pretrained(folder, from_tf=True).save_pretrained(folder).")
+    values, config = read_config_file(config_file, hint)
     stored_weights = read_h5_weights(weights_file)
 
     source = SourceCheckpoint(

@@ -238,7 +238,7 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
                 model.quantize(quantize)
     else:
         model = model_or_dir
-        policy = encoder_of(model).pooler.dtype_policy.name
+        policy = encoder_of(model).embeddings.dtype_policy.name
         if dtype is not None and policy != dtype:
             raise ValueError(
                 f"export_model(dtype={dtype!r}) re-loads a model directory, but a Keras model "

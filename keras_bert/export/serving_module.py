@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.export.serving_kernels import serving_kernels
+from keras_bert.models.task_inputs import segment_limit
 from keras_bert.text import BertPreprocessor
 
 STRINGS = tf.TensorSpec([None], tf.string)
@@ -145,7 +146,7 @@ class BertServingModule(tf.Module):
         # Kernels chosen per call by size (keras_bert.export.serving_kernels);
         # XLA compiles its own, and a LiteRT conversion turns this off.
         self.serving_kernels = not self.jit_compile
-        self.dtype_policy = encoder.pooler.dtype_policy.name  # The model's own stays float32.
+        self.dtype_policy = encoder.embeddings.dtype_policy.name  # The model's own stays float32.
         self._keras = _Unsaved(
             model=model,
             encoder=encoder,
@@ -258,9 +259,11 @@ class BertServingModule(tf.Module):
                 segment_ids, message="encode: segment_ids must be >= 0"
             ),
             tf.debugging.assert_less(
-                segment_ids, encoder.type_vocab_size,
-                message=f"encode: segment_ids must be < type_vocab_size="
-                f"{encoder.type_vocab_size}",
+                segment_ids, segment_limit(encoder),
+                message=(f"encode: segment_ids must be < type_vocab_size="
+                         f"{encoder.type_vocab_size}" if encoder.type_vocab_size else
+                         "encode: segment_ids must be 0 or 1 (the encoder has no segment "
+                         "embeddings and ignores them)"),
             ),
         ]
         with tf.control_dependencies(checks):

@@ -16,7 +16,8 @@ class BertEmbeddings(keras.layers.Layer):
         vocab_size: int, rows of the token embedding table.
         hidden_size: int, embedding width H.
         max_position_embeddings: int, longest sequence; longer input is an error.
-        type_vocab_size: int, number of segment ids.
+        type_vocab_size: int, number of segment ids; 0 for no segment
+            embeddings (DistilBERT): `segment_ids` are then ignored.
         dropout_rate: float, dropout after the LayerNorm.
         initializer_range: float, stddev of the truncated normal initializer.
         layer_norm_epsilon: float, LayerNorm epsilon.
@@ -24,7 +25,7 @@ class BertEmbeddings(keras.layers.Layer):
     Call arguments:
         token_ids: int Tensor of shape [batch_size, seq_length].
         segment_ids: int Tensor of shape [batch_size, seq_length], or None for
-            all zeros.
+            all zeros; unused when `type_vocab_size` is 0.
         training: bool, whether dropout is active.
 
     Returns:
@@ -52,10 +53,12 @@ class BertEmbeddings(keras.layers.Layer):
             ("vocab_size", vocab_size),
             ("hidden_size", hidden_size),
             ("max_position_embeddings", max_position_embeddings),
-            ("type_vocab_size", type_vocab_size),
         ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"Expected {name} >= 1. Received: {name}={value!r}")
+        if not isinstance(type_vocab_size, int) or type_vocab_size < 0:
+            raise ValueError(f"Expected type_vocab_size >= 0. Received: "
+                             f"type_vocab_size={type_vocab_size!r}")
         check_rate("dropout_rate", dropout_rate)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
@@ -72,7 +75,9 @@ class BertEmbeddings(keras.layers.Layer):
             shape=(self.vocab_size, self.hidden_size),
             initializer=init,
         )
-        self.segment_embeddings = self.add_weight(
+        # None without segments: no table, rather than a zero one that would
+        # be trained and saved.
+        self.segment_embeddings = None if not self.type_vocab_size else self.add_weight(
             name="segment_embeddings",
             shape=(self.type_vocab_size, self.hidden_size),
             initializer=init,
@@ -100,7 +105,9 @@ class BertEmbeddings(keras.layers.Layer):
                 f"preprocessor's sequence_length) to at most that many tokens."
             )
         x = ops.take(self.token_embeddings, token_ids, axis=0)  # (B, T, H)
-        if segment_ids is not None:
+        if self.segment_embeddings is None:
+            pass  # DistilBERT: token + position only.
+        elif segment_ids is not None:
             x = x + ops.take(self.segment_embeddings, segment_ids, axis=0)
         else:
             x = x + self.segment_embeddings[0]

@@ -64,8 +64,11 @@ class MaskedLMHead(keras.layers.Layer):
 
     def build(self, sequence_output_shape, masked_positions_shape=None):
         hidden_size = sequence_output_shape[-1]
+        # Tied to narrower tables (ELECTRA's E < H), the transform maps H -> E,
+        # as ELECTRA's generator head does; BERT's is H -> H.
+        width = hidden_size if self.embeddings is None else self.embeddings.hidden_size
         self.transform_dense = keras.layers.Dense(
-            hidden_size,
+            width,
             activation=get_activation(self.hidden_act),
             kernel_initializer=initializer(self.initializer_range),
             dtype=self.dtype_policy,
@@ -75,17 +78,12 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
-        self.layer_norm.build((None, None, hidden_size))
+        self.layer_norm.build((None, None, width))
         if self.embeddings is None:
             self.output_kernel = self.add_weight(
                 name="output_kernel",
                 shape=(hidden_size, self.vocab_size),
                 initializer=initializer(self.initializer_range),
-            )
-        elif self.embeddings.hidden_size != hidden_size:
-            raise ValueError(
-                f"The tied embeddings have hidden_size={self.embeddings.hidden_size}, "
-                f"but the sequence output has width {hidden_size}."
             )
         self.output_bias = self.add_weight(
             name="output_bias", shape=(self.vocab_size,), initializer="zeros"

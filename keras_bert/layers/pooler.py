@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_bert.layers.activations import initializer
+from keras_bert.layers.activations import get_activation, initializer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -11,6 +11,8 @@ class Pooler(keras.layers.Layer):
 
     Args:
         initializer_range: float, stddev of the truncated normal initializer.
+        activation: "tanh" (BERT), or a `hidden_act` name ("relu", "gelu"): the
+            dense on [CLS] of DistilBERT's and ELECTRA's sequence classifiers.
 
     Call arguments:
         sequence_output: float Tensor of shape [batch_size, seq_length, hidden_size].
@@ -23,14 +25,17 @@ class Pooler(keras.layers.Layer):
     (2, 8)
     """
 
-    def __init__(self, initializer_range=0.02, **kwargs):
+    def __init__(self, initializer_range=0.02, activation="tanh", **kwargs):
         super().__init__(**kwargs)
+        if activation != "tanh":
+            get_activation(activation)  # Raises naming the choices.
         self.initializer_range = initializer_range
+        self.activation = activation
 
     def build(self, input_shape):
         self.dense = keras.layers.Dense(
             input_shape[-1],
-            activation="tanh",
+            activation="tanh" if self.activation == "tanh" else get_activation(self.activation),
             kernel_initializer=initializer(self.initializer_range),
             dtype=self.dtype_policy,
             name="dense",
@@ -46,5 +51,5 @@ class Pooler(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(initializer_range=self.initializer_range)
+        config.update(initializer_range=self.initializer_range, activation=self.activation)
         return config

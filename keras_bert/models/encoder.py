@@ -3,8 +3,9 @@
 import keras
 
 from keras_bert import sources
-from keras_bert.config import BertConfig, check_hyperparameters
+from keras_bert.config import BertConfig, check_hyperparameters, embedding_width
 from keras_bert.layers import BertEmbeddings, Pooler, TransformerEncoderBlock
+from keras_bert.layers.activations import initializer
 from keras_bert.models import model_dir as model_dir_lib
 from keras_bert.models.keras_file import AtomicKerasSave
 from keras_bert.models.lora import LoraModel, save_adapters_beside
@@ -37,7 +38,11 @@ def check_kwargs(owner, kwargs, hint=""):
 class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
     """The BERT encoder: embeddings, `num_layers` encoder blocks, pooler.
 
-    The constructor arguments are the fields of `BertConfig`.
+    The constructor arguments are the fields of `BertConfig`. Its variants are
+    those fields too: DistilBERT is `type_vocab_size=0, use_pooler=False`
+    (no segment embeddings, no pooler), an ELECTRA discriminator
+    `use_pooler=False` with `embedding_size` E (tables of width E, LayerNorm,
+    then a Dense E -> H, `embeddings_project`, when E differs from H).
 
     Inputs (a dict):
         token_ids: int32 Tensor of shape [batch_size, seq_length].
@@ -48,7 +53,8 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
     Outputs (a dict):
         sequence_output: float Tensor [batch_size, seq_length, hidden_size],
             the last layer.
-        pooled_output: float Tensor [batch_size, hidden_size], tanh dense over [CLS].
+        pooled_output: float Tensor [batch_size, hidden_size], tanh dense over [CLS]
+            (with `use_pooler=False`, the [CLS] vector of sequence_output).
         encoder_outputs: list of `num_layers` float Tensors
             [batch_size, seq_length, hidden_size], one per block.
         attention_probs: (only with `output_attention_probs=True`) list of
@@ -58,7 +64,7 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
         vocab_size, hidden_size, num_layers, num_heads, intermediate_size,
         hidden_act, dropout_rate, attention_dropout_rate,
         max_position_embeddings, type_vocab_size, initializer_range,
-        layer_norm_epsilon: see `BertConfig`.
+        layer_norm_epsilon, embedding_size, use_pooler, pooler_act: see `BertConfig`.
         output_attention_probs: bool, also output attention probabilities.
         dtype: a Keras dtype policy such as "mixed_bfloat16", or None for the
             global policy.
@@ -86,6 +92,9 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
         type_vocab_size=2,
         initializer_range=0.02,
         layer_norm_epsilon=1e-12,
+        embedding_size=None,
+        use_pooler=True,
+        pooler_act="tanh",
         output_attention_probs=False,
         dtype=None,
         **kwargs,
@@ -106,13 +115,17 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
             type_vocab_size=type_vocab_size,
             initializer_range=initializer_range,
             layer_norm_epsilon=layer_norm_epsilon,
+            embedding_size=embedding_size,
+            use_pooler=use_pooler,
+            pooler_act=pooler_act,
         )
         check_hyperparameters(**config)
+        width = embedding_width(BertConfig(**config))
 
         # === Layers ===
         self.embeddings = BertEmbeddings(
             vocab_size=vocab_size,
-            hidden_size=hidden_size,
+            hidden_size=width,
             max_position_embeddings=max_position_embeddings,
             type_vocab_size=type_vocab_size,
             dropout_rate=dropout_rate,
@@ -121,6 +134,10 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
             dtype=dtype,
             name="embeddings",
         )
+        # ELECTRA's tables are narrower than the blocks (E < H).
+        self.embeddings_project = None if width == hidden_size else keras.layers.Dense(
+            hidden_size, kernel_initializer=initializer(initializer_range), dtype=dtype,
+            name="embeddings_project")
         self.encoder_blocks = [
             TransformerEncoderBlock(
                 num_heads=num_heads,
@@ -135,7 +152,8 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
             )
             for i in range(num_layers)
         ]
-        self.pooler = Pooler(initializer_range=initializer_range, dtype=dtype, name="pooler")
+        self.pooler = Pooler(initializer_range=initializer_range, activation=pooler_act,
+                             dtype=dtype, name="pooler") if use_pooler else None
 
         # === Functional graph ===
         inputs = {
@@ -143,7 +161,11 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
             "segment_ids": keras.Input(shape=(None,), dtype="int32", name="segment_ids"),
             "padding_mask": keras.Input(shape=(None,), dtype="int32", name="padding_mask"),
         }
+        # Without segment embeddings the layer ignores segment_ids (still an input,
+        # so every task, preprocessor and export feeds the encoder alike).
         x = self.embeddings(inputs["token_ids"], inputs["segment_ids"])
+        if self.embeddings_project is not None:
+            x = self.embeddings_project(x)  # (B, T, E) -> (B, T, H)
         encoder_outputs, attention_probs = [], []
         for block in self.encoder_blocks:
             if output_attention_probs:
@@ -156,7 +178,7 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
             encoder_outputs.append(x)
         outputs = {
             "sequence_output": x,
-            "pooled_output": self.pooler(x),
+            "pooled_output": self.pooler(x) if self.pooler is not None else x[:, 0],
             "encoder_outputs": encoder_outputs,
         }
         if output_attention_probs:
@@ -164,8 +186,8 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
         # A functional model keeps the float32 policy whatever `dtype` says;
         # the encoder reports its layers' (keras-hub's backbones do the same).
-        if self.dtype_policy.name != self.pooler.dtype_policy.name:
-            self.dtype_policy = self.pooler.dtype_policy
+        if self.dtype_policy.name != self.embeddings.dtype_policy.name:
+            self.dtype_policy = self.embeddings.dtype_policy
 
         # === Config ===
         for name, value in config.items():
@@ -184,7 +206,7 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
             "output_attention_probs": self.output_attention_probs,
             # The layers' policy: a functional model's own `dtype_policy` stays
             # float32 whatever `dtype` was given.
-            "dtype": keras.dtype_policies.serialize(self.pooler.dtype_policy),
+            "dtype": keras.dtype_policies.serialize(self.embeddings.dtype_policy),
         }
 
     @classmethod

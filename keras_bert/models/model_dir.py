@@ -26,7 +26,7 @@ import shutil
 import numpy as np
 
 from keras_bert import sources
-from keras_bert.config import BertConfig
+from keras_bert.config import BertConfig, embedding_width
 from keras_bert.files import (
     Kind,
     prepare_output_dir,
@@ -59,7 +59,7 @@ CHECKSUM_ATTR = "keras_bert_weights_sha256"
 # thing (dropout and initializer_range may change between runs).
 _WEIGHT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
                   "hidden_act", "max_position_embeddings", "type_vocab_size",
-                  "layer_norm_epsilon")
+                  "layer_norm_epsilon", "embedding_size", "use_pooler", "pooler_act")
 
 
 def count_vocab_lines(path):
@@ -250,10 +250,13 @@ def _weight_shapes(weights_path):
 def _encoder_size(config):
     """The number of weights of the encoder `config` describes (embeddings, blocks, pooler)."""
     h, i = config.hidden_size, config.intermediate_size
+    e = embedding_width(config)
     embeddings = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size
-                  + 2) * h
+                  + 2) * e
+    project = (e * h + h) if e != h else 0
     block = 4 * (h * h + h) + 2 * h * i + i + h + 4 * h
-    return embeddings + config.num_layers * block + h * h + h
+    pooler = h * h + h if config.use_pooler else 0
+    return embeddings + project + config.num_layers * block + pooler
 
 
 def check_config_before_build(weights_path, config, config_path):

@@ -118,7 +118,7 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
         return self._without_unused_pooler(super().trainable_variables)
 
     def _without_unused_pooler(self, weights):
-        if self.uses_pooler:
+        if self.uses_pooler or self.encoder.pooler is None:
             return weights
         pooler = {id(w) for w in self.encoder.pooler.weights}
         return [w for w in weights if id(w) not in pooler]

@@ -331,12 +331,19 @@ def label_ids_tensor(labels, label_names, what="This model"):
 
 # === The integer input dict ===
 
+def segment_limit(encoder):
+    """The exclusive bound of valid segment ids: type_vocab_size, or the packer's 2 for
+    an encoder without segment embeddings (DistilBERT), which ignores them."""
+    return encoder.type_vocab_size or 2
+
+
 def integer_limits(encoder):
     """{input name: (low, high exclusive, what it must be)} for the encoder's inputs."""
     return {
         "token_ids": (0, encoder.vocab_size, f"in [0, vocab_size={encoder.vocab_size})"),
-        "segment_ids": (0, encoder.type_vocab_size,
-                        f"in [0, type_vocab_size={encoder.type_vocab_size})"),
+        "segment_ids": (0, segment_limit(encoder), (
+            f"in [0, type_vocab_size={encoder.type_vocab_size})" if encoder.type_vocab_size
+            else "0 or 1 (the packer's; unused: the encoder has no segment embeddings)")),
         "padding_mask": (0, 2, "0 or 1 (1 = real token)"),
     }
 

@@ -73,7 +73,10 @@ def layerwise_lr_multipliers(model, decay=1.0, encoder_multiplier=1.0):
     assign(encoder.embeddings, encoder_multiplier * decay**total)
     for k, block in enumerate(encoder.encoder_blocks):
         assign(block, encoder_multiplier * decay ** (total - 1 - k))
-    assign(encoder.pooler, encoder_multiplier)
+    if encoder.embeddings_project is not None:  # ELECTRA: with the embeddings.
+        assign(encoder.embeddings_project, encoder_multiplier * decay**total)
+    if encoder.pooler is not None:
+        assign(encoder.pooler, encoder_multiplier)
     return multipliers
 
 

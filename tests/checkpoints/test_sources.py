@@ -226,14 +226,24 @@ def test_unknown_name_lists_the_table_and_how_to_convert(tmp_path):
         BertEncoder.from_pretrained(str(tmp_path / "missing"))
 
 
+# DistilBERT and ELECTRA load (tests/checkpoints/test_family.py).
 @pytest.mark.parametrize("model_type, name", [("roberta", "RoBERTa"),
-                                              ("distilbert", "DistilBERT"),
-                                              ("electra", "ELECTRA")])
+                                              ("albert", "ALBERT"),
+                                              ("deberta-v2", "DeBERTa-v2")])
 def test_other_architectures_are_refused_by_name(tmp_path, model_type, name):
     folder, _, _ = _hf_folder(tmp_path / "hf", extra_config={"model_type": model_type})
     with pytest.raises(CheckpointError,
                        match=rf"is a {name} checkpoint \(model_type='{model_type}'\).*"
-                             rf"keras_bert loads BERT only"):
+                             rf"keras_bert loads BERT only, and its DistilBERT and ELECTRA"):
+        BertEncoder.from_pretrained(folder)
+
+
+def test_a_bert_config_naming_a_distilbert_class_says_which_model_type_to_set(tmp_path):
+    folder, _, _ = _hf_folder(tmp_path / "hf",
+                              extra_config={"architectures": ["DistilBertForMaskedLM"]})
+    with pytest.raises(CheckpointError,
+                       match=r"is a DistilBERT checkpoint .*says 'distilbert': set it in "
+                             r"config\.json"):
         BertEncoder.from_pretrained(folder)
 
 

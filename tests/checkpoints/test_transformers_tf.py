@@ -236,11 +236,19 @@ def test_non_bert_config_is_refused_by_name(tmp_path):
     path = os.path.join(folder, "config.json")
     with open(path) as f:
         values = json.load(f)
-    # No model_type: refused by the class name alone.
+    # No model_type: the class name says DistilBERT, whose tf_model.h5 is not read
+    # (its PyTorch weights are: tests/checkpoints/test_family.py).
     del values["model_type"]
     values["architectures"] = ["TFDistilBertForSequenceClassification"]
     with open(path, "w") as f:
         json.dump(values, f)
+    with pytest.raises(CheckpointError,
+                       match=r"a distilbert tf_model\.h5; keras_bert reads DistilBERT and "
+                             r"ELECTRA from their PyTorch weights"):
+        BertClassifier.from_pretrained(folder)
+    # A config that says BERT but names a DistilBERT class: refused by the class name.
+    with open(path, "w") as f:
+        json.dump({**values, "model_type": "bert"}, f)
     with pytest.raises(CheckpointError,
                        match=r"is a DistilBERT checkpoint \(architectures "
                              r"'TFDistilBertForSequenceClassification'\), not BERT"):

@@ -1,0 +1,253 @@
+"""DistilBERT and ELECTRA in Hugging Face layout: their config.json and tensor names.
+
+Both are WordPiece, post-LayerNorm BERT encoders, and load as variants of
+`BertEncoder` that `BertConfig` fields select (`huggingface.py` reads the
+folder, this module says what differs):
+
+  DistilBERT (model_type "distilbert")   type_vocab_size=0, use_pooler=False
+      config.json: dim, hidden_dim, n_layers, n_heads, activation, dropout,
+      attention_dropout; LayerNorm epsilon 1e-12 (fixed in transformers).
+      Tensors: [distilbert.]embeddings.{word,position}_embeddings,
+      transformer.layer.N.attention.{q,k,v,out}_lin, sa_layer_norm,
+      ffn.lin1, ffn.lin2, output_layer_norm.
+  ELECTRA (model_type "electra")         use_pooler=False, embedding_size=E
+      config.json: BERT's keys plus embedding_size; tensors BERT's under
+      [electra.], plus embeddings_project (Linear E -> H) when E != H.
+
+The tensors get Google's names (the one vocabulary of `SourceCheckpoint`);
+ELECTRA's projection is "bert/embeddings_project/{kernel,bias}". Heads:
+DistilBertForMaskedLM's vocab_transform / vocab_layer_norm / vocab_projector
+are BERT's MLM head; the token-classification and question-answering Linear
+heads are BERT's (`huggingface.HEAD_TASKS`). The sequence classifiers put a
+dense on [CLS] before their output layer: DistilBERT's pre_classifier (+ ReLU)
+and ELECTRA's classifier.dense (+ GELU). That dense is a pooler with another
+activation, so such a checkpoint converts to `use_pooler=True` with
+`pooler_act` "relu" / "gelu", and its output layer (classifier,
+classifier.out_proj) becomes BertClassifier's head; the head's dropout is the
+source's (seq_classif_dropout; classifier_dropout or hidden_dropout_prob). At
+inference this is the source's computation exactly; in training ELECTRA also
+drops out [CLS] before its dense, which BertClassifier does not. What keras_bert
+has no layer for is left, with one warning naming it: ELECTRA's
+discriminator_predictions and generator heads.
+"""
+
+import re
+
+from keras_bert.checkpoints.source import CheckpointError, config_from_values
+
+MODEL_TYPES = ("distilbert", "electra")
+
+# DistilBertConfig's defaults for the keys a config.json may leave out.
+_DISTILBERT_DEFAULTS = {"activation": "gelu", "dropout": 0.1, "attention_dropout": 0.1,
+                        "max_position_embeddings": 512, "initializer_range": 0.02}
+_DISTILBERT_REQUIRED = ("vocab_size", "dim", "hidden_dim", "n_layers", "n_heads")
+_DISTILBERT_KEYS = {
+    "vocab_size": "vocab_size",
+    "dim": "hidden_size",
+    "n_layers": "num_layers",
+    "n_heads": "num_heads",
+    "hidden_dim": "intermediate_size",
+    "dropout": "dropout_rate",
+    "attention_dropout": "attention_dropout_rate",
+    "max_position_embeddings": "max_position_embeddings",
+    "initializer_range": "initializer_range",
+}
+
+_DISTILBERT_LAYER = {
+    "attention.q_lin": "attention/self/query",
+    "attention.k_lin": "attention/self/key",
+    "attention.v_lin": "attention/self/value",
+    "attention.out_lin": "attention/output/dense",
+    "ffn.lin1": "intermediate/dense",
+    "ffn.lin2": "output/dense",
+}
+_DISTILBERT_NORMS = {"sa_layer_norm": "attention/output/LayerNorm",
+                     "output_layer_norm": "output/LayerNorm"}
+
+
+def _distilbert_rules():
+    dense = "|".join(re.escape(k) for k in _DISTILBERT_LAYER)
+    norms = "|".join(_DISTILBERT_NORMS)
+    return [
+        (r"embeddings\.(?P<path>word|position)_embeddings\.weight",
+         "bert/embeddings/{path}_embeddings", False, None),
+        (r"embeddings\.LayerNorm\.(?:weight|gamma)", "bert/embeddings/LayerNorm/gamma", False,
+         None),
+        (r"embeddings\.LayerNorm\.(?:bias|beta)", "bert/embeddings/LayerNorm/beta", False, None),
+        (rf"transformer\.layer\.(?P<layer>\d+)\.(?P<part>{dense})\.weight",
+         "bert/encoder/layer_{layer}/{part}/kernel", True, _DISTILBERT_LAYER),
+        (rf"transformer\.layer\.(?P<layer>\d+)\.(?P<part>{dense})\.bias",
+         "bert/encoder/layer_{layer}/{part}/bias", False, _DISTILBERT_LAYER),
+        (rf"transformer\.layer\.(?P<layer>\d+)\.(?P<part>{norms})\.weight",
+         "bert/encoder/layer_{layer}/{part}/gamma", False, _DISTILBERT_NORMS),
+        (rf"transformer\.layer\.(?P<layer>\d+)\.(?P<part>{norms})\.bias",
+         "bert/encoder/layer_{layer}/{part}/beta", False, _DISTILBERT_NORMS),
+    ]
+
+
+# DistilBertForMaskedLM's head is BERT's MLM head under other names; a sequence
+# classifier's dense on [CLS] is the pooler (see the module doc).
+_DISTILBERT_HEAD_RULES = [
+    (r"pre_classifier\.weight", "bert/pooler/dense/kernel", True, None),
+    (r"pre_classifier\.bias", "bert/pooler/dense/bias", False, None),
+    (r"vocab_transform\.weight", "cls/predictions/transform/dense/kernel", True, None),
+    (r"vocab_transform\.bias", "cls/predictions/transform/dense/bias", False, None),
+    (r"vocab_layer_norm\.weight", "cls/predictions/transform/LayerNorm/gamma", False, None),
+    (r"vocab_layer_norm\.bias", "cls/predictions/transform/LayerNorm/beta", False, None),
+    (r"vocab_projector\.bias", "cls/predictions/output_bias", False, None),
+]
+_ELECTRA_RULES = [
+    (r"embeddings_project\.weight", "bert/embeddings_project/kernel", True, None),
+    (r"embeddings_project\.bias", "bert/embeddings_project/bias", False, None),
+]
+_ELECTRA_HEAD_RULES = [
+    (r"classifier\.dense\.weight", "bert/pooler/dense/kernel", True, None),
+    (r"classifier\.dense\.bias", "bert/pooler/dense/bias", False, None),
+]
+# The sequence classifiers' dense on [CLS]: the pooler's activation.
+_CLASSIFIER_POOLER_ACT = {"distilbert": "relu", "electra": "gelu"}
+# Their output layer, where BERT's is "classifier".
+_CLASSIFIER_LAYER = {"distilbert": "classifier", "electra": "classifier.out_proj"}
+
+# Source tensors keras_bert has no layer for, by the head they belong to:
+# (pattern, what the head is). Reported as left, in one warning each.
+_LEFT_HEADS = {
+    "distilbert": [
+        (r"pre_classifier\..*|classifier\..*",
+         "a DistilBERT head other than the sequence, token and span ones (e.g. "
+         "DistilBertForMultipleChoice's pre_classifier, classifier)"),
+    ],
+    "electra": [
+        (r"classifier\..*|sequence_summary\..*",
+         "an ELECTRA head other than the sequence, token and span ones (e.g. "
+         "ElectraForMultipleChoice's sequence_summary, classifier)"),
+        (r"discriminator_predictions\..*",
+         "the ELECTRA discriminator's replaced-token head (discriminator_predictions)"),
+        (r"generator_predictions\..*|generator_lm_head\..*",
+         "the ELECTRA generator's masked-LM head (generator_predictions, generator_lm_head)"),
+    ],
+}
+# The tied decoder weight of each MLM head (checked equal to the word embeddings).
+DECODER_WEIGHTS = {"distilbert": "vocab_projector.weight"}
+
+
+def model_type_of(values):
+    """A config.json's model_type; without one (uploads older than the key), "distilbert"
+    or "electra" when its architectures name such a class, else "bert"."""
+    model_type = values.get("model_type")
+    if model_type:
+        return model_type
+    for architecture in values.get("architectures") or []:
+        base = re.sub(r"^TF|(?:Model|For\w+)$", "", str(architecture)).lower()
+        if base in MODEL_TYPES:
+            return base
+    return "bert"
+
+
+def config_from_family(values, path):
+    """BertConfig of a DistilBERT or ELECTRA config.json (`values`, its dict).
+
+    Raises:
+        CheckpointError: a missing key, sinusoidal position embeddings
+            (DistilBERT), relative positions (ELECTRA), or values BertConfig refuses.
+    """
+    model_type = model_type_of(values)
+    # A sequence classifier's dense on [CLS] is the pooler; else there is none.
+    pooler = (dict(use_pooler=True, pooler_act=_CLASSIFIER_POOLER_ACT[model_type])
+              if is_sequence_classifier(values) else dict(use_pooler=False))
+    if model_type == "distilbert":
+        missing = [k for k in _DISTILBERT_REQUIRED if k not in values]
+        if missing:
+            raise CheckpointError(f"{path}: missing key(s) {missing} of a DistilBERT config.")
+        if values.get("sinusoidal_pos_embds"):
+            raise CheckpointError(
+                f"{path}: sinusoidal_pos_embds is true; keras_bert reads DistilBERT with "
+                f"learned position embeddings only (every released DistilBERT has "
+                f"sinusoidal_pos_embds false). Re-save the model with the table it was "
+                f"trained with as learned position embeddings, or use one of those.")
+        values = {**_DISTILBERT_DEFAULTS, **values, "hidden_act": values.get(
+            "activation", _DISTILBERT_DEFAULTS["activation"])}
+        from keras_bert.checkpoints.huggingface import ACTIVATIONS
+
+        return config_from_values(values, path, _DISTILBERT_KEYS, ACTIVATIONS,
+                                  type_vocab_size=0, layer_norm_epsilon=1e-12, **pooler)
+    from keras_bert.checkpoints.huggingface import check_bert_keys, config_from_bert_keys
+
+    check_bert_keys(values, path, "an ELECTRA")
+    # E = H (ELECTRA-base, -large) needs no projection: BERT's tables.
+    size = values.get("embedding_size", values["hidden_size"])
+    return config_from_bert_keys(values, path, **pooler, embedding_size=(
+        None if size == values["hidden_size"] else size))
+
+
+def is_sequence_classifier(values):
+    """Whether a config.json's architectures name a ...ForSequenceClassification."""
+    return any(str(a).endswith("ForSequenceClassification")
+               for a in values.get("architectures") or [])
+
+
+def head_layer(model_type, task, layer):
+    """The source's name of a fine-tuned head's output layer (ELECTRA's classifier is
+    "classifier.out_proj"); `layer` is BERT's."""
+    if task == "classification" and model_type in _CLASSIFIER_LAYER:
+        return _CLASSIFIER_LAYER[model_type]
+    return layer
+
+
+def head_options(model_type, values):
+    """More task model arguments of a fine-tuned classifier: its dropout rate."""
+    if model_type == "distilbert":
+        rate = values.get("seq_classif_dropout")
+    elif model_type == "electra":
+        rate = values.get("classifier_dropout")
+        rate = values.get("hidden_dropout_prob") if rate is None else rate
+    else:
+        return {}
+    return {} if not isinstance(rate, (int, float)) else {"dropout_rate": float(rate)}
+
+
+def rules(model_type):
+    """(encoder rules, head rules) of a model type, None for BERT's own.
+
+    Each rule is (pattern on the name without the model prefix, Google name
+    template, transpose, renames): `renames` maps the "part" group to Google's
+    path (DistilBERT's q_lin -> attention/self/query).
+    """
+    if model_type == "distilbert":
+        return _distilbert_rules(), _DISTILBERT_HEAD_RULES
+    if model_type == "electra":
+        return _ELECTRA_RULES, _ELECTRA_HEAD_RULES
+    return None
+
+
+def match(rule_list, name):
+    """(Google name, transpose) of `name` by `rule_list`, else (None, False)."""
+    for pattern, template, transpose, renames in rule_list:
+        found = re.fullmatch(pattern, name)
+        if found:
+            groups = dict(found.groupdict())
+            if renames and "part" in groups:
+                groups["part"] = renames[groups["part"]]
+            return template.format(**groups), transpose
+    return None, False
+
+
+def left_heads(model_type, unused):
+    """One warning for each head of `unused` source tensors keras_bert has no layer for.
+
+    Args:
+        model_type: "distilbert" or "electra".
+        unused: list of source tensor names no weight was mapped to.
+
+    Returns:
+        list of str.
+    """
+    warnings = []
+    for pattern, what in _LEFT_HEADS.get(model_type, []):
+        names = [n for n in unused if re.fullmatch(pattern, n)]
+        if names:
+            warnings.append(
+                f"{what} is left: keras_bert has no layer for it, so the backbone is loaded "
+                f"and a task model gets a new head (fine-tune it). Left: {', '.join(names)}.")
+    return warnings
+
