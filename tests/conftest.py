@@ -264,22 +264,26 @@ _CLEAN_CHECKS = {
 
 
 @pytest.fixture(scope="session")
-def clean_process(request):
-    """{check name: its result, with its "args"} from one clean process (tests/export/conftest.py).
+def clean_process(request, tmp_path_factory):
+    """{check name: its result, with its "args"} from one clean process (tests/export/conftest.py),
+    run once per test run (`built_once`: both xdist workers read its results).
 
     A check whose `clean_args` skips (a package not installed) is left out:
     its tests skip on the missing name.
     """
     from tests.export.conftest import run_clean_checks
 
-    checks = {}
-    for name, module_name in _CLEAN_CHECKS.items():
-        module = importlib.import_module(module_name)
-        try:
-            checks[name] = (module.CLEAN_CHECKS, module.clean_args(request))
-        except pytest.skip.Exception:
-            continue
-    return run_clean_checks(checks)
+    def build(_root):
+        checks = {}
+        for name, module_name in _CLEAN_CHECKS.items():
+            module = importlib.import_module(module_name)
+            try:
+                checks[name] = (module.CLEAN_CHECKS, module.clean_args(request))
+            except pytest.skip.Exception:
+                continue
+        return run_clean_checks(checks)
+
+    return built_once(tmp_path_factory, "clean-process", build)
 
 
 def clean_result(clean_process, name):

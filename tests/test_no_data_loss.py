@@ -267,6 +267,7 @@ def test_pretraining_data_refuses_a_folder_of_something_else(vocab, tmp_path):
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_pretraining_data_rerun_replaces_only_its_listed_shards(vocab, tmp_path, monkeypatch):
     corpus = _corpus(tmp_path / "corpus.txt")
     out = tmp_path / "out"

@@ -114,6 +114,7 @@ class FirstWordDropped(BertPreprocessor):
         return super().call(tuple(tf.strings.regex_replace(t, r"^\S+\s*", "") for t in inputs))
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_a_subclassed_preprocessor_is_what_the_export_runs(classifier, tmp_path):
     custom = FirstWordDropped(classifier.preprocessor.tokenizer, sequence_length=None,
                                max_seq_length=128)

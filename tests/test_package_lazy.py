@@ -128,6 +128,7 @@ def test_keras_imported_after_keras_bert_still_gets_the_classes_registered():
     assert out.split() == ["False", "True"]
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_a_keras_file_loads_whichever_keras_bert_module_imported_keras(tmp_path):
     path = str(tmp_path / "m.keras")
     run_python(f"""

@@ -85,6 +85,7 @@ def test_every_tool_answers_help_without_importing_tensorflow(helps):
         assert probe["heavy"] == [], f"tools/{name} --help imported {probe['heavy']}"
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_help_takes_under_half_the_time_of_importing_tensorflow(helps):
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import tensorflow"], capture_output=True, check=True,
@@ -241,6 +242,7 @@ def test_pretrain_jit_compile_help_states_resolve_jit_compile_s_rule():
     assert resolve_jit_compile("auto", "float32", cpu) is True
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_tensorflow_loads_quietly_unless_verbose():
     code = ("import sys; sys.path.insert(0, 'tools'); import _cli; _cli.quiet_tensorflow(); "
             "import tensorflow as tf; print(tf.constant(2).numpy() * 21)")

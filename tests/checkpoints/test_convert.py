@@ -125,6 +125,7 @@ def test_truncated_google_checkpoint(tmp_path, suffix):
     assert_convert_fails(tmp_path, folder, r"bert_model\.ckpt.*(truncated|missing)")
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_failed_check_writes_nothing(tmp_path):
     # Conversion and writing succeed; a zero tolerance fails the check, which
     # runs on the staged copy before it is renamed into place.

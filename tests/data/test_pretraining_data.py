@@ -210,6 +210,7 @@ def test_whole_word_masking_masks_every_piece_of_a_word(pydoc, tmp_path):
     assert words_with_pieces > 100
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_parallel_workers_write_the_same_shards(pydoc, tmp_path):
     documents = list(read_documents([str(pydoc["root"] / "corpus.txt")]))[:16]
     write_corpus(documents, tmp_path / "small.txt")

@@ -72,6 +72,7 @@ def test_sub_batch_tables_are_checked():
             ClassifierServingModule.sub_batch_table(bad)
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_tools_export_tunes_by_default_and_records_it(classifier_export, tmp_path, monkeypatch):
     # The fake clock of the test above, through tools/export.py's default path.
     tune = tuning.tune_sub_batches
@@ -94,6 +95,7 @@ def test_tools_export_tunes_by_default_and_records_it(classifier_export, tmp_pat
     assert record["date"].startswith("20") and record["cpu"]["cores"] >= 1
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_real_timing_of_the_candidates(classifier_export):
     module = build_serving_module(classifier_export["model"])
     texts = texts_of(module._keras.tokenizer.vocabulary, count=32)

@@ -1,5 +1,7 @@
 """Op-set guard: every export runs on stock TF Serving (core TF + allowlisted text ops)."""
 
+import pytest
+
 from keras_bert.export.op_set import (
     ALLOWED_TEXT_OPS,
     disallowed_ops,
@@ -37,6 +39,7 @@ def test_guard_names_an_op_that_only_a_library_function_uses(tmp_path):
     assert disallowed_ops([path]) == {path: ["RoundRobinTrim"]}
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_the_text_embedding_export_uses_only_core_ops_and_the_allowlist(tmp_path_factory):
     from tests.conftest import built_once
     from tests.export.test_embedding_export import build_embedding_export

@@ -153,6 +153,7 @@ def test_a_task_without_a_recipe_says_what_to_pass(encoder):
     assert model.compiled
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_a_loss_of_ones_own_means_keras_metrics_not_the_defaults(encoder_dir):
     classifier = BertClassifier.from_pretrained(encoder_dir, num_classes=2)
     loss, accuracy = classifier.evaluate(TEXTS, np.array(LABELS), verbose=0)

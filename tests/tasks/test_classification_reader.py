@@ -123,6 +123,7 @@ def test_split_is_seeded_disjoint_and_complete():
     assert train.texts == again.texts and train.texts != other.texts
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_dataset_is_tokenized_in_graph_and_bucketed(tmp_path):
     vocab = str(tmp_path / "vocab.txt")
     make_vocab(vocab)

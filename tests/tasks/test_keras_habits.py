@@ -61,6 +61,7 @@ def test_evaluate_takes_labels_as_lists_tuples_and_names(encoder_dir):
         assert model.evaluate(TEXTS, labels, verbose=0) == pytest.approx(expected, rel=1e-5)
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_fit_on_names_is_fit_on_their_ids(encoder_dir):
     model = classifier(encoder_dir)
     start = model.get_weights()
@@ -116,6 +117,7 @@ def test_tagger_takes_per_token_tag_names(encoder_dir):
     assert tagger.evaluate(inputs, names.tolist(), verbose=0) == pytest.approx(expected, rel=1e-5)
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_a_dataset_of_texts_and_label_names(encoder_dir):
     model = classifier(encoder_dir)
     names = [NAMES[i] for i in IDS]
@@ -175,6 +177,7 @@ def test_two_by_two_pairs_are_refused_unless_the_containers_say(encoder_dir):
 
 # === Edges ===
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_empty_and_single_string_inputs(encoder_dir):
     model = classifier(encoder_dir)
     for empty in ([], np.array([]), np.array([], dtype=str)):
@@ -208,6 +211,7 @@ def test_direct_calls_on_strings(encoder_dir):
         plain(TEXTS)
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_tagger_and_qa_predict_one_structure_for_lists_arrays_and_datasets(encoder_dir):
     tagger = BertTokenClassifier.from_pretrained(encoder_dir, num_classes=3, label_names=NAMES)
     expected = tagger.predict(TEXTS)
@@ -263,6 +267,7 @@ def test_out_of_range_integer_inputs_are_refused(encoder_dir):
     assert_all_close(model.predict(inputs, verbose=0), by_hand(model, TEXTS))
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_a_failed_fit_does_not_block_the_next(encoder_dir):
     model = classifier(encoder_dir)
     # Adam creates its slots in the first train step.

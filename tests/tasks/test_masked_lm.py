@@ -56,6 +56,7 @@ def test_default_loss_is_the_cross_entropy_averaged_over_real_predictions(model)
     np.testing.assert_allclose(got_accuracy, accuracy, rtol=1e-6)
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_fit_on_texts_without_labels_lowers_the_mlm_loss(model):
     fast(model)
     model.preprocessor.mask_selection_rate = 0.3

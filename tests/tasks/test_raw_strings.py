@@ -56,6 +56,7 @@ def test_from_pretrained_attaches_a_preprocessor(encoder_dir, tmp_path):
         BertClassifier.from_pretrained(encoder_dir, num_classes=3, max_seq_length=17)
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_fit_and_predict_on_strings(encoder_dir):
     keras.utils.set_random_seed(1)
     classifier = BertClassifier.from_pretrained(encoder_dir, num_classes=3)

@@ -108,6 +108,7 @@ def test_keras_file_round_trip(encoder, batch, tmp_path):
     assert reloaded.task_config() == {"pooling": "max", "projection_dim": 5, "normalize": False}
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_model_directory_keeps_the_head_and_settings(encoder, preprocessor, vocab_file,
                                                      tmp_path):
     model = BertTextEmbedder(encoder, pooling="max", projection_dim=5, preprocessor=preprocessor)
@@ -185,6 +186,7 @@ def embedder(encoder, preprocessor):
     return BertTextEmbedder(encoder, preprocessor=preprocessor)
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_similarity_is_the_cosine_of_the_embeddings(embedder):
     vectors = embedder.predict(TEXTS)
     assert vectors.shape == (len(TEXTS), 16)

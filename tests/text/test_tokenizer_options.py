@@ -163,6 +163,7 @@ def test_never_split_word_is_its_own_id_or_unknown():
         [6, 7, 6, 7, 6, 6, 7, 6, 1, 1]]
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_saved_model_follows_every_option(setup, expected, tokenizers, tmp_path):
     texts = setup[0]
     module = tf.Module()

@@ -102,6 +102,7 @@ def test_pair_regression_from_jsonl_with_a_held_out_split(workdir):
     assert set(info["eval_metrics"]) == {"pearson", "spearman", "mse"}
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_token_classification_end_to_end(workdir):
     data = workdir / "ner.txt"
     data.write_text(CONLL_TEXT * 8 + "Broken\n\n", encoding="utf-8")
@@ -265,6 +266,7 @@ def test_options_are_validated():
     assert np.isclose(finetune_lib.FinetuneOptions().learning_rate, 5e-5)
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_freezing_and_layerwise_decay_from_the_cli(workdir):
     from keras_bert.models import BertEncoder
     from tests.training.finetune_fixtures import make_model_dir

@@ -86,6 +86,7 @@ def _train(tmp_path, batch_size, steps, accumulation=1, jit=False, steps_per_exe
     return model, logs
 
 
+@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_accumulating_k_batches_equals_one_k_times_larger_batch(tmp_path):
     # Clipping at 0.05 is active: it must clip the accumulated mean gradient;
     # the learning rate must advance once per update, not per micro-batch.
