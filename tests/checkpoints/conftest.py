@@ -7,6 +7,7 @@ the library's mapping, so a wrong name or a missing transpose in the reader
 shows up as a difference from the ground truth.
 """
 
+import contextlib
 import json
 import os
 
@@ -258,3 +259,21 @@ def minilm_reference():
 def reference_inputs(reference):
     """The encoder inputs of `minilm_reference()`."""
     return {k: reference[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+
+
+@contextlib.contextmanager
+def offline_caches(root):
+    """KERAS_BERT_CACHE at `root`/keras_bert_cache; the Hugging Face cache empty and offline."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KERAS_BERT_CACHE", str(root / "keras_bert_cache"))
+        patch.setenv("HF_HUB_CACHE", str(root / "hf_cache"))
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        yield root
+
+
+def stored_fixture(family, kind):
+    """(folder, its expected.npz arrays) of tests/fixtures/FAMILY/KIND, a fixture made by hand
+    with the source's own runtime (tools/make_*_fixtures.py)."""
+    folder = os.path.join(ROOT, "tests", "fixtures", family, kind)
+    with np.load(os.path.join(folder, "expected.npz")) as data:
+        return folder, {k: data[k] for k in data.files}

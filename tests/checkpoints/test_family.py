@@ -28,6 +28,7 @@ from keras_bert.tasks import (
     BertTextEmbedder,
     BertTokenClassifier,
 )
+from tests.checkpoints.conftest import offline_caches, stored_fixture
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "family")
@@ -41,18 +42,12 @@ KINDS = ("distilbert", "electra")
 @pytest.fixture(scope="module", autouse=True)
 def cache(tmp_path_factory):
     """One conversion cache for the module; the Hugging Face cache empty and offline."""
-    root = tmp_path_factory.mktemp("family")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("KERAS_BERT_CACHE", str(root / "keras_bert_cache"))
-        patch.setenv("HF_HUB_CACHE", str(root / "hf_cache"))
-        patch.setenv("HF_HUB_OFFLINE", "1")
+    with offline_caches(tmp_path_factory.mktemp("family")) as root:
         yield root
 
 
 def _fixture(kind):
-    folder = os.path.join(FIXTURES, kind)
-    with np.load(os.path.join(folder, "expected.npz")) as data:
-        return folder, {k: data[k] for k in data.files}
+    return stored_fixture("family", kind)
 
 
 def _inputs(expected, prefix=""):

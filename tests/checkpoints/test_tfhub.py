@@ -23,6 +23,7 @@ from keras_bert.checkpoints.convert import model_outputs
 from keras_bert.models import BertEncoder
 from keras_bert.tasks import BertClassifier
 from keras_bert.text import BertPreprocessor
+from tests.checkpoints.conftest import offline_caches, stored_fixture
 from tests.conftest import ROOT, run_tool
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "tfhub")
@@ -33,18 +34,12 @@ ATOL = 1e-5
 @pytest.fixture(scope="module", autouse=True)
 def cache(tmp_path_factory):
     """One conversion cache for the module; the Hugging Face cache empty and offline."""
-    root = tmp_path_factory.mktemp("tfhub")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("KERAS_BERT_CACHE", str(root / "keras_bert_cache"))
-        patch.setenv("HF_HUB_CACHE", str(root / "hf_cache"))
-        patch.setenv("HF_HUB_OFFLINE", "1")
+    with offline_caches(tmp_path_factory.mktemp("tfhub")) as root:
         yield root / "keras_bert_cache"
 
 
 def _fixture(kind):
-    folder = os.path.join(FIXTURES, kind)
-    with np.load(os.path.join(folder, "expected.npz")) as data:
-        return folder, {k: data[k] for k in data.files}
+    return stored_fixture("tfhub", kind)
 
 
 def _inputs(expected):

@@ -23,7 +23,9 @@ from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifie
 from keras_bert.text import BertPreprocessor
 from tests.checkpoints.conftest import (
     huggingface_config,
+    offline_caches,
     random_weights,
+    stored_fixture,
     tiny_config,
     to_huggingface,
     write_huggingface,
@@ -38,18 +40,12 @@ ATOL = 1e-5
 @pytest.fixture(scope="module", autouse=True)
 def cache(tmp_path_factory):
     """One conversion cache for the module; the Hugging Face cache empty and offline."""
-    root = tmp_path_factory.mktemp("tf_h5")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("KERAS_BERT_CACHE", str(root / "keras_bert_cache"))
-        patch.setenv("HF_HUB_CACHE", str(root / "hf_cache"))
-        patch.setenv("HF_HUB_OFFLINE", "1")
+    with offline_caches(tmp_path_factory.mktemp("tf_h5")) as root:
         yield root / "keras_bert_cache"
 
 
 def _fixture(kind):
-    folder = os.path.join(FIXTURES, kind)
-    with np.load(os.path.join(folder, "expected.npz")) as data:
-        return folder, {k: data[k] for k in data.files}
+    return stored_fixture("transformers_tf", kind)
 
 
 def _inputs(expected, prefix=""):
