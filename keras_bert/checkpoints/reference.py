@@ -158,8 +158,8 @@ def transformers_forward(folder, token_ids, segment_ids, padding_mask):
 
     with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
         model_type = model_type_of(json.load(f))
-    model_class = {"distilbert": transformers.DistilBertModel,
-                   "electra": transformers.ElectraModel}.get(model_type, transformers.BertModel)
+    model_class = getattr(transformers, {"distilbert": "DistilBertModel",
+                                         "electra": "ElectraModel"}.get(model_type, "BertModel"))
     model = model_class.from_pretrained(folder)
     model = model.float()  # Parameters and buffers in float32, whatever was loaded.
     model.eval()

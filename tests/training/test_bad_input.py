@@ -26,7 +26,8 @@ def data(corpus, tmp_path_factory):
         create_pretraining_data(
             [corpus["held"]], dirs[masking], corpus["vocab"],
             PretrainingDataConfig(max_seq_length=64, max_predictions_per_seq=10,
-                                  masking=masking, dupe_factor=1, short_seq_prob=0.0),
+                                  masking=masking, dupe_factor=1, short_seq_prob=0.0,
+                                  document_pool_size=4),  # Windows for both shards.
             num_shards=2 if masking == "static" else 1)
     return dirs
 
