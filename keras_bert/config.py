@@ -4,6 +4,8 @@ import dataclasses
 import json
 import os
 
+from keras_bert import storage
+
 ACTIVATIONS = ("gelu", "gelu_approx", "relu")
 # The pooler's: BERT's tanh, or the activation of the dense on [CLS] that
 # DistilBERT's (ReLU) and ELECTRA's (GELU) sequence classifiers have instead.
@@ -134,14 +136,14 @@ class BertConfig:
         return cls.from_dict(json.loads(text))
 
     def to_json_file(self, path):
-        with open(path, "w", encoding="utf-8") as f:
+        with storage.open_file(path, "w") as f:
             f.write(self.to_json() + "\n")
 
     @classmethod
     def from_json_file(cls, path):
-        if not os.path.exists(path):
+        if not storage.exists(path):
             raise FileNotFoundError(f"BertConfig file not found: {path}")
-        with open(path, encoding="utf-8") as f:
+        with storage.open_file(path) as f:
             try:
                 return cls.from_json(f.read())
             except json.JSONDecodeError as e:

@@ -55,9 +55,12 @@ import errno
 import fcntl
 import fnmatch
 import os
+import re
 import shutil
+import tempfile
 import time
 
+from keras_bert import storage
 from keras_bert.staging import (
     claimed_labels,
     make_staging_dir,
@@ -99,12 +102,12 @@ class Kind:
         """The entries of `path` this kind does not account for (sorted)."""
         if self.allowed is None:
             return []
-        return sorted(name for name in os.listdir(path)
-                      if not any(fnmatch.fnmatchcase(name, p) for p in self.allowed))
+        return sorted(name for name in storage.listdir(path) if name != storage.MARKER
+                      and not any(fnmatch.fnmatchcase(name, p) for p in self.allowed))
 
     def recognizes(self, path):
         """True if the folder `path` is an artifact of this kind."""
-        if not all(os.path.exists(os.path.join(path, name)) for name in self.required):
+        if not all(storage.exists(storage.join(path, name)) for name in self.required):
             return False
         if self.strangers(path):
             return False
@@ -112,7 +115,10 @@ class Kind:
 
 
 def real_path(path):
-    """`path` absolute, with every symbolic link resolved (the target is written)."""
+    """`path` absolute, with every symbolic link resolved (the target is written);
+    a remote path (`gs://...`) as given, less a trailing "/"."""
+    if storage.is_remote(path):
+        return os.fspath(path).rstrip("/")
     return os.path.realpath(os.path.abspath(os.fspath(path)))
 
 
@@ -141,7 +147,8 @@ def check_not_input(output, inputs, flag="the output"):
             raise OutputError(
                 f"{flag} {output} {what} the input {item}: keras_bert never writes over its "
                 f"inputs. Choose another output path.")
-        if _within(out, source) and os.path.lexists(out):
+        if _within(out, source) and (storage.exists(out) if storage.is_remote(out)
+                                     else os.path.lexists(out)):
             raise OutputError(
                 f"{flag} {output} is inside the input {item}: writing it would change the "
                 f"input. Choose an output outside {item}.")
@@ -150,9 +157,11 @@ def check_not_input(output, inputs, flag="the output"):
 def check_writable(path, flag="The output"):
     """Raises OutputError unless `path` can be created or replaced: its
     nearest existing parent must be a folder this process may write in.
-    Paths with a scheme (gs://...) are not checked. Nothing is written."""
+    A remote path (gs://...) is checked for a registered file system only
+    (`keras_bert.storage.check_filesystem`). Nothing is written."""
     path = os.fspath(path)
-    if "://" in path:
+    if storage.is_remote(path):
+        storage.check_filesystem(path, flag=flag)
         return
     parent = os.path.dirname(real_path(path))
     while not os.path.lexists(parent) and os.path.dirname(parent) != parent:
@@ -195,16 +204,16 @@ def prepare_output_dir(path, kind, overwrite=True, inputs=(), overwrite_flag="--
     real = real_path(path)
     check_writable(path)
     check_not_input(path, inputs, flag="The output")
-    if os.path.exists(real) and not os.path.isdir(real):
+    if storage.exists(real) and not storage.isdir(real):
         raise OutputError(f"The output {path} is a file, not a folder for a {kind.name}: "
                           f"{WAY_OUT}.")
-    if os.path.isdir(real) and os.listdir(real):
+    if storage.isdir(real) and storage.listdir(real):
         if not kind.recognizes(real):
             strangers = kind.strangers(real)
-            if strangers and all(os.path.exists(os.path.join(real, n)) for n in kind.required):
+            if strangers and all(storage.exists(storage.join(real, n)) for n in kind.required):
                 detail = f"it also holds {_sample(strangers)}, which keras_bert did not write"
             else:
-                detail = f"it holds {_sample(sorted(os.listdir(real)))}"
+                detail = f"it holds {_sample(storage.listdir(real))}"
             raise OutputError(f"{path} is not a {kind.name} ({detail}); keras_bert only "
                               f"replaces what it wrote: {WAY_OUT}.")
         if not overwrite:
@@ -331,10 +340,16 @@ def recover(target, prefix=".tmp-"):
     left in its staging folder, and removes the abandoned staging folders of
     `target` (only of `target`, only those whose writer is gone).
 
+    On an object store (`keras_bert.storage.object_store`), a target cut
+    short is rolled forward from its staged copy (`storage.recover_dir`).
+
     Returns:
-        bool, whether `target` exists afterwards.
+        bool, whether `target` exists afterwards (on an object store: has a
+        committed version).
     """
     target = real_path(target)
+    if storage.object_store(target):
+        return storage.recover_dir(target, prefix) is not None
     parent, name = os.path.split(target)
     if not os.path.isdir(parent):
         return False
@@ -366,6 +381,8 @@ def claim_numbered(parent, prefix, is_number):
         is_number: callable(str) -> bool, which names are numbers.
     """
     parent = real_path(parent)
+    if storage.is_remote(parent):
+        return _next_remote_number(parent, prefix, is_number)
     os.makedirs(parent, exist_ok=True)
     with locked(parent):
         taken = [int(name) for name in os.listdir(parent)
@@ -375,6 +392,35 @@ def claim_numbered(parent, prefix, is_number):
         _CLAIMS[(target, prefix)] = make_staging_dir(parent, prefix, os.path.basename(target))
     pause_point("claimed")
     return target
+
+
+def _next_remote_number(parent, prefix, is_number):
+    """`claim_numbered` on an object store: 1 + the largest number committed or
+    staged. Nothing is claimed (a store has no lock): two writers at once may
+    pick one number, and the second commit then refuses or replaces it
+    (`staged_dir`'s `replace`)."""
+    storage.makedirs(parent)
+    names = storage.listdir(parent)
+    staged = re.compile(re.escape(prefix) + r"(?P<label>.*)-[0-9a-f]{8}-pid")
+    labels = [match.group("label") for match in map(staged.match, names) if match]
+    taken = [int(n) for n in names + labels if is_number(n)]
+    return storage.join(parent, str(max(taken, default=0) + 1))
+
+
+@contextlib.contextmanager
+def _staged_remote(target, prefix, replace):
+    """`staged_dir` on an object store: a local folder, committed by
+    `keras_bert.storage.commit_dir` (marker last)."""
+    storage.check_filesystem(target, flag="The output")
+    recover(target, prefix)
+    local = tempfile.mkdtemp(prefix="keras_bert-upload-")
+    try:
+        new = os.path.join(local, "new")
+        os.mkdir(new)
+        yield new
+        storage.commit_dir(new, target, prefix=prefix, replace=replace)
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -396,8 +442,15 @@ def staged_dir(target, prefix=".tmp-", replace=True):
 
     Yields:
         str, the folder to write into (usual permissions, not mkdtemp's 0700).
+        For a remote target (or under KERAS_BERT_OBJECT_STORE=1) it is a
+        local folder, committed by the object-store protocol
+        (`keras_bert.storage`): files staged, then copied, the marker last.
     """
     target = real_path(target)
+    if storage.object_store(target):
+        with _staged_remote(target, prefix, replace) as new:
+            yield new
+        return
     parent, name = os.path.split(target)
     os.makedirs(parent, exist_ok=True)
     staging = _CLAIMS.pop((target, prefix), None)
@@ -443,7 +496,13 @@ def read_committed(path, read, what="folder", attempts=4):
         read: callable() reading it (by paths under `path`).
         what: str naming the folder in the error.
         attempts: int, reads before giving up.
+
+    On an object store the version is the commit marker's generation
+    (`keras_bert.storage.committed_manifest`), the same before and after;
+    a folder without a valid marker is refused (`storage.IncompleteError`).
     """
+    if storage.object_store(path):
+        return _read_committed_remote(path, read, what, attempts)
     for attempt in range(attempts):
         before = _identity(path) if os.path.isdir(path) else None
         try:
@@ -456,6 +515,43 @@ def read_committed(path, read, what="folder", attempts=4):
             return result
     raise OSError(errno.EBUSY, f"The {what} {path} was replaced {attempts} times while it was "
                   f"read (another process writes it): load it again once that writer is done.")
+
+
+def _generation(path, what):
+    manifest = storage.committed_manifest(path)
+    if manifest is None:
+        raise storage.incomplete(path, what)
+    return manifest["generation"]
+
+
+def _read_committed_remote(path, read, what, attempts):
+    for attempt in range(attempts):
+        before = _generation(path, what)
+        result = read()
+        if storage.committed_manifest(path) is not None and _generation(path, what) == before:
+            return result
+    raise OSError(errno.EBUSY, f"The {what} {path} was replaced {attempts} times while it was "
+                  f"read (another process writes it): load it again once that writer is done.")
+
+
+@contextlib.contextmanager
+def _atomic_remote(target):
+    """`atomic_file` for a remote file: a local temporary, then one upload (an
+    object appears whole when its upload ends, so no marker is needed)."""
+    storage.check_filesystem(target, flag="The output")
+    name = os.path.basename(target)
+    extension = next((e for e in (".weights.h5", ".tar.gz") if name.endswith(e)),
+                     os.path.splitext(name)[1])
+    local = tempfile.mkdtemp(prefix="keras_bert-upload-")
+    try:
+        tmp = os.path.join(local, "new" + extension)
+        open(tmp, "wb").close()
+        yield tmp
+        storage.makedirs(os.path.dirname(target))
+        pause_point("staged")
+        storage.copy_file(tmp, target)
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -477,9 +573,14 @@ def atomic_file(target):
             target is replaced).
 
     Yields:
-        str, the temporary path (an empty file exists there).
+        str, the temporary path (an empty file exists there); for a remote
+        target a local one, uploaded at the end.
     """
     real = real_path(target)
+    if storage.is_remote(real):
+        with _atomic_remote(real) as tmp:
+            yield tmp
+        return
     if os.path.isdir(real):
         raise OutputError(f"The output {target} is a folder; give a file name.")
     parent = os.path.dirname(real)
@@ -530,7 +631,7 @@ def save_atomically(save, filepath, overwrite=True, **kwargs):
     """
     if not isinstance(filepath, (str, os.PathLike)) or not os.fspath(filepath).endswith(".keras"):
         return save(filepath, overwrite=overwrite, **kwargs)
-    if not overwrite and os.path.exists(filepath):
+    if not overwrite and storage.exists(os.fspath(filepath)):
         raise FileExistsError(f"{os.fspath(filepath)} exists: pass overwrite=True to replace it.")
     with atomic_file(filepath) as tmp:
         result = save(tmp, overwrite=True, **kwargs)
@@ -571,6 +672,12 @@ def remove_own(directory, names):
     Returns:
         bool, whether `directory` is gone.
     """
+    if storage.is_remote(directory):
+        for name in names:
+            storage.remove(storage.join(directory, name))
+        if storage.isdir(directory) and not storage.listdir(directory):
+            storage.remove(directory)
+        return not storage.exists(directory)
     for name in names:
         path = os.path.join(directory, name)
         if os.path.isdir(path) and not os.path.islink(path):

@@ -17,6 +17,8 @@ The preprocessor is built from a model directory by `keras_bert.models`
 import json
 import os
 
+from keras_bert import storage
+
 # Files that make a folder a keras_bert model directory
 # (keras_bert.models.model_dir.CONFIG_FILE, WEIGHTS_FILE).
 _MODEL_DIR_FILES = ("config.json", "model.weights.h5")
@@ -94,6 +96,11 @@ def resolve_source(source):
         str, the path of a keras_bert model directory.
     """
     source = os.fspath(source)
+    if storage.is_remote(source):
+        # A remote source is a model directory, read from a local copy of its
+        # committed version (converters read local folders only).
+        storage.check_filesystem(source, flag="The model")
+        return storage.local_copy(source, "model directory")
     problem = wrong_kind(source)
     if problem:
         raise ValueError(problem)

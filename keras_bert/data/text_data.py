@@ -15,6 +15,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.data.task_options import FILE_FORMATS as FORMATS
 from keras_bert.text import text_files
 
@@ -79,7 +80,7 @@ def read_lines(path, report):
         report: `keras_bert.data.report.DataReport`, told of each repair.
     """
     text_files.check_not_directory(path, "data file")
-    with open(path, "rb") as f:
+    with storage.open_file(path, "rb") as f:
         data = f.read()
     text_files.check_text_bytes(data[: text_files.SNIFF_BYTES], path)
     if data.startswith(b"\xef\xbb\xbf"):

@@ -12,6 +12,7 @@ import tempfile
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from keras_bert import storage
 from keras_bert.export import tuning
 from keras_bert.export.predict import INFO_FILE, is_version  # noqa: F401
 from keras_bert.export.serving_module import BertServingModule, overrides_call
@@ -289,10 +290,10 @@ def save_serving_module(module, export_dir, overwrite=False, warmup=True):
         # Exclusive: another export may have taken this number since it was chosen.
         claimed = claim_numbered(os.path.dirname(real_path(export_dir)), STAGING_PREFIX,
                                  is_version)
-        export_dir = os.path.join(os.path.dirname(os.path.abspath(export_dir)),
+        export_dir = os.path.join(os.path.dirname(storage.abspath(export_dir)),
                                   os.path.basename(claimed))
     real = check_export_dir(export_dir, overwrite)
-    model_name = os.path.basename(os.path.dirname(os.path.abspath(export_dir)))
+    model_name = os.path.basename(os.path.dirname(storage.abspath(export_dir)))
     with staged_dir(real, prefix=STAGING_PREFIX, replace=overwrite) as saved:
         tf.saved_model.save(module, saved, signatures=module.signatures())
         with open(os.path.join(saved, INFO_FILE), "w", encoding="utf-8") as f:
@@ -300,7 +301,7 @@ def save_serving_module(module, export_dir, overwrite=False, warmup=True):
             f.write("\n")
         if warmup:
             write_warmup_requests(saved, model_name=model_name)
-    return os.path.abspath(export_dir)
+    return storage.abspath(export_dir)
 
 
 def export_info(module, saved_model_dir):

@@ -5,6 +5,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.data.batching import length_sorted_lines
 from keras_bert.files import OutputError, atomic_file, check_not_input, check_writable
 from keras_bert.layers import BertFeatures
@@ -19,7 +20,7 @@ FEATURES_MAX_SEQ_LENGTH = 128
 
 def _count_lines(path):
     count = 0
-    with open(path, "rb") as f:
+    with storage.open_file(path, "rb") as f:
         for _ in f:
             count += 1
     return count

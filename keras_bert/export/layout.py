@@ -6,6 +6,7 @@ neither imports the other for it.
 
 import os
 
+from keras_bert import storage
 from keras_bert.export.predict import INFO_FILE, is_version
 from keras_bert.files import (
     Kind,
@@ -29,9 +30,9 @@ class NextVersion(str):
 def next_version(export_base):
     """1 + the largest version under `export_base` (1 if none): integer folders,
     and the versions running exports have claimed (`resolve_export_dir`)."""
-    names = os.listdir(export_base) if os.path.isdir(export_base) else []
+    names = storage.listdir(export_base) if storage.isdir(export_base) else []
     versions = [int(name) for name in names
-                if is_version(name) and os.path.isdir(os.path.join(export_base, name))]
+                if is_version(name) and storage.isdir(os.path.join(export_base, name))]
     versions += [int(label) for label in claimed_labels(export_base, STAGING_PREFIX)
                  if is_version(label)]
     return max(versions, default=0) + 1
@@ -45,7 +46,7 @@ def resolve_export_dir(output, version=None):
     this one unless another export took it meanwhile; two exports into one
     exports/NAME that run at the same time get two versions.
     """
-    output = os.path.normpath(output)
+    output = storage.normpath(output)
     if is_version(os.path.basename(output)):
         if version is not None and int(os.path.basename(output)) != int(version):
             raise ValueError(
@@ -84,9 +85,9 @@ def check_export_dir(export_dir, overwrite=False, inputs=(), kind=EXPORT_VERSION
     Returns:
         str, its real path (links resolved).
     """
-    base = os.path.dirname(os.path.abspath(export_dir))
+    base = os.path.dirname(storage.abspath(export_dir))
     check_not_input(base, inputs, flag="The export folder")
-    if os.path.exists(base) and not os.path.isdir(base):
+    if storage.exists(base) and not storage.isdir(base):
         raise OutputError(f"The export folder {base} is a file: give exports/NAME, a folder "
                           f"for the versions (e.g. --output exports/sentiment).")
     if isinstance(export_dir, NextVersion):

@@ -45,8 +45,10 @@ def graph_ops(export_dir):
     """
     from tensorflow.core.protobuf import saved_model_pb2
 
+    from keras_bert import storage
+
     proto = saved_model_pb2.SavedModel()
-    with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
+    with storage.open_file(storage.join(export_dir, "saved_model.pb"), "rb") as f:
         proto.ParseFromString(f.read())
     ops = set()
     for meta_graph in proto.meta_graphs:

@@ -19,6 +19,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.data.batching import length_sorted_batches
 from keras_bert.export.tflite_runtime import TFLITE_FILE, LiteRTExport
 from keras_bert.files import read_committed
@@ -52,10 +53,10 @@ FORMAT_NAMES = {"saved_model": "SavedModel", "tflite": "LiteRT export"}
 def export_format(path):
     """"saved_model" or "tflite": the format of an export version folder (or of a
     .tflite file); None when it holds neither model file."""
-    if os.path.isfile(path):
+    if _isfile(path):
         return "tflite" if path.endswith(".tflite") else None
     for name, file in MODEL_FILES.items():
-        if os.path.isfile(os.path.join(path, file)):
+        if _isfile(os.path.join(path, file)):
             return name
     return None
 
@@ -93,13 +94,13 @@ def latest_version(export_dir, formats=("saved_model",)):
     found = export_format(export_dir)
     if found in formats:
         return export_dir
-    if found is not None or os.path.isfile(export_dir):
+    if found is not None or _isfile(export_dir):
         raise _not_a(export_dir, formats)
     files = " or ".join(MODEL_FILES[f] for f in formats)
     versions = [
-        int(n) for n in os.listdir(export_dir)
-        if is_version(n) and os.path.isdir(os.path.join(export_dir, n))
-    ] if os.path.isdir(export_dir) else []
+        int(n) for n in storage.listdir(export_dir)
+        if is_version(n) and storage.isdir(os.path.join(export_dir, n))
+    ] if storage.isdir(export_dir) else []
     if not versions:
         raise FileNotFoundError(
             f"No {' or '.join(FORMAT_NAMES[f] for f in formats)} in {export_dir}: expected "
@@ -131,8 +132,8 @@ def check_tf_serving_exports(export_bases):
     """
     for base in export_bases:
         candidates = [base]
-        if os.path.isdir(base):
-            candidates += sorted((os.path.join(base, n) for n in os.listdir(base)
+        if storage.isdir(base):
+            candidates += sorted((os.path.join(base, n) for n in storage.listdir(base)
                                   if is_version(n)), key=lambda p: int(os.path.basename(p)))
         for path in candidates:
             if export_format(path) == "tflite":
@@ -184,12 +185,12 @@ def read_export_info(export_dir):
             or a LiteRT export's .tflite file (the file beside it).
     """
     path = latest_version(export_dir, formats=tuple(MODEL_FILES))
-    if os.path.isfile(path):
+    if storage.exists(path) and not storage.isdir(path):
         path = os.path.dirname(path)
-    path = os.path.join(path, INFO_FILE)
-    if not os.path.isfile(path):
+    path = storage.join(path, INFO_FILE)
+    if not storage.exists(path):
         return {}
-    with open(path, encoding="utf-8") as f:  # One file: whole from one version.
+    with storage.open_file(path) as f:  # One file: whole from one version.
         return json.load(f)
 
 
@@ -343,3 +344,7 @@ def format_outputs(inputs, outputs, label_names=None):
         if "num_windows" in outputs:  # A long-document model: windows read of the text.
             lines[-1] += f"\twindows={outputs['num_windows'][i]}"
     return lines
+
+
+def _isfile(path):
+    return storage.exists(path) and not storage.isdir(path)

@@ -25,7 +25,7 @@ import shutil
 
 import numpy as np
 
-from keras_bert import sources
+from keras_bert import sources, storage
 from keras_bert.config import BertConfig, embedding_width
 from keras_bert.files import (
     Kind,
@@ -63,7 +63,7 @@ _WEIGHT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "inter
 
 
 def count_vocab_lines(path):
-    with open(path, encoding="utf-8") as f:
+    with storage.open_file(path) as f:
         return sum(1 for _ in f)
 
 
@@ -132,7 +132,7 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
     with staged_dir(target, prefix=STAGING_PREFIX) as tmp:
         config.to_json_file(os.path.join(tmp, CONFIG_FILE))
         if vocab_file is not None:
-            shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
+            storage.copy_file(vocab_file, os.path.join(tmp, VOCAB_FILE))
         elif getattr(model, "preprocessor", None) is not None:
             save_vocabulary(model.preprocessor.tokenizer.vocabulary,
                             os.path.join(tmp, VOCAB_FILE))
@@ -150,12 +150,15 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
                 f.write("\n")
         save_model_weights(model, os.path.join(tmp, WEIGHTS_FILE))
         _stamp_config(os.path.join(tmp, WEIGHTS_FILE), config)
-    if os.path.exists(os.path.join(target, VOCAB_FILE)):
-        model.vocab_file = os.path.join(os.path.abspath(model_dir), VOCAB_FILE)
+    if storage.exists(storage.join(target, VOCAB_FILE)):
+        model.vocab_file = storage.join(target if storage.is_remote(target)
+                                        else os.path.abspath(model_dir), VOCAB_FILE)
 
 
 def _holds_only(folder, name, source):
     """True if `folder` holds only `name`, and that file is `source` itself."""
+    if storage.is_remote(folder):
+        return False  # A remote folder is replaced as a whole (its vocab.txt is read first).
     path = os.path.join(folder, name)
     return (source is not None and os.path.isdir(folder) and os.listdir(folder) == [name]
             and real_path(path) == real_path(source))
@@ -389,10 +392,10 @@ def read_task_info(model_dir):
     false) or is below its minimum: the generic keys here and the task's
     own, from its TaskSpec's `task_json` (`task_json_schema`).
     """
-    path = os.path.join(model_dir, TASK_FILE)
-    if not os.path.exists(path):
+    path = storage.join(model_dir, TASK_FILE)
+    if not storage.exists(path):
         return None
-    with open(path, encoding="utf-8") as f:
+    with storage.open_file(path) as f:
         try:
             info = json.load(f)
         except json.JSONDecodeError as e:
@@ -411,11 +414,11 @@ def _required_files(model_dir, names, why):
     the first missing file, followed by `why` (what the reader needs and how
     to make it).
     """
-    if not os.path.isdir(model_dir):
+    if not storage.isdir(model_dir):
         raise FileNotFoundError(f"Model directory not found: {model_dir}")
-    paths = [os.path.join(model_dir, name) for name in names]
+    paths = [storage.join(model_dir, name) for name in names]
     for path in paths:
-        if not os.path.exists(path):
+        if not storage.exists(path):
             raise FileNotFoundError(f"{path} is missing: {why}")
     return paths
 
@@ -437,12 +440,23 @@ def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
         `vocab_file` attribute is the directory's vocab.txt (or None) and
         `task_info` the contents of task.json (or None).
     """
-    if not os.path.lexists(model_dir) and "://" not in os.fspath(model_dir):
+    if storage.object_store(model_dir):
+        return _load_remote(model_dir, encoder_cls, **encoder_kwargs)
+    if not os.path.lexists(model_dir):
         for prefix in (STAGING_PREFIX, CONVERT_STAGING_PREFIX):
             recover(model_dir, prefix)
     return read_committed(model_dir, lambda: _load_model_dir(model_dir, encoder_cls,
                                                              **encoder_kwargs),
                           what="model directory")
+
+
+def _load_remote(model_dir, encoder_cls, **encoder_kwargs):
+    """`load_model_dir` of a folder on an object store: from the local copy of
+    its committed version (`keras_bert.storage.local_copy`: marker and
+    digests checked, a commit cut short rolled forward), named for that version."""
+    local = storage.local_copy(model_dir, "model directory",
+                               prefixes=(STAGING_PREFIX, CONVERT_STAGING_PREFIX))
+    return _load_model_dir(local, encoder_cls, **encoder_kwargs)  # A copy no writer touches.
 
 
 def _load_model_dir(model_dir, encoder_cls, **encoder_kwargs):

@@ -30,6 +30,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import storage
+
 AUTO = "auto"
 
 
@@ -79,11 +81,11 @@ def read_class_weights(path_or_dict, label_names):
         table = path_or_dict
     else:
         where = f"--class-weights {path_or_dict}"
-        if not os.path.isfile(path_or_dict):
+        if not storage.exists(path_or_dict) or storage.isdir(path_or_dict):
             raise FileNotFoundError(
                 f"{where}: no such file. Give 'auto' or a JSON file {{label: weight}}.")
         try:
-            with open(path_or_dict, encoding="utf-8") as f:
+            with storage.open_file(path_or_dict) as f:
                 table = json.load(f)
         except (ValueError, UnicodeDecodeError) as e:
             raise ValueError(f"{where}: not valid JSON ({e}); expected an object "

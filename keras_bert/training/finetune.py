@@ -55,7 +55,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import sources
+from keras_bert import sources, storage
 from keras_bert.config import DTYPES, BertConfig
 from keras_bert.data import batching
 from keras_bert.data import labels as labels_lib
@@ -175,7 +175,7 @@ class FinetuneTask:
         self.task_options = _check_task_options(self.name, task_options)
         config = BertConfig.from_json_file(os.path.join(model_dir, CONFIG_FILE))
         self.vocab_file = os.path.join(model_dir, VOCAB_FILE)
-        if not os.path.exists(self.vocab_file):
+        if not storage.exists(self.vocab_file):
             raise FileNotFoundError(
                 f"{model_dir} has no {VOCAB_FILE}: fine-tuning tokenizes text with the model's "
                 f"vocabulary. Copy it in or re-create the directory with "
@@ -365,7 +365,7 @@ class FinetuneOptions(FinetuneFields):
         if self.class_weights is not None and not isinstance(self.class_weights, dict) and (
                 not isinstance(self.class_weights, (str, os.PathLike)) or (
                     self.class_weights != class_weights_lib.AUTO
-                    and not os.path.isfile(self.class_weights))):
+                    and not storage.exists(self.class_weights))):
             raise ValueError(
                 f"Expected class_weights 'auto', a JSON file {{label: weight}} or a dict. "
                 f"Received: class_weights={self.class_weights!r} (no such file).")
@@ -522,7 +522,7 @@ def _is_checkpoint_dir(path):
     # STATE_FILE is the marker `finetune` writes first; without it, a folder
     # that holds only what the Trainer and finetune write (the leftovers of
     # a killed write, such as ckpt-N_temp) is one too.
-    names = os.listdir(path)
+    names = storage.listdir(path)
     return STATE_FILE in names or set(names) <= set(own_checkpoint_files(path))
 
 
@@ -555,22 +555,22 @@ def check_outputs(model_dir, output_dir, checkpoint_dir, inputs=()):
 def own_checkpoint_files(checkpoint_dir):
     """The names in `checkpoint_dir` that `finetune` and its Trainer wrote:
     checkpoints, STATE_FILE and the temporary files of its atomic writes."""
-    if not os.path.isdir(checkpoint_dir):
+    if not storage.isdir(checkpoint_dir):
         return []
     stem = os.path.splitext(STATE_FILE)[0]
     return _trainer_files(checkpoint_dir) + [
-        name for name in os.listdir(checkpoint_dir)
+        name for name in storage.listdir(checkpoint_dir)
         if name == STATE_FILE or (name.startswith(f".tmp-{stem}-") and name.endswith(".json"))]
 
 
 def remove_checkpoints(checkpoint_dir):
     """Removes what `finetune` wrote in `checkpoint_dir`, and the folder if
     nothing else is left: files of the user's there stay."""
-    if not os.path.isdir(checkpoint_dir):
+    if not storage.isdir(checkpoint_dir):
         return
-    workers = os.path.join(checkpoint_dir, ".tmp")  # Non-chief workers' copies (Trainer).
-    if os.path.isdir(workers):
-        remove_own(workers, [name for name in os.listdir(workers)
+    workers = storage.join(checkpoint_dir, ".tmp")  # Non-chief workers' copies (Trainer).
+    if storage.isdir(workers):
+        remove_own(workers, [name for name in storage.listdir(workers)
                              if name.startswith("worker-") and name[7:].isdigit()])
     remove_own(checkpoint_dir, own_checkpoint_files(checkpoint_dir))
 
@@ -596,9 +596,9 @@ def file_fingerprint(path):
     spread evenly from the first byte to the last: an edit inside a large
     file that leaves its size and these blocks as they were goes unseen.
     """
-    size = os.path.getsize(path)
+    size = storage.size(path)
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with storage.open_file(path, "rb") as f:
         if size <= _FULL_HASH_BYTES:
             for block in iter(lambda: f.read(_BLOCK_BYTES), b""):
                 digest.update(block)
@@ -620,7 +620,7 @@ def data_fingerprints(*datasets):
     result = []
     for data in datasets:
         source = getattr(getattr(data, "report", None), "source", None)
-        if isinstance(source, str) and os.path.isfile(source):
+        if isinstance(source, str) and storage.exists(source) and not storage.isdir(source):
             fingerprint = file_fingerprint(source)
             if fingerprint not in result:
                 result.append(fingerprint)

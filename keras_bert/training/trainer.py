@@ -56,6 +56,7 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.files import remove_own, write_text_atomic
 from keras_bert.training.distribute import worker_info
 
@@ -94,9 +95,9 @@ def pause_point(name, step=None):
 def own_checkpoint_files(directory):
     """The names in `directory` that the Trainer's checkpoint managers wrote
     (what may be deleted there; anything else is not the Trainer's)."""
-    if not os.path.isdir(directory):
+    if not storage.isdir(directory):
         return []
-    return [name for name in os.listdir(directory)
+    return [name for name in storage.listdir(directory)
             if _CHECKPOINT_FILE.match(name) or DATA_DIR_PATTERN.match(name)]
 
 

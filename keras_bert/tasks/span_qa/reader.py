@@ -41,6 +41,7 @@ import json
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.data.report import DataReport
 from keras_bert.tasks.span_qa import windows as windows_lib
 from keras_bert.text import text_files
@@ -105,7 +106,7 @@ def read_squad(path, training, max_logged=20):
     """
     report = DataReport(path, max_logged=max_logged)
     text_files.check_text_file(path, "SQuAD file")
-    with open(path, "rb") as f:
+    with storage.open_file(path, "rb") as f:
         raw = f.read()
     try:
         text = raw.decode("utf-8")

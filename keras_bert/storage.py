@@ -1,0 +1,492 @@
+"""Remote storage: paths on any file system TensorFlow has registered, and the
+commit rule for object stores, where a rename is a copy.
+
+A path with a scheme other than `file://` (`gs://bucket/x`, `s3://...` through
+a plugin, `hdfs://`, TF's in-memory `ram://` used by the tests) is remote
+(`is_remote`) and read and written through `tf.io.gfile`; TensorFlow is
+imported only then, so the local protocol of `keras_bert.files` stays
+importable without it. `check_filesystem` refuses an unregistered scheme
+before any work, naming the extra that registers it (`gs://`: `[gcs]`).
+
+The object-store protocol (`commit_dir`), for a folder `target`:
+
+1. every file of the new version is uploaded into a staging prefix beside
+   the target, named for this writer and this target
+   (`keras_bert.staging`), and that prefix's commit marker
+   (`MARKER`: names, sizes and sha256 of the files, and a generation that
+   grows with time) is written LAST: the staged copy is complete.
+   Pause point "staged".
+2. the target's marker is removed: from here readers refuse the target as
+   incomplete, or roll it forward from the staged copy. "remote:unmarked".
+3. the files the old marker listed and the new one does not are removed,
+   the staged files are copied over the target's. "remote:copied".
+4. the target's marker is written last (a copy of the staged one).
+   "committed". 5. the staging prefix is removed.
+
+A reader trusts a remote folder only if its marker is there and every file it
+lists has the listed size (`committed_manifest`); `fetch_dir` also checks the
+digests. A folder without a valid marker is rolled forward from the newest
+complete staged copy of its target (`recover_dir`: a writer killed after
+step 1 loses nothing), else refused as incomplete (`IncompleteError`).
+
+No locks: object stores have none. Two writers of one target at once each
+commit a whole version; the marker left is the last writer's, and if their
+copies interleaved (step 3), the digests no longer match the marker: the
+reader refuses it (or rolls forward from a staged copy) instead of loading
+a mix. Incomplete staging prefixes are removed by a later writer only when
+their writer provably ended (same host, PID gone); others stay.
+
+`KERAS_BERT_OBJECT_STORE=1` (tests) applies this protocol to local paths too,
+with copies instead of renames, so SIGKILL tests can run it without a bucket.
+"""
+
+import builtins
+import contextlib
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import time
+
+from keras_bert import staging
+
+#: The commit marker of a folder written by the object-store protocol.
+MARKER = ".keras_bert_commit.json"
+#: Set to 1 to use the object-store protocol on local paths (tests).
+FORCE_ENV = "KERAS_BERT_OBJECT_STORE"
+# The extras that register a scheme's file system (`check_filesystem`).
+_EXTRAS = {
+    "gs": "pip install 'bert-keras3[gcs]' (tensorflow-io-gcs-filesystem, which "
+          "tensorflow[gcs-filesystem] names)",
+    "s3": "pip install tensorflow-io and `import tensorflow_io` before keras_bert",
+    "hdfs": "install Hadoop's libhdfs and set HADOOP_HDFS_HOME (TensorFlow's HDFS support)",
+}
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+class IncompleteError(OSError):
+    """A remote artifact that has no valid commit marker: a write was cut short."""
+
+
+def scheme(path):
+    """The scheme of `path` ("gs", "ram", ...), or "" for a local path."""
+    match = _SCHEME.match(os.fspath(path))
+    return match.group(1).lower() if match else ""
+
+
+def is_remote(path):
+    """True if `path` names a file system other than the local one (`gs://...`)."""
+    return scheme(path) not in ("", "file")
+
+
+def object_store(path):
+    """True if `path` is written by the object-store protocol: remote, or
+    local with `KERAS_BERT_OBJECT_STORE=1` (tests)."""
+    return is_remote(path) or os.environ.get(FORCE_ENV) == "1"
+
+
+def check_filesystem(path, flag="The path"):
+    """Raises ValueError if `path`'s scheme has no file system registered in
+    TensorFlow, naming the scheme and the way out. Local paths pass without
+    importing TensorFlow; nothing is read or written.
+
+    >>> check_filesystem("nosuchfs://bucket/out")  # doctest: +SKIP
+    ValueError: The path nosuchfs://bucket/out: no file system is registered ...
+    """
+    name = scheme(path)
+    if not is_remote(path):
+        return
+    import tensorflow as tf
+
+    if name in tf.io.gfile.get_registered_schemes():
+        return
+    way_out = _EXTRAS.get(name, "install the TensorFlow file system plugin that provides it, "
+                                "or use a local path")
+    raise ValueError(f"{flag} {os.fspath(path)}: no file system is registered for the scheme "
+                     f"'{name}://' in this TensorFlow. Way out: {way_out}.")
+
+
+def _gfile():
+    import tensorflow as tf
+
+    return tf.io.gfile
+
+
+def join(path, *names):
+    """`os.path.join` that keeps a scheme's "//" (a remote path is not normalized)."""
+    return os.path.join(os.fspath(path), *names)
+
+
+# TF's ram:// lists and finds by string prefix: "ram://d/out" exists, and lists
+# ".checkpoints", when only "ram://d/out.checkpoints/x" does. Its answers are
+# checked (`_ram_exists`, `listdir`); real stores (gs://) list by "/" and need
+# no check.
+
+
+def _ram(path):
+    return scheme(path) == "ram"
+
+
+def _ram_exists(path):
+    """A ram:// file, or a folder that holds something or that its parent lists."""
+    gfile = _gfile()
+    path = os.fspath(path).rstrip("/")
+    if not gfile.exists(path):
+        return False
+    if not gfile.isdir(path) or listdir(path):
+        return True
+    parent, name = os.path.split(path)
+    return not name or parent.endswith(":/") or name in gfile.listdir(parent)
+
+
+def abspath(path):
+    """`os.path.abspath` for a local path; a remote one as given (less a trailing "/")."""
+    path = os.fspath(path)
+    return path.rstrip("/") if is_remote(path) else os.path.abspath(path)
+
+
+def normpath(path):
+    """`os.path.normpath` for a local path (which would turn "gs://b" into "gs:/b");
+    a remote one as given, less a trailing "/"."""
+    path = os.fspath(path)
+    return path.rstrip("/") if is_remote(path) else os.path.normpath(path)
+
+
+def exists(path):
+    if _ram(path):
+        return _ram_exists(path)
+    return _gfile().exists(path) if is_remote(path) else os.path.exists(path)
+
+
+def isdir(path):
+    if _ram(path):
+        return _ram_exists(path) and _gfile().isdir(path)
+    return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
+
+
+def listdir(path):
+    """The names in folder `path` (no trailing "/"), sorted."""
+    if is_remote(path):
+        gfile = _gfile()
+        names = sorted(name.rstrip("/") for name in gfile.listdir(path))
+        if _ram(path):
+            names = [n for n in names if gfile.exists(join(path, n))]
+        return names
+    return sorted(os.listdir(path))
+
+
+def makedirs(path):
+    if is_remote(path):
+        _gfile().makedirs(path)
+    else:
+        os.makedirs(path, exist_ok=True)
+
+
+def size(path):
+    return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)
+
+
+def open_file(path, mode="r", encoding="utf-8"):
+    """`open` for a local path, `tf.io.gfile.GFile` for a remote one (text
+    modes read and write UTF-8 either way)."""
+    path = os.fspath(path)
+    if not is_remote(path):
+        return builtins.open(path, mode, encoding=None if "b" in mode else encoding)
+    return _gfile().GFile(path, mode)
+
+
+def read_bytes(path):
+    with open_file(path, "rb") as f:
+        return f.read()
+
+
+def write_bytes(path, data):
+    """Writes `data` to `path` in place (one object on an object store)."""
+    with open_file(path, "wb") as f:
+        f.write(data)
+
+
+def copy_file(source, target):
+    """Copies the file `source` to `target` (either may be remote), overwriting."""
+    if is_remote(source) or is_remote(target):
+        _gfile().copy(source, target, overwrite=True)
+    else:
+        shutil.copyfile(source, target)
+
+
+def remove(path):
+    """Removes the file or folder `path` if it is there."""
+    if is_remote(path):
+        gfile = _gfile()
+        if not exists(path):
+            return
+        if not isdir(path):
+            gfile.remove(path)
+        elif _ram(path):  # Its rmtree fails on a sibling that shares the name's start.
+            for name in listdir(path):
+                remove(join(path, name))
+            with contextlib.suppress(Exception):
+                gfile.remove(path)
+        else:
+            gfile.rmtree(path)
+    elif os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+
+
+def _walk_files(folder):
+    """The files under the local `folder`, as paths relative to it ("/"-joined), sorted."""
+    found = []
+    for root, _, names in os.walk(folder):
+        for name in names:
+            found.append(os.path.relpath(os.path.join(root, name), folder).replace(os.sep, "/"))
+    return sorted(found)
+
+
+def _digest(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def _pause(step):
+    from keras_bert import files  # One test hook for both protocols.
+
+    files.pause_point(step)
+
+
+def _read_marker(folder):
+    """The parsed marker of `folder`, or None if it is missing or not one."""
+    path = join(folder, MARKER)
+    try:
+        manifest = json.loads(read_bytes(path).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    except Exception as error:  # tf.errors.NotFoundError and kin.
+        if type(error).__module__.startswith("tensorflow"):
+            return None
+        raise
+    ok = isinstance(manifest, dict) and isinstance(manifest.get("files"), dict)
+    return manifest if ok and isinstance(manifest.get("generation"), str) else None
+
+
+def committed_manifest(folder):
+    """The marker of `folder` if it is valid: every file it lists is there with
+    its size. None otherwise (missing, cut short, or mixed by two writers)."""
+    manifest = _read_marker(folder)
+    if manifest is None:
+        return None
+    for name, entry in manifest["files"].items():
+        path = join(folder, name)
+        try:
+            if size(path) != entry["size"]:
+                return None
+        except Exception:  # Missing: OSError locally, NotFoundError through gfile.
+            return None
+    return manifest
+
+
+def _staging_entries(target, prefix):
+    """[(path, manifest or None)] of the staging prefixes of `target` beside it."""
+    parent, name = os.path.split(target.rstrip("/"))
+    start = staging.owner_prefix(prefix, name)
+    try:
+        names = listdir(parent)
+    except Exception:
+        return []
+    return [(join(parent, n), committed_manifest(join(parent, n)))
+            for n in names if n.startswith(start)]
+
+
+def _ended(path):
+    """Whether the writer that a staging name names provably ended (same host)."""
+    base = os.path.basename(path)
+    match = re.search(r"-pid(\d+)(?:\.(\d+))?-([A-Za-z0-9]*)-[A-Za-z0-9_]+$", base)
+    if not match or match.group(3) != staging.host_name() or int(match.group(1)) == os.getpid():
+        return False
+    start = int(match.group(2)) if match.group(2) else None
+    return not staging._alive(int(match.group(1)), start)
+
+
+def _roll_forward(staged, target, manifest, old=None):
+    """Steps 3 to 5 of the protocol: `target` becomes the staged version."""
+    for name in sorted((old or {}).get("files", {})):
+        if name not in manifest["files"]:
+            remove(join(target, name))
+    for name in sorted(manifest["files"]):
+        destination = join(target, name)
+        makedirs(os.path.dirname(destination))
+        copy_file(join(staged, name), destination)
+    _pause("remote:copied")
+    write_bytes(join(target, MARKER), read_bytes(join(staged, MARKER)))
+    _pause("committed")
+    remove(staged)
+
+
+def recover_dir(target, prefix):
+    """Makes `target` whole from its staging prefixes, as far as they allow.
+
+    A target without a valid marker is rolled forward from the newest
+    complete staged copy (a commit cut short after its upload); complete
+    copies no newer than the committed version (a commit cut short after its
+    marker) and the staging of ended writers are removed.
+
+    Returns:
+        the target's manifest (dict), or None if it has no committed version.
+    """
+    current = committed_manifest(target)
+    entries = _staging_entries(target, prefix)
+    complete = sorted((m["generation"], path, m) for path, m in entries if m is not None)
+    if current is None and complete:
+        generation, path, manifest = complete[-1]
+        _roll_forward(path, target, manifest, _read_marker(target))
+        current = manifest
+    for path, manifest in entries:
+        if not exists(path):
+            continue
+        done = manifest is not None and current is not None \
+            and manifest["generation"] <= current["generation"]
+        if done or _ended(path):
+            remove(path)
+    return current
+
+
+def _upload(local, staged, files):
+    """Step 1: the files, then the staged marker last. Returns the manifest."""
+    entries = {}
+    for name in files:
+        data = read_bytes(os.path.join(local, name))
+        destination = join(staged, name)
+        makedirs(os.path.dirname(destination))
+        write_bytes(destination, data)
+        entries[name] = {"size": len(data), "sha256": _digest(data)}
+    manifest = {"generation": f"{time.time_ns():020d}-{secrets.token_hex(4)}", "files": entries}
+    write_bytes(join(staged, MARKER), (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
+    return manifest
+
+
+def commit_dir(local, target, prefix=".tmp-", replace=True):
+    """Puts the complete local folder `local` at `target` by the object-store
+    protocol (module docstring): staged upload, marker of the target removed,
+    files copied, marker written last.
+
+    Args:
+        local: str, a local folder holding the new version.
+        target: str, the folder to create or replace (remote, or local under
+            `KERAS_BERT_OBJECT_STORE=1`).
+        prefix: str, the kind of writer (`keras_bert.staging`).
+        replace: bool; False refuses (FileExistsError) a target committed
+            meanwhile (a check, not a lock: see the module docstring).
+    """
+    target = os.fspath(target).rstrip("/")
+    parent, name = os.path.split(target)
+    makedirs(parent)
+    staged = join(parent, staging.staging_prefix(prefix, name) + secrets.token_hex(4))
+    try:
+        _upload(local, staged, _walk_files(local))
+    except BaseException:
+        remove(staged)  # An incomplete staged copy is never rolled forward.
+        raise
+    _pause("staged")
+    old = _read_marker(target)
+    if not replace and old is not None:
+        remove(staged)
+        raise FileExistsError(f"{target} was written by another process meanwhile; "
+                              f"keras_bert keeps it. Write to a new name.")
+    makedirs(target)
+    remove(join(target, MARKER))
+    _pause("remote:unmarked")
+    _roll_forward(staged, target, _read_marker(staged), old)
+
+
+def fetch_dir(target, local, what="folder", prefixes=(".tmp-",)):
+    """Copies the committed version of `target` into the local folder `local`,
+    checking every file's size and sha256 against the marker. A target cut
+    short is rolled forward first (`recover_dir`, from the staging of the
+    writers `prefixes` name).
+
+    Raises:
+        IncompleteError: no committed version, or its files do not match
+            the marker (two writers at once).
+    """
+    manifest = committed_manifest(target)
+    if manifest is None:
+        for prefix in prefixes:
+            manifest = manifest or recover_dir(target, prefix)
+    if manifest is None:
+        raise incomplete(target, what)
+    for name, entry in sorted(manifest["files"].items()):
+        data = read_bytes(join(target, name))
+        if _digest(data) != entry["sha256"]:
+            raise IncompleteError(
+                f"The {what} {target} does not match its commit marker ({name} differs: two "
+                f"writers at once?). Write it again, one writer at a time.")
+        destination = os.path.join(local, *name.split("/"))
+        os.makedirs(os.path.dirname(destination), exist_ok=True)
+        with builtins.open(destination, "wb") as f:
+            f.write(data)
+    return manifest
+
+
+def cache_root():
+    """Where downloads of remote folders go (`local_copy`):
+    `$KERAS_BERT_CACHE_DIR/remote`, else ~/.cache/keras_bert/remote
+    ($XDG_CACHE_HOME honoured), as keras_bert's other rebuildable files."""
+    base = os.environ.get("KERAS_BERT_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "keras_bert")
+    return os.path.join(base, "remote")
+
+
+def local_copy(target, what="folder", prefixes=(".tmp-", ".convert-")):
+    """A local folder holding the committed version of the remote `target`.
+
+    Downloaded once per version (`fetch_dir`: marker and digests checked) into
+    `cache_root()`, named for the target and its marker's generation: the
+    same version gives the same path in every process (a fine-tuning run
+    resumes), a rewritten target a new one. The download is renamed into
+    place when complete, so a killed download is never taken for a copy.
+
+    Raises:
+        IncompleteError: `target` has no committed version.
+        FileNotFoundError: `target` does not exist.
+    """
+    target = os.fspath(target).rstrip("/")
+    check_filesystem(target)
+    if not exists(target):
+        raise FileNotFoundError(f"The {what} {target} does not exist.")
+    manifest = committed_manifest(target)
+    for prefix in prefixes:
+        manifest = manifest or recover_dir(target, prefix)
+    if manifest is None:
+        raise incomplete(target, what)
+    name = f"{_digest(target.encode('utf-8'))[:16]}-{manifest['generation']}"
+    local = os.path.join(cache_root(), name)
+    if os.path.isdir(local):
+        return local
+    os.makedirs(cache_root(), exist_ok=True)
+    import tempfile
+
+    partial = tempfile.mkdtemp(prefix=f".{name}-", dir=cache_root())
+    try:
+        fetched = fetch_dir(target, partial, what, prefixes)
+        if fetched["generation"] != manifest["generation"]:
+            raise OSError(f"The {what} {target} was replaced while it was read: load it again "
+                          f"once that writer is done.")
+        os.chmod(partial, 0o755)
+        os.rename(partial, local)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+        if not os.path.isdir(local):  # Another process may have put the same copy there.
+            raise
+    return local
+
+
+def incomplete(target, what="folder"):
+    """The IncompleteError for a folder without a committed version."""
+    return IncompleteError(
+        f"The {what} {target} is incomplete: it has no commit marker ({MARKER}), so a write "
+        f"was interrupted and no complete staged copy is left to finish it. Write it again "
+        f"(rerun the step that made it).")

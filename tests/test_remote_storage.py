@@ -1,0 +1,173 @@
+"""keras_bert.storage: the object-store commit protocol (issue 38 item 4).
+
+On TF's in-memory ram:// file system, in process: an exception at each step of
+a commit leaves the old version or one that a reader rolls forward, never a
+folder that loads as complete when it is not. On a local path with the
+protocol forced (KERAS_BERT_OBJECT_STORE=1): a real SIGKILL at each step, in a
+subprocess that loads keras_bert.files alone (no TensorFlow: local paths never
+import it). And the clear error for a scheme no file system is registered for.
+"""
+
+import os
+import secrets
+import subprocess
+import sys
+
+import pytest
+
+from keras_bert import files, storage
+from keras_bert.files import read_committed, recover, staged_dir
+from tests.test_commit_protocol import _PRELUDE, ROOT, kill_at
+
+STEPS = ("staged", "remote:unmarked", "remote:copied", "committed")
+# What a reader finds after a writer stopped at each step: the old version
+# (the target's marker still there), or the new one rolled forward.
+EXPECTED = {"staged": "old", "remote:unmarked": "new", "remote:copied": "new",
+            "committed": "new"}
+
+
+def write(target, text, names=("a.txt", "b.txt")):
+    with staged_dir(target) as tmp:
+        for name in names:
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(text)
+
+
+def read(target):
+    """The (a.txt, b.txt) texts of the committed version of `target`."""
+    def both():
+        return tuple(storage.read_bytes(storage.join(target, n)).decode() for n in
+                     ("a.txt", "b.txt"))
+    return read_committed(target, both)
+
+
+class Stop(Exception):
+    pass
+
+
+@pytest.fixture
+def ram():
+    return f"ram://test-{secrets.token_hex(4)}"
+
+
+def stop_at(monkeypatch, step):
+    real = files.pause_point
+
+    def pause(name):
+        if name == step:
+            raise Stop(step)
+        real(name)
+    monkeypatch.setattr(files, "pause_point", pause)
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_ram_write_stopped_at_any_step_reads_old_or_rolls_forward(step, ram, monkeypatch):
+    target = f"{ram}/models/out"
+    write(target, "old", names=("a.txt", "b.txt", "old-only.txt"))
+    stop_at(monkeypatch, step)
+    with pytest.raises(Stop):
+        write(target, "new")
+    monkeypatch.undo()
+    if EXPECTED[step] == "new" and step != "committed":
+        # No marker: the target is refused until it is rolled forward.
+        with pytest.raises(storage.IncompleteError, match="incomplete.*Write it again"):
+            read(target)
+    assert recover(target)
+    assert read(target) == (EXPECTED[step],) * 2
+    names = storage.listdir(target)
+    assert ("old-only.txt" in names) == (EXPECTED[step] == "old")
+    # A finished or rolled-forward copy leaves no staging behind; a newer one
+    # staged by a (here: still running) writer is kept.
+    leftovers = [n for n in storage.listdir(f"{ram}/models") if n != "out"]
+    assert len(leftovers) == (1 if step == "staged" else 0)
+    write(target, "newer")
+    assert read(target) == ("newer", "newer")
+
+
+def test_a_ram_folder_without_a_staged_copy_never_loads_as_complete(ram, monkeypatch):
+    target = f"{ram}/out"
+    write(target, "old")
+    stop_at(monkeypatch, "remote:copied")
+    with pytest.raises(Stop):
+        write(target, "new")
+    for name in storage.listdir(ram):
+        if name != "out":
+            storage.remove(storage.join(ram, name))  # The staged copy is lost too.
+    local = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fetch-{secrets.token_hex(4)}")
+    with pytest.raises(storage.IncompleteError, match="out is incomplete"):
+        storage.fetch_dir(target, local, what="model directory")
+    assert not recover(target)
+
+
+def test_files_that_do_not_match_the_marker_are_refused(ram, tmp_path):
+    target = f"{ram}/out"
+    write(target, "abc")
+    storage.write_bytes(f"{target}/a.txt", b"xyz")  # Same size, other bytes.
+    with pytest.raises(storage.IncompleteError, match="does not match its commit marker"):
+        storage.fetch_dir(target, str(tmp_path / "copy"))
+    storage.write_bytes(f"{target}/a.txt", b"ab")  # Cut short: the size differs.
+    assert storage.committed_manifest(target) is None
+
+
+def test_an_interrupted_upload_leaves_no_staged_copy(ram, monkeypatch):
+    target = f"{ram}/out"
+    write(target, "old")
+    real = storage.write_bytes
+    calls = []
+
+    def failing(path, data):
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        real(path, data)
+    monkeypatch.setattr(storage, "write_bytes", failing)
+    with pytest.raises(OSError, match="disk full"):
+        write(target, "new")
+    monkeypatch.undo()
+    assert storage.listdir(ram) == ["out"] and read(target) == ("old", "old")
+
+
+_FORCED = _PRELUDE + """
+with files.staged_dir(sys.argv[2]) as tmp:
+    for name in ("a.txt", "b.txt"):
+        open(os.path.join(tmp, name), "w").write(sys.argv[3])
+"""
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_sigkill_at_any_step_of_the_forced_protocol_loses_nothing(step, tmp_path,
+                                                                    monkeypatch):
+    monkeypatch.setenv(storage.FORCE_ENV, "1")
+    target = str(tmp_path / "models" / "out")
+    write(target, "old")
+    kill_at(step, _FORCED, target, "new", tmp_path=tmp_path,
+            extra_env={storage.FORCE_ENV: "1"})
+    if step in ("remote:unmarked", "remote:copied"):
+        with pytest.raises(storage.IncompleteError):
+            read(target)
+    assert recover(target)
+    assert read(target) == (EXPECTED[step],) * 2
+    # The killed writer's staging (its PID is gone) is removed by the recovery.
+    assert os.listdir(tmp_path / "models") == ["out"]
+
+
+def test_an_unregistered_scheme_is_refused_naming_the_way_out(monkeypatch):
+    with pytest.raises(ValueError, match=r"nosuchfs://.*no file system is registered.*"
+                                         r"plugin"):
+        files.check_writable("nosuchfs://bucket/out")
+    import tensorflow as tf
+
+    # A TensorFlow without the GCS file system (TF 2.20+ without the extra).
+    monkeypatch.setattr(tf.io.gfile, "get_registered_schemes", lambda: ["", "file", "ram"])
+    with pytest.raises(ValueError, match=r"gs://.*bert-keras3\[gcs\]"):
+        files.prepare_output_dir("gs://bucket/model", files.Kind("folder"))
+
+
+def test_a_tool_refuses_an_unregistered_scheme_before_any_work(tmp_path):
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "tools", "create_pretraining_data.py"),
+         "--input-file", str(tmp_path / "missing.txt"), "--output-dir", "nosuchfs://b/data",
+         "--vocab-file", str(tmp_path / "missing-vocab.txt")],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    assert result.returncode != 0
+    assert "nosuchfs://" in result.stderr and "no file system is registered" in result.stderr
