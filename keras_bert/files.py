@@ -650,11 +650,8 @@ def write_bytes_atomic(path, data):
     """Writes `data` (bytes) to `path`: through `atomic_file` on a local path;
     on a store's path ("gs://", "ram://") by the store's own write, which has
     no rename to stage with (a remote reader may see the write in progress)."""
-    if "://" in path:
-        import tensorflow as tf
-
-        with tf.io.gfile.GFile(path, "wb") as f:
-            f.write(data)
+    if storage.is_remote(path):
+        storage.write_bytes(path, data)
         return path
     with atomic_file(path) as tmp:
         with open(tmp, "wb") as f:

@@ -120,9 +120,10 @@ def join(path, *names):
 
 
 # TF's ram:// lists and finds by string prefix: "ram://d/out" exists, and lists
-# ".checkpoints", when only "ram://d/out.checkpoints/x" does. Its answers are
-# checked (`_ram_exists`, `listdir`); real stores (gs://) list by "/" and need
-# no check.
+# ".checkpoints", when only "ram://d/out.checkpoints/x" does; and a file written
+# or copied again is appended to. Its answers are checked (`_ram_exists`,
+# `listdir`) and its files removed before they are written again
+# (`open_file`, `copy_file`); real stores (gs://) need neither.
 
 
 def _ram(path):
@@ -194,6 +195,8 @@ def open_file(path, mode="r", encoding="utf-8"):
     path = os.fspath(path)
     if not is_remote(path):
         return builtins.open(path, mode, encoding=None if "b" in mode else encoding)
+    if _ram(path) and "w" in mode and _gfile().exists(path) and not _gfile().isdir(path):
+        _gfile().remove(path)  # ram:// appends to a file written again: start anew.
     return _gfile().GFile(path, mode)
 
 
@@ -211,6 +214,8 @@ def write_bytes(path, data):
 def copy_file(source, target):
     """Copies the file `source` to `target` (either may be remote), overwriting."""
     if is_remote(source) or is_remote(target):
+        if _ram(target) and _gfile().exists(target) and not _gfile().isdir(target):
+            _gfile().remove(target)  # ram:// appends to a file copied over.
         _gfile().copy(source, target, overwrite=True)
     else:
         shutil.copyfile(source, target)
@@ -310,9 +315,10 @@ def _ended(path):
     return not staging._alive(int(match.group(1)), start)
 
 
-def _roll_forward(staged, target, manifest, old=None):
-    """Steps 3 to 5 of the protocol: `target` becomes the staged version."""
-    for name in sorted((old or {}).get("files", {})):
+def _roll_forward(staged, target, manifest):
+    """Steps 3 to 5 of the protocol: `target` becomes the staged version (the
+    files of the version it replaces, which its marker lists, removed first)."""
+    for name in sorted(manifest.get("replaces", [])):
         if name not in manifest["files"]:
             remove(join(target, name))
     for name in sorted(manifest["files"]):
@@ -341,7 +347,7 @@ def recover_dir(target, prefix):
     complete = sorted((m["generation"], path, m) for path, m in entries if m is not None)
     if current is None and complete:
         generation, path, manifest = complete[-1]
-        _roll_forward(path, target, manifest, _read_marker(target))
+        _roll_forward(path, target, manifest)
         current = manifest
     for path, manifest in entries:
         if not exists(path):
@@ -353,8 +359,9 @@ def recover_dir(target, prefix):
     return current
 
 
-def _upload(local, staged, files):
-    """Step 1: the files, then the staged marker last. Returns the manifest."""
+def _upload(local, staged, files, replaces):
+    """Step 1: the files, then the staged marker last (which also lists the
+    files of the version it `replaces`). Returns the manifest."""
     entries = {}
     for name in files:
         data = read_bytes(os.path.join(local, name))
@@ -362,7 +369,8 @@ def _upload(local, staged, files):
         makedirs(os.path.dirname(destination))
         write_bytes(destination, data)
         entries[name] = {"size": len(data), "sha256": _digest(data)}
-    manifest = {"generation": f"{time.time_ns():020d}-{secrets.token_hex(4)}", "files": entries}
+    manifest = {"generation": f"{time.time_ns():020d}-{secrets.token_hex(4)}", "files": entries,
+                "replaces": sorted(replaces)}
     write_bytes(join(staged, MARKER), (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
     return manifest
 
@@ -384,21 +392,21 @@ def commit_dir(local, target, prefix=".tmp-", replace=True):
     parent, name = os.path.split(target)
     makedirs(parent)
     staged = join(parent, staging.staging_prefix(prefix, name) + secrets.token_hex(4))
+    old = _read_marker(target)
     try:
-        _upload(local, staged, _walk_files(local))
+        manifest = _upload(local, staged, _walk_files(local), (old or {}).get("files", {}))
     except BaseException:
         remove(staged)  # An incomplete staged copy is never rolled forward.
         raise
     _pause("staged")
-    old = _read_marker(target)
-    if not replace and old is not None:
+    if not replace and (old is not None or _read_marker(target) is not None):
         remove(staged)
         raise FileExistsError(f"{target} was written by another process meanwhile; "
                               f"keras_bert keeps it. Write to a new name.")
     makedirs(target)
     remove(join(target, MARKER))
     _pause("remote:unmarked")
-    _roll_forward(staged, target, _read_marker(staged), old)
+    _roll_forward(staged, target, manifest)
 
 
 def fetch_dir(target, local, what="folder", prefixes=(".tmp-",)):

@@ -163,11 +163,21 @@ def test_an_unregistered_scheme_is_refused_naming_the_way_out(monkeypatch):
         files.prepare_output_dir("gs://bucket/model", files.Kind("folder"))
 
 
-def test_a_tool_refuses_an_unregistered_scheme_before_any_work(tmp_path):
+def test_a_tool_and_its_api_refuse_an_unregistered_scheme_before_any_work(tmp_path):
+    from keras_bert.data import create_pretraining_data
+
+    corpus, vocab = tmp_path / "corpus.txt", tmp_path / "vocab.txt"
+    corpus.write_text("a b\nc d\n")
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n")
+    with pytest.raises(ValueError, match="nosuchfs://.*no file system is registered"):
+        create_pretraining_data([str(corpus)], "nosuchfs://bucket/data", str(vocab))
+    with pytest.raises(ValueError, match="nosuchfs://.*no file system is registered"):
+        create_pretraining_data(["nosuchfs://bucket/corpus.txt"], str(tmp_path / "d"),
+                                str(vocab))
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "tools", "create_pretraining_data.py"),
-         "--input-file", str(tmp_path / "missing.txt"), "--output-dir", "nosuchfs://b/data",
-         "--vocab-file", str(tmp_path / "missing-vocab.txt")],
+         str(corpus), "--output", "nosuchfs://bucket/data", "--vocab-file", str(vocab)],
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
     assert result.returncode != 0
-    assert "nosuchfs://" in result.stderr and "no file system is registered" in result.stderr
+    assert "nosuchfs://bucket/data: no file system is registered" in result.stderr
+    assert not (tmp_path / "d").exists()

@@ -57,6 +57,7 @@ from queue import Empty
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.data.corpus import read_documents
 from keras_bert.data.instances import create_instances_from_document, document_windows
 from keras_bert.files import (
@@ -471,6 +472,9 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
     """
     config = config or PretrainingDataConfig()
     input_files = list(input_files)
+    storage.check_filesystem(output_dir, flag="The output")  # Before any work.
+    for path in [*input_files, vocab_file]:
+        storage.check_filesystem(path, flag="The input")
     if not input_files:
         raise ValueError("No input files given: pass corpus files (one sentence a line).")
     for path in input_files:

@@ -157,7 +157,7 @@ def write_json_atomic(path, value):
     """
     text = json.dumps(value, indent=1, sort_keys=True) + "\n"
     if "://" in os.fspath(path):
-        with tf.io.gfile.GFile(path, "w") as f:
+        with storage.open_file(path, "w") as f:
             f.write(text)
     else:
         write_text_atomic(path, text)
