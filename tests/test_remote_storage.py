@@ -58,6 +58,9 @@ def stop_at(monkeypatch, step):
             raise Stop(step)
         real(name)
     monkeypatch.setattr(files, "pause_point", pause)
+    from keras_bert.data import pretraining_data  # Imports it by name.
+
+    monkeypatch.setattr(pretraining_data, "pause_point", pause)
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -174,10 +177,46 @@ def test_a_tool_and_its_api_refuse_an_unregistered_scheme_before_any_work(tmp_pa
     with pytest.raises(ValueError, match="nosuchfs://.*no file system is registered"):
         create_pretraining_data(["nosuchfs://bucket/corpus.txt"], str(tmp_path / "d"),
                                 str(vocab))
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.slow  # A tool in a subprocess: TensorFlow's start, about 5 s.
+def test_a_tool_refuses_an_unregistered_scheme_before_any_work(tmp_path):
+    corpus, vocab = tmp_path / "corpus.txt", tmp_path / "vocab.txt"
+    corpus.write_text("a b\nc d\n")
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n")
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "tools", "create_pretraining_data.py"),
          str(corpus), "--output", "nosuchfs://bucket/data", "--vocab-file", str(vocab)],
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
     assert result.returncode != 0
     assert "nosuchfs://bucket/data: no file system is registered" in result.stderr
-    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("step", ["data:committed", "data:swap"])
+def test_pretraining_data_on_ram_cut_short_after_its_commit_is_rolled_forward(
+        step, ram, monkeypatch):
+    from keras_bert.data import PretrainingDataConfig, create_pretraining_data, read_metadata
+
+    words = "alpha beta gamma delta epsilon zeta eta theta".split()
+    vocab = f"{ram}/vocab.txt"
+    storage.write_bytes(vocab, "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])
+                        .encode())
+    corpus = f"{ram}/corpus.txt"
+    storage.write_bytes(corpus, "\n\n".join(" ".join(words[i:] + words[:i]) + "\n" +
+                                            " ".join(words[::-1]) for i in range(8)).encode())
+    data = f"{ram}/data"
+    config = PretrainingDataConfig(max_seq_length=16, max_predictions_per_seq=3,
+                                   document_pool_size=4)
+    old = create_pretraining_data([corpus], data, vocab, config, num_shards=1)
+    stop_at(monkeypatch, step)
+    with pytest.raises(Stop):
+        create_pretraining_data([corpus], data, vocab, config, num_shards=2)
+    monkeypatch.undo()
+    # The commit made is finished (by the writer, else by the next reader):
+    # the two new shards, the old one gone.
+    metadata = read_metadata(data)
+    assert metadata["num_shards"] == 2 and old["num_shards"] == 1
+    assert sorted(n for n in storage.listdir(data) if n.startswith("pretraining-")) == \
+        sorted(s["file"] for s in metadata["shards"])
+    assert not [n for n in storage.listdir(data) if n.startswith(".tmp-")]

@@ -40,6 +40,7 @@ masking, `masked_positions` and `masked_ids` (`token_ids` are then already
 corrupted). `parse_examples` turns a batch of them back into padded tensors.
 """
 
+import contextlib
 import dataclasses
 import hashlib
 import itertools
@@ -515,8 +516,14 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
             moves.append(VOCAB_FILE)
         _commit(output_dir, staging, moves + [METADATA_FILE])
     finally:
-        if tf.io.gfile.exists(staging):
-            tf.io.gfile.rmtree(staging)
+        # A committed set (its journal written) is finished, or if that fails
+        # too (a store's network), left for the next reader or writer to finish
+        # (`recover_data_dir`): an error in the moves loses nothing.
+        if storage.exists(os.path.join(staging, _JOURNAL)):
+            with contextlib.suppress(Exception):
+                _roll_forward(output_dir, staging)
+        elif storage.exists(staging):
+            storage.remove(staging)
     return metadata
 
 
@@ -561,7 +568,7 @@ def _roll_forward(output_dir, staging):
         path = os.path.join(output_dir, name)
         if os.path.basename(name) == name and tf.io.gfile.exists(path):
             tf.io.gfile.remove(path)
-    tf.io.gfile.rmtree(staging)
+    storage.remove(staging)
 
 
 def recover_data_dir(output_dir):
@@ -574,7 +581,10 @@ def recover_data_dir(output_dir):
     as a running writer holds the folder's lock while it commits, a reader
     waits for that commit to end instead of reading half of it.
     """
-    if "://" in os.fspath(output_dir) or not os.path.isdir(output_dir):
+    if storage.is_remote(output_dir):
+        _recover_remote(output_dir)
+        return
+    if not os.path.isdir(output_dir):
         return
     with locked(output_dir):
         for staging in stale_entries(output_dir, _STAGING_PREFIX):
@@ -582,6 +592,23 @@ def recover_data_dir(output_dir):
                 _roll_forward(output_dir, staging)
             else:
                 shutil.rmtree(staging, ignore_errors=True)
+
+
+def _recover_remote(output_dir):
+    """`recover_data_dir` on an object store (no lock, no PIDs of other hosts): a
+    staging folder with a journal is rolled forward whoever wrote it (its data
+    set was committed); one without is removed only if its writer provably
+    ended (`keras_bert.storage`)."""
+    if not storage.isdir(output_dir):
+        return
+    for name in storage.listdir(output_dir):
+        staging = storage.join(output_dir, name)
+        if not name.startswith(_STAGING_PREFIX):
+            continue
+        if storage.exists(storage.join(staging, _JOURNAL)):
+            _roll_forward(output_dir, staging)
+        elif storage._ended(staging):
+            storage.remove(staging)
 
 
 def _same_path(a, b):
