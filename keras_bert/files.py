@@ -40,6 +40,16 @@ this module:
 5. Symbolic links are followed: an output that is a link (or lies under
    one) is resolved to its real path, and the real target is replaced
    there; the link itself is never renamed.
+6. Remote paths (`gs://`, `ram://`, any scheme TensorFlow registers; see
+   `keras_bert.storage`) have no atomic rename: `staged_dir` yields a local
+   folder and commits it by the object-store protocol (files uploaded to a
+   staging prefix, then copied over the target, the commit marker written
+   LAST); `atomic_file` writes locally and uploads one object; readers
+   (`read_committed`) trust only a folder whose marker is there and
+   matches, and `recover` rolls a cut-short commit forward. No locks there
+   (`locked` runs unlocked): see `keras_bert.storage` for what two writers
+   at once do. An unregistered scheme is refused before any work
+   (`check_writable`, `prepare_output_dir`).
 
 Example:
 >>> kind = Kind("notes folder", required=("notes.json",), allowed=("notes.json",))
