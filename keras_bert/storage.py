@@ -155,6 +155,19 @@ def normpath(path):
     return path.rstrip("/") if is_remote(path) else os.path.normpath(path)
 
 
+def _ram_child(folder, name):
+    """Whether ram:// lists `name` in `folder` for a real entry: a file by its
+    exact name, or a folder that is not the tail of a sibling's name
+    ("out" lists ".keras" for "out.keras")."""
+    gfile = _gfile()
+    try:
+        if not gfile.stat(join(folder, name)).is_directory:
+            return True
+    except Exception:  # NotFoundError: nothing starts with that name.
+        return False
+    return not gfile.exists(os.fspath(folder).rstrip("/") + name)
+
+
 def exists(path):
     if _ram(path):
         return _ram_exists(path)
@@ -173,7 +186,7 @@ def listdir(path):
         gfile = _gfile()
         names = sorted(name.rstrip("/") for name in gfile.listdir(path))
         if _ram(path):
-            names = [n for n in names if gfile.exists(join(path, n))]
+            names = [n for n in names if _ram_child(path, n)]
         return names
     return sorted(os.listdir(path))
 

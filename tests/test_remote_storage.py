@@ -220,3 +220,30 @@ def test_pretraining_data_on_ram_cut_short_after_its_commit_is_rolled_forward(
     assert sorted(n for n in storage.listdir(data) if n.startswith("pretraining-")) == \
         sorted(s["file"] for s in metadata["shards"])
     assert not [n for n in storage.listdir(data) if n.startswith(".tmp-")]
+
+
+def test_a_model_directory_and_a_keras_file_on_ram_round_trip_and_a_cut_commit_rolls_forward(
+        ram, monkeypatch):
+    import keras
+    import numpy as np
+
+    from keras_bert.models import BertEncoder
+    from tests.conftest import tiny_config
+
+    encoder = BertEncoder(**tiny_config().to_dict())
+    encoder.save(f"{ram}/encoder.keras")
+    loaded = keras.models.load_model(f"{ram}/encoder.keras")
+    np.testing.assert_array_equal(loaded.get_weights()[0], encoder.get_weights()[0])
+    target = f"{ram}/encoder"
+    encoder.save_pretrained(target)
+    first = encoder.get_weights()[0]
+    encoder.set_weights([w + 1 for w in encoder.get_weights()])
+    stop_at(monkeypatch, "remote:copied")
+    with pytest.raises(Stop):
+        encoder.save_pretrained(target)
+    monkeypatch.undo()
+    assert storage.committed_manifest(target) is None  # Cut short: no marker yet.
+    # from_pretrained finishes the commit from the staged copy: the new weights.
+    again = BertEncoder.from_pretrained(target)
+    np.testing.assert_allclose(again.get_weights()[0], first + 1)
+    assert storage.committed_manifest(target)

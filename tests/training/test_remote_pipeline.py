@@ -86,13 +86,14 @@ def pipeline(root, tmp_path):
             "probabilities": outputs["probabilities"].numpy()}
 
 
-@pytest.mark.slow  # Pretraining, fine-tuning and an export of a tiny model, twice: ~50 s.
+@pytest.mark.slow  # Pretraining, fine-tuning and an export of a tiny model, twice: about 30 s.
 def test_the_whole_pipeline_on_ram_commits_every_artifact_and_equals_the_local_run(tmp_path):
     ram = pipeline(f"ram://pipeline-{secrets.token_hex(4)}", tmp_path / "a")
     # Each folder on the store is committed: its marker lists every file, sizes match.
     for key in ("pretrained", "tuned", "version"):
         manifest = storage.committed_manifest(ram[key])
         assert manifest and ({"model.weights.h5", "saved_model.pb"} & set(manifest["files"])), key
+    (tmp_path / "local").mkdir()
     local = pipeline(str(tmp_path / "local"), tmp_path / "b")
     assert not storage.exists(str(tmp_path / "local" / "models" / "sentiment" / storage.MARKER))
     np.testing.assert_allclose(ram["probabilities"], local["probabilities"], atol=1e-6)
