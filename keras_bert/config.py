@@ -2,7 +2,6 @@
 
 import dataclasses
 import json
-import os
 
 from keras_bert import storage
 

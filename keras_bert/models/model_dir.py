@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 
 import numpy as np
 

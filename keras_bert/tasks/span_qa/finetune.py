@@ -1,8 +1,8 @@
 """SpanQATask: SQuAD-style extractive question answering fine-tuning."""
 
 import json
-import os
 
+from keras_bert import storage
 from keras_bert.data import batching
 from keras_bert.tasks.span_qa import metrics as metrics_lib
 from keras_bert.tasks.span_qa import reader as squad
@@ -69,8 +69,9 @@ class SpanQATask(FinetuneTask):
     def write_predictions(self, output_dir):
         if self.predictions is None:
             return
-        with open(os.path.join(output_dir, "eval_predictions.json"), "w", encoding="utf-8") as f:
+        # Beside the committed model (on a store: outside its commit marker).
+        with storage.open_file(storage.join(output_dir, "eval_predictions.json"), "w") as f:
             json.dump(self.predictions, f, indent=1, ensure_ascii=False)
         if self.version_2_with_negative:
-            with open(os.path.join(output_dir, "eval_null_odds.json"), "w", encoding="utf-8") as f:
+            with storage.open_file(storage.join(output_dir, "eval_null_odds.json"), "w") as f:
                 json.dump(self.null_odds, f, indent=1)
