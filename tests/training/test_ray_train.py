@@ -1,4 +1,4 @@
-"""Ray Train: keras_bert's fine-tuning in a 2-worker local TensorflowTrainer equals one process."""
+"""Ray Train: keras_bert's jobs in a 2-worker local TensorflowTrainer train as without Ray."""
 
 import json
 import os
@@ -6,10 +6,9 @@ import os
 import numpy as np
 import pytest
 
-from tests.conftest import run_tool
 from tests.training.conftest import REPO
 from tests.training.distributed_worker import STEPS
-from tests.training.test_cluster_finetune import _args, _data, _weights
+from tests.training.test_cluster_finetune import _data, _start_workers, _wait, _weights
 from tests.training.test_distribute import _assert_same_training, _settings, single  # noqa: F401
 
 
@@ -57,11 +56,11 @@ def _check_workers(seen):
     assert [s["legacy_keras_after_import"] for s in seen] == [None, None]
 
 
-@pytest.mark.slow  # A local Ray cluster with two TensorFlow workers (and one reference process).
-def test_ray_finetune_matches_one_process_and_reports_each_epoch(tmp_path, local_ray):
+@pytest.mark.slow  # A local Ray cluster with two TensorFlow workers, then two reference workers.
+def test_ray_finetune_matches_two_localhost_workers_and_reports_each_epoch(tmp_path, local_ray):
     root = _data(tmp_path, 48)  # 6 steps an epoch, 12 in all.
-    # The same run as test_cluster_finetune's (whose two TF_CONFIG workers equal
-    # one process to 1e-6): no dropout, global batch 8.
+    # test_cluster_finetune's run (tools/finetune.py's flags as options): no dropout,
+    # global batch 8.
     config = {"job": "finetune", "task": "classification", "model": str(root / "tiny"),
               "train": str(root / "train.csv"), "eval": str(root / "dev.csv"),
               "output": str(tmp_path / "ray-out"),
@@ -72,14 +71,16 @@ def test_ray_finetune_matches_one_process_and_reports_each_epoch(tmp_path, local
     result, reports, seen = _fit(config, tmp_path, "finetune")
     assert result.error is None, result.error
     _check_workers(seen)
-    code, out, err = run_tool("finetune", *_args(root, tmp_path / "single"))
-    assert code == 0, (out + err)[-3000:]
-
-    for got, want in zip(_weights(tmp_path / "ray-out"), _weights(tmp_path / "single")):
+    # The reference: two tools/finetune.py workers on localhost ports (TF_CONFIG built
+    # from KERAS_BERT_WORKER_HOSTS), global batch 8; the chief's output is out-0.
+    procs, paths = _start_workers(tmp_path, root, "reference")
+    assert _wait(procs) == [0, 0], paths[0].read_text()[-3000:]
+    reference = tmp_path / "out-0"
+    for got, want in zip(_weights(tmp_path / "ray-out"), _weights(reference)):
         np.testing.assert_allclose(got, want, atol=1e-6)
     # Ray got each epoch's metrics from both workers (the same), and a checkpoint
     # (the model directory) with each epoch that became the best.
-    task = json.loads((tmp_path / "single" / "task.json").read_text())
+    task = json.loads((reference / "task.json").read_text())
     assert [[m["epoch"] for m in r["metrics"]] for r in reports] == [[1, 1], [2, 2]]
     assert all(r["metrics"][0] == r["metrics"][1] for r in reports)
     assert [r["checkpoint"] for r in reports] == [r["metrics"][0]["improved"] for r in reports]
@@ -92,8 +93,7 @@ def test_ray_finetune_matches_one_process_and_reports_each_epoch(tmp_path, local
         assert sorted(os.listdir(checkpoint)) == sorted(os.listdir(tmp_path / "ray-out"))
         for got, want in zip(_weights(checkpoint), _weights(tmp_path / "ray-out")):
             np.testing.assert_array_equal(got, want)
-    # The workers ran MultiWorkerMirroredStrategy despite Ray's TF_USE_LEGACY_KERAS=1;
-    # the shared checkpoint folder is removed at the end, as with the tool.
+    # The checkpoint folder is removed at the end, as by the tool.
     assert not (tmp_path / "ray-out.checkpoints").exists()
 
 
