@@ -727,6 +727,7 @@ class _Runner:
             self.state = saved
         self.log_dir = None
         self.step_logger = None
+        self.on_epoch_end = None  # finetune's `on_epoch_end`: called after each new epoch.
 
     def _write_state(self):
         # Replaced whole (a kill leaves the old file or the new one). It is
@@ -779,11 +780,13 @@ class _Runner:
                             best[self.metric], self.state["best_epoch"])
                 self.model.stop_training = True
         self._write_state()
+        if self.on_epoch_end is not None:
+            self.on_epoch_end(self.state["history"][-1], improved)
 
 
 def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
              checkpoint_dir=None, callbacks=None, strategy=None, log_dir=None, progress="auto",
-             task_options=None):
+             task_options=None, on_epoch_end=None):
     """Fine-tunes `model_dir` on a task and writes the best model to `output_dir`.
 
     Args:
@@ -816,6 +819,14 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
             These fields (label_names, regression, doc_stride, ...) were
             FinetuneOptions' before; FinetuneOptions now refuses them with a
             TypeError that names the class to use.
+        on_epoch_end: None, or `f(record, improved)` called on every worker
+            after each newly scored epoch, once its best model is written
+            and its state saved: `record` is the history entry (epoch,
+            train_loss and the eval metrics), `improved` whether this epoch
+            became the best (and was written to `output_dir`). Every worker
+            calls it at the same step (`keras_bert.training.ray_train`
+            reports to Ray Train there). An epoch scored before a resume is
+            not scored, nor reported, again.
 
     Returns:
         `FinetuneResult`.
@@ -842,12 +853,13 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     """
     with default_log_handler():
         return _finetune(task, model_dir, output_dir, train_data, eval_data, options,
-                         checkpoint_dir, callbacks, strategy, log_dir, progress, task_options)
+                         checkpoint_dir, callbacks, strategy, log_dir, progress, task_options,
+                         on_epoch_end)
 
 
 def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
               checkpoint_dir=None, callbacks=None, strategy=None, log_dir=None, progress="auto",
-              task_options=None):
+              task_options=None, on_epoch_end=None):
     """`finetune`, with its logging set up."""
     task_class = finetune_task_class(task)
     options = options or FinetuneOptions()
@@ -905,6 +917,7 @@ def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
                                   task_options),
                      is_chief, data_files=data_fingerprints(train_data, eval_data))
     runner.model, runner.steps_per_epoch, runner.total_steps = model, steps_per_epoch, total_steps
+    runner.on_epoch_end = on_epoch_end
     runner._write_state()  # The fingerprint guards every checkpoint written from here on.
     _log_resume(checkpoint_dir, runner, total_steps)
 

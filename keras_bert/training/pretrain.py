@@ -234,6 +234,20 @@ def _write_or_check_run(path, run, is_chief):
         write_json_atomic(path, run)  # A kill leaves the old file or the new one.
 
 
+def save_pretrained_model(model, model_dir, data_dir, metadata, step):
+    """Writes the pretrainer `model` as a model directory, with the data's vocabulary.
+
+    The text settings the data was made with (its metadata.json) travel with
+    the model: fine-tuning and export tokenize as pretraining did. Used for
+    the run's final `OUTPUT/model` and for the snapshots that
+    `keras_bert.training.ray_train` reports to Ray.
+    """
+    settings = TextSettings(max_seq_length=metadata["max_seq_length"],
+                            lowercase=metadata.get("lowercase"))
+    model.save_pretrained(model_dir, vocab_file=os.path.join(data_dir, pretraining_data.VOCAB_FILE),
+                          task_info={**settings.to_json(), "pretraining_steps": int(step)})
+
+
 def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=None,
                     strategy=None, callbacks=None, verbose=1, eval_data_dir=None,
                     tensorboard=True):
@@ -353,12 +367,7 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
     result = {"logs": logs, "step": int(trainer.step.numpy()), "model": model}
     if is_chief:
         model_dir = os.path.join(output_dir, "model")
-        # The text settings the data was made with (metadata.json) travel
-        # with the model: fine-tuning and export tokenize as pretraining did.
-        settings = TextSettings(max_seq_length=metadata["max_seq_length"],
-                                lowercase=metadata.get("lowercase"))
-        model.save_pretrained(model_dir, vocab_file=vocab_file, task_info={
-            **settings.to_json(), "pretraining_steps": result["step"]})
+        save_pretrained_model(model, model_dir, data_dir, metadata, result["step"])
         result["model_dir"] = model_dir
     if eval_data_dir is not None:
         result["eval"] = evaluate_pretraining(model, eval_data_dir, config.batch_size,
