@@ -167,6 +167,9 @@ class FinetuneTask:
     padding_values = None  # Of training elements; None = 0 everywhere.
     #: `labels.infer_label_names` arguments for label names found in the training data.
     label_inference = {}
+    #: True when the training loss gathers tensors across replicas (in-batch negatives
+    #: of the global batch): XLA's per-replica step cannot hold that collective.
+    gathers_across_replicas = False
 
     def __init__(self, model_dir, options, task_options=None):
         self.model_dir = model_dir
@@ -886,6 +889,16 @@ def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     total_steps = steps_per_epoch * options.epochs
     warmup_steps = int(options.warmup_fraction * total_steps)
     jit_compile = _finetune_jit_compile(options, strategy)
+    if jit_compile and runner_task.gathers_across_replicas and strategy.num_replicas_in_sync > 1:
+        if options.jit_compile == "on":
+            raise ValueError(
+                f"--jit-compile on: {task}'s loss gathers every replica's examples (the "
+                f"in-batch negatives of the global batch), a collective that an XLA-compiled "
+                f"replica step cannot hold, and {strategy.num_replicas_in_sync} replicas train "
+                f"here. Use --jit-compile off (or auto), or one replica.")
+        logger.info("jit_compile off: %s gathers the %d replicas' in-batch negatives, which "
+                    "XLA's per-replica step cannot", task, strategy.num_replicas_in_sync)
+        jit_compile = False
     dtype = None if options.dtype == "float32" else options.dtype
     with strategy.scope():
         model = runner_task.build_model(dtype)

@@ -45,6 +45,7 @@ data stream restarts from its beginning.
 """
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -368,8 +369,18 @@ class Trainer:
         if jit_compile and num_replicas > 1:
             compute_gradients = tf.function(compute_gradients, jit_compile=True)
 
+        # A worker of MultiWorkerMirroredStrategy with one device runs its replica
+        # with no device scope; a collective in the step (a loss that gathers
+        # across replicas, and that gather's gradient) needs one.
+        placed = contextlib.nullcontext
+        if self.num_workers > 1 and not self.is_tpu:
+            devices = self.strategy.extended.worker_devices
+            if len(devices) == 1:
+                placed = functools.partial(tf.device, devices[0])
+
         def replica_step(data):
-            apply(compute_gradients(data))
+            with placed():
+                apply(compute_gradients(data))
 
         if jit_compile and num_replicas == 1:
             replica_step = tf.function(replica_step, jit_compile=True)

@@ -61,22 +61,24 @@ def _data(tmp_path, num_train):
     return root
 
 
-def _start_workers(tmp_path, root, name):
+def _start_workers(tmp_path, root, name, args=None):
     """Two tools/finetune.py workers on localhost; returns (processes, log paths).
 
     Configured by a Kubernetes Indexed Job's variables alone (no TF_CONFIG),
     with the TF_USE_LEGACY_KERAS=1 that Ray Train sets in its workers. Each
     is given its own --output (one shared --checkpoint-dir): only the
-    chief's may appear.
+    chief's may appear. `args(output)`: the tool's arguments (default: the
+    classifier's, `_args`).
     """
+    args = args or (lambda output: _args(root, output))
     hosts = ",".join(f"127.0.0.1:{_free_port()}" for _ in range(2))
     procs, paths = [], []
     for index in range(2):
         env = subprocess_env(KERAS_BERT_WORKER_HOSTS=hosts, JOB_COMPLETION_INDEX=str(index),
                              TF_USE_LEGACY_KERAS="1")
         paths.append(tmp_path / f"{name}-{index}.log")
-        command = [sys.executable, TOOL, *_args(root, tmp_path / f"out-{index}",
-                                                "--checkpoint-dir", str(tmp_path / "shared"))]
+        command = [sys.executable, TOOL, *args(tmp_path / f"out-{index}"),
+                   "--checkpoint-dir", str(tmp_path / "shared")]
         with open(paths[-1], "w") as log:
             procs.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
     return procs, paths
@@ -97,10 +99,6 @@ def _wait_for(marker, path, procs, timeout=240):
         assert all(p.poll() is None for p in procs), path.read_text()[-3000:]
         assert time.time() < deadline, f"no {marker!r} in {path} after {timeout} s"
         time.sleep(0.05)
-
-
-def _weights(model_dir):
-    return BertClassifier.from_pretrained(str(model_dir)).get_weights()
 
 
 def _eval_lines(log):
@@ -142,11 +140,28 @@ def test_two_workers_preempted_and_resumed_match_one_uninterrupted_process(tmp_p
     second = [p.read_text() for p in paths]
     assert codes == [0, 0], second[0][-3000:] + second[1][-3000:]
     assert f"resumed from step {step}/24" in second[0]
-    for weight, reference in zip(_weights(tmp_path / "out-0"), _weights(tmp_path / "single")):
-        np.testing.assert_allclose(weight, reference, atol=1e-6)
+    _assert_one_process_result(tmp_path, single_log, [a + b for a, b in zip(first, second)])
+
+
+def _assert_one_process_result(tmp_path, single_log, worker_logs, model_class=BertClassifier):
+    """The chief's model (out-0) equals one process's (single) to 1e-6; both workers printed
+    that process's evaluations; the chief's task.json holds its best epoch and metrics; worker
+    1 wrote no output, and the shared checkpoints are gone."""
+    def weights(name):
+        model = model_class.from_pretrained(str(tmp_path / name))
+        # Span QA's start/end bias: a softmax over positions does not see it (one constant
+        # added to every position), so its gradient is float noise (about 1e-9), which
+        # Adam scales up to steps of up to the learning rate in either run alike.
+        free = {id(model.output_dense.bias)} if model_class.__name__ == "BertSpanLabeler" else ()
+        return {v.path: v.numpy() for v in model.weights if id(v) not in free}
+
+    chief, single = weights("out-0"), weights("single")
+    assert chief.keys() == single.keys()
+    for path, reference in single.items():
+        np.testing.assert_allclose(chief[path], reference, atol=1e-6, err_msg=path)
     # The same evaluations and best-epoch choice on both workers as in one process.
     assert len(_eval_lines(single_log)) == 2
-    assert (_eval_lines(first[0] + second[0]) == _eval_lines(first[1] + second[1])
+    assert (_eval_lines(worker_logs[0]) == _eval_lines(worker_logs[1])
             == _eval_lines(single_log))
     with open(tmp_path / "out-0" / "task.json") as f, open(tmp_path / "single" / "task.json") as g:
         chief, single = json.load(f), json.load(g)
@@ -156,7 +171,62 @@ def test_two_workers_preempted_and_resumed_match_one_uninterrupted_process(tmp_p
         assert chief["eval_metrics"][name] == pytest.approx(value, abs=1e-6), name
     # One writer: worker 1 wrote no model, and the chief removed the checkpoints.
     assert not os.path.exists(tmp_path / "out-1")
-    assert not os.path.exists(shared)
+    assert not os.path.exists(tmp_path / "shared")
+
+
+def _task_data(root, task):
+    """(model class, the task's own arguments) for a small data set of `task` under `root`."""
+    from keras_bert.tasks import (BertMultiLabelClassifier, BertSpanLabeler,
+                                  BertTextEmbedder, BertTokenClassifier)
+    from tests.tasks.test_multi_label import TRAIN
+    from tests.tasks.test_text_embedding_tool import pair_rows, write_csv
+    from tests.training.finetune_fixtures import CONLL_TEXT, squad_json, write_json
+
+    if task == "multi_label_classification":
+        data = root / "tags.csv"
+        data.write_text("text,tags\n" + "".join(f"{t},{l}\n" for t, l in TRAIN * 4))
+        return BertMultiLabelClassifier, ["--train", data, "--eval", data,
+                                          "--label-column", "tags", "--max-seq-length", "16"]
+    if task == "token_classification":
+        data = root / "ner.txt"
+        data.write_text(CONLL_TEXT * 2, encoding="utf-8")
+        return BertTokenClassifier, ["--train", data, "--eval", data, "--max-seq-length", "24"]
+    if task == "span_qa":
+        data = write_json(str(root / "squad.json"), squad_json(version_2_with_negative=True))
+        return BertSpanLabeler, ["--train", data, "--eval", data, "--max-seq-length", "48",
+                                 "--doc-stride", "16", "--max-query-length", "12"]
+    train = write_csv(root / "pairs.csv", pair_rows(32))
+    held_out = write_csv(root / "held_out.csv", pair_rows(12, seed=1))
+    return BertTextEmbedder, ["--train", train, "--eval", held_out,
+                              "--negative-columns", "negative", "--max-seq-length", "16"]
+
+
+@pytest.mark.slow  # Per task: two fine-tuning worker processes over local gRPC, and one more.
+@pytest.mark.parametrize("task", ["multi_label_classification", "token_classification",
+                                  "span_qa", "text_embedding"])
+def test_every_task_on_two_workers_matches_one_process(tmp_path, task):
+    root = tmp_path / "data"
+    root.mkdir()
+    model = make_model_dir(str(tmp_path / "model"), max_position_embeddings=64,
+                           dropout_rate=0.0, attention_dropout_rate=0.0)
+    model_class, data_args = _task_data(root, task)
+
+    def args(output):
+        # No dropout anywhere: two workers draw other masks than one process.
+        return [str(a) for a in ["--task", task, "--model", model, "--output", output,
+                                 "--epochs", "2", "--batch-size", "8", "--learning-rate",
+                                 "1e-3", "--dropout-rate", "0",
+                                 "--early-stopping-patience", "0", "--jit-compile", "off",
+                                 "--log-every", "1", "--no-tensorboard", *data_args]]
+
+    procs, paths = _start_workers(tmp_path, root, "run", args)
+    code, out, err = run_tool("finetune", *args(tmp_path / "single"))
+    assert code == 0, (out + err)[-3000:]
+    codes = _wait(procs)
+    logs = [p.read_text() for p in paths]
+    assert codes == [0, 0], logs[0][-3000:] + logs[1][-3000:]
+    assert "strategy MultiWorkerMirroredStrategy" in logs[0]
+    _assert_one_process_result(tmp_path, out + err, logs, model_class)
 
 
 @pytest.mark.slow  # Two fine-tuning worker processes, one killed.

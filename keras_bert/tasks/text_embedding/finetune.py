@@ -40,6 +40,8 @@ class TextEmbeddingTask(FinetuneTask):
 
     def prepare(self, train, eval_data):
         self.scored = train.scores is not None
+        # MultipleNegativesRankingLoss ranks the global batch (not scored pairs' loss).
+        self.gathers_across_replicas = not self.scored
         self.metrics = ("spearman",) if self.scored else RETRIEVAL_METRICS
         if not self.scored:
             self._log_shared_positives(train)
