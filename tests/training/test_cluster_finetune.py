@@ -101,6 +101,10 @@ def _wait_for(marker, path, procs, timeout=240):
         time.sleep(0.05)
 
 
+def _weights(model_dir):
+    return BertClassifier.from_pretrained(str(model_dir)).get_weights()
+
+
 def _eval_lines(log):
     return [line.split(" (")[0] for line in log.splitlines() if " eval: " in line]
 
