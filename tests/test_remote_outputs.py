@@ -237,3 +237,22 @@ def test_the_imbalanced_tweets_go_to_a_remote_folder(ram, tmp_path):
         data = read_classification_file(f"{ram}/tweets/{name}.csv", text_column="text",
                                         label_column="sentiment")
         assert sum(counts[name].values()) == len(data.texts)
+
+
+def test_a_google_checkpoint_is_written_to_a_remote_folder(ram, tmp_path):
+    import tensorflow as tf
+
+    from keras_bert.checkpoints import write_google_checkpoint
+    from tests.checkpoints.conftest import WORDS, random_weights, tiny_config
+
+    config = tiny_config()
+    weights = random_weights(config, heads=False)
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(w + "\n" for w in WORDS), encoding="utf-8")
+    write_google_checkpoint(f"{ram}/google", weights, config, str(vocab))
+    # By its prefix: ram:// takes "bert_model.ckpt" for a folder (its files start with it).
+    reader = tf.compat.v1.train.NewCheckpointReader(f"{ram}/google/bert_model.ckpt")
+    for name, value in weights.items():
+        np.testing.assert_array_equal(reader.get_tensor(name), value)
+    assert json.loads(text(f"{ram}/google/bert_config.json"))["hidden_size"] == config.hidden_size
+    assert text(f"{ram}/google/vocab.txt") == vocab.read_text(encoding="utf-8")
