@@ -246,9 +246,10 @@ def pause_point(step):
     place), "committed" (the new version is in place, the staging folder not
     yet removed); "resolved" and "claimed" (an export's next version is
     chosen, then claimed); "data:staged", "data:committed", "data:swap"
-    (`keras_bert.data.pretraining_data`); "remote:unmarked", "remote:copied"
-    (the object-store protocol, `keras_bert.storage`, which also stops at
-    "staged" and "committed").
+    (`keras_bert.data.pretraining_data`); "remote:uploading" (one file of the
+    new version staged), "remote:unmarked", "remote:copied" (the object-store
+    protocol, `keras_bert.storage`, which also stops at "staged" and
+    "committed").
     """
     if os.environ.get(PAUSE_ENV) != step:
         return

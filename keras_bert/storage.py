@@ -15,7 +15,7 @@ The object-store protocol (`commit_dir`), for a folder `target`:
    (`keras_bert.staging`), and that prefix's commit marker
    (`MARKER`: names, sizes and sha256 of the files, and a generation that
    grows with time) is written LAST: the staged copy is complete.
-   Pause point "staged".
+   Pause points "remote:uploading" (after the first file) and "staged".
 2. the target's marker is removed: from here readers refuse the target as
    incomplete, or roll it forward from the staged copy. "remote:unmarked".
 3. the files the old marker listed and the new one does not are removed,
@@ -382,6 +382,8 @@ def _upload(local, staged, files, replaces):
         makedirs(os.path.dirname(destination))
         write_bytes(destination, data)
         entries[name] = {"size": len(data), "sha256": _digest(data)}
+        if len(entries) == 1:
+            _pause("remote:uploading")  # Part of the version staged, its marker not yet.
     manifest = {"generation": f"{time.time_ns():020d}-{secrets.token_hex(4)}", "files": entries,
                 "replaces": sorted(replaces)}
     write_bytes(join(staged, MARKER), (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))

@@ -5,7 +5,8 @@ a commit leaves the old version or one that a reader rolls forward, never a
 folder that loads as complete when it is not. On a local path with the
 protocol forced (KERAS_BERT_OBJECT_STORE=1): a real SIGKILL at each step, in a
 subprocess that loads keras_bert.files alone (no TensorFlow: local paths never
-import it). And the clear error for a scheme no file system is registered for.
+import it), and of real writers (save_pretrained, export_model; slow tier).
+And the clear error for a scheme no file system is registered for.
 """
 
 import os
@@ -13,6 +14,7 @@ import secrets
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from keras_bert import files, storage
@@ -247,3 +249,123 @@ def test_a_model_directory_and_a_keras_file_on_ram_round_trip_and_a_cut_commit_r
     again = BertEncoder.from_pretrained(target)
     np.testing.assert_allclose(again.get_weights()[0], first + 1)
     assert storage.committed_manifest(target)
+
+
+# === A real writer SIGKILLed on the object-store protocol ===
+
+# save_pretrained of a tiny encoder seeded with argv[3] to argv[2]; its first
+# weight goes to argv[4] first, so the test knows what "new" is.
+_SAVE_PRETRAINED = """
+import sys
+import keras
+import numpy as np
+from keras_bert.models import BertEncoder
+from tests.conftest import tiny_config
+keras.utils.set_random_seed(int(sys.argv[3]))
+encoder = BertEncoder(**tiny_config().to_dict())
+np.save(sys.argv[4], encoder.get_weights()[0])
+encoder.save_pretrained(sys.argv[2])
+"""
+
+
+def _seeded_encoder(seed):
+    import keras
+
+    from keras_bert.models import BertEncoder
+    from tests.conftest import tiny_config
+
+    keras.utils.set_random_seed(seed)
+    return BertEncoder(**tiny_config().to_dict())
+
+
+# A TensorFlow process per step, about 5 s each: one step in the default tier.
+_SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize("step, expected", [
+    # Part of the new version staged, no staged marker.
+    pytest.param("remote:uploading", "old", marks=_SLOW),
+    # The new version staged whole, the target untouched.
+    pytest.param("staged", "old", marks=_SLOW),
+    # The target's marker removed: rolled forward.
+    pytest.param("remote:unmarked", "new", marks=_SLOW),
+    # New files copied, no marker yet: rolled forward.
+    ("remote:copied", "new"),
+    # ... and the staged copy lost too: refused.
+    pytest.param("remote:copied", "refused", marks=_SLOW),
+    # Marker written, staging not yet removed.
+    pytest.param("committed", "new", marks=_SLOW),
+])
+def test_a_sigkilled_save_pretrained_loads_old_or_new_whole_and_a_rewrite_works(
+        step, expected, tmp_path, monkeypatch):
+    from keras_bert.models import BertEncoder
+
+    monkeypatch.setenv(storage.FORCE_ENV, "1")
+    monkeypatch.setenv("KERAS_BERT_CACHE_DIR", str(tmp_path / "cache"))
+    models = tmp_path / "models"
+    target = str(models / "encoder")
+    old = _seeded_encoder(0)
+    old.save_pretrained(target)
+    new_file = tmp_path / "new.npy"
+    kill_at(step, _SAVE_PRETRAINED, target, 1, new_file, tmp_path=tmp_path,
+            extra_env={storage.FORCE_ENV: "1", "PYTHONPATH": ROOT})
+    new = np.load(new_file)
+    assert not np.array_equal(new, old.get_weights()[0])
+    # The target is trusted only while its marker is there: not between
+    # "remote:unmarked" and "committed".
+    marked = step in ("remote:uploading", "staged", "committed")
+    assert (storage.committed_manifest(target) is not None) == marked
+    if not marked:
+        with pytest.raises(storage.IncompleteError):
+            read_committed(target, lambda: None)
+    if expected == "refused":
+        for name in os.listdir(models):
+            if name != "encoder":
+                storage.remove(str(models / name))
+        with pytest.raises(storage.IncompleteError, match="encoder is incomplete.*Write it "
+                                                          "again"):
+            BertEncoder.from_pretrained(target)
+    else:
+        loaded = BertEncoder.from_pretrained(target).get_weights()[0]
+        np.testing.assert_array_equal(loaded, old.get_weights()[0] if expected == "old" else new)
+        assert storage.committed_manifest(target) is not None
+    newer = _seeded_encoder(2)
+    newer.save_pretrained(target)  # The next writer: the killed one's staging goes.
+    np.testing.assert_array_equal(BertEncoder.from_pretrained(target).get_weights()[0],
+                                  newer.get_weights()[0])
+    assert os.listdir(models) == ["encoder"]
+
+
+_EXPORT = """
+import sys
+from keras_bert.export import export_model
+export_model(sys.argv[2], sys.argv[3], overwrite=True, warmup=False)
+"""
+
+
+@pytest.mark.slow  # Three exports, one in a TensorFlow process: about 40 s.
+def test_a_sigkilled_export_is_refused_until_rolled_forward_and_a_rewrite_works(
+        tmp_path, monkeypatch):
+    from keras_bert.export import export_model
+    from keras_bert.export.layout import STAGING_PREFIX
+    from keras_bert.export.predict import load_export, run_signature
+    from tests.training.finetune_fixtures import make_model_dir
+
+    monkeypatch.setenv(storage.FORCE_ENV, "1")
+    monkeypatch.setenv("KERAS_BERT_CACHE_DIR", str(tmp_path / "cache"))
+    model_dir = make_model_dir(str(tmp_path / "model"))
+    version = str(tmp_path / "exports" / "encoder" / "1")
+    assert export_model(model_dir, version, warmup=False) == version
+    texts = ["the movie was good", "a bad film"]
+    want = run_signature(load_export(version), {"text": texts}, signature="embed")
+    kill_at("remote:copied", _EXPORT, model_dir, version, tmp_path=tmp_path,
+            extra_env={storage.FORCE_ENV: "1", "PYTHONPATH": ROOT})
+    with pytest.raises(ValueError, match="Cannot load the SavedModel.*1 is incomplete"):
+        load_export(version)
+    assert recover(version, STAGING_PREFIX)  # Rolled forward from the killed one's copy.
+    got = run_signature(load_export(version), {"text": texts}, signature="embed")
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], atol=1e-6)
+    export_model(model_dir, version, overwrite=True, warmup=False)
+    assert os.listdir(tmp_path / "exports" / "encoder") == ["1"]
+    assert storage.committed_manifest(version) is not None

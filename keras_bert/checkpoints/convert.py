@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from keras_bert import sources
+from keras_bert import sources, storage
 from keras_bert.checkpoints import reference
 from keras_bert.checkpoints.google import read_google_checkpoint
 from keras_bert.checkpoints.hub import locate_checkpoint
@@ -586,8 +586,13 @@ def convert_checkpoint(
     >>> print(report.summary())
     """
     log = log or (lambda message: None)
+    if storage.is_remote(input_path):
+        raise CheckpointError(
+            f"The checkpoint {os.fspath(input_path)} is remote: checkpoints are read from local "
+            f"paths only (the output may be remote). Copy it to a local folder first (e.g. "
+            f"gcloud storage cp -r {os.fspath(input_path)} ckpt/) and convert that.")
     input_path = locate_checkpoint(input_path)
-    output_dir = os.path.abspath(output_dir)
+    output_dir = storage.abspath(output_dir)  # "gs://b/x" kept as given.
     try:
         # Refuses a file, a folder of something else and one holding the
         # input; an earlier model directory needs `overwrite`.

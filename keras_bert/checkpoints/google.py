@@ -22,6 +22,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.checkpoints.source import (
     CONFIG_KEYS,
     CheckpointError,
@@ -223,28 +224,25 @@ def write_google_checkpoint(path, weights, config, vocab_file=None):
     `tf.train.load_checkpoint(path + "/bert_model.ckpt")`.
 
     Args:
-        path: folder to create.
+        path: folder to create (local, or remote: gs://...; it is not a
+            model directory, so no commit marker: read it once written).
         weights: dict, Google variable name -> numpy array in Google's layout,
             e.g. `SourceCheckpoint.weights`.
         config: BertConfig, written as bert_config.json.
         vocab_file: optional vocab.txt to copy beside the checkpoint.
     """
-    os.makedirs(path, exist_ok=True)
+    storage.makedirs(path)
     names = sorted(weights)
-    tf.raw_ops.SaveV2(
-        prefix=os.path.join(path, CHECKPOINT_NAME),
+    tf.raw_ops.SaveV2(  # Through TensorFlow's file systems: gs:// too.
+        prefix=storage.join(path, CHECKPOINT_NAME),
         tensor_names=names,
         shape_and_slices=[""] * len(names),
         tensors=[np.asarray(weights[n]) for n in names],
     )
-    with open(os.path.join(path, CONFIG_FILE), "w", encoding="utf-8") as f:
-        json.dump(config_to_google(config), f, indent=2, sort_keys=True)
-        f.write("\n")
+    text = json.dumps(config_to_google(config), indent=2, sort_keys=True) + "\n"
+    storage.write_bytes(storage.join(path, CONFIG_FILE), text.encode("utf-8"))
     if vocab_file is not None:
-        with open(vocab_file, "rb") as src, open(
-            os.path.join(path, VOCAB_FILE), "wb"
-        ) as dst:
-            dst.write(src.read())
+        storage.copy_file(vocab_file, storage.join(path, VOCAB_FILE))
 
 
 def _guess_lowercase(folder):

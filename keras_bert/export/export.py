@@ -308,8 +308,7 @@ def export_info(module, saved_model_dir):
     """What keras_bert_export.json records: settings, and the signatures as
     TF Serving reads them from saved_model.pb (input/output keys, dtypes, shapes)."""
     proto = saved_model_pb2.SavedModel()
-    with open(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
-        proto.ParseFromString(f.read())
+    proto.ParseFromString(storage.read_bytes(storage.join(saved_model_dir, "saved_model.pb")))
 
     def describe(tensors):
         return {

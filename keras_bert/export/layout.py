@@ -97,7 +97,8 @@ def check_export_dir(export_dir, overwrite=False, inputs=(), kind=EXPORT_VERSION
         return real_path(export_dir)
     real = prepare_output_dir(export_dir, kind, inputs=inputs,
                               overwrite_flag="overwrite=True (--overwrite)")
-    if os.path.lexists(real) and not overwrite:
+    if (storage.exists(real) if storage.is_remote(real) else os.path.lexists(real)) \
+            and not overwrite:
         raise FileExistsError(
             f"{export_dir} exists. Export to a new version (leave the version "
             f"out to get the next one), or pass overwrite=True (--overwrite)."

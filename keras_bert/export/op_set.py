@@ -17,6 +17,8 @@ import os
 import subprocess
 import sys
 
+from keras_bert import storage
+
 #: tensorflow-text ops that stock TF Serving has linked for years: the fast
 #: WordPiece tokenizer (tensorflow-text >= 2.7, in TF Serving's builds from
 #: 2.7 on; TF Serving up to 2.19 linked tensorflow-text 2.12.1, 2.20 links 2.20).
@@ -44,8 +46,6 @@ def graph_ops(export_dir):
         sorted list of str.
     """
     from tensorflow.core.protobuf import saved_model_pb2
-
-    from keras_bert import storage
 
     proto = saved_model_pb2.SavedModel()
     with storage.open_file(storage.join(export_dir, "saved_model.pb"), "rb") as f:
@@ -168,7 +168,7 @@ def tf_text_registered_ops(python):
 
 def read_op_list(path=TF_TEXT_2_12_OPS):
     """The op names of an op-list file (one a line; '#' starts a comment), a frozenset."""
-    with open(path, encoding="utf-8") as f:
+    with storage.open_file(path) as f:
         return frozenset(line.split("#")[0].strip() for line in f
                          if line.split("#")[0].strip())
 

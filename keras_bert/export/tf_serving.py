@@ -29,6 +29,7 @@ Example:
 import json
 import os
 
+from keras_bert import storage
 from keras_bert.files import OutputError, check_writable, write_text_atomic
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
@@ -55,15 +56,15 @@ def length_buckets(max_seq_length, sequence_length=None, pad_to_multiple_of=1):
 
 
 def _export_info(export_dir):
-    with open(os.path.join(export_dir, "keras_bert_export.json"), encoding="utf-8") as f:
+    with storage.open_file(storage.join(export_dir, "keras_bert_export.json")) as f:
         return json.load(f)
 
 
 def _filler_word(vocab_file):
     """A whole-word, lower-case ASCII token of the vocabulary: one WordPiece each."""
-    if not os.path.exists(vocab_file):
+    if not storage.exists(vocab_file):
         return "a"
-    with open(vocab_file, encoding="utf-8") as f:
+    with storage.open_file(vocab_file) as f:
         for line in f:
             token = line.rstrip("\n")
             if len(token) >= 2 and token.isascii() and token.isalpha() and token.islower():
@@ -93,12 +94,11 @@ def warmup_inputs(export_dir, batch_sizes=ALLOWED_BATCH_SIZES):
 
     info = _export_info(export_dir)
     proto = saved_model_pb2.SavedModel()
-    with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
-        proto.ParseFromString(f.read())
+    proto.ParseFromString(storage.read_bytes(storage.join(export_dir, "saved_model.pb")))
     signature = proto.meta_graphs[0].signature_def["serving_default"]
     order = {"text": 0, "question": 0, "text_b": 1, "context": 1}
     names = sorted(signature.inputs, key=lambda k: (order.get(k, 2), k))
-    word = _filler_word(os.path.join(export_dir, "assets", "vocab.txt"))
+    word = _filler_word(storage.join(export_dir, "assets", "vocab.txt"))
     buckets = length_buckets(info["max_seq_length"], info.get("sequence_length"),
                              info.get("pad_to_multiple_of", 1))
     if info.get("jit_compile"):
@@ -125,10 +125,21 @@ def write_warmup_requests(export_dir, model_name=None, batch_sizes=ALLOWED_BATCH
 
     Returns:
         str, the path written.
+
+    Raises:
+        ValueError: `export_dir` is remote (gs://...): a committed version is
+            not changed in place.
     """
     import tensorflow as tf
     from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
+    if storage.is_remote(export_dir):
+        # Its commit marker lists every file with its size: a file added in
+        # place would make readers refuse the version.
+        raise ValueError(
+            f"{export_dir} is a committed remote export: its files are not changed in place. "
+            f"export_model(..., warmup=True) (tools/export.py's default) writes the warmup "
+            f"requests into a new version as it is made; export one.")
     name = model_name or os.path.basename(os.path.dirname(os.path.abspath(export_dir)))
     path = os.path.join(export_dir, WARMUP_FILE)
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -151,7 +162,7 @@ def read_warmup_requests(export_dir):
     from tensorflow_serving.apis import prediction_log_pb2
 
     logs = []
-    for record in tf.data.TFRecordDataset(os.path.join(export_dir, WARMUP_FILE)):
+    for record in tf.data.TFRecordDataset(storage.join(export_dir, WARMUP_FILE)):
         log = prediction_log_pb2.PredictionLog()
         log.ParseFromString(record.numpy())
         logs.append(log)
@@ -159,8 +170,8 @@ def read_warmup_requests(export_dir):
 
 
 def _versions(export_base):
-    return sorted(int(n) for n in os.listdir(export_base)
-                  if n.isdigit() and os.path.isdir(os.path.join(export_base, n)))
+    return sorted(int(n) for n in storage.listdir(export_base)
+                  if n.isdigit() and storage.isdir(storage.join(export_base, n)))
 
 
 def _quote(text):
@@ -313,18 +324,18 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
     """
     _check_batching(batching.get("allowed_batch_sizes", ALLOWED_BATCH_SIZES),
                     **{k: v for k, v in batching.items() if k != "allowed_batch_sizes"})
-    check_writable(os.path.join(output_dir, "models.config"), flag="The serving config")
-    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+    check_writable(storage.join(output_dir, "models.config"), flag="The serving config")
+    if storage.exists(output_dir) and not storage.isdir(output_dir):
         raise OutputError(f"The output {output_dir} is a file; give the folder for "
                           f"models.config and batching_parameters.txt (e.g. exports).")
-    config_path = os.path.join(output_dir, "models.config")
-    batching_path = os.path.join(output_dir, "batching_parameters.txt")
+    config_path = storage.join(output_dir, "models.config")
+    batching_path = storage.join(output_dir, "batching_parameters.txt")
     for path in (config_path, batching_path):
         _check_ours(path)
     models, infos = _served_models(export_bases, base_path_prefix)
     config_text = models_config(models, serve_versions)
     batching_text = batching_parameters(infos, **batching)
-    os.makedirs(output_dir, exist_ok=True)
+    storage.makedirs(output_dir)
     write_text_atomic(config_path, config_text)
     write_text_atomic(batching_path, batching_text)
     return config_path, batching_path
@@ -335,8 +346,8 @@ def _served_models(export_bases, base_path_prefix):
     of exports/NAME directories; refuses two with one name, or one without versions."""
     models, infos, sources = {}, [], {}
     for base in export_bases:
-        base = os.path.normpath(base)
-        name = os.path.basename(os.path.abspath(base))
+        base = storage.normpath(base)
+        name = os.path.basename(storage.abspath(base))
         if name in sources:
             raise ValueError(
                 f"{sources[name]} and {base} would both be served as model {name!r} (TF "
@@ -349,7 +360,7 @@ def _served_models(export_bases, base_path_prefix):
                 f"No version directory in {base}: expected exports/NAME/1/saved_model.pb. "
                 f"Pass the exports/NAME directory that tools/export.py wrote.")
         models[name] = (f"{base_path_prefix.rstrip('/')}/{name}", versions)
-        infos.append((name, _export_info(os.path.join(base, str(versions[-1])))))
+        infos.append((name, _export_info(storage.join(base, str(versions[-1])))))
     return models, infos
 
 
@@ -441,11 +452,12 @@ def write_operator_files(export_bases, output_dir, base_path_prefix="/models", s
     monitoring_text = monitoring_config(prometheus_path)
     models, _ = _served_models(export_bases, base_path_prefix)
     logging_text = request_logging_config(models, serve_versions, **logging)
-    paths = (os.path.join(output_dir, "monitoring.config"),
-             os.path.join(output_dir, "request_logging.config.example"))
+    check_writable(storage.join(output_dir, "monitoring.config"), flag="The operator files")
+    paths = (storage.join(output_dir, "monitoring.config"),
+             storage.join(output_dir, "request_logging.config.example"))
     for path in paths:
         _check_ours(path)
-    os.makedirs(output_dir, exist_ok=True)
+    storage.makedirs(output_dir)
     for path, text in zip(paths, (monitoring_text, logging_text)):
         write_text_atomic(path, text)
     return paths
@@ -454,13 +466,13 @@ def write_operator_files(export_bases, output_dir, base_path_prefix="/models", s
 def _check_ours(path):
     """Raises OutputError if `path` exists and is not a file serving_config wrote
     (its first lines name tools/serving_config.py)."""
-    if not os.path.lexists(path):
+    if not (storage.exists(path) if storage.is_remote(path) else os.path.lexists(path)):
         return
-    if os.path.isdir(path):
+    if storage.isdir(path):
         raise OutputError(f"{path} is a folder; models.config and batching_parameters.txt "
                           f"need their names free: choose another --output.")
-    with open(path, encoding="utf-8", errors="replace") as f:
-        head = f.read(400)
+    with storage.open_file(path, "rb") as f:
+        head = f.read(400).decode("utf-8", errors="replace")
     if _SIGNATURE not in head:
         raise OutputError(f"{path} exists and was not written by tools/serving_config.py; "
                           f"keras_bert only replaces what it wrote: choose another --output, "

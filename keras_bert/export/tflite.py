@@ -49,6 +49,7 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert import storage
 from keras_bert.export.layout import check_export_dir
 from keras_bert.export.predict import INFO_FILE
 from keras_bert.export.serving_module import overrides_call
@@ -311,4 +312,4 @@ def save_tflite(module, export_dir, overwrite=False):
         with open(os.path.join(staged, INFO_FILE), "w", encoding="utf-8") as f:
             json.dump(tflite_info(module, flatbuffer), f, indent=2, sort_keys=True)
             f.write("\n")
-    return os.path.abspath(export_dir)
+    return storage.abspath(export_dir)

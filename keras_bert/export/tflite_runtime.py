@@ -26,13 +26,15 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import storage
+
 TFLITE_FILE = "model.tflite"
 
 
 def tflite_path(path):
     """The .tflite file of `path`: the file itself, or model.tflite in the version folder."""
     path = os.fspath(path)
-    return os.path.join(path, TFLITE_FILE) if os.path.isdir(path) else path
+    return storage.join(path, TFLITE_FILE) if storage.isdir(path) else path
 
 
 def litert_interpreter(model, num_threads=None):
@@ -65,12 +67,14 @@ def litert_interpreter(model, num_threads=None):
         source = {"model_content": bytes(model)}
     else:
         path = tflite_path(model)
-        if not os.path.isfile(path):
+        if not (storage.exists(path) and not storage.isdir(path)):
             raise FileNotFoundError(
                 f"No LiteRT model at {path}: pass a LiteRT export's version folder "
                 f"(exports/NAME/VERSION, holding {TFLITE_FILE}) or its .tflite file. "
                 f"Create one with tools/export.py --format tflite.")
-        source = {"model_path": path}
+        # LiteRT opens local files only: a remote model is read into memory.
+        source = ({"model_content": storage.read_bytes(path)} if storage.is_remote(path)
+                  else {"model_path": path})
     return interpreter.InterpreterWithCustomOps(
         custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS,
         num_threads=num_threads, **source)

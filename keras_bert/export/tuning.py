@@ -19,12 +19,15 @@ them as a check ("batch_1_ms").
 """
 
 import datetime
+import errno
 import os
 import platform
 import statistics
 import time
 
 import numpy as np
+
+from keras_bert import storage
 
 #: sub-batch counts tried (1 = the request as one batch).
 CANDIDATES = (1, 2, 4, 8)
@@ -99,12 +102,14 @@ def synthetic_texts(vocabulary, count=256, seed=0):
 def read_tune_texts(path):
     """The non-empty lines of `path` (one text a line, UTF-8), as a list of str."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            texts = [line.rstrip("\r\n") for line in f if line.strip()]
+        if storage.is_remote(path) and not storage.exists(path):  # gfile raises no OSError.
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+        data = storage.read_bytes(path).decode("utf-8", errors="replace")
     except OSError as e:
         raise FileNotFoundError(
             f"Cannot read the tuning texts {path} ({e.strerror}): give a file with one text a "
             f"line (--tune-texts FILE), or leave it out to tune on synthetic texts.") from None
+    texts = [line.rstrip("\r") for line in data.split("\n") if line.strip()]
     if not texts:
         raise ValueError(f"The tuning texts {path} hold no text: give one text a line "
                          f"(--tune-texts FILE), or leave it out to tune on synthetic texts.")

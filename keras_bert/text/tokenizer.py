@@ -9,6 +9,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert import storage
 from keras_bert.text import _unicode
 from keras_bert.text.vocab import SPECIAL_TOKENS
 from keras_bert.text.vocab import load_bert_vocabulary
@@ -853,19 +854,18 @@ class BertTokenizer(keras.layers.Layer):
         tokens = self._require_vocabulary()
         if tokens[0].startswith("\ufeff") or any(
                 t != t.strip() or "\n" in t or "\r" in t for t in tokens):
-            with open(os.path.join(dir_path, _VOCAB_JSON), "w", encoding="utf-8") as f:
-                json.dump(tokens, f, ensure_ascii=False)
+            storage.write_bytes(storage.join(dir_path, _VOCAB_JSON),
+                                json.dumps(tokens, ensure_ascii=False).encode("utf-8"))
         else:
-            save_vocabulary(tokens, os.path.join(dir_path, _VOCAB_TXT))
+            save_vocabulary(tokens, storage.join(dir_path, _VOCAB_TXT))
 
     def load_assets(self, dir_path):
         """Reads the vocabulary that `save_assets` wrote (Keras calls this)."""
-        path = os.path.join(dir_path, _VOCAB_JSON)
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                self.set_vocabulary(json.load(f))
+        path = storage.join(dir_path, _VOCAB_JSON)
+        if storage.exists(path):
+            self.set_vocabulary(json.loads(storage.read_bytes(path).decode("utf-8")))
         else:
-            self.set_vocabulary(os.path.join(dir_path, _VOCAB_TXT))
+            self.set_vocabulary(storage.join(dir_path, _VOCAB_TXT))
         # The path is inside Keras' temporary folder: not a file to keep.
         self.vocabulary_file = None
 

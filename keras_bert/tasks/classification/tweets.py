@@ -15,7 +15,9 @@ import importlib.util
 import logging
 import os
 
+from keras_bert import storage
 from keras_bert.data.text_data import split_examples
+from keras_bert.files import check_writable, write_text_atomic
 from keras_bert.tasks.classification.reader import read_classification_file
 
 logger = logging.getLogger("keras_bert.data")
@@ -99,6 +101,7 @@ def write_imbalanced_tweets(output_dir, minority="positive", keep_fraction=0.1, 
     """
     import collections
     import csv
+    import io
 
     import numpy as np
 
@@ -116,12 +119,13 @@ def write_imbalanced_tweets(output_dir, minority="positive", keep_fraction=0.1, 
     for i in picked["train"]:
         if train.labels[i] != minority or rng.random() < keep_fraction:
             rows["train"].append((train.texts[i], train.labels[i]))
-    os.makedirs(output_dir, exist_ok=True)
+    check_writable(output_dir)
+    storage.makedirs(output_dir)
     for name, examples in rows.items():
-        with open(os.path.join(output_dir, f"{name}.csv"), "w", encoding="utf-8",
-                  newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(["text", "sentiment"])
-            writer.writerows(examples)
+        text = io.StringIO(newline="")
+        writer = csv.writer(text)
+        writer.writerow(["text", "sentiment"])
+        writer.writerows(examples)
+        write_text_atomic(storage.join(output_dir, f"{name}.csv"), text.getvalue())
     return {name: dict(collections.Counter(label for _, label in examples))
             for name, examples in rows.items()}

@@ -136,11 +136,12 @@ class BertTextEmbedder(PairFitting, BertTask):
             **kwargs: `BertTask.from_pretrained` arguments (dtype, lowercase,
                 new_head, projection_dim).
         """
-        from keras_bert import sources
+        from keras_bert import sources, storage
 
         source = os.fspath(model_dir)
         given = {"pooling": pooling, "normalize": normalize}
-        if not sources.is_model_dir(source):
+        # A remote source is a model directory (`sources.resolve_source`).
+        if not sources.is_model_dir(source) and not storage.is_remote(source):
             from keras_bert.checkpoints.hub import locate_checkpoint
 
             source = locate_checkpoint(source)

@@ -14,9 +14,10 @@ store.
 """
 
 import json
-import os
 
 import numpy as np
+
+from keras_bert import storage
 
 EMBEDDING = "embedding"  # The output of a text embedder's export (and its Python predict).
 
@@ -24,14 +25,13 @@ EMBEDDING = "embedding"  # The output of a text embedder's export (and its Pytho
 def is_embedding_model_dir(path):
     """True if `path` is a model directory of a `BertTextEmbedder` (task.json task
     "text_embedding")."""
-    task_file = os.path.join(path, "task.json")
-    if not (os.path.isdir(path) and os.path.isfile(task_file)):
+    task_file = storage.join(path, "task.json")
+    if not (storage.isdir(path) and storage.exists(task_file) and not storage.isdir(task_file)):
         return False
-    with open(task_file, encoding="utf-8") as f:
-        try:
-            info = json.load(f)
-        except json.JSONDecodeError:
-            return False  # load_export / from_pretrained name the broken file.
+    try:
+        info = json.loads(storage.read_bytes(task_file).decode("utf-8"))
+    except ValueError:  # Not JSON, or not UTF-8.
+        return False  # load_export / from_pretrained name the broken file.
     return isinstance(info, dict) and info.get("task") == "text_embedding"
 
 
@@ -76,11 +76,10 @@ def write_embeddings(texts, embeddings, path=None, stdout=None):
         return None
     import io
 
-    import tensorflow as tf
-
     from keras_bert.files import write_bytes_atomic
 
-    if tf.io.gfile.isdir(path):
+    storage.check_filesystem(path, flag="--output")
+    if storage.isdir(path):
         raise ValueError(f"--output {path} is a folder; name a file: x.npy (an array) or "
                          f"x.jsonl (JSON Lines).")
     if path.lower().endswith(".npy"):

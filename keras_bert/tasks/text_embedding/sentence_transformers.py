@@ -17,7 +17,8 @@ than one of mean / cls / max) is refused by name rather than skipped.
 """
 
 import json
-import os
+
+from keras_bert import storage
 
 MODULES_FILE = "modules.json"
 SETTINGS_FILE = "sentence_bert_config.json"
@@ -34,16 +35,16 @@ _UNSUPPORTED_POOLING = ("pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weigh
 
 def is_sentence_transformers_folder(folder):
     """True when `folder` is a directory holding modules.json."""
-    return os.path.isdir(folder) and os.path.isfile(os.path.join(folder, MODULES_FILE))
+    path = storage.join(folder, MODULES_FILE)
+    return storage.isdir(folder) and storage.exists(path) and not storage.isdir(path)
 
 
 def _read_json(path, what):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
+    if not storage.exists(path):  # gs:// raises its own NotFoundError, not an OSError.
         raise ValueError(f"{path} is missing: modules.json names it as {what}. Restore the "
-                         f"file, or pass pooling=... and normalize=... yourself.") from None
+                         f"file, or pass pooling=... and normalize=... yourself.")
+    try:
+        return json.loads(storage.read_bytes(path).decode("utf-8"))
     except ValueError as e:
         raise ValueError(f"{path} is not valid JSON ({e}).") from None
 
@@ -76,7 +77,7 @@ def read_sentence_transformers(folder):
     >>> read_sentence_transformers("all-MiniLM-L6-v2")
     {'pooling': 'mean', 'normalize': True, 'max_seq_length': 256}
     """
-    path = os.path.join(folder, MODULES_FILE)
+    path = storage.join(folder, MODULES_FILE)
     modules = _read_json(path, "the module list")
     if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
         raise ValueError(f"{path}: expected a list of modules. Received: {modules!r:.200}")
@@ -85,9 +86,9 @@ def read_sentence_transformers(folder):
         raise ValueError(f"{path}: the first module must be the Transformer. Received: {kinds}")
     facts = {"pooling": None, "normalize": False, "max_seq_length": None}
     for module, kind in zip(modules[1:], kinds[1:]):
-        where = os.path.join(folder, str(module.get("path", "")))
+        where = storage.join(folder, str(module.get("path", "")))
         if kind == "Pooling" and facts["pooling"] is None:
-            facts["pooling"] = _pooling_of(os.path.join(where, "config.json"))
+            facts["pooling"] = _pooling_of(storage.join(where, "config.json"))
         elif kind == "Normalize":
             facts["normalize"] = True
         else:
@@ -97,8 +98,8 @@ def read_sentence_transformers(folder):
                 f"encoder with pooling=... and projection_dim=... of your choosing instead.")
     if facts["pooling"] is None:
         raise ValueError(f"{path} lists no Pooling module; pass pooling='mean', 'cls' or 'max'.")
-    settings_path = os.path.join(folder, SETTINGS_FILE)
-    if os.path.isfile(settings_path):
+    settings_path = storage.join(folder, SETTINGS_FILE)
+    if storage.exists(settings_path) and not storage.isdir(settings_path):
         length = _read_json(settings_path, "the text settings").get("max_seq_length")
         if isinstance(length, int) and not isinstance(length, bool) and length > 0:
             facts["max_seq_length"] = length
