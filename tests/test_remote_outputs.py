@@ -210,8 +210,9 @@ def test_a_remote_sentence_transformers_folder_is_read(ram):
 def test_tuning_texts_are_read_from_a_remote_file_or_named_when_missing(ram):
     from keras_bert.export.tuning import read_tune_texts
 
-    storage.write_bytes(f"{ram}/texts.txt", "a good movie\r\n\n  \nünï\n".encode())
-    assert read_tune_texts(f"{ram}/texts.txt") == ["a good movie", "ünï"]
+    storage.write_bytes(f"{ram}/texts.txt", "a good movie\r\n\n  \nünï\rold mac\ra\u2028b\n".encode())
+    # Line ends as open() reads them: \r alone ends a line, U+2028 does not.
+    assert read_tune_texts(f"{ram}/texts.txt") == ["a good movie", "ünï", "old mac", "a\u2028b"]
     with pytest.raises(FileNotFoundError, match=r"Cannot read the tuning texts ram://.*missing"
                                                 r".txt \(No such file"):
         read_tune_texts(f"{ram}/missing.txt")

@@ -22,6 +22,7 @@ import datetime
 import errno
 import os
 import platform
+import re
 import statistics
 import time
 
@@ -109,7 +110,8 @@ def read_tune_texts(path):
         raise FileNotFoundError(
             f"Cannot read the tuning texts {path} ({e.strerror}): give a file with one text a "
             f"line (--tune-texts FILE), or leave it out to tune on synthetic texts.") from None
-    texts = [line.rstrip("\r") for line in data.split("\n") if line.strip()]
+    # The line ends open() knows (\n, \r\n, \r), not str.splitlines' (U+2028, \x1c...).
+    texts = [line for line in re.split(r"\r\n|\r|\n", data) if line.strip()]
     if not texts:
         raise ValueError(f"The tuning texts {path} hold no text: give one text a line "
                          f"(--tune-texts FILE), or leave it out to tune on synthetic texts.")
