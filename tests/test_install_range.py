@@ -13,7 +13,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from keras_bert.training.distribute import tpu_install_problem
+from keras_bert.training.distribute import tpu_install_problem, xla_cpu_available
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -95,3 +95,20 @@ def test_this_install():
         assert problem is None, problem
     else:
         assert problem is not None and "bert-keras3[tpu]" in problem
+
+
+def test_xla_for_the_cpu_follows_the_build():
+    """The `tensorflow` wheel compiles XLA for the CPU; tensorflow-tpu's build cannot
+    (tools/compat.sh tpu runs this there), and pretraining's jit "auto" follows."""
+    import tensorflow as tf
+
+    from keras_bert.training.pretrain import resolve_jit_compile
+
+    try:
+        importlib.metadata.distribution("tensorflow-tpu")
+        tpu_build = True
+    except importlib.metadata.PackageNotFoundError:
+        tpu_build = False
+    assert xla_cpu_available() is (not tpu_build)
+    default = tf.distribute.get_strategy()
+    assert resolve_jit_compile("auto", "float32", default, amx=False) is (not tpu_build)

@@ -7,6 +7,7 @@ on Kubernetes (Indexed Job, JobSet) the completion index plus the
 KERAS_BERT_WORKER_* variables. docs/cluster.md shows each setup.
 """
 
+import functools
 import importlib.metadata
 import json
 import logging
@@ -234,6 +235,22 @@ def tpu_install_problem(path=None):
                         "over it and TPU support is gone. Way out: pip install --force-reinstall "
                         f"--no-deps tensorflow-tpu=={tpu.version}")
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def xla_cpu_available():
+    """Whether this TensorFlow can XLA-compile for the CPU (one tiny compile, cached).
+
+    The tensorflow-tpu build cannot: its XLA has no CPU backend ("could not
+    find registered transfer manager for platform Host"). Call it after the
+    strategy is made (it runs an op).
+    """
+    try:
+        with tf.device("/cpu:0"):
+            tf.function(lambda x: x + 1.0, jit_compile=True)(tf.constant(1.0))
+    except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError, tf.errors.UnimplementedError):
+        return False
+    return True
 
 
 def _tpu_strategy(tpu=None):

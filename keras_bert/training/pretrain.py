@@ -22,7 +22,7 @@ from keras_bert.data import pretraining_data
 from keras_bert.models import BertEncoder, BertPretrainer
 from keras_bert.text import TextSettings
 from keras_bert.training import callbacks as callbacks_lib
-from keras_bert.training.distribute import strategy_name, worker_info
+from keras_bert.training.distribute import strategy_name, worker_info, xla_cpu_available
 from keras_bert.training.input_pipeline import pretraining_dataset
 from keras_bert.training.optimizers import OPTIMIZERS, check_optimizer_settings, create_optimizer
 from keras_bert.training.trainer import (
@@ -123,6 +123,8 @@ def resolve_jit_compile(setting, dtype, strategy, amx=None):
 
     "on"/"off" are obeyed. "auto" measures nothing and decides by rule:
     - off on TPU (TPUStrategy compiles everything anyway);
+    - off on a CPU when this TensorFlow has no XLA for it (the tensorflow-tpu
+      build, `xla_cpu_available`), where "on" is refused with the way out;
     - off for bfloat16/float16 on a CPU-only machine with AMX: TensorFlow's
       own matmuls use oneDNN's AMX kernels there and XLA's CPU code does
       not, so XLA makes such a step slower;
@@ -137,11 +139,19 @@ def resolve_jit_compile(setting, dtype, strategy, amx=None):
         strategy: the `tf.distribute.Strategy` in use.
         amx: bool or None (None: read from this machine's CPU flags).
     """
+    if isinstance(strategy, tf.distribute.TPUStrategy):
+        return setting == "on"
+    on_cpu = not tf.config.list_logical_devices("GPU")
+    if on_cpu and setting != "off" and not xla_cpu_available():
+        if setting == "on":
+            raise ValueError(
+                "jit_compile is 'on', but this TensorFlow has no XLA for the CPU (the "
+                "tensorflow-tpu build has none). Use 'auto' or 'off' (--jit-compile off) off "
+                "the TPU, or run under TPUStrategy (--strategy tpu).")
+        return False
     if setting != "auto":
         return setting == "on"
-    if isinstance(strategy, tf.distribute.TPUStrategy):
-        return False
-    if dtype != "float32" and not tf.config.list_logical_devices("GPU"):
+    if dtype != "float32" and on_cpu:
         return not (cpu_has_amx() if amx is None else amx)
     return True
 

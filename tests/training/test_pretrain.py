@@ -121,6 +121,20 @@ def test_jit_compile_rule():
     assert resolve_jit_compile("on", "mixed_bfloat16", default, amx=True) is True
 
 
+def test_jit_compile_rule_without_xla_for_the_cpu(monkeypatch):
+    """The tensorflow-tpu build (tools/compat.sh tpu): auto is off, on is refused."""
+    import tensorflow as tf
+
+    from keras_bert.training import pretrain
+
+    monkeypatch.setattr(pretrain, "xla_cpu_available", lambda: False)
+    default = tf.distribute.get_strategy()
+    assert resolve_jit_compile("auto", "float32", default, amx=False) is False
+    assert resolve_jit_compile("off", "float32", default) is False
+    with pytest.raises(ValueError, match="no XLA for the CPU.*--jit-compile off"):
+        resolve_jit_compile("on", "float32", default)
+
+
 def test_cpu_has_amx_reads_the_flags(tmp_path):
     with_amx = tmp_path / "amx"
     with_amx.write_text("processor\t: 0\nflags\t\t: fpu avx512_bf16 amx_bf16 amx_tile\n")
