@@ -156,6 +156,10 @@ def test_serving_config_and_warmup_requests_read_and_write_a_remote_export(
     for remote, path in zip(got, want):
         assert text(remote) == open(path, encoding="utf-8").read()
     assert "versions: 1" in text(got[0])
+    # A version 2 whose upload was cut short (files, no marker) is not served.
+    storage.write_bytes(f"{base}/2/saved_model.pb", b"half an upload")
+    write_serving_config([base], f"{ram}/config")
+    assert "versions: 1" in text(got[0]) and "versions: 2" not in text(got[0])
     write_serving_config([base], f"{ram}/config")  # Its own files: replaced.
     paths = write_operator_files([base], f"{ram}/config")
     assert "prometheus_config" in text(paths[0])

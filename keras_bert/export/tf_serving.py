@@ -170,8 +170,14 @@ def read_warmup_requests(export_dir):
 
 
 def _versions(export_base):
+    """The version numbers under `export_base`. On an object store only committed
+    ones: a version whose commit was cut short has no valid marker and is left out."""
+    def committed(path):
+        return not storage.object_store(path) or storage.committed_manifest(path) is not None
+
     return sorted(int(n) for n in storage.listdir(export_base)
-                  if n.isdigit() and storage.isdir(storage.join(export_base, n)))
+                  if n.isdigit() and storage.isdir(storage.join(export_base, n))
+                  and committed(storage.join(export_base, n)))
 
 
 def _quote(text):
