@@ -22,7 +22,8 @@ def _requirements(section, key):
     parser = configparser.ConfigParser()
     parser.read(os.path.join(ROOT, "setup.cfg"))
     lines = [line.strip() for line in parser[section][key].splitlines()]
-    return {r.name: r for r in map(Requirement, (line for line in lines if line and not line.startswith("#")))}
+    kept = (line for line in lines if line and not line.startswith("#"))
+    return {r.name: r for r in map(Requirement, kept)}
 
 
 BASE = _requirements("options", "install_requires")
@@ -44,8 +45,10 @@ def test_the_base_range_holds_both_tested_lines(name, admitted, refused):
 def test_the_tpu_extra_pins_the_20_line_inside_the_base_range():
     assert str(TPU["tensorflow-tpu"].specifier) == "==2.20.0"
     for name in ("tensorflow", "tensorflow-text", "tensorboard", "tensorflow-serving-api"):
-        candidates = [Version(f"2.{minor}.{patch}") for minor in (19, 20, 21, 22) for patch in range(3)]
-        both = [v for v in candidates if BASE[name].specifier.contains(v) and TPU[name].specifier.contains(v)]
+        candidates = [Version(f"2.{minor}.{patch}")
+                      for minor in (19, 20, 21, 22) for patch in range(3)]
+        both = [v for v in candidates
+                if BASE[name].specifier.contains(v) and TPU[name].specifier.contains(v)]
         assert both and {v.minor for v in both} == {20}, (name, both)
     # Newer libtpu releases (0.0.52) abort TF 2.20's import; 0.0.14 loads (tools/compat.sh).
     assert str(TPU["libtpu"].specifier) == "==0.0.14"
@@ -58,7 +61,8 @@ def _fake_site(tmp_path, framework_bytes, recorded_size, with_tpu=True):
     if with_tpu:
         info = site / "tensorflow_tpu-2.20.0.dist-info"
         info.mkdir()
-        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tensorflow_tpu\nVersion: 2.20.0\n")
+        (info / "METADATA").write_text(
+            "Metadata-Version: 2.1\nName: tensorflow_tpu\nVersion: 2.20.0\n")
         (info / "RECORD").write_text(
             f"tensorflow/libtensorflow_framework.so.2,sha256=unused,{recorded_size}\n"
             "tensorflow_tpu-2.20.0.dist-info/METADATA,,\n")

@@ -85,9 +85,9 @@ def build_parser():
                        help="Keras dtype policy (mixed_float16 adds dynamic loss scaling).")
     _cli.add_jit_compile(
         train, help_text="XLA-compile the training step. auto: off on TPU (TPUStrategy compiles "
-        "anyway); off on a CPU whose TensorFlow has no XLA for it (the tensorflow-tpu build); off for mixed precision on a CPU-only machine with AMX (oneDNN's bfloat16 "
-        "kernels beat XLA's CPU code there); on everywhere else (float32, GPU, CPU without "
-        "AMX).")
+        "anyway); off on a CPU whose TensorFlow has no XLA for it (the tensorflow-tpu build); "
+        "off for mixed precision on a CPU-only machine with AMX (oneDNN's bfloat16 kernels "
+        "beat XLA's CPU code there); on everywhere else (float32, GPU, CPU without AMX).")
     train.add_argument("--steps-per-execution", type=int, default=1,
                        help="Updates per compiled call (fewer host round trips).")
     train.add_argument("--checkpoint-every", type=int, default=1000,

@@ -229,11 +229,11 @@ def tpu_install_problem(path=None):
             installed = record.locate()
             size = os.path.getsize(installed) if os.path.exists(installed) else None
             if size != record.size:
-                return (f"tensorflow-tpu {tpu.version} is installed, but {installed} is not its file "
-                        f"({size} bytes, its RECORD says {record.size}): another TensorFlow wheel, "
-                        "most likely the `tensorflow` one that tensorflow-text requires, was installed "
-                        "over it and TPU support is gone. Way out: pip install --force-reinstall "
-                        f"--no-deps tensorflow-tpu=={tpu.version}")
+                return (f"tensorflow-tpu {tpu.version} is installed, but {installed} is not "
+                        f"its file ({size} bytes, its RECORD says {record.size}): another "
+                        "TensorFlow wheel, most likely the `tensorflow` one that tensorflow-text "
+                        "requires, was installed over it and TPU support is gone. Way out: pip "
+                        f"install --force-reinstall --no-deps tensorflow-tpu=={tpu.version}")
     return None
 
 
@@ -248,7 +248,8 @@ def xla_cpu_available():
     try:
         with tf.device("/cpu:0"):
             tf.function(lambda x: x + 1.0, jit_compile=True)(tf.constant(1.0))
-    except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError, tf.errors.UnimplementedError):
+    except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError,
+            tf.errors.UnimplementedError):
         return False
     return True
 
@@ -296,8 +297,9 @@ def resolve_strategy(name="auto", tpu=None):
     - "auto": a TPU if one is named (`tpu`, $TPU_NAME) or attached; else
       MultiWorkerMirroredStrategy when $TF_CONFIG names more than one
       worker (TF_CONFIG unset: built by `cluster_tf_config` from Vertex
-      AI's or Kubernetes' variables, and set in `os.environ`); else MirroredStrategy over all GPUs when there are several;
-      else the default strategy (one device).
+      AI's or Kubernetes' variables, and set in `os.environ`); else
+      MirroredStrategy over all GPUs when there are several; else the
+      default strategy (one device).
     - "cpu": OneDeviceStrategy on /cpu:0, even with GPUs present.
     - "mirrored": MirroredStrategy over all local GPUs, or over all logical
       CPU devices when there is no GPU (several only if configured with
