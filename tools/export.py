@@ -163,8 +163,8 @@ def main(argv=None):
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    with open(os.path.join(path, INFO_FILE), encoding="utf-8") as f:
-        info = json.load(f)
+    from keras_bert import storage  # The export may be remote (gs://...).
+    info = json.loads(storage.read_bytes(storage.join(path, INFO_FILE)))
     if args.format == "tflite":
         ops = info["ops"]
         print(f"Exported {args.model} -> {path}/model.tflite ({info['module']}, max_seq_length "

@@ -191,8 +191,10 @@ def main(argv=None):
     except ValueError as e:
         sys.exit(f"error: {e}")
     # A run to resume has its state file; leftovers of a killed write alone are not one.
-    resuming = os.path.exists(os.path.join(checkpoint_dir, "finetune_state.json"))
-    if os.path.exists(args.output) and not args.overwrite and not resuming:
+    # Through keras_bert.storage: an --output on gs:// is protected as a local one.
+    from keras_bert import storage
+    resuming = storage.exists(storage.join(checkpoint_dir, "finetune_state.json"))
+    if storage.exists(args.output) and not args.overwrite and not resuming:
         sys.exit(f"{args.output} exists; pass --overwrite to replace it.")
     options = FinetuneOptions(**finetune_option_values(args))
     try:
@@ -218,7 +220,7 @@ def main(argv=None):
     best = " ".join(f"{k} {v:.4f}" for k, v in result.best_metrics.items() if isinstance(v, float))
     print(f"best epoch {result.best_epoch} ({result.metric}): {best}")
     print(f"wrote {result.output_dir} ({result.steps} steps, {result.seconds:.0f} s)")
-    if args.tensorboard and os.path.isdir(output + ".logs"):
+    if args.tensorboard and storage.isdir(output + ".logs"):
         print(f"TensorBoard logs: {output}.logs (tensorboard --logdir {output}.logs)")
 
 
