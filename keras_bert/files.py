@@ -157,8 +157,7 @@ def check_not_input(output, inputs, flag="the output"):
             raise OutputError(
                 f"{flag} {output} {what} the input {item}: keras_bert never writes over its "
                 f"inputs. Choose another output path.")
-        if _within(out, source) and (storage.exists(out) if storage.is_remote(out)
-                                     else os.path.lexists(out)):
+        if _within(out, source) and storage.lexists(out):
             raise OutputError(
                 f"{flag} {output} is inside the input {item}: writing it would change the "
                 f"input. Choose an output outside {item}.")

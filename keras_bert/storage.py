@@ -180,6 +180,16 @@ def isdir(path):
     return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
 
 
+def isfile(path):
+    """True if `path` exists and is not a folder."""
+    return exists(path) and not isdir(path)
+
+
+def lexists(path):
+    """`exists`, where a local path also counts when it is a dangling symlink."""
+    return exists(path) if is_remote(path) else os.path.lexists(path)
+
+
 def listdir(path):
     """The names in folder `path` (no trailing "/"), sorted."""
     if is_remote(path):

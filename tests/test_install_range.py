@@ -86,16 +86,20 @@ def test_no_tensorflow_tpu_names_the_extra(tmp_path):
     assert "bert-keras3[tpu]" in problem
 
 
+def _tpu_build():
+    """True where tensorflow-tpu is installed (tools/compat.sh's [tpu] venv)."""
+    try:
+        importlib.metadata.distribution("tensorflow-tpu")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def test_this_install():
     """Here: the `tensorflow` wheel, so the check must say so; in tools/compat.sh's
     [tpu] venv (after its reinstall) it must find nothing wrong."""
-    try:
-        importlib.metadata.distribution("tensorflow-tpu")
-        tpu_installed = True
-    except importlib.metadata.PackageNotFoundError:
-        tpu_installed = False
     problem = tpu_install_problem()
-    if tpu_installed:
+    if _tpu_build():
         assert problem is None, problem
     else:
         assert problem is not None and "bert-keras3[tpu]" in problem
@@ -108,11 +112,7 @@ def test_xla_for_the_cpu_follows_the_build():
 
     from keras_bert.training.pretrain import resolve_jit_compile
 
-    try:
-        importlib.metadata.distribution("tensorflow-tpu")
-        tpu_build = True
-    except importlib.metadata.PackageNotFoundError:
-        tpu_build = False
+    tpu_build = _tpu_build()
     assert xla_cpu_available() is (not tpu_build)
     default = tf.distribute.get_strategy()
     assert resolve_jit_compile("auto", "float32", default, amx=False) is (not tpu_build)

@@ -87,7 +87,7 @@ def check_export_dir(export_dir, overwrite=False, inputs=(), kind=EXPORT_VERSION
     """
     base = os.path.dirname(storage.abspath(export_dir))
     check_not_input(base, inputs, flag="The export folder")
-    if storage.exists(base) and not storage.isdir(base):
+    if storage.isfile(base):
         raise OutputError(f"The export folder {base} is a file: give exports/NAME, a folder "
                           f"for the versions (e.g. --output exports/sentiment).")
     if isinstance(export_dir, NextVersion):
@@ -97,8 +97,7 @@ def check_export_dir(export_dir, overwrite=False, inputs=(), kind=EXPORT_VERSION
         return real_path(export_dir)
     real = prepare_output_dir(export_dir, kind, inputs=inputs,
                               overwrite_flag="overwrite=True (--overwrite)")
-    if (storage.exists(real) if storage.is_remote(real) else os.path.lexists(real)) \
-            and not overwrite:
+    if storage.lexists(real) and not overwrite:
         raise FileExistsError(
             f"{export_dir} exists. Export to a new version (leave the version "
             f"out to get the next one), or pass overwrite=True (--overwrite)."

@@ -185,7 +185,7 @@ def read_export_info(export_dir):
             or a LiteRT export's .tflite file (the file beside it).
     """
     path = latest_version(export_dir, formats=tuple(MODEL_FILES))
-    if storage.exists(path) and not storage.isdir(path):
+    if storage.isfile(path):
         path = os.path.dirname(path)
     path = storage.join(path, INFO_FILE)
     if not storage.exists(path):

@@ -331,7 +331,7 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
     _check_batching(batching.get("allowed_batch_sizes", ALLOWED_BATCH_SIZES),
                     **{k: v for k, v in batching.items() if k != "allowed_batch_sizes"})
     check_writable(storage.join(output_dir, "models.config"), flag="The serving config")
-    if storage.exists(output_dir) and not storage.isdir(output_dir):
+    if storage.isfile(output_dir):
         raise OutputError(f"The output {output_dir} is a file; give the folder for "
                           f"models.config and batching_parameters.txt (e.g. exports).")
     config_path = storage.join(output_dir, "models.config")
@@ -472,7 +472,7 @@ def write_operator_files(export_bases, output_dir, base_path_prefix="/models", s
 def _check_ours(path):
     """Raises OutputError if `path` exists and is not a file serving_config wrote
     (its first lines name tools/serving_config.py)."""
-    if not (storage.exists(path) if storage.is_remote(path) else os.path.lexists(path)):
+    if not storage.lexists(path):
         return
     if storage.isdir(path):
         raise OutputError(f"{path} is a folder; models.config and batching_parameters.txt "

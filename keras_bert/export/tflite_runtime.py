@@ -67,7 +67,7 @@ def litert_interpreter(model, num_threads=None):
         source = {"model_content": bytes(model)}
     else:
         path = tflite_path(model)
-        if not (storage.exists(path) and not storage.isdir(path)):
+        if not storage.isfile(path):
             raise FileNotFoundError(
                 f"No LiteRT model at {path}: pass a LiteRT export's version folder "
                 f"(exports/NAME/VERSION, holding {TFLITE_FILE}) or its .tflite file. "

@@ -198,8 +198,10 @@ def _cluster_workers():
     return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
 
 
-_TPU_INSTALL = ("pip install 'bert-keras3[tpu]' && pip install --force-reinstall --no-deps "
-                "tensorflow-tpu=={version} (README, Tested versions)")
+_NOT_TPU_BUILD = ("TensorFlow here is not the tensorflow-tpu build (no `tensorflow-tpu` "
+                  "distribution is installed). Way out: pip install 'bert-keras3[tpu]' && pip "
+                  "install --force-reinstall --no-deps tensorflow-tpu==2.20.0 (README, Tested "
+                  "versions).")
 
 
 def _distribution(name, path=None):
@@ -221,9 +223,12 @@ def tpu_install_problem(path=None):
             sys.path). Tests point it at a fake site-packages.
     """
     tpu = _distribution("tensorflow-tpu", path)
-    if tpu is None:
-        return ("TensorFlow here is not the tensorflow-tpu build (no `tensorflow-tpu` distribution "
-                "is installed). Way out: " + _TPU_INSTALL.format(version="2.20.0") + ".")
+    return _NOT_TPU_BUILD if tpu is None else _overwritten(tpu)
+
+
+def _overwritten(tpu):
+    """The problem message if another wheel's TensorFlow library replaced
+    tensorflow-tpu's (the `tpu` distribution's RECORD size differs), else None."""
     for record in tpu.files or ():
         if record.name == "libtensorflow_framework.so.2" and record.size is not None:
             installed = record.locate()
@@ -255,18 +260,19 @@ def xla_cpu_available():
 
 
 def _tpu_strategy(tpu=None):
-    problem = tpu_install_problem()
-    if problem is not None and _distribution("tensorflow-tpu") is not None:
-        raise RuntimeError(problem)  # A mixed install: do not start a TPU on it.
+    installed = _distribution("tensorflow-tpu")
+    overwritten = None if installed is None else _overwritten(installed)
+    if overwritten is not None:
+        raise RuntimeError(overwritten)  # A mixed install: do not start a TPU on it.
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
         if tpu not in (None, "", "local"):
             tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except (ValueError, tf.errors.OpError) as e:
-        if problem is None:
+        if installed is not None:
             raise
-        raise RuntimeError(f"The TPU could not be initialized ({e}). {problem}") from e
+        raise RuntimeError(f"The TPU could not be initialized ({e}). {_NOT_TPU_BUILD}") from e
     return tf.distribute.TPUStrategy(resolver)
 
 

@@ -623,7 +623,7 @@ def data_fingerprints(*datasets):
     result = []
     for data in datasets:
         source = getattr(getattr(data, "report", None), "source", None)
-        if isinstance(source, str) and storage.exists(source) and not storage.isdir(source):
+        if isinstance(source, str) and storage.isfile(source):
             fingerprint = file_fingerprint(source)
             if fingerprint not in result:
                 result.append(fingerprint)

@@ -26,7 +26,7 @@ def is_embedding_model_dir(path):
     """True if `path` is a model directory of a `BertTextEmbedder` (task.json task
     "text_embedding")."""
     task_file = storage.join(path, "task.json")
-    if not (storage.isdir(path) and storage.exists(task_file) and not storage.isdir(task_file)):
+    if not (storage.isdir(path) and storage.isfile(task_file)):
         return False
     try:
         info = json.loads(storage.read_bytes(task_file).decode("utf-8"))

@@ -36,7 +36,7 @@ _UNSUPPORTED_POOLING = ("pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weigh
 def is_sentence_transformers_folder(folder):
     """True when `folder` is a directory holding modules.json."""
     path = storage.join(folder, MODULES_FILE)
-    return storage.isdir(folder) and storage.exists(path) and not storage.isdir(path)
+    return storage.isdir(folder) and storage.isfile(path)
 
 
 def _read_json(path, what):
@@ -99,7 +99,7 @@ def read_sentence_transformers(folder):
     if facts["pooling"] is None:
         raise ValueError(f"{path} lists no Pooling module; pass pooling='mean', 'cls' or 'max'.")
     settings_path = storage.join(folder, SETTINGS_FILE)
-    if storage.exists(settings_path) and not storage.isdir(settings_path):
+    if storage.isfile(settings_path):
         length = _read_json(settings_path, "the text settings").get("max_seq_length")
         if isinstance(length, int) and not isinstance(length, bool) and length > 0:
             facts["max_seq_length"] = length
