@@ -36,7 +36,7 @@ this module:
    rest removed. The short steps that must not interleave (claiming an
    export version, a commit, a recovery) hold a lock on the parent folder
    (`locked`). Readers load one committed snapshot (`read_committed`).
-   Each step has a test hook (`pause_point`) where a test SIGKILLs the writer.
+   Each step is named (`keras_bert.steps`): a test stops a writer there for a SIGKILL.
 5. Symbolic links are followed: an output that is a link (or lies under
    one) is resolved to its real path, and the real target is replaced
    there; the link itself is never renamed.
@@ -70,7 +70,7 @@ import shutil
 import tempfile
 import time
 
-from keras_bert import storage
+from keras_bert import steps, storage
 from keras_bert.staging import (
     claimed_labels,
     make_staging_dir,
@@ -231,46 +231,6 @@ def prepare_output_dir(path, kind, overwrite=True, inputs=(), overwrite_flag="--
     return real
 
 
-def pause_point(step):
-    """A test hook at each step of a commit: the writer stops there for a SIGKILL.
-
-    When the environment variable KERAS_BERT_PAUSE_AT names `step` (the
-    KERAS_BERT_PAUSE_COUNT-th time it is reached, default the first), the
-    process writes `step` to the file KERAS_BERT_PAUSE_FILE names and waits
-    until that file is removed (or KERAS_BERT_PAUSE_SECONDS pass, default an
-    hour), so a test can kill it exactly at that step, or let it go on once
-    another writer has run. Steps: "staged" (the new version is complete,
-    the old one untouched), "old-moved" (only where renames are not one
-    step: the old version is in the staging folder, the new one not yet in
-    place), "committed" (the new version is in place, the staging folder not
-    yet removed); "resolved" and "claimed" (an export's next version is
-    chosen, then claimed); "data:staged", "data:committed", "data:swap"
-    (`keras_bert.data.pretraining_data`); "remote:uploading" (one file of the
-    new version staged), "remote:unmarked", "remote:copied" (the object-store
-    protocol, `keras_bert.storage`, which also stops at "staged" and
-    "committed").
-    """
-    if os.environ.get(PAUSE_ENV) != step:
-        return
-    _PAUSES_SEEN[step] = _PAUSES_SEEN.get(step, 0) + 1
-    if _PAUSES_SEEN[step] != int(os.environ.get(PAUSE_COUNT_ENV, 1)):
-        return
-    marker = os.environ.get(PAUSE_FILE_ENV)
-    if marker:
-        with open(marker, "w", encoding="utf-8") as f:
-            f.write(step)
-    deadline = time.monotonic() + float(os.environ.get(PAUSE_SECONDS_ENV, 3600))
-    while time.monotonic() < deadline and (not marker or os.path.exists(marker)):
-        time.sleep(0.01)
-
-
-PAUSE_ENV = "KERAS_BERT_PAUSE_AT"
-PAUSE_FILE_ENV = "KERAS_BERT_PAUSE_FILE"
-PAUSE_SECONDS_ENV = "KERAS_BERT_PAUSE_SECONDS"
-PAUSE_COUNT_ENV = "KERAS_BERT_PAUSE_COUNT"
-_PAUSES_SEEN = {}
-
-
 @contextlib.contextmanager
 def locked(folder):
     """Holds an exclusive lock on `folder` (flock on the folder itself: no lock
@@ -339,7 +299,7 @@ def _replace_dir(new, target, staging):
         return
     old = os.path.join(staging, "old")
     os.rename(target, old)
-    pause_point("old-moved")
+    steps.reached("old-moved")
     try:
         os.rename(new, target)
     except BaseException:
@@ -402,7 +362,7 @@ def claim_numbered(parent, prefix, is_number):
         taken += [int(label) for label in claimed_labels(parent, prefix) if is_number(label)]
         target = os.path.join(parent, str(max(taken, default=0) + 1))
         _CLAIMS[(target, prefix)] = make_staging_dir(parent, prefix, os.path.basename(target))
-    pause_point("claimed")
+    steps.reached("claimed")
     return target
 
 
@@ -454,7 +414,7 @@ def staged_dir(target, prefix=".tmp-", replace=True):
 
     Yields:
         str, the folder to write into (usual permissions, not mkdtemp's 0700).
-        For a remote target (or under KERAS_BERT_OBJECT_STORE=1) it is a
+        For a remote target (`storage.object_store`) it is a
         local folder, committed by the object-store protocol
         (`keras_bert.storage`): files staged, then copied, the marker last.
     """
@@ -473,13 +433,13 @@ def staged_dir(target, prefix=".tmp-", replace=True):
         new = os.path.join(staging, "new")
         os.mkdir(new)
         yield new
-        pause_point("staged")
+        steps.reached("staged")
         with locked(parent):
             if not replace and os.path.lexists(target):
                 raise FileExistsError(f"{target} was written by another process meanwhile; "
                                       f"keras_bert keeps it. Write to a new name.")
             _replace_dir(new, target, staging)
-        pause_point("committed")
+        steps.reached("committed")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -560,7 +520,7 @@ def _atomic_remote(target):
         open(tmp, "wb").close()
         yield tmp
         storage.makedirs(os.path.dirname(target))
-        pause_point("staged")
+        steps.reached("staged")
         storage.copy_file(tmp, target)
     finally:
         shutil.rmtree(local, ignore_errors=True)
@@ -612,7 +572,7 @@ def atomic_file(target):
         else:
             mode = 0o666 & ~_umask()
         os.chmod(tmp, mode)
-        pause_point("staged")
+        steps.reached("staged")
         os.replace(tmp, real)
     except BaseException:
         with contextlib.suppress(OSError):

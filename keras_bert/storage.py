@@ -36,8 +36,8 @@ reader refuses it (or rolls forward from a staged copy) instead of loading
 a mix. Incomplete staging prefixes are removed by a later writer only when
 their writer provably ended (same host, PID gone); others stay.
 
-`KERAS_BERT_OBJECT_STORE=1` (tests) applies this protocol to local paths too,
-with copies instead of renames, so SIGKILL tests can run it without a bucket.
+`object_store` decides which paths follow this protocol (tests patch it to
+run the protocol on local paths, with copies instead of renames).
 """
 
 import builtins
@@ -50,12 +50,10 @@ import secrets
 import shutil
 import time
 
-from keras_bert import staging
+from keras_bert import staging, steps
 
 #: The commit marker of a folder written by the object-store protocol.
 MARKER = ".keras_bert_commit.json"
-#: Set to 1 to use the object-store protocol on local paths (tests).
-FORCE_ENV = "KERAS_BERT_OBJECT_STORE"
 # The extras that register a scheme's file system (`check_filesystem`).
 _EXTRAS = {
     "gs": "pip install 'bert-keras3[gcs]' (tensorflow-io-gcs-filesystem, which "
@@ -82,9 +80,10 @@ def is_remote(path):
 
 
 def object_store(path):
-    """True if `path` is written by the object-store protocol: remote, or
-    local with `KERAS_BERT_OBJECT_STORE=1` (tests)."""
-    return is_remote(path) or os.environ.get(FORCE_ENV) == "1"
+    """True if `path` is written by the object-store protocol (module docstring):
+    a remote path. The one place that decides it: tests patch it to run the
+    protocol on local paths."""
+    return is_remote(path)
 
 
 def check_filesystem(path, flag="The path"):
@@ -279,12 +278,6 @@ def _digest(data):
     return hashlib.sha256(data).hexdigest()
 
 
-def _pause(step):
-    from keras_bert import files  # One test hook for both protocols.
-
-    files.pause_point(step)
-
-
 def _read_marker(folder):
     """The parsed marker of `folder`, or None if it is missing or not one."""
     path = join(folder, MARKER)
@@ -348,9 +341,9 @@ def _roll_forward(staged, target, manifest):
         destination = join(target, name)
         makedirs(os.path.dirname(destination))
         copy_file(join(staged, name), destination)
-    _pause("remote:copied")
+    steps.reached("remote:copied")
     write_bytes(join(target, MARKER), read_bytes(join(staged, MARKER)))
-    _pause("committed")
+    steps.reached("committed")
     remove(staged)
 
 
@@ -393,7 +386,7 @@ def _upload(local, staged, files, replaces):
         write_bytes(destination, data)
         entries[name] = {"size": len(data), "sha256": _digest(data)}
         if len(entries) == 1:
-            _pause("remote:uploading")  # Part of the version staged, its marker not yet.
+            steps.reached("remote:uploading")  # Part of the version staged, its marker not yet.
     manifest = {"generation": f"{time.time_ns():020d}-{secrets.token_hex(4)}", "files": entries,
                 "replaces": sorted(replaces)}
     write_bytes(join(staged, MARKER), (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
@@ -407,8 +400,7 @@ def commit_dir(local, target, prefix=".tmp-", replace=True):
 
     Args:
         local: str, a local folder holding the new version.
-        target: str, the folder to create or replace (remote, or local under
-            `KERAS_BERT_OBJECT_STORE=1`).
+        target: str, the folder to create or replace (`object_store`).
         prefix: str, the kind of writer (`keras_bert.staging`).
         replace: bool; False refuses (FileExistsError) a target committed
             meanwhile (a check, not a lock: see the module docstring).
@@ -423,14 +415,14 @@ def commit_dir(local, target, prefix=".tmp-", replace=True):
     except BaseException:
         remove(staged)  # An incomplete staged copy is never rolled forward.
         raise
-    _pause("staged")
+    steps.reached("staged")
     if not replace and (old is not None or _read_marker(target) is not None):
         remove(staged)
         raise FileExistsError(f"{target} was written by another process meanwhile; "
                               f"keras_bert keeps it. Write to a new name.")
     makedirs(target)
     remove(join(target, MARKER))
-    _pause("remote:unmarked")
+    steps.reached("remote:unmarked")
     _roll_forward(staged, target, manifest)
 
 

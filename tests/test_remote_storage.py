@@ -3,7 +3,8 @@
 On TF's in-memory ram:// file system, in process: an exception at each step of
 a commit leaves the old version or one that a reader rolls forward, never a
 folder that loads as complete when it is not. On a local path with the
-protocol forced (KERAS_BERT_OBJECT_STORE=1): a real SIGKILL at each step, in a
+protocol forced (`storage.object_store` patched, in the writer by
+tests/writer_harness.py): a real SIGKILL at each step, in a
 subprocess that loads keras_bert.files alone (no TensorFlow: local paths never
 import it), and of real writers (save_pretrained, export_model; slow tier).
 And the clear error for a scheme no file system is registered for.
@@ -17,9 +18,11 @@ import sys
 import numpy as np
 import pytest
 
-from keras_bert import files, storage
+from keras_bert import files, steps, storage
 from keras_bert.files import read_committed, recover, staged_dir
-from tests.test_commit_protocol import _PRELUDE, ROOT, kill_at
+from tests import writer_harness
+from tests.test_commit_protocol import _PRELUDE, kill_at
+from tests.writer_harness import ROOT
 
 STEPS = ("staged", "remote:unmarked", "remote:copied", "committed")
 # What a reader finds after a writer stopped at each step: the old version
@@ -53,16 +56,15 @@ def ram():
 
 
 def stop_at(monkeypatch, step):
-    real = files.pause_point
-
-    def pause(name):
+    def reached(name, step_number=None):
         if name == step:
             raise Stop(step)
-        real(name)
-    monkeypatch.setattr(files, "pause_point", pause)
-    from keras_bert.data import pretraining_data  # Imports it by name.
+    monkeypatch.setattr(steps, "reached", reached)
 
-    monkeypatch.setattr(pretraining_data, "pause_point", pause)
+
+def force_object_store(monkeypatch):
+    """The object-store protocol on local paths, in this process."""
+    monkeypatch.setattr(storage, "object_store", lambda path: True)
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -133,20 +135,19 @@ def test_an_interrupted_upload_leaves_no_staged_copy(ram, monkeypatch):
 
 
 _FORCED = _PRELUDE + """
-with files.staged_dir(sys.argv[2]) as tmp:
+with files.staged_dir(sys.argv[1]) as tmp:
     for name in ("a.txt", "b.txt"):
-        open(os.path.join(tmp, name), "w").write(sys.argv[3])
+        open(os.path.join(tmp, name), "w").write(sys.argv[2])
 """
 
 
 @pytest.mark.parametrize("step", STEPS)
 def test_a_sigkill_at_any_step_of_the_forced_protocol_loses_nothing(step, tmp_path,
                                                                     monkeypatch):
-    monkeypatch.setenv(storage.FORCE_ENV, "1")
+    force_object_store(monkeypatch)
     target = str(tmp_path / "models" / "out")
     write(target, "old")
-    kill_at(step, _FORCED, target, "new", tmp_path=tmp_path,
-            extra_env={storage.FORCE_ENV: "1"})
+    kill_at(step, _FORCED, target, "new", tmp_path=tmp_path, object_store=True)
     if step in ("remote:unmarked", "remote:copied"):
         with pytest.raises(storage.IncompleteError):
             read(target)
@@ -261,10 +262,10 @@ import keras
 import numpy as np
 from keras_bert.models import BertEncoder
 from tests.conftest import tiny_config
-keras.utils.set_random_seed(int(sys.argv[3]))
+keras.utils.set_random_seed(int(sys.argv[2]))
 encoder = BertEncoder(**tiny_config().to_dict())
-np.save(sys.argv[4], encoder.get_weights()[0])
-encoder.save_pretrained(sys.argv[2])
+np.save(sys.argv[3], encoder.get_weights()[0])
+encoder.save_pretrained(sys.argv[1])
 """
 
 
@@ -300,15 +301,15 @@ def test_a_sigkilled_save_pretrained_loads_old_or_new_whole_and_a_rewrite_works(
         step, expected, tmp_path, monkeypatch):
     from keras_bert.models import BertEncoder
 
-    monkeypatch.setenv(storage.FORCE_ENV, "1")
+    force_object_store(monkeypatch)
     monkeypatch.setenv("KERAS_BERT_CACHE_DIR", str(tmp_path / "cache"))
     models = tmp_path / "models"
     target = str(models / "encoder")
     old = _seeded_encoder(0)
     old.save_pretrained(target)
     new_file = tmp_path / "new.npy"
-    kill_at(step, _SAVE_PRETRAINED, target, 1, new_file, tmp_path=tmp_path,
-            extra_env={storage.FORCE_ENV: "1", "PYTHONPATH": ROOT})
+    writer_harness.kill_at(step, _SAVE_PRETRAINED, target, 1, new_file, tmp_path=tmp_path,
+                           object_store=True)
     new = np.load(new_file)
     assert not np.array_equal(new, old.get_weights()[0])
     # The target is trusted only while its marker is there: not between
@@ -339,7 +340,7 @@ def test_a_sigkilled_save_pretrained_loads_old_or_new_whole_and_a_rewrite_works(
 _EXPORT = """
 import sys
 from keras_bert.export import export_model
-export_model(sys.argv[2], sys.argv[3], overwrite=True, warmup=False)
+export_model(sys.argv[1], sys.argv[2], overwrite=True, warmup=False)
 """
 
 
@@ -351,15 +352,15 @@ def test_a_sigkilled_export_is_refused_until_rolled_forward_and_a_rewrite_works(
     from keras_bert.export.predict import load_export, run_signature
     from tests.training.finetune_fixtures import make_model_dir
 
-    monkeypatch.setenv(storage.FORCE_ENV, "1")
+    force_object_store(monkeypatch)
     monkeypatch.setenv("KERAS_BERT_CACHE_DIR", str(tmp_path / "cache"))
     model_dir = make_model_dir(str(tmp_path / "model"))
     version = str(tmp_path / "exports" / "encoder" / "1")
     assert export_model(model_dir, version, warmup=False) == version
     texts = ["the movie was good", "a bad film"]
     want = run_signature(load_export(version), {"text": texts}, signature="embed")
-    kill_at("remote:copied", _EXPORT, model_dir, version, tmp_path=tmp_path,
-            extra_env={storage.FORCE_ENV: "1", "PYTHONPATH": ROOT})
+    writer_harness.kill_at("remote:copied", _EXPORT, model_dir, version, tmp_path=tmp_path,
+                           object_store=True)
     with pytest.raises(ValueError, match="Cannot load the SavedModel.*1 is incomplete"):
         load_export(version)
     assert recover(version, STAGING_PREFIX)  # Rolled forward from the killed one's copy.

@@ -58,7 +58,7 @@ from queue import Empty
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import storage
+from keras_bert import steps, storage
 from keras_bert.data.corpus import read_documents
 from keras_bert.data.instances import create_instances_from_document, document_windows
 from keras_bert.files import (
@@ -67,7 +67,6 @@ from keras_bert.files import (
     check_not_input,
     check_writable,
     locked,
-    pause_point,
 )
 from keras_bert.staging import make_staging_dir, staging_prefix, stale_entries
 from keras_bert.text import text_files
@@ -510,7 +509,7 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
                              data_identity(input_files, vocab_file, config, num_shards))
         with tf.io.gfile.GFile(os.path.join(staging, METADATA_FILE), "w") as f:
             f.write(json.dumps(metadata, indent=2) + "\n")
-        pause_point("data:staged")
+        steps.reached("data:staged")
         moves = sorted(s["file"] for s in shards)
         if not _same_path(vocab_file, os.path.join(output_dir, VOCAB_FILE)):
             moves.append(VOCAB_FILE)
@@ -550,7 +549,7 @@ def _commit(output_dir, staging, moves):
         with tf.io.gfile.GFile(journal + ".part", "w") as f:
             f.write(json.dumps({"move": moves, "remove": removes}) + "\n")
         tf.io.gfile.rename(journal + ".part", journal, overwrite=True)
-        pause_point("data:committed")
+        steps.reached("data:committed")
         _roll_forward(output_dir, staging)
 
 
@@ -563,7 +562,7 @@ def _roll_forward(output_dir, staging):
         if tf.io.gfile.exists(source):
             tf.io.gfile.rename(source, os.path.join(output_dir, name), overwrite=True)
         if number == 0:
-            pause_point("data:swap")  # New shard 0 beside the old shards.
+            steps.reached("data:swap")  # New shard 0 beside the old shards.
     for name in journal["remove"]:
         path = os.path.join(output_dir, name)
         if os.path.basename(name) == name and tf.io.gfile.exists(path):

@@ -9,6 +9,7 @@ import uuid
 import pytest
 import tensorflow as tf
 
+from keras_bert import steps
 from keras_bert.data import (
     PretrainingDataConfig,
     create_pretraining_data,
@@ -17,7 +18,6 @@ from keras_bert.data import (
     read_metadata,
     shard_paths,
 )
-from keras_bert.data import pretraining_shards
 from keras_bert.files import OutputError
 from keras_bert.text import save_vocabulary
 from keras_bert.training.distribute import worker_shard
@@ -106,11 +106,11 @@ def test_a_missing_shard_is_named_with_the_command_that_writes_it(corpus, tmp_pa
                "--shard", "0/3"]
     _write_apart(corpus, out, 3, order=[0, 2], command=command)
     # Shard 1 killed after its records moved in, before its manifest: not done.
-    def killed(step):
+    def killed(step, number=None):
         if step == "shard:moved":
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(pretraining_shards, "pause_point", killed)
+    monkeypatch.setattr(steps, "reached", killed)
     with pytest.raises(KeyboardInterrupt):
         _write_apart(corpus, out, 3, order=[1])
     monkeypatch.undo()
