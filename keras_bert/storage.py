@@ -51,6 +51,7 @@ import shutil
 import time
 
 from keras_bert import staging, steps
+from keras_bert.names import inside_name
 
 #: The commit marker of a folder written by the object-store protocol.
 MARKER = ".keras_bert_commit.json"
@@ -279,7 +280,13 @@ def _digest(data):
 
 
 def _read_marker(folder):
-    """The parsed marker of `folder`, or None if it is missing or not one."""
+    """The parsed marker of `folder`, or None if it is missing or cut short.
+
+    Raises:
+        DamagedFileError: it names a file outside `folder` (an absolute path,
+            '..', a scheme, a drive, a control character): nothing is read,
+            written or removed through it.
+    """
     path = join(folder, MARKER)
     try:
         manifest = json.loads(read_bytes(path).decode("utf-8"))
@@ -289,8 +296,20 @@ def _read_marker(folder):
         if type(error).__module__.startswith("tensorflow"):
             return None
         raise
-    ok = isinstance(manifest, dict) and isinstance(manifest.get("files"), dict)
-    return manifest if ok and isinstance(manifest.get("generation"), str) else None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("generation"), str):
+        return None
+    inside_name(manifest["generation"], source=path, what="the generation")  # Names a copy.
+    entries, replaces = manifest.get("files"), manifest.setdefault("replaces", [])
+    if not isinstance(entries, dict) or not isinstance(replaces, list):
+        return None
+    for name, entry in entries.items():
+        inside_name(name, source=path, what="a committed file")
+        if not (isinstance(entry, dict) and isinstance(entry.get("size"), int)
+                and isinstance(entry.get("sha256"), str)):
+            return None
+    for name in replaces:
+        inside_name(name, source=path, what="a replaced file")
+    return manifest
 
 
 def committed_manifest(folder):
@@ -334,7 +353,7 @@ def _ended(path):
 def _roll_forward(staged, target, manifest):
     """Steps 3 to 5 of the protocol: `target` becomes the staged version (the
     files of the version it replaces, which its marker lists, removed first)."""
-    for name in sorted(manifest.get("replaces", [])):
+    for name in sorted(manifest["replaces"]):
         if name not in manifest["files"]:
             remove(join(target, name))
     for name in sorted(manifest["files"]):

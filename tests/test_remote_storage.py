@@ -10,7 +10,9 @@ import it), and of real writers (save_pretrained, export_model; slow tier).
 And the clear error for a scheme no file system is registered for.
 """
 
+import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -18,8 +20,9 @@ import sys
 import numpy as np
 import pytest
 
-from keras_bert import files, steps, storage
+from keras_bert import files, staging, steps, storage
 from keras_bert.files import read_committed, recover, staged_dir
+from keras_bert.names import DamagedFileError
 from tests import writer_harness
 from tests.test_commit_protocol import _PRELUDE, kill_at
 from tests.writer_harness import ROOT
@@ -370,3 +373,88 @@ def test_a_sigkilled_export_is_refused_until_rolled_forward_and_a_rewrite_works(
     export_model(model_dir, version, overwrite=True, warmup=False)
     assert os.listdir(tmp_path / "exports" / "encoder") == ["1"]
     assert storage.committed_manifest(version) is not None
+
+
+# === Names in commit markers (issue 46 item 1) ===
+
+HOSTILE = ["/abs/folder", "../escaped.txt", "../../../escaped.txt", "gs://b/x", "C:/x",
+           "a\x00b"]
+# A writer that provably ended: no process has this PID (above Linux's pid_max).
+_DEAD = f"pid{2 ** 22 + 1}.1-{staging.host_name()}-deadbeef"
+
+
+def _marker(files_, replaces=(), generation="99999999999999999999-ffffffff"):
+    return json.dumps({"generation": generation, "replaces": list(replaces),
+                       "files": {name: {"size": len(data), "sha256": storage._digest(data)}
+                                 for name, data in files_.items()}}).encode()
+
+
+def _stage(target, marker, files_=None, owner=_DEAD):
+    """A complete staged copy of `target` beside it, as someone with write access puts it."""
+    parent, name = os.path.split(target)
+    staged = storage.join(parent, staging.owner_prefix(".tmp-", name) + owner)
+    storage.makedirs(staged)
+    for file_name, data in (files_ or {}).items():
+        storage.write_bytes(storage.join(staged, file_name), data)
+    storage.write_bytes(storage.join(staged, storage.MARKER), marker)
+    return staged
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_staged_marker_that_replaces_outside_its_folder_is_refused_and_removes_nothing(
+        name, ram, tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("mine")
+    target = f"{ram}/models/out"
+    write(target, "old")
+    storage.remove(storage.join(target, storage.MARKER))  # The target's marker is gone.
+    if name == "/abs/folder":
+        name = str(victim)
+    new = {"a.txt": b"new", "b.txt": b"new"}
+    staged = _stage(target, _marker(new, replaces=[name]), new)
+    for attempt in (lambda: recover(target), lambda: storage.local_copy(target),
+                    lambda: storage.fetch_dir(target, str(tmp_path / "copy"))):
+        with pytest.raises(DamagedFileError) as error:
+            attempt()
+        assert repr(name) in str(error.value) and "replaced file" in str(error.value)
+        assert storage.MARKER in str(error.value) and os.path.basename(staged) in str(error.value)
+    assert (victim / "keep.txt").read_text() == "mine"
+    assert storage.listdir(target) == ["a.txt", "b.txt"] and storage.exists(staged)
+    assert not (tmp_path / "copy").exists()
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_committed_marker_naming_a_file_outside_its_folder_is_refused(name, ram, tmp_path,
+                                                                        monkeypatch):
+    monkeypatch.setenv("KERAS_BERT_CACHE_DIR", str(tmp_path / "a" / "b" / "cache"))
+    target = f"{ram}/m"
+    write(target, "old")
+    files_ = {"a.txt": b"old", "b.txt": b"old", name: b"planted"}
+    storage.write_bytes(storage.join(target, storage.MARKER),
+                        _marker(files_, generation="00000000000000000001-00000000"))
+    download = tmp_path / "a" / "b" / "download"
+    for attempt in (lambda: storage.fetch_dir(target, str(download)),
+                    lambda: storage.local_copy(target), lambda: read(target)):
+        with pytest.raises(DamagedFileError, match="committed file " + re.escape(repr(name))):
+            attempt()
+    assert not download.exists()
+    written = [os.path.join(root, n) for root, _, names in os.walk(tmp_path) for n in names]
+    assert written == []  # Nothing planted anywhere (escaped.txt, a cache copy).
+
+
+def test_the_local_object_store_protocol_never_removes_a_sibling_that_a_marker_names(
+        tmp_path, monkeypatch):
+    force_object_store(monkeypatch)
+    sibling = tmp_path / "models" / "sibling"
+    sibling.mkdir(parents=True)
+    (sibling / "weights.h5").write_text("other model")
+    target = str(tmp_path / "models" / "out")
+    write(target, "old")
+    os.remove(os.path.join(target, storage.MARKER))
+    new = {"a.txt": b"new", "b.txt": b"new"}
+    _stage(target, _marker(new, replaces=["../sibling"]), new)
+    with pytest.raises(DamagedFileError, match=r"'\.\./sibling' climbs out"):
+        write(target, "newer")  # A writer's recovery meets it first.
+    assert (sibling / "weights.h5").read_text() == "other model"
+    assert sorted(os.listdir(target)) == ["a.txt", "b.txt"]
