@@ -384,7 +384,7 @@ def _staged_remote(target, prefix, replace):
     """`staged_dir` on an object store: a local folder, committed by
     `keras_bert.storage.commit_dir` (marker last)."""
     storage.check_filesystem(target, flag="The output")
-    recover(target, prefix)
+    storage.recover_dir(target, prefix, writer=True)
     local = tempfile.mkdtemp(prefix="keras_bert-upload-")
     try:
         new = os.path.join(local, "new")

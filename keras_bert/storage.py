@@ -16,8 +16,8 @@ The object-store protocol (`commit_dir`), for a folder `target`:
    (`MARKER`: names, sizes and sha256 of the files, and a generation that
    grows with time) is written LAST: the staged copy is complete.
    Pause points "remote:uploading" (after the first file) and "staged".
-2. the target's marker is removed: from here readers refuse the target as
-   incomplete, or roll it forward from the staged copy. "remote:unmarked".
+2. the target's marker is removed: from here readers wait for this writer
+   (or refuse the target as incomplete). "remote:unmarked".
 3. the files the old marker listed and the new one does not are removed,
    the staged files are copied over the target's. "remote:copied".
 4. the target's marker is written last (a copy of the staged one).
@@ -26,15 +26,18 @@ The object-store protocol (`commit_dir`), for a folder `target`:
 A reader trusts a remote folder only if its marker is there and every file it
 lists has the listed size (`committed_manifest`); `fetch_dir` also checks the
 digests. A folder without a valid marker is rolled forward from the newest
-complete staged copy of its target (`recover_dir`: a writer killed after
-step 1 loses nothing), else refused as incomplete (`IncompleteError`).
+complete staged copy of its target once that copy's writer provably ended
+(`recover_dir`: a writer killed after step 1 loses nothing; a live writer's
+commit is waited for, boundedly, never finished by another), else refused
+as incomplete (`IncompleteError`). Every name a marker holds passes
+`keras_bert.names.inside_name` (a hostile marker is refused as damaged).
 
 No locks: object stores have none. Two writers of one target at once each
 commit a whole version; the marker left is the last writer's, and if their
 copies interleaved (step 3), the digests no longer match the marker: the
 reader refuses it (or rolls forward from a staged copy) instead of loading
-a mix. Incomplete staging prefixes are removed by a later writer only when
-their writer provably ended (same host, PID gone); others stay.
+a mix. Staging prefixes are removed by another process only when their
+writer provably ended (same host, PID gone); others stay.
 
 `object_store` decides which paths follow this protocol (tests patch it to
 run the protocol on local paths, with copies instead of renames).
@@ -44,6 +47,7 @@ import builtins
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import secrets
@@ -55,6 +59,11 @@ from keras_bert.names import inside_name
 
 #: The commit marker of a folder written by the object-store protocol.
 MARKER = ".keras_bert_commit.json"
+#: How long a reader or writer waits for a live writer's commit (`recover_dir`).
+COMMIT_WAIT_SECONDS = 120
+# The staging prefixes of this process' running commits (`commit_dir`).
+_ACTIVE = set()
+logger = logging.getLogger("keras_bert.storage")
 # The extras that register a scheme's file system (`check_filesystem`).
 _EXTRAS = {
     "gs": "pip install 'bert-keras3[gcs]' (tensorflow-io-gcs-filesystem, which "
@@ -290,10 +299,8 @@ def _read_marker(folder):
     path = join(folder, MARKER)
     try:
         manifest = json.loads(read_bytes(path).decode("utf-8"))
-    except (OSError, ValueError):
-        return None
-    except Exception as error:  # tf.errors.NotFoundError and kin.
-        if type(error).__module__.startswith("tensorflow"):
+    except Exception as error:  # Missing (tf.errors.NotFoundError and kin) or cut short.
+        if _io_error(error) or isinstance(error, ValueError):
             return None
         raise
     if not isinstance(manifest, dict) or not isinstance(manifest.get("generation"), str):
@@ -340,56 +347,101 @@ def _staging_entries(target, prefix):
             for n in names if n.startswith(start)]
 
 
-def _ended(path):
-    """Whether the writer that a staging name names provably ended (same host)."""
-    base = os.path.basename(path)
-    match = re.search(r"-pid(\d+)(?:\.(\d+))?-([A-Za-z0-9]*)-[A-Za-z0-9_]+$", base)
-    if not match or match.group(3) != staging.host_name() or int(match.group(1)) == os.getpid():
+def _writer_gone(path):
+    """Whether the writer of the staging prefix `path` provably ended: this
+    process, out of its `commit_dir`, or a process of this host that is gone."""
+    if path in _ACTIVE:
         return False
-    start = int(match.group(2)) if match.group(2) else None
-    return not staging._alive(int(match.group(1)), start)
+    match = staging.writer_of(os.path.basename(path))
+    if match and int(match.group("pid")) == os.getpid() \
+            and match.group("host") == staging.host_name():
+        return True
+    return staging.writer_gone(os.path.basename(path))
+
+
+def _describe_writer(path):
+    match = staging.writer_of(os.path.basename(path))
+    who = (f"process {match.group('pid')} on host {match.group('host') or '?'}" if match
+           else "another writer")
+    return f"{who} (its staged copy {path})"
+
+
+def _io_error(error):
+    """Whether `error` is a file system's (OSError, or TensorFlow's NotFoundError and kin)."""
+    return isinstance(error, OSError) or type(error).__module__.startswith("tensorflow")
 
 
 def _roll_forward(staged, target, manifest):
     """Steps 3 to 5 of the protocol: `target` becomes the staged version (the
-    files of the version it replaces, which its marker lists, removed first)."""
-    for name in sorted(manifest["replaces"]):
-        if name not in manifest["files"]:
-            remove(join(target, name))
-    for name in sorted(manifest["files"]):
-        destination = join(target, name)
-        makedirs(os.path.dirname(destination))
-        copy_file(join(staged, name), destination)
-    steps.reached("remote:copied")
-    write_bytes(join(target, MARKER), read_bytes(join(staged, MARKER)))
+    files of the version it replaces, which its marker lists, removed first).
+    A commit that another process finished meanwhile is a success."""
+    try:
+        for name in sorted(manifest["replaces"]):
+            if name not in manifest["files"]:
+                remove(join(target, name))
+        for name in sorted(manifest["files"]):
+            destination = join(target, name)
+            makedirs(os.path.dirname(destination))
+            copy_file(join(staged, name), destination)
+        steps.reached("remote:copied")
+        write_bytes(join(target, MARKER), read_bytes(join(staged, MARKER)))
+    except Exception as error:
+        done = _io_error(error) and (committed_manifest(target) or {}).get("generation")
+        if done != manifest["generation"]:
+            raise
     steps.reached("committed")
     remove(staged)
 
 
-def recover_dir(target, prefix):
+def recover_dir(target, prefix, writer=False):
     """Makes `target` whole from its staging prefixes, as far as they allow.
 
     A target without a valid marker is rolled forward from the newest
-    complete staged copy (a commit cut short after its upload); complete
-    copies no newer than the committed version (a commit cut short after its
-    marker) and the staging of ended writers are removed.
+    complete staged copy (a commit cut short after its upload) if that copy's
+    writer provably ended; while it may still run (this host: its process
+    runs; another host: unknown), that writer finishes its own commit and
+    this call waits for it, up to `COMMIT_WAIT_SECONDS`, saying so. The
+    staging of ended writers is removed; a live writer's is never touched.
+
+    Args:
+        target: str, the folder.
+        prefix: str, the kind of writer whose staging is looked at.
+        writer: bool, True for a writer about to commit its own version: a
+            wait that ends without a commit returns None instead of raising.
 
     Returns:
         the target's manifest (dict), or None if it has no committed version.
+
+    Raises:
+        IncompleteError: a live writer's commit did not end within the wait.
     """
-    current = committed_manifest(target)
-    entries = _staging_entries(target, prefix)
-    complete = sorted((m["generation"], path, m) for path, m in entries if m is not None)
-    if current is None and complete:
-        generation, path, manifest = complete[-1]
-        _roll_forward(path, target, manifest)
-        current = manifest
-    for path, manifest in entries:
-        if not exists(path):
-            continue
-        done = manifest is not None and current is not None \
-            and manifest["generation"] <= current["generation"]
-        if done or _ended(path):
+    deadline = None
+    while True:
+        current = committed_manifest(target)
+        entries = _staging_entries(target, prefix)
+        complete = sorted((m["generation"], path, m) for path, m in entries if m is not None)
+        if current is not None or not complete:
+            break
+        _, path, manifest = complete[-1]
+        if _writer_gone(path):
+            _roll_forward(path, target, manifest)
+            current = manifest
+            break
+        if deadline is None:
+            deadline = time.monotonic() + COMMIT_WAIT_SECONDS
+            logger.warning("Waiting up to %d s for %s to finish committing %s.",
+                           COMMIT_WAIT_SECONDS, _describe_writer(path), target)
+        elif time.monotonic() > deadline:
+            if writer:
+                break
+            raise IncompleteError(
+                f"{target} is being committed by {_describe_writer(path)}, which may still "
+                f"run: keras_bert never finishes a live writer's commit. Read it again once "
+                f"that writer is done; if it is gone for good (its machine stopped), write "
+                f"{target} again.")
+        time.sleep(0.1)
+    for path, _ in entries:
+        if exists(path) and _writer_gone(path):
             remove(path)
     return current
 
@@ -429,20 +481,24 @@ def commit_dir(local, target, prefix=".tmp-", replace=True):
     makedirs(parent)
     staged = join(parent, staging.staging_prefix(prefix, name) + secrets.token_hex(4))
     old = _read_marker(target)
+    _ACTIVE.add(staged)
     try:
-        manifest = _upload(local, staged, _walk_files(local), (old or {}).get("files", {}))
-    except BaseException:
-        remove(staged)  # An incomplete staged copy is never rolled forward.
-        raise
-    steps.reached("staged")
-    if not replace and (old is not None or _read_marker(target) is not None):
-        remove(staged)
-        raise FileExistsError(f"{target} was written by another process meanwhile; "
-                              f"keras_bert keeps it. Write to a new name.")
-    makedirs(target)
-    remove(join(target, MARKER))
-    steps.reached("remote:unmarked")
-    _roll_forward(staged, target, manifest)
+        try:
+            manifest = _upload(local, staged, _walk_files(local), (old or {}).get("files", {}))
+        except BaseException:
+            remove(staged)  # An incomplete staged copy is never rolled forward.
+            raise
+        steps.reached("staged")
+        if not replace and (old is not None or _read_marker(target) is not None):
+            remove(staged)
+            raise FileExistsError(f"{target} was written by another process meanwhile; "
+                                  f"keras_bert keeps it. Write to a new name.")
+        makedirs(target)
+        remove(join(target, MARKER))
+        steps.reached("remote:unmarked")
+        _roll_forward(staged, target, manifest)
+    finally:
+        _ACTIVE.discard(staged)
 
 
 def fetch_dir(target, local, what="folder", prefixes=(".tmp-",)):

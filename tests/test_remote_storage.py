@@ -16,6 +16,7 @@ import re
 import secrets
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -24,7 +25,7 @@ from keras_bert import files, staging, steps, storage
 from keras_bert.files import read_committed, recover, staged_dir
 from keras_bert.names import DamagedFileError
 from tests import writer_harness
-from tests.test_commit_protocol import _PRELUDE, kill_at
+from tests.test_commit_protocol import _PRELUDE, contents, kill_at
 from tests.writer_harness import ROOT
 
 STEPS = ("staged", "remote:unmarked", "remote:copied", "committed")
@@ -86,10 +87,9 @@ def test_a_ram_write_stopped_at_any_step_reads_old_or_rolls_forward(step, ram, m
     assert read(target) == (EXPECTED[step],) * 2
     names = storage.listdir(target)
     assert ("old-only.txt" in names) == (EXPECTED[step] == "old")
-    # A finished or rolled-forward copy leaves no staging behind; a newer one
-    # staged by a (here: still running) writer is kept.
-    leftovers = [n for n in storage.listdir(f"{ram}/models") if n != "out"]
-    assert len(leftovers) == (1 if step == "staged" else 0)
+    # A finished or rolled-forward copy leaves no staging behind; nor does the
+    # stopped writer, which ended its commit (it raised): its staging goes.
+    assert storage.listdir(f"{ram}/models") == ["out"]
     write(target, "newer")
     assert read(target) == ("newer", "newer")
 
@@ -458,3 +458,88 @@ def test_the_local_object_store_protocol_never_removes_a_sibling_that_a_marker_n
         write(target, "newer")  # A writer's recovery meets it first.
     assert (sibling / "weights.h5").read_text() == "other model"
     assert sorted(os.listdir(target)) == ["a.txt", "b.txt"]
+
+
+# === A live writer's commit is its own (issue 46 item 2) ===
+
+
+def _hold(step, target, text, tmp_path):
+    """A writer of `target` (object-store protocol, local disk) held at `step`."""
+    marker = str(tmp_path / f"held-{step.replace(':', '-')}")
+    writer = writer_harness.start(_FORCED, target, text, stop=step, marker=marker, bare=True,
+                                  object_store=True)
+    writer_harness.wait_paused(marker, writer)
+    return writer, marker
+
+
+def _in_thread(function):
+    """Runs `function` in a thread; returns (thread, results): its result or its error."""
+    results = []
+
+    def run():
+        try:
+            results.append(function())
+        except Exception as error:  # Reported by the test's assertion.
+            results.append(error)
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(0.5)
+    return thread, results
+
+
+@pytest.mark.parametrize("step", ["remote:unmarked", "remote:copied"])
+def test_a_reader_waits_for_a_live_writers_commit_and_never_finishes_it(step, tmp_path,
+                                                                        monkeypatch):
+    force_object_store(monkeypatch)
+    monkeypatch.setenv("KERAS_BERT_CACHE_DIR", str(tmp_path / "cache"))
+    models = tmp_path / "models"
+    target = str(models / "out")
+    write(target, "old")
+    writer, marker = _hold(step, target, "new", tmp_path)
+    (staged,) = [n for n in os.listdir(models) if n != "out"]
+    # A reader that gives up first is refused, naming the writer; nothing is touched.
+    monkeypatch.setattr(storage, "COMMIT_WAIT_SECONDS", 0.3)
+    with pytest.raises(storage.IncompleteError,
+                       match=rf"process {writer.pid} on host .*may still run.*once that writer"):
+        storage.local_copy(target)
+    assert staged in os.listdir(models)
+    # A reader that waits gets the writer's version once the writer goes on.
+    monkeypatch.setattr(storage, "COMMIT_WAIT_SECONDS", 60)
+    reader, copies = _in_thread(lambda: storage.local_copy(target))
+    assert reader.is_alive() and staged in os.listdir(models)
+    os.remove(marker)
+    assert writer.wait(60) == 0, writer_harness.errors(writer)
+    reader.join(60)
+    assert contents(copies[0]) == ("new", "new")
+    assert os.listdir(models) == ["out"]
+
+
+def test_a_second_writer_leaves_a_live_writers_staging_and_both_succeed(tmp_path, monkeypatch):
+    force_object_store(monkeypatch)
+    models = tmp_path / "models"
+    target = str(models / "out")
+    write(target, "old")
+    writer, marker = _hold("remote:unmarked", target, "first", tmp_path)
+    (staged,) = [n for n in os.listdir(models) if n != "out"]
+    second, errors = _in_thread(lambda: write(target, "second"))
+    assert second.is_alive() and staged in os.listdir(models)  # Waiting, not rolling forward.
+    os.remove(marker)
+    assert writer.wait(60) == 0, writer_harness.errors(writer)
+    second.join(60)
+    assert errors == [None] and read(target) == ("second", "second")
+    assert os.listdir(models) == ["out"]
+
+
+def test_a_writer_whose_commit_another_process_finished_ends_with_success(ram, monkeypatch):
+    target = f"{ram}/out"
+    write(target, "old")
+
+    def finish_it(name, step=None):  # What an older reader did: marker written, staging gone.
+        if name == "remote:copied":
+            (staged,) = [storage.join(ram, n) for n in storage.listdir(ram) if n != "out"]
+            storage.write_bytes(storage.join(target, storage.MARKER),
+                                storage.read_bytes(storage.join(staged, storage.MARKER)))
+            storage.remove(staged)
+    monkeypatch.setattr(steps, "reached", finish_it)
+    write(target, "new")
+    assert read(target) == ("new", "new") and storage.listdir(ram) == ["out"]
