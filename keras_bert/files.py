@@ -64,6 +64,7 @@ import dataclasses
 import errno
 import fcntl
 import fnmatch
+import logging
 import os
 import re
 import shutil
@@ -79,6 +80,7 @@ from keras_bert.staging import (
     stale_entries,
 )
 
+logger = logging.getLogger("keras_bert.files")
 # The way out that every refusal names.
 WAY_OUT = "choose a new or empty folder, or remove it yourself"
 
@@ -231,23 +233,68 @@ def prepare_output_dir(path, kind, overwrite=True, inputs=(), overwrite_flag="--
     return real
 
 
+#: How long `locked` waits for another process' lock on a folder before it gives up.
+LOCK_WAIT_SECONDS = 300
+
+
 @contextlib.contextmanager
 def locked(folder):
     """Holds an exclusive lock on `folder` (flock on the folder itself: no lock
     file is left behind) for the short steps that must not interleave: a
     version number's claim, a commit, a recovery. Remote paths and file
-    systems without flock run unlocked."""
+    systems without flock run unlocked.
+
+    A lock held by another process is waited for up to `LOCK_WAIT_SECONDS`,
+    with one line naming the holder; then TimeoutError names it too.
+    """
     try:
         handle = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         yield
         return
     try:
-        with contextlib.suppress(OSError):
-            fcntl.flock(handle, fcntl.LOCK_EX)
+        _lock(handle, folder)
         yield
     finally:
         os.close(handle)  # Closing releases the lock.
+
+
+def _lock(handle, folder):
+    deadline = None
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        except OSError:
+            return  # No flock on this file system: unlocked.
+        if deadline is None:
+            deadline = time.monotonic() + LOCK_WAIT_SECONDS
+            logger.warning("Waiting up to %s s for the lock on %s, held by %s.",
+                           LOCK_WAIT_SECONDS, folder, _lock_holder(handle))
+        elif time.monotonic() > deadline:
+            raise TimeoutError(
+                f"The lock on {folder} is still held by {_lock_holder(handle)} after "
+                f"{LOCK_WAIT_SECONDS} s (keras_bert holds it only for a commit's short steps). "
+                f"If that process hangs, stop it, then run this again.")
+        time.sleep(0.05)
+
+
+def _lock_holder(handle):
+    """Who holds the flock on the open folder `handle`: "process PID (COMMAND)"
+    from /proc/locks where the system has it."""
+    inode = str(os.fstat(handle).st_ino)
+    with contextlib.suppress(OSError):
+        with open("/proc/locks", encoding="utf-8") as f:
+            for fields in map(str.split, f):
+                if "FLOCK" in fields and "->" not in fields and \
+                        fields[5].rsplit(":", 1)[-1] == inode:
+                    with open(f"/proc/{fields[4]}/cmdline", "rb") as command:
+                        words = command.read().replace(b"\0", b" ").split()
+                    words = b" ".join(words).decode(errors="replace")
+                    return f"process {fields[4]} ({words[:100]})"
+    return "another process"
 
 
 _RENAME_EXCHANGE = 2

@@ -8,6 +8,8 @@ tests/test_commit_writers.py.
 """
 
 import errno
+import re
+import subprocess
 import os
 import subprocess
 import textwrap
@@ -261,3 +263,28 @@ def test_the_lock_serializes_commits(tmp_path):
         order.append("first")
     thread.join(5)
     assert order == ["first", "second"]
+
+
+_HOLD_LOCK = _PRELUDE + textwrap.dedent("""
+    with files.locked(sys.argv[1]):
+        print("locked", flush=True)
+        sys.stdin.read()
+""")
+
+
+def test_a_lock_held_too_long_is_a_timeout_naming_its_holder(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(files, "LOCK_WAIT_SECONDS", 0.3)
+    holder = subprocess.Popen(writer_harness.command(_HOLD_LOCK, tmp_path, bare=True),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "locked\n"
+    with caplog.at_level("WARNING", "keras_bert.files"):
+        with pytest.raises(TimeoutError, match=rf"lock on {re.escape(str(tmp_path))} is still "
+                                               rf"held by process {holder.pid} \(.*writer_harness"
+                                               rf".*If that process hangs, stop it"):
+            with files.locked(str(tmp_path)):
+                pass
+    assert f"Waiting up to 0.3 s for the lock on {tmp_path}, held by process {holder.pid}" \
+        in caplog.text
+    holder.communicate("")
+    with files.locked(str(tmp_path)):  # Free again once its holder let go.
+        pass
