@@ -548,6 +548,9 @@ def local_copy(target, what="folder", prefixes=(".tmp-", ".convert-")):
     same version gives the same path in every process (a fine-tuning run
     resumes), a rewritten target a new one. The download is renamed into
     place when complete, so a killed download is never taken for a copy.
+    The copy records the marker and each file's modification time; each use
+    checks it cheaply (`_copy_problem`: sizes, and the digest of a file whose
+    time changed) and fetches it again if a file is missing or changed.
 
     Raises:
         IncompleteError: `target` has no committed version.
@@ -565,7 +568,11 @@ def local_copy(target, what="folder", prefixes=(".tmp-", ".convert-")):
     name = f"{_digest(target.encode('utf-8'))[:16]}-{manifest['generation']}"
     local = os.path.join(cache_root(), name)
     if os.path.isdir(local):
-        return local
+        problem = _copy_problem(local, manifest)
+        if problem is None:
+            return local
+        logger.warning("The local copy %s of %s no longer matches it (%s): fetching it again.",
+                       local, target, problem)
     os.makedirs(cache_root(), exist_ok=True)
     import tempfile
 
@@ -575,13 +582,69 @@ def local_copy(target, what="folder", prefixes=(".tmp-", ".convert-")):
         if fetched["generation"] != manifest["generation"]:
             raise OSError(f"The {what} {target} was replaced while it was read: load it again "
                           f"once that writer is done.")
+        times = {n: os.stat(os.path.join(partial, *n.split("/"))).st_mtime_ns
+                 for n in fetched["files"]}
+        with builtins.open(os.path.join(partial, MARKER), "w", encoding="utf-8") as f:
+            json.dump({**fetched, "source": target, "mtime_ns": times}, f, indent=1)
         os.chmod(partial, 0o755)
+        if os.path.isdir(local):  # A damaged copy: set aside, then replaced.
+            os.rename(local, partial + "-old")
         os.rename(partial, local)
     except OSError:
         shutil.rmtree(partial, ignore_errors=True)
         if not os.path.isdir(local):  # Another process may have put the same copy there.
             raise
+    finally:
+        shutil.rmtree(partial + "-old", ignore_errors=True)
     return local
+
+
+def _copy_problem(local, manifest):
+    """Why the local copy `local` (`local_copy`) no longer matches the remote
+    marker `manifest`, or None: its record differs, a file is missing or has
+    another size, or a file whose modification time changed has another sha256."""
+    try:
+        with builtins.open(os.path.join(local, MARKER), encoding="utf-8") as f:
+            record = json.load(f)
+        times = dict(record["mtime_ns"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"its record {MARKER} is missing or damaged"
+    if record.get("files") != manifest["files"]:
+        return f"its record {MARKER} lists other files"
+    for name, entry in sorted(manifest["files"].items()):
+        path = os.path.join(local, *name.split("/"))
+        try:
+            status = os.stat(path)
+        except OSError:
+            return f"{name} is missing"
+        if status.st_size != entry["size"]:
+            return f"{name} has {status.st_size} bytes, not {entry['size']}"
+        if status.st_mtime_ns != times.get(name):
+            with builtins.open(path, "rb") as f:
+                if _digest(f.read()) != entry["sha256"]:
+                    return f"{name} was changed"
+    return None
+
+
+@contextlib.contextmanager
+def naming_source(folder):
+    """Errors of the block that name `folder`, if it is a local copy of a
+    remote folder (`local_copy`), name that remote folder too: the user never
+    chose the cache. Other folders' errors pass as they are."""
+    try:
+        yield
+    except (OSError, ValueError) as error:
+        try:
+            with builtins.open(os.path.join(folder, MARKER), encoding="utf-8") as f:
+                source = json.load(f)["source"]
+        except (OSError, ValueError, KeyError, TypeError):
+            source = None
+        inside = os.path.dirname(os.path.abspath(folder)) == os.path.abspath(cache_root())
+        if inside and isinstance(source, str) and len(error.args) == 1 \
+                and isinstance(error.args[0], str):
+            error.args = (error.args[0].replace(folder, source)
+                          + f" (read from {folder}, the local copy of {source})",)
+        raise
 
 
 def incomplete(target, what="folder"):

@@ -543,3 +543,52 @@ def test_a_writer_whose_commit_another_process_finished_ends_with_success(ram, m
     monkeypatch.setattr(steps, "reached", finish_it)
     write(target, "new")
     assert read(target) == ("new", "new") and storage.listdir(ram) == ["out"]
+
+
+# === A remote folder's local copy is checked on use (issue 46 item 6) ===
+
+
+def test_a_local_copy_that_was_changed_or_cut_is_fetched_again(ram, tmp_path, monkeypatch,
+                                                               caplog):
+    monkeypatch.setenv("KERAS_BERT_CACHE_DIR", str(tmp_path / "cache"))
+    target = f"{ram}/out"
+    write(target, "abc")
+    local = storage.local_copy(target)
+    inode = os.stat(os.path.join(local, "a.txt")).st_ino
+    assert storage.local_copy(target) == local and not caplog.text  # Intact: used as it is.
+    assert os.stat(os.path.join(local, "a.txt")).st_ino == inode
+    damages = {"a.txt was changed": lambda: open(os.path.join(local, "a.txt"), "w").write("xyz"),
+               "b.txt is missing": lambda: os.remove(os.path.join(local, "b.txt")),
+               "a.txt has 1 bytes, not 3": lambda: open(os.path.join(local, "a.txt"),
+                                                        "w").write("x")}
+    for problem, damage in damages.items():
+        caplog.clear()
+        damage()
+        with caplog.at_level("WARNING", "keras_bert.storage"):
+            assert storage.local_copy(target) == local
+        assert contents(local) == ("abc", "abc")
+        assert f"of {target} no longer matches it ({problem}): fetching it again" in caplog.text
+    assert sorted(os.listdir(tmp_path / "cache" / "remote")) == [os.path.basename(local)]
+
+
+def test_a_remote_model_loads_after_its_local_copy_lost_a_file_and_errors_name_the_remote(
+        ram, tmp_path, monkeypatch):
+    from keras_bert.models import BertEncoder
+
+    monkeypatch.setenv("KERAS_BERT_CACHE_DIR", str(tmp_path / "cache"))
+    encoder = _seeded_encoder(0)
+    target = f"{ram}/encoder"
+    encoder.save_pretrained(target)
+    BertEncoder.from_pretrained(target)
+    (copy,) = os.listdir(tmp_path / "cache" / "remote")
+    os.remove(tmp_path / "cache" / "remote" / copy / "config.json")
+    np.testing.assert_array_equal(BertEncoder.from_pretrained(target).get_weights()[0],
+                                  encoder.get_weights()[0])
+    # A damaged model on the store: the error names the store's folder, not only the copy.
+    with staged_dir(f"{ram}/broken") as tmp:
+        for name in ("config.json", "model.weights.h5"):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write("{")
+    with pytest.raises((OSError, ValueError), match=rf"{ram}/broken/config.json.*local copy of "
+                                                    rf"{ram}/broken"):
+        BertEncoder.from_pretrained(f"{ram}/broken")

@@ -440,22 +440,19 @@ def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
         `task_info` the contents of task.json (or None).
     """
     if storage.object_store(model_dir):
-        return _load_remote(model_dir, encoder_cls, **encoder_kwargs)
+        # The local copy of its committed version (`keras_bert.storage.local_copy`:
+        # marker and digests checked, named for that version): no writer touches it.
+        model_dir = storage.local_copy(model_dir, "model directory",
+                                       prefixes=(STAGING_PREFIX, CONVERT_STAGING_PREFIX))
+        with storage.naming_source(model_dir):
+            return _load_model_dir(model_dir, encoder_cls, **encoder_kwargs)
     if not os.path.lexists(model_dir):
         for prefix in (STAGING_PREFIX, CONVERT_STAGING_PREFIX):
             recover(model_dir, prefix)
-    return read_committed(model_dir, lambda: _load_model_dir(model_dir, encoder_cls,
-                                                             **encoder_kwargs),
-                          what="model directory")
-
-
-def _load_remote(model_dir, encoder_cls, **encoder_kwargs):
-    """`load_model_dir` of a folder on an object store: from the local copy of
-    its committed version (`keras_bert.storage.local_copy`: marker and
-    digests checked, a commit cut short rolled forward), named for that version."""
-    local = storage.local_copy(model_dir, "model directory",
-                               prefixes=(STAGING_PREFIX, CONVERT_STAGING_PREFIX))
-    return _load_model_dir(local, encoder_cls, **encoder_kwargs)  # A copy no writer touches.
+    with storage.naming_source(model_dir):  # A local copy that `from_pretrained` resolved.
+        return read_committed(model_dir, lambda: _load_model_dir(model_dir, encoder_cls,
+                                                                 **encoder_kwargs),
+                              what="model directory")
 
 
 def _load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
