@@ -5,7 +5,7 @@ import ast
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "keras_bert"
-RANK = {"_lazy": 0, "config": 0, "progress": 0, "staging": 0, "storage": 0, "files": 0, "sources": 0, "cli": 0, "layers": 1, "text": 2, "models": 3, "data": 4, "training": 4,
+RANK = {"_lazy": 0, "config": 0, "progress": 0, "names": 0, "steps": 0, "staging": 0, "storage": 0, "files": 0, "sources": 0, "cli": 0, "layers": 1, "text": 2, "models": 3, "data": 4, "training": 4,
         "checkpoints": 4, "export": 4, "tasks": 5}
 
 
