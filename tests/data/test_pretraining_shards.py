@@ -251,10 +251,9 @@ def test_shards_on_an_object_store(corpus):
 
 _SHARD = """
 import json, sys
-sys.path.insert(0, sys.argv[1])
 from keras_bert.data import PretrainingDataConfig, create_pretraining_shard
-create_pretraining_shard([sys.argv[2]], sys.argv[3], sys.argv[4],
-                         PretrainingDataConfig(**json.loads(sys.argv[5])),
+create_pretraining_shard([sys.argv[1]], sys.argv[2], sys.argv[3],
+                         PretrainingDataConfig(**json.loads(sys.argv[4])),
                          shard_index=1, num_shards=2)
 """
 
@@ -263,7 +262,7 @@ create_pretraining_shard([sys.argv[2]], sys.argv[3], sys.argv[4],
 @pytest.mark.parametrize("step", ["shard:staged", "shard:moved"])
 def test_a_shard_killed_at_any_step_reads_as_missing_and_a_rerun_completes(corpus, tmp_path,
                                                                            step):
-    from tests.test_commit_protocol import kill_at
+    from tests.writer_harness import kill_at
 
     out = tmp_path / "data"
     _write_apart(corpus, out, 2, order=[0])
