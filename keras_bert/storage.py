@@ -501,20 +501,15 @@ def commit_dir(local, target, prefix=".tmp-", replace=True):
         _ACTIVE.discard(staged)
 
 
-def fetch_dir(target, local, what="folder", prefixes=(".tmp-",)):
+def fetch_dir(target, local, what="folder"):
     """Copies the committed version of `target` into the local folder `local`,
-    checking every file's size and sha256 against the marker. A target cut
-    short is rolled forward first (`recover_dir`, from the staging of the
-    writers `prefixes` name).
+    checking every file's size and sha256 against the marker.
 
     Raises:
         IncompleteError: no committed version, or its files do not match
             the marker (two writers at once).
     """
     manifest = committed_manifest(target)
-    if manifest is None:
-        for prefix in prefixes:
-            manifest = manifest or recover_dir(target, prefix)
     if manifest is None:
         raise incomplete(target, what)
     for name, entry in sorted(manifest["files"].items()):
@@ -578,7 +573,7 @@ def local_copy(target, what="folder", prefixes=(".tmp-", ".convert-")):
 
     partial = tempfile.mkdtemp(prefix=f".{name}-", dir=cache_root())
     try:
-        fetched = fetch_dir(target, partial, what, prefixes)
+        fetched = fetch_dir(target, partial, what)
         if fetched["generation"] != manifest["generation"]:
             raise OSError(f"The {what} {target} was replaced while it was read: load it again "
                           f"once that writer is done.")
