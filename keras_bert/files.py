@@ -520,9 +520,14 @@ def read_committed(path, read, what="folder", attempts=4):
     (`keras_bert.storage.committed_manifest`), the same before and after;
     a folder without a valid marker is refused (`storage.IncompleteError`).
     """
-    if storage.object_store(path):
-        return _read_committed_remote(path, read, what, attempts)
+    remote = storage.object_store(path)
     for attempt in range(attempts):
+        if remote:  # The version is the marker's generation.
+            before = _generation(path, what)
+            result = read()
+            if _generation(path, what) == before:
+                return result
+            continue
         before = _identity(path) if os.path.isdir(path) else None
         try:
             result = read()
@@ -543,14 +548,10 @@ def _generation(path, what):
     return manifest["generation"]
 
 
-def _read_committed_remote(path, read, what, attempts):
-    for attempt in range(attempts):
-        before = _generation(path, what)
-        result = read()
-        if storage.committed_manifest(path) is not None and _generation(path, what) == before:
-            return result
-    raise OSError(errno.EBUSY, f"The {what} {path} was replaced {attempts} times while it was "
-                  f"read (another process writes it): load it again once that writer is done.")
+def _extension(name):
+    """The extension a temporary file for `name` keeps (".keras", ".weights.h5")."""
+    return next((e for e in (".weights.h5", ".tar.gz") if name.endswith(e)),
+                os.path.splitext(name)[1])
 
 
 @contextlib.contextmanager
@@ -559,8 +560,7 @@ def _atomic_remote(target):
     object appears whole when its upload ends, so no marker is needed)."""
     storage.check_filesystem(target, flag="The output")
     name = os.path.basename(target)
-    extension = next((e for e in (".weights.h5", ".tar.gz") if name.endswith(e)),
-                     os.path.splitext(name)[1])
+    extension = _extension(name)
     local = tempfile.mkdtemp(prefix="keras_bert-upload-")
     try:
         tmp = os.path.join(local, "new" + extension)
@@ -605,11 +605,7 @@ def atomic_file(target):
     parent = os.path.dirname(real)
     os.makedirs(parent, exist_ok=True)
     name = os.path.basename(real)
-    extension = ""
-    for ext in (".weights.h5", ".tar.gz"):
-        if name.endswith(ext):
-            extension = ext
-    extension = extension or os.path.splitext(name)[1]
+    extension = _extension(name)
     # Dead writers' temporary files of this target (and only of it) go first.
     tmp = make_staging_file(parent, ".tmp-", name, suffix=extension)
     try:

@@ -350,20 +350,15 @@ def _staging_entries(target, prefix):
 def _writer_gone(path):
     """Whether the writer of the staging prefix `path` provably ended: this
     process, out of its `commit_dir`, or a process of this host that is gone."""
-    if path in _ACTIVE:
-        return False
     match = staging.writer_of(os.path.basename(path))
-    if match and int(match.group("pid")) == os.getpid() \
-            and match.group("host") == staging.host_name():
-        return True
-    return staging.writer_gone(os.path.basename(path))
+    ours = match and (match.group("pid"), match.group("host")) == (str(os.getpid()),
+                                                                   staging.host_name())
+    return path not in _ACTIVE and bool(ours or staging.writer_gone(os.path.basename(path)))
 
 
 def _describe_writer(path):
-    match = staging.writer_of(os.path.basename(path))
-    who = (f"process {match.group('pid')} on host {match.group('host') or '?'}" if match
-           else "another writer")
-    return f"{who} (its staged copy {path})"
+    match = staging.writer_of(os.path.basename(path)) or {"pid": "?", "host": "?"}
+    return f"process {match['pid']} on host {match['host']} (its staged copy {path})"
 
 
 def _io_error(error):
@@ -397,23 +392,14 @@ def recover_dir(target, prefix, writer=False):
     """Makes `target` whole from its staging prefixes, as far as they allow.
 
     A target without a valid marker is rolled forward from the newest
-    complete staged copy (a commit cut short after its upload) if that copy's
-    writer provably ended; while it may still run (this host: its process
-    runs; another host: unknown), that writer finishes its own commit and
-    this call waits for it, up to `COMMIT_WAIT_SECONDS`, saying so. The
-    staging of ended writers is removed; a live writer's is never touched.
-
-    Args:
-        target: str, the folder.
-        prefix: str, the kind of writer whose staging is looked at.
-        writer: bool, True for a writer about to commit its own version: a
-            wait that ends without a commit returns None instead of raising.
+    complete staged copy (a commit cut short after its upload) if its writer
+    (of `prefix`) provably ended; while it may run, this call waits for its
+    commit up to `COMMIT_WAIT_SECONDS`, saying so, then raises
+    IncompleteError (or, with `writer`, returns None: the caller commits its
+    own version). Only ended writers' staging is removed.
 
     Returns:
         the target's manifest (dict), or None if it has no committed version.
-
-    Raises:
-        IncompleteError: a live writer's commit did not end within the wait.
     """
     deadline = None
     while True:

@@ -17,6 +17,7 @@ see `keras_bert.files` for the rule every writer follows.
 """
 
 import collections
+import functools
 import hashlib
 import json
 import os
@@ -439,20 +440,16 @@ def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
         `vocab_file` attribute is the directory's vocab.txt (or None) and
         `task_info` the contents of task.json (or None).
     """
-    if storage.object_store(model_dir):
-        # The local copy of its committed version (`keras_bert.storage.local_copy`:
-        # marker and digests checked, named for that version): no writer touches it.
+    remote = storage.object_store(model_dir)
+    if remote:  # Read from the local copy of its committed version (no writer touches it).
         model_dir = storage.local_copy(model_dir, "model directory",
                                        prefixes=(STAGING_PREFIX, CONVERT_STAGING_PREFIX))
-        with storage.naming_source(model_dir):
-            return _load_model_dir(model_dir, encoder_cls, **encoder_kwargs)
-    if not os.path.lexists(model_dir):
+    elif not os.path.lexists(model_dir):
         for prefix in (STAGING_PREFIX, CONVERT_STAGING_PREFIX):
             recover(model_dir, prefix)
-    with storage.naming_source(model_dir):  # A local copy that `from_pretrained` resolved.
-        return read_committed(model_dir, lambda: _load_model_dir(model_dir, encoder_cls,
-                                                                 **encoder_kwargs),
-                              what="model directory")
+    load = functools.partial(_load_model_dir, model_dir, encoder_cls, **encoder_kwargs)
+    with storage.naming_source(model_dir):  # A local copy's errors name its remote folder.
+        return load() if remote else read_committed(model_dir, load, what="model directory")
 
 
 def _load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
