@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import socket
+import time
 
 import tensorflow as tf
 
@@ -27,6 +28,9 @@ WORKER_SERVICE_ENV = "KERAS_BERT_WORKER_SERVICE"  # hosts PREFIX-i.SERVICE (PREF
 WORKER_PORT_ENV = "KERAS_BERT_WORKER_PORT"  # Port of hosts given without one.
 WORKER_INDEX_ENV = "KERAS_BERT_WORKER_INDEX"  # This worker's index (else JOB_COMPLETION_INDEX).
 DEFAULT_WORKER_PORT = 2222
+# Seconds a worker waits for the others to start (`wait_for_workers`): pods
+# pulling an image or queued for a machine take minutes, a missing one forever.
+CLUSTER_TIMEOUT = 600
 _KUBERNETES_DOC = "See docs/cluster.md (Kubernetes)."
 _VERTEX_DOC = "See docs/cluster.md (Vertex AI)."
 
@@ -198,6 +202,67 @@ def _cluster_workers():
     return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
 
 
+def wait_for_workers(tf_config, timeout=CLUSTER_TIMEOUT, log_every=30):
+    """Returns once every other task of `tf_config` accepts connections on its port.
+
+    TensorFlow's own cluster setup waits for a missing worker without end and
+    without a word. Here each worker listens on its own port meanwhile (so
+    the others see it before its TensorFlow server starts there), connects
+    to the others' ports, logs "waiting for worker N at HOST:PORT" every
+    `log_every` seconds, and gives up after `timeout` seconds.
+
+    Args:
+        tf_config: dict, TF_CONFIG's value.
+        timeout: float, seconds (`CLUSTER_TIMEOUT` by default; --cluster-timeout).
+        log_every: float, seconds between "waiting for" lines.
+
+    Raises:
+        TimeoutError: naming the tasks that did not start, their addresses,
+            and the way out.
+    """
+    cluster, task = tf_config.get("cluster", {}), tf_config.get("task", {})
+    tasks = {f"{job} {i}": address for job in ("chief", "worker")
+             for i, address in enumerate(cluster.get(job, []))}
+    ours = tasks.pop(f"{task.get('type')} {int(task.get('index', 0))}", None)
+    listener = None
+    if ours is not None:
+        try:
+            dual = socket.has_dualstack_ipv6()  # IPv4 and IPv6 peers alike.
+            listener = socket.create_server(
+                ("", int(ours.rsplit(":", 1)[1])), dualstack_ipv6=dual,
+                family=socket.AF_INET6 if dual else socket.AF_INET)
+        except (OSError, ValueError):
+            pass  # Taken (then TensorFlow says so) or not ours to bind: the others wait.
+    started, last_log = time.monotonic(), time.monotonic()
+    try:
+        while tasks:
+            for name, address in list(tasks.items()):
+                host, port = address.rsplit(":", 1)
+                try:
+                    socket.create_connection((host.strip("[]"), int(port)), timeout=2).close()
+                    del tasks[name]
+                except OSError:
+                    pass
+            waited = time.monotonic() - started
+            if tasks and waited >= timeout:
+                missing = ", ".join(f"{n} at {a}" for n, a in tasks.items())
+                raise TimeoutError(
+                    f"The cluster did not form in {timeout:g} s: no answer from {missing}. "
+                    f"Start it (the same command, with its index), check that this machine "
+                    f"reaches that address (host name, port, firewall), or wait longer with "
+                    f"--cluster-timeout (cluster_timeout=). See docs/cluster.md.")
+            if tasks and time.monotonic() - last_log >= log_every:
+                last_log = time.monotonic()
+                for name, address in tasks.items():
+                    logger.info("waiting for %s at %s (%.0f s of %g s)", name, address,
+                                waited, timeout)
+            if tasks:
+                time.sleep(0.5)
+    finally:
+        if listener is not None:
+            listener.close()
+
+
 _NOT_TPU_BUILD = ("TensorFlow here is not the tensorflow-tpu build (no `tensorflow-tpu` "
                   "distribution is installed). Way out: pip install 'bert-keras3[tpu]' && pip "
                   "install --force-reinstall --no-deps tensorflow-tpu==2.20.0 (README, Tested "
@@ -294,7 +359,12 @@ def _local_devices():
     return [d.name for d in tf.config.list_logical_devices("CPU")]
 
 
-def resolve_strategy(name="auto", tpu=None):
+def _multi_worker_strategy(cluster_timeout):
+    wait_for_workers(json.loads(os.environ["TF_CONFIG"]), cluster_timeout or CLUSTER_TIMEOUT)
+    return tf.distribute.MultiWorkerMirroredStrategy()
+
+
+def resolve_strategy(name="auto", tpu=None, cluster_timeout=None):
     """Returns the `tf.distribute.Strategy` for `name`.
 
     Call it first thing in a program: MultiWorkerMirroredStrategy and
@@ -320,6 +390,9 @@ def resolve_strategy(name="auto", tpu=None):
         name: one of `STRATEGIES`.
         tpu: str, TPU name or grpc:// address for "tpu"/"auto" (None:
             $TPU_NAME or a TPU VM's local TPU).
+        cluster_timeout: float, seconds to wait for the other workers of a
+            multi-worker cluster (`wait_for_workers`), then TimeoutError;
+            None: `CLUSTER_TIMEOUT`.
     """
     if name not in STRATEGIES:
         raise ValueError(f"Expected strategy to be one of {STRATEGIES}. Received: {name!r}")
@@ -329,7 +402,7 @@ def resolve_strategy(name="auto", tpu=None):
         if _tpu_reachable(tpu):
             return _tpu_strategy(tpu)
         if _cluster_workers() > 1:
-            return tf.distribute.MultiWorkerMirroredStrategy()
+            return _multi_worker_strategy(cluster_timeout)
         if len(tf.config.list_logical_devices("GPU")) > 1:
             return tf.distribute.MirroredStrategy()
         return tf.distribute.get_strategy()
@@ -346,7 +419,7 @@ def resolve_strategy(name="auto", tpu=None):
                 "variables of Vertex AI (CLUSTER_SPEC) or of a Kubernetes Indexed Job "
                 f"({WORKER_HOSTS_ENV} and JOB_COMPLETION_INDEX); see docs/cluster.md."
             )
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        return _multi_worker_strategy(cluster_timeout)
     return _tpu_strategy(tpu)
 
 
