@@ -218,13 +218,11 @@ class LoraModel:
         _load_head(self, arrays, path)
 
 
-_DROPOUT_FIELDS = ("dropout_rate", "attention_dropout_rate", "initializer_range")
-
-
 def _base_config(model):
     """The encoder's BertConfig fields that decide its function (not dropout)."""
     config = _encoder(model).get_bert_config().to_dict()
-    return {k: v for k, v in config.items() if k not in _DROPOUT_FIELDS}
+    return {k: v for k, v in config.items()
+            if k not in ("dropout_rate", "attention_dropout_rate", "initializer_range")}
 
 
 def _weights_sha256(model, merged=False):
@@ -275,8 +273,8 @@ def _check_fits(model, h5, path):
     if _HEAD in h5 and names and label_names and list(label_names) != names:
         raise ValueError(
             f"{path} holds a head trained for label_names={names}; this model's are "
-            f"{list(label_names)}: its outputs would take the wrong names. Build the model "
-            f"with label_names={names}, or load the adapters onto it without a head.")
+            f"{list(label_names)}: its outputs would take the wrong names. Load them onto a "
+            f"model built with label_names={names}.")
 
 
 def _head_weights(model):

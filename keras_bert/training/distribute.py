@@ -7,6 +7,7 @@ on Kubernetes (Indexed Job, JobSet) the completion index plus the
 KERAS_BERT_WORKER_* variables. docs/cluster.md shows each setup.
 """
 
+import contextlib
 import functools
 import importlib.metadata
 import json
@@ -205,59 +206,47 @@ def _cluster_workers():
 def wait_for_workers(tf_config, timeout=CLUSTER_TIMEOUT, log_every=30):
     """Returns once every other task of `tf_config` accepts connections on its port.
 
-    TensorFlow's own cluster setup waits for a missing worker without end and
-    without a word. Here each worker listens on its own port meanwhile (so
-    the others see it before its TensorFlow server starts there), connects
-    to the others' ports, logs "waiting for worker N at HOST:PORT" every
-    `log_every` seconds, and gives up after `timeout` seconds.
-
-    Args:
-        tf_config: dict, TF_CONFIG's value.
-        timeout: float, seconds (`CLUSTER_TIMEOUT` by default; --cluster-timeout).
-        log_every: float, seconds between "waiting for" lines.
+    TensorFlow's cluster setup waits for a missing worker for ever, silently.
+    Meanwhile each worker listens on its own port (the others see it before
+    its TensorFlow server takes the port over), logs "waiting for worker N
+    at HOST:PORT" every `log_every` seconds, and gives up after `timeout`.
 
     Raises:
-        TimeoutError: naming the tasks that did not start, their addresses,
+        TimeoutError: naming the tasks that never answered, their addresses
             and the way out.
     """
     cluster, task = tf_config.get("cluster", {}), tf_config.get("task", {})
     tasks = {f"{job} {i}": address for job in ("chief", "worker")
              for i, address in enumerate(cluster.get(job, []))}
-    ours = tasks.pop(f"{task.get('type')} {int(task.get('index', 0))}", None)
-    listener = None
-    if ours is not None:
-        try:
-            dual = socket.has_dualstack_ipv6()  # IPv4 and IPv6 peers alike.
-            listener = socket.create_server(
-                ("", int(ours.rsplit(":", 1)[1])), dualstack_ipv6=dual,
-                family=socket.AF_INET6 if dual else socket.AF_INET)
-        except (OSError, ValueError):
-            pass  # Taken (then TensorFlow says so) or not ours to bind: the others wait.
-    started, last_log = time.monotonic(), time.monotonic()
+    ours = tasks.pop(f"{task.get('type')} {int(task.get('index', 0))}", "")
+    dual = socket.has_dualstack_ipv6()  # IPv4 and IPv6 peers alike.
+    try:
+        listener = socket.create_server(("", int(ours.rpartition(":")[2])), dualstack_ipv6=dual,
+                                        family=socket.AF_INET6 if dual else socket.AF_INET)
+    except (OSError, ValueError):
+        listener = None  # Taken (TensorFlow then says so), or not this task's.
+    started = last_log = time.monotonic()
     try:
         while tasks:
             for name, address in list(tasks.items()):
-                host, port = address.rsplit(":", 1)
-                try:
+                host, _, port = address.rpartition(":")
+                with contextlib.suppress(OSError):
                     socket.create_connection((host.strip("[]"), int(port)), timeout=2).close()
                     del tasks[name]
-                except OSError:
-                    pass
             waited = time.monotonic() - started
             if tasks and waited >= timeout:
-                missing = ", ".join(f"{n} at {a}" for n, a in tasks.items())
                 raise TimeoutError(
-                    f"The cluster did not form in {timeout:g} s: no answer from {missing}. "
-                    f"Start it (the same command, with its index), check that this machine "
-                    f"reaches that address (host name, port, firewall), or wait longer with "
-                    f"--cluster-timeout (cluster_timeout=). See docs/cluster.md.")
+                    f"The cluster did not form in {timeout:g} s: no answer from "
+                    f"{', '.join(f'{n} at {a}' for n, a in tasks.items())}. Start it (the same "
+                    f"command, with its index), check that this machine reaches that address "
+                    f"(host name, port, firewall), or wait longer with --cluster-timeout "
+                    f"(cluster_timeout=). See docs/cluster.md.")
             if tasks and time.monotonic() - last_log >= log_every:
                 last_log = time.monotonic()
                 for name, address in tasks.items():
-                    logger.info("waiting for %s at %s (%.0f s of %g s)", name, address,
-                                waited, timeout)
-            if tasks:
-                time.sleep(0.5)
+                    logger.info("waiting for %s at %s (%.0f s of %g s)", name, address, waited,
+                                timeout)
+            time.sleep(0.5 if tasks else 0)
     finally:
         if listener is not None:
             listener.close()
