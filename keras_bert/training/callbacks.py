@@ -1,7 +1,6 @@
 """Keras callbacks for long training runs: progress, TensorBoard."""
 
 import importlib.util
-import logging
 import os
 import sys
 import time
@@ -12,23 +11,16 @@ import tensorflow as tf
 
 from keras_bert.progress import Progress
 
-logger = logging.getLogger(__name__)
-
 
 def metric_text(value):
     """A metric for a log line: "0.8125"; "2.5000e+58" when large (never 59 digits)."""
     return f"{value:.4f}" if not abs(value) >= 1e9 else f"{value:.4e}"
 
 
-def _summary_value(name, value):
-    """`value` as the float32 a summary holds: beyond float32's range it is
-    written as +-inf with a warning that says so, never a crash."""
+def _summary_value(value):
+    """`value` as the float32 a summary holds: beyond float32's range, +-inf (not a crash)."""
     with np.errstate(over="ignore"):
-        single = np.float32(value)
-    if np.isinf(single) and np.isfinite(value):
-        logger.warning("%s = %.4e overflows float32: TensorBoard shows it as %s.",
-                       name, value, single)
-    return single
+        return np.float32(value)
 
 
 class StepLogger(keras.callbacks.Callback):
@@ -154,7 +146,7 @@ class TensorBoard(keras.callbacks.Callback):
             return
         with self._writer.as_default(step=step):
             for name, value in logs.items():
-                tf.summary.scalar(f"batch_{name}", _summary_value(name, float(value)))
+                tf.summary.scalar(f"batch_{name}", _summary_value(float(value)))
 
     def on_train_end(self, logs=None):
         if self._writer is not None:
@@ -172,7 +164,7 @@ def write_scalars(log_dir, step, values, prefix=""):
 
     For what a Keras callback does not see, such as evaluation metrics
     computed outside `fit`. Non-numeric values are skipped; one beyond
-    float32's range is written as +-inf (with a warning).
+    float32's range is written as +-inf (the log line has its value).
 
     Args:
         log_dir: str, e.g. OUTPUT/logs/eval.
@@ -184,7 +176,6 @@ def write_scalars(log_dir, step, values, prefix=""):
     with writer.as_default():
         for name, value in values.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                tf.summary.scalar(prefix + name, _summary_value(prefix + name, value),
-                                  step=int(step))
+                tf.summary.scalar(prefix + name, _summary_value(value), step=int(step))
     writer.flush()
     writer.close()

@@ -191,15 +191,18 @@ def _set_tf_config():
         logger.info("TF_CONFIG built from %s: %s", source, os.environ["TF_CONFIG"])
 
 
-def _cluster_workers():
-    """Number of workers (chief included) that TF_CONFIG names; 0 if unset."""
-    raw = os.environ.get("TF_CONFIG")
-    if not raw:
-        return 0
+def _tf_config(environ=None):
+    """TF_CONFIG's value as a dict ({} if unset)."""
+    raw = (os.environ if environ is None else environ).get("TF_CONFIG")
     try:
-        cluster = json.loads(raw).get("cluster", {})
+        return json.loads(raw) if raw else {}
     except json.JSONDecodeError as e:
         raise ValueError(f"TF_CONFIG is not valid JSON: {e}. Received: {raw!r}") from e
+
+
+def _cluster_workers():
+    """Number of workers (chief included) that TF_CONFIG names; 0 if unset."""
+    cluster = _tf_config().get("cluster", {})
     return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
 
 
@@ -349,7 +352,7 @@ def _local_devices():
 
 
 def _multi_worker_strategy(cluster_timeout):
-    wait_for_workers(json.loads(os.environ["TF_CONFIG"]), cluster_timeout or CLUSTER_TIMEOUT)
+    wait_for_workers(_tf_config(), cluster_timeout or CLUSTER_TIMEOUT)
     return tf.distribute.MultiWorkerMirroredStrategy()
 
 
@@ -464,11 +467,7 @@ def worker_shard(environ=None):
     """
     environ = os.environ if environ is None else environ
     if environ.get("TF_CONFIG"):
-        try:
-            tf_config = json.loads(environ["TF_CONFIG"])
-        except json.JSONDecodeError as e:
-            raise ValueError(f"TF_CONFIG is not valid JSON: {e}. Received: "
-                             f"{environ['TF_CONFIG']!r}") from e
+        tf_config = _tf_config(environ)
     elif environ.get("CLUSTER_SPEC"):
         tf_config = _vertex_tf_config(environ["CLUSTER_SPEC"])
     else:

@@ -104,7 +104,7 @@ def test_write_scalars_appends_eval_metrics_at_a_global_step(tmp_path):
     assert values == {("accuracy", 40): 0.75, ("accuracy", 80): 0.875}
 
 
-def test_a_metric_beyond_float32_is_written_as_inf_with_a_warning(tmp_path, caplog):
+def test_a_metric_beyond_float32_is_written_as_inf(tmp_path):
     # Issue 46: the mse of a 1e30 label crashed the summary writer (and every resume).
     write_scalars(tmp_path, 40, {"mse": 2.5e58, "neg": -1e39, "pearson": 0.5}, prefix="eval_")
     values = {}
@@ -113,8 +113,6 @@ def test_a_metric_beyond_float32_is_written_as_inf_with_a_warning(tmp_path, capl
             for value in event.summary.value:
                 values[value.tag] = float(tf.make_ndarray(value.tensor))
     assert values == {"eval_mse": np.inf, "eval_neg": -np.inf, "eval_pearson": 0.5}
-    assert "eval_mse = 2.5000e+58 overflows float32: TensorBoard shows it as inf" in caplog.text
-    assert "pearson" not in caplog.text
 
 
 def test_metric_text_keeps_large_values_short():
