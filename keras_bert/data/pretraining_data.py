@@ -129,46 +129,23 @@ class PretrainingDataConfig:
     seed: int = 12345
 
     def __post_init__(self):
-        if not isinstance(self.max_seq_length, int) or self.max_seq_length < 5:
-            raise ValueError(
-                "Expected max_seq_length to be an int >= 5. "
-                f"Received: max_seq_length={self.max_seq_length!r}"
-            )
-        if not isinstance(self.max_predictions_per_seq, int) or (
-            self.max_predictions_per_seq < 1
-        ):
-            raise ValueError(
-                "Expected max_predictions_per_seq to be an int >= 1. Received: "
-                f"max_predictions_per_seq={self.max_predictions_per_seq!r}"
-            )
-        if not 0 < self.masked_lm_prob <= 1:
-            raise ValueError(
-                f"Expected masked_lm_prob in (0, 1]. "
-                f"Received: masked_lm_prob={self.masked_lm_prob!r}"
-            )
-        if self.masking not in MASKING_MODES:
-            raise ValueError(
-                f"Expected masking to be one of {MASKING_MODES}. "
-                f"Received: masking={self.masking!r}"
-            )
-        if not isinstance(self.dupe_factor, int) or self.dupe_factor < 1:
-            raise ValueError(
-                f"Expected dupe_factor to be an int >= 1. "
-                f"Received: dupe_factor={self.dupe_factor!r}"
-            )
-        if not 0 <= self.short_seq_prob <= 1:
-            raise ValueError(
-                f"Expected short_seq_prob in [0, 1]. "
-                f"Received: short_seq_prob={self.short_seq_prob!r}"
-            )
-        if not isinstance(self.document_pool_size, int) or (
-            self.document_pool_size < 2
-        ):
-            raise ValueError(
-                "Expected document_pool_size to be an int >= 2 (NotNext pairs "
-                "need another document). Received: "
-                f"document_pool_size={self.document_pool_size!r}"
-            )
+        def at_least(value, minimum):
+            return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+        rules = (  # (field, expected, holds), checked in order.
+            ("max_seq_length", "an int >= 5", lambda v: at_least(v, 5)),
+            ("max_predictions_per_seq", "an int >= 1", lambda v: at_least(v, 1)),
+            ("masked_lm_prob", "in (0, 1]", lambda v: 0 < v <= 1),
+            ("masking", f"one of {MASKING_MODES}", lambda v: v in MASKING_MODES),
+            ("dupe_factor", "an int >= 1", lambda v: at_least(v, 1)),
+            ("short_seq_prob", "in [0, 1]", lambda v: 0 <= v <= 1),
+            ("document_pool_size", "an int >= 2 (NotNext pairs need another document)",
+             lambda v: at_least(v, 2)),
+        )
+        for name, expected, holds in rules:
+            if not holds(getattr(self, name)):
+                raise ValueError(f"Expected {name} to be {expected}. "
+                                 f"Received: {name}={getattr(self, name)!r}")
 
 
 # --- Writing -----------------------------------------------------------------
