@@ -36,7 +36,8 @@ from keras_bert.files import (
 )
 from keras_bert.models.registry import get_task
 from keras_bert.text import BertPreprocessor, save_vocabulary
-from keras_bert.text.settings import TEXT_SETTINGS_KEYS, TextSettings, resolve_text_settings
+from keras_bert.text.settings import (TEXT_SETTINGS_KEYS, TextSettings, resolve_lengths,
+                                      resolve_text_settings)
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
@@ -122,6 +123,14 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
     vocab_file = vocab_file or getattr(model, "vocab_file", None)
     if vocab_file is not None:
         check_vocab(vocab_file, config.vocab_size)
+    # A text setting given as None (a preprocessor's sequence_length None)
+    # overrides the loaded one and is left out.
+    task = {**(getattr(model, "task_info", None) or {}), **(task_info or {})}
+    task = {k: v for k, v in task.items() if not (k in TEXT_SETTINGS and v is None)}
+    # What a save writes, a load must read: the load's check, before anything is written.
+    resolve_lengths(TextSettings(), TextSettings.from_json(task), config.max_position_embeddings,
+                    where="the model's preprocessor",
+                    fix="Set model.preprocessor.sequence_length (or max_seq_length)")
     if _holds_only(model_dir, VOCAB_FILE, vocab_file):
         target = real_path(model_dir)  # Its one file is the vocabulary copied in.
     else:
@@ -135,10 +144,6 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
         elif getattr(model, "preprocessor", None) is not None:
             save_vocabulary(model.preprocessor.tokenizer.vocabulary,
                             os.path.join(tmp, VOCAB_FILE))
-        # A text setting given as None (a preprocessor's sequence_length None)
-        # overrides the loaded one and is left out.
-        task = {**(getattr(model, "task_info", None) or {}), **(task_info or {})}
-        task = {k: v for k, v in task.items() if not (k in TEXT_SETTINGS and v is None)}
         if model is not encoder:
             task = {"task": model.task_name, "task_config": model.task_config(), **task}
         else:
