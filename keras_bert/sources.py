@@ -117,6 +117,12 @@ _FOLDER_FILES = ("config.json", "task.json", "vocab.txt", "tokenizer.json",
                  "preprocessor.json", "metadata.json")
 
 
+# Files a converter reads as a checkpoint on their own (keras_bert.checkpoints.convert).
+_WEIGHTS_SUFFIXES = (".safetensors", ".bin", ".h5", ".index.json", ".index")
+# Files users train on, passed by mistake.
+_DATA_SUFFIXES = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".tfrecord", ".parquet", ".gz")
+
+
 def _is_export(path):
     """True for a serving export: a SavedModel folder, or a folder of integer versions holding one.
 
@@ -140,8 +146,8 @@ def wrong_kind(source):
     """Why `source` is none of the things `from_pretrained` loads, or None.
 
     Catches what users pass by mistake: a file of a model folder (its
-    config.json, a keras_bert model directory's model.weights.h5), and an
-    export (a SavedModel folder, a versioned exports/NAME folder, a LiteRT
+    config.json, a keras_bert model directory's model.weights.h5), a file
+    that is no checkpoint (a data file: train.csv), and an export (a SavedModel folder, a versioned exports/NAME folder, a LiteRT
     .tflite file or folder), which is for serving.
     """
     if os.path.isfile(source):
@@ -152,6 +158,17 @@ def wrong_kind(source):
         if name in _FOLDER_FILES or is_model_dir(folder) or _looks_like_model_dir(folder):
             return (f"{source} is a file of the folder {folder}: from_pretrained takes the "
                     f"folder. Pass from_pretrained({folder!r}).")
+        if name.endswith(_WEIGHTS_SUFFIXES):
+            return None
+        kind = "a data file" if name.lower().endswith(_DATA_SUFFIXES) else "no model file"
+        return (f"{source} is {kind}, not a model: from_pretrained takes a model directory "
+                f"(what save_pretrained or tools/finetune.py writes), a checkpoint folder or "
+                f"weights file ({', '.join(_WEIGHTS_SUFFIXES)}), a Hugging Face Hub id or a "
+                f"known name such as 'bert-base-uncased'."
+                + (" Train on data with model.fit(texts, labels) or tools/finetune.py."
+                   if kind == "a data file" else "")
+                + (" A .keras file loads with keras.models.load_model."
+                   if name.endswith(".keras") else ""))
         return None
     if os.path.isdir(source) and not os.path.isfile(os.path.join(source, "config.json")) and (
             _is_export(source) or any(n.endswith(".tflite") for n in os.listdir(source))):
