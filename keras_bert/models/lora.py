@@ -26,6 +26,11 @@ from keras_bert.layers.lora import LoraDense, check_lora_settings
 from keras_bert.layers.transformer_encoder_block import LORA_TARGETS
 from keras_bert.models.model_dir import LORA_FILE
 
+#: The learning rate of a model compiled with its task's default optimizer while it has
+#: adapters (`compile()`, `from_pretrained`): full fine-tuning's 5e-5 barely moves
+#: adapters that start at zero (measured in docs/lora.md).
+LORA_LEARNING_RATE = 3e-3
+
 _FORMAT = "keras_bert.lora"
 _HEAD = "head"
 _VERSION = 1
@@ -58,6 +63,12 @@ def _adapter_ids(model):
 
 class LoraModel:
     """Mixin of `BertEncoder` and `BertTask`: LoRA fine-tuning of the encoder."""
+
+    def compile(self, *args, **kwargs):
+        """`keras.Model.compile`; with adapters, the task's default optimizer runs at
+        `LORA_LEARNING_RATE`."""
+        super().compile(*args, **kwargs)
+        _follow_default_rate(self)
 
     @property
     def lora_enabled(self):
@@ -285,6 +296,28 @@ def _reset_training(model):
             return
         fresh = type(optimizer).from_config(optimizer.get_config())
         model.compile(**{**args, "optimizer": fresh})
+    _follow_default_rate(model, back=True)
+
+
+def _follow_default_rate(model, back=False):
+    """Puts `LORA_LEARNING_RATE` on a model with adapters compiled with its task's default
+    optimizer (and, with `back`, the default's own rate on one without adapters)."""
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None or not hasattr(model, "default_optimizer"):
+        return
+    try:
+        default = model.default_optimizer()
+    except ValueError:  # Not a registered task: no default to compare with.
+        return
+    ours, theirs = optimizer.get_config(), default.get_config()
+    rate, full = ours.pop("learning_rate"), theirs.pop("learning_rate")
+    ours.pop("name", None), theirs.pop("name", None)
+    if type(optimizer) is not type(default) or ours != theirs or isinstance(rate, dict):
+        return
+    want, other = ((LORA_LEARNING_RATE, full) if model.lora_enabled else
+                   (full, LORA_LEARNING_RATE) if back else (None, None))
+    if want is not None and abs(float(rate) - other) <= 1e-6 * other:
+        optimizer.learning_rate = want
 
 
 def merged_copy(model):
