@@ -117,6 +117,8 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
     Raises:
         keras_bert.files.OutputError: `model_dir` is a file or a folder that
             is not a model directory keras_bert wrote.
+        ValueError: the text settings pack past the encoder's positions
+            (`from_pretrained` would refuse them); nothing is written.
     """
     encoder = getattr(model, "encoder", model)
     config = encoder.get_bert_config()
