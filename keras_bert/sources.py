@@ -9,8 +9,8 @@ call `resolve_source` here, and `keras_bert/__init__.py` registers the
 converter's resolver.
 
 The preprocessor is built from a model directory by `keras_bert.models`
-(which `keras_bert.text` must not import either): it registers
-`load_preprocessor` here the same way.
+(which `keras_bert.text` must not import either): `keras_bert/__init__.py`
+registers its `load_preprocessor` here the same way.
 """
 
 import json

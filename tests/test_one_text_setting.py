@@ -201,9 +201,8 @@ def test_a_fresh_process_loads_the_saved_lengths(fitted_dir):
     path, logits = fitted_dir
     script = (
         "import json, sys\n"
-        "import keras  # noqa: F401 (the task module's import order, until plain imports)\n"
-        "from keras_bert.tasks.classification.model import BertClassifier\n"
-        "model = BertClassifier.from_pretrained(sys.argv[1])\n"
+        "import keras_bert\n"
+        "model = keras_bert.BertClassifier.from_pretrained(sys.argv[1])\n"
         "p = model.preprocessor\n"
         "print(json.dumps([p.sequence_length, p.max_seq_length,\n"
         "                  model.predict(['the movie was good'], verbose=0).tolist()]))\n")

@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from keras_bert import sources, storage
+from keras_bert import storage
 from keras_bert.config import BertConfig, embedding_width
 from keras_bert.files import (
     Kind,
@@ -522,9 +522,6 @@ def load_preprocessor(model_dir, max_seq_length=None, lowercase=None):
     return build_preprocessor(vocab_path, config.max_position_embeddings,
                               read_task_info(model_dir), max_seq_length=max_seq_length,
                               lowercase=lowercase, where=os.path.join(model_dir, TASK_FILE))
-
-
-sources.register_preprocessor_loader(load_preprocessor)
 
 
 def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,

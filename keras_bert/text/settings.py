@@ -14,8 +14,9 @@ preprocessor, export, feature extraction, conversion) gets them from
 
 The two lengths are one setting to think about: the one not given follows
 the other (`resolve_lengths`). The defaults: max_seq_length min(512,
-max_position_embeddings), or the caller's own shorter default (fine-tuning: 128, span QA 384; feature
-extraction 128), never past max_position_embeddings; lowercase guessed from
+max_position_embeddings), or the caller's own shorter default (fine-tuning:
+128, span QA 384; feature extraction 128), never past
+max_position_embeddings; lowercase guessed from
 the vocabulary (`infer_lowercase`), with a warning that says so;
 truncation "longest_first" (the paper's rule).
 """
