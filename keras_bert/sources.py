@@ -116,9 +116,8 @@ _FOLDER_FILES = ("config.json", "task.json", "vocab.txt", "tokenizer.json",
                  "preprocessor.json", "metadata.json")
 
 
-# Files a converter reads as a checkpoint on their own (keras_bert.checkpoints.convert).
-_WEIGHTS_SUFFIXES = (".safetensors", ".bin", ".h5", ".index.json", ".index")
-# Files users train on, passed by mistake.
+# Files a converter reads on their own (keras_bert.checkpoints.convert), and data files.
+_WEIGHTS_SUFFIXES = (".safetensors", ".bin", ".h5", ".index.json", ".index", ".ckpt")
 _DATA_SUFFIXES = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".tfrecord", ".parquet", ".gz")
 
 
@@ -146,8 +145,8 @@ def wrong_kind(source):
 
     Catches what users pass by mistake: a file of a model folder (its
     config.json, a keras_bert model directory's model.weights.h5), a file
-    that is no checkpoint (a data file: train.csv), and an export (a SavedModel folder, a versioned exports/NAME folder, a LiteRT
-    .tflite file or folder), which is for serving.
+    that is no checkpoint (train.csv), and an export (a SavedModel folder,
+    a versioned exports/NAME folder, a LiteRT .tflite file or folder).
     """
     if os.path.isfile(source):
         folder = os.path.dirname(os.path.abspath(source))
@@ -157,17 +156,13 @@ def wrong_kind(source):
         if name in _FOLDER_FILES or is_model_dir(folder) or _looks_like_model_dir(folder):
             return (f"{source} is a file of the folder {folder}: from_pretrained takes the "
                     f"folder. Pass from_pretrained({folder!r}).")
-        if name.endswith(_WEIGHTS_SUFFIXES):
-            return None
-        kind = "a data file" if name.lower().endswith(_DATA_SUFFIXES) else "no model file"
-        return (f"{source} is {kind}, not a model: from_pretrained takes a model directory "
-                f"(what save_pretrained or tools/finetune.py writes), a checkpoint folder or "
-                f"weights file ({', '.join(_WEIGHTS_SUFFIXES)}), a Hugging Face Hub id or a "
-                f"known name such as 'bert-base-uncased'."
-                + (" Train on data with model.fit(texts, labels) or tools/finetune.py."
-                   if kind == "a data file" else "")
-                + (" A .keras file loads with keras.models.load_model."
-                   if name.endswith(".keras") else ""))
+        if not name.endswith(_WEIGHTS_SUFFIXES):
+            data = name.lower().endswith(_DATA_SUFFIXES)
+            return (f"{source} is {'a data file' if data else 'no checkpoint'}, not a model: "
+                    f"from_pretrained takes a model directory (save_pretrained's), a checkpoint "
+                    f"folder or weights file ({' '.join(_WEIGHTS_SUFFIXES)}), a Hub id or a "
+                    f"known name ('bert-base-uncased')."
+                    + (" Train on data with model.fit or tools/finetune.py." if data else ""))
         return None
     if os.path.isdir(source) and not os.path.isfile(os.path.join(source, "config.json")) and (
             _is_export(source) or any(n.endswith(".tflite") for n in os.listdir(source))):

@@ -26,9 +26,7 @@ from keras_bert.layers.lora import LoraDense, check_lora_settings
 from keras_bert.layers.transformer_encoder_block import LORA_TARGETS
 from keras_bert.models.model_dir import LORA_FILE
 
-#: The learning rate of a model compiled with its task's default optimizer while it has
-#: adapters (`compile()`, `from_pretrained`): full fine-tuning's 5e-5 barely moves
-#: adapters that start at zero (measured in docs/lora.md).
+#: The rate a task's default optimizer trains adapters at (5e-5 barely moves them: docs/lora.md).
 LORA_LEARNING_RATE = 3e-3
 
 _FORMAT = "keras_bert.lora"
@@ -65,8 +63,7 @@ class LoraModel:
     """Mixin of `BertEncoder` and `BertTask`: LoRA fine-tuning of the encoder."""
 
     def compile(self, *args, **kwargs):
-        """`keras.Model.compile`; with adapters, the task's default optimizer runs at
-        `LORA_LEARNING_RATE`."""
+        """`keras.Model.compile`; with adapters, the task's default optimizer at LoRA's rate."""
         super().compile(*args, **kwargs)
         _follow_default_rate(self)
 
@@ -300,24 +297,23 @@ def _reset_training(model):
 
 
 def _follow_default_rate(model, back=False):
-    """Puts `LORA_LEARNING_RATE` on a model with adapters compiled with its task's default
-    optimizer (and, with `back`, the default's own rate on one without adapters)."""
+    """`LORA_LEARNING_RATE` on a model with adapters compiled with its task's default
+    optimizer (with `back`, the default's own rate again on one without adapters)."""
     optimizer = getattr(model, "optimizer", None)
-    if optimizer is None or not hasattr(model, "default_optimizer"):
+    default = getattr(model, "default_optimizer", None)
+    if optimizer is None or default is None:
         return
     try:
-        default = model.default_optimizer()
+        default = default()
     except ValueError:  # Not a registered task: no default to compare with.
         return
-    ours, theirs = optimizer.get_config(), default.get_config()
+    ours, theirs = ({k: v for k, v in o.get_config().items() if k != "name"}
+                    for o in (optimizer, default))
     rate, full = ours.pop("learning_rate"), theirs.pop("learning_rate")
-    ours.pop("name", None), theirs.pop("name", None)
-    if type(optimizer) is not type(default) or ours != theirs or isinstance(rate, dict):
-        return
-    want, other = ((LORA_LEARNING_RATE, full) if model.lora_enabled else
-                   (full, LORA_LEARNING_RATE) if back else (None, None))
-    if want is not None and abs(float(rate) - other) <= 1e-6 * other:
-        optimizer.learning_rate = want
+    if type(optimizer) is type(default) and ours == theirs and not isinstance(rate, dict):
+        old, new = (full, LORA_LEARNING_RATE) if model.lora_enabled else (LORA_LEARNING_RATE, full)
+        if (model.lora_enabled or back) and abs(float(rate) - old) <= 1e-6 * old:
+            optimizer.learning_rate = new
 
 
 def merged_copy(model):

@@ -69,8 +69,7 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
         check_kwargs(type(self).__name__, {k: v for k, v in kwargs.items()
                                            if k not in ("inputs", "outputs")})
         super().__init__(*args, **kwargs)
-        # A functional model keeps the float32 policy: the task reports the one
-        # it runs, its encoder's (as `BertEncoder` reports its layers').
+        # A functional model keeps float32: report the policy it runs (as BertEncoder does).
         encoder = getattr(self, "encoder", None)
         if encoder is not None and self.dtype_policy.name != encoder.dtype_policy.name:
             self.dtype_policy = encoder.dtype_policy
