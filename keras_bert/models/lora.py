@@ -28,6 +28,9 @@ from keras_bert.layers.lora import LoraDense, check_lora_settings
 from keras_bert.layers.transformer_encoder_block import LORA_TARGETS
 from keras_bert.models.model_dir import LORA_FILE
 
+#: The rate a task's default optimizer trains adapters at (5e-5 barely moves them: docs/lora.md).
+LORA_LEARNING_RATE = 3e-3
+
 _FORMAT = "keras_bert.lora"
 _HEAD = "head"
 _VERSION = 2  # 2: the base model's identity and the head's label names.
@@ -60,6 +63,11 @@ def _adapter_ids(model):
 
 class LoraModel:
     """Mixin of `BertEncoder` and `BertTask`: LoRA fine-tuning of the encoder."""
+
+    def compile(self, *args, **kwargs):
+        """`keras.Model.compile`; with adapters, the task's default optimizer at LoRA's rate."""
+        super().compile(*args, **kwargs)
+        _follow_default_rate(self)
 
     @property
     def lora_enabled(self):
@@ -348,6 +356,27 @@ def _reset_training(model):
             return
         fresh = type(optimizer).from_config(optimizer.get_config())
         model.compile(**{**args, "optimizer": fresh})
+    _follow_default_rate(model, back=True)
+
+
+def _follow_default_rate(model, back=False):
+    """`LORA_LEARNING_RATE` on a model with adapters compiled with its task's default
+    optimizer (with `back`, the default's own rate again on one without adapters)."""
+    optimizer = getattr(model, "optimizer", None)
+    default = getattr(model, "default_optimizer", None)
+    if optimizer is None or default is None:
+        return
+    try:
+        default = default()
+    except ValueError:  # Not a registered task: no default to compare with.
+        return
+    ours, theirs = ({k: v for k, v in o.get_config().items() if k != "name"}
+                    for o in (optimizer, default))
+    rate, full = ours.pop("learning_rate"), theirs.pop("learning_rate")
+    if type(optimizer) is type(default) and ours == theirs and not isinstance(rate, dict):
+        old, new = (full, LORA_LEARNING_RATE) if model.lora_enabled else (LORA_LEARNING_RATE, full)
+        if (model.lora_enabled or back) and abs(float(rate) - old) <= 1e-6 * old:
+            optimizer.learning_rate = new
 
 
 def merged_copy(model):

@@ -56,12 +56,23 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
     #: False for heads that read sequence_output only (taggers, span QA).
     uses_pooler = True
 
+    def __new__(cls, *args, **kwargs):
+        # Before the subclass' own signature says "missing argument 'encoder'".
+        if "backbone" in kwargs:
+            raise ValueError(f"{cls.__name__} takes encoder=, keras_bert's name for keras-hub's "
+                             f"backbone=: {cls.__name__}(encoder=..., ...).")
+        return super().__new__(cls, *args, **kwargs)
+
     def __init__(self, *args, preprocessor=None, compile=True, **kwargs):
         from keras_bert.models.encoder import check_kwargs
 
         check_kwargs(type(self).__name__, {k: v for k, v in kwargs.items()
                                            if k not in ("inputs", "outputs")})
         super().__init__(*args, **kwargs)
+        # A functional model keeps float32: report the policy it runs (as BertEncoder does).
+        encoder = getattr(self, "encoder", None)
+        if encoder is not None and self.dtype_policy.name != encoder.dtype_policy.name:
+            self.dtype_policy = encoder.dtype_policy
         self.preprocessor = preprocessor
         # Compiled with the task's recipe on first use when never compiled
         # (`DefaultCompile.ensure_compiled`); False: the user compiles.
