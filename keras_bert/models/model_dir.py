@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from keras_bert import sources, storage
+from keras_bert import storage
 from keras_bert.config import BertConfig, embedding_width
 from keras_bert.files import (
     Kind,
@@ -37,7 +37,8 @@ from keras_bert.files import (
 )
 from keras_bert.models.registry import get_task
 from keras_bert.text import BertPreprocessor, save_vocabulary
-from keras_bert.text.settings import TEXT_SETTINGS_KEYS, TextSettings, resolve_text_settings
+from keras_bert.text.settings import (TEXT_SETTINGS_KEYS, TextSettings, resolve_lengths,
+                                      resolve_text_settings)
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
@@ -117,12 +118,22 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
     Raises:
         keras_bert.files.OutputError: `model_dir` is a file or a folder that
             is not a model directory keras_bert wrote.
+        ValueError: the text settings pack past the encoder's positions
+            (`from_pretrained` would refuse them); nothing is written.
     """
     encoder = getattr(model, "encoder", model)
     config = encoder.get_bert_config()
     vocab_file = vocab_file or getattr(model, "vocab_file", None)
     if vocab_file is not None:
         check_vocab(vocab_file, config.vocab_size)
+    # A text setting given as None (a preprocessor's sequence_length None)
+    # overrides the loaded one and is left out.
+    task = {**(getattr(model, "task_info", None) or {}), **(task_info or {})}
+    task = {k: v for k, v in task.items() if not (k in TEXT_SETTINGS and v is None)}
+    # What a save writes, a load must read: the load's check, before anything is written.
+    resolve_lengths(TextSettings(), TextSettings.from_json(task), config.max_position_embeddings,
+                    where="the model's preprocessor",
+                    fix="Set model.preprocessor.sequence_length (or max_seq_length)")
     if _holds_only(model_dir, VOCAB_FILE, vocab_file):
         target = real_path(model_dir)  # Its one file is the vocabulary copied in.
     else:
@@ -136,10 +147,6 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
         elif getattr(model, "preprocessor", None) is not None:
             save_vocabulary(model.preprocessor.tokenizer.vocabulary,
                             os.path.join(tmp, VOCAB_FILE))
-        # A text setting given as None (a preprocessor's sequence_length None)
-        # overrides the loaded one and is left out.
-        task = {**(getattr(model, "task_info", None) or {}), **(task_info or {})}
-        task = {k: v for k, v in task.items() if not (k in TEXT_SETTINGS and v is None)}
         if model is not encoder:
             task = {"task": model.task_name, "task_config": model.task_config(), **task}
         else:
@@ -509,9 +516,6 @@ def load_preprocessor(model_dir, max_seq_length=None, lowercase=None):
     return build_preprocessor(vocab_path, config.max_position_embeddings,
                               read_task_info(model_dir), max_seq_length=max_seq_length,
                               lowercase=lowercase, where=os.path.join(model_dir, TASK_FILE))
-
-
-sources.register_preprocessor_loader(load_preprocessor)
 
 
 def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,

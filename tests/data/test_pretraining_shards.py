@@ -175,6 +175,24 @@ def test_shards_of_other_settings_are_refused(corpus, tmp_path):
     assert done["skipped"] and done["metadata"] == corpus["whole"]
 
 
+def test_another_corpus_of_the_same_path_and_size_is_another_set(corpus, tmp_path):
+    text = (tmp_path / "corpus.txt")
+    first = open(corpus["corpus"], encoding="utf-8").read()
+    text.write_text(first, encoding="utf-8")
+    apart = {**corpus, "corpus": str(text)}
+    out = tmp_path / "data"
+    _write_apart(apart, out, 2, order=[0])
+    # The same words in another order: the same size, other documents.
+    second = "\n".join(" ".join(reversed(line.split(" "))) for line in first.split("\n"))
+    assert second != first and len(second) == len(first)
+    text.write_text(second, encoding="utf-8")
+    with pytest.raises(OutputError, match="pretraining-00000-of-00002.json is a shard of "
+                                          "another data set"):
+        _write_apart(apart, out, 2, order=[1])
+    assert sorted(os.listdir(out)) == ["pretraining-00000-of-00002.json",
+                                       "pretraining-00000-of-00002.tfrecord", "vocab.txt"]
+
+
 @pytest.mark.parametrize("text, match", [
     ("3/3", r"shard_index in \[0, 3\).*Received: shard 3/3"),
     ("-1/2", r"shard_index in \[0, 2\)"),
