@@ -684,21 +684,12 @@ def remove_own(directory, names):
     Returns:
         bool, whether `directory` is gone.
     """
+    for name in names:  # A link is removed, never followed.
+        storage.remove(storage.join(directory, name))
     if storage.is_remote(directory):
-        for name in names:
-            storage.remove(storage.join(directory, name))
         if storage.isdir(directory) and not storage.listdir(directory):
             storage.remove(directory)
         return not storage.exists(directory)
-    for name in names:
-        path = os.path.join(directory, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        elif os.path.lexists(path):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
-    try:
-        os.rmdir(directory)
-    except OSError:
-        return False
-    return True
+    with contextlib.suppress(OSError):
+        os.rmdir(directory)  # Only if empty: a file of the user's keeps it.
+    return not os.path.lexists(directory)
