@@ -34,13 +34,11 @@ import numpy as np
 
 from keras_bert.checkpoints import bert_family
 from keras_bert.checkpoints.source import (
-    CONFIG_KEYS,
     POOLER_WEIGHTS,
     CheckpointError,
     SourceCheckpoint,
     check_against_config,
     check_config_object,
-    config_from_values,
     count_vocab_lines,
     first_line,
     read_config_json,
@@ -54,19 +52,6 @@ SAFETENSORS_INDEX = "model.safetensors.index.json"
 PYTORCH_FILE = "pytorch_model.bin"
 PYTORCH_INDEX = "pytorch_model.bin.index.json"
 
-# transformers' ACT2FN names -> BertConfig's. "gelu" is exact (erf) there;
-# "gelu_new", "gelu_fast" and "gelu_pytorch_tanh" are the tanh approximation.
-_ACTIVATIONS = {
-    "gelu": "gelu",
-    "gelu_new": "gelu_approx",
-    "gelu_fast": "gelu_approx",
-    "gelu_pytorch_tanh": "gelu_approx",
-    "relu": "relu",
-}
-ACTIVATIONS = _ACTIVATIONS
-
-# Google's keys, and the LayerNorm epsilon Google's format has not.
-_CONFIG_KEYS = {**CONFIG_KEYS, "layer_norm_eps": "layer_norm_epsilon"}
 
 _DENSE = (
     r"attention\.self\.(?:query|key|value)|attention\.output\.dense"
@@ -190,37 +175,8 @@ def config_from_huggingface(values, path="config.json"):
             f"(model_type 'bert', 'distilbert', 'electra'): other architectures "
             f"differ in position ids, normalization or names."
         )
-    check_bert_keys(values, path, "a BERT")
-    return config_from_bert_keys(values, path)
-
-
-def check_bert_keys(values, path, what):
-    """Raises CheckpointError unless a config.json of BERT's keys (BERT's, ELECTRA's)
-    describes an encoder keras_bert has: absolute positions, bidirectional,
-    every key there. `what` ("a BERT") names the model in the message."""
-    position_type = values.get("position_embedding_type", "absolute")
-    if position_type != "absolute":
-        raise CheckpointError(
-            f"{path}: position_embedding_type={position_type!r} is not supported; "
-            f"keras_bert has absolute position embeddings only."
-        )
-    if values.get("is_decoder") or values.get("add_cross_attention"):
-        raise CheckpointError(
-            f"{path}: is_decoder/add_cross_attention is set; keras_bert converts "
-            f"bidirectional BERT encoders only."
-        )
-    missing = sorted(
-        k
-        for k in _CONFIG_KEYS
-        if k not in values and k not in ("initializer_range", "layer_norm_eps")
-    )
-    if missing:
-        raise CheckpointError(f"{path}: missing key(s) {missing} of {what} config.")
-
-
-def config_from_bert_keys(values, path, **fixed):
-    """BertConfig from a config.json of BERT's keys; `fixed`: fields it does not store."""
-    return config_from_values(values, path, _CONFIG_KEYS, _ACTIVATIONS, **fixed)
+    bert_family.check_bert_keys(values, path, "a BERT")
+    return bert_family.config_from_bert_keys(values, path)
 
 
 def find_weights_file(folder):
