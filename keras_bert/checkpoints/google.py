@@ -29,6 +29,7 @@ from keras_bert.checkpoints.source import (
     SourceCheckpoint,
     check_against_config,
     check_config_object,
+    check_declared_sizes,
     config_from_values,
     expected_shapes,
     first_line,
@@ -174,6 +175,7 @@ def read_google_checkpoint(path):
             f"Cannot read TF checkpoint {prefix}.index: {first_line(e)}. "
             f"The file is missing, truncated or not a TF checkpoint."
         ) from e
+    check_declared_sizes(reader, prefix)
 
     source = SourceCheckpoint(
         format="google",

@@ -43,6 +43,7 @@ from keras_bert.checkpoints.source import (
     first_line,
     read_config_json,
 )
+from keras_bert.names import inside_name
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
@@ -210,7 +211,12 @@ def load_tensors(weights_file):
         folder = os.path.dirname(weights_file)
         tensors = {}
         for shard in sorted(set(weight_map.values())):
-            tensors.update(load_tensors(os.path.join(folder, shard)))
+            # A shard is a weights file inside the folder, never an index (no loops).
+            if str(shard).endswith(".index.json"):
+                raise CheckpointError(f"{weights_file} is damaged: shard {shard!r} is an "
+                                      f"index, not a weights file. Download it again.")
+            tensors.update(load_tensors(os.path.join(folder, inside_name(
+                shard, source=weights_file, what="a shard"))))
         missing = sorted(set(weight_map) - set(tensors))
         if missing:
             raise CheckpointError(

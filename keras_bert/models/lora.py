@@ -24,7 +24,7 @@ import tensorflow as tf
 from keras_bert.files import write_bytes_atomic
 from keras_bert.layers.lora import LoraDense, check_lora_settings
 from keras_bert.layers.transformer_encoder_block import LORA_TARGETS
-from keras_bert.models.model_dir import LORA_FILE
+from keras_bert.models.model_dir import LORA_FILE, h5_shapes
 
 _FORMAT = "keras_bert.lora"
 _HEAD = "head"
@@ -175,6 +175,7 @@ class LoraModel:
             data = f.read()
         try:
             h5 = h5py.File(io.BytesIO(data), "r")
+            h5_shapes(h5, _encoder(self).get_bert_config(), path)
         except OSError as error:
             raise ValueError(f"{path} is not an h5 file of LoRA weights ({error}).") from None
         with h5:
