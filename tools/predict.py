@@ -72,19 +72,19 @@ def read_examples(args, pairs):
     """Lists of first and second texts (second None unless `pairs`).
 
     With `pairs`, a line of --input is split at its first TAB; without, the
-    whole line is one text.
+    whole line is one text. Every line is a row, a blank one too (an empty
+    text): output row i answers input line i. The file is read once (a pipe
+    works) by the readers' one reader: not UTF-8 text is refused, a line with
+    a few invalid bytes repaired and reported.
     """
+    from keras_bert.data.report import DataReport
+    from keras_bert.data.text_data import read_lines
+
     given = args.text_b if args.text_b is not None else args.context
     first, second = list(args.texts), list(given) if given else None
     if args.input:
-        # Every line is a row, a blank one too (an empty text): output row i
-        # answers input line i. (Split on "\n" only: str.splitlines would also
-        # split a text at U+2028 or a form feed.)
-        with open(args.input, encoding="utf-8", errors="replace", newline="") as f:
-            lines = f.read().split("\n")
-        if lines[-1] == "":
-            lines.pop()  # After the final newline.
-        lines = [line.rstrip("\r") for line in lines]
+        report = DataReport(args.input)
+        lines = [line.rstrip("\r\n") for _, line in read_lines(args.input, report, "input file")]
         if not pairs:
             return first + lines, second
         rows = [line.split("\t", 1) for line in lines]
@@ -107,6 +107,13 @@ def main(argv=None):
         return 1
     _cli.quiet_tensorflow(args.verbose)
     from keras_bert.tasks.text_embedding import output as embedding_output
+    from keras_bert.text.text_files import argument_text
+
+    # Bytes that are not UTF-8 are refused here, as a file's are, not by TensorFlow.
+    for flag, name in (("texts", "text"), ("text_b", "--text-b"), ("context", "--context")):
+        if getattr(args, flag) is not None:
+            setattr(args, flag, [argument_text(t, f"{name} {i}")
+                                 for i, t in enumerate(getattr(args, flag), 1)])
 
     if embedding_output.is_embedding_model_dir(args.model):  # A model directory, not an export.
         texts = read_examples(args, pairs=False)[0]

@@ -62,9 +62,10 @@ def check_text_bytes(head, path):
                 f"iconv -f {encoding} -t UTF-8 {path} > {path}.utf8)."
             )
     if b"\x00" in head:
-        # UTF-16 text without a mark has a NUL in every other byte (ASCII).
+        # UTF-16 text without a mark has a NUL in every other byte (ASCII), in
+        # one half only: a file of NULs is binary.
         even, odd = head[0::2], head[1::2]
-        if max(even.count(0), odd.count(0)) > 0.4 * max(len(odd), 1):
+        if (even.count(0) > 0.4 * max(len(odd), 1)) != (odd.count(0) > 0.4 * max(len(odd), 1)):
             raise ValueError(
                 f"{path} looks like UTF-16 (every other byte is NUL): save it as UTF-8 (e.g. "
                 f"iconv -f UTF-16 -t UTF-8 {path} > {path}.utf8)."
@@ -90,25 +91,54 @@ def check_not_directory(path, what="file"):
                          f"not a folder.")
 
 
-def check_text_file(path, what="file"):
-    """Raises a one-line error unless `path` is an existing UTF-8 text file.
+def _open(path, what):
+    path = os.fspath(path)
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"{what.capitalize()} not found: {path}")
+    check_not_directory(path, what)
+    # Locally the builtin open: TensorFlow's reads seek, which a pipe refuses.
+    return tf.io.gfile.GFile(path, "rb") if "://" in path else open(path, "rb")
+
+
+def read_text_file(path, what="file"):
+    """The bytes of a UTF-8 text file, read once (a pipe or `<(zcat ...)` works),
+    without a UTF-8 byte-order mark: the one reader of a user's text input.
 
     Args:
-        path: str or os.PathLike (any `tf.io.gfile` path).
-        what: str, what the file is for ("data file", "corpus file"), for
-            the messages.
+        path: str or os.PathLike (any `tf.io.gfile` path, or a pipe).
+        what: str, what the file is for ("data file", "input file"), for the messages.
 
     Raises:
         FileNotFoundError: `path` does not exist.
         ValueError: `path` is a directory, or see `check_text_bytes`.
     """
-    path = os.fspath(path)
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"{what.capitalize()} not found: {path}")
-    check_not_directory(path, what)
-    with tf.io.gfile.GFile(path, "rb") as f:
+    with _open(path, what) as f:
+        data = f.read()
+    check_text_bytes(data[:SNIFF_BYTES], os.fspath(path))
+    return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+
+
+def check_text_file(path, what="file"):
+    """Raises a one-line error unless `path` is an existing UTF-8 text file that
+    can be read again (its reader reads it more than once, or streams it).
+
+    Args:
+        path: str or os.PathLike (any `tf.io.gfile` path).
+        what: str, what the file is for ("corpus file", "input file"), for
+            the messages.
+
+    Raises:
+        FileNotFoundError: `path` does not exist.
+        ValueError: `path` is a directory or a pipe, or see `check_text_bytes`.
+    """
+    with _open(path, what) as f:
+        if not f.seekable():
+            raise ValueError(
+                f"{os.fspath(path)} is a pipe: the {what} needs a seekable file (it is read "
+                f"more than once). Write it to a file first (e.g. zcat corpus.gz > "
+                f"corpus.txt) and pass that.")
         head = f.read(SNIFF_BYTES)
-    check_text_bytes(head, path)
+    check_text_bytes(head, os.fspath(path))
 
 
 def describe_invalid_utf8(data, error):
@@ -126,5 +156,25 @@ def describe_invalid_utf8(data, error):
         Latin-1 / Windows-1252 (or another 8-bit encoding)".
     """
     line = data.count(b"\n", 0, error.start) + 1
-    return (f"byte 0x{data[error.start]:02x} on line {line} is not UTF-8; the file looks like "
+    return (f"byte 0x{data[error.start]:02x} on line {line} is not UTF-8; it looks like "
             f"Latin-1 / Windows-1252 (or another 8-bit encoding)")
+
+
+def argument_text(argument, where):
+    """A command-line text as str, or ValueError when its bytes are not UTF-8.
+
+    Python decodes the bytes of `sys.argv` that are not UTF-8 to lone surrogates
+    (PEP 383), which TensorFlow cannot take; the original bytes are told apart
+    as a file's are (`describe_invalid_utf8`).
+
+    Args:
+        argument: str, from sys.argv.
+        where: str, which argument ("text 2", "--text-b 1"), for the message.
+    """
+    data = os.fsencode(argument)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{where} ({data!r}): {describe_invalid_utf8(data, e)}. Pass UTF-8 text: set the "
+            f"terminal to UTF-8, or convert the text (iconv -f LATIN1 -t UTF-8).") from None
