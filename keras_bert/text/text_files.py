@@ -91,11 +91,17 @@ def check_not_directory(path, what="file"):
                          f"not a folder.")
 
 
+def check_exists(path, what="file"):
+    """Raises FileNotFoundError or ValueError unless `path` is there and not a folder;
+    opens nothing (a pipe stays unread)."""
+    if not tf.io.gfile.exists(os.fspath(path)):
+        raise FileNotFoundError(f"{what.capitalize()} not found: {os.fspath(path)}")
+    check_not_directory(path, what)
+
+
 def _open(path, what):
     path = os.fspath(path)
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"{what.capitalize()} not found: {path}")
-    check_not_directory(path, what)
+    check_exists(path, what)
     # Locally the builtin open: TensorFlow's reads seek, which a pipe refuses.
     return tf.io.gfile.GFile(path, "rb") if "://" in path else open(path, "rb")
 

@@ -38,6 +38,7 @@ from keras_bert.data.report import DataReport
 # and for callers that know them from this module.
 from keras_bert.data.text_data import FORMATS, detect_format, read_lines, split_examples  # noqa: F401
 from keras_bert.data.text_data import ParallelExamples, text_label_dataset
+from keras_bert.text import text_files
 
 
 @dataclasses.dataclass
@@ -170,6 +171,7 @@ def read_classification_file(
     >>> examples.texts[0], examples.labels[0]
     ('hide new secretions from the parental units', '0')
     """
+    text_files.check_exists(path, "data file")  # Before its format; read once below.
     file_format = detect_format(path, file_format)
     report = DataReport(path, max_logged=max_logged)
     columns = [c for c in (text_column, text_b_column, label_column) if c]

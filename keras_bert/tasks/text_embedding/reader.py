@@ -30,6 +30,7 @@ import tensorflow as tf
 from keras_bert.data import tables
 from keras_bert.data.report import DataReport
 from keras_bert.data.text_data import ParallelExamples, detect_format
+from keras_bert.text import text_files
 
 _FLAGS = "--anchor-column, --positive-column, --negative-columns and --score-column"
 
@@ -109,6 +110,7 @@ def read_pair_file(path, anchor_column="anchor", positive_column="positive",
     >>> pairs.anchors[0], pairs.positives[0]
     ('how do I reset my password', 'Resetting a forgotten password')
     """
+    text_files.check_exists(path, "data file")  # Before its format; read once below.
     file_format = detect_format(path, file_format)
     report = DataReport(path, max_logged=max_logged)
     text_columns = [anchor_column, positive_column, *(negative_columns or ())]
