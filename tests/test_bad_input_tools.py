@@ -183,3 +183,23 @@ def test_a_header_only_csv_says_it_has_no_rows(tmp_path):
     path.write_text("text,label\n\n")
     with pytest.raises(ValueError, match=f"{path} has a header and no rows"):
         read_classification_file(str(path))
+
+
+# === tools/predict.py on a model folder, and --output (issue 45 item 6) ===
+
+@pytest.mark.parametrize("which", ["classifier", "tagger"])
+def test_predict_on_a_model_folder_answers_as_its_export(which, classifier_export, task_exports,
+                                                         tmp_path, capsys):
+    model_dir, export = ((classifier_export["model_dir"], classifier_export["export_dir"])
+                         if which == "classifier" else
+                         (os.path.join(task_exports["root"], "tagger"),
+                          task_exports["tagger_export"]))
+    texts = ["a good movie", "the film was bad"]
+    predict = tool_module("predict").main
+    assert predict(["--model", export, *texts]) == 0
+    from_export = capsys.readouterr().out.splitlines()
+    out = tmp_path / "out.tsv"
+    assert predict(["--model", model_dir, *texts, "--output", str(out)]) == 0
+    assert f"wrote 2 lines to {out}" in capsys.readouterr().err
+    assert out.read_text().splitlines() == from_export
+    assert len(from_export) == 2 and from_export[0].startswith("a good movie\t")
