@@ -183,3 +183,20 @@ def test_refusal_allocates_nothing_near_the_declared_size(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          cwd=ROOT, check=True).stdout.split()
     assert out[-2] == "refused" and int(out[-1]) < 64, out  # MiB of peak growth.
+
+
+def test_google_checkpoint_file_naming_a_prefix_outside_the_folder_is_refused(tmp_path):
+    import tensorflow as tf
+
+    from keras_bert.checkpoints.google import find_google_checkpoint
+
+    folder, outside = tmp_path / "release", tmp_path / "outside"
+    for where in (folder / "a.ckpt", folder / "b.ckpt", outside / "model.ckpt"):
+        tf.train.Checkpoint(v=tf.Variable([1.0])).write(str(where))
+    # Two checkpoints inside: the `checkpoint` file decides, and it points outside.
+    (folder / "checkpoint").write_text(f'model_checkpoint_path: "{outside}/model.ckpt"\n')
+    with pytest.raises(DamagedFileError, match=rf"{folder}/checkpoint is damaged: the latest "
+                                               rf"checkpoint '../outside/model.ckpt' climbs"):
+        find_google_checkpoint(str(folder))
+    (folder / "checkpoint").write_text(f'model_checkpoint_path: "{folder}/b.ckpt"\n')
+    assert find_google_checkpoint(str(folder)) == (str(folder), str(folder / "b.ckpt"))
