@@ -260,14 +260,16 @@ def rules(model_type):
 
 
 def match(rule_list, name):
-    """(Google name, transpose) of `name` by `rule_list`, else (None, False)."""
-    for pattern, template, transpose, renames in rule_list:
+    """(Google name, transpose) of `name` by `rule_list` (`rules`; BERT's own rules
+    have no renames), else (None, False). Dots in a group become slashes."""
+    for pattern, template, transpose, *renames in rule_list:
         found = re.fullmatch(pattern, name)
         if found:
             groups = dict(found.groupdict())
-            if renames and "part" in groups:
-                groups["part"] = renames[groups["part"]]
-            return template.format(**groups), transpose
+            if renames and renames[0] and "part" in groups:
+                groups["part"] = renames[0][groups["part"]]
+            return template.format(**{k: v.replace(".", "/") for k, v in groups.items()}), (
+                transpose)
     return None, False
 
 

@@ -292,15 +292,6 @@ def _model_prefix(names):
     return None
 
 
-def _match(rules, name):
-    for pattern, template, transpose in rules:
-        match = re.fullmatch(pattern, name)
-        if match:
-            groups = {k: v.replace(".", "/") for k, v in match.groupdict().items()}
-            return template.format(**groups), transpose
-    return None, False
-
-
 def read_huggingface_checkpoint(path):
     """Reads a Hugging Face BERT folder into a SourceCheckpoint.
 
@@ -372,12 +363,12 @@ def read_huggingface_checkpoint(path):
             stripped = None if prefix else name
         google, transpose = None, False
         if stripped is not None and model_type != "distilbert":
-            google, transpose = _match(_RULES, stripped)
+            google, transpose = bert_family.match(_RULES, stripped)
         if google is None and stripped is not None and family:
             google, transpose = bert_family.match(family[0], stripped)
         if google is None:
             google, transpose = (bert_family.match(family[1], name) if family
-                                 else _match(_HEAD_RULES, name))
+                                 else bert_family.match(_HEAD_RULES, name))
             if google in POOLER_WEIGHTS and not config.use_pooler:
                 # A dense on [CLS] of a head other than the sequence classifier's
                 # (multiple choice): left, and reported (`bert_family.left_heads`).

@@ -371,7 +371,10 @@ def check_declared_sizes(reader, prefix):
         reader: `tf.train.load_checkpoint(prefix)`; only its maps are read.
         prefix: str, the checkpoint prefix (its `.data-*` files are measured).
     """
-    held = sum(os.path.getsize(p) for p in glob.glob(glob.escape(prefix) + ".data-*"))
+    data_files = glob.glob(glob.escape(prefix) + ".data-*")
+    if not data_files:
+        return  # The reader names the missing file.
+    held = sum(os.path.getsize(p) for p in data_files)
     dtypes = reader.get_variable_to_dtype_map()
     for name, shape in sorted(reader.get_variable_to_shape_map().items()):
         declared = math.prod(shape) * dtypes[name].size
