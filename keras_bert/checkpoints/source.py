@@ -364,13 +364,8 @@ def first_line(error):
 
 
 def check_declared_sizes(reader, prefix):
-    """Raises CheckpointError if a TF checkpoint variable declares more bytes than the
-    prefix's data files hold: its .index's shape would be allocated whole on reading.
-
-    Args:
-        reader: `tf.train.load_checkpoint(prefix)`; only its maps are read.
-        prefix: str, the checkpoint prefix (its `.data-*` files are measured).
-    """
+    """Raises CheckpointError if a variable of `reader` (`tf.train.load_checkpoint(prefix)`)
+    declares more bytes than the prefix's data files hold: reading allocates the declared shape."""
     data_files = glob.glob(glob.escape(prefix) + ".data-*")
     if not data_files:
         return  # The reader names the missing file.

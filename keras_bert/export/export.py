@@ -145,16 +145,9 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
 
 
 def model_signatures(source):
-    """{signature name: tf.function} of what `export_model(source, ...)` would export,
-    run in this process (tools/predict.py on a model folder): the export's functions.
-
-    Args:
-        source: a model directory or any source `from_pretrained` takes.
-
-    Returns:
-        A tuple `(signatures, label_names)`: the functions (`serving_default`
-        included) and the task's label names (None when it has none).
-    """
+    """({signature name: tf.function}, label names or None) of what `export_model(source,
+    ...)` would export (a model directory or any source `from_pretrained` takes), to run
+    in this process: tools/predict.py on a model folder."""
     model = load_model_dir(sources.resolve_source(source), BertEncoder)
     info = getattr(model, "task_info", None) or {}
     return build_serving_module(model).signatures(), info.get("label_names")

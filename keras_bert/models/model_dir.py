@@ -230,17 +230,10 @@ def check_checksum(weights_path):
 
 
 def h5_shapes(h5_file, config, path, error=ValueError):
-    """{dataset name: shape} of an open h5py File, from its metadata only.
-
-    Every h5 reader calls it before reading an array: a dataset may not hold
-    more values than the largest array a model of `config` has (vocab_size x
-    width, intermediate_size x hidden_size), nor more than the bytes the file
-    stores for it (declared, never written, it would still be allocated whole).
-
-    Raises:
-        `error` (ValueError): naming `path`, the dataset, its declared shape and the most
-        expected.
-    """
+    """{dataset name: shape} of an open h5py File, from its metadata; every h5 reader calls
+    it first. Raises `error` naming `path`, the dataset and its declared shape when it holds
+    more values than the largest array of a `config` model, or more than the bytes the file
+    stores for it (declared, never written, it would still be allocated whole)."""
     import h5py
 
     h, i = config.hidden_size, config.intermediate_size

@@ -107,17 +107,9 @@ def _open(path, what):
 
 
 def read_text_file(path, what="file"):
-    """The bytes of a UTF-8 text file, read once (a pipe or `<(zcat ...)` works),
-    without a UTF-8 byte-order mark: the one reader of a user's text input.
-
-    Args:
-        path: str or os.PathLike (any `tf.io.gfile` path, or a pipe).
-        what: str, what the file is for ("data file", "input file"), for the messages.
-
-    Raises:
-        FileNotFoundError: `path` does not exist.
-        ValueError: `path` is a directory, or see `check_text_bytes`.
-    """
+    """The bytes of a UTF-8 text file (any `tf.io.gfile` path), less a byte-order mark,
+    read once so a pipe or `<(zcat ...)` works: the one reader of a user's text input.
+    `what` ("data file") names it in the errors of `check_exists` and `check_text_bytes`."""
     with _open(path, what) as f:
         data = f.read()
     check_text_bytes(data[:SNIFF_BYTES], os.fspath(path))
@@ -167,16 +159,8 @@ def describe_invalid_utf8(data, error):
 
 
 def argument_text(argument, where):
-    """A command-line text as str, or ValueError when its bytes are not UTF-8.
-
-    Python decodes the bytes of `sys.argv` that are not UTF-8 to lone surrogates
-    (PEP 383), which TensorFlow cannot take; the original bytes are told apart
-    as a file's are (`describe_invalid_utf8`).
-
-    Args:
-        argument: str, from sys.argv.
-        where: str, which argument ("text 2", "--text-b 1"), for the message.
-    """
+    """A sys.argv text as str, or ValueError naming `where` ("text 2") when its bytes are
+    not UTF-8 (Python keeps them as lone surrogates, PEP 383, which TensorFlow refuses)."""
     data = os.fsencode(argument)
     try:
         return data.decode("utf-8")
