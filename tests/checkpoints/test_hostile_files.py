@@ -200,3 +200,14 @@ def test_google_checkpoint_file_naming_a_prefix_outside_the_folder_is_refused(tm
         find_google_checkpoint(str(folder))
     (folder / "checkpoint").write_text(f'model_checkpoint_path: "{folder}/b.ckpt"\n')
     assert find_google_checkpoint(str(folder)) == (str(folder), str(folder / "b.ckpt"))
+
+
+def test_safetensors_declaring_more_than_the_file_holds_is_refused(tmp_path):
+    import struct
+
+    header = json.dumps({"x": {"dtype": "F32", "shape": list(HUGE),
+                               "data_offsets": [0, 4 * HUGE[0]]}}).encode()
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + bytes(16))
+    with pytest.raises(CheckpointError, match=rf"Cannot read {path}: .*not fully covered"):
+        load_tensors(str(path))
