@@ -176,6 +176,14 @@ def test_classification_reader_reads_a_pipe_once(tmp_path):
     assert examples.texts == ["good", "bad"] and examples.labels == ["pos", "neg"]
 
 
+def test_multi_label_reader_reads_a_pipe_once(tmp_path):
+    from keras_bert.tasks.multi_label_classification.reader import read_multi_label_file
+
+    pipe = _pipe(tmp_path, b'{"text": "a", "label": [0, 1, 1]}\n{"text": "b", "label": [1, 0, 0]}\n')
+    examples = read_multi_label_file(pipe, file_format="jsonl")
+    assert examples.texts == ["a", "b"] and examples.labels == [["1", "2"], ["0"]]
+
+
 def test_a_header_only_csv_says_it_has_no_rows(tmp_path):
     from keras_bert.tasks.classification.reader import read_classification_file
 
