@@ -168,6 +168,18 @@ def test_extract_features_on_a_pipe_asks_for_a_seekable_file(tiny_model_dir, tmp
     assert not os.path.exists(tmp_path / "f.npy")
 
 
+def test_finetune_trains_from_a_pipe(tiny_model_dir, tmp_path):
+    rows = [f"{w} movie,{'pos' if w in ('good', 'great') else 'neg'}"
+            for w in ("good", "bad", "great", "awful") * 5]
+    pipe = _pipe(tmp_path, ("text,label\n" + "\n".join(rows) + "\n").encode())
+    status, out, err = run_tool("finetune", "--task", "classification", "--model", tiny_model_dir,
+                                "--train", pipe, "--format", "csv", "--eval-fraction", "0.2",
+                                "--epochs", "1", "--output", tmp_path / "out")
+    assert status == 0, err[-2000:]
+    assert f"{pipe}: kept 20 of 20 rows" in out + err
+    assert os.path.isfile(tmp_path / "out" / "model.weights.h5")
+
+
 def test_classification_reader_reads_a_pipe_once(tmp_path):
     from keras_bert.tasks.classification.reader import read_classification_file
 
