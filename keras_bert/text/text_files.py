@@ -4,10 +4,11 @@ Every reader of user text (vocab.txt, classification CSV/TSV/JSON Lines,
 CoNLL, SQuAD JSON, pretraining corpora) expects UTF-8 text. A directory, a
 compressed file, a UTF-16 file or a binary file would otherwise be read as
 garbage and fail later with a message about something else ("no column
-'label'", "unknown tag"), or not fail at all. `check_text_file` and
-`check_text_bytes` turn each of those into one line naming the file and
-the way out. Only the first bytes are looked at, so a check costs nothing
-on large files.
+'label'", "unknown tag"), or not fail at all. `read_text_file` (the one reader: the file is opened
+once, so a pipe works), `check_text_file` (for readers that read a file
+again: a pipe is refused as not seekable) and `check_text_bytes` turn each
+of those into one line naming the file and the way out; `argument_text`
+does the same for a command-line text.
 """
 
 import os
