@@ -4,6 +4,7 @@ traceback (unless --debug); or a correct result."""
 import json
 import os
 import shutil
+import threading
 
 import pytest
 
@@ -109,3 +110,116 @@ def test_the_error_wrapper(capsys):
     with pytest.raises(KeyError):
         run(main, ["--debug"])
     assert run(lambda argv: argv, ["--debug", "a"]) == ["a"]
+
+
+# === Inputs as users give them: any bytes, pipes (issue 46 item 8) ===
+
+def _pipe(tmp_path, data):
+    """A named pipe that yields `data` once to its first reader, as `<(zcat ...)` does."""
+    path = str(tmp_path / "pipe")
+    os.mkfifo(path)
+
+    def write():
+        with open(path, "wb") as f:
+            f.write(data)
+
+    threading.Thread(target=write, daemon=True).start()
+    return path
+
+
+def test_predict_refuses_an_argument_that_is_not_utf8_as_a_file_is_refused(exports):
+    status, _, err = run_tool("predict", "--model", exports, "fine", os.fsdecode(b"caf\xe9"))
+    assert_one_line_error(status, err, "text 2 (b'caf\\xe9'): byte 0xe9 on line 1 is not UTF-8")
+
+
+@pytest.mark.parametrize("data, match", [(b"\x00" * 200, "is a binary file (it holds NUL bytes)"),
+                                         (bytes(range(256)) * 4, "is a binary file")])
+def test_predict_refuses_a_binary_input_file_as_every_tool_does(exports, tmp_path, data, match):
+    path = tmp_path / "texts.bin"
+    path.write_bytes(data)
+    status, _, err = run_tool("predict", "--model", exports, "--input", path)
+    assert_one_line_error(status, err, f"{path} {match}")
+    assert "UTF-16" not in err
+
+
+def test_predict_reads_a_pipe_once_and_answers_every_line(exports, tmp_path, capsys):
+    path = _pipe(tmp_path, b"a good movie\nthe film was bad\n")
+    assert tool_module("predict").main(["--model", exports, "--input", path]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[0] for line in out] == ["a good movie", "the film was bad"]
+
+
+def test_create_pretraining_data_on_a_pipe_asks_for_a_seekable_file(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n")
+    pipe = _pipe(tmp_path, b"a a a\n")
+    status, _, err = run_tool("create_pretraining_data", pipe, "--output", tmp_path / "data",
+                              "--vocab-file", vocab)
+    assert_one_line_error(status, err, f"{pipe} is a pipe: the input corpus file needs a "
+                                       f"seekable file")
+    assert not os.path.exists(tmp_path / "data")
+
+
+def test_extract_features_on_a_pipe_asks_for_a_seekable_file(tiny_model_dir, tmp_path):
+    pipe = _pipe(tmp_path, b"a text\n")
+    status, _, err = run_tool("extract_features", "--model", tiny_model_dir, "--input", pipe,
+                              "--output", tmp_path / "f.npy")
+    assert_one_line_error(status, err, f"{pipe} is a pipe: the input file needs a seekable file")
+    assert not os.path.exists(tmp_path / "f.npy")
+
+
+def test_finetune_trains_from_a_pipe(tiny_model_dir, tmp_path):
+    rows = [f"{w} movie,{'pos' if w in ('good', 'great') else 'neg'}"
+            for w in ("good", "bad", "great", "awful") * 5]
+    pipe = _pipe(tmp_path, ("text,label\n" + "\n".join(rows) + "\n").encode())
+    status, out, err = run_tool("finetune", "--task", "classification", "--model", tiny_model_dir,
+                                "--train", pipe, "--format", "csv", "--eval-fraction", "0.2",
+                                "--epochs", "1", "--output", tmp_path / "out")
+    assert status == 0, err[-2000:]
+    assert f"{pipe}: kept 20 of 20 rows" in out + err
+    assert os.path.isfile(tmp_path / "out" / "model.weights.h5")
+
+
+def test_classification_reader_reads_a_pipe_once(tmp_path):
+    from keras_bert.tasks.classification.reader import read_classification_file
+
+    pipe = _pipe(tmp_path, b"text,label\ngood,pos\nbad,neg\n")
+    examples = read_classification_file(pipe, file_format="csv")
+    assert examples.texts == ["good", "bad"] and examples.labels == ["pos", "neg"]
+
+
+def test_multi_label_reader_reads_a_pipe_once(tmp_path):
+    from keras_bert.tasks.multi_label_classification.reader import read_multi_label_file
+
+    pipe = _pipe(tmp_path, b'{"text": "a", "label": [0, 1, 1]}\n{"text": "b", "label": [1, 0, 0]}\n')
+    examples = read_multi_label_file(pipe, file_format="jsonl")
+    assert examples.texts == ["a", "b"] and examples.labels == [["1", "2"], ["0"]]
+
+
+def test_a_header_only_csv_says_it_has_no_rows(tmp_path):
+    from keras_bert.tasks.classification.reader import read_classification_file
+
+    path = tmp_path / "train.csv"
+    path.write_text("text,label\n\n")
+    with pytest.raises(ValueError, match=f"{path} has a header and no rows"):
+        read_classification_file(str(path))
+
+
+# === tools/predict.py on a model folder, and --output (issue 45 item 6) ===
+
+@pytest.mark.parametrize("which", ["classifier", "tagger"])
+def test_predict_on_a_model_folder_answers_as_its_export(which, classifier_export, task_exports,
+                                                         tmp_path, capsys):
+    model_dir, export = ((classifier_export["model_dir"], classifier_export["export_dir"])
+                         if which == "classifier" else
+                         (os.path.join(task_exports["root"], "tagger"),
+                          task_exports["tagger_export"]))
+    texts = ["a good movie", "the film was bad"]
+    predict = tool_module("predict").main
+    assert predict(["--model", export, *texts]) == 0
+    from_export = capsys.readouterr().out.splitlines()
+    out = tmp_path / "out.tsv"
+    assert predict(["--model", model_dir, *texts, "--output", str(out)]) == 0
+    assert f"wrote 2 lines to {out}" in capsys.readouterr().err
+    assert out.read_text().splitlines() == from_export
+    assert len(from_export) == 2 and from_export[0].startswith("a good movie\t")

@@ -15,6 +15,7 @@ import secrets
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert import storage
 
@@ -80,7 +81,7 @@ def test_a_litert_export_to_a_remote_path_is_committed_and_runs(classifier_expor
 # === Text-embedding output ===
 
 def test_embeddings_go_to_a_remote_npy_or_json_lines_file(ram):
-    from keras_bert.tasks.text_embedding.output import is_embedding_model_dir, write_embeddings
+    from keras_bert.tasks.text_embedding.output import write_embeddings
 
     texts = ["a cat", "ünïcode"]
     embeddings = np.arange(8, dtype="float32").reshape(2, 4) / 3
@@ -95,17 +96,12 @@ def test_embeddings_go_to_a_remote_npy_or_json_lines_file(ram):
                                   embeddings)
     with pytest.raises(ValueError, match="is a folder; name a file"):
         write_embeddings(texts, embeddings, f"{ram}/out")
-    storage.write_bytes(f"{ram}/dir/task.json", b'{"task": "text_embedding"}')
-    assert is_embedding_model_dir(f"{ram}/dir")
-    storage.write_bytes(f"{ram}/dir/task.json", b'{"task": "classification"}')
-    assert not is_embedding_model_dir(f"{ram}/dir")
-    assert not is_embedding_model_dir(f"{ram}/missing")
 
 
 def test_a_text_embedder_round_trips_through_a_remote_model_directory(ram, tmp_path):
     from keras_bert.models import BertEncoder
     from keras_bert.tasks.text_embedding.model import BertTextEmbedder
-    from keras_bert.tasks.text_embedding.output import embed_with_model_dir
+    from keras_bert.export.export import model_signatures
     from tests.training.finetune_fixtures import make_model_dir
 
     local = make_model_dir(str(tmp_path / "encoder"))
@@ -117,9 +113,9 @@ def test_a_text_embedder_round_trips_through_a_remote_model_directory(ram, tmp_p
     again = BertTextEmbedder.from_pretrained(f"{ram}/embedder")  # Not taken for a Hub id.
     assert (again.pooling, again.normalize) == ("max", False)
     embedder.save_pretrained(str(tmp_path / "embedder"))
-    np.testing.assert_allclose(embed_with_model_dir(f"{ram}/embedder", texts),
-                               embed_with_model_dir(str(tmp_path / "embedder"), texts),
-                               atol=1e-6)
+    remote, local = (model_signatures(path)[0]["serving_default"](tf.constant(texts))
+                     for path in (f"{ram}/embedder", str(tmp_path / "embedder")))
+    np.testing.assert_allclose(remote["embedding"], local["embedding"], atol=1e-6)
 
 
 # === TF Serving files ===

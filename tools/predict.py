@@ -9,10 +9,12 @@ probability (classifiers), each predicted label with its probability
 keras_bert_export.json), the score (regression), the answer and its offsets
 (QA), token/label@start:end (token classifiers) or the output values (embed,
 encode); a model saved with windows (long documents) adds windows=N, the
-windows read of the text. Text embedders (an export, or a model directory
-tools/finetune.py --task text_embedding wrote) write JSON Lines
-{"text": ..., "embedding": [...]} instead, on stdout or to --output FILE;
---output FILE.npy writes one float32 array [N, D] in input order.
+windows read of the text. Text embedders write JSON Lines {"text": ...,
+"embedding": [...]} instead; --output FILE.npy writes one float32 array [N, D]
+in input order. --output FILE writes the lines to FILE instead of stdout.
+--model may also be a model folder (what tools/finetune.py or save_pretrained
+wrote, or any checkpoint from_pretrained takes): it runs the functions its
+export would hold, in this process, with the same output.
 Progress of large inputs goes to stderr.
 
 Examples
@@ -26,9 +28,11 @@ Examples
   python tools/predict.py --model exports/sentiment-lite "what a great day"
   python tools/predict.py --model exports/sentiment-lite/1/model.tflite "meh"
   python tools/predict.py --model exports/embedder --input docs.txt --output docs.npy
+  python tools/predict.py --model models/sentiment --input tweets.txt --output labels.tsv
 """
 
 import contextlib
+import inspect
 import os
 import sys
 
@@ -45,7 +49,9 @@ def build_parser():
     parser = _cli.parser(__doc__)
     parser.add_argument("--model", required=True,
                         help="An export: exports/NAME (its latest version), "
-                        "exports/NAME/VERSION, or a LiteRT export's .tflite file.")
+                        "exports/NAME/VERSION, or a LiteRT export's .tflite file; or a model "
+                        "folder (a keras_bert model directory, or any source from_pretrained "
+                        "takes), run as its export would be.")
     parser.add_argument("texts", nargs="*", help="Texts (the questions, for QA).")
     parser.add_argument("--input",
                         help="File with one example per line: a text, or TAB-separated text "
@@ -56,8 +62,8 @@ def build_parser():
                         help="QA: the context of each question, one per question.")
     parser.add_argument("--signature", default="serving_default", help="Signature to run.")
     parser.add_argument("--output", default=None,
-                        help="Text embedders: write the embeddings to this file: FILE.npy (a "
-                        "float32 array [N, D]) or JSON Lines (default: JSON Lines on stdout).")
+                        help="Write the output lines to this file instead of stdout; text "
+                        "embedders: FILE.npy (a float32 array [N, D]) or JSON Lines.")
     parser.add_argument("--batch-size", type=int, default=64,
                         help="Texts per call; more run in batches of similar length.")
     _cli.add_verbose(parser)
@@ -72,19 +78,19 @@ def read_examples(args, pairs):
     """Lists of first and second texts (second None unless `pairs`).
 
     With `pairs`, a line of --input is split at its first TAB; without, the
-    whole line is one text.
+    whole line is one text. Every line is a row, a blank one too (an empty
+    text): output row i answers input line i. The file is read once (a pipe
+    works) by the readers' one reader: not UTF-8 text is refused, a line with
+    a few invalid bytes repaired and reported.
     """
+    from keras_bert.data.report import DataReport
+    from keras_bert.data.text_data import read_lines
+
     given = args.text_b if args.text_b is not None else args.context
     first, second = list(args.texts), list(given) if given else None
     if args.input:
-        # Every line is a row, a blank one too (an empty text): output row i
-        # answers input line i. (Split on "\n" only: str.splitlines would also
-        # split a text at U+2028 or a form feed.)
-        with open(args.input, encoding="utf-8", errors="replace", newline="") as f:
-            lines = f.read().split("\n")
-        if lines[-1] == "":
-            lines.pop()  # After the final newline.
-        lines = [line.rstrip("\r") for line in lines]
+        report = DataReport(args.input)
+        lines = [line.rstrip("\r\n") for _, line in read_lines(args.input, report, "input file")]
         if not pairs:
             return first + lines, second
         rows = [line.split("\t", 1) for line in lines]
@@ -107,11 +113,15 @@ def main(argv=None):
         return 1
     _cli.quiet_tensorflow(args.verbose)
     from keras_bert.tasks.text_embedding import output as embedding_output
+    from keras_bert.text.text_files import argument_text
 
-    if embedding_output.is_embedding_model_dir(args.model):  # A model directory, not an export.
-        texts = read_examples(args, pairs=False)[0]
-        return write_embeddings(args, texts, embedding_output.embed_with_model_dir(
-            args.model, texts, args.batch_size))
+    # Bytes that are not UTF-8 are refused here, as a file's are, not by TensorFlow.
+    for flag, name in (("texts", "text"), ("text_b", "--text-b"), ("context", "--context")):
+        if getattr(args, flag) is not None:
+            setattr(args, flag, [argument_text(t, f"{name} {i}")
+                                 for i, t in enumerate(getattr(args, flag), 1)])
+
+    from keras_bert import storage
     from keras_bert.export.predict import (
         FIRST_INPUTS,
         SECOND_INPUTS,
@@ -119,18 +129,39 @@ def main(argv=None):
         input_names,
         load_export,
         read_export_info,
+        run_function,
         run_signature,
     )
     from keras_bert.progress import Progress
 
     try:
-        # Loading's C++ notices (LiteRT's "Created TensorFlow Lite XNNPACK
-        # delegate for CPU.") are hidden unless --verbose; a failure is an
-        # exception, printed below.
-        with contextlib.nullcontext() if args.verbose else _cli._stderr_silenced():
-            loaded = load_export(args.model)
-        names = input_names(loaded, args.signature)
-        label_names = read_export_info(args.model).get("label_names")
+        if storage.isfile(storage.join(args.model, "config.json")):
+            # A model folder, not an export: the functions its export would hold.
+            import tensorflow as tf
+
+            from keras_bert.export.export import model_signatures
+
+            signatures, label_names = model_signatures(args.model)
+            if args.signature not in signatures:
+                raise ValueError(f"{args.model} has no signature {args.signature!r}. It has: "
+                                 f"{sorted(signatures)}.")
+            function = signatures[args.signature]
+            names = list(inspect.signature(function.python_function).parameters)
+
+            def run(inputs, progress):
+                return run_function(function, dict.fromkeys(names, tf.string), inputs,
+                                    args.batch_size, f"Signature {args.signature!r}", progress)
+        else:
+            # Loading's C++ notices (LiteRT's "Created TensorFlow Lite XNNPACK
+            # delegate for CPU.") are hidden unless --verbose; a failure is an
+            # exception, printed below.
+            with contextlib.nullcontext() if args.verbose else _cli._stderr_silenced():
+                loaded = load_export(args.model)
+            names = input_names(loaded, args.signature)
+            label_names = read_export_info(args.model).get("label_names")
+
+            def run(inputs, progress):
+                return run_signature(loaded, inputs, args.signature, args.batch_size, progress)
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -159,13 +190,23 @@ def main(argv=None):
               f"drop --text-b / --context", file=sys.stderr)
         return 1
     progress = Progress(len(first), unit="text", stream=sys.stderr)
-    outputs = run_signature(loaded, inputs, args.signature, args.batch_size,
-                            progress=progress.update)
+    outputs = run(inputs, progress.update)
     progress.close()
-    if embedding_output.EMBEDDING in outputs or args.output is not None:
-        return write_embeddings(args, first, outputs.get(embedding_output.EMBEDDING))
-    for line in format_outputs(inputs, outputs, label_names):
-        print(line)
+    if embedding_output.EMBEDDING in outputs:
+        return write_embeddings(args, first, outputs[embedding_output.EMBEDDING])
+    lines = format_outputs(inputs, outputs, label_names)
+    if args.output is None:
+        print("\n".join(lines))
+        return 0
+    from keras_bert.files import write_bytes_atomic
+
+    if args.output.lower().endswith(".npy"):
+        print(f"error: --output {args.output}: a .npy file holds a text embedder's embeddings; "
+              f"name a text file for these lines", file=sys.stderr)
+        return 1
+    storage.check_filesystem(args.output, flag="--output")
+    write_bytes_atomic(args.output, "".join(line + "\n" for line in lines).encode("utf-8"))
+    print(f"wrote {len(lines)} lines to {args.output}", file=sys.stderr)
     return 0
 
 
@@ -173,10 +214,6 @@ def write_embeddings(args, texts, embeddings):
     """Writes a text embedder's embeddings (JSON Lines or --output); the exit status."""
     from keras_bert.tasks.text_embedding.output import write_embeddings
 
-    if embeddings is None:
-        print(f"error: --output writes a text embedder's embeddings; signature "
-              f"{args.signature!r} of {args.model} has no 'embedding' output", file=sys.stderr)
-        return 1
     try:
         summary = write_embeddings(texts, embeddings, args.output)
     except ValueError as e:

@@ -1,6 +1,7 @@
-"""DistilBERT and ELECTRA in Hugging Face layout: their config.json and tensor names.
+"""BERT's config.json keys in Hugging Face layout, and DistilBERT's and ELECTRA's names.
 
-Both are WordPiece, post-LayerNorm BERT encoders, and load as variants of
+`huggingface.py` reads a folder and imports this module, never the reverse.
+DistilBERT and ELECTRA are WordPiece, post-LayerNorm BERT encoders, and load as variants of
 `BertEncoder` that `BertConfig` fields select (`huggingface.py` reads the
 folder, this module says what differs):
 
@@ -33,9 +34,22 @@ discriminator_predictions and generator heads.
 
 import re
 
-from keras_bert.checkpoints.source import CheckpointError, config_from_values
+from keras_bert.checkpoints.source import CONFIG_KEYS, CheckpointError, config_from_values
 
 MODEL_TYPES = ("distilbert", "electra")
+
+# transformers' ACT2FN names -> BertConfig's. "gelu" is exact (erf) there;
+# "gelu_new", "gelu_fast" and "gelu_pytorch_tanh" are the tanh approximation.
+_ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_approx",
+    "gelu_fast": "gelu_approx",
+    "gelu_pytorch_tanh": "gelu_approx",
+    "relu": "relu",
+}
+
+# Google's keys, and the LayerNorm epsilon Google's format has not.
+_CONFIG_KEYS = {**CONFIG_KEYS, "layer_norm_eps": "layer_norm_epsilon"}
 
 # DistilBertConfig's defaults for the keys a config.json may leave out.
 _DISTILBERT_DEFAULTS = {"activation": "gelu", "dropout": 0.1, "attention_dropout": 0.1,
@@ -167,17 +181,42 @@ def config_from_family(values, path):
                 f"trained with as learned position embeddings, or use one of those.")
         values = {**_DISTILBERT_DEFAULTS, **values, "hidden_act": values.get(
             "activation", _DISTILBERT_DEFAULTS["activation"])}
-        from keras_bert.checkpoints.huggingface import ACTIVATIONS
-
-        return config_from_values(values, path, _DISTILBERT_KEYS, ACTIVATIONS,
+        return config_from_values(values, path, _DISTILBERT_KEYS, _ACTIVATIONS,
                                   type_vocab_size=0, layer_norm_epsilon=1e-12, **pooler)
-    from keras_bert.checkpoints.huggingface import check_bert_keys, config_from_bert_keys
-
     check_bert_keys(values, path, "an ELECTRA")
     # E = H (ELECTRA-base, -large) needs no projection: BERT's tables.
     size = values.get("embedding_size", values["hidden_size"])
     return config_from_bert_keys(values, path, **pooler, embedding_size=(
         None if size == values["hidden_size"] else size))
+
+
+def check_bert_keys(values, path, what):
+    """Raises CheckpointError unless a config.json of BERT's keys (BERT's, ELECTRA's)
+    describes an encoder keras_bert has: absolute positions, bidirectional,
+    every key there. `what` ("a BERT") names the model in the message."""
+    position_type = values.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise CheckpointError(
+            f"{path}: position_embedding_type={position_type!r} is not supported; "
+            f"keras_bert has absolute position embeddings only."
+        )
+    if values.get("is_decoder") or values.get("add_cross_attention"):
+        raise CheckpointError(
+            f"{path}: is_decoder/add_cross_attention is set; keras_bert converts "
+            f"bidirectional BERT encoders only."
+        )
+    missing = sorted(
+        k
+        for k in _CONFIG_KEYS
+        if k not in values and k not in ("initializer_range", "layer_norm_eps")
+    )
+    if missing:
+        raise CheckpointError(f"{path}: missing key(s) {missing} of {what} config.")
+
+
+def config_from_bert_keys(values, path, **fixed):
+    """BertConfig from a config.json of BERT's keys; `fixed`: fields it does not store."""
+    return config_from_values(values, path, _CONFIG_KEYS, _ACTIVATIONS, **fixed)
 
 
 def is_sequence_classifier(values):
@@ -221,14 +260,16 @@ def rules(model_type):
 
 
 def match(rule_list, name):
-    """(Google name, transpose) of `name` by `rule_list`, else (None, False)."""
-    for pattern, template, transpose, renames in rule_list:
+    """(Google name, transpose) of `name` by `rule_list` (`rules`; BERT's own rules
+    have no renames), else (None, False). Dots in a group become slashes."""
+    for pattern, template, transpose, *renames in rule_list:
         found = re.fullmatch(pattern, name)
         if found:
             groups = dict(found.groupdict())
-            if renames and "part" in groups:
-                groups["part"] = renames[groups["part"]]
-            return template.format(**groups), transpose
+            if renames and renames[0] and "part" in groups:
+                groups["part"] = renames[0][groups["part"]]
+            return template.format(**{k: v.replace(".", "/") for k, v in groups.items()}), (
+                transpose)
     return None, False
 
 

@@ -29,11 +29,13 @@ from keras_bert.checkpoints.source import (
     SourceCheckpoint,
     check_against_config,
     check_config_object,
+    check_declared_sizes,
     config_from_values,
     expected_shapes,
     first_line,
     read_config_json,
 )
+from keras_bert.names import inside_name
 
 CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
@@ -113,9 +115,11 @@ def find_google_checkpoint(path):
     indexes = sorted(glob.glob(os.path.join(path, "*.index")))
     if len(indexes) == 1:
         return path, indexes[0][: -len(".index")]
-    latest = tf.train.latest_checkpoint(path)
+    latest = tf.train.latest_checkpoint(path)  # The name its `checkpoint` file records.
     if latest:
-        return path, latest
+        name = os.path.relpath(latest, path)  # TF1 records absolute paths: inside is fine.
+        return path, os.path.join(path, inside_name(
+            name, source=os.path.join(path, "checkpoint"), what="the latest checkpoint"))
     if not indexes:
         raise CheckpointError(
             f"No TF checkpoint in {path}: expected {CHECKPOINT_NAME}.index and "
@@ -174,6 +178,7 @@ def read_google_checkpoint(path):
             f"Cannot read TF checkpoint {prefix}.index: {first_line(e)}. "
             f"The file is missing, truncated or not a TF checkpoint."
         ) from e
+    check_declared_sizes(reader, prefix)
 
     source = SourceCheckpoint(
         format="google",

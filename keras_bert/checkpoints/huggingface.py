@@ -34,17 +34,16 @@ import numpy as np
 
 from keras_bert.checkpoints import bert_family
 from keras_bert.checkpoints.source import (
-    CONFIG_KEYS,
     POOLER_WEIGHTS,
     CheckpointError,
     SourceCheckpoint,
     check_against_config,
     check_config_object,
-    config_from_values,
     count_vocab_lines,
     first_line,
     read_config_json,
 )
+from keras_bert.names import inside_name
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
@@ -54,19 +53,6 @@ SAFETENSORS_INDEX = "model.safetensors.index.json"
 PYTORCH_FILE = "pytorch_model.bin"
 PYTORCH_INDEX = "pytorch_model.bin.index.json"
 
-# transformers' ACT2FN names -> BertConfig's. "gelu" is exact (erf) there;
-# "gelu_new", "gelu_fast" and "gelu_pytorch_tanh" are the tanh approximation.
-_ACTIVATIONS = {
-    "gelu": "gelu",
-    "gelu_new": "gelu_approx",
-    "gelu_fast": "gelu_approx",
-    "gelu_pytorch_tanh": "gelu_approx",
-    "relu": "relu",
-}
-ACTIVATIONS = _ACTIVATIONS
-
-# Google's keys, and the LayerNorm epsilon Google's format has not.
-_CONFIG_KEYS = {**CONFIG_KEYS, "layer_norm_eps": "layer_norm_epsilon"}
 
 _DENSE = (
     r"attention\.self\.(?:query|key|value)|attention\.output\.dense"
@@ -190,37 +176,8 @@ def config_from_huggingface(values, path="config.json"):
             f"(model_type 'bert', 'distilbert', 'electra'): other architectures "
             f"differ in position ids, normalization or names."
         )
-    check_bert_keys(values, path, "a BERT")
-    return config_from_bert_keys(values, path)
-
-
-def check_bert_keys(values, path, what):
-    """Raises CheckpointError unless a config.json of BERT's keys (BERT's, ELECTRA's)
-    describes an encoder keras_bert has: absolute positions, bidirectional,
-    every key there. `what` ("a BERT") names the model in the message."""
-    position_type = values.get("position_embedding_type", "absolute")
-    if position_type != "absolute":
-        raise CheckpointError(
-            f"{path}: position_embedding_type={position_type!r} is not supported; "
-            f"keras_bert has absolute position embeddings only."
-        )
-    if values.get("is_decoder") or values.get("add_cross_attention"):
-        raise CheckpointError(
-            f"{path}: is_decoder/add_cross_attention is set; keras_bert converts "
-            f"bidirectional BERT encoders only."
-        )
-    missing = sorted(
-        k
-        for k in _CONFIG_KEYS
-        if k not in values and k not in ("initializer_range", "layer_norm_eps")
-    )
-    if missing:
-        raise CheckpointError(f"{path}: missing key(s) {missing} of {what} config.")
-
-
-def config_from_bert_keys(values, path, **fixed):
-    """BertConfig from a config.json of BERT's keys; `fixed`: fields it does not store."""
-    return config_from_values(values, path, _CONFIG_KEYS, _ACTIVATIONS, **fixed)
+    bert_family.check_bert_keys(values, path, "a BERT")
+    return bert_family.config_from_bert_keys(values, path)
 
 
 def find_weights_file(folder):
@@ -254,7 +211,12 @@ def load_tensors(weights_file):
         folder = os.path.dirname(weights_file)
         tensors = {}
         for shard in sorted(set(weight_map.values())):
-            tensors.update(load_tensors(os.path.join(folder, shard)))
+            # A shard is a weights file inside the folder, never an index (no loops).
+            if str(shard).endswith(".index.json"):
+                raise CheckpointError(f"{weights_file} is damaged: shard {shard!r} is an "
+                                      f"index, not a weights file. Download it again.")
+            tensors.update(load_tensors(os.path.join(folder, inside_name(
+                shard, source=weights_file, what="a shard"))))
         missing = sorted(set(weight_map) - set(tensors))
         if missing:
             raise CheckpointError(
@@ -330,15 +292,6 @@ def _model_prefix(names):
     return None
 
 
-def _match(rules, name):
-    for pattern, template, transpose in rules:
-        match = re.fullmatch(pattern, name)
-        if match:
-            groups = {k: v.replace(".", "/") for k, v in match.groupdict().items()}
-            return template.format(**groups), transpose
-    return None, False
-
-
 def read_huggingface_checkpoint(path):
     """Reads a Hugging Face BERT folder into a SourceCheckpoint.
 
@@ -410,12 +363,12 @@ def read_huggingface_checkpoint(path):
             stripped = None if prefix else name
         google, transpose = None, False
         if stripped is not None and model_type != "distilbert":
-            google, transpose = _match(_RULES, stripped)
+            google, transpose = bert_family.match(_RULES, stripped)
         if google is None and stripped is not None and family:
             google, transpose = bert_family.match(family[0], stripped)
         if google is None:
             google, transpose = (bert_family.match(family[1], name) if family
-                                 else _match(_HEAD_RULES, name))
+                                 else bert_family.match(_HEAD_RULES, name))
             if google in POOLER_WEIGHTS and not config.use_pooler:
                 # A dense on [CLS] of a head other than the sequence classifier's
                 # (multiple choice): left, and reported (`bert_family.left_heads`).

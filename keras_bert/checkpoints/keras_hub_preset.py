@@ -27,6 +27,7 @@ import numpy as np
 from keras_bert import sources
 from keras_bert.checkpoints.source import CheckpointError, SourceCheckpoint, check_against_config
 from keras_bert.config import BertConfig
+from keras_bert.models.model_dir import h5_shapes
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
@@ -94,18 +95,17 @@ def _class_config(values, path):
     return values.get("class_name"), values["config"]
 
 
-def _read_h5(path):
-    """Every array of a Keras .weights.h5 file, by its path inside the file."""
+def _read_h5(path, config):
+    """Every array of a Keras .weights.h5 file, by its path inside the file; sizes
+    checked against `config` before any is read (`h5_shapes`)."""
     import h5py
 
-    arrays = {}
     try:
         with h5py.File(path, "r") as f:
-            f.visititems(lambda name, item: arrays.__setitem__(name, np.asarray(item))
-                         if isinstance(item, h5py.Dataset) else None)
+            return {name: np.asarray(f[name])
+                    for name in h5_shapes(f, config, path, error=CheckpointError)}
     except OSError as e:
         raise CheckpointError(f"{path} is not a readable Keras weights file: {e}") from e
-    return arrays
 
 
 def config_from_keras_hub(values, path):
@@ -179,7 +179,7 @@ def read_keras_hub_preset(path):
     weights_file = os.path.join(path, WEIGHTS_FILE)
     if not os.path.isfile(weights_file):
         raise CheckpointError(f"{weights_file} is missing: the preset has no backbone weights.")
-    arrays = _read_h5(weights_file)
+    arrays = _read_h5(weights_file, config)
 
     source = SourceCheckpoint(format="keras_hub", path=path, config=config, weights={},
                               source_names={}, vocab_file=os.path.join(path, VOCAB_FILE))
@@ -244,7 +244,7 @@ def _read_head(source, path):
         return None
     class_name, values = _class_config(task, task_file)
     weights_file = os.path.join(path, TASK_WEIGHTS_FILE)
-    arrays = _read_h5(weights_file) if os.path.isfile(weights_file) else {}
+    arrays = _read_h5(weights_file, source.config) if os.path.isfile(weights_file) else {}
     if class_name not in _CLASSIFIER_TASKS:
         source.unused += [f"{TASK_WEIGHTS_FILE}:{n}" for n, v in sorted(arrays.items())
                           if v.size and not n.startswith("optimizer/")]

@@ -43,6 +43,7 @@ from keras_bert.checkpoints.source import (
     CheckpointError,
     SourceCheckpoint,
     check_against_config,
+    check_declared_sizes,
     config_from_values,
     first_line,
     read_config_json,
@@ -138,6 +139,7 @@ def read_object_checkpoint(prefix, skipped=None):
         raise CheckpointError(
             f"Cannot read the TF2 checkpoint {prefix}.index: {first_line(e)}. The file is "
             f"missing, truncated, or not an object-based (tf.train.Checkpoint) checkpoint.") from e
+    check_declared_sizes(reader, prefix)
     found = {}
     for node in graph.nodes:
         for attribute in node.attributes:

@@ -10,7 +10,9 @@ only a reader, and the numpy reference forward pass in
 """
 
 import dataclasses
+import glob
 import json
+import math
 import os
 
 import numpy as np
@@ -359,6 +361,23 @@ def first_line(error):
     """
     message = str(error).strip()
     return message.splitlines()[0] if message else type(error).__name__
+
+
+def check_declared_sizes(reader, prefix):
+    """Raises CheckpointError if a variable of `reader` (`tf.train.load_checkpoint(prefix)`)
+    declares more bytes than the prefix's data files hold: reading allocates the declared shape."""
+    data_files = glob.glob(glob.escape(prefix) + ".data-*")
+    if not data_files:
+        return  # The reader names the missing file.
+    held = sum(os.path.getsize(p) for p in data_files)
+    dtypes = reader.get_variable_to_dtype_map()
+    for name, shape in sorted(reader.get_variable_to_shape_map().items()):
+        declared = math.prod(shape) * dtypes[name].size
+        if declared > held:
+            raise CheckpointError(
+                f"{prefix}.index: variable {name} declares shape {tuple(shape)} ({declared:,} "
+                f"bytes), but the checkpoint's data files hold {held:,} bytes in all. The "
+                f"checkpoint is damaged: nothing was read; download or save it again.")
 
 
 def count_vocab_lines(vocab_file):

@@ -41,6 +41,7 @@ from keras_bert.checkpoints.source import (
     first_line,
     read_config_json,
 )
+from keras_bert.models.model_dir import h5_shapes
 
 TF_WEIGHTS_FILE = "tf_model.h5"
 TF_WEIGHTS_INDEX = "tf_model.h5.index.json"
@@ -71,12 +72,14 @@ _RULES = [
 _TRANSPOSED = {"cls/seq_relationship/output_weights"}
 
 
-def read_h5_weights(weights_file):
+def read_h5_weights(weights_file, config):
     """The weights of a Keras 2 h5 weights file, in file order.
 
     Args:
         weights_file: str, a `tf_model.h5` (`model.save_weights` in Keras 2,
             as transformers' TF `save_pretrained` writes it).
+        config: BertConfig of its config.json: no array is read before every
+            dataset's declared size is checked against it (`h5_shapes`).
 
     Returns:
         list of (name, stored name, float32 numpy array): `name` is the stored
@@ -95,6 +98,7 @@ def read_h5_weights(weights_file):
     weights = []
     try:
         with h5py.File(weights_file, "r") as f:
+            h5_shapes(f, config, weights_file, error=CheckpointError)
             # A whole model saved with model.save() keeps its weights in a group.
             root = f["model_weights"] if "layer_names" not in f.attrs and (
                 "model_weights" in f) else f
@@ -191,7 +195,7 @@ def read_transformers_tf_checkpoint(path):
             f"{'DistilBertModel' if model_type == 'distilbert' else 'ElectraModel'}"
             f".from_pretrained(folder, from_tf=True).save_pretrained(folder).")
     values, config = read_config_file(config_file, hint)
-    stored_weights = read_h5_weights(weights_file)
+    stored_weights = read_h5_weights(weights_file, config)
 
     source = SourceCheckpoint(
         format="transformers_tf", path=path, config=config, weights={}, source_names={},

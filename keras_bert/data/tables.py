@@ -167,14 +167,19 @@ def table_rows(path, file_format, columns, report, label_column=None,
             f"{path}:1: the header {header} has no column {missing[0]!r}. Name the columns with "
             f"{column_flags}."
         )
+    empty = True
     for number, row in rows:
         where = f"{path}:{number}"
         if not row or (len(row) == 1 and not row[0].strip()):
             continue  # A blank line.
+        empty = False
         if len(row) != len(header):
             report.skip(where, "malformed row", f"{len(row)} columns, the header has {len(header)}")
             continue
         yield where, dict(zip(header, row))
+    if empty and not report.num_skipped:
+        raise ValueError(f"{path} has a header and no rows: add the examples below the header "
+                         f"line {header}.")
 
 
 def row_text(values, column, where, report):

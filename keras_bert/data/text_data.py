@@ -15,7 +15,6 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import storage
 from keras_bert.data.task_options import FILE_FORMATS as FORMATS
 from keras_bert.text import text_files
 
@@ -67,24 +66,21 @@ def detect_format(path, file_format=None):
     return _EXTENSIONS[ext]
 
 
-def read_lines(path, report):
+def read_lines(path, report, what="data file"):
     """Yields (line_number, str line with its ending) of a text file.
 
     Each line is decoded as UTF-8 on its own; a line with invalid bytes is
     decoded with errors="replace" and reported as repaired. A UTF-8 byte
-    order mark at the start is dropped. A directory, a compressed, UTF-16 or
-    binary file is a ValueError naming it (`text_files.check_text_bytes`).
+    order mark at the start is dropped. The file is opened once (a pipe
+    works); a missing file, a directory, a compressed, UTF-16 or binary file
+    is an error naming it (`text_files.read_text_file`).
 
     Args:
         path: str, the file.
         report: `keras_bert.data.report.DataReport`, told of each repair.
+        what: str, what the file is for, for the messages.
     """
-    text_files.check_not_directory(path, "data file")
-    with storage.open_file(path, "rb") as f:
-        data = f.read()
-    text_files.check_text_bytes(data[: text_files.SNIFF_BYTES], path)
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    data = text_files.read_text_file(path, what)
     # bytes.splitlines splits on \n, \r and \r\n only (str.splitlines would
     # also split on U+2028 and other separators that may sit inside a text).
     for number, raw in enumerate(data.splitlines(keepends=True), start=1):

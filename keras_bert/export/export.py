@@ -144,6 +144,15 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
     )
 
 
+def model_signatures(source):
+    """({signature name: tf.function}, label names or None) of what `export_model(source,
+    ...)` would export (a model directory or any source `from_pretrained` takes), to run
+    in this process: tools/predict.py on a model folder."""
+    model = load_model_dir(sources.resolve_source(source), BertEncoder)
+    info = getattr(model, "task_info", None) or {}
+    return build_serving_module(model).signatures(), info.get("label_names")
+
+
 def export_model(model_or_dir, output, version=None, overwrite=False, warmup=True,
                  dtype=None, format="saved_model", quantize=None, tune_texts=None,
                  tune_seconds=tuning.TUNE_SECONDS, log=None, **options):

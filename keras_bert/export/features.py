@@ -135,8 +135,6 @@ def extract_features(
             "Token features (pooling=None) vary in length per line; write them to a "
             ".tfrecord file, or choose pooling='cls', 'mean' or 'max' for .npy."
         )
-    if not os.path.exists(input_file):
-        raise FileNotFoundError(f"Input file not found: {input_file}")
     text_files.check_text_file(input_file, "input file")
     if os.path.getsize(input_file) == 0:
         # No line, no row: a (0, channels) array would hide a wrong path or a

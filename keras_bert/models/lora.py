@@ -26,7 +26,7 @@ import tensorflow as tf
 from keras_bert.files import write_bytes_atomic
 from keras_bert.layers.lora import LoraDense, check_lora_settings
 from keras_bert.layers.transformer_encoder_block import LORA_TARGETS
-from keras_bert.models.model_dir import LORA_FILE
+from keras_bert.models.model_dir import LORA_FILE, h5_shapes
 
 #: The rate a task's default optimizer trains adapters at (5e-5 barely moves them: docs/lora.md).
 LORA_LEARNING_RATE = 3e-3
@@ -190,6 +190,7 @@ class LoraModel:
             data = f.read()
         try:
             h5 = h5py.File(io.BytesIO(data), "r")
+            h5_shapes(h5, _encoder(self).get_bert_config(), path)
         except OSError as error:
             raise ValueError(f"{path} is not an h5 file of LoRA weights ({error}).") from None
         with h5:

@@ -237,24 +237,51 @@ def check_checksum(weights_path):
                          f"the model.")
 
 
-def _weight_shapes(weights_path):
+def h5_shapes(h5_file, config, path, error=ValueError):
+    """{dataset name: shape} of an open h5py File, from its metadata; every h5 reader calls
+    it first. Raises `error` naming `path`, the dataset and its declared shape when it holds
+    more values than the largest array of a `config` model, or more than the bytes the file
+    stores for it (declared, never written, it would still be allocated whole)."""
+    import h5py
+
+    h, i = config.hidden_size, config.intermediate_size
+    most = max(config.vocab_size, config.max_position_embeddings, i, h) * max(
+        h, i, embedding_width(config))
+    shapes = {}
+
+    def visit(name, item):
+        if not isinstance(item, h5py.Dataset):
+            return
+        declared, stored = item.size * item.dtype.itemsize, item.id.get_storage_size()
+        if item.size > most or (item.compression is None and stored < declared):
+            raise error(
+                f"{path}: dataset {name!r} declares shape {tuple(item.shape)} ({item.size:,} "
+                f"values, {stored:,} of its {declared:,} bytes stored); a model of this config "
+                f"(vocab_size={config.vocab_size}, hidden_size={h}, intermediate_size={i}) "
+                f"holds arrays of at most {most:,} values, all stored. The file is damaged or "
+                f"not this model's: nothing was read; get or save it again.")
+        shapes[name] = tuple(item.shape)
+
+    h5_file.visititems(visit)
+    return shapes
+
+
+def _weight_shapes(weights_path, config):
     """{dataset name: shape} of a Keras .weights.h5 file, and its saved config dict."""
     import h5py
 
-    shapes = {}
     try:
         with h5py.File(weights_path, "r") as f:
-            # A compiled model also saves its optimizer's slots ("optimizer/..."):
-            # only the model's own weights ("layers/...", "vars/...") count.
-            f.visititems(lambda name, item: shapes.__setitem__(name, tuple(item.shape))
-                         if isinstance(item, h5py.Dataset)
-                         and not name.startswith("optimizer/") else None)
+            shapes = h5_shapes(f, config, weights_path)
             saved = f.attrs.get(CONFIG_ATTR)
     except OSError as e:
         raise ValueError(f"{weights_path} is not a readable Keras weights file: {e}") from e
     if isinstance(saved, bytes):
         saved = saved.decode("utf-8")
-    return shapes, (json.loads(saved) if saved else None)
+    # A compiled model also saves its optimizer's slots ("optimizer/..."):
+    # only the model's own weights ("layers/...", "vars/...") count.
+    return ({k: v for k, v in shapes.items() if not k.startswith("optimizer/")},
+            json.loads(saved) if saved else None)
 
 
 def _encoder_size(config):
@@ -281,7 +308,7 @@ def check_config_before_build(weights_path, config, config_path):
     Returns:
         ({array name: shape}, the stamped config dict or None).
     """
-    shapes, saved = _weight_shapes(weights_path)
+    shapes, saved = _weight_shapes(weights_path, config)
     if saved is not None:
         differ = [f"{k}={getattr(config, k)!r} (the weights were saved with {saved[k]!r})"
                   for k in _WEIGHT_FIELDS if k in saved and saved[k] != getattr(config, k)]

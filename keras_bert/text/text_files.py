@@ -4,10 +4,11 @@ Every reader of user text (vocab.txt, classification CSV/TSV/JSON Lines,
 CoNLL, SQuAD JSON, pretraining corpora) expects UTF-8 text. A directory, a
 compressed file, a UTF-16 file or a binary file would otherwise be read as
 garbage and fail later with a message about something else ("no column
-'label'", "unknown tag"), or not fail at all. `check_text_file` and
-`check_text_bytes` turn each of those into one line naming the file and
-the way out. Only the first bytes are looked at, so a check costs nothing
-on large files.
+'label'", "unknown tag"), or not fail at all. `read_text_file` (the one reader: the file is opened
+once, so a pipe works), `check_text_file` (for readers that read a file
+again: a pipe is refused as not seekable) and `check_text_bytes` turn each
+of those into one line naming the file and the way out; `argument_text`
+does the same for a command-line text.
 """
 
 import os
@@ -62,9 +63,10 @@ def check_text_bytes(head, path):
                 f"iconv -f {encoding} -t UTF-8 {path} > {path}.utf8)."
             )
     if b"\x00" in head:
-        # UTF-16 text without a mark has a NUL in every other byte (ASCII).
+        # UTF-16 text without a mark has a NUL in every other byte (ASCII), in
+        # one half only: a file of NULs is binary.
         even, odd = head[0::2], head[1::2]
-        if max(even.count(0), odd.count(0)) > 0.4 * max(len(odd), 1):
+        if (even.count(0) > 0.4 * max(len(odd), 1)) != (odd.count(0) > 0.4 * max(len(odd), 1)):
             raise ValueError(
                 f"{path} looks like UTF-16 (every other byte is NUL): save it as UTF-8 (e.g. "
                 f"iconv -f UTF-16 -t UTF-8 {path} > {path}.utf8)."
@@ -90,25 +92,52 @@ def check_not_directory(path, what="file"):
                          f"not a folder.")
 
 
+def check_exists(path, what="file"):
+    """Raises FileNotFoundError or ValueError unless `path` is there and not a folder;
+    opens nothing (a pipe stays unread)."""
+    if not tf.io.gfile.exists(os.fspath(path)):
+        raise FileNotFoundError(f"{what.capitalize()} not found: {os.fspath(path)}")
+    check_not_directory(path, what)
+
+
+def _open(path, what):
+    path = os.fspath(path)
+    check_exists(path, what)
+    # Locally the builtin open: TensorFlow's reads seek, which a pipe refuses.
+    return tf.io.gfile.GFile(path, "rb") if "://" in path else open(path, "rb")
+
+
+def read_text_file(path, what="file"):
+    """The bytes of a UTF-8 text file (any `tf.io.gfile` path), less a byte-order mark,
+    read once so a pipe or `<(zcat ...)` works: the one reader of a user's text input.
+    `what` ("data file") names it in the errors of `check_exists` and `check_text_bytes`."""
+    with _open(path, what) as f:
+        data = f.read()
+    check_text_bytes(data[:SNIFF_BYTES], os.fspath(path))
+    return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+
+
 def check_text_file(path, what="file"):
-    """Raises a one-line error unless `path` is an existing UTF-8 text file.
+    """Raises a one-line error unless `path` is an existing UTF-8 text file that
+    can be read again (its reader reads it more than once, or streams it).
 
     Args:
         path: str or os.PathLike (any `tf.io.gfile` path).
-        what: str, what the file is for ("data file", "corpus file"), for
+        what: str, what the file is for ("corpus file", "input file"), for
             the messages.
 
     Raises:
         FileNotFoundError: `path` does not exist.
-        ValueError: `path` is a directory, or see `check_text_bytes`.
+        ValueError: `path` is a directory or a pipe, or see `check_text_bytes`.
     """
-    path = os.fspath(path)
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"{what.capitalize()} not found: {path}")
-    check_not_directory(path, what)
-    with tf.io.gfile.GFile(path, "rb") as f:
+    with _open(path, what) as f:
+        if not f.seekable():
+            raise ValueError(
+                f"{os.fspath(path)} is a pipe: the {what} needs a seekable file (it is read "
+                f"more than once). Write it to a file first (e.g. zcat corpus.gz > "
+                f"corpus.txt) and pass that.")
         head = f.read(SNIFF_BYTES)
-    check_text_bytes(head, path)
+    check_text_bytes(head, os.fspath(path))
 
 
 def describe_invalid_utf8(data, error):
@@ -126,5 +155,17 @@ def describe_invalid_utf8(data, error):
         Latin-1 / Windows-1252 (or another 8-bit encoding)".
     """
     line = data.count(b"\n", 0, error.start) + 1
-    return (f"byte 0x{data[error.start]:02x} on line {line} is not UTF-8; the file looks like "
+    return (f"byte 0x{data[error.start]:02x} on line {line} is not UTF-8; it looks like "
             f"Latin-1 / Windows-1252 (or another 8-bit encoding)")
+
+
+def argument_text(argument, where):
+    """A sys.argv text as str, or ValueError naming `where` ("text 2") when its bytes are
+    not UTF-8 (Python keeps them as lone surrogates, PEP 383, which TensorFlow refuses)."""
+    data = os.fsencode(argument)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{where} ({data!r}): {describe_invalid_utf8(data, e)}. Pass UTF-8 text: set the "
+            f"terminal to UTF-8, or convert the text (iconv -f LATIN1 -t UTF-8).") from None

@@ -623,7 +623,10 @@ def data_fingerprints(*datasets):
     result = []
     for data in datasets:
         source = getattr(getattr(data, "report", None), "source", None)
-        if isinstance(source, str) and storage.isfile(source):
+        # Locally a regular file only: a pipe was read once, by its reader, and has no content
+        # to check on a resume (reopened, a named pipe would wait for a writer for ever).
+        if isinstance(source, str) and (storage.isfile(source) if storage.is_remote(source)
+                                        else os.path.isfile(source)):
             fingerprint = file_fingerprint(source)
             if fingerprint not in result:
                 result.append(fingerprint)

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from keras_bert.tasks.text_embedding.output import is_embedding_model_dir, write_embeddings
+from keras_bert.tasks.text_embedding.output import write_embeddings
 
 TEXTS = ["a cat", "ünïcode \u2028 text", ""]
 EMBEDDINGS = np.random.default_rng(0).normal(size=(3, 4)).astype("float32")
@@ -40,10 +40,3 @@ def test_bad_outputs_are_named(tmp_path):
     with pytest.raises(ValueError, match=r"one embedding row per text: \[2, D\]"):
         write_embeddings(TEXTS[:2], EMBEDDINGS, str(tmp_path / "x.npy"))
 
-
-def test_only_an_embedder_model_dir_counts(tmp_path):
-    (tmp_path / "task.json").write_text(json.dumps({"task": "text_embedding"}))
-    assert is_embedding_model_dir(str(tmp_path))
-    (tmp_path / "task.json").write_text(json.dumps({"task": "classification"}))
-    assert not is_embedding_model_dir(str(tmp_path))
-    assert not is_embedding_model_dir(str(tmp_path / "missing"))

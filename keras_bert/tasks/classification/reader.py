@@ -183,7 +183,7 @@ def read_classification_file(
     >>> examples.texts[0], examples.labels[0]
     ('hide new secretions from the parental units', '0')
     """
-    text_files.check_text_file(path, "data file")
+    text_files.check_exists(path, "data file")  # Before its format; read once below.
     file_format = detect_format(path, file_format)
     report = DataReport(path, max_logged=max_logged)
     columns = [c for c in (text_column, text_b_column, label_column) if c]

@@ -92,11 +92,11 @@ def _names_of_cell(value, separator, label_names):
     return None, f"{value!r} is not label names (a {type(value).__name__})"
 
 
-def _vector_length(path, file_format, label_column, label_columns):
-    """K of the first 0/1 list in a JSON Lines file (for "0".."K-1"), or None."""
+def _vector_length(rows, file_format, label_column, label_columns):
+    """K of the first 0/1 list in a JSON Lines file's rows (for "0".."K-1"), or None."""
     if file_format != "jsonl" or label_columns:
         return None
-    for _, values in tables.table_rows(path, file_format, [], DataReport(path, max_logged=0)):
+    for _, values in rows:
         value = values.get(label_column)
         if isinstance(value, list) and value and not any(isinstance(v, str) for v in value):
             return len(value)
@@ -130,17 +130,18 @@ def read_multi_label_file(path, text_column="text", label_column="label", label_
     >>> examples.texts[0], examples.labels[0]
     ('the match and the vote', ['sports', 'politics'])
     """
-    text_files.check_text_file(path, "data file")
+    text_files.check_exists(path, "data file")  # Before its format; read once below.
     file_format = detect_format(path, file_format)
     report = DataReport(path, max_logged=max_logged)
+    columns = [text_column, *(label_columns or [label_column])]
+    rows = list(tables.table_rows(path, file_format, columns, report,
+                                  None if label_columns else label_column, _FLAGS))
     if label_names is None:
-        length = _vector_length(path, file_format, label_column, label_columns)
+        length = _vector_length(rows, file_format, label_column, label_columns)
         label_names = None if length is None else [str(i) for i in range(length)]
     label_names = list(label_names or ())
-    columns = [text_column, *(label_columns or [label_column])]
     examples = MultiLabelExamples([], [], [], report)
-    for where, values in tables.table_rows(path, file_format, columns, report,
-                                           None if label_columns else label_column, _FLAGS):
+    for where, values in rows:
         text = tables.row_text(values, text_column, where, report)
         if text is None:
             continue

@@ -22,27 +22,6 @@ from keras_bert import storage
 EMBEDDING = "embedding"  # The output of a text embedder's export (and its Python predict).
 
 
-def is_embedding_model_dir(path):
-    """True if `path` is a model directory of a `BertTextEmbedder` (task.json task
-    "text_embedding")."""
-    task_file = storage.join(path, "task.json")
-    if not (storage.isdir(path) and storage.isfile(task_file)):
-        return False
-    try:
-        info = json.loads(storage.read_bytes(task_file).decode("utf-8"))
-    except ValueError:  # Not JSON, or not UTF-8.
-        return False  # load_export / from_pretrained name the broken file.
-    return isinstance(info, dict) and info.get("task") == "text_embedding"
-
-
-def embed_with_model_dir(model_dir, texts, batch_size=64):
-    """float32 [N, D]: `BertTextEmbedder.from_pretrained(model_dir).predict(texts)`."""
-    from keras_bert.tasks.text_embedding.model import BertTextEmbedder
-
-    return BertTextEmbedder.from_pretrained(model_dir).predict(
-        list(texts), batch_size=batch_size, verbose=0)
-
-
 def json_lines(texts, embeddings):
     """Yields one JSON line (no newline) per text: {"text", "embedding"}."""
     for text, row in zip(texts, embeddings):

@@ -110,7 +110,7 @@ def read_pair_file(path, anchor_column="anchor", positive_column="positive",
     >>> pairs.anchors[0], pairs.positives[0]
     ('how do I reset my password', 'Resetting a forgotten password')
     """
-    text_files.check_text_file(path, "data file")
+    text_files.check_exists(path, "data file")  # Before its format; read once below.
     file_format = detect_format(path, file_format)
     report = DataReport(path, max_logged=max_logged)
     text_columns = [anchor_column, positive_column, *(negative_columns or ())]

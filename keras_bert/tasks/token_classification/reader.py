@@ -29,7 +29,6 @@ import tensorflow as tf
 from keras_bert.data import labels as labels_lib
 from keras_bert.data.report import DataReport
 from keras_bert.data.text_data import ParallelExamples, read_lines
-from keras_bert.text import text_files
 
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")
 # Column separators: ASCII whitespace only. str.split() would also cut at a
@@ -70,7 +69,6 @@ def read_conll(path, max_logged=20):
     >>> sentences.words[0][:2], sentences.tags[0][:2]
     (['EU', 'rejects'], ['B-ORG', 'O'])
     """
-    text_files.check_text_file(path, "CoNLL file")
     report = DataReport(path, max_logged=max_logged)
     result = ConllSentences([], [], [], report)
     words, tags, start, problem = [], [], None, None
@@ -87,7 +85,7 @@ def read_conll(path, max_logged=20):
                 report.kept()
         words, tags, start, problem = [], [], None, None
 
-    for number, line in read_lines(path, report):
+    for number, line in read_lines(path, report, "CoNLL file"):
         columns = _COLUMNS.split(line.strip(_ASCII_SPACE)) if line.strip() else []
         if not columns:
             flush()
