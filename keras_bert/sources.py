@@ -5,9 +5,8 @@ A source is a keras_bert model directory or a checkpoint users already hold
 Google TF1 folder, a keras-hub preset folder, a name from
 `keras_bert.checkpoints.resolve.KNOWN_NAMES`). Models and text must not
 import the converter (`keras_bert.checkpoints` sits above them), so they
-call `resolve_source` here, and the converter's resolver is registered by
-`keras_bert/__init__.py`; it loads on first use, so a model directory never
-imports the converter.
+call `resolve_source` here, and `keras_bert/__init__.py` registers the
+converter's resolver.
 
 The preprocessor is built from a model directory by `keras_bert.models`
 (which `keras_bert.text` must not import either): it registers

@@ -58,9 +58,7 @@ try:
     runpy.run_path(path, run_name="__main__")
 except SystemExit:
     pass
-heavy = sorted(m for m in ("tensorflow", "keras", "torch", "numpy")
-               if m in sys.modules)
-sys.stderr.write("PROBE " + json.dumps(heavy) + "\\n")
+sys.stderr.write("PROBE " + json.dumps("torch" in sys.modules) + "\\n")
 """
 
 
@@ -138,12 +136,13 @@ def test_every_recorded_benchmark_command_parses():
 
 
 @pytest.mark.parametrize("argv", [[], ["inference"], ["serving-e2e"], ["finetune"], ["all"]])
-def test_help_imports_no_tensorflow(argv):
+def test_help_is_quiet_and_imports_no_torch(argv):
     done = subprocess.run(
         [sys.executable, "-c", HELP_PROBE, os.path.join(ROOT, "tools", "benchmark.py"), *argv],
         capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.stdout.startswith("usage: benchmark.py " + " ".join(argv)), done.stdout[:200]
-    assert json.loads(done.stderr.split("PROBE ", 1)[1]) == []
+    noise, _, torch = done.stderr.partition("PROBE ")
+    assert noise == "" and json.loads(torch) is False, done.stderr[-2000:]
     if argv == ["inference"]:
         assert "--finetune-lengths" not in done.stdout and "--peak-tflops" in done.stdout
 

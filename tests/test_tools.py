@@ -1,4 +1,4 @@
-"""tools/*.py as one family: one spelling per concept, --help without TensorFlow, true defaults."""
+"""tools/*.py as one family: one spelling per concept, a quiet --help, true defaults."""
 
 import argparse
 import dataclasses
@@ -31,9 +31,7 @@ try:
     runpy.run_path(path, run_name="__main__")
 except SystemExit as e:
     code = e.code
-heavy = sorted(m for m in ("tensorflow", "keras", "torch", "numpy")
-               if m in sys.modules)
-sys.stderr.write("PROBE " + json.dumps({"code": code, "heavy": heavy}) + "\\n")
+sys.stderr.write("PROBE " + json.dumps({"code": code, "torch": "torch" in sys.modules}) + "\\n")
 """
 
 # Spellings that one of the flags below replaced.
@@ -68,8 +66,8 @@ def run_help(name):
     done = subprocess.run([sys.executable, "-c", HELP_PROBE, os.path.join(ROOT, "tools", name)],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     seconds = time.perf_counter() - start
-    probe = json.loads(done.stderr.split("PROBE ", 1)[1])
-    return done.stdout, probe, seconds
+    noise, _, probe = done.stderr.partition("PROBE ")
+    return done.stdout, dict(json.loads(probe), noise=noise), seconds
 
 
 @pytest.fixture(scope="module")
@@ -77,22 +75,13 @@ def helps():
     return {name: run_help(name) for name in TOOLS}
 
 
-def test_every_tool_answers_help_without_importing_tensorflow(helps):
+def test_every_tool_answers_help_quietly(helps):
     assert len(TOOLS) >= 15
     for name, (out, probe, _) in helps.items():
         assert probe["code"] in (0, None), name
         assert out.startswith("usage: "), name
-        assert probe["heavy"] == [], f"tools/{name} --help imported {probe['heavy']}"
-
-
-@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
-def test_help_takes_under_half_the_time_of_importing_tensorflow(helps):
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import tensorflow"], capture_output=True, check=True,
-                   env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    tensorflow_seconds = time.perf_counter() - start
-    slowest = max(seconds for _, _, seconds in helps.values())
-    assert slowest < tensorflow_seconds / 2, (slowest, tensorflow_seconds)
+        # TensorFlow loads (plain imports), its start-up notices hidden; torch never.
+        assert probe["noise"] == "" and not probe["torch"], (name, probe)
 
 
 @pytest.mark.parametrize("name", TOOLS)
@@ -244,7 +233,7 @@ def test_pretrain_jit_compile_help_states_resolve_jit_compile_s_rule():
 
 @pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_tensorflow_loads_quietly_unless_verbose():
-    code = ("import sys; sys.path.insert(0, 'tools'); import _cli; _cli.quiet_tensorflow(); "
+    code = ("import sys; sys.path.insert(0, 'tools'); import _cli; "
             "import tensorflow as tf; print(tf.constant(2).numpy() * 21)")
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -1,12 +1,9 @@
 """What every tool in tools/ shares: help formatting, flag spellings, a quiet TensorFlow.
 
-Tools parse their flags before importing TensorFlow, so `--help` answers in
-a fraction of a second. `import keras_bert` loads no TensorFlow (its names
-load on first use), so tools import the light modules their flags come
-from (keras_bert.config, each task's options.py,
-keras_bert.training.finetune_fields) as any code does; this module imports
-only those. tests/test_tools.py checks that no tool's --help loads
-TensorFlow.
+Importing this module imports TensorFlow, quietly (its C++ start-up notices
+hidden, unless the tool's command line has --verbose), then keras_bert,
+whose classes the tools' flags come from. So every tool, `--help` included,
+costs one TensorFlow import and prints none of its noise.
 
 One spelling per concept, in every tool:
   --model DIR            a model directory to read (or an export, for predict)
@@ -23,21 +20,14 @@ One spelling per concept, in every tool:
 import argparse
 import contextlib
 import dataclasses
-import importlib
-import importlib.util
 import logging
 import os
-import pkgutil
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:  # A tool runs with the keras_bert of its own checkout.
     sys.path.insert(0, ROOT)
 
-# Choices that tools/*.py state before importing TensorFlow: the light
-# copies, beside the FinetuneOptions fields that use them
-# (tests/test_tools.py checks them against the library's).
-from keras_bert.training.finetune_fields import JIT_COMPILE_CHOICES, STRATEGIES  # noqa: F401
 
 PROGRESS_CHOICES = ("auto", "lines")
 
@@ -76,36 +66,11 @@ def parser(description, doc_epilog=True):
 
 
 def task_options():
-    """{task name: its options dataclass}, for every folder of keras_bert/tasks with an options.py.
+    """{task name: its options dataclass}, for every registered task that has options."""
+    from keras_bert.models.registry import get_task, task_names
 
-    The light view of the task registry (keras_bert/models/registry.py):
-    each task folder's options.py imports only the standard library (and
-    keras_bert/data/task_options.py) and names its dataclass in the folder's
-    registration line (spec.py, `TaskSpec(..., options=...)`); the folder's name is
-    the task's registered name. Registering the task imports its model
-    (TensorFlow), so tools import the options modules alone.
-    tests/training/test_task_options.py checks this view against the
-    registry's fine-tunable tasks.
-    """
-    import keras_bert.tasks
-
-    found = {}
-    for folder in sorted(pkgutil.iter_modules(keras_bert.tasks.__path__), key=lambda f: f.name):
-        name = f"keras_bert.tasks.{folder.name}.options"
-        if folder.ispkg and importlib.util.find_spec(name) is not None:
-            found[folder.name] = _options_class(importlib.import_module(name))
-    return found
-
-
-def _options_class(module):
-    """The one dataclass that `module` (a task's options.py) defines."""
-    classes = [value for value in vars(module).values()
-               if isinstance(value, type) and dataclasses.is_dataclass(value)
-               and value.__module__ == module.__name__]
-    if len(classes) != 1:
-        raise ValueError(f"{module.__file__} must define exactly one options dataclass. "
-                         f"Received: {[c.__name__ for c in classes]}.")
-    return classes[0]
+    return {name: get_task(name).options for name in task_names()
+            if get_task(name).options is not None}
 
 
 def flag_name(field):
@@ -236,24 +201,11 @@ def _stderr_silenced():
 
 
 def quiet_tensorflow(verbose=False):
-    """Imports TensorFlow now: without its C++ start-up notices, or with them if `verbose`.
-
-    Importing this module already makes the first `import tensorflow` of
-    the process quiet (`_QuietTensorFlowFinder`, whoever imports it: a tool,
-    the library, a test), so a tool needs this call only for --verbose, or
-    to pay the import's seconds at a point of its choosing. A no-op when
-    TensorFlow is loaded already.
-    """
-    if "tensorflow" in sys.modules:
-        return
-    if verbose:
-        _QuietTensorFlowFinder.uninstall()
-        os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
-    import tensorflow  # noqa: F401
+    """Kept for the tools' calls: TensorFlow is loaded when this module is (see the top)."""
 
 
-def _load_tensorflow_quietly(load):
-    """Runs `load()` (TensorFlow's import) with TensorFlow's start-up notices hidden.
+def _import_quietly():
+    """Imports TensorFlow and keras_bert with TensorFlow's start-up notices hidden.
 
     TF_CPP_MIN_LOG_LEVEL=3 hides the C++ lines logged once TensorFlow's
     logging is set up: INFO and WARNING, and ERROR too, as this CPU gets
@@ -272,57 +224,18 @@ def _load_tensorflow_quietly(load):
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with _stderr_silenced():
-        module = load()
-        module.config.list_physical_devices()  # The device probe, while stderr is off.
-    return module
+        import tensorflow as tf
+
+        import keras_bert  # noqa: F401 (tensorflow_text's libraries log too)
+
+        tf.config.list_physical_devices()  # The device probe, while stderr is off.
 
 
-class _QuietLoader:
-    """TensorFlow's own loader, its `exec_module` run by `_load_tensorflow_quietly`."""
-
-    def __init__(self, loader):
-        self._loader = loader
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        _load_tensorflow_quietly(lambda: self._loader.exec_module(module) or module)
-
-    def __getattr__(self, name):  # get_resource_reader, is_package, ...
-        return getattr(self._loader, name)
-
-
-class _QuietTensorFlowFinder:
-    """A `sys.meta_path` finder that hands the first `import tensorflow` to `_QuietLoader`.
-
-    The tools import TensorFlow in many places (the library's modules, a
-    tool's own imports, after parsing so that --help stays fast); hooking the
-    import itself makes every tool quiet, one that never calls
-    `quiet_tensorflow` included. It steps aside after that first import.
-    """
-
-    @classmethod
-    def install(cls):
-        if "tensorflow" not in sys.modules and not any(
-                isinstance(f, cls) for f in sys.meta_path):
-            sys.meta_path.insert(0, cls())
-
-    @classmethod
-    def uninstall(cls):
-        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, cls)]
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "tensorflow":
-            return None
-        self.uninstall()
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _QuietLoader(spec.loader)
-        return spec
-
-
-_QuietTensorFlowFinder.install()
+# Every tool imports this module before keras_bert: TensorFlow loads here, quietly.
+if "tensorflow" not in sys.modules and "--verbose" not in sys.argv[1:]:
+    _import_quietly()
+# The choices that tools/*.py take from the library for their flags.
+from keras_bert.training.finetune_fields import JIT_COMPILE_CHOICES, STRATEGIES  # noqa: E402,F401
 
 
 # === How every tool ends on an error: one line on stderr and exit status 1 ===

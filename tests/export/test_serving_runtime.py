@@ -23,16 +23,14 @@ def _tool():
     return module
 
 
-def test_help_does_not_import_tensorflow():
+def test_help_is_quiet():
     code = ("import runpy, sys\nsys.argv = ['check_serving_runtime.py', '--help']\n"
             f"try:\n    runpy.run_path({TOOL!r}, run_name='__main__')\n"
-            "except SystemExit as e:\n    assert e.code == 0\n"
-            "print('TENSORFLOW' if 'tensorflow' in sys.modules else 'NO TENSORFLOW')")
+            "except SystemExit as e:\n    assert e.code == 0\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0 and done.stderr == "", done.stderr
     assert "--model EXPORT_DIR" in done.stdout and "--venv" in done.stdout
-    assert done.stdout.strip().endswith("NO TENSORFLOW")
 
 
 @pytest.mark.slow  # builds a TF 2.20 venv and serves the four exports there

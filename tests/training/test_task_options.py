@@ -83,8 +83,7 @@ def test_another_task_s_flag_is_refused(capsys):
 
 
 def test_the_tools_view_of_task_options_is_the_registry_s():
-    # tools/finetune.py imports keras_bert/tasks/*/options.py alone (no TensorFlow):
-    # the very classes that the task specs name.
+    # tools/finetune.py's --task choices: the fine-tunable tasks, with their specs' classes.
     light = _cli.task_options()
     assert sorted(light) == sorted(finetune_lib.fine_tunable_tasks())
     for name, options in light.items():

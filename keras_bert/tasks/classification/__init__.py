@@ -2,14 +2,12 @@
 
 model.py (the head), reader.py (data files), finetune.py (the fine-tuning
 task), serving.py (export signatures), metrics.py, options.py (options and
-task.json schema). Registered as 'classification'.
-
-The names below load on first use (PEP 562), so importing options.py loads
-no TensorFlow; `TASK` (spec.py, the registration line) registers the task.
+task.json schema), spec.py (its registration line, run on import).
 """
 
-from keras_bert._lazy import lazy_exports
+from keras_bert.tasks.classification.model import BertClassifier
+from keras_bert.tasks.classification.finetune import ClassificationTask
+from keras_bert.tasks.classification.serving import ClassifierServingModule
+from keras_bert.tasks.classification.spec import TASK
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "model": ["BertClassifier"], "finetune": ["ClassificationTask"],
-    "serving": ["ClassifierServingModule"], "spec": ["TASK"]})
+__all__ = ["BertClassifier", "ClassificationTask", "ClassifierServingModule", "TASK"]

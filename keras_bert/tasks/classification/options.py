@@ -1,10 +1,8 @@
-"""Classification's options and task.json schema (standard library only).
+"""Classification's options and task.json schema.
 
-tools/finetune.py reads this file before TensorFlow loads (tools/_cli.py
-`task_options`), so it imports only the standard library and
-keras_bert/data/task_options.py (which _cli loads first, the same way): each
-field becomes a flag (`text_b_column` -> --text-b-column, or metadata
-"flag"), with metadata "help" as its help and "choices" as its choices.
+tools/finetune.py makes a flag of each field (tools/_cli.py `task_options`)
+(`text_b_column` -> --text-b-column, or metadata "flag"), with metadata "help"
+as its help and "choices" as its choices.
 """
 
 import dataclasses

@@ -5,13 +5,11 @@ model.py (BertMaskedLM: the encoder + the tied MLM head), preprocessor.py
 text), serving.py (the `fill_mask` export signature, which `predict` runs).
 Registered as 'masked_lm'; it is not a tools/finetune.py task (no reader or
 fine-tuning task: `fit` on texts is its training loop).
-
-The names below load on first use (PEP 562); `TASK` (spec.py, the
-registration line) registers the task.
 """
 
-from keras_bert._lazy import lazy_exports
+from keras_bert.tasks.masked_lm.model import BertMaskedLM
+from keras_bert.tasks.masked_lm.preprocessor import BertMaskedLMPreprocessor
+from keras_bert.tasks.masked_lm.serving import MaskedLMServingModule
+from keras_bert.tasks.masked_lm.spec import TASK
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "model": ["BertMaskedLM"], "preprocessor": ["BertMaskedLMPreprocessor"],
-    "serving": ["MaskedLMServingModule"], "spec": ["TASK"]})
+__all__ = ["BertMaskedLM", "BertMaskedLMPreprocessor", "MaskedLMServingModule", "TASK"]

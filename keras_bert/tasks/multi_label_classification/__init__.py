@@ -4,13 +4,11 @@ model.py (the head), reader.py (data files), finetune.py (the fine-tuning
 task, thresholds tuned on the eval set), serving.py (export signatures),
 metrics.py (micro / macro F1, threshold search), options.py (options and
 task.json schema). Registered as 'multi_label_classification'.
-
-The names below load on first use (PEP 562), so importing options.py loads
-no TensorFlow; `TASK` (spec.py, the registration line) registers the task.
 """
 
-from keras_bert._lazy import lazy_exports
+from keras_bert.tasks.multi_label_classification.model import BertMultiLabelClassifier
+from keras_bert.tasks.multi_label_classification.finetune import MultiLabelTask
+from keras_bert.tasks.multi_label_classification.serving import MultiLabelServingModule
+from keras_bert.tasks.multi_label_classification.spec import TASK
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "model": ["BertMultiLabelClassifier"], "finetune": ["MultiLabelTask"],
-    "serving": ["MultiLabelServingModule"], "spec": ["TASK"]})
+__all__ = ["BertMultiLabelClassifier", "MultiLabelTask", "MultiLabelServingModule", "TASK"]

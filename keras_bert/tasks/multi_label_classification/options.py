@@ -1,11 +1,10 @@
-"""Multi-label classification's options and task.json schema (standard library only).
+"""Multi-label classification's options and task.json schema.
 
-tools/finetune.py reads this file before TensorFlow loads (tools/_cli.py
-`task_options`), so it imports only the standard library and
-keras_bert/data/task_options.py; see keras_bert/tasks/classification/options.py
-for the field metadata. Fields that classification declares too
-(text_column, label_column, file_format, label_names, unknown_labels) are
-one flag each, made by one function of keras_bert/data/task_options.py.
+tools/finetune.py makes a flag of each field (tools/_cli.py `task_options`);
+see keras_bert/tasks/classification/options.py for the field metadata. Fields
+that classification declares too (text_column, label_column, file_format,
+label_names, unknown_labels) are one flag each, made by one function of
+keras_bert/data/task_options.py.
 """
 
 import dataclasses

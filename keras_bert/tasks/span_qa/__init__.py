@@ -3,13 +3,11 @@
 model.py (the head), reader.py (data files), finetune.py (the fine-tuning
 task), serving.py (export signatures), metrics.py, options.py (options and
 task.json schema). Registered as 'span_qa'.
-
-The names below load on first use (PEP 562), so importing options.py loads
-no TensorFlow; `TASK` (spec.py, the registration line) registers the task.
 """
 
-from keras_bert._lazy import lazy_exports
+from keras_bert.tasks.span_qa.model import BertSpanLabeler
+from keras_bert.tasks.span_qa.finetune import SpanQATask
+from keras_bert.tasks.span_qa.serving import SpanQAServingModule
+from keras_bert.tasks.span_qa.spec import TASK
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "model": ["BertSpanLabeler"], "finetune": ["SpanQATask"],
-    "serving": ["SpanQAServingModule"], "spec": ["TASK"]})
+__all__ = ["BertSpanLabeler", "SpanQATask", "SpanQAServingModule", "TASK"]

@@ -8,14 +8,14 @@ in-memory top-k), serving.py (export signatures), reader.py (pair files),
 finetune.py and options.py (tools/finetune.py --task text_embedding),
 output.py (embeddings written as JSON Lines or .npy). Registered as
 'text_embedding'.
-
-The names below load on first use (PEP 562); `TASK` (spec.py, the
-registration line) registers the task.
 """
 
-from keras_bert._lazy import lazy_exports
+from keras_bert.tasks.text_embedding.model import BertTextEmbedder
+from keras_bert.tasks.text_embedding.losses import CosineSimilarityLoss
+from keras_bert.tasks.text_embedding.losses import MultipleNegativesRankingLoss
+from keras_bert.tasks.text_embedding.search import EmbeddingIndex
+from keras_bert.tasks.text_embedding.serving import TextEmbedderServingModule
+from keras_bert.tasks.text_embedding.spec import TASK
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "model": ["BertTextEmbedder"],
-    "losses": ["CosineSimilarityLoss", "MultipleNegativesRankingLoss"],
-    "search": ["EmbeddingIndex"], "serving": ["TextEmbedderServingModule"], "spec": ["TASK"]})
+__all__ = ["BertTextEmbedder", "CosineSimilarityLoss", "MultipleNegativesRankingLoss",
+           "EmbeddingIndex", "TextEmbedderServingModule", "TASK"]

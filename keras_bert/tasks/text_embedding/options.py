@@ -1,8 +1,7 @@
-"""Text embedding's options and task.json schema (standard library only).
+"""Text embedding's options and task.json schema.
 
-tools/finetune.py reads this file before TensorFlow loads (tools/_cli.py
-`task_options`); each field becomes a flag (`anchor_column` ->
---anchor-column, metadata "help" its help).
+tools/finetune.py makes a flag of each field (tools/_cli.py `task_options`)
+(`anchor_column` -> --anchor-column, metadata "help" its help).
 """
 
 import dataclasses

@@ -3,13 +3,11 @@
 model.py (the head), reader.py (data files), finetune.py (the fine-tuning
 task), serving.py (export signatures), metrics.py, options.py (options and
 task.json schema). Registered as 'token_classification'.
-
-The names below load on first use (PEP 562), so importing options.py loads
-no TensorFlow; `TASK` (spec.py, the registration line) registers the task.
 """
 
-from keras_bert._lazy import lazy_exports
+from keras_bert.tasks.token_classification.model import BertTokenClassifier
+from keras_bert.tasks.token_classification.finetune import TokenClassificationTask
+from keras_bert.tasks.token_classification.serving import TokenClassifierServingModule
+from keras_bert.tasks.token_classification.spec import TASK
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "model": ["BertTokenClassifier"], "finetune": ["TokenClassificationTask"],
-    "serving": ["TokenClassifierServingModule"], "spec": ["TASK"]})
+__all__ = ["BertTokenClassifier", "TokenClassificationTask", "TokenClassifierServingModule", "TASK"]

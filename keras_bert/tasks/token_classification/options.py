@@ -1,9 +1,7 @@
-"""Token classification's options and task.json schema (standard library only).
+"""Token classification's options and task.json schema.
 
-tools/finetune.py reads this file before TensorFlow loads (tools/_cli.py
-`task_options`), so it imports only the standard library and
-keras_bert/data/task_options.py; see keras_bert/tasks/classification/options.py
-for the field metadata.
+tools/finetune.py makes a flag of each field (tools/_cli.py `task_options`);
+see keras_bert/tasks/classification/options.py for the field metadata.
 """
 
 import dataclasses
