@@ -301,7 +301,7 @@ def test_every_docs_page_is_run_and_linked_from_the_readme():
     assert not unlinked, f"docs pages the README does not link: {unlinked}"
 
 
-# The pages run in this many runner processes (each prepares its own folder, a few seconds),
+# The pages run in this many runner processes (on copies of one prepared folder, `stand_ins`),
 # so the slow tier's two workers share them (each group is its own xdist_group).
 PAGE_GROUPS = 3
 # What a runnable example costs, roughly: a tool that trains or exports traces a model.
