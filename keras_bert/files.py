@@ -36,7 +36,7 @@ this module:
    rest removed. The short steps that must not interleave (claiming an
    export version, a commit, a recovery) hold a lock on the parent folder
    (`locked`). Readers load one committed snapshot (`read_committed`).
-   Each step has a test hook (`pause_point`) where a test SIGKILLs the writer.
+   Each step is named (`keras_bert.steps`): a test stops a writer there for a SIGKILL.
 5. Symbolic links are followed: an output that is a link (or lies under
    one) is resolved to its real path, and the real target is replaced
    there; the link itself is never renamed.
@@ -64,13 +64,14 @@ import dataclasses
 import errno
 import fcntl
 import fnmatch
+import logging
 import os
 import re
 import shutil
 import tempfile
 import time
 
-from keras_bert import storage
+from keras_bert import steps, storage
 from keras_bert.staging import (
     claimed_labels,
     make_staging_dir,
@@ -79,6 +80,7 @@ from keras_bert.staging import (
     stale_entries,
 )
 
+logger = logging.getLogger("keras_bert.files")
 # The way out that every refusal names.
 WAY_OUT = "choose a new or empty folder, or remove it yourself"
 
@@ -231,44 +233,8 @@ def prepare_output_dir(path, kind, overwrite=True, inputs=(), overwrite_flag="--
     return real
 
 
-def pause_point(step):
-    """A test hook at each step of a commit: the writer stops there for a SIGKILL.
-
-    When the environment variable KERAS_BERT_PAUSE_AT names `step` (the
-    KERAS_BERT_PAUSE_COUNT-th time it is reached, default the first), the
-    process writes `step` to the file KERAS_BERT_PAUSE_FILE names and waits
-    until that file is removed (or KERAS_BERT_PAUSE_SECONDS pass, default an
-    hour), so a test can kill it exactly at that step, or let it go on once
-    another writer has run. Steps: "staged" (the new version is complete,
-    the old one untouched), "old-moved" (only where renames are not one
-    step: the old version is in the staging folder, the new one not yet in
-    place), "committed" (the new version is in place, the staging folder not
-    yet removed); "resolved" and "claimed" (an export's next version is
-    chosen, then claimed); "data:staged", "data:committed", "data:swap"
-    (`keras_bert.data.pretraining_data`); "remote:uploading" (one file of the
-    new version staged), "remote:unmarked", "remote:copied" (the object-store
-    protocol, `keras_bert.storage`, which also stops at "staged" and
-    "committed").
-    """
-    if os.environ.get(PAUSE_ENV) != step:
-        return
-    _PAUSES_SEEN[step] = _PAUSES_SEEN.get(step, 0) + 1
-    if _PAUSES_SEEN[step] != int(os.environ.get(PAUSE_COUNT_ENV, 1)):
-        return
-    marker = os.environ.get(PAUSE_FILE_ENV)
-    if marker:
-        with open(marker, "w", encoding="utf-8") as f:
-            f.write(step)
-    deadline = time.monotonic() + float(os.environ.get(PAUSE_SECONDS_ENV, 3600))
-    while time.monotonic() < deadline and (not marker or os.path.exists(marker)):
-        time.sleep(0.01)
-
-
-PAUSE_ENV = "KERAS_BERT_PAUSE_AT"
-PAUSE_FILE_ENV = "KERAS_BERT_PAUSE_FILE"
-PAUSE_SECONDS_ENV = "KERAS_BERT_PAUSE_SECONDS"
-PAUSE_COUNT_ENV = "KERAS_BERT_PAUSE_COUNT"
-_PAUSES_SEEN = {}
+#: How long `locked` waits for another process' lock on a folder before it gives up.
+LOCK_WAIT_SECONDS = 300
 
 
 @contextlib.contextmanager
@@ -276,18 +242,59 @@ def locked(folder):
     """Holds an exclusive lock on `folder` (flock on the folder itself: no lock
     file is left behind) for the short steps that must not interleave: a
     version number's claim, a commit, a recovery. Remote paths and file
-    systems without flock run unlocked."""
+    systems without flock run unlocked.
+
+    A lock held by another process is waited for up to `LOCK_WAIT_SECONDS`,
+    with one line naming the holder; then TimeoutError names it too.
+    """
     try:
         handle = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         yield
         return
     try:
-        with contextlib.suppress(OSError):
-            fcntl.flock(handle, fcntl.LOCK_EX)
+        _lock(handle, folder)
         yield
     finally:
         os.close(handle)  # Closing releases the lock.
+
+
+def _lock(handle, folder):
+    deadline = None
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        except OSError:
+            return  # No flock on this file system: unlocked.
+        if deadline is None:
+            deadline = time.monotonic() + LOCK_WAIT_SECONDS
+            logger.warning("Waiting up to %s s for the lock on %s, held by %s.",
+                           LOCK_WAIT_SECONDS, folder, _lock_holder(handle))
+        elif time.monotonic() > deadline:
+            raise TimeoutError(
+                f"The lock on {folder} is still held by {_lock_holder(handle)} after "
+                f"{LOCK_WAIT_SECONDS} s (keras_bert holds it only for a commit's short steps). "
+                f"If that process hangs, stop it, then run this again.")
+        time.sleep(0.05)
+
+
+def _lock_holder(handle):
+    """Who holds the flock on the open folder `handle`: "process PID (COMMAND)"
+    from /proc/locks where the system has it."""
+    inode = str(os.fstat(handle).st_ino)
+    with contextlib.suppress(OSError):
+        with open("/proc/locks", encoding="utf-8") as f:
+            for fields in map(str.split, f):
+                if "FLOCK" in fields and "->" not in fields and \
+                        fields[5].rsplit(":", 1)[-1] == inode:
+                    with open(f"/proc/{fields[4]}/cmdline", "rb") as command:
+                        words = command.read().replace(b"\0", b" ").split()
+                    words = b" ".join(words).decode(errors="replace")
+                    return f"process {fields[4]} ({words[:100]})"
+    return "another process"
 
 
 _RENAME_EXCHANGE = 2
@@ -339,7 +346,7 @@ def _replace_dir(new, target, staging):
         return
     old = os.path.join(staging, "old")
     os.rename(target, old)
-    pause_point("old-moved")
+    steps.reached("old-moved")
     try:
         os.rename(new, target)
     except BaseException:
@@ -402,7 +409,7 @@ def claim_numbered(parent, prefix, is_number):
         taken += [int(label) for label in claimed_labels(parent, prefix) if is_number(label)]
         target = os.path.join(parent, str(max(taken, default=0) + 1))
         _CLAIMS[(target, prefix)] = make_staging_dir(parent, prefix, os.path.basename(target))
-    pause_point("claimed")
+    steps.reached("claimed")
     return target
 
 
@@ -424,7 +431,7 @@ def _staged_remote(target, prefix, replace):
     """`staged_dir` on an object store: a local folder, committed by
     `keras_bert.storage.commit_dir` (marker last)."""
     storage.check_filesystem(target, flag="The output")
-    recover(target, prefix)
+    storage.recover_dir(target, prefix, writer=True)
     local = tempfile.mkdtemp(prefix="keras_bert-upload-")
     try:
         new = os.path.join(local, "new")
@@ -454,7 +461,7 @@ def staged_dir(target, prefix=".tmp-", replace=True):
 
     Yields:
         str, the folder to write into (usual permissions, not mkdtemp's 0700).
-        For a remote target (or under KERAS_BERT_OBJECT_STORE=1) it is a
+        For a remote target (`storage.object_store`) it is a
         local folder, committed by the object-store protocol
         (`keras_bert.storage`): files staged, then copied, the marker last.
     """
@@ -473,13 +480,13 @@ def staged_dir(target, prefix=".tmp-", replace=True):
         new = os.path.join(staging, "new")
         os.mkdir(new)
         yield new
-        pause_point("staged")
+        steps.reached("staged")
         with locked(parent):
             if not replace and os.path.lexists(target):
                 raise FileExistsError(f"{target} was written by another process meanwhile; "
                                       f"keras_bert keeps it. Write to a new name.")
             _replace_dir(new, target, staging)
-        pause_point("committed")
+        steps.reached("committed")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -513,9 +520,14 @@ def read_committed(path, read, what="folder", attempts=4):
     (`keras_bert.storage.committed_manifest`), the same before and after;
     a folder without a valid marker is refused (`storage.IncompleteError`).
     """
-    if storage.object_store(path):
-        return _read_committed_remote(path, read, what, attempts)
+    remote = storage.object_store(path)
     for attempt in range(attempts):
+        if remote:  # The version is the marker's generation.
+            before = _generation(path, what)
+            result = read()
+            if _generation(path, what) == before:
+                return result
+            continue
         before = _identity(path) if os.path.isdir(path) else None
         try:
             result = read()
@@ -536,14 +548,10 @@ def _generation(path, what):
     return manifest["generation"]
 
 
-def _read_committed_remote(path, read, what, attempts):
-    for attempt in range(attempts):
-        before = _generation(path, what)
-        result = read()
-        if storage.committed_manifest(path) is not None and _generation(path, what) == before:
-            return result
-    raise OSError(errno.EBUSY, f"The {what} {path} was replaced {attempts} times while it was "
-                  f"read (another process writes it): load it again once that writer is done.")
+def _extension(name):
+    """The extension a temporary file for `name` keeps (".keras", ".weights.h5")."""
+    return next((e for e in (".weights.h5", ".tar.gz") if name.endswith(e)),
+                os.path.splitext(name)[1])
 
 
 @contextlib.contextmanager
@@ -552,15 +560,14 @@ def _atomic_remote(target):
     object appears whole when its upload ends, so no marker is needed)."""
     storage.check_filesystem(target, flag="The output")
     name = os.path.basename(target)
-    extension = next((e for e in (".weights.h5", ".tar.gz") if name.endswith(e)),
-                     os.path.splitext(name)[1])
+    extension = _extension(name)
     local = tempfile.mkdtemp(prefix="keras_bert-upload-")
     try:
         tmp = os.path.join(local, "new" + extension)
         open(tmp, "wb").close()
         yield tmp
         storage.makedirs(os.path.dirname(target))
-        pause_point("staged")
+        steps.reached("staged")
         storage.copy_file(tmp, target)
     finally:
         shutil.rmtree(local, ignore_errors=True)
@@ -598,11 +605,7 @@ def atomic_file(target):
     parent = os.path.dirname(real)
     os.makedirs(parent, exist_ok=True)
     name = os.path.basename(real)
-    extension = ""
-    for ext in (".weights.h5", ".tar.gz"):
-        if name.endswith(ext):
-            extension = ext
-    extension = extension or os.path.splitext(name)[1]
+    extension = _extension(name)
     # Dead writers' temporary files of this target (and only of it) go first.
     tmp = make_staging_file(parent, ".tmp-", name, suffix=extension)
     try:
@@ -612,7 +615,7 @@ def atomic_file(target):
         else:
             mode = 0o666 & ~_umask()
         os.chmod(tmp, mode)
-        pause_point("staged")
+        steps.reached("staged")
         os.replace(tmp, real)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -681,21 +684,12 @@ def remove_own(directory, names):
     Returns:
         bool, whether `directory` is gone.
     """
+    for name in names:  # A link is removed, never followed.
+        storage.remove(storage.join(directory, name))
     if storage.is_remote(directory):
-        for name in names:
-            storage.remove(storage.join(directory, name))
         if storage.isdir(directory) and not storage.listdir(directory):
             storage.remove(directory)
         return not storage.exists(directory)
-    for name in names:
-        path = os.path.join(directory, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        elif os.path.lexists(path):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
-    try:
-        os.rmdir(directory)
-    except OSError:
-        return False
-    return True
+    with contextlib.suppress(OSError):
+        os.rmdir(directory)  # Only if empty: a file of the user's keeps it.
+    return not os.path.lexists(directory)

@@ -9,8 +9,8 @@ call `resolve_source` here, and `keras_bert/__init__.py` registers the
 converter's resolver.
 
 The preprocessor is built from a model directory by `keras_bert.models`
-(which `keras_bert.text` must not import either): it registers
-`load_preprocessor` here the same way.
+(which `keras_bert.text` must not import either): `keras_bert/__init__.py`
+registers its `load_preprocessor` here the same way.
 """
 
 import json
@@ -116,6 +116,11 @@ _FOLDER_FILES = ("config.json", "task.json", "vocab.txt", "tokenizer.json",
                  "preprocessor.json", "metadata.json")
 
 
+# Files a converter reads on their own (keras_bert.checkpoints.convert), and data files.
+_WEIGHTS_SUFFIXES = (".safetensors", ".bin", ".h5", ".index.json", ".index", ".ckpt")
+_DATA_SUFFIXES = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".tfrecord", ".parquet", ".gz")
+
+
 def _is_export(path):
     """True for a serving export: a SavedModel folder, or a folder of integer versions holding one.
 
@@ -139,9 +144,9 @@ def wrong_kind(source):
     """Why `source` is none of the things `from_pretrained` loads, or None.
 
     Catches what users pass by mistake: a file of a model folder (its
-    config.json, a keras_bert model directory's model.weights.h5), and an
-    export (a SavedModel folder, a versioned exports/NAME folder, a LiteRT
-    .tflite file or folder), which is for serving.
+    config.json, a keras_bert model directory's model.weights.h5), a file
+    that is no checkpoint (train.csv), and an export (a SavedModel folder,
+    a versioned exports/NAME folder, a LiteRT .tflite file or folder).
     """
     if os.path.isfile(source):
         folder = os.path.dirname(os.path.abspath(source))
@@ -151,6 +156,13 @@ def wrong_kind(source):
         if name in _FOLDER_FILES or is_model_dir(folder) or _looks_like_model_dir(folder):
             return (f"{source} is a file of the folder {folder}: from_pretrained takes the "
                     f"folder. Pass from_pretrained({folder!r}).")
+        if not name.endswith(_WEIGHTS_SUFFIXES):
+            data = name.lower().endswith(_DATA_SUFFIXES)
+            return (f"{source} is {'a data file' if data else 'no checkpoint'}, not a model: "
+                    f"from_pretrained takes a model directory (save_pretrained's), a checkpoint "
+                    f"folder or weights file ({' '.join(_WEIGHTS_SUFFIXES)}), a Hub id or a "
+                    f"known name ('bert-base-uncased')."
+                    + (" Train on data with model.fit or tools/finetune.py." if data else ""))
         return None
     if os.path.isdir(source) and not os.path.isfile(os.path.join(source, "config.json")) and (
             _is_export(source) or any(n.endswith(".tflite") for n in os.listdir(source))):

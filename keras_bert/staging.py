@@ -94,12 +94,30 @@ def staging_prefix(prefix, label="", suffix=""):
     return f"{owner_prefix(prefix, label, suffix)}{owner}-{host_name()}-"
 
 
+# Who writes a staging entry: the end of its name (`staging_prefix`, then random).
+_OWNER = r"pid(?P<pid>\d+)(?:\.(?P<start>\d+))?-(?P<host>[A-Za-z0-9]*)-[A-Za-z0-9_]+"
+
+
 def _abandoned(match, host):
     """Whether the writer that a staging name's (pid, start, host) groups name is gone."""
     pid, start, where = match.group("pid", "start", "host")
     if where != host or int(pid) == os.getpid():
         return False
     return not _alive(int(pid), int(start) if start else None)
+
+
+def writer_of(name):
+    """The (pid, start, host) groups of the writer that the staging name `name`
+    names (a `re.Match`), or None for a name of another form."""
+    return re.search("-" + _OWNER + "$", name)
+
+
+def writer_gone(name):
+    """Whether the writer of the staging entry `name` provably ended: it ran on
+    this host and its process (that PID with that start time) no longer runs.
+    This process' own entries and other hosts' never count as gone."""
+    match = writer_of(name)
+    return bool(match) and _abandoned(match, host_name())
 
 
 def _entries(parent, pattern):
@@ -117,9 +135,8 @@ def stale_entries(parent, prefix, label="", suffix=""):
     Only names of exactly this form count (`owner_prefix`, then
     pid{PID}[.{START}]-{HOST}-{random}{suffix}); this process' own are skipped.
     """
-    pattern = re.compile(re.escape(owner_prefix(prefix, label, suffix))
-                         + r"pid(?P<pid>\d+)(?:\.(?P<start>\d+))?-(?P<host>[A-Za-z0-9]*)-"
-                         + r"[A-Za-z0-9_]+" + re.escape(suffix) + "$")
+    pattern = re.compile(re.escape(owner_prefix(prefix, label, suffix)) + _OWNER
+                         + re.escape(suffix) + "$")
     host = host_name()
     return [os.path.join(parent, name) for name, match in _entries(parent, pattern)
             if _abandoned(match, host) and not os.path.islink(os.path.join(parent, name))]
@@ -132,9 +149,8 @@ def claimed_labels(parent, prefix):
     Export versions use it: a version being written is taken, though its
     folder does not exist yet.
     """
-    pattern = re.compile(re.escape(prefix) + r"(?P<label>.*)-(?P<tag>[0-9a-f]{8})-"
-                         r"pid(?P<pid>\d+)(?:\.(?P<start>\d+))?-(?P<host>[A-Za-z0-9]*)-"
-                         r"[A-Za-z0-9_]+$")
+    pattern = re.compile(re.escape(prefix) + r"(?P<label>.*)-(?P<tag>[0-9a-f]{8})-" + _OWNER
+                         + "$")
     host = host_name()
     return sorted({match.group("label") for _, match in _entries(parent, pattern)
                    if match.group("tag") == _tag(prefix, match.group("label"))

@@ -16,8 +16,8 @@ The object-store protocol (`commit_dir`), for a folder `target`:
    (`MARKER`: names, sizes and sha256 of the files, and a generation that
    grows with time) is written LAST: the staged copy is complete.
    Pause points "remote:uploading" (after the first file) and "staged".
-2. the target's marker is removed: from here readers refuse the target as
-   incomplete, or roll it forward from the staged copy. "remote:unmarked".
+2. the target's marker is removed: from here readers wait for this writer
+   (or refuse the target as incomplete). "remote:unmarked".
 3. the files the old marker listed and the new one does not are removed,
    the staged files are copied over the target's. "remote:copied".
 4. the target's marker is written last (a copy of the staged one).
@@ -26,36 +26,44 @@ The object-store protocol (`commit_dir`), for a folder `target`:
 A reader trusts a remote folder only if its marker is there and every file it
 lists has the listed size (`committed_manifest`); `fetch_dir` also checks the
 digests. A folder without a valid marker is rolled forward from the newest
-complete staged copy of its target (`recover_dir`: a writer killed after
-step 1 loses nothing), else refused as incomplete (`IncompleteError`).
+complete staged copy of its target once that copy's writer provably ended
+(`recover_dir`: a writer killed after step 1 loses nothing; a live writer's
+commit is waited for, boundedly, never finished by another), else refused
+as incomplete (`IncompleteError`). Every name a marker holds passes
+`keras_bert.names.inside_name` (a hostile marker is refused as damaged).
 
 No locks: object stores have none. Two writers of one target at once each
 commit a whole version; the marker left is the last writer's, and if their
 copies interleaved (step 3), the digests no longer match the marker: the
 reader refuses it (or rolls forward from a staged copy) instead of loading
-a mix. Incomplete staging prefixes are removed by a later writer only when
-their writer provably ended (same host, PID gone); others stay.
+a mix. Staging prefixes are removed by another process only when their
+writer provably ended (same host, PID gone); others stay.
 
-`KERAS_BERT_OBJECT_STORE=1` (tests) applies this protocol to local paths too,
-with copies instead of renames, so SIGKILL tests can run it without a bucket.
+`object_store` decides which paths follow this protocol (tests patch it to
+run the protocol on local paths, with copies instead of renames).
 """
 
 import builtins
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import secrets
 import shutil
 import time
 
-from keras_bert import staging
+from keras_bert import staging, steps
+from keras_bert.names import inside_name
 
 #: The commit marker of a folder written by the object-store protocol.
 MARKER = ".keras_bert_commit.json"
-#: Set to 1 to use the object-store protocol on local paths (tests).
-FORCE_ENV = "KERAS_BERT_OBJECT_STORE"
+#: How long a reader or writer waits for a live writer's commit (`recover_dir`).
+COMMIT_WAIT_SECONDS = 120
+# The staging prefixes of this process' running commits (`commit_dir`).
+_ACTIVE = set()
+logger = logging.getLogger("keras_bert.storage")
 # The extras that register a scheme's file system (`check_filesystem`).
 _EXTRAS = {
     "gs": "pip install 'bert-keras3[gcs]' (tensorflow-io-gcs-filesystem, which "
@@ -82,9 +90,10 @@ def is_remote(path):
 
 
 def object_store(path):
-    """True if `path` is written by the object-store protocol: remote, or
-    local with `KERAS_BERT_OBJECT_STORE=1` (tests)."""
-    return is_remote(path) or os.environ.get(FORCE_ENV) == "1"
+    """True if `path` is written by the object-store protocol (module docstring):
+    a remote path. The one place that decides it: tests patch it to run the
+    protocol on local paths."""
+    return is_remote(path)
 
 
 def check_filesystem(path, flag="The path"):
@@ -279,25 +288,35 @@ def _digest(data):
     return hashlib.sha256(data).hexdigest()
 
 
-def _pause(step):
-    from keras_bert import files  # One test hook for both protocols.
-
-    files.pause_point(step)
-
-
 def _read_marker(folder):
-    """The parsed marker of `folder`, or None if it is missing or not one."""
+    """The parsed marker of `folder`, or None if it is missing or cut short.
+
+    Raises:
+        DamagedFileError: it names a file outside `folder` (an absolute path,
+            '..', a scheme, a drive, a control character): nothing is read,
+            written or removed through it.
+    """
     path = join(folder, MARKER)
     try:
         manifest = json.loads(read_bytes(path).decode("utf-8"))
-    except (OSError, ValueError):
-        return None
-    except Exception as error:  # tf.errors.NotFoundError and kin.
-        if type(error).__module__.startswith("tensorflow"):
+    except Exception as error:  # Missing (tf.errors.NotFoundError and kin) or cut short.
+        if _io_error(error) or isinstance(error, ValueError):
             return None
         raise
-    ok = isinstance(manifest, dict) and isinstance(manifest.get("files"), dict)
-    return manifest if ok and isinstance(manifest.get("generation"), str) else None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("generation"), str):
+        return None
+    inside_name(manifest["generation"], source=path, what="the generation")  # Names a copy.
+    entries, replaces = manifest.get("files"), manifest.setdefault("replaces", [])
+    if not isinstance(entries, dict) or not isinstance(replaces, list):
+        return None
+    for name, entry in entries.items():
+        inside_name(name, source=path, what="a committed file")
+        if not (isinstance(entry, dict) and isinstance(entry.get("size"), int)
+                and isinstance(entry.get("sha256"), str)):
+            return None
+    for name in replaces:
+        inside_name(name, source=path, what="a replaced file")
+    return manifest
 
 
 def committed_manifest(folder):
@@ -328,56 +347,87 @@ def _staging_entries(target, prefix):
             for n in names if n.startswith(start)]
 
 
-def _ended(path):
-    """Whether the writer that a staging name names provably ended (same host)."""
-    base = os.path.basename(path)
-    match = re.search(r"-pid(\d+)(?:\.(\d+))?-([A-Za-z0-9]*)-[A-Za-z0-9_]+$", base)
-    if not match or match.group(3) != staging.host_name() or int(match.group(1)) == os.getpid():
-        return False
-    start = int(match.group(2)) if match.group(2) else None
-    return not staging._alive(int(match.group(1)), start)
+def _writer_gone(path):
+    """Whether the writer of the staging prefix `path` provably ended: this
+    process, out of its `commit_dir`, or a process of this host that is gone."""
+    match = staging.writer_of(os.path.basename(path))
+    ours = match and (match.group("pid"), match.group("host")) == (str(os.getpid()),
+                                                                   staging.host_name())
+    return path not in _ACTIVE and bool(ours or staging.writer_gone(os.path.basename(path)))
+
+
+def _describe_writer(path):
+    match = staging.writer_of(os.path.basename(path)) or {"pid": "?", "host": "?"}
+    return f"process {match['pid']} on host {match['host']} (its staged copy {path})"
+
+
+def _io_error(error):
+    """Whether `error` is a file system's (OSError, or TensorFlow's NotFoundError and kin)."""
+    return isinstance(error, OSError) or type(error).__module__.startswith("tensorflow")
 
 
 def _roll_forward(staged, target, manifest):
     """Steps 3 to 5 of the protocol: `target` becomes the staged version (the
-    files of the version it replaces, which its marker lists, removed first)."""
-    for name in sorted(manifest.get("replaces", [])):
-        if name not in manifest["files"]:
-            remove(join(target, name))
-    for name in sorted(manifest["files"]):
-        destination = join(target, name)
-        makedirs(os.path.dirname(destination))
-        copy_file(join(staged, name), destination)
-    _pause("remote:copied")
-    write_bytes(join(target, MARKER), read_bytes(join(staged, MARKER)))
-    _pause("committed")
+    files of the version it replaces, which its marker lists, removed first).
+    A commit that another process finished meanwhile is a success."""
+    try:
+        for name in sorted(manifest["replaces"]):
+            if name not in manifest["files"]:
+                remove(join(target, name))
+        for name in sorted(manifest["files"]):
+            destination = join(target, name)
+            makedirs(os.path.dirname(destination))
+            copy_file(join(staged, name), destination)
+        steps.reached("remote:copied")
+        write_bytes(join(target, MARKER), read_bytes(join(staged, MARKER)))
+    except Exception as error:
+        done = _io_error(error) and (committed_manifest(target) or {}).get("generation")
+        if done != manifest["generation"]:
+            raise
+    steps.reached("committed")
     remove(staged)
 
 
-def recover_dir(target, prefix):
+def recover_dir(target, prefix, writer=False):
     """Makes `target` whole from its staging prefixes, as far as they allow.
 
     A target without a valid marker is rolled forward from the newest
-    complete staged copy (a commit cut short after its upload); complete
-    copies no newer than the committed version (a commit cut short after its
-    marker) and the staging of ended writers are removed.
+    complete staged copy (a commit cut short after its upload) if its writer
+    (of `prefix`) provably ended; while it may run, this call waits for its
+    commit up to `COMMIT_WAIT_SECONDS`, saying so, then raises
+    IncompleteError (or, with `writer`, returns None: the caller commits its
+    own version). Only ended writers' staging is removed.
 
     Returns:
         the target's manifest (dict), or None if it has no committed version.
     """
-    current = committed_manifest(target)
-    entries = _staging_entries(target, prefix)
-    complete = sorted((m["generation"], path, m) for path, m in entries if m is not None)
-    if current is None and complete:
-        generation, path, manifest = complete[-1]
-        _roll_forward(path, target, manifest)
-        current = manifest
-    for path, manifest in entries:
-        if not exists(path):
-            continue
-        done = manifest is not None and current is not None \
-            and manifest["generation"] <= current["generation"]
-        if done or _ended(path):
+    deadline = None
+    while True:
+        current = committed_manifest(target)
+        entries = _staging_entries(target, prefix)
+        complete = sorted((m["generation"], path, m) for path, m in entries if m is not None)
+        if current is not None or not complete:
+            break
+        _, path, manifest = complete[-1]
+        if _writer_gone(path):
+            _roll_forward(path, target, manifest)
+            current = manifest
+            break
+        if deadline is None:
+            deadline = time.monotonic() + COMMIT_WAIT_SECONDS
+            logger.warning("Waiting up to %d s for %s to finish committing %s.",
+                           COMMIT_WAIT_SECONDS, _describe_writer(path), target)
+        elif time.monotonic() > deadline:
+            if writer:
+                break
+            raise IncompleteError(
+                f"{target} is being committed by {_describe_writer(path)}, which may still "
+                f"run: keras_bert never finishes a live writer's commit. Read it again once "
+                f"that writer is done; if it is gone for good (its machine stopped), write "
+                f"{target} again.")
+        time.sleep(0.1)
+    for path, _ in entries:
+        if exists(path) and _writer_gone(path):
             remove(path)
     return current
 
@@ -393,7 +443,7 @@ def _upload(local, staged, files, replaces):
         write_bytes(destination, data)
         entries[name] = {"size": len(data), "sha256": _digest(data)}
         if len(entries) == 1:
-            _pause("remote:uploading")  # Part of the version staged, its marker not yet.
+            steps.reached("remote:uploading")  # Part of the version staged, its marker not yet.
     manifest = {"generation": f"{time.time_ns():020d}-{secrets.token_hex(4)}", "files": entries,
                 "replaces": sorted(replaces)}
     write_bytes(join(staged, MARKER), (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
@@ -407,8 +457,7 @@ def commit_dir(local, target, prefix=".tmp-", replace=True):
 
     Args:
         local: str, a local folder holding the new version.
-        target: str, the folder to create or replace (remote, or local under
-            `KERAS_BERT_OBJECT_STORE=1`).
+        target: str, the folder to create or replace (`object_store`).
         prefix: str, the kind of writer (`keras_bert.staging`).
         replace: bool; False refuses (FileExistsError) a target committed
             meanwhile (a check, not a lock: see the module docstring).
@@ -418,36 +467,35 @@ def commit_dir(local, target, prefix=".tmp-", replace=True):
     makedirs(parent)
     staged = join(parent, staging.staging_prefix(prefix, name) + secrets.token_hex(4))
     old = _read_marker(target)
+    _ACTIVE.add(staged)
     try:
-        manifest = _upload(local, staged, _walk_files(local), (old or {}).get("files", {}))
-    except BaseException:
-        remove(staged)  # An incomplete staged copy is never rolled forward.
-        raise
-    _pause("staged")
-    if not replace and (old is not None or _read_marker(target) is not None):
-        remove(staged)
-        raise FileExistsError(f"{target} was written by another process meanwhile; "
-                              f"keras_bert keeps it. Write to a new name.")
-    makedirs(target)
-    remove(join(target, MARKER))
-    _pause("remote:unmarked")
-    _roll_forward(staged, target, manifest)
+        try:
+            manifest = _upload(local, staged, _walk_files(local), (old or {}).get("files", {}))
+        except BaseException:
+            remove(staged)  # An incomplete staged copy is never rolled forward.
+            raise
+        steps.reached("staged")
+        if not replace and (old is not None or _read_marker(target) is not None):
+            remove(staged)
+            raise FileExistsError(f"{target} was written by another process meanwhile; "
+                                  f"keras_bert keeps it. Write to a new name.")
+        makedirs(target)
+        remove(join(target, MARKER))
+        steps.reached("remote:unmarked")
+        _roll_forward(staged, target, manifest)
+    finally:
+        _ACTIVE.discard(staged)
 
 
-def fetch_dir(target, local, what="folder", prefixes=(".tmp-",)):
+def fetch_dir(target, local, what="folder"):
     """Copies the committed version of `target` into the local folder `local`,
-    checking every file's size and sha256 against the marker. A target cut
-    short is rolled forward first (`recover_dir`, from the staging of the
-    writers `prefixes` name).
+    checking every file's size and sha256 against the marker.
 
     Raises:
         IncompleteError: no committed version, or its files do not match
             the marker (two writers at once).
     """
     manifest = committed_manifest(target)
-    if manifest is None:
-        for prefix in prefixes:
-            manifest = manifest or recover_dir(target, prefix)
     if manifest is None:
         raise incomplete(target, what)
     for name, entry in sorted(manifest["files"].items()):
@@ -481,6 +529,9 @@ def local_copy(target, what="folder", prefixes=(".tmp-", ".convert-")):
     same version gives the same path in every process (a fine-tuning run
     resumes), a rewritten target a new one. The download is renamed into
     place when complete, so a killed download is never taken for a copy.
+    The copy records the marker and each file's modification time; each use
+    checks it cheaply (`_copy_problem`: sizes, and the digest of a file whose
+    time changed) and fetches it again if a file is missing or changed.
 
     Raises:
         IncompleteError: `target` has no committed version.
@@ -498,23 +549,83 @@ def local_copy(target, what="folder", prefixes=(".tmp-", ".convert-")):
     name = f"{_digest(target.encode('utf-8'))[:16]}-{manifest['generation']}"
     local = os.path.join(cache_root(), name)
     if os.path.isdir(local):
-        return local
+        problem = _copy_problem(local, manifest)
+        if problem is None:
+            return local
+        logger.warning("The local copy %s of %s no longer matches it (%s): fetching it again.",
+                       local, target, problem)
     os.makedirs(cache_root(), exist_ok=True)
     import tempfile
 
     partial = tempfile.mkdtemp(prefix=f".{name}-", dir=cache_root())
     try:
-        fetched = fetch_dir(target, partial, what, prefixes)
+        fetched = fetch_dir(target, partial, what)
         if fetched["generation"] != manifest["generation"]:
             raise OSError(f"The {what} {target} was replaced while it was read: load it again "
                           f"once that writer is done.")
+        times = {n: os.stat(os.path.join(partial, *n.split("/"))).st_mtime_ns
+                 for n in fetched["files"]}
+        with builtins.open(os.path.join(partial, MARKER), "w", encoding="utf-8") as f:
+            json.dump({**fetched, "source": target, "mtime_ns": times}, f, indent=1)
         os.chmod(partial, 0o755)
+        if os.path.isdir(local):  # A damaged copy: set aside, then replaced.
+            os.rename(local, partial + "-old")
         os.rename(partial, local)
     except OSError:
         shutil.rmtree(partial, ignore_errors=True)
         if not os.path.isdir(local):  # Another process may have put the same copy there.
             raise
+    finally:
+        shutil.rmtree(partial + "-old", ignore_errors=True)
     return local
+
+
+def _copy_problem(local, manifest):
+    """Why the local copy `local` (`local_copy`) no longer matches the remote
+    marker `manifest`, or None: its record differs, a file is missing or has
+    another size, or a file whose modification time changed has another sha256."""
+    try:
+        with builtins.open(os.path.join(local, MARKER), encoding="utf-8") as f:
+            record = json.load(f)
+        times = dict(record["mtime_ns"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"its record {MARKER} is missing or damaged"
+    if record.get("files") != manifest["files"]:
+        return f"its record {MARKER} lists other files"
+    for name, entry in sorted(manifest["files"].items()):
+        path = os.path.join(local, *name.split("/"))
+        try:
+            status = os.stat(path)
+        except OSError:
+            return f"{name} is missing"
+        if status.st_size != entry["size"]:
+            return f"{name} has {status.st_size} bytes, not {entry['size']}"
+        if status.st_mtime_ns != times.get(name):
+            with builtins.open(path, "rb") as f:
+                if _digest(f.read()) != entry["sha256"]:
+                    return f"{name} was changed"
+    return None
+
+
+@contextlib.contextmanager
+def naming_source(folder):
+    """Errors of the block that name `folder`, if it is a local copy of a
+    remote folder (`local_copy`), name that remote folder too: the user never
+    chose the cache. Other folders' errors pass as they are."""
+    try:
+        yield
+    except (OSError, ValueError) as error:
+        try:
+            with builtins.open(os.path.join(folder, MARKER), encoding="utf-8") as f:
+                source = json.load(f)["source"]
+        except (OSError, ValueError, KeyError, TypeError):
+            source = None
+        inside = os.path.dirname(os.path.abspath(folder)) == os.path.abspath(cache_root())
+        if inside and isinstance(source, str) and len(error.args) == 1 \
+                and isinstance(error.args[0], str):
+            error.args = (error.args[0].replace(folder, source)
+                          + f" (read from {folder}, the local copy of {source})",)
+        raise
 
 
 def incomplete(target, what="folder"):

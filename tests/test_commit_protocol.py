@@ -1,17 +1,17 @@
 """The commit protocol of keras_bert.files (issue 34): real SIGKILLs at each step of a
 folder replacement, two writers at once, a reader during replacement, long names.
 
-The writers here are subprocesses that load keras_bert.files and keras_bert.staging
+The writers here are subprocesses (tests/writer_harness.py --bare) that load keras_bert.files
 alone (no TensorFlow: a few milliseconds to start), so each kill is cheap; the
 real writers (save_pretrained, export, pretraining data) are killed the same way in
 tests/test_commit_writers.py.
 """
 
 import errno
-import os
-import signal
+import re
 import subprocess
-import sys
+import os
+import subprocess
 import textwrap
 import threading
 import time
@@ -20,25 +20,20 @@ import pytest
 
 from keras_bert import files, staging
 from keras_bert.files import atomic_file, read_committed, recover, staged_dir
+from tests import writer_harness
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# keras_bert.files without keras_bert/__init__.py (which imports TensorFlow).
-_PRELUDE = textwrap.dedent("""
-    import os, sys, types
-    package = types.ModuleType("keras_bert")
-    package.__path__ = [os.path.join(sys.argv[1], "keras_bert")]
-    sys.modules["keras_bert"] = package
-    from keras_bert import files
-""")
+# Writers run under tests/writer_harness.py with --bare: keras_bert.files without
+# keras_bert/__init__.py (which imports TensorFlow).
+_PRELUDE = "import os, sys\nfrom keras_bert import files\n"
 
-# Replaces the folder argv[2] with one whose a.txt and b.txt both hold argv[3].
+# Replaces the folder argv[1] with one whose a.txt and b.txt both hold argv[2].
 _REPLACE = _PRELUDE + textwrap.dedent("""
-    if sys.argv[4] == "no-exchange":
+    if sys.argv[3] == "no-exchange":
         files._EXCHANGE = None  # The two-rename path of systems without renameat2.
-    with files.staged_dir(sys.argv[2]) as tmp:
+    with files.staged_dir(sys.argv[1]) as tmp:
         for name in ("a.txt", "b.txt"):
-            open(os.path.join(tmp, name), "w").write(sys.argv[3])
+            open(os.path.join(tmp, name), "w").write(sys.argv[2])
 """)
 
 
@@ -58,19 +53,10 @@ def contents(folder):
     return tuple(found)
 
 
-def kill_at(step, script, *args, tmp_path, extra_env=None):
-    """Runs `script` until it reaches the pause point `step`, then SIGKILLs it."""
-    marker = str(tmp_path / f"reached-{step}")
-    env = {**os.environ, files.PAUSE_ENV: step, files.PAUSE_FILE_ENV: marker,
-           **(extra_env or {})}
-    process = subprocess.Popen([sys.executable, "-c", script, ROOT, *map(str, args)], env=env)
-    deadline = time.monotonic() + 60
-    while not os.path.exists(marker):
-        assert process.poll() is None, f"the writer ended (rc {process.returncode}) before {step}"
-        assert time.monotonic() < deadline, f"the writer never reached {step}"
-        time.sleep(0.01)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+def kill_at(step, script, *args, tmp_path, object_store=False):
+    """Runs `script` (bare keras_bert) until it reaches the step `step`, then SIGKILLs it."""
+    writer_harness.kill_at(step, script, *args, tmp_path=tmp_path, bare=True,
+                           object_store=object_store)
 
 
 @pytest.mark.parametrize("step, mode, expected", [
@@ -119,8 +105,8 @@ def test_a_kill_between_the_renames_is_undone_by_the_next_writer_of_the_target(t
 
 
 _WRITE_FILE = _PRELUDE + textwrap.dedent("""
-    with files.atomic_file(sys.argv[2]) as tmp:
-        open(tmp, "w").write(sys.argv[3])
+    with files.atomic_file(sys.argv[1]) as tmp:
+        open(tmp, "w").write(sys.argv[2])
 """)
 
 
@@ -143,12 +129,10 @@ def test_a_live_writers_staging_is_never_touched(tmp_path):
     target = str(tmp_path / "out")
     fill(target, "old")
     marker = str(tmp_path / "reached")
-    env = {**os.environ, files.PAUSE_ENV: "staged", files.PAUSE_FILE_ENV: marker}
-    writer = subprocess.Popen([sys.executable, "-c", _REPLACE, ROOT, target, "new", "exchange"],
-                              env=env)
+    writer = writer_harness.start(_REPLACE, target, "new", "exchange", stop="staged",
+                                  marker=marker, bare=True)
     try:
-        while not os.path.exists(marker):
-            time.sleep(0.01)
+        writer_harness.wait_paused(marker, writer)
         (live,) = [n for n in os.listdir(tmp_path) if n.startswith(".tmp-out-")]
         assert recover(target)
         with staged_dir(target) as tmp:  # Another writer of the same target.
@@ -172,10 +156,10 @@ def test_a_reused_pid_is_a_dead_writer(tmp_path):
     assert staging.stale_entries(str(tmp_path), ".tmp-", "out") == [str(tmp_path / name)]
 
 
-# Claims argv[3] versions, then holds them (runs) until its stdin closes.
+# Claims argv[2] versions, then holds them (runs) until its stdin closes.
 _CLAIM = _PRELUDE + textwrap.dedent("""
-    claimed = [os.path.basename(files.claim_numbered(sys.argv[2], ".tmp-export-", str.isdigit))
-               for _ in range(int(sys.argv[3]))]
+    claimed = [os.path.basename(files.claim_numbered(sys.argv[1], ".tmp-export-", str.isdigit))
+               for _ in range(int(sys.argv[2]))]
     print(" ".join(claimed), flush=True)
     sys.stdin.read()
 """)
@@ -184,7 +168,7 @@ _CLAIM = _PRELUDE + textwrap.dedent("""
 def test_two_processes_claiming_versions_at_once_get_different_ones(tmp_path):
     base = str(tmp_path / "exports" / "name")
     os.makedirs(os.path.join(base, "3"))
-    writers = [subprocess.Popen([sys.executable, "-c", _CLAIM, ROOT, base, "15"],
+    writers = [subprocess.Popen(writer_harness.command(_CLAIM, base, "15", bare=True),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                for _ in range(2)]
     # A dead writer's claims are free again: both are kept running until both are done.
@@ -200,8 +184,8 @@ def test_two_processes_claiming_versions_at_once_get_different_ones(tmp_path):
 
 _REPLACE_LOOP = _PRELUDE + textwrap.dedent("""
     import time
-    for generation in range(int(sys.argv[3])):
-        with files.staged_dir(sys.argv[2]) as tmp:
+    for generation in range(int(sys.argv[2])):
+        with files.staged_dir(sys.argv[1]) as tmp:
             for name in ("a.txt", "b.txt"):
                 open(os.path.join(tmp, name), "w").write(str(generation))
         time.sleep(0.002)  # A writer that also does other work: readers get between swaps.
@@ -212,7 +196,7 @@ _REPLACE_LOOP = _PRELUDE + textwrap.dedent("""
 def test_a_reader_during_replacements_sees_one_whole_version(tmp_path):
     target = str(tmp_path / "out")
     fill(target, "start")
-    writer = subprocess.Popen([sys.executable, "-c", _REPLACE_LOOP, ROOT, target, "300"])
+    writer = subprocess.Popen(writer_harness.command(_REPLACE_LOOP, target, "300", bare=True))
     seen, busy = [], 0
 
     def read():
@@ -279,3 +263,28 @@ def test_the_lock_serializes_commits(tmp_path):
         order.append("first")
     thread.join(5)
     assert order == ["first", "second"]
+
+
+_HOLD_LOCK = _PRELUDE + textwrap.dedent("""
+    with files.locked(sys.argv[1]):
+        print("locked", flush=True)
+        sys.stdin.read()
+""")
+
+
+def test_a_lock_held_too_long_is_a_timeout_naming_its_holder(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(files, "LOCK_WAIT_SECONDS", 0.3)
+    holder = subprocess.Popen(writer_harness.command(_HOLD_LOCK, tmp_path, bare=True),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "locked\n"
+    with caplog.at_level("WARNING", "keras_bert.files"):
+        with pytest.raises(TimeoutError, match=rf"lock on {re.escape(str(tmp_path))} is still "
+                                               rf"held by process {holder.pid} \(.*writer_harness"
+                                               rf".*If that process hangs, stop it"):
+            with files.locked(str(tmp_path)):
+                pass
+    assert f"Waiting up to 0.3 s for the lock on {tmp_path}, held by process {holder.pid}" \
+        in caplog.text
+    holder.communicate("")
+    with files.locked(str(tmp_path)):  # Free again once its holder let go.
+        pass

@@ -9,24 +9,20 @@ The kills run real writer processes (TensorFlow imports: ~10 s each) and are mar
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 
 import keras
 import numpy as np
 import pytest
 
-from keras_bert.data import pretraining_data
+from keras_bert import steps
 from keras_bert.data.pretraining_data import create_pretraining_data, read_metadata
 from keras_bert.export import export_model, resolve_export_dir
 from keras_bert.export.export import save_serving_module
 from keras_bert.export.predict import latest_version, load_export
-from keras_bert.files import PAUSE_COUNT_ENV, PAUSE_ENV, PAUSE_FILE_ENV
 from keras_bert.models import BertEncoder
 from keras_bert.models import model_dir as model_dir_lib
+from tests import writer_harness
 from tests.models.conftest import tiny_config
 from tests.test_no_data_loss import CONFIG, _corpus
 from tests.training.finetune_fixtures import make_vocab
@@ -34,32 +30,14 @@ from tests.training.finetune_fixtures import make_vocab
 # Slow tier: real SIGKILLs of writer processes, each a TensorFlow start.
 pytestmark = pytest.mark.slow
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 def start(script, *args, step=None, marker=None, count=1):
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    if step:
-        env.update({PAUSE_ENV: step, PAUSE_FILE_ENV: str(marker), PAUSE_COUNT_ENV: str(count)})
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
-                            env=env, stdout=subprocess.PIPE, text=True)
-
-
-def wait_for(marker, process, what):
-    deadline = time.monotonic() + 240
-    while not os.path.exists(marker):
-        if process.poll() is not None:
-            raise AssertionError(f"the writer ended (rc {process.returncode}) before {what}")
-        assert time.monotonic() < deadline, f"the writer never reached {what}"
-        time.sleep(0.05)
+    return writer_harness.start(textwrap.dedent(script), *args, stop=step, marker=marker,
+                                count=count)
 
 
 def kill_at(step, script, *args, tmp_path, count=1):
-    marker = tmp_path / f"reached-{step.replace(':', '-')}"
-    process = start(script, *args, step=step, marker=marker, count=count)
-    wait_for(marker, process, step)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    writer_harness.kill_at(step, textwrap.dedent(script), *args, tmp_path=tmp_path, count=count)
 
 
 def encoder(seed):
@@ -180,7 +158,7 @@ def test_two_exports_at_once_get_two_versions(classifier_export, tmp_path):
     marker = tmp_path / "resolved"
     # The second export has chosen version 1 and waits; the first one commits 1 meanwhile.
     second = start(_EXPORT, classifier_export["model_dir"], base, step="resolved", marker=marker)
-    wait_for(marker, second, "resolved")
+    writer_harness.wait_paused(marker, second)
     first = start(_EXPORT, classifier_export["model_dir"], base)
     first_path = first.communicate()[0].strip().splitlines()[-1]
     with open(base / "1" / "saved_model.pb", "rb") as f:
@@ -280,7 +258,7 @@ def test_a_reader_waits_for_a_data_commit_in_progress(tmp_path, monkeypatch):
     _, new_corpus, out = data_fixture(tmp_path)
     seen, readers = {}, []
 
-    def pause(step):
+    def pause(step, number=None):
         if step == "data:swap":  # New shard 0 is in, the old shards 1.. still there.
             # The commit holds the folder's lock: a reader (here in another thread)
             # waits for it instead of reading half a swap.
@@ -290,7 +268,7 @@ def test_a_reader_waits_for_a_data_commit_in_progress(tmp_path, monkeypatch):
             assert reader.is_alive() and not seen
             readers.append(reader)
 
-    monkeypatch.setattr(pretraining_data, "pause_point", pause)
+    monkeypatch.setattr(steps, "reached", pause)
     new = create_pretraining_data([new_corpus], out, str(tmp_path / "vocab.txt"), CONFIG,
                                   num_shards=3)
     readers[0].join(60)

@@ -9,6 +9,8 @@ model's preprocessor, task.json and the export use.
 import csv
 import json
 import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -21,7 +23,8 @@ from keras_bert.export.features import extract_features
 from keras_bert.models import BertEncoder, load_model_dir
 from keras_bert.tasks import BertClassifier
 from keras_bert.tasks.classification.options import ClassificationOptions
-from keras_bert.text import infer_lowercase
+from keras_bert.text import BertPreprocessor, infer_lowercase
+from keras_bert.text.settings import TextSettings, resolve_lengths
 from keras_bert.training import finetune as finetune_lib
 from tests.checkpoints.conftest import (
     WORDS,
@@ -31,7 +34,9 @@ from tests.checkpoints.conftest import (
     to_huggingface,
     write_huggingface,
 )
-from tests.training.finetune_fixtures import sentiment_rows
+from tests.conftest import ROOT
+from tests.conftest import tiny_config as suite_config
+from tests.training.finetune_fixtures import make_vocab, sentiment_rows
 
 # Uppercase tokens enough for `infer_lowercase` to call the vocabulary cased.
 CASED_WORDS = list(WORDS) + ["Hello", "The", "Where", "North"]
@@ -118,3 +123,93 @@ def test_finetune_max_seq_length_is_what_the_model_task_json_and_export_use(
     assert (module.max_seq_length, module.lowercase) == (11, False)
     long_text = tf.constant(["the movie was good " * 10])
     assert module.preprocess(long_text)["token_ids"].shape[1] == 11
+
+
+# === One length setting: what a save accepts, a load accepts (issue 45 item 3) ===
+
+POSITIONS = 32
+
+
+@pytest.fixture(scope="module")
+def small_encoder(tmp_path_factory):
+    """(vocab.txt, a 32-position encoder): shorter than every default length."""
+    vocab = str(tmp_path_factory.mktemp("lengths") / "vocab.txt")
+    tokens = make_vocab(vocab)
+    keras.utils.set_random_seed(0)
+    config = suite_config(vocab_size=len(tokens), num_layers=1,
+                          max_position_embeddings=POSITIONS)
+    return vocab, BertEncoder(**config.to_dict())
+
+
+def _lengths(preprocessor):
+    return preprocessor.sequence_length, preprocessor.max_seq_length, preprocessor.truncation
+
+
+@pytest.fixture(scope="module")
+def fitted_dir(small_encoder, tmp_path_factory):
+    """The issue's classifier: sequence_length=16 on 32 positions, fit, saved."""
+    vocab, encoder = small_encoder
+    preprocessor = BertPreprocessor.from_vocab_file(vocab, sequence_length=16)
+    model = BertClassifier(encoder, num_classes=2, label_names=["neg", "pos"],
+                           preprocessor=preprocessor)
+    rows = sentiment_rows(16)
+    model.fit([text for text, _ in rows], [label for _, label in rows], epochs=1, verbose=0)
+    path = str(tmp_path_factory.mktemp("fitted") / "model")
+    model.save_pretrained(path)
+    return path, model.predict(["the movie was good"], verbose=0)
+
+
+def test_the_issue_classifier_loads_its_own_directory(fitted_dir):
+    path, logits = fitted_dir
+    again = BertClassifier.from_pretrained(path)  # Was: "max_seq_length=512 (saved in ...)".
+    assert _lengths(again.preprocessor) == (16, 16, "longest_first")
+    np.testing.assert_allclose(again.predict(["the movie was good"], verbose=0), logits,
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("given", [
+    {}, {"max_seq_length": 16}, {"sequence_length": 16}, {"sequence_length": None},
+    {"sequence_length": None, "max_seq_length": 24}, {"sequence_length": 16, "max_seq_length": 512},
+    {"sequence_length": 24, "max_seq_length": 32},
+    {"sequence_length": None, "max_seq_length": 20, "truncation": "round_robin"},
+])
+def test_save_then_from_pretrained_round_trips_every_accepted_combination(
+        small_encoder, tmp_path, given):
+    vocab, encoder = small_encoder
+    preprocessor = BertPreprocessor.from_vocab_file(vocab, **given)
+    model = BertClassifier(encoder, num_classes=2, preprocessor=preprocessor)
+    reach = preprocessor.truncation_length
+    path = str(tmp_path / "model")
+    if reach > POSITIONS:
+        # It cannot pack for this encoder: refused at save, by the load's own check.
+        name = "sequence_length" if preprocessor.sequence_length else "max_seq_length"
+        with pytest.raises(ValueError, match=rf"Expected {name} in \[3, {POSITIONS}\].* "
+                                             rf"{name}={reach} "):
+            model.save_pretrained(path)
+        assert not os.path.exists(path)
+        with pytest.raises(ValueError, match=rf"{name}={reach} "):
+            resolve_lengths(TextSettings(), TextSettings(
+                preprocessor.max_seq_length, sequence_length=preprocessor.sequence_length),
+                POSITIONS)
+        return
+    model.save_pretrained(path)
+    again = BertClassifier.from_pretrained(path)
+    assert _lengths(again.preprocessor) == _lengths(preprocessor)
+
+
+def test_a_fresh_process_loads_the_saved_lengths(fitted_dir):
+    path, logits = fitted_dir
+    script = (
+        "import json, sys\n"
+        "import keras_bert\n"
+        "model = keras_bert.BertClassifier.from_pretrained(sys.argv[1])\n"
+        "p = model.preprocessor\n"
+        "print(json.dumps([p.sequence_length, p.max_seq_length,\n"
+        "                  model.predict(['the movie was good'], verbose=0).tolist()]))\n")
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run([sys.executable, "-c", script, path], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    sequence_length, max_seq_length, again = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (sequence_length, max_seq_length) == (16, 16)
+    np.testing.assert_allclose(again, logits, atol=1e-5)

@@ -13,7 +13,7 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "keras_bert"
 # The root package (keras_bert/__init__.py) gathers everything: it ranks above all.
-RANK = {"_private_hooks": 0, "config": 0, "names": 0, "progress": 0, "staging": 0,
+RANK = {"_private_hooks": 0, "config": 0, "names": 0, "progress": 0, "steps": 0, "staging": 0,
         "storage": 0, "files": 0, "sources": 0, "layers": 1, "text": 2, "models": 3, "data": 4,
         "training": 4, "checkpoints": 4, "export": 4, "tasks": 5, "": 6}
 

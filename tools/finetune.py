@@ -119,6 +119,9 @@ def build_parser(tasks=None):
         help="Replace --output if it is a model directory keras_bert wrote.")
     add("--checkpoint-dir", default=None,
         help="Resumable checkpoints (default: OUTPUT.checkpoints, removed at the end).")
+    add("--cluster-timeout", type=float, default=None, metavar="SECONDS",
+        help="Multi-worker: how long to wait for the other workers to start (default: "
+             "docs/cluster.md).")
 
     # A flag per FinetuneOptions field: its name, default and help are the field's.
     _cli.add_options(parser, FinetuneFields, default_group="training")
@@ -200,7 +203,7 @@ def main(argv=None):
     try:
         task_options = get_task(args.task).make_options(**task_option_values(args))
         # Before any other TensorFlow op (multi-worker and TPU strategies need that).
-        strategy = resolve_strategy(args.strategy)
+        strategy = resolve_strategy(args.strategy, cluster_timeout=args.cluster_timeout)
         train = read_task_data(args.task, args.train, True, task_options)
         if args.eval is not None:
             held_out = read_task_data(args.task, args.eval, False, task_options)

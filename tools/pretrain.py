@@ -103,6 +103,9 @@ def build_parser():
                        help="auto: TPU if named/attached, multiworker if TF_CONFIG names "
                        ">1 worker, mirrored if >1 GPU, else one device.")
     train.add_argument("--tpu", help="TPU name or grpc:// address (strategy tpu/auto).")
+    train.add_argument("--cluster-timeout", type=float, default=None, metavar="SECONDS",
+                       help="Multi-worker: how long to wait for the other workers to start "
+                       "(default: docs/cluster.md).")
 
     out = parser.add_argument_group("output")
     out.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=True,
@@ -120,7 +123,7 @@ def main(argv=None):
     # created before any other TensorFlow op runs.
     from keras_bert.training.distribute import resolve_strategy, strategy_name
 
-    strategy = resolve_strategy(args.strategy, args.tpu)
+    strategy = resolve_strategy(args.strategy, args.tpu, args.cluster_timeout)
 
     from keras_bert.config import BertConfig
     from keras_bert.data import read_metadata

@@ -58,7 +58,7 @@ from queue import Empty
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import storage
+from keras_bert import steps, storage
 from keras_bert.data.corpus import read_documents
 from keras_bert.data.instances import create_instances_from_document, document_windows
 from keras_bert.files import (
@@ -67,7 +67,6 @@ from keras_bert.files import (
     check_not_input,
     check_writable,
     locked,
-    pause_point,
 )
 from keras_bert.staging import make_staging_dir, staging_prefix, stale_entries
 from keras_bert.text import text_files
@@ -129,46 +128,23 @@ class PretrainingDataConfig:
     seed: int = 12345
 
     def __post_init__(self):
-        if not isinstance(self.max_seq_length, int) or self.max_seq_length < 5:
-            raise ValueError(
-                "Expected max_seq_length to be an int >= 5. "
-                f"Received: max_seq_length={self.max_seq_length!r}"
-            )
-        if not isinstance(self.max_predictions_per_seq, int) or (
-            self.max_predictions_per_seq < 1
-        ):
-            raise ValueError(
-                "Expected max_predictions_per_seq to be an int >= 1. Received: "
-                f"max_predictions_per_seq={self.max_predictions_per_seq!r}"
-            )
-        if not 0 < self.masked_lm_prob <= 1:
-            raise ValueError(
-                f"Expected masked_lm_prob in (0, 1]. "
-                f"Received: masked_lm_prob={self.masked_lm_prob!r}"
-            )
-        if self.masking not in MASKING_MODES:
-            raise ValueError(
-                f"Expected masking to be one of {MASKING_MODES}. "
-                f"Received: masking={self.masking!r}"
-            )
-        if not isinstance(self.dupe_factor, int) or self.dupe_factor < 1:
-            raise ValueError(
-                f"Expected dupe_factor to be an int >= 1. "
-                f"Received: dupe_factor={self.dupe_factor!r}"
-            )
-        if not 0 <= self.short_seq_prob <= 1:
-            raise ValueError(
-                f"Expected short_seq_prob in [0, 1]. "
-                f"Received: short_seq_prob={self.short_seq_prob!r}"
-            )
-        if not isinstance(self.document_pool_size, int) or (
-            self.document_pool_size < 2
-        ):
-            raise ValueError(
-                "Expected document_pool_size to be an int >= 2 (NotNext pairs "
-                "need another document). Received: "
-                f"document_pool_size={self.document_pool_size!r}"
-            )
+        def at_least(value, minimum):
+            return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+        rules = (  # (field, expected, holds), checked in order.
+            ("max_seq_length", "an int >= 5", lambda v: at_least(v, 5)),
+            ("max_predictions_per_seq", "an int >= 1", lambda v: at_least(v, 1)),
+            ("masked_lm_prob", "in (0, 1]", lambda v: 0 < v <= 1),
+            ("masking", f"one of {MASKING_MODES}", lambda v: v in MASKING_MODES),
+            ("dupe_factor", "an int >= 1", lambda v: at_least(v, 1)),
+            ("short_seq_prob", "in [0, 1]", lambda v: 0 <= v <= 1),
+            ("document_pool_size", "an int >= 2 (NotNext pairs need another document)",
+             lambda v: at_least(v, 2)),
+        )
+        for name, expected, holds in rules:
+            if not holds(getattr(self, name)):
+                raise ValueError(f"Expected {name} to be {expected}. "
+                                 f"Received: {name}={getattr(self, name)!r}")
 
 
 # --- Writing -----------------------------------------------------------------
@@ -510,7 +486,7 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
                              data_identity(input_files, vocab_file, config, num_shards))
         with tf.io.gfile.GFile(os.path.join(staging, METADATA_FILE), "w") as f:
             f.write(json.dumps(metadata, indent=2) + "\n")
-        pause_point("data:staged")
+        steps.reached("data:staged")
         moves = sorted(s["file"] for s in shards)
         if not _same_path(vocab_file, os.path.join(output_dir, VOCAB_FILE)):
             moves.append(VOCAB_FILE)
@@ -550,7 +526,7 @@ def _commit(output_dir, staging, moves):
         with tf.io.gfile.GFile(journal + ".part", "w") as f:
             f.write(json.dumps({"move": moves, "remove": removes}) + "\n")
         tf.io.gfile.rename(journal + ".part", journal, overwrite=True)
-        pause_point("data:committed")
+        steps.reached("data:committed")
         _roll_forward(output_dir, staging)
 
 
@@ -563,7 +539,7 @@ def _roll_forward(output_dir, staging):
         if tf.io.gfile.exists(source):
             tf.io.gfile.rename(source, os.path.join(output_dir, name), overwrite=True)
         if number == 0:
-            pause_point("data:swap")  # New shard 0 beside the old shards.
+            steps.reached("data:swap")  # New shard 0 beside the old shards.
     for name in journal["remove"]:
         path = os.path.join(output_dir, name)
         if os.path.basename(name) == name and tf.io.gfile.exists(path):
@@ -728,16 +704,27 @@ def _write_shards(input_files, output_dir, vocab_file, config, num_shards, num_w
     return shards
 
 
+def _content_sha256(path):
+    digest = hashlib.sha256()
+    with tf.io.gfile.GFile(os.fspath(path), "rb") as f:
+        for block in iter(lambda: f.read(16 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def data_identity(input_files, vocab_file, config, num_shards):
     """"sha256:<hex>" of what decides a data set's records: the settings, the
-    vocabulary, the input files (paths as given, and sizes) and the number of
-    shards. Shards written apart belong to one set when their identities agree."""
+    vocabulary, the input files (paths as given, and a sha256 of each one's
+    content: two corpora of one path and size are two sets) and the number
+    of shards. Shards written apart belong to one set when their identities
+    agree. Each input is read once more for its digest (every shard reads
+    the whole corpus anyway)."""
     key = {
         "version": VERSION,
         "config": dataclasses.asdict(config),
         "vocab_hash": vocab_hash(vocab_file),
         "input_files": [os.fspath(p) for p in input_files],
-        "input_bytes": [tf.io.gfile.stat(os.fspath(p)).length for p in input_files],
+        "input_sha256": [_content_sha256(p) for p in input_files],
         "num_shards": int(num_shards),
     }
     return "sha256:" + hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()

@@ -34,6 +34,7 @@ import time
 
 import tensorflow as tf
 
+from keras_bert import steps
 from keras_bert.data import pretraining_data as data
 from keras_bert.files import (
     WAY_OUT,
@@ -41,7 +42,6 @@ from keras_bert.files import (
     check_not_input,
     check_writable,
     locked,
-    pause_point,
     write_bytes_atomic,
 )
 from keras_bert.text import text_files
@@ -271,9 +271,9 @@ def _write(input_files, output_dir, vocab_file, config, shard_index, num_shards,
                                  num_shards, report)
         staged = os.path.join(staging, stats["file"])
         stats["bytes"] = tf.io.gfile.stat(staged).length
-        pause_point("shard:staged")
+        steps.reached("shard:staged")
         tf.io.gfile.rename(staged, os.path.join(output_dir, stats["file"]), overwrite=True)
-        pause_point("shard:moved")  # The records in place, no manifest: not done.
+        steps.reached("shard:moved")  # The records in place, no manifest: not done.
         part = {"format": data.PART_FORMAT, "version": data.VERSION, "identity": identity,
                 "shard_index": shard_index, "num_shards": num_shards,
                 "manifest": data.part_file_name(shard_index, num_shards), **stats,

@@ -6,14 +6,13 @@ neither imports the other for it.
 
 import os
 
-from keras_bert import storage
+from keras_bert import steps, storage
 from keras_bert.export.predict import INFO_FILE, is_version
 from keras_bert.files import (
     Kind,
     OutputError,
     check_not_input,
     check_writable,
-    pause_point,
     prepare_output_dir,
     real_path,
 )
@@ -56,7 +55,7 @@ def resolve_export_dir(output, version=None):
         return output
     if version is None:
         resolved = NextVersion(os.path.join(output, str(next_version(output))))
-        pause_point("resolved")
+        steps.reached("resolved")
         return resolved
     if not isinstance(version, int) or version < 0:
         raise ValueError(

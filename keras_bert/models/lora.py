@@ -13,12 +13,14 @@ encoder; its head stays trainable):
   (`merged_copy`), and every Keras save of the model writes merged weights.
 """
 
+import hashlib
 import io
 import json
 import os
 import warnings
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.files import write_bytes_atomic
@@ -26,9 +28,12 @@ from keras_bert.layers.lora import LoraDense, check_lora_settings
 from keras_bert.layers.transformer_encoder_block import LORA_TARGETS
 from keras_bert.models.model_dir import LORA_FILE
 
+#: The rate a task's default optimizer trains adapters at (5e-5 barely moves them: docs/lora.md).
+LORA_LEARNING_RATE = 3e-3
+
 _FORMAT = "keras_bert.lora"
 _HEAD = "head"
-_VERSION = 1
+_VERSION = 2  # 2: the base model's identity and the head's label names.
 
 
 def _encoder(model):
@@ -58,6 +63,11 @@ def _adapter_ids(model):
 
 class LoraModel:
     """Mixin of `BertEncoder` and `BertTask`: LoRA fine-tuning of the encoder."""
+
+    def compile(self, *args, **kwargs):
+        """`keras.Model.compile`; with adapters, the task's default optimizer at LoRA's rate."""
+        super().compile(*args, **kwargs)
+        _follow_default_rate(self)
 
     @property
     def lora_enabled(self):
@@ -136,15 +146,19 @@ class LoraModel:
                              "enable_lora(rank) first.")
         import h5py
 
-        encoder = _encoder(self)
         buffer = io.BytesIO()
         with h5py.File(buffer, "w") as f:
             f.attrs["format"] = _FORMAT
             f.attrs["version"] = _VERSION
             f.attrs["settings"] = json.dumps(settings)
-            f.attrs["num_layers"] = len(encoder.encoder_blocks)
-            f.attrs["hidden_size"] = encoder.hidden_size
-            for block in encoder.encoder_blocks:
+            # What the adapters fit: the base encoder (its config and weights),
+            # the same weights with the adapters merged in (a second
+            # application is refused), the head's label names.
+            f.attrs["base_config"] = json.dumps(_base_config(self))
+            f.attrs["base_sha256"] = _weights_sha256(self)
+            f.attrs["merged_sha256"] = _weights_sha256(self, merged=True)
+            f.attrs["label_names"] = json.dumps(getattr(self, "label_names", None))
+            for block in _encoder(self).encoder_blocks:
                 for part, (a, b) in block.qkv_dense.lora_weights().items():
                     f[f"{block.name}/{part}/A"] = a
                     f[f"{block.name}/{part}/B"] = b
@@ -160,11 +174,12 @@ class LoraModel:
 
         A model without LoRA gets it enabled with the file's rank, alpha and
         targets; one with LoRA must have the same ones. A task takes its head
-        from the file too (when the file has one: an encoder's has none). The encoder must have
-        the file's number of blocks and width: any difference raises a
-        ValueError that names it. Load them onto the model they were trained
-        from (not onto the merged model directory `save_pretrained` wrote
-        beside them, which already holds them).
+        from the file too (when the file has one: an encoder's has none).
+        The file records what it fits, and a ValueError naming the file and
+        the difference refuses, before anything changes: another encoder
+        config or other base weights (a sha256 of them), weights that
+        already hold these adapters merged (the directory `save_pretrained`
+        wrote beside them), a head of other label names, a NaN or inf value.
         """
         import h5py
 
@@ -181,37 +196,93 @@ class LoraModel:
             if h5.attrs.get("format") != _FORMAT:
                 raise ValueError(f"{path} is not a keras_bert LoRA weights file (written by "
                                  f"save_lora_weights).")
+            _check_fits(self, h5, path)
+            arrays = {name: h5[name][()] for name in _h5_names(h5)}
             saved = json.loads(h5.attrs["settings"])
-            encoder = _encoder(self)
-            for name, ours in (("num_layers", len(encoder.encoder_blocks)),
-                               ("hidden_size", encoder.hidden_size)):
-                theirs = int(h5.attrs[name])
-                if theirs != ours:
+        bad = [name for name, value in arrays.items() if not np.isfinite(value).all()]
+        if bad:
+            raise ValueError(f"{path}: {bad[0]} holds NaN or infinite values: the adapters "
+                             f"are damaged (a diverged run?). Save them again from a good "
+                             f"model, or train anew.")
+        settings = lora_settings(self)
+        if settings is None:
+            self.enable_lora(saved["rank"], alpha=saved["alpha"], targets=tuple(saved["targets"]))
+        else:
+            for key in ("rank", "alpha", "targets"):
+                if settings[key] != saved[key]:
                     raise ValueError(
-                        f"{path} holds adapters for an encoder with {name}={theirs}; this "
-                        f"model's is {name}={ours}. Load them onto the model they were "
-                        f"trained from.")
-            settings = lora_settings(self)
-            if settings is None:
-                self.enable_lora(saved["rank"], alpha=saved["alpha"],
-                                 targets=tuple(saved["targets"]))
-            else:
-                for key in ("rank", "alpha", "targets"):
-                    if settings[key] != saved[key]:
-                        raise ValueError(
-                            f"{path} holds LoRA adapters with {key}={saved[key]!r}, but this "
-                            f"model's have {key}={settings[key]!r}. Call "
-                            f"enable_lora({key}={saved[key]!r}, ...) on a model without "
-                            f"adapters, or load them onto one without LoRA (it is enabled "
-                            f"with the file's settings).")
-            for block in encoder.encoder_blocks:
-                if block.name not in h5:
-                    raise ValueError(f"{path} has no adapters for {block.name}.")
-                weights = {part: (h5[f"{block.name}/{part}/A"][()],
-                                  h5[f"{block.name}/{part}/B"][()])
-                           for part in h5[block.name]}
-                block.qkv_dense.set_lora_weights(weights, where=f"{path}: {block.name}/")
-            _load_head(self, h5, path)
+                        f"{path} holds LoRA adapters with {key}={saved[key]!r}, but this "
+                        f"model's have {key}={settings[key]!r}. Call "
+                        f"enable_lora({key}={saved[key]!r}, ...) on a model without "
+                        f"adapters, or load them onto one without LoRA (it is enabled "
+                        f"with the file's settings).")
+        for block in _encoder(self).encoder_blocks:
+            parts = {key.split("/")[1] for key in arrays if key.startswith(block.name + "/")}
+            if not parts:
+                raise ValueError(f"{path} has no adapters for {block.name}.")
+            weights = {part: (arrays[f"{block.name}/{part}/A"], arrays[f"{block.name}/{part}/B"])
+                       for part in parts}
+            block.qkv_dense.set_lora_weights(weights, where=f"{path}: {block.name}/")
+        _load_head(self, arrays, path)
+
+
+def _base_config(model):
+    """The encoder's BertConfig fields that decide its function (not dropout)."""
+    config = _encoder(model).get_bert_config().to_dict()
+    return {k: v for k, v in config.items()
+            if k not in ("dropout_rate", "attention_dropout_rate", "initializer_range")}
+
+
+def _weights_sha256(model, merged=False):
+    """sha256 of the encoder's weights in order (dtype, shape, bytes), adapters left
+    out; `merged`: with the adapters' update folded into the kernels."""
+    kernels = {id(layer.kernel): layer for layer in lora_layers(model)} if merged else {}
+    adapters = _adapter_ids(model)
+    digest = hashlib.sha256()
+    for variable in _encoder(model).weights:
+        if id(variable) in adapters:
+            continue
+        layer = kernels.get(id(variable))
+        value = np.ascontiguousarray(
+            layer.merged_kernel() if layer else keras.ops.convert_to_numpy(variable))
+        digest.update(f"{value.dtype.str}|{value.shape}|".encode())
+        digest.update(value.tobytes())
+    return digest.hexdigest()
+
+
+def _check_fits(model, h5, path):
+    """Refuses adapters of another base encoder, ones already merged into this
+    model's weights, and a head trained for other label names."""
+    way_out = ("Load them onto the model they were trained from (its base model directory, "
+               "not the merged one that save_pretrained wrote beside them).")
+    theirs = json.loads(h5.attrs.get("base_config", "null")) or {
+        k: int(h5.attrs[k]) for k in ("num_layers", "hidden_size")}  # version 1 files
+    ours = _base_config(model)
+    changed = [k for k in theirs if theirs[k] != ours.get(k)]
+    if changed:
+        raise ValueError(
+            f"{path} holds adapters for an encoder with "
+            f"{', '.join(f'{k}={theirs[k]!r}' for k in changed)}; this model's is "
+            f"{', '.join(f'{k}={ours.get(k)!r}' for k in changed)}. {way_out}")
+    if "base_sha256" not in h5.attrs:
+        warnings.warn(f"{path} was written before adapter files recorded their base "
+                      f"weights: whether it fits this model is not checked.", stacklevel=3)
+        return
+    digest = _weights_sha256(model)
+    if digest != h5.attrs["base_sha256"]:
+        merged = digest == h5.attrs["merged_sha256"]
+        raise ValueError(
+            f"{path}: this model's encoder weights already hold these adapters, merged (a "
+            f"second application would apply the update twice). Use the model as it is. "
+            if merged else
+            f"{path} holds adapters trained on other encoder weights than this model's "
+            f"(the sha256 of its base weights differs). {way_out}")
+    names, label_names = json.loads(h5.attrs["label_names"]), getattr(model, "label_names", None)
+    if _HEAD in h5 and names and label_names and list(label_names) != names:
+        raise ValueError(
+            f"{path} holds a head trained for label_names={names}; this model's are "
+            f"{list(label_names)}: its outputs would take the wrong names. Load them onto a "
+            f"model built with label_names={names}.")
 
 
 def _head_weights(model):
@@ -223,20 +294,20 @@ def _head_weights(model):
     return [v for v in model.weights if id(v) not in inside]
 
 
-def _load_head(model, h5, path):
-    """Assigns a task's head from the file; a file without one (an encoder's)
-    leaves the head as it is."""
+def _load_head(model, arrays, path):
+    """Assigns a task's head from the file's arrays; a file without one (an
+    encoder's) leaves the head as it is."""
     head = _head_weights(model)
-    if not head or _HEAD not in h5:
+    saved = sorted(k[len(_HEAD) + 1:] for k in arrays if k.startswith(_HEAD + "/"))
+    if not head or not saved:
         return
     values = {}
     for variable in head:
-        key = f"{_HEAD}/{variable.path}"
-        if key not in h5:
+        value = arrays.get(f"{_HEAD}/{variable.path}")
+        if value is None:
             raise ValueError(
-                f"{path} has no head weight {variable.path!r} (it holds "
-                f"{sorted(_h5_names(h5[_HEAD]))}): it was saved from another task.")
-        value = h5[key][()]
+                f"{path} has no head weight {variable.path!r} (it holds {saved}): it was "
+                f"saved from another task.")
         if tuple(value.shape) != tuple(variable.shape):
             raise ValueError(
                 f"{path}: head weight {variable.path!r} has shape {tuple(value.shape)}; this "
@@ -285,6 +356,27 @@ def _reset_training(model):
             return
         fresh = type(optimizer).from_config(optimizer.get_config())
         model.compile(**{**args, "optimizer": fresh})
+    _follow_default_rate(model, back=True)
+
+
+def _follow_default_rate(model, back=False):
+    """`LORA_LEARNING_RATE` on a model with adapters compiled with its task's default
+    optimizer (with `back`, the default's own rate again on one without adapters)."""
+    optimizer = getattr(model, "optimizer", None)
+    default = getattr(model, "default_optimizer", None)
+    if optimizer is None or default is None:
+        return
+    try:
+        default = default()
+    except ValueError:  # Not a registered task: no default to compare with.
+        return
+    ours, theirs = ({k: v for k, v in o.get_config().items() if k != "name"}
+                    for o in (optimizer, default))
+    rate, full = ours.pop("learning_rate"), theirs.pop("learning_rate")
+    if type(optimizer) is type(default) and ours == theirs and not isinstance(rate, dict):
+        old, new = (full, LORA_LEARNING_RATE) if model.lora_enabled else (LORA_LEARNING_RATE, full)
+        if (model.lora_enabled or back) and abs(float(rate) - old) <= 1e-6 * old:
+            optimizer.learning_rate = new
 
 
 def merged_copy(model):

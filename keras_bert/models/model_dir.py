@@ -17,6 +17,7 @@ see `keras_bert.files` for the rule every writer follows.
 """
 
 import collections
+import functools
 import hashlib
 import json
 import os
@@ -24,7 +25,7 @@ import re
 
 import numpy as np
 
-from keras_bert import sources, storage
+from keras_bert import storage
 from keras_bert.config import BertConfig, embedding_width
 from keras_bert.files import (
     Kind,
@@ -36,7 +37,8 @@ from keras_bert.files import (
 )
 from keras_bert.models.registry import get_task
 from keras_bert.text import BertPreprocessor, save_vocabulary
-from keras_bert.text.settings import TEXT_SETTINGS_KEYS, TextSettings, resolve_text_settings
+from keras_bert.text.settings import (TEXT_SETTINGS_KEYS, TextSettings, resolve_lengths,
+                                      resolve_text_settings)
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
@@ -116,12 +118,22 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
     Raises:
         keras_bert.files.OutputError: `model_dir` is a file or a folder that
             is not a model directory keras_bert wrote.
+        ValueError: the text settings pack past the encoder's positions
+            (`from_pretrained` would refuse them); nothing is written.
     """
     encoder = getattr(model, "encoder", model)
     config = encoder.get_bert_config()
     vocab_file = vocab_file or getattr(model, "vocab_file", None)
     if vocab_file is not None:
         check_vocab(vocab_file, config.vocab_size)
+    # A text setting given as None (a preprocessor's sequence_length None)
+    # overrides the loaded one and is left out.
+    task = {**(getattr(model, "task_info", None) or {}), **(task_info or {})}
+    task = {k: v for k, v in task.items() if not (k in TEXT_SETTINGS and v is None)}
+    # What a save writes, a load must read: the load's check, before anything is written.
+    resolve_lengths(TextSettings(), TextSettings.from_json(task), config.max_position_embeddings,
+                    where="the model's preprocessor",
+                    fix="Set model.preprocessor.sequence_length (or max_seq_length)")
     if _holds_only(model_dir, VOCAB_FILE, vocab_file):
         target = real_path(model_dir)  # Its one file is the vocabulary copied in.
     else:
@@ -135,10 +147,6 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
         elif getattr(model, "preprocessor", None) is not None:
             save_vocabulary(model.preprocessor.tokenizer.vocabulary,
                             os.path.join(tmp, VOCAB_FILE))
-        # A text setting given as None (a preprocessor's sequence_length None)
-        # overrides the loaded one and is left out.
-        task = {**(getattr(model, "task_info", None) or {}), **(task_info or {})}
-        task = {k: v for k, v in task.items() if not (k in TEXT_SETTINGS and v is None)}
         if model is not encoder:
             task = {"task": model.task_name, "task_config": model.task_config(), **task}
         else:
@@ -439,23 +447,16 @@ def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
         `vocab_file` attribute is the directory's vocab.txt (or None) and
         `task_info` the contents of task.json (or None).
     """
-    if storage.object_store(model_dir):
-        return _load_remote(model_dir, encoder_cls, **encoder_kwargs)
-    if not os.path.lexists(model_dir):
+    remote = storage.object_store(model_dir)
+    if remote:  # Read from the local copy of its committed version (no writer touches it).
+        model_dir = storage.local_copy(model_dir, "model directory",
+                                       prefixes=(STAGING_PREFIX, CONVERT_STAGING_PREFIX))
+    elif not os.path.lexists(model_dir):
         for prefix in (STAGING_PREFIX, CONVERT_STAGING_PREFIX):
             recover(model_dir, prefix)
-    return read_committed(model_dir, lambda: _load_model_dir(model_dir, encoder_cls,
-                                                             **encoder_kwargs),
-                          what="model directory")
-
-
-def _load_remote(model_dir, encoder_cls, **encoder_kwargs):
-    """`load_model_dir` of a folder on an object store: from the local copy of
-    its committed version (`keras_bert.storage.local_copy`: marker and
-    digests checked, a commit cut short rolled forward), named for that version."""
-    local = storage.local_copy(model_dir, "model directory",
-                               prefixes=(STAGING_PREFIX, CONVERT_STAGING_PREFIX))
-    return _load_model_dir(local, encoder_cls, **encoder_kwargs)  # A copy no writer touches.
+    load = functools.partial(_load_model_dir, model_dir, encoder_cls, **encoder_kwargs)
+    with storage.naming_source(model_dir):  # A local copy's errors name its remote folder.
+        return load() if remote else read_committed(model_dir, load, what="model directory")
 
 
 def _load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
@@ -515,9 +516,6 @@ def load_preprocessor(model_dir, max_seq_length=None, lowercase=None):
     return build_preprocessor(vocab_path, config.max_position_embeddings,
                               read_task_info(model_dir), max_seq_length=max_seq_length,
                               lowercase=lowercase, where=os.path.join(model_dir, TASK_FILE))
-
-
-sources.register_preprocessor_loader(load_preprocessor)
 
 
 def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,

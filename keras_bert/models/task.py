@@ -58,12 +58,23 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
     #: False for heads that read sequence_output only (taggers, span QA).
     uses_pooler = True
 
+    def __new__(cls, *args, **kwargs):
+        # Before the subclass' own signature says "missing argument 'encoder'".
+        if "backbone" in kwargs:
+            raise ValueError(f"{cls.__name__} takes encoder=, keras_bert's name for keras-hub's "
+                             f"backbone=: {cls.__name__}(encoder=..., ...).")
+        return super().__new__(cls, *args, **kwargs)
+
     def __init__(self, *args, preprocessor=None, compile=True, **kwargs):
         from keras_bert.models.encoder import check_kwargs
 
         check_kwargs(type(self).__name__, {k: v for k, v in kwargs.items()
                                            if k not in ("inputs", "outputs")})
         super().__init__(*args, **kwargs)
+        # A functional model keeps float32: report the policy it runs (as BertEncoder does).
+        encoder = getattr(self, "encoder", None)
+        if encoder is not None and self.dtype_policy.name != encoder.dtype_policy.name:
+            self.dtype_policy = encoder.dtype_policy
         self.preprocessor = preprocessor
         # Compiled at construction with the task's defaults, as keras-hub's tasks are
         # (a model rebuilt from its config too); a .keras load then applies the saved
@@ -173,16 +184,17 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
 
     @classmethod
     def from_pretrained(cls, model_dir, dtype=None, max_seq_length=None, lowercase=None,
-                        new_head=False, preprocessor=None, **task_kwargs):
+                        new_head=False, preprocessor=None, rename_labels=False, **task_kwargs):
         """Loads a model directory as this task, compiled, with a preprocessor
         when it has a vocab.txt (then `fit`/`evaluate`/`predict` take strings).
 
         A directory saved from this same task keeps its trained head.
-        `task_kwargs` that change no weight (new `label_names`, a
-        `dropout_rate`) are applied to it; values are compared, not types
-        (a tuple of the saved label names is no change). One that changes a
-        weight's shape (another `num_classes`) would discard the trained
-        head, so it raises ValueError unless `new_head` says so. Any other
+        `task_kwargs` that change no weight (a `dropout_rate`) are applied to
+        it; values are compared, not types (a tuple of the saved label names
+        is no change). One that changes a weight's shape (another
+        `num_classes`) would discard the trained head, and other
+        `label_names` would call its outputs by other names, so each raises
+        ValueError unless `new_head` (or `rename_labels`) says so. Any other
         directory (an encoder, a pretrainer, another task) gives its encoder
         weights and a freshly initialized head built from `task_kwargs`.
 
@@ -209,6 +221,8 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
             preprocessor: a `BertPreprocessor` to carry instead of the one the
                 directory describes (then `max_seq_length` and `lowercase` are
                 its own).
+            rename_labels: True: the trained head's outputs, in order, take
+                the given `label_names` (a rename, not a new head).
             **task_kwargs: the head's arguments (num_classes, label_names, ...).
 
         Example:
@@ -228,7 +242,8 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
         info = model.task_info or {}
         loaded, vocab_file = model, model.vocab_file
         if isinstance(model, cls) and new_head is not True:
-            model = _apply_task_kwargs(model, cls, task_kwargs, model_dir, new_head == "auto")
+            model = _apply_task_kwargs(model, cls, task_kwargs, model_dir, new_head == "auto",
+                                       rename_labels)
         else:
             try:
                 model = cls(encoder=encoder_of(model), **task_kwargs)
@@ -269,7 +284,7 @@ def _same_value(a, b):
     return a == b
 
 
-def _apply_task_kwargs(model, cls, task_kwargs, model_dir, replace_if_needed):
+def _apply_task_kwargs(model, cls, task_kwargs, model_dir, replace_if_needed, rename_labels):
     """`model` (loaded whole from `model_dir`) with `task_kwargs` applied, its
     trained head kept; see `BertTask.from_pretrained`."""
     saved = model.task_config()
@@ -290,19 +305,23 @@ def _apply_task_kwargs(model, cls, task_kwargs, model_dir, replace_if_needed):
         if [tuple(w.shape) for w in fresh.weights] == old_shapes:
             raise error
         rebuilt = None
-    if rebuilt is not None and [tuple(w.shape) for w in rebuilt.weights] == old_shapes:
+    # Other label names on a trained head would name its outputs wrongly.
+    relabel = bool(saved.get("label_names")) and "label_names" in changed and not rename_labels
+    reshape = rebuilt is None or [tuple(w.shape) for w in rebuilt.weights] != old_shapes
+    if not reshape and not relabel:
         # Same variables, same order: only names and non-weight settings changed.
         rebuilt.set_weights(model.get_weights())
         return rebuilt
     what = ", ".join(f"{k}={v!r} (saved: {saved.get(k)!r})" for k, v in changed.items())
+    why = "changes its shape" if reshape else "names its outputs otherwise"
+    rename = "" if reshape else ", rename_labels=True to give its outputs (in order) new names"
     if not replace_if_needed:
         raise ValueError(
-            f"{model_dir} holds a trained {cls.__name__} head, and {what} changes its "
-            f"shape. Pass new_head=True to start from a new, randomly initialized head, "
-            f"or leave the argument out to keep the trained one."
-        )
+            f"{model_dir} holds a trained {cls.__name__} head, and {what} {why}. Pass "
+            f"new_head=True to start from a new, randomly initialized head{rename}, or "
+            f"leave the argument out to keep the trained one.")
     warnings.warn(
         f"{model_dir}: the trained {cls.__name__} head is discarded for a new, randomly "
-        f"initialized one, because {what} changes its shape.", stacklevel=3)
-    return cls(encoder=model.encoder, **task_kwargs)
+        f"initialized one, because {what} {why}.", stacklevel=3)
+    return cls(encoder=model.encoder, **task_kwargs) if reshape else rebuilt  # Fresh heads.
 

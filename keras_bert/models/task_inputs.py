@@ -348,8 +348,14 @@ def integer_limits(encoder):
     }
 
 
+#: Hugging Face's input names -> the encoder's.
+_PEER_INPUT_NAMES = {"input_ids": "token_ids", "attention_mask": "padding_mask",
+                     "token_type_ids": "segment_ids"}
+
+
 def check_integer_inputs(x, encoder, what="This model"):
-    """Refuses out-of-range ids and masks in an in-memory integer input dict.
+    """Refuses Hugging Face's input names, and out-of-range ids and masks, in an
+    in-memory integer input dict.
 
     Values the model would silently misread (a negative token id gathers a
     zero embedding on GPUs, a mask of 2 weights a token twice) are named.
@@ -357,6 +363,12 @@ def check_integer_inputs(x, encoder, what="This model"):
     """
     if not isinstance(x, dict):
         return
+    peers = [name for name in _PEER_INPUT_NAMES if name in x]
+    if peers:
+        raise ValueError(
+            f"{what} takes the input dict token_ids, segment_ids, padding_mask (1 = real "
+            f"token), or raw strings. Received Hugging Face's names: rename "
+            + ", ".join(f"{name} to {_PEER_INPUT_NAMES[name]}" for name in peers) + ".")
     for key, (low, high, rule) in integer_limits(encoder).items():
         value = x.get(key)
         if value is None or (isinstance(value, tf.Tensor) and not hasattr(value, "numpy")):

@@ -6,9 +6,14 @@ import keras
 
 from keras_bert import sources
 from keras_bert.text.packer import BertPacker
-from keras_bert.text.settings import DEFAULT_TRUNCATION, TextSettings
+from keras_bert.text.settings import (DEFAULT_MAX_SEQ_LENGTH, DEFAULT_TRUNCATION,
+                                      MIN_SEQ_LENGTH, TextSettings)
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.tokenizer import as_string_tensor
+
+
+#: sequence_length when neither length is given.
+DEFAULT_SEQUENCE_LENGTH = 128
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -26,8 +31,14 @@ class BertPreprocessor(keras.layers.Layer):
 
     Args:
         tokenizer: a `BertTokenizer`.
-        sequence_length: int or None; see `BertPacker`.
-        max_seq_length: int; see `BertPacker`.
+        sequence_length: int: every batch padded (and cut) to exactly this
+            length; None: each batch padded to its longest text, cut at
+            max_seq_length; "auto" (default): max_seq_length when that is
+            given, else 128.
+        max_seq_length: int, the cut when sequence_length is None; None
+            (default): sequence_length, or 512 when that is None. Give one of
+            the two lengths: the other follows (and setting one later moves
+            the other where they would cross).
         truncation: "longest_first" or "round_robin"; see `BertPacker`.
         **kwargs: passed to `keras.layers.Layer`.
 
@@ -57,8 +68,8 @@ class BertPreprocessor(keras.layers.Layer):
     def __init__(
         self,
         tokenizer,
-        sequence_length=128,
-        max_seq_length=512,
+        sequence_length="auto",
+        max_seq_length=None,
         truncation=DEFAULT_TRUNCATION,
         pad_to_multiple_of=1,
         **kwargs,
@@ -72,6 +83,11 @@ class BertPreprocessor(keras.layers.Layer):
                 "BertPreprocessor.from_vocab_file('vocab.txt')."
             )
         self.tokenizer = tokenizer
+        if sequence_length == "auto":  # A bad max_seq_length is named as itself, below.
+            sequence_length = (max_seq_length if isinstance(max_seq_length, int)
+                               and max_seq_length >= MIN_SEQ_LENGTH else DEFAULT_SEQUENCE_LENGTH)
+        if max_seq_length is None:
+            max_seq_length = DEFAULT_MAX_SEQ_LENGTH if sequence_length is None else sequence_length
         # The packing settings, checked together by a packer built from them
         # (special ids 0 until the vocabulary is there, as in a .keras load).
         settings = dict(sequence_length=sequence_length, max_seq_length=max_seq_length,
@@ -88,7 +104,7 @@ class BertPreprocessor(keras.layers.Layer):
             return self._settings[name]
 
         def set(self, value):
-            settings = {**self._settings, name: value}
+            settings = _changed(self._settings, {name: value})
             self._new_packer(settings, check_only=True)  # The packer's checks, on the new value.
             self._settings = settings
             self._packer = None  # Rebuilt on next use, with the new value.
@@ -109,9 +125,9 @@ class BertPreprocessor(keras.layers.Layer):
         if (settings["sequence_length"] is not None
                 and settings["sequence_length"] > settings["max_seq_length"]):
             raise ValueError(
-                f"Expected sequence_length <= max_seq_length ({settings['max_seq_length']}). "
-                f"Received: sequence_length={settings['sequence_length']!r}. Set a smaller "
-                f"sequence_length, or None to pad each batch to its longest text.")
+                f"Expected sequence_length <= max_seq_length. Received: sequence_length="
+                f"{settings['sequence_length']!r}, max_seq_length="
+                f"{settings['max_seq_length']!r}. Give one of them: the other follows it.")
         return packer
 
     @property
@@ -154,7 +170,8 @@ class BertPreprocessor(keras.layers.Layer):
         changes = {k: v for k, v in changes.items() if getattr(self, k) != v}
         if not changes:
             return self
-        config = {**self.get_config(), **changes, "tokenizer": self.tokenizer}
+        config = {**self.get_config(), **_changed(self._settings, changes),
+                  "tokenizer": self.tokenizer}
         return type(self).from_config(config)
 
     @classmethod
@@ -321,6 +338,19 @@ class BertPreprocessor(keras.layers.Layer):
         if isinstance(config["tokenizer"], dict):
             config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
         return cls(**config)
+
+
+def _changed(settings, changes):
+    """`settings` with `changes`; a length given alone moves the other where they would
+    cross (sequence_length 256 raises max_seq_length 128 to 256, and the reverse)."""
+    new = {**settings, **changes}
+    fixed, cut = new["sequence_length"], new["max_seq_length"]
+    if isinstance(fixed, int) and isinstance(cut, int) and fixed > cut:
+        if "max_seq_length" not in changes:
+            new["max_seq_length"] = fixed
+        elif "sequence_length" not in changes:
+            new["sequence_length"] = cut
+    return new
 
 
 def tokenizer_options_of(tokenizer):

@@ -12,9 +12,11 @@ preprocessor, export, feature extraction, conversion) gets them from
 
     explicit argument (a flag, a keyword) > saved settings > documented default
 
-The defaults: max_seq_length min(512, max_position_embeddings), or the
-caller's own shorter default (fine-tuning: 128, span QA 384; feature
-extraction 128), never past max_position_embeddings; lowercase guessed from
+The two lengths are one setting to think about: the one not given follows
+the other (`resolve_lengths`). The defaults: max_seq_length min(512,
+max_position_embeddings), or the caller's own shorter default (fine-tuning:
+128, span QA 384; feature extraction 128), never past
+max_position_embeddings; lowercase guessed from
 the vocabulary (`infer_lowercase`), with a warning that says so;
 truncation "longest_first" (the paper's rule).
 """
@@ -148,7 +150,8 @@ def resolve_text_settings(saved=None, max_position_embeddings=None, vocab_file=N
         lowercase: bool or None, an explicit value.
         truncation: str or None, an explicit value.
         sequence_length: int or None, an explicit fixed length (None: the
-            saved one, else batch-longest padding); at most max_seq_length.
+            saved one, else batch-longest padding); max_seq_length follows it
+            when not given (`resolve_lengths`).
         default_max_seq_length: int or None, the caller's own default
             (fine-tuning 128, span QA 384); None: 512. Either is capped at
             max_position_embeddings.
@@ -159,9 +162,10 @@ def resolve_text_settings(saved=None, max_position_embeddings=None, vocab_file=N
         A complete `TextSettings`.
 
     Raises:
-        ValueError: a value has the wrong type, or max_seq_length is not in
-            [3, max_position_embeddings]; the message names the value, where
-            it came from and the way out.
+        ValueError: a value has the wrong type, or what packing reaches
+            (sequence_length, else max_seq_length) is not in [3,
+            max_position_embeddings]; the message names the value, where it
+            came from and the way out.
 
     Example:
     >>> resolve_text_settings({"lowercase": False}, 512, "vocab.txt", max_seq_length=128)
@@ -169,23 +173,8 @@ def resolve_text_settings(saved=None, max_position_embeddings=None, vocab_file=N
     """
     explicit = TextSettings(max_seq_length, lowercase, truncation, sequence_length)
     saved = TextSettings.from_json(saved, where=where)
-
-    origin = "given"
-    value = explicit.max_seq_length
-    if value is None and saved.max_seq_length is not None:
-        value, origin = saved.max_seq_length, f"saved in {where}"
-    if value is None:
-        value = default_max_seq_length or DEFAULT_MAX_SEQ_LENGTH
-        if max_position_embeddings is not None:
-            value = min(value, max_position_embeddings)
-        origin = "the default"
-    if max_position_embeddings is not None and not (
-            MIN_SEQ_LENGTH <= value <= max_position_embeddings):
-        fix = f"Fix {where}, or pass" if origin != "given" else "Pass"
-        raise ValueError(
-            f"Expected max_seq_length in [{MIN_SEQ_LENGTH}, {max_position_embeddings}] (the "
-            f"model's max_position_embeddings). Received: max_seq_length={value!r} ({origin}). "
-            f"{fix} a max_seq_length (--max-seq-length) in that range.")
+    value, fixed = resolve_lengths(explicit, saved, max_position_embeddings,
+                                   default_max_seq_length, where)
 
     casing = explicit.lowercase
     if casing is None:
@@ -203,14 +192,59 @@ def resolve_text_settings(saved=None, max_position_embeddings=None, vocab_file=N
             where, casing, shown)
 
     rule = explicit.truncation or saved.truncation or DEFAULT_TRUNCATION
-    fixed = explicit.sequence_length
-    if fixed is None and explicit.max_seq_length is None:
-        # A saved fixed length goes with the saved max_seq_length, not a new one.
-        fixed = saved.sequence_length
-    if fixed is not None and fixed > value:
-        raise ValueError(
-            f"Expected sequence_length <= max_seq_length ({value}). Received: "
-            f"sequence_length={fixed!r}. Pass a smaller sequence_length, or None to pad "
-            f"each batch to its longest text.")
     return TextSettings(max_seq_length=value, lowercase=casing, truncation=rule,
                         sequence_length=fixed)
+
+
+def resolve_lengths(explicit, saved, max_position_embeddings=None, default_max_seq_length=None,
+                    where="task.json", fix=None):
+    """(max_seq_length, sequence_length) of `resolve_text_settings`; the one not given follows.
+
+    A fixed `sequence_length` given alone brings max_seq_length up to it; a
+    max_seq_length given alone drops the saved fixed length (each batch then
+    pads to its longest text). What packing reaches (the fixed length, else
+    max_seq_length) must fit the model's positions: a saved max_seq_length
+    past them is kept while a fixed length within them is what packs.
+
+    Args:
+        explicit: `TextSettings` of the values given.
+        saved: `TextSettings` of the values saved in `where`.
+        max_position_embeddings, default_max_seq_length, where: see
+            `resolve_text_settings`.
+        fix: str, the way out named for a saved length past the positions
+            (default: fix `where` or pass max_seq_length).
+
+    Returns:
+        (int, int or None).
+    """
+    fixed, fixed_from = explicit.sequence_length, "given"
+    if fixed is None and explicit.max_seq_length is None:
+        fixed, fixed_from = saved.sequence_length, f"saved in {where}"
+    value, origin = explicit.max_seq_length, "given"
+    if value is None and saved.max_seq_length is not None and (
+            explicit.sequence_length is None or saved.max_seq_length >= fixed):
+        value, origin = saved.max_seq_length, f"saved in {where}"
+    if value is None and fixed is not None:
+        value, origin = fixed, fixed_from  # It follows the fixed length.
+    if value is None:
+        value = default_max_seq_length or DEFAULT_MAX_SEQ_LENGTH
+        if max_position_embeddings is not None:
+            value = min(value, max_position_embeddings)
+        origin = "the default"
+    if fixed is not None and fixed > value:  # Both given, or an edited task.json.
+        raise ValueError(
+            f"Expected sequence_length <= max_seq_length. Received: sequence_length={fixed!r} "
+            f"({fixed_from}), max_seq_length={value!r} ({origin}). Give one of them: the "
+            f"other follows it.")
+    name, reach, reach_from = (("sequence_length", fixed, fixed_from) if fixed is not None
+                               else ("max_seq_length", value, origin))
+    if max_position_embeddings is not None and not (
+            MIN_SEQ_LENGTH <= reach <= max_position_embeddings):
+        if reach_from == "given":
+            fix = f"Pass a {name}"
+        raise ValueError(
+            f"Expected {name} in [{MIN_SEQ_LENGTH}, {max_position_embeddings}] (the model's "
+            f"max_position_embeddings). Received: {name}={reach!r} ({reach_from}). "
+            f"{fix or f'Fix {where}, or pass a max_seq_length (--max-seq-length)'} in that "
+            f"range.")
+    return value, fixed

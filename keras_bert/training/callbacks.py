@@ -6,9 +6,21 @@ import sys
 import time
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.progress import Progress
+
+
+def metric_text(value):
+    """A metric for a log line: "0.8125"; "2.5000e+58" when large (never 59 digits)."""
+    return f"{value:.4f}" if not abs(value) >= 1e9 else f"{value:.4e}"
+
+
+def _summary_value(value):
+    """`value` as the float32 a summary holds: beyond float32's range, +-inf (not a crash)."""
+    with np.errstate(over="ignore"):
+        return np.float32(value)
 
 
 class StepLogger(keras.callbacks.Callback):
@@ -78,7 +90,7 @@ class StepLogger(keras.callbacks.Callback):
             if name == "learning_rate":
                 parts.append(f"{name} {value:.3e}")
             else:
-                parts.append(f"{name} {value:.4f}")
+                parts.append(f"{name} {metric_text(value)}")
         parts.append(f"examples/s {speed:.1f} ({elapsed:.1f} s)")
         return " ".join(parts)
 
@@ -134,7 +146,7 @@ class TensorBoard(keras.callbacks.Callback):
             return
         with self._writer.as_default(step=step):
             for name, value in logs.items():
-                tf.summary.scalar(f"batch_{name}", float(value))
+                tf.summary.scalar(f"batch_{name}", _summary_value(float(value)))
 
     def on_train_end(self, logs=None):
         if self._writer is not None:
@@ -151,7 +163,8 @@ def write_scalars(log_dir, step, values, prefix=""):
     """Appends scalars to the TensorBoard event files in `log_dir`, at `step`.
 
     For what a Keras callback does not see, such as evaluation metrics
-    computed outside `fit`. Non-numeric values are skipped.
+    computed outside `fit`. Non-numeric values are skipped; one beyond
+    float32's range is written as +-inf (the log line has its value).
 
     Args:
         log_dir: str, e.g. OUTPUT/logs/eval.
@@ -163,6 +176,6 @@ def write_scalars(log_dir, step, values, prefix=""):
     with writer.as_default():
         for name, value in values.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                tf.summary.scalar(prefix + name, float(value), step=int(step))
+                tf.summary.scalar(prefix + name, _summary_value(value), step=int(step))
     writer.flush()
     writer.close()

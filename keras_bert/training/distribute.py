@@ -7,12 +7,14 @@ on Kubernetes (Indexed Job, JobSet) the completion index plus the
 KERAS_BERT_WORKER_* variables. docs/cluster.md shows each setup.
 """
 
+import contextlib
 import functools
 import importlib.metadata
 import json
 import logging
 import os
 import socket
+import time
 
 import tensorflow as tf
 
@@ -27,6 +29,9 @@ WORKER_SERVICE_ENV = "KERAS_BERT_WORKER_SERVICE"  # hosts PREFIX-i.SERVICE (PREF
 WORKER_PORT_ENV = "KERAS_BERT_WORKER_PORT"  # Port of hosts given without one.
 WORKER_INDEX_ENV = "KERAS_BERT_WORKER_INDEX"  # This worker's index (else JOB_COMPLETION_INDEX).
 DEFAULT_WORKER_PORT = 2222
+# Seconds a worker waits for the others to start (`wait_for_workers`): pods
+# pulling an image or queued for a machine take minutes, a missing one forever.
+CLUSTER_TIMEOUT = 600
 _KUBERNETES_DOC = "See docs/cluster.md (Kubernetes)."
 _VERTEX_DOC = "See docs/cluster.md (Vertex AI)."
 
@@ -186,16 +191,68 @@ def _set_tf_config():
         logger.info("TF_CONFIG built from %s: %s", source, os.environ["TF_CONFIG"])
 
 
-def _cluster_workers():
-    """Number of workers (chief included) that TF_CONFIG names; 0 if unset."""
-    raw = os.environ.get("TF_CONFIG")
-    if not raw:
-        return 0
+def _tf_config(environ=None):
+    """TF_CONFIG's value as a dict ({} if unset)."""
+    raw = (os.environ if environ is None else environ).get("TF_CONFIG")
     try:
-        cluster = json.loads(raw).get("cluster", {})
+        return json.loads(raw) if raw else {}
     except json.JSONDecodeError as e:
         raise ValueError(f"TF_CONFIG is not valid JSON: {e}. Received: {raw!r}") from e
+
+
+def _cluster_workers():
+    """Number of workers (chief included) that TF_CONFIG names; 0 if unset."""
+    cluster = _tf_config().get("cluster", {})
     return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+
+
+def wait_for_workers(tf_config, timeout=CLUSTER_TIMEOUT, log_every=30):
+    """Returns once every other task of `tf_config` accepts connections on its port.
+
+    TensorFlow's cluster setup waits for a missing worker for ever, silently.
+    Meanwhile each worker listens on its own port (the others see it before
+    its TensorFlow server takes the port over), logs "waiting for worker N
+    at HOST:PORT" every `log_every` seconds, and gives up after `timeout`.
+
+    Raises:
+        TimeoutError: naming the tasks that never answered, their addresses
+            and the way out.
+    """
+    cluster, task = tf_config.get("cluster", {}), tf_config.get("task", {})
+    tasks = {f"{job} {i}": address for job in ("chief", "worker")
+             for i, address in enumerate(cluster.get(job, []))}
+    ours = tasks.pop(f"{task.get('type')} {int(task.get('index', 0))}", "")
+    dual = socket.has_dualstack_ipv6()  # IPv4 and IPv6 peers alike.
+    try:
+        listener = socket.create_server(("", int(ours.rpartition(":")[2])), dualstack_ipv6=dual,
+                                        family=socket.AF_INET6 if dual else socket.AF_INET)
+    except (OSError, ValueError):
+        listener = None  # Taken (TensorFlow then says so), or not this task's.
+    started = last_log = time.monotonic()
+    try:
+        while tasks:
+            for name, address in list(tasks.items()):
+                host, _, port = address.rpartition(":")
+                with contextlib.suppress(OSError):
+                    socket.create_connection((host.strip("[]"), int(port)), timeout=2).close()
+                    del tasks[name]
+            waited = time.monotonic() - started
+            if tasks and waited >= timeout:
+                raise TimeoutError(
+                    f"The cluster did not form in {timeout:g} s: no answer from "
+                    f"{', '.join(f'{n} at {a}' for n, a in tasks.items())}. Start it (the same "
+                    f"command, with its index), check that this machine reaches that address "
+                    f"(host name, port, firewall), or wait longer with --cluster-timeout "
+                    f"(cluster_timeout=). See docs/cluster.md.")
+            if tasks and time.monotonic() - last_log >= log_every:
+                last_log = time.monotonic()
+                for name, address in tasks.items():
+                    logger.info("waiting for %s at %s (%.0f s of %g s)", name, address, waited,
+                                timeout)
+            time.sleep(0.5 if tasks else 0)
+    finally:
+        if listener is not None:
+            listener.close()
 
 
 _NOT_TPU_BUILD = ("TensorFlow here is not the tensorflow-tpu build (no `tensorflow-tpu` "
@@ -294,7 +351,12 @@ def _local_devices():
     return [d.name for d in tf.config.list_logical_devices("CPU")]
 
 
-def resolve_strategy(name="auto", tpu=None):
+def _multi_worker_strategy(cluster_timeout):
+    wait_for_workers(_tf_config(), cluster_timeout or CLUSTER_TIMEOUT)
+    return tf.distribute.MultiWorkerMirroredStrategy()
+
+
+def resolve_strategy(name="auto", tpu=None, cluster_timeout=None):
     """Returns the `tf.distribute.Strategy` for `name`.
 
     Call it first thing in a program: MultiWorkerMirroredStrategy and
@@ -320,6 +382,9 @@ def resolve_strategy(name="auto", tpu=None):
         name: one of `STRATEGIES`.
         tpu: str, TPU name or grpc:// address for "tpu"/"auto" (None:
             $TPU_NAME or a TPU VM's local TPU).
+        cluster_timeout: float, seconds to wait for the other workers of a
+            multi-worker cluster (`wait_for_workers`), then TimeoutError;
+            None: `CLUSTER_TIMEOUT`.
     """
     if name not in STRATEGIES:
         raise ValueError(f"Expected strategy to be one of {STRATEGIES}. Received: {name!r}")
@@ -329,7 +394,7 @@ def resolve_strategy(name="auto", tpu=None):
         if _tpu_reachable(tpu):
             return _tpu_strategy(tpu)
         if _cluster_workers() > 1:
-            return tf.distribute.MultiWorkerMirroredStrategy()
+            return _multi_worker_strategy(cluster_timeout)
         if len(tf.config.list_logical_devices("GPU")) > 1:
             return tf.distribute.MirroredStrategy()
         return tf.distribute.get_strategy()
@@ -346,7 +411,7 @@ def resolve_strategy(name="auto", tpu=None):
                 "variables of Vertex AI (CLUSTER_SPEC) or of a Kubernetes Indexed Job "
                 f"({WORKER_HOSTS_ENV} and JOB_COMPLETION_INDEX); see docs/cluster.md."
             )
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        return _multi_worker_strategy(cluster_timeout)
     return _tpu_strategy(tpu)
 
 
@@ -402,11 +467,7 @@ def worker_shard(environ=None):
     """
     environ = os.environ if environ is None else environ
     if environ.get("TF_CONFIG"):
-        try:
-            tf_config = json.loads(environ["TF_CONFIG"])
-        except json.JSONDecodeError as e:
-            raise ValueError(f"TF_CONFIG is not valid JSON: {e}. Received: "
-                             f"{environ['TF_CONFIG']!r}") from e
+        tf_config = _tf_config(environ)
     elif environ.get("CLUSTER_SPEC"):
         tf_config = _vertex_tf_config(environ["CLUSTER_SPEC"])
     else:

@@ -756,7 +756,8 @@ class _Runner:
         best = self.state["best_metrics"]
         improved = best is None or value > best[self.metric]
         line = " ".join(
-            f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items())
+            f"{k} {callbacks_lib.metric_text(v)}" if isinstance(v, float) else f"{k} {v}"
+            for k, v in metrics.items())
         if self.step_logger is not None:
             self.step_logger.clear()
         logger.info("epoch %d eval: %s (%.1f s)%s", epoch, line, time.time() - start,

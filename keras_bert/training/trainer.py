@@ -34,8 +34,8 @@ after it are older units pruned (the manager's sweep; data checkpoints
 that no committed unit names). A kill at any point leaves the last
 committed unit whole; the parts of an uncommitted one (ckpt-N_temp
 folders, files of steps after the committed one) are removed at the next
-start. `KERAS_BERT_PAUSE_AT` (`pause_point`) lets tests kill the writer
-between these steps.
+start. Each step is named (`keras_bert.steps`): tests kill the writer
+between them.
 
 The per-worker iterator is a plain `tf.data` iterator because the
 distributed iterators of `strategy.experimental_distribute_dataset` are not
@@ -52,12 +52,11 @@ import os
 import re
 import signal
 import threading
-import time
 
 import keras
 import tensorflow as tf
 
-from keras_bert import storage
+from keras_bert import steps, storage
 from keras_bert.files import remove_own, write_text_atomic
 from keras_bert.training.distribute import worker_info
 
@@ -69,29 +68,6 @@ _CHECKPOINT_FILE = re.compile(
     rf"^(checkpoint(\.tmp[0-9a-f]{{32}})?|{CHECKPOINT_NAME}-\d+(\.(index|data-\d+-of-\d+)|_temp))$")
 _STEP = re.compile(rf"^{CHECKPOINT_NAME}-(\d+)(\.index|\.data-\d+-of-\d+|_temp)$")
 DATA_DIR_PATTERN = re.compile(r"^data-worker-\d+$")
-
-# Test hook: "NAME" or "NAME:STEP" of a `pause_point` where the writer stops.
-PAUSE_ENV = "KERAS_BERT_PAUSE_AT"
-
-
-def pause_point(name, step=None):
-    """Sleeps for good if KERAS_BERT_PAUSE_AT names this point (a test hook).
-
-    Tests that SIGKILL a writer at an exact step set KERAS_BERT_PAUSE_AT to
-    "NAME" or "NAME:STEP"; the writer then creates the file named by
-    KERAS_BERT_PAUSE_AT_FILE (if set), so the test knows it is there, and
-    waits to be killed. Unset (always, outside tests) it costs one lookup.
-    """
-    wanted = os.environ.get(PAUSE_ENV)
-    if not wanted or wanted not in (name, f"{name}:{step}"):
-        return
-    marker = os.environ.get(PAUSE_ENV + "_FILE")
-    if marker:
-        with open(marker, "w", encoding="utf-8") as f:
-            f.write(f"{name}:{step}\n")
-    while True:
-        time.sleep(60)
-
 
 def own_checkpoint_files(directory):
     """The names in `directory` that the Trainer's checkpoint managers wrote
@@ -466,14 +442,14 @@ class Trainer:
         """
         step = int(self.step.numpy())
         self.check_finite_weights(step)
-        pause_point("checkpoint-begin", step)
+        steps.reached("checkpoint-begin", step)
         if self._data_checkpoint is not None:
             self._data_checkpoint.write(self._data_path(step))
-        pause_point("checkpoint-data-written", step)
+        steps.reached("checkpoint-data-written", step)
         # Writes ckpt-N, then the "checkpoint" file naming it, then sweeps
         # the oldest ckpt-M beyond max_to_keep.
         self._state_manager.save(checkpoint_number=step)
-        pause_point("checkpoint-committed", step)
+        steps.reached("checkpoint-committed", step)
         if self._data_checkpoint is not None:
             # Data checkpoints of no committed unit; a worker that reads the
             # chief's list before the chief committed keeps its newer ones.

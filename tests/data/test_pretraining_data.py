@@ -265,6 +265,11 @@ def test_rejects_bad_settings(tmp_path):
         PretrainingDataConfig(masking="sometimes")
     with pytest.raises(ValueError, match="document_pool_size"):
         PretrainingDataConfig(document_pool_size=1)
+    with pytest.raises(ValueError, match=r"max_seq_length to be an int >= 5. Received: "
+                                         r"max_seq_length=4"):
+        PretrainingDataConfig(max_seq_length=4)
+    with pytest.raises(ValueError, match=r"masked_lm_prob to be in \(0, 1\]"):
+        PretrainingDataConfig(masked_lm_prob=0)
     with pytest.raises(FileNotFoundError, match="missing.txt"):
         create_pretraining_data([str(tmp_path / "missing.txt")], str(tmp_path), "vocab.txt")
     with pytest.raises(FileNotFoundError, match="create_pretraining_data"):

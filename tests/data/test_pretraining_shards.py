@@ -9,6 +9,7 @@ import uuid
 import pytest
 import tensorflow as tf
 
+from keras_bert import steps
 from keras_bert.data import (
     PretrainingDataConfig,
     create_pretraining_data,
@@ -17,7 +18,6 @@ from keras_bert.data import (
     read_metadata,
     shard_paths,
 )
-from keras_bert.data import pretraining_shards
 from keras_bert.files import OutputError
 from keras_bert.text import save_vocabulary
 from keras_bert.training.distribute import worker_shard
@@ -106,11 +106,11 @@ def test_a_missing_shard_is_named_with_the_command_that_writes_it(corpus, tmp_pa
                "--shard", "0/3"]
     _write_apart(corpus, out, 3, order=[0, 2], command=command)
     # Shard 1 killed after its records moved in, before its manifest: not done.
-    def killed(step):
+    def killed(step, number=None):
         if step == "shard:moved":
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(pretraining_shards, "pause_point", killed)
+    monkeypatch.setattr(steps, "reached", killed)
     with pytest.raises(KeyboardInterrupt):
         _write_apart(corpus, out, 3, order=[1])
     monkeypatch.undo()
@@ -173,6 +173,24 @@ def test_shards_of_other_settings_are_refused(corpus, tmp_path):
     # The same settings over a whole set written at once: nothing to do.
     done = _write_apart(corpus, corpus["root"] / "whole", 1)[0]
     assert done["skipped"] and done["metadata"] == corpus["whole"]
+
+
+def test_another_corpus_of_the_same_path_and_size_is_another_set(corpus, tmp_path):
+    text = (tmp_path / "corpus.txt")
+    first = open(corpus["corpus"], encoding="utf-8").read()
+    text.write_text(first, encoding="utf-8")
+    apart = {**corpus, "corpus": str(text)}
+    out = tmp_path / "data"
+    _write_apart(apart, out, 2, order=[0])
+    # The same words in another order: the same size, other documents.
+    second = "\n".join(" ".join(reversed(line.split(" "))) for line in first.split("\n"))
+    assert second != first and len(second) == len(first)
+    text.write_text(second, encoding="utf-8")
+    with pytest.raises(OutputError, match="pretraining-00000-of-00002.json is a shard of "
+                                          "another data set"):
+        _write_apart(apart, out, 2, order=[1])
+    assert sorted(os.listdir(out)) == ["pretraining-00000-of-00002.json",
+                                       "pretraining-00000-of-00002.tfrecord", "vocab.txt"]
 
 
 @pytest.mark.parametrize("text, match", [
@@ -251,10 +269,9 @@ def test_shards_on_an_object_store(corpus):
 
 _SHARD = """
 import json, sys
-sys.path.insert(0, sys.argv[1])
 from keras_bert.data import PretrainingDataConfig, create_pretraining_shard
-create_pretraining_shard([sys.argv[2]], sys.argv[3], sys.argv[4],
-                         PretrainingDataConfig(**json.loads(sys.argv[5])),
+create_pretraining_shard([sys.argv[1]], sys.argv[2], sys.argv[3],
+                         PretrainingDataConfig(**json.loads(sys.argv[4])),
                          shard_index=1, num_shards=2)
 """
 
@@ -263,7 +280,7 @@ create_pretraining_shard([sys.argv[2]], sys.argv[3], sys.argv[4],
 @pytest.mark.parametrize("step", ["shard:staged", "shard:moved"])
 def test_a_shard_killed_at_any_step_reads_as_missing_and_a_rerun_completes(corpus, tmp_path,
                                                                            step):
-    from tests.test_commit_protocol import kill_at
+    from tests.writer_harness import kill_at
 
     out = tmp_path / "data"
     _write_apart(corpus, out, 2, order=[0])

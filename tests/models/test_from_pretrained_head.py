@@ -47,11 +47,11 @@ def test_the_same_values_in_another_type_keep_the_trained_head(trained_dir):
 
 
 @pytest.mark.slow
-def test_arguments_that_change_no_weight_are_applied_to_the_trained_head(trained_dir, tmp_path):
+def test_a_rename_and_arguments_that_change_no_weight_apply_to_the_trained_head(trained_dir, tmp_path):
     base = BertClassifier.from_pretrained(trained_dir)
     expected = base.predict(TEXTS, verbose=0)
     renamed = BertClassifier.from_pretrained(trained_dir, label_names=("neg", "neu", "pos"),
-                                             dropout_rate=0.3)
+                                             dropout_rate=0.3, rename_labels=True)
     _assert_trained_head(renamed)
     assert renamed.label_names == ["neg", "neu", "pos"]
     assert renamed.dropout.rate == 0.3 and renamed.dropout_rate == 0.3
@@ -82,6 +82,25 @@ def test_a_shape_change_needs_an_explicit_new_head(trained_dir):
     _assert_trained_head(BertClassifier.from_pretrained(trained_dir, new_head="auto"))
     with pytest.raises(ValueError, match="new_head='yes'"):
         BertClassifier.from_pretrained(trained_dir, new_head="yes")
+
+
+def test_other_label_names_on_a_trained_head_need_a_new_head_or_a_rename(trained_dir):
+    # Issue 46: the sentiment head was silently called billing/shipping/technical.
+    other = ["billing", "shipping", "technical"]
+    for names in (other, list(reversed(NAMES))):
+        with pytest.raises(ValueError, match=rf"{trained_dir} holds a trained BertClassifier "
+                                             r"head, and label_names=.*names its outputs "
+                                             r"otherwise.*new_head=True.*rename_labels=True"):
+            BertClassifier.from_pretrained(trained_dir, num_classes=3, label_names=names)
+    fresh = BertClassifier.from_pretrained(trained_dir, label_names=other, new_head=True,
+                                           num_classes=3)
+    assert fresh.label_names == other and np.abs(_head(fresh)[0]).max() < 0.2
+    with pytest.warns(UserWarning, match="head is discarded.*names its outputs otherwise"):
+        auto = BertClassifier.from_pretrained(trained_dir, label_names=other, new_head="auto")
+    assert auto.label_names == other and np.abs(_head(auto)[0]).max() < 0.2
+    renamed = BertClassifier.from_pretrained(trained_dir, label_names=other, rename_labels=True)
+    assert renamed.label_names == other
+    _assert_trained_head(renamed)
 
 
 def test_label_names_of_another_length_are_an_error_not_a_new_head(trained_dir):

@@ -191,9 +191,10 @@ def test_finetune_options_check_lora_rank():
 
 @pytest.mark.slow
 def test_save_pretrained_and_export_hold_merged_weights(tiny_model_dir, tmp_path):
+    keras.utils.set_random_seed(0)  # The new head's weights: the difference below is not luck.
     model = BertClassifier.from_pretrained(tiny_model_dir, num_classes=3)
     model.enable_lora(RANK)
-    move_adapters(model)
+    move_adapters(model, scale=2.0)
     texts = ["the fox", "a dog jumped over", ""]
     expected = model.predict(texts, verbose=0)
     plain = BertClassifier.from_pretrained(tiny_model_dir, num_classes=3)
@@ -333,3 +334,45 @@ def test_a_lora_model_dir_is_replaced_by_the_next_save(tiny_model_dir, tmp_path)
     (tmp_path / "sentiment" / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match="notes.txt, which keras_bert did not write"):
         model.save_pretrained(out)
+
+
+def test_adapters_refuse_a_model_they_do_not_fit(tiny_model_dir, tmp_path):
+    # Issue 46: each of these loaded without a word (flipped, doubled or NaN predictions).
+    import h5py
+
+    names = ["neg", "neu", "pos"]
+    model = BertClassifier.from_pretrained(tiny_model_dir, num_classes=3, label_names=names)
+    model.enable_lora(RANK)
+    move_adapters(model)
+    out = str(tmp_path / "sentiment")
+    model.save_pretrained(out)
+    path = os.path.join(out, LORA_FILE)
+
+    def refused(target, match, file=path):
+        with pytest.raises(ValueError, match=match) as caught:
+            target.load_lora_weights(file)
+        assert file in str(caught.value)
+        assert not target.lora_enabled  # Refused before anything changed.
+
+    flipped = BertClassifier.from_pretrained(tiny_model_dir, num_classes=3,
+                                             label_names=names[::-1])
+    refused(flipped, r"head trained for label_names=\['neg', 'neu', 'pos'\]; this model's "
+                     r"are \['pos', 'neu', 'neg'\]")
+    merged = BertClassifier.from_pretrained(out)
+    refused(merged, "already hold these adapters, merged")
+    other_base = BertClassifier.from_pretrained(tiny_model_dir, num_classes=3, label_names=names)
+    other_base.encoder.weights[0].assign(other_base.encoder.weights[0] * 1.01)
+    refused(other_base, "trained on other encoder weights")
+    damaged = str(tmp_path / "nan.lora.h5")
+    with open(path, "rb") as f, open(damaged, "wb") as g:
+        g.write(f.read())
+    with h5py.File(damaged, "a") as f:
+        block = model.encoder.encoder_blocks[0].name
+        f[f"{block}/value/B"][0, 0] = np.nan
+    base = BertClassifier.from_pretrained(tiny_model_dir, num_classes=3, label_names=names)
+    refused(base, f"{block}/value/B holds NaN or infinite values", file=damaged)
+    # The fitting base takes them and answers as the trained model.
+    base.load_lora_weights(path)
+    texts = ["the fox", "a dog jumped over"]
+    np.testing.assert_allclose(base.predict(texts, verbose=0), model.predict(texts, verbose=0),
+                               atol=1e-6)

@@ -194,3 +194,15 @@ def test_examples_are_strings_for_tf():
     # Non-ASCII text survives the trip into tf.string and back.
     examples = classification.ClassificationExamples(["Café ü"], None, ["x"], ["w"])
     assert tf.constant(examples.texts).numpy()[0].decode("utf-8") == "Café ü"
+
+
+def test_a_regression_label_too_large_for_float32_is_an_error_naming_its_row(tmp_path):
+    # Issue 46: a 1e30 label overflowed the float32 MSE and crashed every run after epoch 1.
+    path = write(tmp_path, "sts.csv", "text,score\na cat,1e19\na dog,-1e30\n")
+    with pytest.raises(ValueError, match=rf"{path}:3: the regression label -1e\+30 is too "
+                                         r"large.*beyond \|label\| 1.84e\+19.*'score' column"):
+        classification.read_classification_file(path, label_column="score", regression=True)
+    path = write(tmp_path, "ok.csv", "text,score\na cat,1e19\n")
+    examples = classification.read_classification_file(path, label_column="score",
+                                                       regression=True)
+    assert examples.labels == [1e19]

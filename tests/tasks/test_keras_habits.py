@@ -287,3 +287,37 @@ def test_fit_without_labels_says_so(encoder_dir):
         model.fit(TEXTS, verbose=0)
     with pytest.raises(ValueError, match="BertClassifier.evaluate needs labels"):
         model.evaluate(tf.data.Dataset.from_tensor_slices(TEXTS).batch(2), verbose=0)
+
+
+# === What a newcomer brings from keras-hub and Hugging Face ===
+
+def test_peer_names_are_refused_naming_ours(encoder_dir):
+    model = classifier(encoder_dir)
+    with pytest.raises(ValueError, match="BertClassifier takes encoder=, keras_bert's name for "
+                                         "keras-hub's backbone="):
+        BertClassifier(backbone=model.encoder, num_classes=3)
+    inputs = {k: v.numpy() for k, v in model.preprocessor(tf.constant(TEXTS)).items()}
+    hugging_face = {"input_ids": inputs["token_ids"], "attention_mask": inputs["padding_mask"],
+                    "token_type_ids": inputs["segment_ids"]}
+    for call in (lambda: model.predict(hugging_face, verbose=0),
+                 lambda: model.fit(hugging_face, np.array(IDS), verbose=0)):
+        with pytest.raises(ValueError, match="rename input_ids to token_ids, attention_mask to "
+                                             "padding_mask, token_type_ids to segment_ids"):
+            call()
+
+
+def test_from_pretrained_says_a_data_file_is_no_model(encoder_dir, tmp_path):
+    data = tmp_path / "train.csv"
+    data.write_text("text,label\nthe movie is good,pos\n")
+    with pytest.raises(ValueError, match=r"train.csv is a data file, not a model: "
+                                         r"from_pretrained takes a model directory"):
+        BertClassifier.from_pretrained(str(data), num_classes=3)
+    assert data.read_text().startswith("text,label")
+
+
+def test_a_mixed_precision_task_reports_the_policy_it_runs(encoder_dir):
+    model = BertClassifier.from_pretrained(encoder_dir, num_classes=3, dtype="mixed_bfloat16")
+    assert model.dtype_policy.name == model.encoder.dtype_policy.name == "mixed_bfloat16"
+    assert model.output_dense.compute_dtype == "bfloat16"  # What it reports is what runs.
+    assert BertClassifier.from_pretrained(encoder_dir, num_classes=3).dtype_policy.name == (
+        "float32")

@@ -175,3 +175,47 @@ def test_errors():
     with pytest.raises(ValueError, match="3 inputs"):
         x = tf.constant(["a"])
         preprocessor((x, x, x))
+
+
+# === One length to think about: the one not given follows the other ===
+
+@pytest.mark.parametrize("given, lengths", [
+    ({}, (128, 128)),
+    ({"max_seq_length": 16}, (16, 16)),  # Was: "sequence_length=128", never given.
+    ({"sequence_length": 16}, (16, 16)),
+    ({"sequence_length": 600}, (600, 600)),
+    ({"sequence_length": None}, (None, 512)),
+    ({"sequence_length": None, "max_seq_length": 16}, (None, 16)),
+    ({"sequence_length": 16, "max_seq_length": 24}, (16, 24)),
+])
+def test_the_length_not_given_follows_the_one_given(given, lengths):
+    preprocessor = BertPreprocessor.from_vocab_file(TINY_VOCAB, **given)
+    assert (preprocessor.sequence_length, preprocessor.max_seq_length) == lengths
+    width = preprocessor(["the quick fox"])["token_ids"].shape[1]
+    assert width == (lengths[0] or 6)  # Fixed, or the batch's longest: [CLS] 4 pieces [SEP].
+
+
+def test_length_errors_name_only_what_was_given():
+    with pytest.raises(ValueError, match=r"Received: sequence_length=24, max_seq_length=16\. "
+                                         r"Give one of them"):
+        BertPreprocessor.from_vocab_file(TINY_VOCAB, sequence_length=24, max_seq_length=16)
+    for bad in ("16", 2):
+        with pytest.raises(ValueError, match=r"max_seq_length") as error:
+            BertPreprocessor.from_vocab_file(TINY_VOCAB, max_seq_length=bad)
+        assert "sequence_length" not in str(error.value)
+
+
+def test_setting_one_length_moves_the_other_where_they_would_cross():
+    preprocessor = BertPreprocessor.from_vocab_file(TINY_VOCAB, max_seq_length=16)
+    preprocessor.sequence_length = 32
+    assert (preprocessor.sequence_length, preprocessor.max_seq_length) == (32, 32)
+    preprocessor.max_seq_length = 8
+    assert (preprocessor.sequence_length, preprocessor.max_seq_length) == (8, 8)
+    assert preprocessor(["the quick fox jumped over the lazy dog"])["token_ids"].shape == (1, 8)
+    preprocessor.sequence_length = None
+    assert preprocessor.max_seq_length == 8  # Below it: left as it is.
+    # An export's changes follow the same rule; both given and crossing is refused.
+    fixed = BertPreprocessor.from_vocab_file(TINY_VOCAB).with_settings(max_seq_length=64)
+    assert (fixed.sequence_length, fixed.max_seq_length) == (64, 64)
+    with pytest.raises(ValueError, match="sequence_length=96, max_seq_length=80"):
+        fixed.with_settings(sequence_length=96, max_seq_length=80)

@@ -75,6 +75,33 @@ def test_bad_explicit_values_and_lengths_past_the_model_are_refused():
     with pytest.raises(ValueError, match=r"max_seq_length=200 \(saved in m/task.json\)\. Fix "
                                          r"m/task.json"):
         resolve_text_settings({"max_seq_length": 200}, 128, UNCASED, where="m/task.json")
+    # What packing reaches is checked: a saved fixed length past the model.
+    with pytest.raises(ValueError, match=r"Expected sequence_length in \[3, 32\] .* "
+                                         r"sequence_length=64 \(saved in m/task.json\)"):
+        resolve_text_settings({"max_seq_length": 64, "sequence_length": 64}, 32, UNCASED,
+                              where="m/task.json")
     # No casing anywhere and no vocabulary to guess it from.
     with pytest.raises(ValueError, match=r"m/task.json does not say .* pass lowercase="):
         resolve_text_settings({}, 128, None, where="m/task.json")
+
+
+def lengths(settings):
+    return settings.sequence_length, settings.max_seq_length
+
+
+def test_the_length_not_given_follows_and_only_what_packs_must_fit():
+    # A fixed length within the model packs; the saved max_seq_length past it is kept.
+    saved = {"max_seq_length": 512, "sequence_length": 16}
+    assert lengths(resolve_text_settings(saved, 32, UNCASED)) == (16, 512)
+    # A fixed length given alone: max_seq_length follows it up, never below the saved one.
+    assert lengths(resolve_text_settings({"max_seq_length": 32}, 128, UNCASED,
+                                         sequence_length=64)) == (64, 64)
+    assert lengths(resolve_text_settings({"max_seq_length": 96}, 128, UNCASED,
+                                         sequence_length=64)) == (64, 96)
+    assert lengths(resolve_text_settings(None, 128, UNCASED, sequence_length=20)) == (20, 20)
+    # A max_seq_length given alone: the saved fixed length goes (batch-longest padding).
+    assert lengths(resolve_text_settings(saved, 32, UNCASED, max_seq_length=24)) == (None, 24)
+    # Both given and crossing: both named, as given.
+    with pytest.raises(ValueError, match=r"Received: sequence_length=64 \(given\), "
+                                         r"max_seq_length=32 \(given\)"):
+        resolve_text_settings(None, 128, UNCASED, sequence_length=64, max_seq_length=32)

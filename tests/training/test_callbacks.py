@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.training import StepLogger, TensorBoard
-from keras_bert.training.callbacks import write_scalars
+from keras_bert.training.callbacks import metric_text, write_scalars
 
 
 def test_step_logger_prints_a_line_every_n_steps():
@@ -102,3 +102,19 @@ def test_write_scalars_appends_eval_metrics_at_a_global_step(tmp_path):
             for value in event.summary.value:
                 values[(value.tag, event.step)] = float(tf.make_ndarray(value.tensor))
     assert values == {("accuracy", 40): 0.75, ("accuracy", 80): 0.875}
+
+
+def test_a_metric_beyond_float32_is_written_as_inf(tmp_path):
+    # Issue 46: the mse of a 1e30 label crashed the summary writer (and every resume).
+    write_scalars(tmp_path, 40, {"mse": 2.5e58, "neg": -1e39, "pearson": 0.5}, prefix="eval_")
+    values = {}
+    for path in tf.io.gfile.glob(str(tmp_path / "events*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                values[value.tag] = float(tf.make_ndarray(value.tensor))
+    assert values == {"eval_mse": np.inf, "eval_neg": -np.inf, "eval_pearson": 0.5}
+
+
+def test_metric_text_keeps_large_values_short():
+    assert [metric_text(v) for v in (0.8125, 2.5e58, float("inf"), float("nan"))] == [
+        "0.8125", "2.5000e+58", "inf", "nan"]

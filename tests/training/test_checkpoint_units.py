@@ -3,7 +3,7 @@
 Also: run-state JSON files are replaced whole and a damaged one is named;
 a non-finite loss or weight stops training before anything is saved.
 The kills are real SIGKILLs of a subprocess stopped at an exact point of
-the writer by the `KERAS_BERT_PAUSE_AT` hook (`trainer.pause_point`).
+the writer (its `keras_bert.steps.reached`, patched by tests/writer_harness.py).
 """
 
 import json
@@ -18,9 +18,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert import steps
 from keras_bert.training import PretrainingConfig, run_pretraining
 from keras_bert.training import finetune as finetune_lib
-from keras_bert.training.trainer import PAUSE_ENV, NonFiniteError, Trainer
+from keras_bert.training.trainer import NonFiniteError, Trainer
+from tests import writer_harness
 from tests.conftest import run_tool
 from tests.training.conftest import REPO, subprocess_env, tiny_bert_config
 from tests.training import test_trainer as trainer_tests
@@ -32,13 +34,15 @@ FINETUNE = os.path.join(REPO, "tools", "finetune.py")
 SETTINGS = dict(trainer_tests.SETTINGS, max_checkpoints=1)
 
 
-def _kill_at(command, point, tmp_path, env=None):
-    """Runs `command` until the writer pauses at `point`, then SIGKILLs it."""
+def _kill_at(command, point, tmp_path):
+    """Runs the tool `command` ([python, TOOL, *args]) until it pauses at `point`,
+    then SIGKILLs it."""
     marker = tmp_path / "paused"
-    env = subprocess_env(**{PAUSE_ENV: point, PAUSE_ENV + "_FILE": str(marker)}, **(env or {}))
+    command = writer_harness.command(command[1], *command[2:], stop=point, marker=marker)
     log_path = tmp_path / "killed.log"
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(command, env=subprocess_env(), stdout=log,
+                                stderr=subprocess.STDOUT)
         try:
             deadline = time.time() + 300
             while not marker.exists():
@@ -119,13 +123,11 @@ class _Crash(BaseException):
     ("checkpoint-begin", 2), ("checkpoint-data-written", 2), ("checkpoint-committed", 4)])
 def test_a_crash_at_each_step_of_a_unit_keeps_the_last_whole_one(tmp_path, monkeypatch, point,
                                                                  resumed_from):
-    from keras_bert.training import trainer as trainer_lib
-
     def crash(name, step=None):
         if (name, step) == (point, 4):
             raise _Crash
 
-    monkeypatch.setattr(trainer_lib, "pause_point", crash)
+    monkeypatch.setattr(steps, "reached", crash)
     with pytest.raises(_Crash):
         _tiny_trainer(tmp_path / "ckpt").train(6, verbose=0)  # max_checkpoints=1
     monkeypatch.undo()

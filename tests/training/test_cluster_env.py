@@ -1,13 +1,27 @@
 """TF_CONFIG built from a scheduler's variables: Vertex AI's CLUSTER_SPEC, Kubernetes'."""
 
 import json
+import logging
 import os
+import socket
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 import tensorflow as tf
 
 from keras_bert.training import distribute
-from keras_bert.training.distribute import cluster_tf_config, resolve_strategy, worker_info
+from keras_bert.training.distribute import (
+    cluster_tf_config,
+    resolve_strategy,
+    wait_for_workers,
+    worker_info,
+)
+from tests.training.conftest import REPO, subprocess_env
+from tests.training.finetune_fixtures import make_model_dir, write_sentiment_splits
+from tests.training.test_distribute import _free_port
 
 
 def _vertex(task_type, index, pools):
@@ -144,3 +158,53 @@ def test_legacy_keras_without_tf_keras_is_unset(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
     kept = {"TF_USE_LEGACY_KERAS": "True"}
     assert not keras_bert._drop_unusable_legacy_keras(kept) and kept == {"TF_USE_LEGACY_KERAS": "True"}
+
+
+def _two_workers(index):
+    ports = [_free_port(), _free_port()]
+    return ports, {"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+                   "task": {"type": "worker", "index": index}}
+
+
+def test_workers_wait_for_each_other_then_for_a_missing_one_with_a_bound(caplog):
+    # Issue 46: a worker whose peer never started waited for ever, without a word.
+    ports, config = _two_workers(0)
+    servers = []
+
+    def worker(index):  # Waits, then serves on its port (as TensorFlow's server would).
+        wait_for_workers({**config, "task": {"type": "worker", "index": index}}, 30)
+        servers.append(socket.create_server(("127.0.0.1", ports[index])))
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in (1, 0)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(servers) == 2 and time.monotonic() - started < 10  # Each saw the other.
+    for server in servers:
+        server.close()
+    caplog.set_level(logging.INFO, logger="keras_bert")
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=rf"did not form in 1.5 s: no answer from worker 1 at "
+                                           rf"127.0.0.1:{ports[1]}.*--cluster-timeout"):
+        wait_for_workers(config, timeout=1.5, log_every=0.5)
+    assert 1.5 <= time.monotonic() - started < 5
+    assert f"waiting for worker 1 at 127.0.0.1:{ports[1]}" in caplog.text
+
+
+def test_the_finetune_tool_names_the_worker_that_never_started(tmp_path):
+    root = tmp_path / "data"
+    root.mkdir()
+    write_sentiment_splits(root, 16, 8, model_dir=make_model_dir(str(tmp_path / "model")))
+    ports, _ = _two_workers(0)
+    env = subprocess_env(KERAS_BERT_WORKER_HOSTS=f"127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}",
+                         JOB_COMPLETION_INDEX="0")
+    done = subprocess.run(
+        [sys.executable, os.path.join(REPO, "tools", "finetune.py"), "--task", "classification",
+         "--model", str(root / "tiny"), "--train", str(root / "train.csv"), "--eval",
+         str(root / "dev.csv"), "--output", str(tmp_path / "out"), "--cluster-timeout", "2"],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (f"The cluster did not form in 2 s: no answer from worker 1 at 127.0.0.1:{ports[1]}"
+            in done.stderr), done.stdout + done.stderr

@@ -7,7 +7,10 @@ one; a bad row is reported with its file and line, skipped and counted:
 - wrong number of columns (CSV/TSV), a line that is not a JSON object
   (JSON Lines), a missing column or key: "malformed row";
 - an empty or all-whitespace text (or text_b): "empty text";
-- an empty label, or (regression) one that is not a number: "bad label".
+- an empty label, or (regression) one that is not a finite number: "bad label".
+
+A regression label too large for a float32 squared error (|label| > 1.8e19)
+is an error naming its row.
 
 A header that names a column twice is an error (FILE:1), as is a file that
 is not UTF-8 text (a directory, gzip, UTF-16, binary).
@@ -100,6 +103,10 @@ def label_key(label):
     return format(number.normalize(_EXACT), "f")
 
 
+# The largest |label| whose square (the MSE loss and metric, in float32) stays finite.
+_LARGEST_REGRESSION_LABEL = float(np.sqrt(np.finfo(np.float32).max))
+
+
 def _check_row(values, where, text_column, text_b_column, label_column, regression, report):
     """Returns (text, text_b, label) or None after reporting why the row is bad."""
     text = tables.row_text(values, text_column, where, report)
@@ -126,6 +133,11 @@ def _check_row(values, where, text_column, text_b_column, label_column, regressi
         if not np.isfinite(label):
             report.skip(where, "bad label", f"{label!r} is not finite")
             return None
+        if abs(label) > _LARGEST_REGRESSION_LABEL:
+            raise ValueError(
+                f"{where}: the regression label {label!r} is too large: the float32 squared "
+                f"error (MSE) overflows beyond |label| {_LARGEST_REGRESSION_LABEL:.3g}. Rescale "
+                f"the {label_column!r} column (divide it by its largest value) or fix this row.")
     else:
         if isinstance(label, (dict, list)):
             report.skip(where, "bad label", f"{label!r} is not a single value")
