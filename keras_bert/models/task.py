@@ -36,8 +36,10 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
     takes the integer dict (token_ids, segment_ids, padding_mask), with ids
     and masks out of range refused.
 
-    Compiled by default (`DefaultCompile`): `fit` works on a new model
-    (`compile=False` opts out) and after `from_pretrained`; a `.keras` file
+    Compiled at construction with the task's defaults (`DefaultCompile`), as
+    keras-hub's tasks are: `fit` works on a new model, one rebuilt from its
+    config and one from `from_pretrained`; `compile=False` leaves it
+    uncompiled (`fit` then says "You must call `compile()`"); a `.keras` file
     keeps the compile configuration; `save` writes it atomically
     (`AtomicKerasSave`). `compile(jit_compile=True)` under a multi-device
     strategy compiles each replica's step with XLA (`ReplicaJitCompile`).
@@ -74,9 +76,11 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
         if encoder is not None and self.dtype_policy.name != encoder.dtype_policy.name:
             self.dtype_policy = encoder.dtype_policy
         self.preprocessor = preprocessor
-        # Compiled with the task's recipe on first use when never compiled
-        # (`DefaultCompile.ensure_compiled`); False: the user compiles.
-        object.__setattr__(self, "_compile_by_default", bool(compile))
+        # Compiled at construction with the task's defaults, as keras-hub's tasks are
+        # (a model rebuilt from its config too); a .keras load then applies the saved
+        # compile config (`compile_from_config`). False: the user compiles.
+        if compile and self._has_default_recipe():
+            self.compile()
 
     @property
     def backbone(self):
@@ -265,8 +269,6 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
                 vocab_file, model.encoder.max_position_embeddings, info,
                 max_seq_length=max_seq_length, lowercase=lowercase,
                 where=os.path.join(model_dir, model_dir_lib.TASK_FILE))
-        if model._has_default_recipe():
-            model.compile()
         return model
 
     @classmethod

@@ -150,13 +150,6 @@ class DefaultCompile:
         """The weights of a multi-output loss (None: Keras' default)."""
         return None
 
-    def ensure_compiled(self):
-        """Compiles with the defaults a model that was never compiled (unless it
-        was built with `compile=False`): `fit` works right after construction."""
-        if (not self.compiled and getattr(self, "_compile_by_default", False)
-                and self._has_default_recipe()):
-            self.compile()
-
     def _has_default_recipe(self):
         """True when `compile()` with no arguments works (a registered fine-tunable task)."""
         if not self.task_name:

@@ -249,7 +249,7 @@ def minilm_reference():
 
     dict of arrays: token_ids, segment_ids, padding_mask, sequence_output,
     pooled_output (tests/data/checkpoints/minilm_l6_reference.npz, written by
-    tools/make_reference_outputs.py).
+    tests/fixtures/makers/make_reference_outputs.py).
     """
     with np.load(os.path.join(ROOT, "tests", "data", "checkpoints",
                               "minilm_l6_reference.npz")) as data:
@@ -273,7 +273,7 @@ def offline_caches(root):
 
 def stored_fixture(family, kind):
     """(folder, its expected.npz arrays) of tests/fixtures/FAMILY/KIND, a fixture made by hand
-    with the source's own runtime (tools/make_*_fixtures.py)."""
+    with the source's own runtime (tests/fixtures/makers/make_*_fixtures.py)."""
     folder = os.path.join(ROOT, "tests", "fixtures", family, kind)
     with np.load(os.path.join(folder, "expected.npz")) as data:
         return folder, {k: data[k] for k in data.files}

@@ -1,7 +1,7 @@
 """DistilBERT and ELECTRA folders load in one call as BertEncoder variants (issue 39).
 
 The fixtures under tests/fixtures/family/ were written by
-tools/make_family_fixtures.py with transformers' own DistilBertForMaskedLM and
+tests/fixtures/makers/make_family_fixtures.py with transformers' own DistilBertForMaskedLM and
 ElectraForPreTraining (save_pretrained), together with those models' outputs
 (expected.npz). So this file needs neither torch nor transformers, and the
 ground truth is the source's runtime, not keras_bert's reading of its names.

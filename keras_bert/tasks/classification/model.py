@@ -37,8 +37,8 @@ class BertClassifier(WindowedTask, DenseHeadTask):
     `tf.data.Dataset` of `(texts, labels)`. Without a preprocessor they take
     the encoder's integer input dict.
 
-    Compiled by default: `from_pretrained` returns the model compiled with
-    the fine-tuning recipe, and `compile()` with no arguments does the same:
+    Compiled at construction (unless `compile=False`) with the fine-tuning
+    recipe, and `compile()` with no arguments does the same:
     keras_bert's AdamW (learning rate 5e-5, weight decay 0.01, epsilon
     1e-6, global clipnorm 1.0, constant rate), sparse categorical
     cross-entropy on the logits (mean squared error for num_classes=1) and
@@ -52,7 +52,6 @@ class BertClassifier(WindowedTask, DenseHeadTask):
     >>> classifier.fit(["what a day", "not again"], [2, 0], epochs=1)
     >>> classifier.predict(["what a day"]).argmax(-1)
     >>> classifier = BertClassifier(encoder, num_classes=3)  # Integer inputs.
-    >>> classifier.compile()
     >>> classifier.fit(inputs, labels)
 
     With windows, `predict(texts)` returns a dict: `logits` [N, num_classes]

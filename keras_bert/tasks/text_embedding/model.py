@@ -48,7 +48,7 @@ class BertTextEmbedder(PairFitting, BertTask):
     An empty text embeds as [CLS] [SEP], as sentence-transformers embeds it;
     an empty batch gives [0, D].
 
-    Fine-tuning (`fit`, compiled by default with keras_bert's AdamW): x is
+    Fine-tuning (`fit`; compiled at construction with keras_bert's AdamW): x is
     (anchor, positive) text pairs (`(anchors, positives)` columns, rows of
     pairs, or a dataset of `((anchors, positives),)` batches). Without y the
     loss is `MultipleNegativesRankingLoss` (in-batch negatives, scale 20;

@@ -124,9 +124,10 @@ class PairFitting:
         return dataset.prefetch(tf.data.AUTOTUNE)
 
     def _check_pair_loss(self, scored, method):
-        """Pairs train with the two pair losses only; refuses any other compiled loss
-        (compiling with the default one first, as `fit` does)."""
-        self.ensure_compiled()
+        """Pairs train with the two pair losses only; refuses any other compiled loss."""
+        if not self.compiled:  # Keras' own words, before the pairs are packed.
+            raise ValueError(f"You must call `compile()` before using the model "
+                             f"({self._what(method)}): it was built with compile=False.")
         if not isinstance(self.loss, (MultipleNegativesRankingLoss, CosineSimilarityLoss)):
             raise ValueError(
                 f"{self._what(method)} on text pairs trains with MultipleNegativesRankingLoss "
