@@ -200,10 +200,6 @@ def _stderr_silenced():
         os.close(devnull)
 
 
-def quiet_tensorflow(verbose=False):
-    """Kept for the tools' calls: TensorFlow is loaded when this module is (see the top)."""
-
-
 def _import_quietly():
     """Imports TensorFlow and keras_bert with TensorFlow's start-up notices hidden.
 

@@ -58,7 +58,6 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    _cli.quiet_tensorflow(args.verbose)
     from benchmarks.serving import VARIANTS, XLA_VARIANT, benchmark_serving, format_results
 
     variants = {**(VARIANTS if "off" in args.jit_compile else {}),

@@ -36,7 +36,6 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    _cli.quiet_tensorflow(args.verbose)
     from keras_bert.progress import Progress, byte_unit
     from keras_bert.files import check_not_input
     from keras_bert.text import vocab

@@ -127,7 +127,6 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    _cli.quiet_tensorflow(args.verbose)
     from keras_bert.checkpoints import CheckpointError, convert_checkpoint
 
     try:

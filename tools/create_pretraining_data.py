@@ -78,7 +78,6 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    _cli.quiet_tensorflow(args.verbose)
     from keras_bert.data import create_pretraining_data
     from keras_bert.data.pretraining_data import PretrainingDataConfig
     from keras_bert.progress import Progress, byte_unit

@@ -126,7 +126,6 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    _cli.quiet_tensorflow(args.verbose)
     from keras_bert.export import export_model, tuning
     from keras_bert.export.export import INFO_FILE
 

@@ -48,7 +48,6 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    _cli.quiet_tensorflow(args.verbose)
     from keras_bert.export.features import extract_features
 
     count = extract_features(

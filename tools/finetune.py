@@ -168,7 +168,6 @@ def finetune_option_values(args):
 
 def main(argv=None):
     args = parse_args(argv)
-    _cli.quiet_tensorflow(args.verbose)
     from keras_bert.models.registry import get_task
     from keras_bert.data.text_data import split_examples
     from keras_bert.training.distribute import resolve_strategy

@@ -111,7 +111,6 @@ def main(argv=None):
     if args.batch_size < 1:
         print(f"error: --batch-size must be >= 1, got {args.batch_size}", file=sys.stderr)
         return 1
-    _cli.quiet_tensorflow(args.verbose)
     from keras_bert.tasks.text_embedding import output as embedding_output
     from keras_bert.text.text_files import argument_text
 

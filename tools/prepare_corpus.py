@@ -64,7 +64,6 @@ def main(argv=None):
         parser.error("give input files and/or --pydoc-topics")
     if bool(args.holdout_every) != bool(args.holdout_output):
         parser.error("--holdout-every and --holdout-output go together")
-    _cli.quiet_tensorflow(args.verbose)
 
     from keras_bert.data import write_corpus
     from keras_bert.files import check_not_input

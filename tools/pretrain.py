@@ -117,7 +117,6 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    _cli.quiet_tensorflow(args.verbose)
 
     # The strategy first: MultiWorkerMirroredStrategy and TPUStrategy must be
     # created before any other TensorFlow op runs.

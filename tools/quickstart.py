@@ -66,7 +66,6 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    _cli.quiet_tensorflow(args.verbose)
     # finetune() prints its set-up, data summary (the tweets' invalid UTF-8 counted in one
     # line), evaluation and early-stopping lines itself.
     _quickstart(args)

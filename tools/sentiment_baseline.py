@@ -55,7 +55,6 @@ def main(argv=None):
         from sklearn.linear_model import LogisticRegression
     except ImportError:
         sys.exit("tools/sentiment_baseline.py needs scikit-learn: pip install scikit-learn")
-    _cli.quiet_tensorflow(args.verbose)
     import numpy as np
 
     from keras_bert.tasks.classification.metrics import classification_metrics

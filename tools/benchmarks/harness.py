@@ -380,7 +380,6 @@ def _description(benchmark):
 
 def run_benchmarks(args, argv):
     """Runs each of `args.benchmarks`, appending its table to `args.output` (if any)."""
-    _cli.quiet_tensorflow(args.verbose)
     command = recorded_command(argv)
     for benchmark in args.benchmarks:
         rows = benchmark.run(args)
