@@ -34,12 +34,9 @@ IDS = tf.TensorSpec([None, None], tf.int32)
 def check_rank(tensor, rank):
     """`tensor`, after a run-time check of its rank (an EnsureShape op).
 
-    A SavedModel signature declares its input shapes but does not enforce
-    them: a rank-2 or scalar string batch would fail deep in the tokenizer
-    ("0 is duplicated in the input", "WhereOp: Unhandled input dimensions").
-    EnsureShape fails with INVALID_ARGUMENT "Shape of tensor text [1,2] is
-    not compatible with expected shape [?]", naming the input. (A Rank op
-    would not do: Grappler folds it to the traced rank.)
+    A SavedModel signature does not enforce its input shapes: a bad rank
+    would fail deep in the tokenizer. EnsureShape's error names the input
+    (a Rank op would not do: Grappler folds it to the traced rank).
     """
     return tf.ensure_shape(tensor, [None] * rank)
 
@@ -78,11 +75,8 @@ class _Unsaved:
 class BertServingModule(tf.Module):
     """Raw-string serving signatures over a `BertEncoder` (and base of task modules).
 
-    Text becomes ids through the model's preprocessor (`BertPreprocessor`:
-    its `tokenize` and `pack`, with its settings: max_seq_length,
-    sequence_length, truncation, pad_to_multiple_of, casing), the same object
-    that `fit` and `predict` use: changing it, or attaching a subclass of it,
-    changes the export alike.
+    Text becomes ids through the model's preprocessor (`BertPreprocessor`),
+    the same object that `fit` and `predict` use.
 
     Args:
         model: a `BertEncoder`, or a task model with an `.encoder`.
@@ -312,11 +306,9 @@ class BertServingModule(tf.Module):
         return self._keras.preprocessor.truncation_length
 
     def predict_strings(self, function, inputs, batch_size=64, what="predict"):
-        """Runs `function` (a signature of this module, or another of its
-        tf.functions) on raw strings in this process, in batches.
-
-        The one route of a task model's `predict` on strings where it returns
-        what the export returns (taggers, span QA, windowed classifiers).
+        """Runs `function` (a tf.function of this module) on raw strings in this
+        process, in batches: a task model's `predict` where it returns what
+        the export returns (taggers, span QA, windowed classifiers).
 
         Args:
             function: a tf.function of this module taking string batches.
