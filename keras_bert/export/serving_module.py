@@ -1,12 +1,9 @@
 """BertServingModule: the tf.Module an export saves, and the signatures of every model.
 
-The module holds the Keras model's variables and `tf.function`s that go from
-raw UTF-8 strings to answers. Saved with `tf.saved_model.save`, it loads in a
-process that imports only `tensorflow` and `tensorflow_text` (the Keras model
-is not saved as Keras: its variables are, and the graphs that read them).
-
-Every export has these signatures (task modules add theirs, see
-`classifier.py`, `token_classifier.py`, `span_qa.py`):
+It holds the Keras model's variables and the `tf.function`s from raw UTF-8
+strings to answers, and loads in a process that imports only `tensorflow` and
+`tensorflow_text`. Every export has these signatures (each task's
+keras_bert/tasks/<task>/serving.py adds its own):
 
   embed(text)          -> pooled_output [B, H], mean_embedding [B, H] float32
   encode(token_ids, segment_ids, padding_mask)   int32 [B, S] each

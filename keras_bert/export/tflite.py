@@ -18,9 +18,7 @@ Example:
 >>> run_tflite(interpreter, ["great movie"])["label"]
 array([b'positive'], dtype=object)
 
-Running it: `keras_bert.export.tflite_runtime` (the LiteRT interpreter,
-ai-edge-litert, with tensorflow-text's kernels), tools/predict.py and
-docs/litert.md.
+Running it: `keras_bert.export.tflite_runtime`, tools/predict.py, docs/litert.md.
 """
 
 import json

@@ -1,11 +1,8 @@
 """BERT's text normalization for LiteRT: bytes in, normalized bytes out, no Flex ops.
 
-`keras_bert.text.BertTokenizer` normalizes text with core TensorFlow string
-ops (UnicodeDecode, regexes) that LiteRT has only as Flex ops, and
-tensorflow-text's `FastBertNormalize` (which has a LiteRT kernel) follows
-other rules: it keeps U+FFFD (what invalid UTF-8 decodes to), turns control
-characters into spaces instead of deleting them, and folds compatibility
-characters ("ß" -> "ss", "ﬁ" -> "fi", "և" -> "եւ").
+`BertTokenizer`'s string ops are Flex ops in LiteRT, and tensorflow-text's
+`FastBertNormalize` follows other rules (it keeps U+FFFD, turns control
+characters into spaces, folds "ß" -> "ss").
 
 `normalize_for_wordpiece` does the reference's steps on the UTF-8 bytes
 instead: `ByteSplitWithOffsets`, builtin ops that look each code point up in

@@ -34,9 +34,8 @@ def _across_replicas(tensors):
     and the index in them of this replica's first row: what one process of the
     global batch would hold. On one replica: (tensors, 0).
 
-    The gather is differentiable (TensorFlow all-reduces its gradient and hands
-    each replica its rows), so the loss of a replica's rows reaches the other
-    replicas' candidates as it does in one process.
+    The gather is differentiable, so the loss of a replica's rows reaches the
+    other replicas' candidates as it does in one process.
     """
     context = tf.distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:
