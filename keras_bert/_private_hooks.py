@@ -8,19 +8,6 @@ entry against the installed versions: an upgrade that breaks one fails a test
 that names it. setup.cfg pins keras to the minor range these were checked on
 (keras 3.15, TensorFlow 2.21).
 
-Removed, with what replaced them:
-- swapping an optimizer's `__class__` and overriding `_apply_weight_decay`
-  in training/finetuning_controls.py: `with_lr_multipliers` builds a new
-  optimizer of a real subclass from its config.
-- `Layer._convert_input_args = False` and
-  `Layer._allow_non_tensor_positional_args = True` (text layers): the first
-  only casts floating inputs, which these layers never take; Python strings
-  are turned into tensors in a public `__call__` override instead.
-- `TensorBoard._global_train_batch` (training/callbacks.py): our TensorBoard
-  callback writes `tf.summary` scalars at the global step itself.
-- tensorflow_text.tools.wordpiece_vocab.wordpiece_tokenizer_learner_lib
-  (text/vocab.py): our own WordPiece learner.
-
 Adding a private hook: add its entry here, with the method of its owner that
 must still call it (for overrides), and run tests/test_private_hooks.py.
 """

@@ -63,10 +63,8 @@ class BertConfig:
             (`embeddings_project`) follows the embedding LayerNorm. None (or
             `hidden_size`) for BERT's tables of width H and no projection.
         use_pooler: bool, whether the encoder has BERT's pooler (tanh dense over
-            [CLS]). False for encoders released without one (DistilBERT,
-            ELECTRA): `pooled_output` is then the [CLS] vector of
-            `sequence_output` itself, which every task head reads as it reads
-            a pooled output.
+            [CLS]). False (DistilBERT, ELECTRA): `pooled_output` is the [CLS]
+            vector of `sequence_output` itself.
         pooler_act: the pooler's activation, "tanh" (BERT) or one of
             `hidden_act`'s: a DistilBERT or ELECTRA sequence classifier's dense on
             [CLS] (ReLU, GELU) becomes the pooler its classifier head reads.

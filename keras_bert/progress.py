@@ -24,15 +24,10 @@ MODES = ("auto", "bar", "lines")
 def default_log_handler(name="keras_bert", stream=None):
     """Shows the library's INFO lines while the block runs, when nobody configured logging.
 
-    Long work (`finetune`) reports its set-up, every evaluation and early
-    stopping through the `keras_bert` loggers. Python shows nothing below
-    WARNING without a handler, so inside this block, if neither the
-    `keras_bert` logger nor the root logger has a handler, one is attached
-    that writes the bare message to `stream` (default sys.stdout, where the
-    progress lines go) at INFO; it is removed at the end of the block. A
-    program that configures logging itself (`logging.basicConfig`, or a
-    handler on "keras_bert" as tools/finetune.py does) keeps its own
-    configuration and gets no second copy of any line.
+    Python shows nothing below WARNING without a handler, so inside this
+    block, if neither the `keras_bert` logger nor the root logger has one, a
+    handler writing the bare message to `stream` at INFO is attached (and
+    removed at the end). A program that configures logging keeps its own.
 
     Args:
         name: str, the logger to show.

@@ -2,15 +2,8 @@
 
 A tweet of 20 tokens should not pay for 512 positions. Task readers make a
 dataset of unbatched, unpadded examples (`(features, target)`, every
-feature an int32 [seq] Tensor); batches are padded here:
-
-- training (`training_batches`): an endless reshuffled stream grouped by
-  `tf.data.Dataset.bucket_by_sequence_length`; every batch is full and
-  padded to its bucket's upper edge (16, 24, 32, 48, 64, 96, 128, ...
-  tokens), so there are few distinct shapes (one trace, or one XLA
-  compilation, each);
-- evaluation (`eval_batches`): one pass in order (predictions line up with
-  examples), each batch padded to its longest example.
+feature an int32 [seq] Tensor); batches are padded here, for training to a
+few bucket edges (few shapes: one trace, or one XLA compilation, each).
 """
 
 import numpy as np
@@ -97,11 +90,9 @@ def eval_batches(dataset, batch_size, padding_values=None):
 def length_sorted_batches(lengths, batch_size):
     """Index batches of examples with similar lengths, for inference.
 
-    Sorting a whole set by length before batching makes each batch's longest
-    example close to the rest, so batch-longest padding pays for almost no
-    padding (real tweets: 32 padded tokens per text sorted, 48 in file
-    order, 128 fixed). Run the batches in any order and put each output
-    row back at its index: together the batches hold every index once.
+    Sorted by length, each batch's longest example is close to the rest, so
+    batch-longest padding pays little. Put each output row back at its
+    index: together the batches hold every index once.
 
     Args:
         lengths: sequence of ints, one length (e.g. tokens) per example.
@@ -124,10 +115,8 @@ def length_sorted_lines(path, batch_size, sort_window=16):
     """Batches of a text file's lines, grouped by length within windows.
 
     The file is read `sort_window` batches at a time; each window's lines
-    are sorted by UTF-8 length (stable) and cut into batches, so a batch
-    padded to its longest line pads little. The line numbers say where each
-    text belongs: within a window every line appears once, and windows come
-    in file order, so memory to restore the order is one window.
+    are sorted by UTF-8 length (stable) and cut into batches. Windows come
+    in file order, so restoring the order takes one window of memory.
 
     Args:
         path: a text file, one text per line.

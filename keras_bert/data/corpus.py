@@ -5,14 +5,6 @@ one sentence per line, an empty line between documents. Sentence pairs for
 next-sentence prediction are cut along those lines, so a "sentence" may also
 be a short paragraph or a line of code; what matters is that consecutive
 lines of a document are consecutive text.
-
-Other text becomes this format with:
-- `prose_to_sentences`: plain prose (paragraphs separated by blank lines,
-  reStructuredText-like underlines and indented code blocks allowed) into
-  a list of sentences, with a rule-based splitter;
-- `pydoc_topics_documents`: the 79 documents of `pydoc_data.topics`, the
-  English help text that every Python ships (our real test corpus);
-- `write_corpus`: documents (lists of sentences) to a corpus file.
 """
 
 import os
@@ -41,9 +33,8 @@ def split_sentences(text):
     (with any closing quotes or brackets) followed by whitespace and an
     upper-case letter, digit or opening quote/bracket, unless the word before
     the period is a common abbreviation ("e.g.", "Dr.") or a single letter
-    ("J. Smith"). Good enough for documentation and news-like prose; for
-    other text produce the corpus with a real sentence splitter (NLTK punkt,
-    spaCy, ...) and keep the one-sentence-a-line format.
+    ("J. Smith"). For other than documentation and news-like prose, use a
+    real sentence splitter (NLTK punkt, spaCy, ...).
 
     Args:
         text: str, one paragraph (newlines inside it are treated as spaces).
@@ -111,9 +102,8 @@ def prose_to_sentences(text):
 def pydoc_topics_documents():
     """The documents of `pydoc_data.topics`, as lists of sentences.
 
-    Every Python ships these 79 help texts ("assert", "for", "with", ...;
-    about 465 KB of English prose with code examples), so they are a real
-    corpus available without a network.
+    Every Python ships these 79 help texts (465 KB of English prose with
+    code): a real corpus without a network.
 
     Returns:
         list of `(name, sentences)` tuples, sorted by topic name.

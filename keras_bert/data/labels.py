@@ -1,9 +1,5 @@
 """Label names: the one precedence that picks them and the one encoding to ids.
 
-`resolve_label_names` chooses a task's label names (the task option >
-the data source's > the model directory's > inferred from the training
-data, `infer_label_names`); `encode_labels` turns labels into their ids.
-
 A label (a class of a text, a tag of a word) that is not among the model's
 `label_names` is an error by default, naming its file and line (metrics
 over a silently shrunk eval set would mislead), or is skipped and counted
@@ -97,9 +93,6 @@ def _numeric_order(names):
 def infer_label_names(labels, key=None, sort_key=None, first=()):
     """The label names of training data, in the order their ids take.
 
-    The one inference of every task: a text's class, a text's label set,
-    a word's tags.
-
     Args:
         labels: list, one label per row or a sequence of labels per row
             (a sentence's tags, a text's label set).
@@ -129,17 +122,15 @@ def resolve_label_names(given, saved, labels, *, declared=None, source="the trai
                         minimum=1, why="", **inference):
     """A task's label names: the task option > declared by the data > saved > inferred.
 
-    The one precedence of every fine-tuning task. `given` is the task
-    option (--label-names), `declared` the names the data source itself
-    declares (a TFDS ClassLabel), `saved` those of the model directory
-    fine-tuned from (an earlier run of the task), and the last resort is
-    `infer_label_names` of the training labels.
+    The one precedence of every fine-tuning task.
 
     Args:
-        given: list of str or None (an empty list counts as None).
-        saved: list of str or None.
+        given: list of str or None, the task option (--label-names; an
+            empty list counts as None).
+        saved: list of str or None, those of the model directory fine-tuned from.
         labels: the training labels, for `infer_label_names`.
-        declared: list of str or None.
+        declared: list of str or None, declared by the data source (a TFDS
+            ClassLabel).
         source: str, where the training labels come from, named in errors.
         minimum: int, the fewest names the task works with.
         why: str, appended to the error (what to do instead).

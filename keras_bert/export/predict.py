@@ -87,9 +87,8 @@ def latest_version(export_dir, formats=("saved_model",)):
         formats: the export formats the caller reads ("saved_model", "tflite").
 
     Raises FileNotFoundError if there is no version directory, or if the
-    latest one has no model file (empty, or an export that never finished):
-    answers of an older version would pass for the latest's. ValueError for
-    an export of a format not in `formats` (named, with the way out).
+    latest one has no model file (an older version's answers would pass for
+    the latest's); ValueError for an export of a format not in `formats`.
     """
     found = export_format(export_dir)
     if found in formats:
@@ -123,9 +122,7 @@ def latest_version(export_dir, formats=("saved_model",)):
 def check_tf_serving_exports(export_bases):
     """Refuses LiteRT exports among exports/NAME folders meant for TF Serving.
 
-    TF Serving loads SavedModels only: a version holding model.tflite would
-    fail to load there (or, listed as model_platform "tensorflow", be taken
-    for one).
+    TF Serving loads SavedModels only.
 
     Raises:
         ValueError: naming the LiteRT version and the way out.
@@ -149,12 +146,9 @@ def check_tf_serving_exports(export_bases):
 def load_export(export_dir):
     """The export at `export_dir` (or its latest version), loaded for running.
 
-    A SavedModel: `tf.saved_model.load` of it. One committed version is
-    loaded whole: if an export with overwrite replaces it meanwhile (graph
-    of one, variables of the other), it is loaded again
-    (`keras_bert.files.read_committed`). A LiteRT export (model.tflite, or
-    any .tflite file): a `keras_bert.export.tflite_runtime.LiteRTExport`,
-    whose `signatures` are called as a SavedModel's are.
+    A SavedModel: `tf.saved_model.load` of one committed version
+    (`keras_bert.files.read_committed`). A LiteRT export (any .tflite file):
+    a `tflite_runtime.LiteRTExport`, whose `signatures` are called alike.
     """
     register_text_ops()
     path = latest_version(export_dir, formats=tuple(MODEL_FILES))
@@ -208,12 +202,9 @@ def input_names(loaded, signature="serving_default"):
 def run_signature(loaded, inputs, signature="serving_default", batch_size=64, progress=None):
     """Calls `signature` on lists of str; returns a dict of numpy arrays.
 
-    More than `batch_size` examples run in batches of similar length
-    (sorted by the texts' UTF-8 length, a close proxy for their token
-    count), so each batch pads to a length near its texts' own; the rows
-    come back in input order. Outputs with a token axis are padded with
-    zeros (empty strings) to the longest batch; their `mask` says which
-    positions are real.
+    More than `batch_size` examples run in batches of similar UTF-8 length;
+    the rows come back in input order. Outputs with a token axis are padded
+    with zeros (empty strings); their `mask` says which positions are real.
 
     Args:
         loaded: a SavedModel from `load_export`.

@@ -1,14 +1,10 @@
 """Does an export answer the same in the runtime TF Serving links? The check before a rollout.
 
 TF Serving 2.20.0 links TensorFlow 2.20 and tensorflow-text 2.20, older than
-the TensorFlow 2.21 that exports here. No TF Serving binary can be installed
-on this project's machines (it is on neither PyPI nor Debian, and there is no
-Docker), so this is the proxy: a cached virtual environment with
-`tensorflow==2.20.*` and `tensorflow-text==2.20.*` loads the export the way
-TF Serving's C++ loader does (a TF1 Session over the MetaGraph, with every
-tensorflow-text op library loaded and no Keras) and through
-`tf.saved_model.load`, runs every string signature on `CHECK_TEXTS` (Unicode
-edge cases included), and the outputs are compared with this runtime's.
+the TensorFlow 2.21 that exports here. As a proxy for the server, a cached
+virtual environment with those releases loads the export as TF Serving's C++
+loader does (`runtime_probe.py`), runs every string signature on
+`CHECK_TEXTS`, and the outputs are compared with this runtime's.
 
 Example:
 >>> report = check_serving_runtime(["exports/sentiment/1"])

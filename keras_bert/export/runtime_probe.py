@@ -7,11 +7,9 @@ tensorflow-text's op libraries the way TF Serving links them), run by
   python -I runtime_probe.py REQUEST.json OUTPUT.json
 
 REQUEST.json: {"export_dirs": [...], "texts": [base64 of UTF-8 bytes, ...]}.
-Each signature whose inputs are all tf.string runs twice on the same batch:
-through `tf.saved_model.load` ("function") and through a TF1 Session over
-the MetaGraph ("session", what TF Serving's C++ loader does). The first
-string input gets `texts`, a second one `texts` rotated by one (text pairs,
-question/context). An empty batch runs too.
+Each all-string signature runs through `tf.saved_model.load` ("function") and
+through a TF1 Session over the MetaGraph ("session", as TF Serving's C++
+loader does); a second input gets `texts` rotated by one. An empty batch too.
 """
 
 import base64

@@ -1,22 +1,12 @@
 """serving_kernels(model): the CPU kernels a SavedModel export traces the model with.
 
-Some of TensorFlow's CPU kernels win only at some sizes: oneDNN's batch
-matmul and softmax (what `tf.matmul` and `tf.nn.softmax` become on x86) have
-a fixed cost per call that dominates on one short text and pays off on
-requests of many texts (BENCHMARKS.md, "Attention kernels by size"). The
-layers hold the math alone; a SavedModel export (`BertServingModule`; not
-XLA, not LiteRT) traces its model inside `serving_kernels(model)`, which
-rewrites two steps of that trace:
-
-- each `TransformerEncoderBlock.attend` becomes `serving_attention`: a
-  `tf.cond` on the number of attention scores between Eigen's kernels
-  (small) and oneDNN's (large), with the same values;
-- each Dense layer's exact GELU becomes `serving_gelu`, written op for op as
-  the pattern that TensorFlow's oneDNN Grappler remapper fuses with the
-  MatMul + BiasAdd before it (one kernel instead of seven ops).
-
-Every other trace (training, `predict`, XLA, LiteRT) sees the layers as they
-are: one kernel set and no branch.
+oneDNN's batch matmul and softmax have a fixed cost per call that dominates
+on one short text and pays off on requests of many texts (BENCHMARKS.md,
+"Attention kernels by size"). The layers hold the math alone; a SavedModel
+export (not XLA, not LiteRT) traces its model inside `serving_kernels(model)`,
+where each block's `attend` becomes `serving_attention` (a `tf.cond` between
+Eigen's kernels and oneDNN's) and each exact GELU becomes `serving_gelu` (the
+pattern oneDNN's Grappler remapper fuses with the MatMul + BiasAdd before it).
 """
 
 import contextlib

@@ -1,12 +1,9 @@
 """BertServingModule: the tf.Module an export saves, and the signatures of every model.
 
-The module holds the Keras model's variables and `tf.function`s that go from
-raw UTF-8 strings to answers. Saved with `tf.saved_model.save`, it loads in a
-process that imports only `tensorflow` and `tensorflow_text` (the Keras model
-is not saved as Keras: its variables are, and the graphs that read them).
-
-Every export has these signatures (task modules add theirs, see
-`classifier.py`, `token_classifier.py`, `span_qa.py`):
+It holds the Keras model's variables and the `tf.function`s from raw UTF-8
+strings to answers, and loads in a process that imports only `tensorflow` and
+`tensorflow_text`. Every export has these signatures (each task's
+keras_bert/tasks/<task>/serving.py adds its own):
 
   embed(text)          -> pooled_output [B, H], mean_embedding [B, H] float32
   encode(token_ids, segment_ids, padding_mask)   int32 [B, S] each
@@ -34,12 +31,9 @@ IDS = tf.TensorSpec([None, None], tf.int32)
 def check_rank(tensor, rank):
     """`tensor`, after a run-time check of its rank (an EnsureShape op).
 
-    A SavedModel signature declares its input shapes but does not enforce
-    them: a rank-2 or scalar string batch would fail deep in the tokenizer
-    ("0 is duplicated in the input", "WhereOp: Unhandled input dimensions").
-    EnsureShape fails with INVALID_ARGUMENT "Shape of tensor text [1,2] is
-    not compatible with expected shape [?]", naming the input. (A Rank op
-    would not do: Grappler folds it to the traced rank.)
+    A SavedModel signature does not enforce its input shapes: a bad rank
+    would fail deep in the tokenizer. EnsureShape's error names the input
+    (a Rank op would not do: Grappler folds it to the traced rank).
     """
     return tf.ensure_shape(tensor, [None] * rank)
 
@@ -78,11 +72,8 @@ class _Unsaved:
 class BertServingModule(tf.Module):
     """Raw-string serving signatures over a `BertEncoder` (and base of task modules).
 
-    Text becomes ids through the model's preprocessor (`BertPreprocessor`:
-    its `tokenize` and `pack`, with its settings: max_seq_length,
-    sequence_length, truncation, pad_to_multiple_of, casing), the same object
-    that `fit` and `predict` use: changing it, or attaching a subclass of it,
-    changes the export alike.
+    Text becomes ids through the model's preprocessor (`BertPreprocessor`),
+    the same object that `fit` and `predict` use.
 
     Args:
         model: a `BertEncoder`, or a task model with an `.encoder`.
@@ -312,11 +303,9 @@ class BertServingModule(tf.Module):
         return self._keras.preprocessor.truncation_length
 
     def predict_strings(self, function, inputs, batch_size=64, what="predict"):
-        """Runs `function` (a signature of this module, or another of its
-        tf.functions) on raw strings in this process, in batches.
-
-        The one route of a task model's `predict` on strings where it returns
-        what the export returns (taggers, span QA, windowed classifiers).
+        """Runs `function` (a tf.function of this module) on raw strings in this
+        process, in batches: a task model's `predict` where it returns what
+        the export returns (taggers, span QA, windowed classifiers).
 
         Args:
             function: a tf.function of this module taking string batches.

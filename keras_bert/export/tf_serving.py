@@ -1,16 +1,9 @@
 """The files TF Serving reads besides the SavedModel: warmup requests, models.config,
 batching_parameters.txt.
 
-- `write_warmup_requests(export_dir)`: `assets.extra/tf_serving_warmup_requests`
-  inside a version directory, a TFRecord of `PredictionLog` protos for the
-  default signature. TF Serving runs them when it loads the version, before
-  it reports the version available, so the first client request does not pay
-  for initialization (and, for an XLA export, for compiling its shapes).
-  `export_model` writes them into every export.
-- `models_config(...)`: a `ModelServerConfig` in text format for
-  `--model_config_file`, several models and versions.
-- `batching_parameters(...)`: a `BatchingParameters` in text format for
-  `--enable_batching --batching_parameters_file`.
+TF Serving runs the warmup requests when it loads a version, before it
+reports it available, so the first client request does not pay for
+initialization (nor, for an XLA export, for compiling its shapes).
 
 Shapes. A batch of an export is [B, S]: B texts (QA: context windows),
 S their padded length. S takes the values `length_buckets` lists (one, with
@@ -310,12 +303,9 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
                          serve_versions=2, **batching):
     """Writes models.config and batching_parameters.txt for exports/NAME directories.
 
-    Refused, before anything is written: two exports with one folder name
-    (TF Serving would serve one of them), batching numbers below 1, and an
-    existing models.config or batching_parameters.txt that this function did
-    not write (its header names tools/serving_config.py). Names are quoted
-    for the text format (a `"` in a name is escaped); each file is replaced
-    atomically.
+    Refused before anything is written: two exports with one folder name,
+    batching numbers below 1, and an existing file of these names that this
+    function did not write. Each file is replaced atomically.
 
     Args:
         export_bases: list of exports/NAME directories (integer versions inside).
@@ -402,12 +392,8 @@ def monitoring_config(path=PROMETHEUS_PATH):
 
 def request_logging_config(models, serve_versions=2, sampling_rate=0.01, log_prefix="/logs",
                            collector="YOUR_LOG_COLLECTOR"):
-    """An example `ModelServerConfig` (text format) that logs sampled requests.
-
-    `models_config`'s models and versions, each with a `logging_config`: a
-    `LoggingConfig` whose `SamplingConfig` keeps `sampling_rate` of the
-    requests, written by the log collector `collector` to files starting
-    with `log_prefix`/NAME.
+    """An example `ModelServerConfig` (text format): `models_config`'s, each model
+    logging `sampling_rate` of its requests through `collector` to `log_prefix`/NAME.
 
     Args:
         models, serve_versions: see `models_config`.
@@ -439,11 +425,8 @@ def request_logging_config(models, serve_versions=2, sampling_rate=0.01, log_pre
 
 def write_operator_files(export_bases, output_dir, base_path_prefix="/models", serve_versions=2,
                          prometheus_path=PROMETHEUS_PATH, **logging):
-    """Writes monitoring.config and request_logging.config.example beside models.config.
-
-    Refused before anything is written, as `write_serving_config` refuses:
-    an existing file of these names that tools/serving_config.py did not
-    write, two exports with one name, an export without versions.
+    """Writes monitoring.config and request_logging.config.example beside models.config,
+    refusing what `write_serving_config` refuses.
 
     Args:
         export_bases, output_dir, base_path_prefix, serve_versions: see

@@ -3,33 +3,13 @@
 exports/NAME/VERSION/ model.tflite, keras_bert_export.json (format "tflite",
 the signatures, and the model's ops: builtin, custom, Flex).
 
-A SavedModel export tokenizes with `keras_bert.text.BertTokenizer`, whose
-exact Unicode rules are core TensorFlow string ops (UnicodeDecode, regexes,
-StringLower). LiteRT has none of those as builtins: they would be Flex ops
-(SELECT_TF_OPS), which need the Flex delegate (the TensorFlow 2.21 pip
-package's interpreter did not run a model with Flex ops here, and mobile apps
-would need the Flex add-on library).
-So the LiteRT export tokenizes with tensorflow-text ops that have TFLite
-kernels (`tensorflow_text.tflite_registrar`) and builtin ops:
-
-1. the reference's normalization on the UTF-8 bytes
-   (`keras_bert.export.tflite_text`): `ByteSplitWithOffsets`, builtin ops
-   that decode, clean (delete U+0000, U+FFFD, control and format
-   characters, invalid UTF-8), lower-case and strip accents (uncased
-   vocabularies), space out punctuation and CJK ideographs from the same
-   per-code-point table as `BertTokenizer`, and `FastWordpieceDetokenize`
-   to glue the bytes back into text;
-2. `FastWordpieceTokenizeWithOffsets` end to end: split on whitespace and
-   punctuation, then greedy longest-match-first WordPiece.
-
-and packs `[CLS] text [SEP]` with builtin ops (no ragged kernels). Every
-other op is a LiteRT builtin: the model needs no Flex delegate, only the
-three tensorflow-text custom ops registered in the interpreter.
-
-The ids equal `BertTokenizer`'s (tests/export/test_tflite_text.py), also on
-U+FFFD, control characters, compatibility characters ("ß", "ﬁ" are kept, as
-in the reference), invalid UTF-8, the final "ς" and every one of the
-1,112,064 code points alone and inside a word (exports/README.md, LiteRT).
+`BertTokenizer`'s string ops would be Flex ops in LiteRT, which need the
+Flex delegate. So the LiteRT export tokenizes with tensorflow-text ops that
+have TFLite kernels (`keras_bert.export.tflite_text`, then
+`FastWordpieceTokenizeWithOffsets`) and packs `[CLS] text [SEP]` with
+builtin ops: the model needs only the three tensorflow-text custom ops
+registered in the interpreter. The ids equal `BertTokenizer`'s on every
+code point (tests/export/test_tflite_text.py).
 
 Example:
 >>> export_tflite("models/sentiment", "exports/sentiment-lite")
@@ -38,9 +18,7 @@ Example:
 >>> run_tflite(interpreter, ["great movie"])["label"]
 array([b'positive'], dtype=object)
 
-Running it: `keras_bert.export.tflite_runtime` (the LiteRT interpreter,
-ai-edge-litert, with tensorflow-text's kernels), tools/predict.py and
-docs/litert.md.
+Running it: `keras_bert.export.tflite_runtime`, tools/predict.py, docs/litert.md.
 """
 
 import json
@@ -99,9 +77,7 @@ def _check_lite_options(tokenizer):
 class LiteTokenizer:
     """The LiteRT tokenizer of a `BertTokenizer`: tensorflow-text ops with TFLite kernels.
 
-    The reference's normalization on the bytes (`tflite_text.normalize_for_wordpiece`:
-    ByteSplit, builtin ops, FastWordpieceDetokenize), then
-    `FastWordpieceTokenizeWithOffsets` end to end.
+    `tflite_text.normalize_for_wordpiece`, then `FastWordpieceTokenizeWithOffsets`.
 
     Args:
         tokenizer: a `keras_bert.text.BertTokenizer` (vocabulary, lowercase,

@@ -1,16 +1,10 @@
 """Running a LiteRT export (--format tflite): the LiteRT interpreter with tensorflow-text's kernels.
 
-A LiteRT export (`keras_bert.export.tflite`) holds three tensorflow-text
-custom ops (`TFText>ByteSplitWithOffsets`, `TFText>FastWordpieceDetokenize`,
-`FastWordpieceTokenizeWithOffsets`); every other op is a LiteRT builtin.
-`litert_interpreter` opens it with the supported LiteRT interpreter,
-`ai_edge_litert.interpreter` (the `ai-edge-litert` package: TensorFlow 2.21's
-`tf.lite.Interpreter` is deprecated and warns so), and registers those kernels
-with tensorflow-text's `tflite_registrar`: its functions take the address of
-the interpreter's op resolver, which is how `InterpreterWithCustomOps` calls
-them. The registrar links TensorFlow's framework library; importing
-`tensorflow_text` loads it into the process first, so no LD_LIBRARY_PATH is
-needed.
+`litert_interpreter` opens an export with `ai_edge_litert.interpreter`
+(TensorFlow 2.21's `tf.lite.Interpreter` is deprecated) and registers the
+three tensorflow-text custom ops with `tflite_registrar`. The registrar links
+TensorFlow's framework library, which importing `tensorflow_text` loads
+first, so no LD_LIBRARY_PATH is needed.
 
 Example:
 >>> interpreter = litert_interpreter("exports/sentiment-lite/1")

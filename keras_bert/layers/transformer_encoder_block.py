@@ -98,6 +98,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
             )
         self.head_size = hidden_size // self.num_heads
 
+        def built(layer, width=hidden_size):
+            layer.build((None, None, width))
+            return layer
+
         def dense(units, name, activation=None, cls=keras.layers.Dense, **kwargs):
             return cls(
                 units,
@@ -109,26 +113,20 @@ class TransformerEncoderBlock(keras.layers.Layer):
             )
 
         def layer_norm(name):
-            return keras.layers.LayerNormalization(
+            return built(keras.layers.LayerNormalization(
                 epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
-            )
+            ))
 
         # Its output parts are the query, key and value projections, each of
         # which may carry a LoRA adapter of its own (`enable_lora`).
-        self.qkv_dense = dense(3 * hidden_size, "qkv_dense", cls=LoraDense, parts=LORA_TARGETS)
-        self.qkv_dense.build((None, None, hidden_size))
-        self.attention_output_dense = dense(hidden_size, "attention_output_dense")
-        self.attention_output_dense.build((None, None, hidden_size))
+        self.qkv_dense = built(
+            dense(3 * hidden_size, "qkv_dense", cls=LoraDense, parts=LORA_TARGETS))
+        self.attention_output_dense = built(dense(hidden_size, "attention_output_dense"))
         self.attention_layer_norm = layer_norm("attention_layer_norm")
-        self.attention_layer_norm.build((None, None, hidden_size))
-        self.intermediate_dense = dense(
-            self.intermediate_size, "intermediate_dense", get_activation(self.hidden_act)
-        )
-        self.intermediate_dense.build((None, None, hidden_size))
-        self.output_dense = dense(hidden_size, "output_dense")
-        self.output_dense.build((None, None, self.intermediate_size))
+        self.intermediate_dense = built(dense(
+            self.intermediate_size, "intermediate_dense", get_activation(self.hidden_act)))
+        self.output_dense = built(dense(hidden_size, "output_dense"), self.intermediate_size)
         self.output_layer_norm = layer_norm("output_layer_norm")
-        self.output_layer_norm.build((None, None, hidden_size))
         self.attention_dropout = Dropout(
             self.attention_dropout_rate, dtype=self.dtype_policy
         )
@@ -183,9 +181,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
     def attend(self, query, key, value, bias=None, training=None):
         """Scaled-dot-product attention: softmax(query key^T + bias) value.
 
-        The one step of the block whose fastest CPU kernels depend on the
-        size: a SavedModel export traces an equivalent in its place
-        (`keras_bert.export.serving_kernels`); here it is the math alone.
+        A SavedModel export traces an equivalent in its place, with kernels
+        chosen by size (`keras_bert.export.serving_kernels`).
 
         Args:
             query, key, value: Tensors of shape [batch_size, num_heads,

@@ -38,11 +38,9 @@ def check_kwargs(owner, kwargs, hint=""):
 class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
     """The BERT encoder: embeddings, `num_layers` encoder blocks, pooler.
 
-    The constructor arguments are the fields of `BertConfig`. Its variants are
-    those fields too: DistilBERT is `type_vocab_size=0, use_pooler=False`
-    (no segment embeddings, no pooler), an ELECTRA discriminator
-    `use_pooler=False` with `embedding_size` E (tables of width E, LayerNorm,
-    then a Dense E -> H, `embeddings_project`, when E differs from H).
+    The constructor arguments are the fields of `BertConfig`, and so are its
+    variants: DistilBERT is `type_vocab_size=0, use_pooler=False`, an ELECTRA
+    discriminator `use_pooler=False` with `embedding_size`.
 
     Inputs (a dict):
         token_ids: int32 Tensor of shape [batch_size, seq_length].

@@ -8,14 +8,11 @@ from keras_bert.files import save_atomically
 class AtomicKerasSave:
     """Mixin for a `keras.Model`: `save("model.keras")` replaces the file atomically.
 
-    Keras writes a `.keras` file in place, so a save that fails part-way (a
-    full disk, an error in a layer's `save_assets`) leaves neither the old
-    model nor the new one. Here the file is written to a uniquely named
-    sibling and renamed over it once complete (`keras_bert.files`' rule, via
-    `save_atomically`); the previous file stays loadable whatever happens
-    before that rename. `.h5`, unzipped and remote (`gs://`, `hf://`) saves
-    go to Keras unchanged; `overwrite=False` on an existing file raises
-    FileExistsError instead of Keras' interactive prompt.
+    Keras writes a `.keras` file in place, so a save that fails part-way
+    leaves neither the old model nor the new one. Here it goes through
+    `save_atomically`. `.h5`, unzipped and remote saves go to Keras
+    unchanged; `overwrite=False` on an existing file raises FileExistsError
+    instead of Keras' interactive prompt.
     """
 
     def save(self, filepath, overwrite=True, **kwargs):

@@ -1,19 +1,12 @@
 """XLA under a multi-device tf.distribute strategy in `fit`/`evaluate`/`predict`.
 
-Keras 3 (TensorFlow backend) XLA-compiles a step as one program around
-`strategy.run`: with MirroredStrategy over several devices, XLA then reads
-every replica's variables from the first device and fails ("Trying to access
-resource ... located in device CPU:1 from device CPU:0"); compiling the
-cross-replica gradient sum instead fails on the embedding's sparse gradient
-(`CollectiveGatherV2` has no XLA kernel: tf-keras#99, keras#18110). Keras'
-own `jit_compile="auto"` therefore turns XLA off under a strategy.
-
-`ReplicaJitCompile` keeps XLA where it pays and out of where it breaks, as
-`keras_bert.training.Trainer` does: with `jit_compile=True` and more than
-one replica, each replica's forward and backward pass is one XLA program on
-its own device, and the gradient all-reduce (dense and `IndexedSlices`) and
-the optimizer update run outside XLA. With one replica, or `jit_compile`
-False/"auto", Keras' own step runs unchanged.
+Keras 3 XLA-compiles a step as one program around `strategy.run`, which
+fails with several devices (every replica's variables read from the first
+device; `CollectiveGatherV2` has no XLA kernel: tf-keras#99, keras#18110).
+`ReplicaJitCompile` compiles each replica's forward and backward pass as one
+XLA program on its own device, and runs the gradient all-reduce and the
+optimizer update outside XLA, as `keras_bert.training.Trainer` does. With
+one replica, or `jit_compile` False/"auto", Keras' own step runs unchanged.
 """
 
 import keras

@@ -2,9 +2,7 @@
 
 A model with `windows` set reads a text longer than its max_seq_length as
 overlapping windows (`keras_bert.text.windows`) in `predict` on strings and
-in its export; without, texts are truncated as ever. The setting is a
-constructor argument, so it is saved in task.json's task_config (and a
-.keras file) and read back by `from_pretrained` and exports.
+in its export; the constructor argument is saved in task.json's task_config.
 """
 
 from keras_bert.text.windows import check_windows

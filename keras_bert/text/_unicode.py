@@ -1,35 +1,11 @@
 """In-graph BERT text normalization and pre-tokenization (private).
 
-Reproduces google-research/bert's `BasicTokenizer` with TensorFlow ops:
-
-1. clean text: delete U+0000, U+FFFD and control/format characters
-   (categories Cc, Cf, except tab, newline, carriage return); every
-   whitespace character (" ", \\t, \\n, \\r, category Zs, and anything Python's
-   `str.isspace()` splits on) separates words;
-2. surround CJK ideographs with spaces (each becomes a word);
-3. uncased only: Python `str.lower()` (including the Greek final sigma rule),
-   then NFD and dropping of combining marks (category Mn); either half can
-   also run alone (`NORMALIZATIONS`: transformers' `strip_accents` option);
-4. split off every punctuation character (ASCII 33-47, 58-64, 91-96,
-   123-126 and Unicode categories P*).
-
-Options (transformers' `BasicTokenizer`): step 2 can be off
-(`tokenize_chinese_chars=False`), and whitespace-separated words of a
-`never_split` list keep their text (no step 3 or 4), as do words that step
-3 turns into one of them; strings of `cut_at` (special tokens written in the
-text) are cut out of the text first, as words of their own; and step 1 can
-keep Cc and Cf characters as text (`remove_control_chars=False`,
-`keep_control_chars`).
-
-The per-character decisions come from one lookup table computed with
-Python's own `unicodedata` (the module the reference uses), so the in-graph
-result follows the Unicode version of the Python that built the layer.
-Computing it visits all 0x110000 code points in Python (seconds), so it is
-done for the first tokenizer built (not at import), and kept on disk for
-later processes (see `unicode_tables`). The work is done on Unicode code
-points (never on bytes), and every output character remembers the byte and
-character span of the input character it came from, which gives offsets
-relative to the original string.
+Reproduces google-research/bert's `BasicTokenizer` (steps 1-4 of
+`BertTokenizer`'s docstring) with TensorFlow ops on code points. The
+per-character decisions come from one lookup table computed with Python's
+own `unicodedata` (the module the reference uses), built for the first
+tokenizer and kept on disk (`unicode_tables`). Every output character keeps
+the byte and character span of the input character it came from (offsets).
 """
 
 import functools
@@ -192,12 +168,8 @@ def _write_tables(path, tables):
 
 
 def load_or_build_tables(path, normalization=DEFAULT_NORMALIZATION):
-    """The tables from the cache file `path`, built and saved if missing.
-
-    When the file can't be read it is rebuilt; when it can't be written
-    (read-only home, full disk) the tables are still returned. A `path` of
-    None only builds them.
-    """
+    """The tables from the cache file `path`, built and saved if missing or
+    unreadable (still returned when it can't be written; None: only built)."""
     tables = None if path is None else _read_tables(path)
     if tables is None:
         tables = build_unicode_tables(normalization)
@@ -208,15 +180,9 @@ def load_or_build_tables(path, normalization=DEFAULT_NORMALIZATION):
 
 @functools.lru_cache(maxsize=None)
 def unicode_tables(normalization=DEFAULT_NORMALIZATION, remove_control_chars=True):
-    """The lookup tables: read once per process, built once per user.
-
-    Read from `tables_cache_path()` (`~/.cache/keras_bert/unicode-*.npz`,
-    or under `$KERAS_BERT_CACHE_DIR`), built and saved there on a miss.
-    See `build_unicode_tables` for the arrays. A cased tokenizer (None)
-    uses the default tables and ignores their expansions. With
-    `remove_control_chars=False`, those tables less the deletion of Cc and
-    Cf characters (`keep_control_chars`, a few blocks changed in memory).
-    """
+    """The lookup tables (`build_unicode_tables`): read once per process from
+    `tables_cache_path()`, built and saved there on a miss. A cased tokenizer
+    (None) uses the default tables and ignores their expansions."""
     normalization = normalization or DEFAULT_NORMALIZATION
     if not remove_control_chars:
         return keep_control_chars(unicode_tables(normalization), normalization)
@@ -259,13 +225,10 @@ def _char_bits(char, category, normalization, expansions, remove_control_chars=T
 def keep_control_chars(tables, normalization=DEFAULT_NORMALIZATION):
     """`tables` with the control and format characters (Cc, Cf) kept as text.
 
-    `remove_control_chars=False`: such a character is no longer deleted by
-    step 1 but is an ordinary character of its word, a separator where
-    Python's `str.isspace()` says so (U+0085, U+001C-U+001F, as the
-    reference's `str.split()` would split there), case-ignorable where
-    Python says so (U+00AD, U+200D: the final sigma scan skips them). U+0000
-    and U+FFFD (invalid input) are still deleted. Only the blocks holding
-    such characters are copied; the others stay shared.
+    Such a character is an ordinary character of its word, a separator
+    where Python's `str.isspace()` says so (U+0085, U+001C-U+001F);
+    U+0000 and U+FFFD are still deleted. Only the blocks holding such
+    characters are copied.
 
     Args:
         tables: dict of numpy arrays from `build_unicode_tables(normalization)`.
@@ -274,9 +237,7 @@ def keep_control_chars(tables, normalization=DEFAULT_NORMALIZATION):
     Returns:
         A new dict of the same arrays.
     """
-    code_points = np.arange(_NUM_CODE_POINTS)
-    info = tables["blocks"][tables["block_index"][code_points // _BLOCK] * _BLOCK
-                            + code_points % _BLOCK]
+    info = _info_of(tables)
     dropped = [int(cp) for cp in np.flatnonzero(info == DROP) if cp not in (0, 0xFFFD)]
     splits = tables["expansion_splits"]
     expansions = [list(tables["expansion_values"][splits[i]:splits[i + 1]])
@@ -294,10 +255,15 @@ def keep_control_chars(tables, normalization=DEFAULT_NORMALIZATION):
                                             expansions, remove_control_chars=False)
         block_index[number] = len(blocks)
         blocks.append(block)
+    return _pack(block_index, np.concatenate(blocks), expansions)
+
+
+def _pack(block_index, blocks, expansions):
+    """The tables dict: int32 arrays, `expansions` (lists of code points) as ragged rows."""
     lengths = [len(e) for e in expansions]
     return {
-        "block_index": block_index.astype(np.int32),
-        "blocks": np.concatenate(blocks).astype(np.int32),
+        "block_index": block_index.reshape([-1]).astype(np.int32),
+        "blocks": blocks.reshape([-1]).astype(np.int32),
         "expansion_values": np.array([c for e in expansions for c in e], np.int32),
         "expansion_splits": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32),
     }
@@ -336,55 +302,32 @@ def build_unicode_tables(normalization=DEFAULT_NORMALIZATION):
         info[cp] = _char_bits(char, category, normalization, expansions)
     # Two-level table: identical 256-code-point blocks are stored once.
     block_rows = info.reshape([-1, _BLOCK])
-    unique_blocks, block_index = np.unique(
-        block_rows, axis=0, return_inverse=True
-    )
-    lengths = [len(e) for e in expansions]
-    return {
-        "block_index": block_index.reshape([-1]).astype(np.int32),
-        "blocks": unique_blocks.reshape([-1]).astype(np.int32),
-        "expansion_values": np.array(
-            [c for e in expansions for c in e], np.int32
-        ),
-        "expansion_splits": np.concatenate([[0], np.cumsum(lengths)]).astype(
-            np.int32
-        ),
-    }
+    unique_blocks, block_index = np.unique(block_rows, axis=0, return_inverse=True)
+    return _pack(block_index, unique_blocks, expansions)
+
+
+def _info_of(tables):
+    """int32 [0x110000]: the info word of every code point."""
+    code_points = np.arange(_NUM_CODE_POINTS)
+    return tables["blocks"][tables["block_index"][code_points // _BLOCK] * _BLOCK
+                            + code_points % _BLOCK]
 
 
 def _info_of_all_code_points(normalization=DEFAULT_NORMALIZATION):
-    tables = unicode_tables(normalization)
-    code_points = np.arange(_NUM_CODE_POINTS)
-    return tables["blocks"][
-        tables["block_index"][code_points // _BLOCK] * _BLOCK
-        + code_points % _BLOCK
-    ]
+    return _info_of(unicode_tables(normalization))
 
 
 @functools.lru_cache(maxsize=None)
 def fast_path_candidates(normalization, tokenize_chinese_chars=True):
     """Non-ASCII characters that texts on the fast path may hold.
 
-    The fast path (tensorflow-text's FastWordpieceTokenizer with its own
-    pre-tokenization, after ASCII-only lower-casing) gives the reference's
-    result on a text whose characters are all either printable ASCII, tab,
-    newline, carriage return, or one of these: characters that the
-    reference keeps as they are (no deletion, and no change by
-    `normalization`, a name of `NORMALIZATIONS` or None) and that are
-
-    * separators (whitespace), or
-    * words of their own: punctuation and CJK ideographs (these only with
-      `tokenize_chinese_chars`: else they are letters). Being one
-      character long, such a word never reaches the word length limit,
-      which tensorflow-text counts in bytes and the reference in characters.
-
-    Punctuation and whitespace must also have had the same category in
-    Unicode 3.2 (Python's `unicodedata.ucd_3_2_0`), so that the ICU that
-    tensorflow-text links (any version) agrees; CJK ideographs are found by
-    number alone, by both. Combining characters are left out (canonical
-    reordering), and so are letters, digits and symbols outside ASCII:
-    words holding them could exceed the byte limit but not the character
-    one, and most of them are normalized.
+    Characters that the reference keeps as they are (not deleted, not
+    changed by `normalization`) and that are separators or words of their
+    own (punctuation; CJK ideographs with `tokenize_chinese_chars`), so
+    tensorflow-text's own pre-tokenization agrees. Punctuation and
+    whitespace must have had the same category in Unicode 3.2, so that any
+    ICU that tensorflow-text links agrees; combining characters are left out
+    (canonical reordering).
 
     Returns:
         A pair of sorted int arrays `(alone, space)`: the candidate

@@ -8,12 +8,9 @@ from keras_bert.text.settings import DEFAULT_TRUNCATION, TRUNCATIONS
 
 
 def _longest_first_lengths(length_a, length_b, budget):
-    """Lengths kept by the paper's rule, in closed form.
-
-    google-research/bert `_truncate_seq_pair` pops one token at a time from
-    the longer segment (from B on a tie) until the pair fits `budget`. The
-    result: a segment shorter than its half keeps everything and the other
-    gets the rest; otherwise A keeps ceil(budget / 2) and B floor(budget / 2).
+    """Lengths kept by google-research/bert's `_truncate_seq_pair`, in closed form:
+    a segment shorter than its half keeps everything and the other gets the
+    rest; otherwise A keeps ceil(budget / 2) and B floor(budget / 2).
 
     Args:
         length_a, length_b: int32 Tensors [batch].
@@ -51,9 +48,8 @@ class BertPacker(keras.layers.Layer):
             Ignored otherwise.
         truncation: "longest_first" (the paper's rule: trim the longer
             segment one token at a time, B on a tie) or "round_robin"
-            (tensorflow-text `RoundRobinTrimmer`: hand out the budget one
-            token per segment in turn, A first). For one or two segments the
-            two give the same lengths; see the README.
+            (tensorflow-text `RoundRobinTrimmer`); for one or two segments
+            the two give the same lengths.
         pad_to_multiple_of: int >= 1, with `sequence_length=None`: the
             batch-longest width is rounded up to a multiple of it (never past
             `max_seq_length`), which limits the distinct shapes an

@@ -39,13 +39,9 @@ def _wordpiece_vocab(tokens, token_to_id):
 def _fast_path_vocab(tokens, token_to_id, fast_chars):
     """The vocabulary for the fast path's end-to-end FastWordpieceTokenizer.
 
-    A fast-path text splits into words that are ASCII letter-digit runs or
-    single stand-alone characters, so only tokens of those shapes (plus the
-    "##" form of the former) can ever be reached, by the reference as by the
-    kernel. Every other token gets a placeholder: the kernel would, for
-    instance, match a token holding a space ("a b") across a separator.
-    Placeholders mix punctuation with other characters, which the kernel
-    leaves out of its trie in this mode. `[UNK]` is kept, by name.
+    Fast-path words are ASCII letter-digit runs or single stand-alone
+    characters; every other token gets a placeholder (the kernel would match
+    "a b" across a separator). `[UNK]` is kept, by name.
     """
     fast_chars = frozenset(fast_chars)
 
@@ -95,13 +91,9 @@ def _fast_path_code_points(normalization, tokenize_chinese_chars,
                            max_chars_per_word):
     """The characters of the texts that take the fast path (sorted tuple).
 
-    Printable ASCII, tab, newline, carriage return, and the candidates of
-    `_unicode.fast_path_candidates`, less the stand-alone characters longer
-    (in UTF-8 bytes) than `max_chars_per_word`, since tensorflow-text limits
-    words by bytes (ASCII words: bytes = characters). That
-    tensorflow-text's kernel splits on exactly these separators and
-    stand-alone characters is checked, character by character, by
-    tests/text/test_tokenizer_fast_path.py.
+    `_ASCII_FAST_CHARS` and `_unicode.fast_path_candidates`, less the
+    stand-alone characters longer in UTF-8 bytes than `max_chars_per_word`
+    (tensorflow-text limits words by bytes).
     """
     alone, space = _unicode.fast_path_candidates(
         normalization, tokenize_chinese_chars)
@@ -180,13 +172,8 @@ def _bytes_to_chars(texts, offsets):
 
 
 def as_string_tensor(texts):
-    """A Python str / bytes, or a list of them, as a string Tensor.
-
-    Keras' `Layer.__call__` takes only tensors as positional inputs; this
-    lets `tokenizer("some text")` and `tokenizer(["a", "b"])` work as
-    `tf.constant` would have them. Tensors, RaggedTensors and NumPy
-    arrays pass through unchanged.
-    """
+    """A Python str / bytes, or a list of them, as a string Tensor (Keras'
+    `Layer.__call__` takes only tensors); anything else passes through."""
     if isinstance(texts, (str, bytes)) or (
         isinstance(texts, list)
         and all(isinstance(t, (str, bytes)) for t in texts)
@@ -238,30 +225,12 @@ class BertTokenizer(keras.layers.Layer):
        covered, or that has more than `max_chars_per_word` characters (code
        points, not bytes), becomes one `[UNK]`.
 
-    Texts made only of printable ASCII, tab, newline, carriage return and
-    non-ASCII whitespace, punctuation or CJK ideographs that step 3 leaves
-    unchanged (curly quotes, dashes, "…", "，") need none of steps 1-3 but
-    ASCII lower-casing: they take a fast path, tensorflow-text's
-    `FastWordpieceTokenizer` with its own (here identical) word splitting,
-    several times faster. Each text of a batch is routed on its own, inside
-    the graph, and gets the same ids and offsets either way.
-
-    Invalid UTF-8 never fails: each bad byte sequence decodes as U+FFFD,
-    which step 1 deletes (as the reference deletes it after decoding with
-    `errors="replace"`). Special-token strings in the text ("[CLS]") are
-    tokenized as text, like the reference `FullTokenizer` does, unless
-    `special_tokens_in_strings=True`.
-
-    The options of transformers' `BertTokenizer` follow its rules, id for
-    id: `strip_accents` (None: as `lowercase`; so lower-casing without
-    accent stripping, or accent stripping alone), `tokenize_chinese_chars`
-    (False: step 2 is off, CJK ideographs are letters), `never_split` (a
-    whitespace-separated word equal to one of these tokens, as written or
-    after step 3, is neither normalized nor split, and a word equal to one
-    becomes that token's id, or `[UNK]`, without WordPiece), and
-    `special_tokens_in_strings` (the five special tokens written in the
-    text, even inside a word, are cut out first and become their ids; the
-    text between them is tokenized piece by piece, as transformers does).
+    Texts that need none of steps 1-3 but ASCII lower-casing (printable
+    ASCII and whitespace, punctuation or CJK ideographs that step 3 leaves
+    unchanged) take a faster path, tensorflow-text's end-to-end
+    `FastWordpieceTokenizer`, text by text inside the graph, with the same
+    ids and offsets. Invalid UTF-8 decodes as U+FFFD, which step 1 deletes.
+    The options of transformers' `BertTokenizer` follow its rules, id for id.
 
     Args:
         vocabulary: list of str (one token per id), or the path of a
@@ -277,24 +246,22 @@ class BertTokenizer(keras.layers.Layer):
         tokenize_chinese_chars: bool. True (BERT): every CJK ideograph is a
             word of its own. False for Japanese and other texts whose
             ideographs belong to words.
-        never_split: None or a list of str: words kept whole (see above).
-            Texts then all take the per-character path (no fast path).
+        never_split: None or a list of str: a whitespace-separated word equal
+            to one (as written or after step 3) is neither normalized nor
+            split, and becomes that token's id (or `[UNK]`). Texts then all
+            take the per-character path.
         special_tokens_in_strings: bool. True: "[MASK]", "[CLS]", ... in the
-            text become one special token id each (keras-hub's option,
-            transformers' default); False (BERT's reference): tokenized as
+            text, even inside a word, become one special token id each
+            (transformers' default); False (BERT's reference): tokenized as
             text ("[", "mask", "]").
         clean_up_tokenization_spaces: bool, what `detokenize` does by
             default: True removes the space that joining pieces leaves
-            before ".", ",", "!", "?" and in "n't", "'s", ... as
-            transformers' decode does ("unwanted, running"); False keeps
-            the pieces as joined ("unwanted , running").
+            before punctuation, as transformers' decode does ("unwanted,
+            running"); False keeps the pieces as joined ("unwanted , running").
         remove_control_chars: bool. True (BERT): step 1 deletes control and
-            format characters. False (transformers' `BasicTokenizer`
-            option): they are kept as characters of their words ("\u200e"
-            is a word, "a\u00adb" one word), a separator where Python's
-            `str.isspace()` is True (U+0085, U+001C-U+001F); U+0000 and
-            invalid UTF-8 are still deleted. Texts holding one take the
-            per-character path.
+            format characters. False (transformers' option): they are kept
+            as characters of their words (a separator where `str.isspace()`
+            is True); U+0000 and invalid UTF-8 are still deleted.
         **kwargs: passed to `keras.layers.Layer`.
 
     Attributes:
@@ -372,9 +339,6 @@ class BertTokenizer(keras.layers.Layer):
     def set_vocabulary(self, vocabulary):
         """Sets the tokens and builds the in-graph tables from them.
 
-        `BertTokenizer(None)` (what a `.keras` file's config holds) gets its
-        vocabulary here, from `load_assets`.
-
         Args:
             vocabulary: list of str (one token per id), or the path of a
                 `vocab.txt` file with one token per line.
@@ -428,10 +392,8 @@ class BertTokenizer(keras.layers.Layer):
                 unknown_token="[UNK]",
                 no_pretokenization=True,
             )
-            # The fast path: see `_fast_path_mask`. None without one: a
-            # vocabulary whose tokens the fast path can't reach (non-ASCII
-            # words, punctuation inside tokens) leaves the kernel no trie,
-            # and user never_split words are checked per character.
+            # The fast path (`_fast_path_mask`); None when no token is
+            # reachable by it, or with never_split (checked per character).
             self._fast_wordpiece = None
             if not self.never_split and any(
                     token == t for token, t in zip(tokens, fast_vocab)
@@ -599,12 +561,9 @@ class BertTokenizer(keras.layers.Layer):
         return text
 
     def decode(self, token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=True):
-        """One sequence of ids -> its text, as transformers' `tokenizer.decode` gives it.
+        """One sequence of ids -> its (normalized) text, as transformers' `decode`.
 
-        Python, not graph ops (use `detokenize` inside a `tf.function`): the
-        tokens are joined by spaces, " ##" is removed (so "##" pieces join the
-        piece before them), and transformers' clean-up is applied. The text is
-        the normalized one (lower-cased for uncased vocabularies).
+        Python, not graph ops (use `detokenize` inside a `tf.function`).
 
         Args:
             token_ids: a Python int or list of int, or a 1-D NumPy array or
@@ -654,18 +613,10 @@ class BertTokenizer(keras.layers.Layer):
     def _fast_path_mask(self, inputs):
         """Which texts (bool [batch]) the fast path tokenizes exactly.
 
-        A text takes the fast path when all its characters are printable
-        ASCII, tab, newline or carriage return, or non-ASCII separators,
-        punctuation or CJK ideographs that the reference keeps unchanged
-        (see `_fast_path_pattern`); invalid UTF-8 never does. For such
-        text the reference's normalization is ASCII lower-casing, its words
-        are split by whitespace and punctuation exactly as tensorflow-text's
-        `FastWordpieceTokenizer` splits them itself, and a word over the
-        length limit holds only ASCII (bytes = characters), so that kernel
-        alone gives the reference's ids, several times faster than the
-        per-character normalization of `_unicode.pretokenize`. With
-        `special_tokens_in_strings`, a text holding a special token takes
-        the per-character path, which cuts it out.
+        For texts matching `_fast_path_pattern` (never invalid UTF-8) the
+        reference's normalization is ASCII lower-casing and its word split
+        is tensorflow-text's own, so that kernel alone gives its ids. A text
+        holding a special token to cut out takes the per-character path.
         """
         is_fast = tf.strings.regex_full_match(inputs, self._fast_path_pattern)
         if self.special_tokens_in_strings:
@@ -673,11 +624,8 @@ class BertTokenizer(keras.layers.Layer):
         return is_fast
 
     def _route(self, inputs, fast_fn, slow_fn):
-        """Runs `fast_fn` on the fast texts and `slow_fn` on the others.
-
-        Both return tuples of RaggedTensors [n, (tokens)] (int64 row
-        splits); the rows are put back in input order.
-        """
+        """Runs `fast_fn` on the fast texts and `slow_fn` on the others; both
+        return tuples of RaggedTensors [n, (tokens)], put back in input order."""
         if self._fast_wordpiece is None:
             return slow_fn(inputs)
         is_fast = self._fast_path_mask(inputs)
@@ -843,14 +791,9 @@ class BertTokenizer(keras.layers.Layer):
         return tuple(x[0] for x in outputs) if scalar else outputs
 
     def save_assets(self, dir_path):
-        """Writes the vocabulary into a `.keras` file's assets (Keras calls this).
-
-        One token a line in `vocab.txt`, the model directory's format; a
-        vocabulary with a token that a line cannot hold (a line break in it,
-        whitespace around it or a leading byte order mark, which reading
-        vocab.txt strips) goes to `vocabulary.json` instead, so that every
-        id keeps its token.
-        """
+        """Writes the vocabulary into a `.keras` file's assets (Keras calls this):
+        `vocab.txt`, or `vocabulary.json` when a token cannot be one line of it
+        (a line break, surrounding whitespace, a leading byte order mark)."""
         tokens = self._require_vocabulary()
         if tokens[0].startswith("\ufeff") or any(
                 t != t.strip() or "\n" in t or "\r" in t for t in tokens):
@@ -870,9 +813,7 @@ class BertTokenizer(keras.layers.Layer):
         self.vocabulary_file = None
 
     def get_config(self):
-        # The vocabulary is an asset (`save_assets`): a 30,522-token list
-        # inline would make the config (and every error that prints it)
-        # hundreds of KB.
+        # The vocabulary is an asset (`save_assets`), not hundreds of KB here.
         config = super().get_config()
         config.update(
             {

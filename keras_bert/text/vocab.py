@@ -260,16 +260,12 @@ def build_vocabulary(
 ):
     """Learns a WordPiece vocabulary of exactly `vocab_size` tokens.
 
-    Top-down WordPiece learning (the algorithm of tensorflow-text's
-    `bert_vocab_from_dataset`, here on word counts from `count_words`): the
-    vocabulary holds every character of the alphabet (and its "##" form),
-    plus each substring that the greedy longest-match split of the words
-    would use at least T times, with T binary-searched so that the size
-    lands just under `vocab_size`. The vocabulary starts with
-    `reserved_tokens` (ids 0, 1, ...), then the single characters, then
-    their "##" forms, then the learnt pieces by frequency. The rest is
-    filled with "[unused0]", "[unused1]", ... so ids line up with
-    `vocab_size` exactly, as in Google's vocabularies.
+    Top-down WordPiece learning (tensorflow-text's `bert_vocab_from_dataset`
+    algorithm, `_learn_pieces`) with its count threshold binary-searched so
+    that the size lands just under `vocab_size`. The vocabulary is
+    `reserved_tokens`, the single characters, their "##" forms, the learnt
+    pieces by frequency, then "[unused0]", "[unused1]", ... up to
+    `vocab_size`, as in Google's vocabularies.
 
     Args:
         word_counts: dict or Counter, word (str) -> count.
@@ -413,9 +409,8 @@ def build_vocabulary_from_files(
 def infer_lowercase(vocabulary):
     """Guesses whether a vocabulary is uncased (so the tokenizer must lower-case).
 
-    Uncased BERT vocabularies were built from lower-cased, accent-stripped
-    text, so (almost) no token has an upper-case letter; a cased one has
-    thousands ("The", "##ER"). Bracketed special tokens ("[CLS]") don't count.
+    Uncased vocabularies have (almost) no token with an upper-case letter; a
+    cased one has thousands. Bracketed special tokens ("[CLS]") don't count.
 
     Args:
         vocabulary: path of a vocab.txt, or a list of tokens.

@@ -2,18 +2,9 @@
 
 A text (or a SQuAD context) longer than a model window is read as windows
 that start every `stride` tokens until one reaches the end, as
-google-research/bert run_squad.py cuts contexts (`doc_spans`). Each token
-is "max context" in the window where min(left, right context) + 0.01 *
-window length is largest, the first window on ties (`_check_is_max_context`).
-
-Users: span QA (`keras_bert.tasks.span_qa.windows.squad_windows`, question +
-context windows), and the classifier and token classifier of long documents
-(`text_windows`, `[CLS] window [SEP]`). Only core TensorFlow ops (ragged
-range/gather, segment reductions), so exports keep the op-set guard.
-
-Window settings of a classifier or tagger are a small dict, saved in
-task.json's task_config as "windows" (`check_windows`):
-`{"stride": 128, "max_windows": 8, "combine": "mean"}`.
+google-research/bert run_squad.py cuts contexts. Used by span QA
+(`squad_windows`) and the long-document classifier and token classifier
+(`text_windows`); only core TensorFlow ops, so exports keep the op-set guard.
 """
 
 import tensorflow as tf

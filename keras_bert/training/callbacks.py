@@ -31,11 +31,8 @@ class StepLogger(keras.callbacks.Callback):
         step 200/1000 loss 7.0213 mlm_loss 6.3311 masked_lm_accuracy 0.0820
         nsp_loss 0.6902 nsp_accuracy 0.5312 learning_rate 9.0e-05
         examples/s 412.3 (12.1 s) ETA 1:05
-    On a terminal, only a Keras progress bar (step, ETA, metrics): one
-    display per mode, so no two ETAs or losses disagree on screen (lines
-    printed above a bar would show their own). A resumed run counts its
-    rate and ETA from the step it resumed at. Built on
-    `keras_bert.progress.Progress`.
+    On a terminal, only a Keras progress bar (step, ETA, metrics). A resumed
+    run counts its rate and ETA from the step it resumed at.
 
     Args:
         log_every: int, steps between lines.
@@ -98,16 +95,11 @@ class StepLogger(keras.callbacks.Callback):
 class TensorBoard(keras.callbacks.Callback):
     """Writes the training logs as TensorBoard scalars over the global step.
 
-    Each entry of the batch logs (loss, metrics, `learning_rate`) becomes the
-    scalar `batch_<name>` in `log_dir/train`, the tags and layout of
-    `keras.callbacks.TensorBoard`'s batch summaries. The step is the global
-    one that the Trainer passes as `batch` (plus one: the number of updates
-    done), so a resumed run continues its curves instead of drawing over the
-    start of the old ones; Keras' own callback counts from 0 at every
-    `on_train_begin` and has no public way to start elsewhere. Logs are
-    written whenever a multiple of `update_freq` steps was passed since the
-    last write, which also holds with `steps_per_execution > 1` (one
-    `on_train_batch_end` per call, `batch` = its last step).
+    Each entry of the batch logs becomes the scalar `batch_<name>` in
+    `log_dir/train`, as `keras.callbacks.TensorBoard` names them, at the
+    global step (the Trainer's `batch` + 1), so a resumed run continues its
+    curves (Keras' callback counts from 0 at every `on_train_begin`).
+    Written whenever a multiple of `update_freq` steps was passed.
 
     Args:
         log_dir: str, the run's log directory (what `tensorboard --logdir`

@@ -1,26 +1,10 @@
 """Class weights for fine-tuning: `auto` (inverse frequency) or a JSON file, as sample weights.
 
-`FinetuneOptions(class_weights=...)` / `tools/finetune.py --class-weights`
-takes:
-
-- "auto": inverse class frequency in the training labels,
-  w_c = N / (C * n_c), with n_c the training labels of class c, N their sum
-  and C the number of classes that occur (scikit-learn's "balanced"). Then
-  sum_c n_c * w_c = N: the mean weight over the training labels is exactly
-  1, so the loss keeps its unweighted scale (and the learning rate its
-  meaning). A class absent from the training data gets weight 1 (it is
-  never a target, so the weight never acts).
-- a path to a JSON file {label name: weight}: one finite weight >= 0 for
-  every label of the task, used as given (no normalization); an unknown or
-  missing label is an error naming it.
-- a dict {label name: weight}, the file's content (Python only).
-
-The weights act as per-example sample weights in the training pipeline
-(`add_sample_weights`): a single-label classifier weighs each example by
-its label's weight; a tagger weighs each labeled piece by its tag's weight
-(pieces without a label, [CLS], [SEP] and padding keep weight 0). A tagger's
-counts are over labeled words (a word's tag sits on its first piece).
-Keras users call `fit(class_weight={id: weight})` or pass `sample_weight`.
+"auto" is scikit-learn's "balanced", w_c = N / (C * n_c): the mean weight
+over the training labels is exactly 1, so the loss keeps its unweighted
+scale (and the learning rate its meaning). A JSON file's weights are used as
+given. The weights act as sample weights in the training pipeline
+(`add_sample_weights`); a tagger's are per labeled piece.
 """
 
 import json

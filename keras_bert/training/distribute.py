@@ -144,17 +144,9 @@ def cluster_tf_config(environ=None):
        containers): None, nothing to build.
     2. CLUSTER_SPEC (Vertex AI custom jobs): workerpool0 is the chief,
        workerpool1 the workers.
-    3. Kubernetes (Indexed Job or JobSet): KERAS_BERT_WORKER_HOSTS
-       ("host:port,..." in index order), or KERAS_BERT_NUM_WORKERS with
-       KERAS_BERT_WORKER_SERVICE (the pods' headless Service: hosts are
-       PREFIX-i.SERVICE, PREFIX being this pod's host name without its
-       "-INDEX"); this worker's index from KERAS_BERT_WORKER_INDEX, else
-       JOB_COMPLETION_INDEX; KERAS_BERT_WORKER_PORT (default 2222) for
-       hosts given without a port.
+    3. Kubernetes (Indexed Job or JobSet): the KERAS_BERT_WORKER_* variables
+       (`WORKER_HOSTS_ENV` ...); JOB_COMPLETION_INDEX alone builds nothing.
     4. None of them: None (one process).
-
-    JOB_COMPLETION_INDEX alone builds nothing: an Indexed Job may run
-    independent single-worker jobs.
 
     Args:
         environ: mapping of environment variables (default `os.environ`).
@@ -210,9 +202,8 @@ def wait_for_workers(tf_config, timeout=CLUSTER_TIMEOUT, log_every=30):
     """Returns once every other task of `tf_config` accepts connections on its port.
 
     TensorFlow's cluster setup waits for a missing worker for ever, silently.
-    Meanwhile each worker listens on its own port (the others see it before
-    its TensorFlow server takes the port over), logs "waiting for worker N
-    at HOST:PORT" every `log_every` seconds, and gives up after `timeout`.
+    Here each worker listens on its own port, logs "waiting for worker N at
+    HOST:PORT" every `log_every` seconds, and gives up after `timeout`.
 
     Raises:
         TimeoutError: naming the tasks that never answered, their addresses
@@ -270,10 +261,9 @@ def _distribution(name, path=None):
 def tpu_install_problem(path=None):
     """Why this TensorFlow install cannot drive a TPU, or None when it can.
 
-    TPU support ships in the `tensorflow-tpu` wheel. tensorflow-text requires
-    the `tensorflow` distribution, which installs the same `tensorflow/` files
-    without TPU support; whichever pip installs last wins. This compares the
-    installed TensorFlow library with the one tensorflow-tpu's RECORD lists.
+    tensorflow-text requires the `tensorflow` wheel, which installs the same
+    files as `tensorflow-tpu` without TPU support; whichever pip installs
+    last wins.
 
     Args:
         path: list of str, where to look for the distributions (None:
@@ -363,20 +353,14 @@ def resolve_strategy(name="auto", tpu=None, cluster_timeout=None):
     TPUStrategy must be created before other TensorFlow ops run.
 
     - "auto": a TPU if one is named (`tpu`, $TPU_NAME) or attached; else
-      MultiWorkerMirroredStrategy when $TF_CONFIG names more than one
-      worker (TF_CONFIG unset: built by `cluster_tf_config` from Vertex
-      AI's or Kubernetes' variables, and set in `os.environ`); else
-      MirroredStrategy over all GPUs when there are several; else the
-      default strategy (one device).
+      MultiWorkerMirroredStrategy when $TF_CONFIG (or `cluster_tf_config`)
+      names more than one worker; else MirroredStrategy over several GPUs;
+      else the default strategy (one device).
     - "cpu": OneDeviceStrategy on /cpu:0, even with GPUs present.
-    - "mirrored": MirroredStrategy over all local GPUs, or over all logical
-      CPU devices when there is no GPU (several only if configured with
-      `tf.config.set_logical_device_configuration`, as tests do).
-    - "multiworker": MultiWorkerMirroredStrategy; the cluster comes from
-      $TF_CONFIG, or as for "auto" (one process per machine, same command
-      on each).
-    - "tpu": TPUStrategy through `TPUClusterResolver(tpu)`. Untested here
-      (no TPU); it is the standard Cloud TPU setup.
+    - "mirrored": MirroredStrategy over all local GPUs, or the logical CPU
+      devices when there is no GPU.
+    - "multiworker": MultiWorkerMirroredStrategy, the cluster as for "auto".
+    - "tpu": TPUStrategy through `TPUClusterResolver(tpu)`.
 
     Args:
         name: one of `STRATEGIES`.
@@ -451,11 +435,8 @@ def worker_shard(environ=None):
     """(index, count) of this process among the cluster's workers, for work split
     into `count` shards without a strategy (tools/create_pretraining_data.py --shard auto).
 
-    Read in this order: TF_CONFIG (the chief first, then the workers, as
-    `worker_info` numbers them); Vertex AI's CLUSTER_SPEC; on Kubernetes the
-    index from KERAS_BERT_WORKER_INDEX, else JOB_COMPLETION_INDEX, and the
-    count from KERAS_BERT_NUM_WORKERS, else the KERAS_BERT_WORKER_HOSTS
-    (no host names are needed: shards do not talk to each other).
+    Read in `cluster_tf_config`'s order (TF_CONFIG numbered as `worker_info`
+    does; on Kubernetes no host names are needed).
 
     Raises:
         ValueError: no cluster variable is set, or one is incomplete, naming

@@ -1,45 +1,15 @@
 """Fine-tuning a model directory on a task: the paper's recipe, best model kept.
 
-`finetune(task, model_dir, output_dir, train_data, eval_data, options)`:
-
-1. data: reader output (`read_task_data`: texts and labels) becomes
-   unbatched, cached datasets, packed by the run's one preprocessor
-   (resolved once from `model_dir`, see `FinetuneTask`); training batches
-   are length-bucketed (short texts do not pay for `max_seq_length`
-   positions);
-2. model: the task model from `model_dir` (a converted checkpoint, a
-   pretrained encoder, or an earlier fine-tuned model of the task), built
-   with `--dtype` under the `--strategy` (`resolve_strategy`), carrying
-   that same preprocessor;
-3. optimizer: `create_optimizer` (AdamW, decoupled weight decay 0.01 with
-   LayerNorm and biases excluded, global-norm clipping at 1.0, linear
-   warmup over `warmup_fraction` of the steps, then linear decay to 0);
-4. loop: `Trainer` (resumable, any strategy); after every epoch the eval
-   set is scored, and when the early-stopping metric improves the model
-   directory `output_dir` is (re)written with `save_pretrained`, task.json
-   holding the task facts (labels), the preprocessor's text settings
-   (max_seq_length, lowercase, truncation) and the eval metrics.
-   `early_stopping_patience` epochs without improvement end the run.
-   Checkpoints for resuming go to `output_dir + ".checkpoints"` and are
-   removed when the run ends (only the files `finetune` wrote there, see
-   `remove_checkpoints`; a folder of something else is refused at the
-   start, `check_outputs`); rerunning the same command after a crash,
-   SIGTERM or Ctrl-C resumes there (and says so). SIGTERM and SIGINT
-   (Ctrl-C) save a checkpoint of the current step and raise
-   `TrainingInterrupted`;
-5. feedback: a progress bar with ETA on a terminal, a line every
-   `log_every` steps elsewhere (`StepLogger`; one or the other, never
-   both), the set-up and one line per evaluation (printed to stdout when
-   the program configured no logging), and
-   with `log_dir` TensorBoard logs (train/: the training metrics every
-   `log_every` steps; eval/: every evaluation, at its global step).
+`finetune(task, model_dir, output_dir, train_data, eval_data, options)` packs
+the reader output with the run's one preprocessor (length-bucketed batches),
+builds the task model from `model_dir` under `--strategy`, trains it with
+`create_optimizer` in a resumable `Trainer`, scores the eval set after every
+epoch and rewrites `output_dir` (`save_pretrained`) when the early-stopping
+metric improves. Checkpoints go to `output_dir + ".checkpoints"`, are removed
+when the run ends, and a rerun after a crash, SIGTERM or Ctrl-C resumes there.
 
 Defaults follow Devlin et al. (2018), appendix A.3: batch 32, learning rate
-5e-5 (they search 2e-5..5e-5; the one transformers' examples default to), 3
-epochs, warmup 10%, dropout 0.1. With PyTorch's AdamW arithmetic (see
-`training.optimizers.AdamW`) recipes tuned on transformers carry over: at lr
-5e-5 MiniLM reaches the PyTorch reference's held-out accuracy on the tweets
-(README, "Quality on real data").
+5e-5, 3 epochs, warmup 10%, dropout 0.1.
 """
 
 import dataclasses
@@ -96,10 +66,7 @@ STATE_FILE = "finetune_state.json"
 def predict_batches(model, dataset):
     """Runs `model` (inference mode) over (features, ...) batches; yields numpy outputs.
 
-    One traced function per model and input structure, whatever the batch
-    shapes (every dimension is None in its input signature) and however
-    many evaluations: each epoch's evaluation reuses it, so TensorFlow never
-    retraces (nor warns that it does).
+    Every evaluation reuses one traced function (`inference_function`).
     """
     spec = dataset.element_spec
     features_spec = spec[0] if isinstance(spec, tuple) else spec
@@ -144,12 +111,9 @@ def inference_function(model, features_spec):
 class FinetuneTask:
     """Shared setup: the model directory, its preprocessor, label names.
 
-    The preprocessor is resolved once, here (`build_preprocessor`: the
-    run's --max-seq-length / --lowercase > the model directory's task.json >
-    the task's `default_max_seq_length` and the vocabulary's casing). That
-    one object packs the training and eval data (`prepare`), is the built
-    model's `preprocessor` (`build_model`), so save_pretrained writes its
-    settings and the export of the saved model packs as training did.
+    The preprocessor is resolved once, here (`build_preprocessor`), packs
+    the training and eval data (`prepare`) and is the built model's
+    `preprocessor`, so the saved model packs as training did.
 
     Subclasses set `name`, `model_class`, `metrics` (higher is better, the
     first is the default early-stopping metric) and implement `prepare`,
@@ -232,14 +196,8 @@ class FinetuneTask:
 
     @classmethod
     def default_optimizer(cls):
-        """The optimizer task models compile with by default (`BertTask.compile`).
-
-        `create_optimizer` with `FinetuneOptions`' defaults: AdamW, learning
-        rate 5e-5, weight decay 0.01 (LayerNorm and biases excluded),
-        epsilon 1e-6, global clipnorm 1.0. The rate is constant: warmup
-        and decay need the run's step count, which `compile` does not know
-        (`finetune` builds the scheduled one).
-        """
+        """`BertTask.compile`'s default: `create_optimizer` with `FinetuneOptions`'
+        defaults at a constant rate (a schedule needs the run's step count)."""
         options = FinetuneOptions()
         return create_optimizer(
             options.learning_rate, None, weight_decay=options.weight_decay,
@@ -255,12 +213,8 @@ class FinetuneTask:
             **self.model_kwargs())
 
     def class_weight_labels(self):
-        """(label names, int array of training label ids) for class weights, or None.
-
-        Tasks with one label per example or per token return them (after
-        `prepare`); the others (regression, span QA) return None and
-        `options.class_weights` is refused for them.
-        """
+        """(label names, int array of training label ids) for class weights (after
+        `prepare`), or None for a task without classes (regression, span QA)."""
         return None
 
     def set_class_weights(self):
@@ -318,13 +272,9 @@ class FinetuneTask:
 class FinetuneOptions(FinetuneFields):
     """The generic hyperparameters and switches of `finetune`; CLI flags use the same names.
 
-    A task's own settings (classification's columns and labels, SQuAD's
-    doc_stride, ...) are not here: they are its options dataclass, on its
-    `TaskSpec` (`keras_bert.tasks.<task>.options`), given to `finetune` as
-    `task_options=`. Passing one of them here raises a TypeError naming
-    that class. The fields, with their defaults and flag help, are
-    `FinetuneFields`' (keras_bert/training/finetune_fields.py, which
-    tools/finetune.py makes flags of); this class adds the checks.
+    A task's own settings are its options dataclass (`TaskSpec.options`),
+    given to `finetune` as `task_options=`. The fields and their defaults
+    are `FinetuneFields`'; this class adds the checks.
 
     Args:
         learning_rate: float, peak AdamW learning rate.
@@ -334,13 +284,9 @@ class FinetuneOptions(FinetuneFields):
         weight_decay: float, AdamW decoupled weight decay.
         global_clipnorm: float or None, gradient clipping.
         dropout_rate: float or None, the head's dropout (None: the encoder's).
-        max_seq_length: int or None (None: the model directory's task.json's,
-            else the task's default, 128 or 384 for span_qa, at most
-            max_position_embeddings; `keras_bert.text.resolve_text_settings`).
-        lowercase: bool or None (None: task.json's, else guessed from the
-            vocabulary, with a warning).
-        metric: str or None, the early-stopping metric (None: the task's first:
-            accuracy, pearson, entity f1, SQuAD f1).
+        max_seq_length: int or None (None: task.json's, else the task's default).
+        lowercase: bool or None (None: task.json's, else guessed from the vocabulary).
+        metric: str or None, the early-stopping metric (None: the task's first).
         early_stopping_patience: int, epochs without improvement before
             stopping; 0 never stops early.
         dtype: "float32", "mixed_float16" or "mixed_bfloat16".
@@ -351,17 +297,12 @@ class FinetuneOptions(FinetuneFields):
         eval_batch_size: int or None (None: batch_size).
         freeze_layers: int, encoder blocks frozen from the bottom (0: none).
         freeze_embeddings: bool, freeze the embedding layer too.
-        layerwise_lr_decay: float in (0, 1], layer-wise learning-rate decay
-            (see `finetuning_controls.layerwise_lr_multipliers`; 1: none).
+        layerwise_lr_decay: float in (0, 1] (`layerwise_lr_multipliers`; 1: none).
         encoder_lr_multiplier: float > 0, the encoder's learning rate as a
             fraction of the head's.
-        lora_rank: int >= 0; > 0: LoRA fine-tuning (`BertTask.enable_lora`
-            with this rank on the query and value projections; the rest of
-            the encoder frozen). 0: every weight trains.
+        lora_rank: int >= 0; > 0: LoRA fine-tuning (`BertTask.enable_lora`).
         class_weights: None, "auto", a JSON file path or a dict {label:
-            weight}: per-class loss weights for single-label classification
-            and token classification (see `training.class_weights`; "auto"
-            is N / (C * n_c), a mean weight of 1 over the training labels).
+            weight} (`training.class_weights`).
     """
 
     def __post_init__(self):
@@ -400,12 +341,8 @@ class FinetuneOptions(FinetuneFields):
 
 
 def _refuse_task_fields(init):
-    """Wraps FinetuneOptions' __init__: a task's field gets an error naming its class.
-
-    Task fields moved to each task's options (`TaskSpec.options`); the
-    dataclass's own TypeError ("unexpected keyword argument") would not say
-    where they went.
-    """
+    """Wraps FinetuneOptions' __init__: a task's field gets an error naming its class
+    (the dataclass's own TypeError would not say where it lives)."""
     def __init__(self, *args, **kwargs):
         generic = {field.name for field in dataclasses.fields(FinetuneOptions)}
         for name in kwargs:
@@ -431,12 +368,9 @@ FinetuneOptions.__init__ = _refuse_task_fields(FinetuneOptions.__init__)
 
 
 def _finetune_jit_compile(options, strategy):
-    """Like `resolve_jit_compile`, but "auto" is off on a CPU-only machine.
-
-    Fine-tuning batches come in many length buckets, and XLA compiles each
-    one; on CPU the compiled step was also slower than TensorFlow's
-    (BENCHMARKS.md, finetune-step).
-    """
+    """Like `resolve_jit_compile`, but "auto" is off on a CPU-only machine: XLA
+    compiles each length bucket, and on CPU the compiled step is slower
+    (BENCHMARKS.md, finetune-step)."""
     if options.jit_compile == "auto" and not tf.config.list_logical_devices("GPU"):
         return False
     return resolve_jit_compile(options.jit_compile, options.dtype, strategy)
@@ -469,9 +403,7 @@ def read_task_data(task, path, training, task_options=None, **fields):
         task_options: the task's options (`get_task(task).options`, e.g.
             `ClassificationOptions(text_column="sentence")`), or None for
             its defaults with `fields`; it is read, never changed. Give the
-            same object to `finetune`. A `FinetuneOptions` (what this
-            argument was before task options moved to the tasks) holds no
-            reader settings and counts as None.
+            same object to `finetune`. A `FinetuneOptions` counts as None.
         **fields: fields of the task's options, when `task_options` is None
             (`text_column="sentence"`).
 
@@ -535,12 +467,9 @@ CHECKPOINT_DIR_KIND = Kind("fine-tuning checkpoint folder", check=_is_checkpoint
 
 
 def check_outputs(model_dir, output_dir, checkpoint_dir, inputs=()):
-    """Raises unless `finetune` may write `output_dir` and `checkpoint_dir`.
-
-    `output_dir` must be new, empty or a model directory keras_bert wrote
-    (it is replaced at each best epoch), and not the model fine-tuned from;
-    `checkpoint_dir` new, empty or one that `finetune` wrote (its
-    finetune_state.json), apart from both. Nothing is written.
+    """Raises unless `finetune` may write `output_dir` (new, empty or a model
+    directory) and `checkpoint_dir` (new, empty or one `finetune` wrote), both
+    apart from the inputs. Nothing is written.
 
     Args:
         model_dir: str, the model fine-tuned from (an input).
@@ -594,10 +523,9 @@ _SAMPLE_BLOCKS, _BLOCK_BYTES = 64, 1024 * 1024
 def file_fingerprint(path):
     """{"path", "size", "sha256"} of a data file, cheap for large files.
 
-    Files up to 256 MiB are hashed whole (a fraction of the time it takes to
-    tokenize them). Larger files hash their size and 64 blocks of 1 MiB
-    spread evenly from the first byte to the last: an edit inside a large
-    file that leaves its size and these blocks as they were goes unseen.
+    Larger files than 256 MiB hash their size and 64 blocks of 1 MiB spread
+    evenly over the file: an edit between those blocks that keeps the size
+    goes unseen.
     """
     size = storage.size(path)
     digest = hashlib.sha256()
@@ -615,11 +543,8 @@ def file_fingerprint(path):
 
 
 def data_fingerprints(*datasets):
-    """`file_fingerprint` of the file behind each reader output (once per file).
-
-    Reader outputs name their input in `.report.source`; TFDS sources
-    ("tfds:...") and examples built in Python have no file and are left out.
-    """
+    """`file_fingerprint` of the file behind each reader output (`.report.source`),
+    once per file; TFDS sources and examples built in Python are left out."""
     result = []
     for data in datasets:
         source = getattr(getattr(data, "report", None), "source", None)
@@ -693,10 +618,8 @@ class _EvalAndKeepBest(keras.callbacks.Callback):
 class _Runner:
     """One fine-tuning run's state (kept in STATE_FILE for resuming).
 
-    A resume (STATE_FILE present) continues only the same run: the same
-    data files (`data_files`, their `file_fingerprint`s: path, size, content
-    hash) and the same options, model and example count (`fingerprint`).
-    Anything else is refused with a message naming what changed.
+    A resume continues only the same run: the same data files (`data_files`)
+    and options, model and example count (`fingerprint`).
     """
 
     def __init__(self, task, output_dir, checkpoint_dir, options, fingerprint, is_chief,
@@ -736,10 +659,8 @@ class _Runner:
         self.on_epoch_end = None  # finetune's `on_epoch_end`: called after each new epoch.
 
     def _write_state(self):
-        # Replaced whole (a kill leaves the old file or the new one). It is
-        # written at an epoch's end before that step's checkpoint unit: a
-        # kill between them resumes from the epoch before, and the epoch is
-        # not scored twice (history is keyed by epoch; see end_epoch).
+        # Written before the epoch's checkpoint: a kill between them resumes
+        # from the epoch before, which end_epoch does not score twice.
         if not self.is_chief:
             return
         tf.io.gfile.makedirs(self.checkpoint_dir)
@@ -823,27 +744,17 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
             dataclass (`ClassificationOptions`, `TokenClassificationOptions`,
             `SpanQAOptions` in `keras_bert.tasks.<task>.options`), or None
             for its defaults. Pass the object given to `read_task_data`.
-            These fields (label_names, regression, doc_stride, ...) were
-            FinetuneOptions' before; FinetuneOptions now refuses them with a
-            TypeError that names the class to use.
         on_epoch_end: None, or `f(record, improved)` called on every worker
-            after each newly scored epoch, once its best model is written
-            and its state saved: `record` is the history entry (epoch,
-            train_loss and the eval metrics), `improved` whether this epoch
-            became the best (and was written to `output_dir`). Every worker
-            calls it at the same step (`keras_bert.training.ray_train`
-            reports to Ray Train there). An epoch scored before a resume is
-            not scored, nor reported, again.
+            after each newly scored epoch, once its best model is written:
+            `record` is the history entry (epoch, train_loss and the eval
+            metrics), `improved` whether this epoch became the best.
 
     Returns:
         `FinetuneResult`.
 
-    Feedback: the set-up, data report, every evaluation and early
-    stopping are logged to the `keras_bert` loggers at INFO; when the
-    program has not configured logging (no handler on "keras_bert" nor on
-    the root logger), they are printed to stdout for the run
-    (`keras_bert.progress.default_log_handler`). The step progress is a bar
-    on a terminal, lines elsewhere: one display, never both.
+    The set-up, data report and evaluations are logged to the `keras_bert`
+    loggers at INFO (stdout when the program configured no logging,
+    `default_log_handler`).
 
     Raises:
         TrainingInterrupted: after SIGTERM or SIGINT (Ctrl-C), once a

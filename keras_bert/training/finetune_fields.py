@@ -1,10 +1,7 @@
 """The fields of `FinetuneOptions`: each generic fine-tuning setting's name, default and help.
 
 tools/finetune.py makes a flag of each field (`learning_rate` <-> `--learning-
-rate`), the way it makes the task flags of each task's options dataclass.
-`FinetuneOptions` (keras_bert/training/finetune.py) is this class plus the
-checks of its values; its docstring says what each field means to a Python
-caller.
+rate`); `FinetuneOptions` is this class plus the checks of its values.
 
 Field metadata: "help" (the flag's help), "choices", "metavar", "flag" (a
 spelling other than --field-name) and "group" (the --help section; default

@@ -95,18 +95,12 @@ _MULTIPLIER_CLASSES = {}
 def with_lr_multipliers(optimizer, multipliers):
     """A copy of `optimizer` that scales its learning rate per variable.
 
-    Works with any Keras optimizer (SGD, Adam, AdamW, Lamb, ...): the copy
-    is made with `from_config` from the optimizer's config, as an instance
-    of a subclass of its class (keras_bert's `AdamW` and `Lamb` take
-    `lr_multipliers` themselves) that multiplies the learning rate of each
-    variable's update and of its decoupled weight decay. Gradients are not
-    scaled, so Adam-style optimizers see the true rates. For
-    `create_optimizer`'s optimizers, pass `lr_multipliers=` to it instead
-    (that also works under loss scaling).
-
-    Weight-decay exclusions set with `exclude_from_weight_decay()` are not
-    part of a Keras optimizer's config: keras_bert's optimizers keep theirs
-    (`weight_decay_exclude`); for others, set them on the copy.
+    Works with any Keras optimizer: the copy, made with `from_config`,
+    multiplies the learning rate of each variable's update and decoupled
+    weight decay (gradients are not scaled). For `create_optimizer`, pass
+    `lr_multipliers=` to it instead (that also works under loss scaling).
+    Exclusions set with `exclude_from_weight_decay()` are not in a Keras
+    optimizer's config: set them on the copy.
 
     Args:
         optimizer: an unbuilt Keras optimizer (not a LossScaleOptimizer).

@@ -30,13 +30,11 @@ def pretraining_dataset(
     masking mode and rates, vocabulary) is read from the directory's
     metadata.json and vocab.txt, never retyped.
 
-    Training: shard files are shuffled and repeated forever, records
-    interleaved from several files and shuffled in a buffer, then batched
-    (dropping the remainder, so shapes are static for XLA), parsed and - for
-    dynamic masking - masked with `MaskedLMMasker` using the stateless seed
-    `(seed, pipeline, batch number)`: every epoch sees new masks, and a
-    restored iterator reproduces the same masks. All order is deterministic
-    given `seed`, so a tf.data iterator checkpoint resumes exactly.
+    Training: files and records shuffled and repeated forever, batched
+    with the remainder dropped (static shapes for XLA), and for dynamic
+    masking masked with the stateless seed `(seed, pipeline, batch number)`.
+    All order is deterministic given `seed`, so a tf.data iterator
+    checkpoint resumes exactly.
 
     Evaluation (`training=False`): one pass in file order, no shuffling, last
     partial batch kept; dynamic masks drawn with a fixed seed.

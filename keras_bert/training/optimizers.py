@@ -1,22 +1,11 @@
 """The BERT optimizer: AdamW (or LAMB) with warmup + linear decay, clipping.
 
-`AdamW` steps like `torch.optim.AdamW` (epsilon added to sqrt(v_hat),
-decoupled weight decay p <- p * (1 - lr * weight_decay) before the update).
-
-Private Keras hooks that remain, and why (no public API does the job):
-- `_clip_gradients` and `_all_reduce_sum_gradients` (`_BertOptimizerMixin`):
-  the public `global_clipnorm` clips each replica's part of the gradient
-  before the cross-replica sum, and with gradient accumulation the
-  accumulated gradient exists only inside `apply`, between these two calls.
-  Clipping in the training step instead would clip micro-batch gradients.
-- `_apply_weight_decay` (`_LearningRateMultipliers`), made a no-op: Keras
-  decays every variable with the one optimizer-wide rate; the decay is done
-  in `update_step` (the public per-variable hook) with the variable's own
-  rate. This also puts it inside the strategy's per-variable update.
-- Read-only uses of Keras' optimizer internals, as Keras' own optimizers
-  use them: `_var_key`, `_use_weight_decay` (the exclusions set by the
-  public `exclude_from_weight_decay`), `_get_variable_index`, `_momentums`,
-  `_velocities`, `_velocity_hats`.
+Private Keras hooks used, because no public API does the job:
+`_clip_gradients` and `_all_reduce_sum_gradients` (the accumulated gradient
+exists only inside `apply`, between these two calls), `_apply_weight_decay`
+(a no-op: `update_step` decays with each variable's own rate), and read-only
+`_var_key`, `_use_weight_decay`, `_get_variable_index`, `_momentums`,
+`_velocities`, `_velocity_hats`, as Keras' own optimizers use them.
 """
 
 import math
@@ -45,14 +34,10 @@ class _LearningRateMultipliers:
     """Per-variable learning-rate multipliers and PyTorch's decoupled weight decay.
 
     `lr_multipliers` ({variable path: float}) scales the rate of each named
-    variable, in its update and in its weight decay (as a PyTorch parameter
-    group with its own lr would). The decay is PyTorch's AdamW decay,
-    p <- p * (1 - lr * weight_decay), with the scheduled (and multiplied)
-    rate of the step, applied to each variable just before its update (torch
-    does the same, parameter by parameter). `weight_decay_exclude` holds
-    regular expressions (re.search) for variables without decay; unlike
-    `exclude_from_weight_decay()` it is part of the config, so a copy made
-    with `from_config` keeps it.
+    variable, in its update and in its decay, p <- p * (1 - lr * weight_decay),
+    applied just before its update as torch does. `weight_decay_exclude`
+    holds regular expressions (re.search) for variables without decay; unlike
+    `exclude_from_weight_decay()` it is part of the config.
     """
 
     def __init__(self, *args, lr_multipliers=None, weight_decay_exclude=None, **kwargs):
@@ -105,19 +90,12 @@ class _LearningRateMultipliers:
 class _BertOptimizerMixin(_LearningRateMultipliers):
     """Two fixes to Keras 3 optimizers (TensorFlow backend) for BERT.
 
-    1. Dense gradients. Embedding lookups give `tf.IndexedSlices` gradients
-       with repeated indices (every token of a batch hits segment row 0).
-       Keras applies them with scatter updates slice by slice, so Adam's
-       second moment sums the squares of the parts instead of squaring their
-       sum, and the step is wrong (2x too large in a 4-duplicate example).
-       They are made dense first, as google-research/bert's optimizer does.
-    2. Clipping the gradient summed over replicas, not each replica's part.
-       Keras clips inside `apply` and all-reduces later, so with N replicas
-       each replica's share (about 1/N of the gradient) is clipped on its
-       own: "global norm 1.0" would act like N. Here the sum over replicas
-       is taken first (the one all-reduce of the step; the later one is
-       skipped), then clipped, exactly as on one device. With gradient
-       accumulation this runs on update steps, on the accumulated gradient.
+    1. Dense gradients. Embedding lookups give `tf.IndexedSlices` with
+       repeated indices, which Keras applies slice by slice, so Adam's second
+       moment sums the squares of the parts instead of squaring their sum.
+    2. Clipping the gradient summed over replicas, not each replica's part
+       (Keras clips before the all-reduce: "global norm 1.0" would act like
+       N on N replicas). The sum is the step's one all-reduce.
 
     Plus `lr_multipliers` and `weight_decay_exclude` (`_LearningRateMultipliers`).
     """
@@ -184,26 +162,17 @@ class AdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
              with m_hat = m / (1 - beta_1^t), v_hat = v / (1 - beta_2^t).
 
     Keras' Adam adds epsilon to sqrt(v) instead of sqrt(v_hat), an epsilon
-    1 / sqrt(1 - beta_2^t) times larger: about 32x at step 1 and still 3x at
-    step 100 with beta_2 = 0.999. For a weight whose gradient RMS is within
-    a few times of that effective epsilon, the early steps come out shorter
-    than PyTorch's (by 20% in tests/training/test_optimizers.py, with
-    epsilon 1e-8 and gradients of 1e-6..1e-3), so recipes tuned on PyTorch
-    do not carry over exactly.
+    1 / sqrt(1 - beta_2^t) times larger early in training, so recipes tuned
+    on PyTorch would not carry over exactly.
 
-    The update runs in TensorFlow's fused `ApplyAdam` kernel (one pass over
-    the variable and its two moments, where Keras' update runs about ten
-    element-wise ops). The kernel computes
-    lr_t = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) and
-    p <- p - lr_t * m / (sqrt(v) + eps); given
-    eps = epsilon * sqrt(1 - beta_2^t) this is exactly the update above
-    (multiply PyTorch's numerator and denominator by sqrt(1 - beta_2^t)).
-    AMSGrad (not fused) keeps the max of v, as torch does, in the same form.
+    The update runs in TensorFlow's fused `ApplyAdam` kernel, which computes
+    p <- p - lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) * m / (sqrt(v) + eps):
+    with eps = epsilon * sqrt(1 - beta_2^t) this is exactly the update above.
+    AMSGrad (not fused) keeps the max of v, as torch does.
 
     Args:
         epsilon_form: "torch" (the default: epsilon added to sqrt(v_hat)) or
-            "keras" (Keras' Adam: epsilon added to sqrt(v); what this class
-            did before, kept to reproduce older runs).
+            "keras" (Keras' Adam: epsilon added to sqrt(v)).
         lr_multipliers, weight_decay_exclude: see `_LearningRateMultipliers`.
         **kwargs: `keras.optimizers.AdamW`'s arguments (`learning_rate`,
             `weight_decay`, `beta_1`, `beta_2`, `epsilon` (Keras' default
@@ -277,13 +246,9 @@ MAX_LEARNING_RATE = 1.0
 
 def check_optimizer_settings(weight_decay, global_clipnorm, learning_rate=None):
     """Refuses a negative (or non-finite) weight decay or clipping norm, and
-    a learning rate that is not finite, not positive or above 1.
-
-    A negative `weight_decay` would grow the weights every step and a
-    negative `global_clipnorm` flips the sign of every gradient; Keras takes
-    both without a word, and an infinite learning rate turns every weight
-    into NaN at the first step. `global_clipnorm` 0 or None means no
-    clipping; `learning_rate` None is not checked.
+    a learning rate that is not finite, not positive or above 1 (Keras takes
+    them all without a word). `global_clipnorm` 0 or None means no clipping;
+    `learning_rate` None is not checked.
 
     Raises:
         ValueError: "Expected weight_decay >= 0. Received: weight_decay=-1".
@@ -322,12 +287,10 @@ def create_optimizer(
 ):
     """The optimizer of BERT pretraining (Devlin et al.; You et al. for LAMB).
 
-    Steps like PyTorch's AdamW (`AdamW`). Decoupled weight decay
-    (`weight_decay`, default 0.01, p <- p * (1 - lr * weight_decay) before
-    each update, as torch does) on every variable
-    except LayerNorm weights and biases (`WEIGHT_DECAY_EXCLUDE`); gradients
-    clipped to a global norm of `global_clipnorm`; the learning rate follows
-    `LinearWarmupLinearDecay` over `num_train_steps` optimizer updates.
+    Decoupled weight decay on every variable except LayerNorm weights and
+    biases (`WEIGHT_DECAY_EXCLUDE`); gradients clipped to a global norm of
+    `global_clipnorm`; the learning rate follows `LinearWarmupLinearDecay`
+    over `num_train_steps` optimizer updates.
 
     Args:
         learning_rate: float, peak learning rate.
@@ -335,10 +298,7 @@ def create_optimizer(
             reaches 0 there); None for a constant `learning_rate` (no
             warmup, no decay).
         warmup_steps: int, updates of linear warmup.
-        optimizer: "adamw" (`AdamW`) or "lamb" (`Lamb`: Adam moments with
-            a per-variable trust ratio; its weight decay is the same
-            decoupled one, applied before the update, not inside the trust
-            ratio as in the LAMB paper).
+        optimizer: "adamw" (`AdamW`) or "lamb" (`Lamb`).
         weight_decay: float, decoupled weight decay rate.
         global_clipnorm: float or None, clip gradients to this global norm.
         gradient_accumulation_steps: int, micro-batches whose mean gradient
@@ -348,13 +308,9 @@ def create_optimizer(
         loss_scale: bool, wrap in `keras.optimizers.LossScaleOptimizer`
             (dynamic loss scaling, needed for mixed_float16).
         beta_1, beta_2: Adam/LAMB moment decay rates (BERT's 0.9, 0.999).
-        epsilon: float, added to sqrt(v_hat) (PyTorch's form, see `AdamW`).
-            The default 1e-6 is BERT's (google-research/bert's optimizer,
-            used for pretraining and fine-tuning alike); PyTorch and
-            transformers default to 1e-8: pass `epsilon=1e-8` to reproduce
-            a Hugging Face recipe exactly. The two differ only where a
-            weight's RMS gradient is near or below 1e-6, and 1e-6 damps the
-            steps of exactly those weights.
+        epsilon: float, added to sqrt(v_hat). The default 1e-6 is BERT's;
+            pass 1e-8 (PyTorch's and transformers') to reproduce a Hugging
+            Face recipe exactly.
         lr_multipliers: dict {variable path: float} or None, per-variable
             learning-rate factors (e.g. from
             `finetuning_controls.layerwise_lr_multipliers`).

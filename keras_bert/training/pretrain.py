@@ -121,17 +121,11 @@ def cpu_has_amx(cpuinfo="/proc/cpuinfo"):
 def resolve_jit_compile(setting, dtype, strategy, amx=None):
     """Whether to XLA-compile the training step.
 
-    "on"/"off" are obeyed. "auto" measures nothing and decides by rule:
-    - off on TPU (TPUStrategy compiles everything anyway);
-    - off on a CPU when this TensorFlow has no XLA for it (the tensorflow-tpu
-      build, `xla_cpu_available`), where "on" is refused with the way out;
-    - off for bfloat16/float16 on a CPU-only machine with AMX: TensorFlow's
-      own matmuls use oneDNN's AMX kernels there and XLA's CPU code does
-      not, so XLA makes such a step slower;
-    - on everywhere else: without AMX XLA makes a pretraining step faster,
-      in float32 and in mixed_bfloat16 (BENCHMARKS.md, "Measurements behind
-      code choices"). Training batches have few distinct shapes (fixed
-      length, or padded to length-bucket edges), so compilations are few.
+    "on"/"off" are obeyed. "auto" is off on TPU (TPUStrategy compiles
+    anyway), on a CPU without XLA (`xla_cpu_available`; "on" is refused
+    there), and for bfloat16/float16 on a CPU-only machine with AMX (oneDNN's
+    AMX kernels beat XLA's CPU code); on everywhere else (BENCHMARKS.md,
+    "Measurements behind code choices").
 
     Args:
         setting: "auto", "on" or "off".
@@ -208,10 +202,8 @@ def build_pretrainer(metadata, data_dir, bert_config=None, init_from=None, dtype
 def check_run_dir(output_dir, inputs=()):
     """Raises OutputError unless `output_dir` may hold this pretraining run.
 
-    It may be missing, empty, or an earlier run's (its pretraining_run.json,
-    which the run itself then checks); not a file, another folder, or one
-    that is or holds an input (the data, the starting model). Works on
-    tf.io.gfile paths (gs://...).
+    It may be missing, empty, or an earlier run's (its pretraining_run.json);
+    not a file, another folder, or one that is or holds an input.
     """
     check_not_input(output_dir, inputs, flag="The output")
     check_writable(os.path.join(output_dir, RUN_FILE))
@@ -248,9 +240,7 @@ def save_pretrained_model(model, model_dir, data_dir, metadata, step):
     """Writes the pretrainer `model` as a model directory, with the data's vocabulary.
 
     The text settings the data was made with (its metadata.json) travel with
-    the model: fine-tuning and export tokenize as pretraining did. Used for
-    the run's final `OUTPUT/model` and for the snapshots that
-    `keras_bert.training.ray_train` reports to Ray.
+    the model: fine-tuning and export tokenize as pretraining did.
     """
     settings = TextSettings(max_seq_length=metadata["max_seq_length"],
                             lowercase=metadata.get("lowercase"))
@@ -391,9 +381,8 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
 def evaluate_pretraining(model, data_dir, batch_size=64, strategy=None, steps=None):
     """Masked-LM and next-sentence metrics of `model` on a data directory.
 
-    One pass over the data in file order (dynamic-masking data is masked
-    with a fixed seed). Under a multi-worker strategy every worker reads all
-    of it (the metric means are unchanged).
+    One pass over the data in file order (dynamic masking with a fixed
+    seed); under a multi-worker strategy every worker reads all of it.
 
     Returns:
         dict: mlm_loss, nsp_loss, masked_lm_accuracy, nsp_accuracy (floats).

@@ -19,27 +19,12 @@ the flags of tools/finetune.py and tools/pretrain.py, with underscores):
      "config": {"num_train_steps": 10000, "batch_size": 256},  # PretrainingConfig fields
      "report_every": 1000}        # steps between reports (default: checkpoint_every)
 
-What Ray gets (`ray.train.report`, called by every worker at the same step,
-as Ray requires; only worker 0, the chief, attaches a checkpoint):
-- fine-tuning: after every epoch, the epoch's eval metrics, "epoch" and
-  "train_loss"; the checkpoint is the model directory when the epoch is the
-  best so far (`result.checkpoint` loads with `from_pretrained`);
-- pretraining: every `report_every` steps and at the end, the training
-  logs (loss, accuracies, learning_rate) and "step"; the checkpoint is a
-  model directory of that step (the end's adds the eval metrics).
-
-Resuming: from keras_bert's own checkpoint folder (`output + ".checkpoints"`
-for fine-tuning, `output/checkpoints` for pretraining), not from
-`ray.train.get_checkpoint()`. That folder is the one unit that can resume a
-run: it holds every worker's data position beside the model, optimizer and
-step, committed atomically and fingerprinted against the run's data and
-options; a Ray checkpoint comes from worker 0 alone. A Ray restart
-(`FailureConfig(max_failures=...)`) calls this function again with the same
-config, so the same folder resumes the run. `output` must be on storage
-every worker sees (as for any multi-worker job).
-
-Ray is imported here only (`pip install "bert-keras3[ray]"`); keras_bert
-imports without it.
+Every worker calls `ray.train.report` at the same step (fine-tuning: after
+every epoch, with its eval metrics; pretraining: every `report_every` steps);
+only the chief attaches a checkpoint, a model directory. Resuming is from
+keras_bert's own checkpoint folder, not `ray.train.get_checkpoint()`: only
+it holds every worker's data position. `output` must be on storage every
+worker sees. Ray is imported here only (`pip install "bert-keras3[ray]"`).
 """
 
 import logging

@@ -14,17 +14,9 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
              = 0                                               after
 
     The decay starts from the peak where the warmup ends (continuous, as in
-    Hugging Face's `get_linear_schedule_with_warmup`). google-research/bert's
-    `optimization.py` instead decays over all `num_train_steps` from step 0
-    and replaces the first `warmup_steps` by the ramp, so its rate jumps down
-    by `warmup_steps / num_train_steps` at the end of the warmup.
-
-    The warmup counts from step + 1 so that the first update (step 0) moves
-    the weights: a ramp from 0 (Hugging Face's, Google's) spends its first
-    update at rate 0, where only the Adam moments change (the decoupled
-    weight decay scales with the rate too). The ramp reaches the peak at
-    step warmup_steps - 1, and the decay starts from the peak at
-    warmup_steps.
+    Hugging Face's `get_linear_schedule_with_warmup`; google-research/bert's
+    rate jumps down at the end of the warmup). The warmup counts from
+    step + 1 so that the first update moves the weights.
 
     Args:
         learning_rate: float, the peak rate.

@@ -23,19 +23,13 @@ class ClassifierServingModule(BertServingModule):
     first to `max_seq_length`. `preprocess` takes the same inputs.
 
     With `sub_batches=k > 1`, a request of at least `8 * k` texts is sorted
-    by token length in the graph, split into k sub-batches of about equal
-    size, each padded to its own longest text, and the rows are returned in
-    the request's order: a few long tweets then no longer pad the whole
-    request (same outputs as k=1, up to float rounding). `sub_batches` may
-    also be a table of `(min_texts, k)` pairs, ascending: a request of at
-    least `min_texts` texts (and fewer than the next entry's) runs as k
-    sub-batches, a smaller one as one batch; `export_model(sub_batches=
-    "auto")` measures the table (`keras_bert.export.tuning`).
+    by token length in the graph, split into k sub-batches, each padded to
+    its own longest text, and the rows are returned in the request's order
+    (same outputs as k=1, up to float rounding). `sub_batches` may also be a
+    table of `(min_texts, k)` pairs, ascending (`keras_bert.export.tuning`).
 
-    A model with `windows` (`BertClassifier(windows=...)`, task.json
-    task_config "windows") reads each text as overlapping windows of
-    max_seq_length (`keras_bert.text.windows.text_windows`: `stride` tokens
-    apart, at most `max_windows`, the rest unread), runs all windows of the
+    A model with `windows` reads each text as overlapping windows
+    (`keras_bert.text.windows.text_windows`), runs all windows of the
     request as one batch and combines each text's window logits ("mean" or
     "max") before the softmax. classify then also returns
         num_windows    int32 [B]       windows read of each text

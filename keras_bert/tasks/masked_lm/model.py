@@ -29,15 +29,10 @@ class BertMaskedLM(BertTask):
     `next_sentence=True` also BERT's next-sentence head on the pooled
     output, trained on pairs (see below).
 
-    `fit(texts)` and `evaluate(texts)` take texts and no labels (a
-    `tf.data.Dataset` of text batches the same): the preprocessor, a
-    `BertMaskedLMPreprocessor`, packs each batch and masks it anew on every
-    pass (`mask_selection_rate` etc., settable on `model.preprocessor`); the
-    labels are the original ids at the masked positions and the sample
-    weights mark the padding slots (0). `predict(texts)` with "[MASK]"
-    written in the texts returns the export's `fill_mask` answer, by the
-    same code (see `MaskedLMServingModule`): tokens, ids and scores
-    [N, M, k] and positions [N, M].
+    `fit(texts)` and `evaluate(texts)` take texts and no labels: the
+    `BertMaskedLMPreprocessor` packs each batch and masks it anew on every
+    pass. `predict(texts)` with "[MASK]" written in the texts returns the
+    export's `fill_mask` answer (`MaskedLMServingModule`).
 
     With `next_sentence=True`, `fit((texts_a, texts_b))` takes sentence
     pairs: in each batch half of the second texts, drawn at random, are

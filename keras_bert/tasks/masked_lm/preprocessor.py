@@ -14,23 +14,12 @@ MASK_TOKEN = "[MASK]"
 class BertMaskedLMPreprocessor(BertPreprocessor):
     """Raw text -> masked-LM training samples, with new masks on every call.
 
-    Tokenizes and packs as `BertPreprocessor` does (its settings, live), then
-    chooses tokens to predict by `keras_bert.text.MaskedLMMasker`'s rule (the
-    BERT paper's: `round(mask_selection_rate * n)` real tokens per text, at
-    least 1 and at most `mask_selection_length`; of those `mask_token_rate`
-    become `[MASK]`, `random_token_rate` a random token, the rest stay).
-    `mask_selection_rate=0` masks nothing: every prediction slot is padding
-    (weight 0), so the loss of such a batch is 0.
-
-    `[MASK]` written in a text is the mask token: the tokenizer alone splits
-    the literal into "[", "mask", "]", so `tokenize` cuts texts at each
-    "[MASK]" (exactly so written) and puts the mask id between the pieces.
-    That is how `BertMaskedLM.predict` and the export's `fill_mask` find the
-    tokens to fill in.
-
-    Every mask setting is settable after construction (`preprocessor.
-    mask_selection_rate = 0.3`) and is saved in the config, as the packing
-    settings are.
+    Tokenizes and packs as `BertPreprocessor` does, then chooses tokens to
+    predict by `keras_bert.text.MaskedLMMasker`'s rule.
+    `mask_selection_rate=0` masks nothing (the loss of such a batch is 0).
+    "[MASK]" written in a text becomes the mask id (`tokenize` cuts texts
+    there). Every mask setting is settable after construction and saved in
+    the config.
 
     Args:
         tokenizer: a `BertTokenizer`.

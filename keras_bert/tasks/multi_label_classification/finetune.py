@@ -9,20 +9,13 @@ from keras_bert.tasks.multi_label_classification.model import BertMultiLabelClas
 from keras_bert.training.finetune import FinetuneTask, predict_batches
 
 
-def _sigmoid(logits):
-    return 1.0 / (1.0 + np.exp(-np.asarray(logits, "float64")))
-
-
 class MultiLabelTask(FinetuneTask):
     """Texts with any number of labels each: binary cross-entropy per label.
 
-    After every epoch the evaluation set is scored: per label, the decision
-    threshold that maximizes its F1 on `THRESHOLD_GRID` is chosen (unless
-    `MultiLabelOptions.threshold` fixes one for all), set on the model (so
-    the best epoch's model directory keeps them in task.json's task_config)
-    and the metrics are computed with them: micro_f1, macro_f1, exact_match
-    and f1_NAME per label. The thresholds are tuned and scored on the same
-    set: hold out a test set for an unbiased F1.
+    After every epoch each label's threshold is tuned on the evaluation set
+    (`tune_thresholds`, unless `MultiLabelOptions.threshold` fixes one), set
+    on the model and used for its metrics. Tuned and scored on the same set:
+    hold out a test set for an unbiased F1.
     """
 
     name = "multi_label_classification"
@@ -64,7 +57,7 @@ class MultiLabelTask(FinetuneTask):
         logits = list(predict_batches(model, batches))
         if not logits:
             return np.zeros([0, len(self.label_names)])
-        return _sigmoid(np.concatenate(logits))
+        return 1.0 / (1.0 + np.exp(-np.concatenate(logits).astype("float64")))
 
     def evaluate(self, model, batch_size):
         probabilities = self.eval_probabilities(model, batch_size)

@@ -1,17 +1,9 @@
 """Multi-label metrics and decision thresholds, in numpy (no scikit-learn).
 
-Labels and predictions are 0/1 arrays [num_examples, num_labels].
-
-- per-label F1: 2 tp / (2 tp + fp + fn); 0 when a label is neither true
-  nor predicted anywhere (0 / 0);
-- micro F1: the same over the counts summed over labels;
-- macro F1: the mean of the per-label F1 over the labels that occur (true
-  or predicted), as classification's macro-F1 averages over the classes
-  that occur;
-- thresholds: per label, the candidate of `THRESHOLD_GRID` that maximizes
-  that label's F1 on the evaluation set (ties: the candidate nearest 0.5,
-  then the lower one). A label is predicted when its probability is >= its
-  threshold, in the export as here.
+Labels and predictions are 0/1 arrays [num_examples, num_labels]. A label's
+F1 is 2 tp / (2 tp + fp + fn), 0 for 0 / 0; macro F1 averages over the labels
+that occur (true or predicted). A label is predicted when its probability is
+>= its threshold, in the export as here.
 """
 
 import numpy as np
@@ -34,11 +26,6 @@ def _counts(y_true, y_pred):
 def _f1(tp, fp, fn):
     denominator = 2 * tp + fp + fn
     return np.divide(2 * tp, denominator, out=np.zeros(np.shape(tp)), where=denominator > 0)
-
-
-def per_label_f1(y_true, y_pred):
-    """float64 [num_labels]: each label's F1 (0 for a label neither true nor predicted)."""
-    return _f1(*_counts(y_true, y_pred))
 
 
 def multi_label_metrics(y_true, y_pred, label_names=None):

@@ -62,12 +62,9 @@ class BertSpanLabeler(BertTask):
     With a preprocessor (`from_pretrained` attaches one),
     `predict((questions, contexts))` on strings returns what the export's
     `answer` signature returns, from the same code: a dict of [batch] numpy
-    arrays `answer` (the text), `start`, `end` (character offsets in the
-    context, -1 for no answer) and `score`. Long contexts are read in
-    windows as the export does. Pairs follow `BertTask`'s rule (a tuple of
-    two lists, a list of `(question, context)` tuples, an [N, 2] array, or a
-    dataset of `((questions, contexts),)`), and all give this same dict. On
-    the integer input dict it returns the logits, as any Keras model.
+    arrays `answer`, `start`, `end` (character offsets in the context, -1
+    for no answer) and `score`. Pairs may be given in any form `BertTask`
+    takes. On the integer input dict it returns the logits.
 
     Example:
     >>> qa = BertSpanLabeler(encoder)
@@ -81,9 +78,8 @@ class BertSpanLabeler(BertTask):
     `{"text": [[...], ...], "answer_start": [[...], ...]}`, or one answer
     per question `{"text": ["John", ...], "answer_start": [0, ...]}`. Contexts are cut
     into windows and answers labeled as the SQuAD reader does
-    (`reader.squad_features`, the first answer whose offsets match its
-    text), with task.json's `doc_stride` and `max_query_length` (default
-    128 and 64). An answer whose offsets do not match its text is an error.
+    (`reader.squad_features`), with task.json's `doc_stride` and
+    `max_query_length`. An answer whose offsets do not match its text is an error.
 
     >>> qa.fit((["Who lives in Paris?"], ["John lives in Paris."]),
     ...        [{"text": ["John"], "answer_start": [0]}])

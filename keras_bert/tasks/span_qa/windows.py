@@ -5,18 +5,9 @@ google-research/bert run_squad.py, batched. The fine-tuning reader
 (`serving.py`) both call these functions, so that a question and context get
 the same windows, the same max-context tokens and the same answer in both.
 
-- `squad_windows`: `[CLS] question [SEP] window [SEP]` for windows of the
-  context that start every `doc_stride` tokens until one reaches the end
-  (run_squad.py's `doc_spans` loop), packed by `BertPacker`; each context
-  token is marked where it has its maximum context (`_check_is_max_context`).
-- `best_spans`: per window, the `n_best_size` highest start and end logits
-  are paired; a pair counts when both are context tokens of the window,
-  start <= end, the span has at most `max_answer_length` tokens and the
-  start has its maximum context in the window. Score start + end logit.
-- `select_answers`: the best span over an example's windows (the first
-  window on ties, as the reference's stable sort), the null score (smallest
-  [CLS] start + end logit over the windows) and, for SQuAD 2.0, "no answer"
-  when null - best > `null_score_diff_threshold`.
+`select_answers` picks the best span over an example's windows (the first
+window on ties, as the reference's stable sort) and, for SQuAD 2.0, "no
+answer" when null score - best > `null_score_diff_threshold`.
 
 Scores are float64, as the reference's Python floats, so ties break the same
 way (0.01 * window length in `_check_is_max_context` is not exact in float32).
@@ -45,8 +36,7 @@ def check_query_length(max_seq_length, max_query_length):
 
     A window is `[CLS] question [SEP] context [SEP]`: with max_seq_length <
     max_query_length + 4 a long question leaves no context token. Fine-tuning
-    (`reader.squad_features`) and serving (`SpanQAServingModule`) both call
-    this, so an export refuses exactly what fine-tuning refuses.
+    and serving both call this.
 
     Raises:
         ValueError: naming both numbers and the flags to change.

@@ -34,9 +34,8 @@ def _across_replicas(tensors):
     and the index in them of this replica's first row: what one process of the
     global batch would hold. On one replica: (tensors, 0).
 
-    The gather is differentiable (TensorFlow all-reduces its gradient and hands
-    each replica its rows), so the loss of a replica's rows reaches the other
-    replicas' candidates as it does in one process.
+    The gather is differentiable, so the loss of a replica's rows reaches the
+    other replicas' candidates as it does in one process.
     """
     context = tf.distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:
@@ -70,19 +69,13 @@ class MultipleNegativesRankingLoss(keras.losses.Loss):
     the batch's B positives and its B * K negatives (every row's), so each
     anchor also ranks below its positive the hard negatives of the others.
 
-    Replicas: under a tf.distribute strategy each replica's anchors rank the
-    candidates of every replica (gathered), so several devices or workers
-    train as one process of the global batch would, with its B - 1 in-batch
-    negatives, not only their own share's.
+    Under a tf.distribute strategy each replica's anchors rank the
+    candidates of every replica (gathered), as one process of the global
+    batch would.
 
-    Duplicates: a pair's text that appears twice in a batch would make the
-    other copy a false negative (the model is pushed away from its own
-    positive). A candidate is therefore left out of row i's negatives when
-    it is the same text as positive i (a positive or a negative of another
-    pair), or when it is positive j and anchor j is the same text as
-    anchor i; texts are compared by a 24-bit hash (`y_true`), so two
-    different texts collide with probability about 2^-24 per pair (one
-    negative fewer, never a wrong target).
+    A candidate that is the same text as positive i, or positive j of an
+    anchor j equal to anchor i, is left out of row i's negatives (it would
+    be a false negative); texts are compared by a 24-bit hash (`y_true`).
 
     Args:
         scale: float > 0, multiplies the cosines before the softmax.

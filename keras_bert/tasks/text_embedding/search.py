@@ -1,9 +1,7 @@
 """Cosine similarity and exact top-k search over embeddings held in memory (numpy).
 
-For a corpus that fits in memory (a few hundred thousand vectors): every
-query is scored against every row. A user with millions of vectors hands
-`EmbeddingIndex.embeddings` (float32 [N, D], or the saved .npy) to their own
-vector index.
+For a corpus that fits in memory: every query is scored against every row.
+For millions of vectors, hand `EmbeddingIndex.embeddings` to a vector index.
 """
 
 import numpy as np

@@ -10,10 +10,8 @@ weights, vocab.txt) plus its pipeline of modules:
   1_Pooling/config.json        pooling_mode_mean_tokens / _cls_token / _max_tokens
   sentence_bert_config.json    max_seq_length: the length it truncates texts to
 
-`read_sentence_transformers` turns those into `BertTextEmbedder` arguments,
-so `from_pretrained` embeds as sentence-transformers does without the user
-choosing. A module keras_bert cannot reproduce (Dense, a pooling mode other
-than one of mean / cls / max) is refused by name rather than skipped.
+A module keras_bert cannot reproduce (Dense, a pooling mode other than mean /
+cls / max) is refused by name rather than skipped.
 """
 
 import json

@@ -5,31 +5,20 @@ The strategies are those of transformers' token-classification pipeline
 that the export's `entities` signature and `BertTokenClassifier.predict(...,
 aggregation_strategy=...)` share this one implementation:
 
-- "none": every piece whose label is not "O" is an entity of its own
-  (its label without the B-/I- prefix, as in the other strategies, where
-  transformers keeps "B-PER" here: one schema for every strategy; the
-  `tag` signature keeps the full labels).
-- "simple": adjacent pieces are grouped by their own labels: a piece joins
-  the previous group when it has the same entity type and does not start
-  with "B-"; a "B-", another type, or the first piece starts a new group.
-  An "I-" after "O" or after another type therefore starts an entity too.
-- "first": word level. A word (a piece that is not a "##" continuation,
-  with the "##" pieces after it; an [UNK] word is one piece) takes the
-  label and score of its first piece; words are then grouped as in
-  "simple". The tagger is trained with each word's tag on its first piece
-  (CoNLL reader, `fit` on word lists), so this is the export's default.
+- "none": every piece whose label is not "O" is an entity of its own, its
+  label without the B-/I- prefix (transformers keeps "B-PER" here).
+- "simple": a piece joins the previous group when it has the same entity
+  type and does not start with "B-".
+- "first": word level (a piece and the "##" pieces after it): a word takes
+  the label and score of its first piece, where the tagger learns its tag;
+  words are then grouped as in "simple". The export's default.
 - "max": word level; a word takes the label and score of its piece with
   the highest score (the first such piece on ties).
 
-Label names "B-X" and "I-X" have the entity type X; a name without such a
-prefix ("PER", IOB files without B-, "O") counts as "I-" of itself. Groups of
-type "O" are dropped. An entity's score is the mean of its units' scores
-(pieces for "simple", words for "first"/"max"; a unit's score is the
-probability of its label); its `start`/`end` are character offsets
-(Unicode code points) in the ORIGINAL text, from its first unit's start to
-its last unit's end, and its `text` is that slice of the original string
-(`text[start:end]` in Python), whatever the tokenizer's lower-casing,
-accent stripping or [UNK] did.
+A name without a B-/I- prefix counts as "I-" of itself; groups of type "O"
+are dropped. An entity's score is the mean of its units' label
+probabilities; `start`/`end` are code point offsets in the ORIGINAL text and
+`text` is `text[start:end]`, whatever the tokenizer's normalization did.
 """
 
 import tensorflow as tf

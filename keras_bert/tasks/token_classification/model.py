@@ -30,21 +30,17 @@ class BertTokenClassifier(WindowedTask, DenseHeadTask):
         label_names: optional list of `num_classes` tag strings (e.g. "B-PER").
         windows: None (texts are truncated at max_seq_length), or a dict
             {"stride": 128, "max_windows": 8}: `predict` on strings and
-            exports read a long text as overlapping windows of
-            max_seq_length, `stride` tokens apart (at most `max_windows`;
-            later tokens are not listed), and each token takes its label
-            from the window where it has the most context (the SQuAD
-            recipe's max-context rule). The result then also has
-            `num_windows` [batch]. Saved in task.json; `set_windows`
-            changes it. `fit` and `evaluate` are unchanged.
+            exports read a long text as overlapping windows, and each token
+            takes its label from the window where it has the most context;
+            the result then also has `num_windows` [batch]. Saved in
+            task.json; `set_windows` changes it.
 
     With a preprocessor (`from_pretrained` attaches one), `predict(texts)`
     on strings returns what the export's `tag` signature returns, from the
     same code: a dict of [batch, tokens] numpy arrays `tokens`, `label`,
     `label_id`, `probability`, `start`, `end` (character offsets in the
-    text), `word_start` and `mask`; lists, 1-D arrays and string datasets
-    give this same dict (pairs and 2-D string arrays are refused). On the
-    integer input dict it returns the logits, as any Keras model.
+    text), `word_start` and `mask` (pairs are refused). On the integer
+    input dict it returns the logits.
 
     Example:
     >>> tagger = BertTokenClassifier(encoder, num_classes=9)

@@ -34,14 +34,11 @@ class TokenClassifierServingModule(BertServingModule):
         start, end   int32    its character offsets in `text` (-1 on padding)
         score        float32  mean score of its pieces / words (0 on padding)
         num_entities int32 [B]
-    A model with `windows` (`BertTokenClassifier(windows=...)`, task.json
-    task_config "windows") reads each text as overlapping windows of
-    max_seq_length (`keras_bert.text.windows.text_windows`: `stride` tokens
-    apart, at most `max_windows`), all windows of the request in one batch;
-    each token's label and probability come from the window where it has
-    the most context (run_squad.py's max-context rule). T is then the most
-    tokens the windows read of a text (later tokens are not listed), and
-    tag also returns
+    A model with `windows` reads each text as overlapping windows
+    (`keras_bert.text.windows.text_windows`), all in one batch; each token's
+    label and probability come from the window where it has the most
+    context. T is then the most tokens the windows read of a text, and tag
+    also returns
         num_windows  int32 [B]  windows read of each text
 
     Args:
