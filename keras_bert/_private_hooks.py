@@ -141,6 +141,16 @@ PRIVATE_HOOKS = (
         called_from=None,
     ),
     PrivateHook(
+        owner="keras.src.saving.saving_lib",
+        name="load_weights_only",
+        used_in="keras_bert/models/model_dir.py",
+        why="from_pretrained loads a model directory's weights into a task "
+        "compiled at construction without touching its optimizer "
+        "(objects_to_skip=[optimizer]): the file holds no optimizer state, and "
+        "Model.load_weights refuses an optimizer whose variables it lacks.",
+        called_from=None,
+    ),
+    PrivateHook(
         owner="sys",
         name="_base_executable",
         used_in="keras_bert/export/runtime_check.py",

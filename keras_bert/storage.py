@@ -347,7 +347,7 @@ def _staging_entries(target, prefix):
             for n in names if n.startswith(start)]
 
 
-def _writer_gone(path):
+def writer_gone(path):
     """Whether the writer of the staging prefix `path` provably ended: this
     process, out of its `commit_dir`, or a process of this host that is gone."""
     match = staging.writer_of(os.path.basename(path))
@@ -409,7 +409,7 @@ def recover_dir(target, prefix, writer=False):
         if current is not None or not complete:
             break
         _, path, manifest = complete[-1]
-        if _writer_gone(path):
+        if writer_gone(path):
             _roll_forward(path, target, manifest)
             current = manifest
             break
@@ -427,7 +427,7 @@ def recover_dir(target, prefix, writer=False):
                 f"{target} again.")
         time.sleep(0.1)
     for path, _ in entries:
-        if exists(path) and _writer_gone(path):
+        if exists(path) and writer_gone(path):
             remove(path)
     return current
 

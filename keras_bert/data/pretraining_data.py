@@ -583,7 +583,7 @@ def _recover_remote(output_dir):
             continue
         if storage.exists(storage.join(staging, _JOURNAL)):
             _roll_forward(output_dir, staging)
-        elif storage._ended(staging):
+        elif storage.writer_gone(staging):
             storage.remove(staging)
 
 

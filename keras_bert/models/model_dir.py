@@ -187,6 +187,21 @@ def save_model_weights(model, path):
     saving_lib.save_weights_only(model, path, objects_to_skip=[optimizer])
 
 
+def load_model_weights(model, path):
+    """`model.load_weights(path)` without the optimizer: a model directory holds none.
+
+    A task is compiled at construction, and its optimizer may already hold
+    variables that the file (saved by `save_model_weights`) has no values for.
+    """
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None:
+        model.load_weights(path)
+        return
+    from keras.src.saving import saving_lib
+
+    saving_lib.load_weights_only(model, path, objects_to_skip=[optimizer])
+
+
 def weights_checksum(h5_file):
     """sha256 (hex) of the arrays of an open h5py File, in sorted name order.
 
@@ -514,7 +529,7 @@ def _load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
     check_weights(weights_path, model, config, config_path)
     check_checksum(weights_path)
     try:
-        model.load_weights(weights_path)
+        load_model_weights(model, weights_path)
     except (ValueError, KeyError, OSError) as e:
         raise ValueError(
             f"Could not load {weights_path} into a {type(model).__name__} built from "

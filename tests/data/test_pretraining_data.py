@@ -300,3 +300,22 @@ def test_records_are_packed_by_bert_packer(tmp_path):
             assert original[positions[0]] not in (2, 3)
             unchanged = [i for i in range(8) if i not in positions]
             assert [record["token_ids"][i] for i in unchanged] == [original[i] for i in unchanged]
+
+
+def test_a_remote_recovery_removes_only_the_staging_of_a_writer_that_ended():
+    from keras_bert import staging, storage
+    from keras_bert.data.pretraining_data import recover_data_dir
+
+    output = "ram://recover-pretraining/data"
+    storage.makedirs(output)
+    owner = staging.owner_prefix(".tmp-pretraining-")
+    gone = storage.join(output, f"{owner}pid999999999-{staging.host_name()}-abc")
+    parent = os.getppid()  # A live process of this host (not this one).
+    live = storage.join(output, f"{owner}pid{parent}.{staging.process_start(parent)}-"
+                                f"{staging.host_name()}-def")
+    for folder in (gone, live):
+        storage.makedirs(folder)
+        storage.write_bytes(storage.join(folder, "part.tfrecord"), b"x")
+    recover_data_dir(output)
+    assert not storage.exists(gone)  # No journal, and PID 999999999 runs nowhere here.
+    assert storage.exists(storage.join(live, "part.tfrecord"))  # Its writer may still run.
