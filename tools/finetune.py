@@ -91,6 +91,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import _cli  # noqa: E402
+from keras_bert.training.distribute import CLUSTER_TIMEOUT  # noqa: E402
 from keras_bert.training.finetune_fields import FinetuneFields  # noqa: E402
 
 
@@ -119,9 +120,8 @@ def build_parser(tasks=None):
         help="Replace --output if it is a model directory keras_bert wrote.")
     add("--checkpoint-dir", default=None,
         help="Resumable checkpoints (default: OUTPUT.checkpoints, removed at the end).")
-    add("--cluster-timeout", type=float, default=None, metavar="SECONDS",
-        help="Multi-worker: how long to wait for the other workers to start (default: "
-             "docs/cluster.md).")
+    add("--cluster-timeout", type=float, default=CLUSTER_TIMEOUT, metavar="SECONDS",
+        help="Multi-worker: how long to wait for the other workers to start.")
 
     # A flag per FinetuneOptions field: its name, default and help are the field's.
     _cli.add_options(parser, FinetuneFields, default_group="training")

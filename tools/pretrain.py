@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import _cli  # noqa: E402
+from keras_bert.training.distribute import CLUSTER_TIMEOUT  # noqa: E402
 
 
 def _flag(name):
@@ -103,9 +104,9 @@ def build_parser():
                        help="auto: TPU if named/attached, multiworker if TF_CONFIG names "
                        ">1 worker, mirrored if >1 GPU, else one device.")
     train.add_argument("--tpu", help="TPU name or grpc:// address (strategy tpu/auto).")
-    train.add_argument("--cluster-timeout", type=float, default=None, metavar="SECONDS",
-                       help="Multi-worker: how long to wait for the other workers to start "
-                       "(default: docs/cluster.md).")
+    train.add_argument("--cluster-timeout", type=float, default=CLUSTER_TIMEOUT,
+                       metavar="SECONDS",
+                       help="Multi-worker: how long to wait for the other workers to start.")
 
     out = parser.add_argument_group("output")
     out.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=True,
