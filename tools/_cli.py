@@ -23,6 +23,7 @@ import dataclasses
 import logging
 import os
 import sys
+import warnings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:  # A tool runs with the keras_bert of its own checkout.
@@ -219,12 +220,16 @@ def _import_quietly():
     the import itself still surface as Python exceptions once stderr is back.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    with _stderr_silenced():
+    # Python warnings of the import (keras_bert's TF_USE_LEGACY_KERAS one) are shown after.
+    with warnings.catch_warnings(record=True) as caught, _stderr_silenced():
         import tensorflow as tf
 
         import keras_bert  # noqa: F401 (tensorflow_text's libraries log too)
 
         tf.config.list_physical_devices()  # The device probe, while stderr is off.
+    for warning in caught:
+        warnings.showwarning(warning.message, warning.category, warning.filename,
+                             warning.lineno)
 
 
 # Every tool imports this module before keras_bert: TensorFlow loads here, quietly.

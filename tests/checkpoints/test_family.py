@@ -296,7 +296,8 @@ def test_raw_string_export_gives_the_keras_outputs(kind, tmp_path):
     keras_out = classifier.encoder(_inputs(expected))
     real = expected["padding_mask"].astype(bool)
     np.testing.assert_allclose(encoded["sequence_output"].numpy()[real],
-                               np.asarray(keras_out["sequence_output"])[real], atol=1e-5)
+                               np.asarray(keras_out["sequence_output"])[real], atol=ATOL,
+                               rtol=RTOL)
 
 
 # === Heads keras_bert maps, and the ones it leaves ===
