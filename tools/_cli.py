@@ -70,8 +70,8 @@ def task_options():
     """{task name: its options dataclass}, for every registered task that has options."""
     from keras_bert.models.registry import get_task, task_names
 
-    return {name: get_task(name).options for name in task_names()
-            if get_task(name).options is not None}
+    specs = [get_task(name) for name in task_names()]
+    return {spec.name: spec.options for spec in specs if spec.options is not None}
 
 
 def flag_name(field):
