@@ -288,6 +288,15 @@ def _digest(data):
     return hashlib.sha256(data).hexdigest()
 
 
+def file_sha256(path, block_bytes=1 << 20):
+    """sha256 (hex) of the content of the file `path` (local or remote), read in blocks."""
+    digest = hashlib.sha256()
+    with open_file(path, "rb") as f:
+        for block in iter(lambda: f.read(block_bytes), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def _read_marker(folder):
     """The parsed marker of `folder`, or None if it is missing or cut short.
 

@@ -47,7 +47,7 @@ import os
 import re
 import shutil
 
-from keras_bert import sources
+from keras_bert import sources, storage
 from keras_bert.checkpoints.convert import convert_checkpoint
 from keras_bert.checkpoints.hub import KNOWN_NAMES, locate_checkpoint
 from keras_bert.checkpoints.source import CheckpointError
@@ -97,11 +97,7 @@ def file_sha256(path):
             saved = json.load(f)
         if saved["path"] == real and saved["stat"] == stat:
             return saved["sha256"]
-    digest = hashlib.sha256()
-    with open(real, "rb") as f:
-        for block in iter(lambda: f.read(_BLOCK_BYTES), b""):
-            digest.update(block)
-    value = digest.hexdigest()
+    value = storage.file_sha256(real, _BLOCK_BYTES)
     if _stat_key(real) == stat:  # Not written to while it was read.
         with contextlib.suppress(OSError):
             write_text_atomic(sidecar, json.dumps(

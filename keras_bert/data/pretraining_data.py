@@ -704,14 +704,6 @@ def _write_shards(input_files, output_dir, vocab_file, config, num_shards, num_w
     return shards
 
 
-def _content_sha256(path):
-    digest = hashlib.sha256()
-    with tf.io.gfile.GFile(os.fspath(path), "rb") as f:
-        for block in iter(lambda: f.read(16 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def data_identity(input_files, vocab_file, config, num_shards):
     """"sha256:<hex>" of what decides a data set's records: the settings, the
     vocabulary, the input files (paths as given, and a sha256 of each one's
@@ -724,7 +716,7 @@ def data_identity(input_files, vocab_file, config, num_shards):
         "config": dataclasses.asdict(config),
         "vocab_hash": vocab_hash(vocab_file),
         "input_files": [os.fspath(p) for p in input_files],
-        "input_sha256": [_content_sha256(p) for p in input_files],
+        "input_sha256": [storage.file_sha256(p, 16 << 20) for p in input_files],
         "num_shards": int(num_shards),
     }
     return "sha256:" + hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
