@@ -99,7 +99,8 @@ def test_fine_tuned_roberta_heads_load_with_their_outputs(head, task_class, key,
 def test_distilroberta_shaped_folder_converts_with_the_numeric_check(tmp_path):
     folder = make_family_folder(str(tmp_path / "hf"), "roberta", num_hidden_layers=6, seed=5)
     report = convert_checkpoint(folder, str(tmp_path / "model"), check=True)
-    assert report.config.num_layers == 6
+    assert report.config.num_layers == 6 and " L=6 " in report.summary()
+    assert "segments=1" in report.summary()
     assert report.reference.startswith("transformers")
     assert set(report.max_abs_diff) >= {"sequence_output", "mlm_logits"}
     encoder = BertEncoder.from_pretrained(str(tmp_path / "model"))
