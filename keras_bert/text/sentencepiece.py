@@ -179,6 +179,36 @@ def _proto_from_tokenizer_json(text, what):
     return _write_model_proto(pieces, charsmap)
 
 
+def _invalid_utf8_as_spaces(texts):
+    """Each byte of an invalid UTF-8 sequence as a space.
+
+    transformers sees such text decoded with U+FFFD in their place, which
+    XLM-R's normalization makes a space; SentencePiece would make each an
+    `<unk>`. Byte lengths (and so offsets) are kept.
+
+    Args:
+        texts: string Tensor [batch].
+    """
+    invalid = tf.not_equal(
+        tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace"), texts)
+    rows = tf.cast(invalid, tf.int32)
+    valid_texts, invalid_texts = tf.dynamic_partition(texts, rows, 2)
+    chars, starts = tf.strings.unicode_decode_with_offsets(
+        invalid_texts, "UTF-8", errors="replace")
+    rows_of = starts.value_rowids()
+    flat = starts.flat_values
+    last = tf.equal(tf.range(tf.size(flat, tf.int64)), tf.gather(starts.row_limits(), rows_of) - 1)
+    ends = tf.where(last, tf.gather(tf.cast(tf.strings.length(invalid_texts), tf.int64), rows_of),
+                    tf.concat([flat[1:], [0]], axis=0))
+    original = tf.strings.substr(tf.gather(invalid_texts, rows_of), flat, ends - flat)
+    bad = tf.equal(chars.flat_values, 0xFFFD) & tf.not_equal(original, "\ufffd")
+    pieces = tf.where(bad, tf.strings.substr(tf.fill(tf.shape(flat), "    "), tf.zeros_like(flat), ends - flat),
+                      original)
+    fixed = tf.strings.reduce_join(starts.with_flat_values(pieces), axis=1)
+    return tf.dynamic_stitch(
+        tf.dynamic_partition(tf.range(tf.size(texts)), rows, 2), [valid_texts, fixed])
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class SentencePieceTokenizer(keras.layers.Layer):
     """XLM-RoBERTa's SentencePiece tokenizer, in-graph, id for id with transformers.
@@ -442,6 +472,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
 
     def _tokenize(self, texts):
         """(ids, byte starts, byte ends), RaggedTensors [batch, (tokens)]."""
+        texts = _invalid_utf8_as_spaces(texts)
         for length, pattern in _WHITESPACE_BY_LENGTH:
             texts = tf.strings.regex_replace(texts, pattern, " " * length)
         # Words (and special tokens written in the text) are tokenized one by
