@@ -191,3 +191,21 @@ def test_errors_name_the_problem(xlmr_tokenizer_folder, tmp_path):
     tokenizer = SentencePieceTokenizer.from_folder(xlmr_tokenizer_folder)
     with pytest.raises(ValueError, match="dtype=int32"):
         tokenizer(tf.constant([1]))
+
+
+def test_saved_model_runs_with_tf_serving_text_ops(xlmr_tokenizer_folder, tmp_path):
+    from keras_bert.export.op_set import missing_in_tf_text, non_core_ops
+
+    tokenizer = SentencePieceTokenizer.from_folder(xlmr_tokenizer_folder)
+    module = tf.Module()
+    module.tokenizer = tokenizer
+    module.ids = tf.function(lambda texts: {"ids": tokenizer(texts).to_tensor(-1)},
+                             input_signature=[tf.TensorSpec([None], tf.string)])
+    tf.saved_model.save(module, str(tmp_path / "sp"), signatures={"ids": module.ids})
+    # Ops of tensorflow-text 2.12, which TF Serving links.
+    assert missing_in_tf_text([str(tmp_path / "sp")]) == {}
+    assert sorted(*non_core_ops([str(tmp_path / "sp")]).values()) == [
+        "RegexSplitWithOffsets", "SentencepieceOp", "SentencepieceTokenizeWithOffsetsOp"]
+    texts = multilingual_texts(30, seed=13) + EDGE_CASES
+    got = tf.saved_model.load(str(tmp_path / "sp")).signatures["ids"](tf.constant(texts))["ids"]
+    assert [[i for i in row if i >= 0] for row in got.numpy().tolist()] == tokenizer(texts).to_list()
