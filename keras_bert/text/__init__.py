@@ -3,6 +3,7 @@
 Imports nothing from keras_bert.layers or keras_bert.models.
 """
 
+from keras_bert.text.byte_pair import BytePairTokenizer
 from keras_bert.text.masker import MaskedLMMasker
 from keras_bert.text.packer import BertPacker
 from keras_bert.text.preprocessor import BertPreprocessor
@@ -20,6 +21,7 @@ __all__ = [
     "BertPacker",
     "BertPreprocessor",
     "BertTokenizer",
+    "BytePairTokenizer",
     "MaskedLMMasker",
     "SPECIAL_TOKENS",
     "TextSettings",
