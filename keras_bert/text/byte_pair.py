@@ -67,7 +67,7 @@ def _split_words(texts):
     # tensorflow-text's regex split ends a text at its first NUL: split a
     # copy with another control character there, cut the words from `texts`.
     tokens, starts, ends = tf_text.regex_split_with_offsets(
-        tf.strings.regex_replace(texts, "\x00", "\x01"), _SPLIT, _SPLIT)
+        tf.strings.regex_replace(texts, r"\x00", "\x01"), _SPLIT, _SPLIT)
     flat = tokens.flat_values
     rows = tokens.value_rowids()
     position = tf.range(tf.size(flat, out_type=tf.int64))
@@ -163,8 +163,18 @@ def read_bpe_folder(folder):
         _check_bpe_json(model, path)
         options = _byte_level_options(config, path)
         vocabulary = dict(model.get("vocab") or {})
+        lstrip = []
         for token in config.get("added_tokens") or []:
             vocabulary[token["content"]] = token["id"]
+            if token["content"] not in _SPECIALS.values() or token.get("rstrip") or token.get(
+                    "single_word"):
+                raise ValueError(
+                    f"{path}: added token {token!r} is not one of RoBERTa's special tokens "
+                    f"{list(_SPECIALS.values())} as BytePairTokenizer runs them (no rstrip, "
+                    "no single_word).")
+            if token.get("lstrip"):
+                lstrip.append(token["content"])
+        options["lstrip_tokens"] = lstrip
         merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)
                   for m in model.get("merges") or []]
         return vocabulary, merges, options
@@ -213,7 +223,11 @@ class BytePairTokenizer(keras.layers.Layer):
             spaces it starts or ends with.
         special_tokens_in_strings: bool. False: "<mask>" in the text is
             tokenized as text. True (transformers' way): the five special
-            tokens written in the text become their ids.
+            tokens written in the text become their ids, and the text
+            between them is tokenized piece by piece.
+        lstrip_tokens: list of special tokens that, written in the text,
+            take the whitespace before them (roberta-base's tokenizer.json
+            says so of `<mask>`); `from_folder` reads them from the files.
         clean_up_tokenization_spaces: bool, `detokenize`'s default: True
             removes the space that transformers' clean-up removes before
             punctuation.
@@ -237,7 +251,7 @@ class BytePairTokenizer(keras.layers.Layer):
     pair_separator = 2
 
     def __init__(self, vocabulary=None, merges=None, add_prefix_space=False,
-                 trim_offsets=True, special_tokens_in_strings=False,
+                 trim_offsets=True, special_tokens_in_strings=False, lstrip_tokens=(),
                  clean_up_tokenization_spaces=False, **kwargs):
         super().__init__(**kwargs)
         for name, value in (("add_prefix_space", add_prefix_space),
@@ -249,6 +263,10 @@ class BytePairTokenizer(keras.layers.Layer):
         self.add_prefix_space = add_prefix_space
         self.trim_offsets = trim_offsets
         self.special_tokens_in_strings = special_tokens_in_strings
+        if isinstance(lstrip_tokens, str) or not set(lstrip_tokens) <= set(_SPECIALS.values()):
+            raise ValueError(f"Expected lstrip_tokens to be a list of {list(_SPECIALS.values())}. "
+                             f"Received: lstrip_tokens={lstrip_tokens!r}")
+        self.lstrip_tokens = sorted(lstrip_tokens)
         self.clean_up_tokenization_spaces = clean_up_tokenization_spaces
         self._vocabulary = None
         if (vocabulary is None) != (merges is None):
@@ -332,6 +350,10 @@ class BytePairTokenizer(keras.layers.Layer):
         self._token_to_id = dict(vocabulary)
         self._merges = pairs
         self._special_ids = sorted({vocabulary[t] for t in _SPECIALS.values()})
+        # Leftmost, then longest (tokenizers' added vocabulary).
+        self._special_pattern = "|".join(
+            (f"[{_SPACE}]*" if t in self.lstrip_tokens else "") + re.escape(t)
+            for t in sorted(_SPECIALS.values(), key=len, reverse=True))
         with tf.init_scope(), tf.device("/CPU:0"):
             self._size = tf.constant(size, tf.int64)
             self._merge_table = tf.lookup.StaticHashTable(
@@ -348,6 +370,11 @@ class BytePairTokenizer(keras.layers.Layer):
             self._trailing_spaces = tf.constant(
                 [len(t) - len(t.rstrip("\u0120")) for t in tokens], tf.int64)
             self._vocab_tensor = tf.constant(tokens, tf.string)
+            self._special_table = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(
+                    tf.constant(list(_SPECIALS.values())),
+                    tf.constant([vocabulary[t] for t in _SPECIALS.values()], tf.int32)),
+                default_value=-1)
             # Character (code point < 324) -> its byte, for detokenize.
             char_bytes = [chr(c).encode("utf-8") for c in range(324)]
             for byte, char in enumerate(chars):
@@ -473,17 +500,83 @@ class BytePairTokenizer(keras.layers.Layer):
         pieces = tf.RaggedTensor.from_value_rowids(ids, word, nrows=tf.cast(num_words, tf.int64))
         return tf.gather(pieces, index)
 
+    def _segments(self, texts):
+        """Valid UTF-8 texts [batch] -> (segments, starts, row_splits, special).
+
+        With `special_tokens_in_strings`, each text is cut into the special
+        tokens written in it (with the whitespace before an `lstrip_tokens`
+        one) and the text between them, as transformers' added vocabulary
+        does; else each text is one segment. `segments`: string [segments],
+        `starts`: int64 [segments], byte offset in its text; `row_splits`:
+        int64 [batch + 1]; `special`: int32 [segments], the special token's
+        id or -1 for text.
+        """
+        if not self.special_tokens_in_strings:
+            size = tf.size(texts, out_type=tf.int64)
+            return texts, tf.zeros([size], tf.int64), tf.range(size + 1), -tf.ones([size], tf.int32)
+        # The NUL-safe copy, as in `_split_words`.
+        parts, starts, ends = tf_text.regex_split_with_offsets(
+            tf.strings.regex_replace(texts, r"\x00", "\x01"), self._special_pattern,
+            self._special_pattern)
+        rows = parts.value_rowids()
+        starts, ends = starts.flat_values, ends.flat_values
+        segments = tf.strings.substr(tf.gather(texts, rows), starts, ends - starts)
+        special = tf.where(tf.strings.regex_full_match(segments, self._special_pattern),
+                           self._special_table.lookup(tf.strings.regex_replace(
+                               segments, f"^[{_SPACE}]+", "")), -1)
+        return segments, starts, parts.row_splits, special
+
+    def _tokenize(self, inputs, offsets):
+        """(ids, starts, ends, leads, row_splits, texts): flat ids, the texts
+        as valid UTF-8, and with `offsets` each token's byte span in its text
+        and the spaces `trim_offsets` may leave out of its start."""
+        texts = tf.strings.unicode_transcode(inputs, "UTF-8", "UTF-8", errors="replace",
+                                             replacement_char=0xFFFD)
+        segments, segment_starts, segment_splits, special = self._segments(texts)
+        words, word_starts, _, prefixed = self._words(tf.where(special >= 0, "", segments))
+        pieces = self._merge(words.flat_values)
+        ids = pieces.flat_values
+        values = [ids]
+        if offsets:
+            piece_word = pieces.value_rowids()
+            length = tf.cast(tf.gather(self._token_bytes, ids), tf.int64)
+            # (pieces,) byte spans in the segment that add_prefix_space made.
+            before = tf.cumsum(length, exclusive=True)
+            start = (tf.gather(word_starts.flat_values, piece_word) + before
+                     - tf.gather(before, tf.gather(pieces.row_splits, piece_word)))
+            end = start + length
+            # Its space is aligned to the first character, at byte 0.
+            segment = tf.gather(words.value_rowids(), piece_word)
+            shift = tf.gather(prefixed, segment)
+            base = tf.gather(segment_starts, segment)
+            values += [tf.maximum(start - shift, 0) + base, tf.maximum(end - shift, shift) + base,
+                       tf.gather(self._leading_spaces, ids)]
+        # [segments, (pieces)], then the special tokens' segments: one id each.
+        splits = tf.gather(pieces.row_splits, words.row_splits)
+        values = [tf.RaggedTensor.from_row_splits(v, splits, validate=False) for v in values]
+        if self.special_tokens_in_strings:
+            is_special = special >= 0
+            one = tf.RaggedTensor.from_row_lengths(
+                tf.boolean_mask(special, is_special), tf.cast(is_special, tf.int64), validate=False)
+            # A special token spans what it matched; the whitespace it took
+            # counts as its leading spaces for trim_offsets.
+            ends = segment_starts + tf.cast(tf.strings.length(segments), tf.int64)
+            taken = tf.cast(tf.strings.length(segments, unit="UTF8_CHAR") - tf.gather(
+                self._token_bytes, tf.maximum(special, 0)), tf.int64)
+            extra = [one] + [one.with_flat_values(tf.boolean_mask(x, is_special))
+                             for x in (segment_starts, ends, taken)][:len(values) - 1]
+            values = [tf.concat([v, e], axis=1) for v, e in zip(values, extra)]
+        row_splits = tf.gather(values[0].row_splits, segment_splits)
+        flat = [v.flat_values for v in values] + [None] * (4 - len(values))
+        return (*flat, row_splits, texts)
+
     def __call__(self, inputs, *args, **kwargs):
         return super().__call__(as_string_tensor(inputs), *args, **kwargs)
 
     def call(self, inputs):
         inputs, scalar = self._prepare(inputs)
-        texts = tf.strings.unicode_transcode(inputs, "UTF-8", "UTF-8", errors="replace",
-                                             replacement_char=0xFFFD)
-        words = self._words(texts)[0]
-        pieces = self._merge(words.flat_values)
-        ids = tf.RaggedTensor.from_row_splits(
-            pieces.flat_values, tf.gather(pieces.row_splits, words.row_splits), validate=False)
+        ids, _, _, _, row_splits, _ = self._tokenize(inputs, offsets=False)
+        ids = tf.RaggedTensor.from_row_splits(ids, row_splits, validate=False)
         return ids[0] if scalar else ids
 
     def tokenize_with_offsets(self, inputs, unit="BYTE"):
@@ -505,23 +598,9 @@ class BytePairTokenizer(keras.layers.Layer):
         if unit not in _OFFSET_UNITS:
             raise ValueError(f"Expected unit to be one of {_OFFSET_UNITS}. Received: unit={unit!r}")
         inputs, scalar = self._prepare(inputs)
-        texts = tf.strings.unicode_transcode(inputs, "UTF-8", "UTF-8", errors="replace",
-                                             replacement_char=0xFFFD)
-        words, word_starts, _, prefixed = self._words(texts)
-        pieces = self._merge(words.flat_values)
-        ids = pieces.flat_values
-        piece_word = pieces.value_rowids()
-        length = tf.cast(tf.gather(self._token_bytes, ids), tf.int64)
-        # (pieces,) byte spans in the text that add_prefix_space made.
-        before = tf.cumsum(length, exclusive=True)
-        start = (tf.gather(word_starts.flat_values, piece_word) + before
-                 - tf.gather(before, tf.gather(pieces.row_splits, piece_word)))
-        end = start + length
-        # Its space is aligned to the first character: byte 0 of the text.
-        row = tf.gather(words.value_rowids(), piece_word)
-        shift = tf.gather(prefixed, row)
-        start = tf.maximum(start - shift, 0)
-        end = tf.maximum(end - shift, shift)
+        ids, start, end, lead, row_splits, texts = self._tokenize(inputs, offsets=True)
+        position = tf.range(tf.size(ids, out_type=tf.int64))
+        row = tf.searchsorted(row_splits, position, side="right") - 1
         # Whole characters, as code point offsets: the same in `inputs` (one
         # U+FFFD per invalid sequence). A piece ends with the character
         # holding its last byte.
@@ -535,11 +614,9 @@ class BytePairTokenizer(keras.layers.Layer):
         end = tf.searchsorted(flat_starts, end - 1 + base, side="right",
                               out_type=tf.int64) - first_char
         if self.trim_offsets:  # tokenizers' byte_level process_offsets.
-            lead = tf.gather(self._leading_spaces, ids)
             trail = tf.gather(self._trailing_spaces, ids)
             if self.add_prefix_space:
-                is_first = tf.equal(tf.range(tf.size(ids, out_type=tf.int64)),
-                                    tf.gather(tf.gather(pieces.row_splits, words.row_splits), row))
+                is_first = tf.equal(position, tf.gather(row_splits, row))
                 lead = tf.where((is_first | tf.equal(start, 0)) & tf.equal(lead, 1),
                                 tf.zeros_like(lead), lead)
             start = tf.minimum(start + lead, end)
@@ -552,7 +629,6 @@ class BytePairTokenizer(keras.layers.Layer):
                 [orig_starts, tf.cast(tf.strings.length(inputs), tf.int64)[:, None]], axis=1)
             offset = tf.gather(bounds.row_splits, row)
             start, end = (tf.gather(bounds.flat_values, x + offset) for x in (start, end))
-        row_splits = tf.gather(pieces.row_splits, words.row_splits)
         outputs = tuple(tf.RaggedTensor.from_row_splits(tf.cast(x, tf.int32), row_splits,
                                                         validate=False)
                         for x in (ids, start, end))
@@ -645,6 +721,7 @@ class BytePairTokenizer(keras.layers.Layer):
             "add_prefix_space": self.add_prefix_space,
             "trim_offsets": self.trim_offsets,
             "special_tokens_in_strings": self.special_tokens_in_strings,
+            "lstrip_tokens": list(self.lstrip_tokens),
             "clean_up_tokenization_spaces": self.clean_up_tokenization_spaces,
         })
         return config

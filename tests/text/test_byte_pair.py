@@ -97,6 +97,50 @@ def test_add_prefix_space_matches_transformers(roberta_tokenizer_folder, referen
         words, is_split_into_words=True, add_special_tokens=False)["input_ids"]
 
 
+def _special_texts():
+    swap = {"[MASK]": " <mask>", "[CLS]": "<s>", "[SEP]": "</s>", "[PAD]": "<pad>", "[UNK]": "<unk>"}
+    texts = []
+    for text in hard_texts(150, seed=5):
+        for old, new in swap.items():
+            text = text.replace(old, new)
+        texts.append(text)
+    return ["hello <mask> world", "a<mask>b", "  <mask>  x", "<s></s><pad><unk><mask>",
+            "\u3000<mask>", "\x00<mask>\x00", "<mas k> <s"] + texts
+
+
+@pytest.mark.parametrize("lstrip,add_prefix_space", [(False, False), (True, False), (True, True)])
+def test_special_tokens_in_strings_match_transformers(roberta_tokenizer_folder, tmp_path, lstrip,
+                                                      add_prefix_space):
+    from transformers import RobertaTokenizerFast
+
+    # tokenizer.json alone; `<mask>` takes the whitespace before it, as in roberta-base's.
+    config = json.load(open(os.path.join(roberta_tokenizer_folder, "tokenizer.json")))
+    for token in config["added_tokens"]:
+        token["lstrip"] = lstrip and token["content"] == "<mask>"
+    (tmp_path / "tokenizer.json").write_text(json.dumps(config))
+    reference = RobertaTokenizerFast.from_pretrained(str(tmp_path), add_prefix_space=add_prefix_space)
+    tokenizer = BytePairTokenizer.from_folder(str(tmp_path), add_prefix_space=add_prefix_space,
+                                              special_tokens_in_strings=True)
+    assert tokenizer.lstrip_tokens == (["<mask>"] if lstrip else [])
+    texts = _special_texts()
+    ids, starts, ends = tokenizer.tokenize_with_offsets(texts, unit="UTF8_CHAR")
+    assert ids.to_list() == _reference_ids(reference, texts) == tokenizer(texts).to_list()
+    got = [list(zip(a, b)) for a, b in zip(starts.to_list(), ends.to_list())]
+    assert got == _reference_offsets(reference, texts, "UTF8_CHAR")
+
+
+def test_untrimmed_offsets_match_transformers(reference):
+    from transformers import RobertaTokenizerFast
+
+    reference = RobertaTokenizerFast.from_pretrained(reference.name_or_path, trim_offsets=False,
+                                                     split_special_tokens=True)
+    tokenizer = BytePairTokenizer.from_folder(reference.name_or_path, trim_offsets=False)
+    texts = _texts()
+    _, starts, ends = tokenizer.tokenize_with_offsets(texts, unit="UTF8_CHAR")
+    got = [list(zip(a, b)) for a, b in zip(starts.to_list(), ends.to_list())]
+    assert got == _reference_offsets(reference, texts, "UTF8_CHAR")
+
+
 def test_invalid_utf8_is_replaced_and_offsets_point_into_the_bytes(tokenizer, reference):
     # Each invalid sequence is one U+FFFD, as Python's errors="replace"; `bounds` are
     # each text's character starts in the bytes, and its length.
