@@ -230,9 +230,9 @@ def config_from_family(values, path):
             raise CheckpointError(
                 f"{path}: max_position_embeddings={positions!r}; a {model_type} model counts "
                 f"positions from pad_token_id + 1 = {offset}, so it needs more than {offset}.")
+        # RobertaModel has BERT's pooler; a sequence classifier's is its classifier.dense.
         return config_from_bert_keys(
-            {**values, "max_position_embeddings": positions - offset}, path,
-            pooler_act="tanh")
+            {**values, "max_position_embeddings": positions - offset}, path)
     check_bert_keys(values, path, "an ELECTRA")
     # E = H (ELECTRA-base, -large) needs no projection: BERT's tables.
     size = values.get("embedding_size", values["hidden_size"])
