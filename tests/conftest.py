@@ -268,30 +268,33 @@ def minilm_model_dir(tmp_path_factory, minilm_source):
 
 # === Tiny RoBERTa, XLM-R and BertModel + SentencePiece folders (transformers' save_pretrained) ===
 
-def _family_folder(tmp_path_factory, model_type):
+def _family_folder(tmp_path_factory, model_type, tokenizer_folder):
     pytest.importorskip("torch")
     from tests.checkpoints.conftest import make_family_folder
 
     return built_once(tmp_path_factory, f"family-{model_type}", lambda root: make_family_folder(
-        root, model_type, head="ForMaskedLM" if model_type != "bert" else "Model"))
+        root, model_type, tokenizer_folder,
+        head="ForMaskedLM" if model_type != "bert" else "Model"))
 
 
 @pytest.fixture(scope="session")
-def tiny_roberta_folder(tmp_path_factory):
-    """A 2-layer RobertaForMaskedLM folder (with RobertaModel's pooler): see make_family_folder."""
-    return _family_folder(tmp_path_factory, "roberta")
+def tiny_roberta_folder(tmp_path_factory, roberta_tokenizer_folder):
+    """A 2-layer RobertaForMaskedLM folder (with RobertaModel's pooler) and its byte-level BPE
+    files: see tests/checkpoints/conftest.py make_family_folder."""
+    return _family_folder(tmp_path_factory, "roberta", roberta_tokenizer_folder)
 
 
 @pytest.fixture(scope="session")
-def tiny_xlmr_folder(tmp_path_factory):
-    """A 2-layer XLMRobertaForMaskedLM folder (with the pooler)."""
-    return _family_folder(tmp_path_factory, "xlm-roberta")
+def tiny_xlmr_folder(tmp_path_factory, xlmr_tokenizer_folder):
+    """A 2-layer XLMRobertaForMaskedLM folder (with the pooler) and its SentencePiece files."""
+    return _family_folder(tmp_path_factory, "xlm-roberta", xlmr_tokenizer_folder)
 
 
 @pytest.fixture(scope="session")
-def tiny_bert_sp_folder(tmp_path_factory):
-    """A 2-layer BertModel folder in paraphrase-multilingual-MiniLM's layout (pad_token_id 1)."""
-    return _family_folder(tmp_path_factory, "bert")
+def tiny_bert_sp_folder(tmp_path_factory, xlmr_tokenizer_folder):
+    """A 2-layer BertModel folder with XLM-R's SentencePiece files: the layout of
+    paraphrase-multilingual-MiniLM-L12-v2."""
+    return _family_folder(tmp_path_factory, "bert", xlmr_tokenizer_folder)
 
 
 def roberta_training_texts():

@@ -8,7 +8,10 @@ A folder holds
     tokenizer.json                 the fast tokenizer: its WordPiece model's vocabulary
                                    (what transformers 5 writes instead of vocab.txt;
                                    preferred to vocab.txt when both are there) and its
-                                   BertNormalizer's casing and accent options
+                                   BertNormalizer's casing and accent options; or XLM-R's
+                                   Unigram model, or RoBERTa's byte-level BPE
+    sentencepiece.bpe.model        XLM-R's SentencePiece model (`SentencePieceTokenizer`)
+    vocab.json, merges.txt         RoBERTa's byte-level BPE (`BytePairTokenizer`)
     tokenizer_config.json          optional; gives do_lower_case (our lowercase)
 Tensor names are `embeddings.word_embeddings.weight`, `encoder.layer.0.attention.
 self.query.weight`, ... with a `bert.` prefix in models that carry heads
@@ -327,14 +330,18 @@ def read_huggingface_checkpoint(path):
     weights_file = weights_file or find_weights_file(folder)
     tensors = load_tensors(weights_file)
     vocab_warnings = []
-    vocab_file = read_vocabulary(folder, vocab_warnings)
-    if os.path.dirname(vocab_file) != folder:  # tokenizer.json's, written out.
-        num_tokens = count_vocab_lines(vocab_file)
-        if num_tokens != config.vocab_size:
-            raise CheckpointError(
-                f"Vocabulary size mismatch: {os.path.join(folder, TOKENIZER_FILE)} has "
-                f"{num_tokens} tokens, {config_file} says vocab_size={config.vocab_size}. "
-                f"Use the tokenizer files that were released with these weights.")
+    wordpiece = tokenizer_kind(folder) == "wordpiece"
+    if wordpiece:
+        vocab_file = read_vocabulary(folder, vocab_warnings)
+        written = os.path.dirname(vocab_file) != folder  # tokenizer.json's, written out.
+        num_tokens = count_vocab_lines(vocab_file) if written else None
+    else:
+        vocab_file, num_tokens = read_tokenizer_files(folder)
+    if num_tokens is not None and num_tokens != config.vocab_size:
+        raise CheckpointError(
+            f"Vocabulary size mismatch: the tokenizer of {folder} has {num_tokens} tokens, "
+            f"{config_file} says vocab_size={config.vocab_size}. Use the tokenizer files that "
+            f"were released with these weights.")
 
     source = SourceCheckpoint(
         format="huggingface",
@@ -345,8 +352,9 @@ def read_huggingface_checkpoint(path):
         vocab_file=vocab_file,
         warnings=vocab_warnings,
     )
-    source.lowercase, source.lowercase_from = read_lowercase(folder, values)
-    source.tokenizer_options = read_tokenizer_options(folder)
+    if wordpiece:  # SentencePiece and BPE files say how they normalize text.
+        source.lowercase, source.lowercase_from = read_lowercase(folder, values)
+        source.tokenizer_options = read_tokenizer_options(folder)
     prefix = _model_prefix(tensors)
     model_type = bert_family.model_type_of(values)
     if prefix is None:
@@ -547,6 +555,50 @@ def tokenizer_json_vocabulary(path):
     return tokens
 
 
+def tokenizer_kind(folder):
+    """"wordpiece", "sentencepiece" (XLM-R's) or "byte_pair" (RoBERTa's): the tokenizer a
+    Hugging Face folder's files are for, as transformers would load it (tokenizer.json's
+    model first, then the files of each kind). "wordpiece" when nothing says, so that
+    `read_vocabulary` names what is missing."""
+    model = _read_json(os.path.join(folder, TOKENIZER_FILE)).get("model")
+    model_type = model.get("type") if isinstance(model, dict) else None
+    if model_type == "WordPiece":
+        return "wordpiece"
+
+    def has(*names):
+        return all(os.path.isfile(os.path.join(folder, name)) for name in names)
+
+    if model_type is None and has(VOCAB_FILE):
+        return "wordpiece"
+    if model_type == "Unigram" or has("sentencepiece.bpe.model") or has("sentencepiece.model"):
+        return "sentencepiece"
+    if model_type == "BPE" or has("vocab.json", "merges.txt"):
+        return "byte_pair"
+    return "wordpiece"
+
+
+def read_tokenizer_files(folder):
+    """(vocabulary file, its number of ids) of a folder's SentencePiece or byte-level BPE
+    tokenizer, read by its class's `from_folder` and written once to a temporary folder
+    (deleted at exit) in a model directory's layout (`keras_bert.text.tokenizer_files`).
+
+    Raises:
+        CheckpointError: the files are missing, damaged or not the layout the class reads.
+    """
+    from keras_bert.text import BytePairTokenizer, SentencePieceTokenizer
+    from keras_bert.text.tokenizer_files import save_tokenizer_files
+
+    cls = (SentencePieceTokenizer if tokenizer_kind(folder) == "sentencepiece"
+           else BytePairTokenizer)
+    try:
+        tokenizer = cls.from_folder(folder)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{folder}: its {cls.__name__} cannot be read: {e}") from e
+    staging = tempfile.mkdtemp(prefix="keras_bert-hf-vocab-")
+    atexit.register(shutil.rmtree, staging, ignore_errors=True)
+    return save_tokenizer_files(tokenizer, staging), tokenizer.vocab_size
+
+
 def read_vocabulary(folder, warnings):
     """The vocab.txt path of a Hugging Face folder's vocabulary.
 
@@ -566,15 +618,14 @@ def read_vocabulary(folder, warnings):
     vocab_file = os.path.join(folder, VOCAB_FILE)
     tokenizer_file = os.path.join(folder, TOKENIZER_FILE)
     if not os.path.isfile(tokenizer_file):
-        _refuse_bpe(folder, vocab_file)
         return vocab_file
     tokens = tokenizer_json_vocabulary(tokenizer_file)
     if tokens is None:
-        _refuse_bpe(folder, vocab_file)
         if not os.path.isfile(vocab_file):
             raise CheckpointError(
-                f"{tokenizer_file} holds no WordPiece model (BERT's tokenizer) and the "
-                f"folder has no {VOCAB_FILE}: add the vocab.txt released with these weights.")
+                f"{tokenizer_file} holds none of the tokenizer models keras_bert reads "
+                f"(WordPiece, XLM-R's Unigram, RoBERTa's byte-level BPE) and the folder has no "
+                f"{VOCAB_FILE}: add the tokenizer files released with these weights.")
         warnings.append(f"{tokenizer_file} holds no WordPiece model; the vocabulary is "
                         f"{vocab_file}.")
         return vocab_file
@@ -600,17 +651,6 @@ def read_vocabulary(folder, warnings):
     with open(written, "w", encoding="utf-8") as f:
         f.write("\n".join(tokens) + "\n")
     return written
-
-
-def _refuse_bpe(folder, vocab_file):
-    """Raises CheckpointError when the folder's only vocabulary is a byte-level BPE one."""
-    bpe = [os.path.join(folder, n) for n in ("vocab.json", "merges.txt")]
-    if not os.path.isfile(vocab_file) and all(os.path.isfile(p) for p in bpe):
-        raise CheckpointError(
-            f"{folder} holds vocab.json + merges.txt and no {VOCAB_FILE}: its tokenizer is "
-            f"byte-level BPE (RoBERTa / GPT-2 style), not WordPiece. keras_bert tokenizes with "
-            f"WordPiece only (BERT, DistilBERT, ELECTRA); these weights were trained on other "
-            f"token ids, so they cannot be used with a WordPiece vocabulary.")
 
 
 def _first_difference(a, b):

@@ -396,8 +396,13 @@ def count_vocab_lines(vocab_file):
 
 
 def check_vocab(source):
-    """Raises CheckpointError if vocab.txt, config and embedding table disagree."""
-    num_tokens = count_vocab_lines(source.vocab_file)
+    """Raises CheckpointError if the vocabulary, config and embedding table disagree."""
+    if os.path.basename(source.vocab_file) == "vocab.txt":
+        num_tokens = count_vocab_lines(source.vocab_file)
+    else:  # Another tokenizer's files (SentencePiece, BPE), read by its class.
+        from keras_bert.text.tokenizer_files import vocabulary_size
+
+        num_tokens = vocabulary_size(source.vocab_file)
     config_size = source.config.vocab_size
     table = source.weights.get("bert/embeddings/word_embeddings")
     table_rows = None if table is None else table.shape[0]
@@ -411,7 +416,7 @@ def check_vocab(source):
                 if table_rows is not None
                 else ""
             )
-            + ". Use the vocab.txt that was released with these weights."
+            + ". Use the tokenizer files that were released with these weights."
         )
 
 

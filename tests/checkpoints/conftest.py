@@ -10,6 +10,7 @@ shows up as a difference from the ground truth.
 import contextlib
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -281,14 +282,6 @@ def stored_fixture(family, kind):
 
 # === Tiny RoBERTa, XLM-R and BertModel + SentencePiece folders, made by transformers ===
 
-# Special tokens in fairseq's order (<s> <pad> </s> <unk>, so pad_token_id is 1 as in
-# RoBERTa and XLM-R), words, then the mask token last. BertTokenizer's names stand in
-# for <s> etc. until the SentencePiece / BPE tokenizer files replace this vocab.txt.
-# 100 tokens: model_dir's h5 size check (`h5_shapes`) takes the largest array to be at
-# most max(vocab, positions, I, H) * max(H, I), which the fused QKV kernel (H x 3H) exceeds
-# below vocab_size 3H.
-FAMILY_WORDS = ["[CLS]", "[PAD]", "[SEP]", "[UNK]"] + WORDS[5:] + [
-    f"w{i}" for i in range(100 - len(WORDS))] + ["[MASK]"]
 FAMILY_CLASSES = {"roberta": ("RobertaConfig", "Roberta"),
                   "xlm-roberta": ("XLMRobertaConfig", "XLMRoberta"),
                   "bert": ("BertConfig", "Bert")}
@@ -308,12 +301,14 @@ def _randomize(model, seed):
                 param.copy_((1.0 if "embeddings" in name else 0.3) * noise)
 
 
-def make_family_folder(folder, model_type, head="ForMaskedLM", seed=0, **config):
+def make_family_folder(folder, model_type, tokenizer_folder, head="ForMaskedLM", seed=0,
+                       **config):
     """A tiny transformers model saved with save_pretrained (safetensors), random weights.
 
     The encoder is 2 layers (or `config`'s), 32 wide, 30 usable positions; RoBERTa-type
     configs have the released models' type_vocab_size 1, layer_norm_eps 1e-5 and
-    max_position_embeddings = positions + pad_token_id + 1. A head other than the encoder's
+    max_position_embeddings = positions + pad_token_id + 1, and the vocabulary of the
+    tokenizer files copied from `tokenizer_folder`. A head other than the encoder's
     own ("Model") is saved with the encoder's pooler added (as in a pretraining
     checkpoint), so that both `...Model` and `...{head}` load from the folder.
 
@@ -321,6 +316,8 @@ def make_family_folder(folder, model_type, head="ForMaskedLM", seed=0, **config)
         folder: str, created.
         model_type: "roberta", "xlm-roberta" or "bert" (BertModel weights with the
             SentencePiece layout's pad_token_id 1).
+        tokenizer_folder: str, a Hugging Face tokenizer folder (the session fixtures
+            `roberta_tokenizer_folder`, `xlmr_tokenizer_folder`): its files are copied.
         head: transformers class suffix: "Model", "ForMaskedLM",
             "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering".
         seed: int.
@@ -335,7 +332,12 @@ def make_family_folder(folder, model_type, head="ForMaskedLM", seed=0, **config)
 
     config_class, prefix = FAMILY_CLASSES[model_type]
     roberta = model_type != "bert"
-    values = dict(vocab_size=len(FAMILY_WORDS), hidden_size=32, num_hidden_layers=2,
+    os.makedirs(folder, exist_ok=True)
+    files = [n for n in os.listdir(tokenizer_folder) if n != "config.json"]
+    for name in files:
+        shutil.copy(os.path.join(tokenizer_folder, name), os.path.join(folder, name))
+    vocab_size = len(transformers.AutoTokenizer.from_pretrained(tokenizer_folder))
+    values = dict(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
                   num_attention_heads=2, intermediate_size=37, pad_token_id=1,
                   bos_token_id=0, eos_token_id=2, hidden_act="gelu",
                   max_position_embeddings=32 if roberta else 30,
@@ -359,7 +361,6 @@ def make_family_folder(folder, model_type, head="ForMaskedLM", seed=0, **config)
         tensors.update({f"{base}.{k}": v.contiguous() for k, v in encoder.state_dict().items()
                         if k.startswith("pooler.")})
         save_file(tensors, path, metadata={"format": "pt"})
-    write_vocab(os.path.join(folder, "vocab.txt"), FAMILY_WORDS)
     return folder
 
 
@@ -371,7 +372,7 @@ def family_batch(max_length=30):
     token_ids = np.ones((3, max_length), np.int32)  # <pad>
     segment_ids = np.zeros((3, max_length), np.int32)
     for row, n in enumerate(lengths):
-        token_ids[row, :n] = rng.integers(4, len(FAMILY_WORDS), n)
+        token_ids[row, :n] = rng.integers(5, 100, n)
         token_ids[row, 0], token_ids[row, n - 1] = 0, 2
     token_ids[1, 6], segment_ids[1, 7:12] = 2, 1
     padding_mask = (np.arange(max_length)[None] < np.array(lengths)[:, None]).astype(np.int32)

@@ -78,8 +78,10 @@ def test_roberta_masked_lm_logits_match_transformers(tiny_roberta_folder):
     ("ForTokenClassification", BertTokenClassifier, "logits"),
     ("ForQuestionAnswering", BertSpanLabeler, "start_logits"),
 ])
-def test_fine_tuned_roberta_heads_load_with_their_outputs(head, task_class, key, tmp_path):
-    folder = make_family_folder(str(tmp_path / "hf"), "roberta", head=head, seed=3)
+def test_fine_tuned_roberta_heads_load_with_their_outputs(head, task_class, key, tmp_path,
+                                                          roberta_tokenizer_folder):
+    folder = make_family_folder(str(tmp_path / "hf"), "roberta", roberta_tokenizer_folder,
+                                head=head, seed=3)
     # The converter's own check passes too (transformers' RobertaModel runs no
     # classifier.dense: numpy checks the pooler read from it).
     report = convert_checkpoint(folder, str(tmp_path / "model"), check=True)
@@ -100,8 +102,10 @@ def test_fine_tuned_roberta_heads_load_with_their_outputs(head, task_class, key,
         assert model.encoder.pooler.activation == "tanh"
 
 
-def test_distilroberta_shaped_folder_converts_with_the_numeric_check(tmp_path):
-    folder = make_family_folder(str(tmp_path / "hf"), "roberta", num_hidden_layers=6, seed=5)
+def test_distilroberta_shaped_folder_converts_with_the_numeric_check(
+        tmp_path, roberta_tokenizer_folder):
+    folder = make_family_folder(str(tmp_path / "hf"), "roberta", roberta_tokenizer_folder,
+                                num_hidden_layers=6, seed=5)
     report = convert_checkpoint(folder, str(tmp_path / "model"), check=True)
     assert report.config.num_layers == 6 and " L=6 " in report.summary()
     assert "segments=1" in report.summary()
@@ -126,8 +130,10 @@ def test_model_dir_config_round_trips(tiny_xlmr_folder, tmp_path):
                                   np.asarray(encoder(inputs)["sequence_output"]))
 
 
-def test_position_table_that_is_too_short_is_refused_by_name(tmp_path):
-    folder = make_family_folder(str(tmp_path / "hf"), "roberta", head="Model")
+def test_position_table_that_is_too_short_is_refused_by_name(tmp_path,
+                                                            roberta_tokenizer_folder):
+    folder = make_family_folder(str(tmp_path / "hf"), "roberta", roberta_tokenizer_folder,
+                                head="Model")
     path = os.path.join(folder, "config.json")
     with open(path) as f:
         values = json.load(f)
@@ -142,3 +148,75 @@ def test_position_table_that_is_too_short_is_refused_by_name(tmp_path):
     with pytest.raises(CheckpointError, match=r"embeddings\.position_embeddings\.weight\[2:\]: "
                                               r"expected shape \(18, 32\), found \(30, 32\)"):
         read_checkpoint(folder)
+
+
+TEXTS = ["Hello world, this is a test.", "Où est la gare ? 東京は大きい 🙂 " * 3, ""]
+PAIR = ("Where is the station? " * 4, "It's two blocks   north.")
+
+
+@pytest.mark.parametrize("model_type", list(FOLDERS))
+def test_raw_texts_give_transformers_ids_and_outputs(model_type, request, tmp_path):
+    import torch
+    import transformers
+
+    folder = request.getfixturevalue(FOLDERS[model_type])
+    out = str(tmp_path / "model")
+    report = convert_checkpoint(folder, out, check=True)  # Texts and a pair, as keras_bert packs.
+    assert report.reference.startswith("transformers")
+    encoder = BertEncoder.from_pretrained(out)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    model = getattr(transformers, transformers.AutoConfig.from_pretrained(
+        folder).architectures[0].replace("ForMaskedLM", "Model")).from_pretrained(folder).eval()
+    for columns in ((TEXTS,), ([PAIR[0]], [PAIR[1]])):
+        ours = {k: np.asarray(v) for k, v in encoder.preprocessor(
+            tuple(tf_constant(c) for c in columns)).items()}
+        # Texts longer than the 30 positions are cut as transformers' truncation=True does.
+        theirs = tokenizer(*columns, padding=True, truncation=True, max_length=30,
+                           return_tensors="pt")
+        real = ours["padding_mask"].astype(bool)
+        n = theirs["input_ids"].shape[1]
+        assert (real.sum(1) == theirs["attention_mask"].numpy().sum(1)).all()
+        np.testing.assert_array_equal(ours["token_ids"][:, :n][real[:, :n]],
+                                      theirs["input_ids"].numpy()[real[:, :n]])
+        with torch.no_grad():
+            want = model(**theirs).last_hidden_state.numpy()
+        got = np.asarray(encoder(ours)["sequence_output"])[:, :n]
+        _assert_close(got, want, real[:, :n])
+
+
+def tf_constant(texts):
+    import tensorflow as tf
+
+    return tf.constant(texts)
+
+
+def test_tokenizer_of_another_size_is_refused_by_name(tmp_path, xlmr_tokenizer_folder):
+    folder = make_family_folder(str(tmp_path / "hf"), "xlm-roberta", xlmr_tokenizer_folder,
+                                head="Model")
+    path = os.path.join(folder, "config.json")
+    with open(path) as f:
+        values = json.load(f)
+    with open(path, "w") as f:
+        json.dump({**values, "vocab_size": values["vocab_size"] + 1}, f)
+    with pytest.raises(CheckpointError, match=r"the tokenizer of .* has \d+ tokens, .*config"
+                                              r"\.json says vocab_size="):
+        read_checkpoint(folder)
+
+
+@pytest.mark.parametrize("files, kind", [
+    ({"tokenizer.json": "WordPiece", "sentencepiece.bpe.model": ""}, "wordpiece"),
+    ({"tokenizer.json": "Unigram"}, "sentencepiece"),
+    ({"tokenizer.json": "BPE", "sentencepiece.bpe.model": ""}, "sentencepiece"),
+    ({"tokenizer.json": "BPE"}, "byte_pair"),
+    ({"vocab.json": "", "merges.txt": ""}, "byte_pair"),
+    ({"vocab.txt": "", "sentencepiece.bpe.model": ""}, "wordpiece"),
+    ({"sentencepiece.bpe.model": ""}, "sentencepiece"),
+    ({"tokenizer.json": "WordLevel", "vocab.txt": ""}, "wordpiece"),
+])
+def test_tokenizer_kind_follows_tokenizer_json_then_the_files(files, kind, tmp_path):
+    from keras_bert.checkpoints.huggingface import tokenizer_kind
+
+    for name, value in files.items():
+        text = json.dumps({"model": {"type": value}}) if name == "tokenizer.json" else value
+        (tmp_path / name).write_text(text)
+    assert tokenizer_kind(str(tmp_path)) == kind
