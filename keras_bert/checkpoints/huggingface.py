@@ -330,18 +330,21 @@ def read_huggingface_checkpoint(path):
     weights_file = weights_file or find_weights_file(folder)
     tensors = load_tensors(weights_file)
     vocab_warnings = []
-    wordpiece = tokenizer_kind(folder) == "wordpiece"
+    kind = tokenizer_kind(folder)
+    wordpiece = kind == "wordpiece"
     if wordpiece:
         vocab_file = read_vocabulary(folder, vocab_warnings)
         written = os.path.dirname(vocab_file) != folder  # tokenizer.json's, written out.
         num_tokens = count_vocab_lines(vocab_file) if written else None
+        where = os.path.join(folder, TOKENIZER_FILE)
     else:
         vocab_file, num_tokens = read_tokenizer_files(folder)
+        where = f"the {kind} tokenizer of {folder}"
     if num_tokens is not None and num_tokens != config.vocab_size:
         raise CheckpointError(
-            f"Vocabulary size mismatch: the tokenizer of {folder} has {num_tokens} tokens, "
-            f"{config_file} says vocab_size={config.vocab_size}. Use the tokenizer files that "
-            f"were released with these weights.")
+            f"Vocabulary size mismatch: {where} has {num_tokens} tokens, {config_file} says "
+            f"vocab_size={config.vocab_size}. Use the tokenizer files that were released with "
+            f"these weights.")
 
     source = SourceCheckpoint(
         format="huggingface",

@@ -262,10 +262,18 @@ def test_tokenizer_json_that_bert_cannot_use_is_refused(tmp_path):
         json.dump(values, f)
     with pytest.raises(CheckpointError, match=r"not a map of tokens to the ids 0\.\.N-1"):
         read_huggingface_checkpoint(folder)
+    values["model"] = {"type": "WordLevel", "vocab": {}}
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(values, f)
+    with pytest.raises(CheckpointError, match="none of the tokenizer models keras_bert reads "
+                                              r"\(WordPiece, .*\) and the folder has no vocab.txt"):
+        read_huggingface_checkpoint(folder)
+    # A BPE model behind BERT's normalizer is no RoBERTa tokenizer either.
     values["model"] = {"type": "BPE", "vocab": {}, "merges": []}
     with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(values, f)
-    with pytest.raises(CheckpointError, match="no WordPiece model .* no vocab.txt"):
+    with pytest.raises(CheckpointError, match=r"its BytePairTokenizer cannot be read: .*"
+                                              r"RoBERTa's text steps"):
         read_huggingface_checkpoint(folder)
 
 

@@ -198,8 +198,8 @@ def test_tokenizer_of_another_size_is_refused_by_name(tmp_path, xlmr_tokenizer_f
         values = json.load(f)
     with open(path, "w") as f:
         json.dump({**values, "vocab_size": values["vocab_size"] + 1}, f)
-    with pytest.raises(CheckpointError, match=r"the tokenizer of .* has \d+ tokens, .*config"
-                                              r"\.json says vocab_size="):
+    with pytest.raises(CheckpointError, match=r"the sentencepiece tokenizer of .* has \d+ "
+                                              r"tokens, .*config\.json says vocab_size="):
         read_checkpoint(folder)
 
 
