@@ -74,6 +74,30 @@ def test_invalid_utf8_as_transformers_decodes_it(xlmr_tokenizer_folder, hf):
                for s, e in zip(row_s, row_e))
 
 
+def test_where_transformers_differs_from_sentencepiece(xlmr_tokenizer_folder, hf):
+    # Each text: transformers' (Rust) ids differ from the sentencepiece
+    # library's own, and the tokenizer gives transformers' ids.
+    import sentencepiece
+
+    processor = sentencepiece.SentencePieceProcessor(
+        model_file=os.path.join(xlmr_tokenizer_folder, "sentencepiece.bpe.model"))
+    texts = [
+        "a\ufffd\u064fb",  # A grapheme under 6 bytes whose head is mapped: marks dropped.
+        "ﬁ\u0301x", "ＡＢ\u0301 c", "\u3000\u0301x",
+        "x\u0085y", "a\x85\u1680b",  # Unicode whitespace that the charsmap keeps.
+        "<mask>x", "a</s>b",  # Special tokens in the text.
+        "=" * 9, "=" * 14,  # Equal-score segmentations (float32 sums differ).
+    ]
+    tokenizer = SentencePieceTokenizer.from_folder(xlmr_tokenizer_folder)
+    want = _reference_ids(hf["unigram"], texts)
+    raw = [[3 if i == 0 else i + 1 for i in processor.encode(t)] for t in texts]
+    assert [t for t, w, r in zip(texts, want, raw) if w == r] == []
+    assert tokenizer(texts).to_list() == want
+    invalid = [b"\xff\xcc\x81x", b"ok\xe2\x82\xd9\x8fk"]
+    assert tokenizer(tf.constant(invalid)).to_list() == _reference_ids(
+        hf["unigram"], [t.decode("utf-8", "replace") for t in invalid])
+
+
 def test_fairseq_ids_and_specials(xlmr_tokenizer_folder, hf):
     import sentencepiece
 
