@@ -12,6 +12,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert import storage
+from keras_bert.text.tokenizer import _CLEAN_UP_SPACES
 from keras_bert.text.tokenizer import _OFFSET_UNITS
 from keras_bert.text.tokenizer import _bytes_to_chars
 from keras_bert.text.tokenizer import _code_point_class
@@ -549,7 +550,6 @@ class SentencePieceTokenizer(keras.layers.Layer):
         text = "".join(self.id_to_token(i) for i in ids if i not in skipped).replace("▁", " ")
         text = text[1:] if text.startswith(" ") else text
         if clean_up_tokenization_spaces:
-            from keras_bert.text.tokenizer import _CLEAN_UP_SPACES
             for old, new in _CLEAN_UP_SPACES:
                 text = text.replace(old, new)
         return text
@@ -575,8 +575,8 @@ class SentencePieceTokenizer(keras.layers.Layer):
         scalar = inputs.shape.rank == 0
         return (inputs[tf.newaxis] if scalar else inputs), scalar
 
-    def _tokenize(self, texts):
-        """(ids, byte starts, byte ends), RaggedTensors [batch, (tokens)]."""
+    def _tokenize(self, texts, with_offsets):
+        """ids (and byte starts and ends): RaggedTensors [batch, (tokens)]."""
         texts = _as_transformers_normalizes(texts, self._keys)
         for length, pattern in _WHITESPACE_BY_LENGTH:
             texts = tf.strings.regex_replace(texts, pattern, " " * length)
@@ -584,48 +584,48 @@ class SentencePieceTokenizer(keras.layers.Layer):
         # one, as transformers does: each gets its "▁", and Unigram scores add
         # up word by word (so equal-score segmentations tie exactly, see
         # `_write_model_proto`). The split op stops at NUL: it sees the texts
-        # with NUL as \x01, the chunks are cut from the texts as they are.
+        # with NUL as \x01, and then the chunks are cut from the texts.
         kept = self._special_pattern if self.special_tokens_in_strings else ""
-        _, starts, ends = tf_text.regex_split_with_offsets(
-            tf.strings.regex_replace(texts, "\x00", "\x01"),
-            " +|" + kept if kept else " +", kept)
-        flat_starts = starts.flat_values
-        chunks = tf.strings.substr(tf.gather(texts, starts.value_rowids()), flat_starts,
-                                   ends.flat_values - flat_starts)
-        ids, token_starts, token_ends = self._encode(chunks)
+        pieces, starts, ends = tf_text.regex_split_with_offsets(
+            tf.strings.regex_replace(texts, "\x00", "\x01"), " +|" + kept if kept else " +", kept)
+        chunks = tf.cond(
+            tf.reduce_any(tf.strings.regex_full_match(texts, "(?s).*\x00.*")),
+            lambda: tf.strings.substr(tf.gather(texts, starts.value_rowids()), starts.flat_values,
+                                      ends.flat_values - starts.flat_values),
+            lambda: pieces.flat_values)
         if kept:
-            # A special chunk is one token: its id, its span.
             matches = tf.equal(chunks[:, tf.newaxis], self._special_tensor)  # [chunks, 5]
             is_special = tf.reduce_any(matches, axis=1)
-            ones = tf.RaggedTensor.from_row_lengths
-            lengths = tf.cast(is_special, tf.int64)
-            special_ids = tf.gather([0, 1, 2, 3, self.mask_token_id],
-                                    tf.argmax(tf.cast(matches, tf.int32), axis=1))
-            keep = ~is_special[:, tf.newaxis]
-            ids = tf.concat([tf.ragged.boolean_mask(ids, tf.ones_like(ids, tf.bool) & keep),
-                             ones(special_ids[is_special], lengths)], axis=1)
-            token_starts = tf.concat([tf.ragged.boolean_mask(token_starts, tf.ones_like(token_starts, tf.bool) & keep),
-                                      ones(tf.zeros_like(special_ids)[is_special], lengths)], 1)
-            token_ends = tf.concat([tf.ragged.boolean_mask(token_ends, tf.ones_like(token_ends, tf.bool) & keep),
-                                    ones(tf.strings.length(chunks)[is_special], lengths)], 1)
-        shift = tf.gather(tf.cast(flat_starts, tf.int32), token_starts.value_rowids())
-        return tuple(
-            tf.RaggedTensor.from_row_splits(x, starts.row_splits, validate=False).merge_dims(1, 2)
-            for x in (ids, token_starts.with_flat_values(token_starts.flat_values + shift),
-                      token_ends.with_flat_values(token_ends.flat_values + shift)))
-
-    def _encode(self, texts):
-        ids, starts, ends = self._sentencepiece.tokenize_with_offsets(texts)
+            chunks = tf.where(is_special, "", chunks)
+        if with_offsets:
+            ids, token_starts, token_ends = self._sentencepiece.tokenize_with_offsets(chunks)
+            outputs = [ids, tf.cast(token_starts, tf.int32), tf.cast(token_ends, tf.int32)]
+        else:
+            outputs = [self._sentencepiece.tokenize(chunks)]
         # SentencePiece's <unk> (0) is fairseq's 3; piece i >= 3 is i + 1.
-        ids = tf.ragged.map_flat_values(lambda x: tf.where(tf.equal(x, 0), 3, x + 1), ids)
-        return ids, tf.cast(starts, tf.int32), tf.cast(ends, tf.int32)
+        outputs[0] = outputs[0].with_flat_values(
+            tf.where(tf.equal(outputs[0].flat_values, 0), 3, outputs[0].flat_values + 1))
+        if kept:
+            # A special chunk is one token (its row above is empty): its id, its span.
+            specials = [tf.gather([0, 1, 2, 3, self.mask_token_id],
+                                  tf.argmax(tf.cast(matches, tf.int32), axis=1)),
+                        tf.zeros_like(is_special, tf.int32),
+                        tf.cast(ends.flat_values - starts.flat_values, tf.int32)]
+            outputs = [tf.concat([x, tf.RaggedTensor.from_row_lengths(
+                special[is_special], tf.cast(is_special, tf.int64))], axis=1)
+                for x, special in zip(outputs, specials)]
+        if with_offsets:
+            shift = tf.gather(tf.cast(starts.flat_values, tf.int32), outputs[1].value_rowids())
+            outputs[1:] = [x.with_flat_values(x.flat_values + shift) for x in outputs[1:]]
+        return [tf.RaggedTensor.from_row_splits(x, starts.row_splits, validate=False).merge_dims(1, 2)
+                for x in outputs]
 
     def __call__(self, inputs, *args, **kwargs):
         return super().__call__(as_string_tensor(inputs), *args, **kwargs)
 
     def call(self, inputs):
         inputs, scalar = self._prepare(inputs)
-        ids = self._tokenize(inputs)[0]
+        (ids,) = self._tokenize(inputs, with_offsets=False)
         return ids[0] if scalar else ids
 
     def tokenize_with_offsets(self, inputs, unit="BYTE"):
@@ -642,7 +642,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         if unit not in _OFFSET_UNITS:
             raise ValueError(f"Expected unit to be one of {_OFFSET_UNITS}. Received: unit={unit!r}")
         inputs, scalar = self._prepare(inputs)
-        ids, starts, ends = self._tokenize(inputs)
+        ids, starts, ends = self._tokenize(inputs, with_offsets=True)
         if unit == "UTF8_CHAR":
             starts, ends = _bytes_to_chars(inputs, (starts, ends))
         outputs = (ids, starts, ends)
