@@ -2,6 +2,7 @@
 
 import base64
 import json
+import os
 import re
 import struct
 import unicodedata
@@ -376,8 +377,8 @@ class SentencePieceTokenizer(keras.layers.Layer):
         if isinstance(proto, (bytes, bytearray)):
             what, data = "The SentencePiece model bytes", bytes(proto)
         else:
-            what = f"The SentencePiece model file {proto!s}"
-            data = storage.read_bytes(proto)
+            what = f"The SentencePiece model file {os.fspath(proto)}"
+            data = storage.read_bytes(os.fspath(proto))
         self._proto = _proto_from_model_file(data, what)
         pieces, charsmap = _read_model_proto(self._proto, what)
         self._vocabulary = list(FAIRSEQ_SPECIALS) + [p for p, _, _ in pieces[3:]] + [MASK]
@@ -400,7 +401,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         if deletes_x01:
             self._keys = (_code_point_class(sorted(set(heads))), "|".join(
                 f"\\x{{{ord(base):x}}}{_code_point_class(marks)}"
-                for base, marks in sorted(with_marks.items())) or "\\x{0}\\x{0}")
+                for base, marks in sorted(with_marks.items())) or "\\b\\B")  # (never matches)
 
     @classmethod
     def from_folder(cls, path, **kwargs):

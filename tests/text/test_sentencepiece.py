@@ -173,6 +173,10 @@ def test_in_graph_keras_file_and_model_directory(xlmr_tokenizer_folder, tmp_path
     ds = tf.data.Dataset.from_tensor_slices(texts).map(tokenizer)
     assert [x.numpy().tolist() for x in ds] == want
     assert tokenizer(texts[3]).numpy().tolist() == want[3]
+    ids, starts, ends = tokenizer.tokenize_with_offsets(texts[3])
+    assert ids.numpy().tolist() == want[3] and starts.shape == ends.shape == ids.shape
+    with pytest.raises(ValueError, match="unit='CHAR'"):
+        tokenizer.tokenize_with_offsets(texts, unit="CHAR")
     model = _TokenizerModel(tokenizer)
     model(tf.constant(texts))
     model.save(str(tmp_path / "tokenizer.keras"))
@@ -208,6 +212,12 @@ def test_errors_name_the_problem(xlmr_tokenizer_folder, tmp_path):
         SentencePieceTokenizer.from_folder(str(bpe))
     with pytest.raises(ValueError, match="model bytes is not a SentencePiece model proto"):
         SentencePieceTokenizer(b"\x0a\xff")
+    from keras_bert.text.sentencepiece import _write_model_proto
+
+    swapped = _write_model_proto([("<s>", 0.0, 3), ("<unk>", 0.0, 2), ("</s>", 0.0, 3),
+                                  ("▁a", -1.0, 1)], b"")
+    with pytest.raises(ValueError, match=r"pieces <unk> <s> </s>.*Found: \['<s>', '<unk>'"):
+        SentencePieceTokenizer(swapped)
     with pytest.raises(ValueError, match="special_tokens_in_strings='yes'"):
         SentencePieceTokenizer(special_tokens_in_strings="yes")
     with pytest.raises(ValueError, match="no model yet"):
