@@ -83,7 +83,9 @@ def test_where_transformers_differs_from_sentencepiece(xlmr_tokenizer_folder, hf
         model_file=os.path.join(xlmr_tokenizer_folder, "sentencepiece.bpe.model"))
     texts = [
         "a\ufffd\u064fb",  # A grapheme under 6 bytes whose head is mapped: marks dropped.
-        "ﬁ\u0301x", "ＡＢ\u0301 c", "\u3000\u0301x",
+        "ﬁ\u0301x", "ＡＢ\u0301 c", "\u3000\u0301x", "\uff21\u0301\u0300", "\t\u200c\u0368y",
+        # One of 6 bytes or more: each character on its own (no composition).
+        "e\u0301\u094bx", "a\u0301\u0301\u0301 b", "I\u0340\u0353\u033a", "u\u0309\u036d\u0e33",
         "x\u0085y", "a\x85\u1680b",  # Unicode whitespace that the charsmap keeps.
         "<mask>x", "a</s>b",  # Special tokens in the text.
         "=" * 9, "=" * 14,  # Equal-score segmentations (float32 sums differ).
@@ -93,6 +95,11 @@ def test_where_transformers_differs_from_sentencepiece(xlmr_tokenizer_folder, hf
     raw = [[3 if i == 0 else i + 1 for i in processor.encode(t)] for t in texts]
     assert [t for t, w, r in zip(texts, want, raw) if w == r] == []
     assert tokenizer(texts).to_list() == want
+    ids, starts, ends = tokenizer.tokenize_with_offsets(texts)
+    assert ids.to_list() == want
+    for text, row_starts, row_ends in zip(texts, starts.to_list(), ends.to_list()):
+        assert row_starts == sorted(row_starts) and row_ends == sorted(row_ends)
+        assert all(0 <= s <= e <= len(text.encode()) for s, e in zip(row_starts, row_ends))
     invalid = [b"\xff\xcc\x81x", b"ok\xe2\x82\xd9\x8fk"]
     assert tokenizer(tf.constant(invalid)).to_list() == _reference_ids(
         hf["unigram"], [t.decode("utf-8", "replace") for t in invalid])
