@@ -165,6 +165,10 @@ def test_scalar_python_and_dataset_inputs(tokenizer, reference):
     assert [x.numpy().tolist() for x in ds] == want
     ids, starts, ends = tokenizer.tokenize_with_offsets(texts[0])
     assert ids.numpy().tolist() == want[0] and starts.shape.rank == 1
+    # Batches with no word at all.
+    assert tokenizer(["", ""]).to_list() == [[], []]
+    assert tokenizer(tf.constant([], tf.string)).to_list() == []
+    assert [x.to_list() for x in tokenizer.tokenize_with_offsets([""])] == [[[]]] * 3
 
 
 def test_tokenizer_json_alone_equals_vocab_and_merges(tokenizer, roberta_tokenizer_folder, tmp_path):
