@@ -58,6 +58,18 @@ def byte_to_char():
     return [chars[b] for b in range(256)]
 
 
+def _take_rows(values, splits, rows):
+    """Rows `rows` (int64 [n]) of the ragged (values, row splits), as the same
+    pair: `tf.gather` of a RaggedTensor, without its checks (they cost more
+    than the gather on short texts)."""
+    lengths = tf.gather(splits[1:] - splits[:-1], rows)
+    new_splits = tf.concat([[0], tf.cumsum(lengths)], 0)
+    position = tf.range(new_splits[-1])
+    row = tf.searchsorted(new_splits, position, side="right", out_type=tf.int64) - 1
+    source = tf.gather(splits, tf.gather(rows, row)) + position - tf.gather(new_splits, row)
+    return tf.gather(values, source), new_splits
+
+
 def _split_words(texts):
     """GPT-2's words of valid UTF-8 texts [batch]: (words, starts, ends),
     RaggedTensors [batch, (words)] of the words and their byte spans.
@@ -71,16 +83,22 @@ def _split_words(texts):
     # copy with another control character there, cut the words from `texts`.
     safe = tf.strings.regex_replace(texts, r"\x00", "\x01")
     ascii_text = tf.strings.regex_full_match(safe, r"[\x01-\x7f]*")
-    # One of the two splits of each text is of "": its words are the other's.
-    tokens, starts, ends = (tf.concat(x, axis=1) for x in zip(
+    # One of the two splits of each text is of "": a row's words are the other's.
+    ascii_split, other_split = (
         tf_text.regex_split_with_offsets(tf.where(ascii_text, safe, ""), _ASCII_SPLIT,
                                          _ASCII_SPLIT),
-        tf_text.regex_split_with_offsets(tf.where(ascii_text, "", safe), _SPLIT, _SPLIT)))
-    flat = tokens.flat_values
-    rows = tokens.value_rowids()
+        tf_text.regex_split_with_offsets(tf.where(ascii_text, "", safe), _SPLIT, _SPLIT))
+    splits = ascii_split[0].row_splits + other_split[0].row_splits
+    place = [tf.cast(tf.gather(splits, x.value_rowids()) - tf.gather(x.row_splits, x.value_rowids()),
+                     tf.int32) + tf.range(tf.size(x.flat_values))
+             for x in (ascii_split[0], other_split[0])]
+    flat, starts, ends = (tf.dynamic_stitch(place, [a.flat_values, b.flat_values])
+                          for a, b in zip(ascii_split, other_split))
+    num_rows = tf.size(texts, out_type=tf.int64)
     position = tf.range(tf.size(flat, out_type=tf.int64))
-    first = tf.equal(position, tf.gather(tokens.row_splits, rows))
-    last = tf.equal(position + 1, tf.gather(tokens.row_splits, rows + 1))
+    rows = tf.searchsorted(splits, position, side="right", out_type=tf.int64) - 1
+    first = tf.equal(position, tf.gather(splits, rows))
+    last = tf.equal(position + 1, tf.gather(splits, rows + 1))
     is_space = tf.strings.regex_full_match(flat, f"[{_SPACE}]")
     leading_space = tf.strings.substr(flat, 0, 1) == " "
     after = lambda x: tf.concat([x[1:], [False]], 0)  # noqa: E731 (x[i + 1])
@@ -90,11 +108,10 @@ def _split_words(texts):
     start = first | ~is_space | ~before | alone
     group = tf.cumsum(tf.cast(start, tf.int64)) - 1
     word_rows = tf.boolean_mask(rows, start)
-    word_starts = tf.math.segment_min(starts.flat_values, group)
-    word_ends = tf.math.segment_max(ends.flat_values, group)
+    word_starts = tf.math.segment_min(starts, group)
+    word_ends = tf.math.segment_max(ends, group)
     words = tf.strings.substr(tf.gather(texts, word_rows), word_starts, word_ends - word_starts)
-    return tuple(tf.RaggedTensor.from_value_rowids(x, word_rows, nrows=tokens.nrows(),
-                                                   validate=False)
+    return tuple(tf.RaggedTensor.from_value_rowids(x, word_rows, nrows=num_rows, validate=False)
                  for x in (words, word_starts, word_ends))
 
 
@@ -393,12 +410,12 @@ class BytePairTokenizer(keras.layers.Layer):
             self._word_table = None
             values = {c: b for b, c in enumerate(chars)}
             words = [bytes(values[c] for c in t) for t in tokens if all(c in values for c in t)]
-            pieces = tf.function(self._merge_loop)(tf.constant(words or [b""], tf.string))
-            single = pieces.row_lengths() == 1
+            ids, splits = tf.function(self._merge_loop)(tf.constant(words or [b""], tf.string))
+            single = splits[1:] - splits[:-1] == 1
             self._word_table = tf.lookup.StaticHashTable(
                 tf.lookup.KeyValueTensorInitializer(
                     tf.boolean_mask(tf.constant(words or [b""], tf.string), single),
-                    tf.gather(pieces.flat_values, tf.boolean_mask(pieces.row_starts(), single))),
+                    tf.gather(ids, tf.boolean_mask(splits[:-1], single))),
                 default_value=-1)
 
     def _require_vocabulary(self):
@@ -484,22 +501,24 @@ class BytePairTokenizer(keras.layers.Layer):
 
     def _merge(self, words):
         """Byte-level BPE of each word: string Tensor [n] -> int32 RaggedTensor [n, (ids)]."""
-        unique, index = tf.unique(words)
-        if self._word_table is not None:
+        unique, index = tf.unique(words, out_idx=tf.int64)
+        if self._word_table is None:
+            values, splits = self._merge_loop(unique)
+        else:
             # One-token words from the table, the others through the merge loop.
             found = self._word_table.lookup(unique)
             hit = tf.where(found >= 0)[:, 0]
             rest = tf.where(found < 0)[:, 0]
-            pieces = tf.concat([
-                tf.RaggedTensor.from_uniform_row_length(tf.gather(found, hit), 1),
-                self._merge_loop(tf.gather(unique, rest))], axis=0)
-            pieces = tf.gather(pieces, tf.math.invert_permutation(tf.concat([hit, rest], 0)))
-        else:
-            pieces = self._merge_loop(unique)
-        return tf.gather(pieces, index)
+            values, splits = self._merge_loop(tf.gather(unique, rest))
+            num_hit = tf.size(hit, out_type=tf.int64)
+            values = tf.concat([tf.gather(found, hit), values], 0)
+            splits = tf.concat([tf.range(num_hit), splits + num_hit], 0)
+            index = tf.gather(tf.math.invert_permutation(tf.concat([hit, rest], 0)), index)
+        return tf.RaggedTensor.from_row_splits(*_take_rows(values, splits, index), validate=False)
 
     def _merge_loop(self, unique):
-        """BPE of distinct words: string Tensor [n] -> int32 RaggedTensor [n, (ids)]."""
+        """BPE of distinct words: string Tensor [n] -> (ids, row_splits), int32
+        [pieces] and int64 [n + 1]."""
         # (symbols,): each byte's GPT-2 character id; a byte the vocabulary
         # lacks is dropped, as tokenizers' BPE without an unknown token does.
         raw = tf.io.decode_raw(tf.strings.reduce_join(unique), tf.uint8)
@@ -532,7 +551,9 @@ class BytePairTokenizer(keras.layers.Layer):
             lambda ids, word, more: more, step, (ids, word, tf.size(ids) > 1),
             shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]),
                               tf.TensorShape([])))
-        return tf.RaggedTensor.from_value_rowids(ids, word, nrows=tf.cast(num_words, tf.int64))
+        # `word` is sorted: each word's first symbol.
+        return ids, tf.searchsorted(word, tf.range(tf.cast(num_words, tf.int64) + 1),
+                                    out_type=tf.int64)
 
     def _segments(self, texts):
         """Valid UTF-8 texts [batch] -> (segments, starts, row_splits, special).
