@@ -9,6 +9,7 @@ import keras
 import pytest
 import tensorflow as tf
 
+from keras_bert.export.op_set import disallowed_ops, missing_in_tf_text, non_core_ops
 from keras_bert.text import BytePairTokenizer
 from tests.text.hard_texts import hard_texts
 from tests.text.test_tokenizer_options import _TokenizerModel
@@ -229,7 +230,7 @@ def test_keras_file_round_trip(tokenizer, tmp_path):
     assert layer(batch).to_list() == tokenizer(batch).to_list()
 
 
-def test_saved_model_runs_it_without_keras_bert(tokenizer, tmp_path):
+def test_saved_model_needs_only_tf_servings_ops(tokenizer, tmp_path):
     module = tf.Module()
     module.tokenizer = tokenizer
     module.serve = tf.function(lambda x: {"ids": tokenizer(x).to_tensor(-1)},
@@ -239,6 +240,9 @@ def test_saved_model_runs_it_without_keras_bert(tokenizer, tmp_path):
     texts = _texts()[:60]
     got = loaded.signatures["serving_default"](tf.constant(texts))["ids"].numpy().tolist()
     assert [[i for i in row if i >= 0] for row in got] == tokenizer(texts).to_list()
+    # What TF Serving must link: core TensorFlow and one tensorflow-text op of its 2.12 build.
+    assert non_core_ops([str(tmp_path)]) == {str(tmp_path): ["RegexSplitWithOffsets"]}
+    assert missing_in_tf_text([str(tmp_path)]) == {} and not disallowed_ops([str(tmp_path)])
 
 
 def test_decode_matches_transformers(tokenizer, reference):
