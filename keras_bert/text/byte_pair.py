@@ -170,6 +170,23 @@ def _byte_level_options(config, path):
             "trim_offsets": bool(post.get("trim_offsets", True))}
 
 
+def _lstrip_tokens(added_tokens, path):
+    """The special tokens that take the whitespace before them, from a file's
+    added tokens (dicts with "content", "lstrip", ...); a clear error for an
+    added token that BytePairTokenizer does not run as transformers would."""
+    lstrip = []
+    for token in added_tokens:
+        if token["content"] not in _SPECIALS.values() or token.get("rstrip") or token.get(
+                "single_word"):
+            raise ValueError(
+                f"{path}: added token {token!r} is not one of RoBERTa's special tokens "
+                f"{list(_SPECIALS.values())} as BytePairTokenizer runs them (no rstrip, "
+                "no single_word).")
+        if token.get("lstrip"):
+            lstrip.append(token["content"])
+    return lstrip
+
+
 def read_bpe_folder(folder):
     """A Hugging Face folder's byte-level BPE files.
 
@@ -188,18 +205,9 @@ def read_bpe_folder(folder):
         _check_bpe_json(model, path)
         options = _byte_level_options(config, path)
         vocabulary = dict(model.get("vocab") or {})
-        lstrip = []
-        for token in config.get("added_tokens") or []:
-            vocabulary[token["content"]] = token["id"]
-            if token["content"] not in _SPECIALS.values() or token.get("rstrip") or token.get(
-                    "single_word"):
-                raise ValueError(
-                    f"{path}: added token {token!r} is not one of RoBERTa's special tokens "
-                    f"{list(_SPECIALS.values())} as BytePairTokenizer runs them (no rstrip, "
-                    "no single_word).")
-            if token.get("lstrip"):
-                lstrip.append(token["content"])
-        options["lstrip_tokens"] = lstrip
+        added = config.get("added_tokens") or []
+        vocabulary.update({token["content"]: token["id"] for token in added})
+        options["lstrip_tokens"] = _lstrip_tokens(added, path)
         merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)
                   for m in model.get("merges") or []]
         return vocabulary, merges, options
@@ -216,6 +224,8 @@ def read_bpe_folder(folder):
         config = _read_json(config_path)
         options = {k: bool(config[k]) for k in ("add_prefix_space", "trim_offsets")
                    if k in config}
+        options["lstrip_tokens"] = _lstrip_tokens(
+            (config.get("added_tokens_decoder") or {}).values(), config_path)
     return _read_json(vocab_path), _read_merges(merges_path), options
 
 
@@ -267,7 +277,7 @@ class BytePairTokenizer(keras.layers.Layer):
         for a scalar): the ids, without special tokens.
 
     Example:
-    >>> tokenizer = BytePairTokenizer.from_folder("roberta-base")
+    >>> tokenizer = BytePairTokenizer.from_folder("path/to/roberta-base")
     >>> tokenizer(["Hello world"]).to_list()
     [[31414, 232]]
     """

@@ -130,6 +130,22 @@ def test_special_tokens_in_strings_match_transformers(roberta_tokenizer_folder, 
     assert got == _reference_offsets(reference, texts, "UTF8_CHAR")
 
 
+def test_lstrip_is_read_from_tokenizer_config_too(roberta_tokenizer_folder, tmp_path):
+    from transformers import RobertaTokenizerFast
+
+    # vocab.json + merges.txt, and transformers 4's tokenizer_config.json flags.
+    for name in ("vocab.json", "merges.txt"):
+        shutil.copy(os.path.join(roberta_tokenizer_folder, name), tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": {
+        "4": {"content": "<mask>", "lstrip": True, "rstrip": False, "single_word": False,
+              "normalized": False, "special": True}}}))
+    reference = RobertaTokenizerFast.from_pretrained(str(tmp_path))
+    tokenizer = BytePairTokenizer.from_folder(str(tmp_path), special_tokens_in_strings=True)
+    texts = ["a <mask> b", "x\t <mask>"]
+    assert tokenizer.lstrip_tokens == ["<mask>"]
+    assert tokenizer(texts).to_list() == _reference_ids(reference, texts)
+
+
 def test_untrimmed_offsets_match_transformers(reference):
     from transformers import RobertaTokenizerFast
 
