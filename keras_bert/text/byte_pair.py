@@ -381,9 +381,11 @@ class BytePairTokenizer(keras.layers.Layer):
             ranks[key] = (rank << 32) | vocabulary[left + right]  # A later repeat wins.
             pairs.append((left, right))
         chars = byte_to_char()
-        self._vocabulary = tokens
-        self._token_to_id = dict(vocabulary)
-        self._merges = pairs
+        # object.__setattr__: Keras and TensorFlow would wrap these lists and
+        # dicts for tracking, element by element (seconds for 50,000 tokens).
+        object.__setattr__(self, "_vocabulary", tokens)
+        object.__setattr__(self, "_token_to_id", dict(vocabulary))
+        object.__setattr__(self, "_merges", pairs)
         self._special_ids = sorted({vocabulary[t] for t in _SPECIALS.values()})
         # Leftmost, then longest (tokenizers' added vocabulary).
         self._special_pattern = "|".join(
