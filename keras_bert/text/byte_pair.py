@@ -89,9 +89,8 @@ def _split_words(texts):
                                          _ASCII_SPLIT),
         tf_text.regex_split_with_offsets(tf.where(ascii_text, "", safe), _SPLIT, _SPLIT))
     splits = ascii_split[0].row_splits + other_split[0].row_splits
-    place = [tf.cast(tf.gather(splits, x.value_rowids()) - tf.gather(x.row_splits, x.value_rowids()),
-                     tf.int32) + tf.range(tf.size(x.flat_values))
-             for x in (ascii_split[0], other_split[0])]
+    place = [tf.cast(tf.gather(splits - x.row_splits, x.value_rowids()), tf.int32)
+             + tf.range(tf.size(x.flat_values)) for x in (ascii_split[0], other_split[0])]
     flat, starts, ends = (tf.dynamic_stitch(place, [a.flat_values, b.flat_values])
                           for a, b in zip(ascii_split, other_split))
     num_rows = tf.size(texts, out_type=tf.int64)
@@ -464,7 +463,8 @@ class BytePairTokenizer(keras.layers.Layer):
         """The token (str) of one id (Python int)."""
         token_id = int(token_id)
         if not 0 <= token_id < self.vocab_size:
-            raise ValueError(f"Expected an id in [0, {self.vocab_size}). Received: token_id={token_id}")
+            raise ValueError(
+                f"Expected an id in [0, {self.vocab_size}). Received: token_id={token_id}")
         return self._vocabulary[token_id]
 
     def ids_to_tokens(self, ids):

@@ -1,4 +1,4 @@
-"""BytePairTokenizer against transformers' RobertaTokenizer (tokenizers' Rust BPE) of the same files."""
+"""BytePairTokenizer against transformers' RobertaTokenizer (the Rust BPE) of the same files."""
 
 import json
 import os
@@ -17,7 +17,8 @@ from tests.text.test_tokenizer_options import _TokenizerModel
 EDGE_CASES = [
     "", " ", "  ", "\n\n", "\t", " \n ", "a  b", "   word", "word   ", "  's", "x's", "don't",
     "I'M", "'ll've", "\t\tx", "a \n", "\r\n\r\nx", "\u3000x\u00a0y", "x\u2028 y", "\x0bz",
-    "東京は日本の首都です。", "e\u0301\u0301", "👍🏽🇫🇷 ok", "3.14159 1,000,000", "a\x00b \x00",
+    "東京は日本の首都です。", "e\u0301\u0301", "👍🏽🇫🇷 ok", "3.14159 1,000,000",
+    "a\x00b \x00",
     "<mask> <s>", " leading and trailing ", "ab" * 300, " ".join(["word"] * 400),
 ]
 
@@ -55,7 +56,8 @@ def _reference_ids(reference, texts):
 def _reference_offsets(reference, texts, unit):
     rows = []
     for text in texts:
-        spans = reference(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        spans = reference(text, add_special_tokens=False,
+                          return_offsets_mapping=True)["offset_mapping"]
         if unit == "BYTE":
             spans = [(len(text[:a].encode()), len(text[:b].encode())) for a, b in spans]
         rows.append([tuple(s) for s in spans])
@@ -99,7 +101,8 @@ def test_add_prefix_space_matches_transformers(roberta_tokenizer_folder, referen
 
 
 def _special_texts():
-    swap = {"[MASK]": " <mask>", "[CLS]": "<s>", "[SEP]": "</s>", "[PAD]": "<pad>", "[UNK]": "<unk>"}
+    swap = {"[MASK]": " <mask>", "[CLS]": "<s>", "[SEP]": "</s>", "[PAD]": "<pad>",
+            "[UNK]": "<unk>"}
     texts = []
     for text in hard_texts(150, seed=5):
         for old, new in swap.items():
@@ -119,7 +122,8 @@ def test_special_tokens_in_strings_match_transformers(roberta_tokenizer_folder, 
     for token in config["added_tokens"]:
         token["lstrip"] = lstrip and token["content"] == "<mask>"
     (tmp_path / "tokenizer.json").write_text(json.dumps(config))
-    reference = RobertaTokenizerFast.from_pretrained(str(tmp_path), add_prefix_space=add_prefix_space)
+    reference = RobertaTokenizerFast.from_pretrained(str(tmp_path),
+                                                     add_prefix_space=add_prefix_space)
     tokenizer = BytePairTokenizer.from_folder(str(tmp_path), add_prefix_space=add_prefix_space,
                                               special_tokens_in_strings=True)
     assert tokenizer.lstrip_tokens == (["<mask>"] if lstrip else [])
@@ -188,7 +192,8 @@ def test_scalar_python_and_dataset_inputs(tokenizer, reference):
     assert [x.to_list() for x in tokenizer.tokenize_with_offsets([""])] == [[[]]] * 3
 
 
-def test_tokenizer_json_alone_equals_vocab_and_merges(tokenizer, roberta_tokenizer_folder, tmp_path):
+def test_tokenizer_json_alone_equals_vocab_and_merges(tokenizer, roberta_tokenizer_folder,
+                                                      tmp_path):
     config = json.load(open(os.path.join(roberta_tokenizer_folder, "tokenizer.json")))
     texts = _texts()
     want = tokenizer(texts).to_list()

@@ -1,4 +1,4 @@
-"""Text benchmarks: WordPiece and BPE tokenizers, and real tweets through preprocessing + encoder."""
+"""Text benchmarks: WordPiece and BPE tokenizers, real tweets through preprocessing + encoder."""
 
 import os
 import statistics
