@@ -3,6 +3,7 @@
 Imports nothing from keras_bert.layers or keras_bert.models.
 """
 
+from keras_bert.text.byte_pair import BytePairTokenizer
 from keras_bert.text.masker import MaskedLMMasker
 from keras_bert.text.packer import BertPacker
 from keras_bert.text.preprocessor import BertPreprocessor
@@ -21,6 +22,7 @@ __all__ = [
     "BertPacker",
     "BertPreprocessor",
     "BertTokenizer",
+    "BytePairTokenizer",
     "MaskedLMMasker",
     "SPECIAL_TOKENS",
     "SentencePieceTokenizer",
