@@ -121,7 +121,8 @@ class BertPreprocessor(keras.layers.Layer):
         tokenizer = self.tokenizer
         ids = ((0, 0, 0) if check_only else
                (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id))
-        packer = BertPacker(*ids, name="packer", **settings)
+        packer = BertPacker(*ids, name="packer", pair_separator=tokenizer.pair_separator,
+                            **settings)
         if (settings["sequence_length"] is not None
                 and settings["sequence_length"] > settings["max_seq_length"]):
             raise ValueError(
