@@ -597,24 +597,30 @@ def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,
         where: str, the task.json path, named in errors.
         tokenizer: a tokenizer of the vocabulary whose options to keep.
     """
+    options = task_info.get("tokenizer_options") if isinstance(task_info, dict) else None
+    if options is not None and not isinstance(options, dict):
+        raise ValueError(f"{where}: tokenizer_options must be a JSON object of tokenizer "
+                         f"arguments. Received: tokenizer_options={options!r}.")
     if tokenizer is None and not tokenizer_files.is_wordpiece(vocab_file):
-        tokenizer = tokenizer_files.load_tokenizer(vocab_file, lowercase)
+        tokenizer = _tokenizer(vocab_file, lowercase, options, where)
     if tokenizer is not None and not tokenizer_files.is_wordpiece(tokenizer) and (
             lowercase is None):
         lowercase = tokenizer.lowercase  # Its files say how it normalizes text.
     settings = resolve_text_settings(
         task_info, max_position_embeddings, vocab_file, max_seq_length=max_seq_length,
         lowercase=lowercase, default_max_seq_length=default_max_seq_length, where=where)
-    options = task_info.get("tokenizer_options") if isinstance(task_info, dict) else None
-    if options is not None and not isinstance(options, dict):
-        raise ValueError(f"{where}: tokenizer_options must be a JSON object of BertTokenizer "
-                         f"arguments. Received: tokenizer_options={options!r}.")
+    if tokenizer is None:
+        tokenizer = _tokenizer(vocab_file, settings.lowercase, options, where)
+    return BertPreprocessor.from_text_settings(vocab_file, settings, tokenizer=tokenizer)
+
+
+def _tokenizer(vocab_file, lowercase, options, where):
+    """`tokenizer_files.load_tokenizer`, its errors on saved options naming `where`."""
     try:
-        return BertPreprocessor.from_text_settings(vocab_file, settings, tokenizer=tokenizer,
-                                                   tokenizer_options=options)
+        return tokenizer_files.load_tokenizer(vocab_file, lowercase, options)
     except (TypeError, ValueError) as error:
         if not options:
             raise
-        raise ValueError(f"{where}: tokenizer_options {options!r} do not make a "
-                         f"BertTokenizer: {error}. Fix the file (save_pretrained writes "
-                         f"it).") from None
+        raise ValueError(f"{where}: tokenizer_options {options!r} do not make the "
+                         f"tokenizer of {vocab_file}: {error}. Fix the file (save_pretrained "
+                         f"writes it).") from None

@@ -198,8 +198,8 @@ class BertPreprocessor(keras.layers.Layer):
                 when its casing is the settings', else (WordPiece) copied
                 with its other options and the settings' casing (None: a
                 new one).
-            tokenizer_options: dict of other `BertTokenizer` arguments for a
-                new tokenizer (`strip_accents`, `never_split`, ...), as
+            tokenizer_options: dict of other arguments of the tokenizer's class
+                for a new tokenizer (`strip_accents`, `never_split`, ...), as
                 `saved_settings` writes them.
             **kwargs: other `BertPreprocessor` arguments (`sequence_length`).
 
@@ -316,7 +316,8 @@ class BertPreprocessor(keras.layers.Layer):
 
     def pack(self, segments):
         """A tuple of 1 or 2 RaggedTensors of ids [batch, (len)] -> the encoder input dict
-        (`BertPacker`: [CLS] A [SEP] (B [SEP]) or its pair_separator's template, truncated and padded by the settings)."""
+        (`BertPacker`: [CLS] A [SEP] (B [SEP]), or `<s> A </s></s> B </s>` with
+        pair_separator 2; truncated and padded by the settings)."""
         return self.packer(tuple(segments))
 
     def decode(self, token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=True):
@@ -369,17 +370,14 @@ def _changed(settings, changes):
 
 def tokenizer_options_of(tokenizer):
     """{argument: value} of `tokenizer`'s options (besides vocabulary and casing) that
-    differ from `BertTokenizer`'s defaults; JSON values. Other tokenizers keep theirs
-    in their files: {}."""
-    if not isinstance(tokenizer, BertTokenizer):
-        return {}
+    differ from its class's defaults; JSON values."""
     defaults = {name: p.default for name, p in
-                inspect.signature(BertTokenizer.__init__).parameters.items()
+                inspect.signature(type(tokenizer).__init__).parameters.items()
                 if p.default is not inspect.Parameter.empty}
     config = tokenizer.get_config()
     return {name: config[name] for name, default in defaults.items()
-            if name not in ("vocabulary", "lowercase") and name in config
-            and config[name] != default and not (config[name] == [] and default is None)}
+            if name not in ("vocabulary", "merges", "proto", "lowercase") and name in config
+            and config[name] != default and not (config[name] == [] and default in (None, ()))}
 
 
 #: What the preprocessor, packer, tasks and exports use of a tokenizer.

@@ -8,14 +8,18 @@ A model directory holds the files of one tokenizer, and they say which:
 
 The first file of each (its "vocabulary file") names the kind: a model's
 `vocab_file` is that path, and `load_tokenizer` builds the tokenizer from it.
-WordPiece keeps its casing and options in the text settings (task.json);
-SentencePiece and BPE carry all they do in their files, so their `lowercase`
-is the tokenizer's own.
+WordPiece keeps its casing in the text settings (task.json); SentencePiece
+and BPE normalize as their files say, so their `lowercase` is the
+tokenizer's own. Options that differ from a class's defaults are
+task.json's `tokenizer_options`, for every kind.
 """
 
 import os
 
 from keras_bert import storage
+from keras_bert.text import byte_pair, sentencepiece
+from keras_bert.text.byte_pair import BytePairTokenizer
+from keras_bert.text.sentencepiece import SentencePieceTokenizer
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.vocab import load_vocabulary, save_vocabulary
 
@@ -24,6 +28,8 @@ WORDPIECE_FILE = "vocab.txt"
 #: vocabulary file -> (tokenizer class, every file of its vocabulary), in the order looked for.
 TOKENIZER_FILES = {
     WORDPIECE_FILE: (BertTokenizer, (WORDPIECE_FILE,)),
+    sentencepiece.MODEL_FILE: (SentencePieceTokenizer, (sentencepiece.MODEL_FILE,)),
+    byte_pair.VOCAB_JSON: (BytePairTokenizer, (byte_pair.VOCAB_JSON, byte_pair.MERGES_TXT)),
 }
 
 
@@ -67,15 +73,12 @@ def load_tokenizer(vocabulary, lowercase=None, options=None):
         vocabulary: a path named in `TOKENIZER_FILES`, or a list of tokens.
         lowercase: bool; WordPiece: the casing (required); the others: None,
             or the tokenizer's own casing (another is an error).
-        options: dict of other `BertTokenizer` arguments (WordPiece only).
+        options: dict of other arguments of the tokenizer's class.
     """
     if is_wordpiece(vocabulary):
         return BertTokenizer(vocabulary, lowercase=lowercase, **(options or {}))
     cls = _kind(vocabulary)[0]
-    if options:
-        raise ValueError(f"tokenizer_options {options!r} are BertTokenizer arguments; "
-                         f"{vocabulary} is a {cls.__name__}'s vocabulary, which takes none.")
-    tokenizer = cls.from_folder(os.path.dirname(os.fspath(vocabulary)))
+    tokenizer = cls.from_folder(os.path.dirname(os.fspath(vocabulary)), **(options or {}))
     if lowercase is not None and bool(lowercase) != tokenizer.lowercase:
         raise ValueError(
             f"lowercase={lowercase!r}, but the {cls.__name__} of {vocabulary} has "
@@ -93,8 +96,11 @@ def vocabulary_size(path):
 
 def save_tokenizer_files(tokenizer, folder):
     """Writes `tokenizer`'s vocabulary files into `folder`; returns its vocabulary file."""
+    name = next(name for name, (cls, _) in TOKENIZER_FILES.items()
+                if type(tokenizer) is cls or (cls is BertTokenizer
+                                              and isinstance(tokenizer, BertTokenizer)))
     if isinstance(tokenizer, BertTokenizer):
-        path = storage.join(folder, WORDPIECE_FILE)
-        save_vocabulary(tokenizer.vocabulary, path)
-        return path
-    return tokenizer.save_vocabulary_files(folder)[0]
+        save_vocabulary(tokenizer.vocabulary, storage.join(folder, name))
+    else:
+        tokenizer.save_vocabulary_files(folder)
+    return storage.join(folder, name)

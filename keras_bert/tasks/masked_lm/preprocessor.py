@@ -130,12 +130,14 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
     def tokenize(self, texts):
         """string Tensor [batch] -> int32 RaggedTensor [batch, (tokens)]; each mask token
         written in a text becomes the mask id (the tokenizer would split it). Spaces before
-        it go with it, as transformers' `<mask>` takes them (lstrip)."""
+        it go with it (transformers' lstrip) unless the tokenizer says its mask token keeps
+        them (`BytePairTokenizer.lstrip_tokens`, from tokenizer.json)."""
         texts = tf.convert_to_tensor(texts, tf.string)
         if texts.shape.rank == 0:
             return self.tokenize(texts[tf.newaxis])[0]
         mask_token = self.mask_token
-        texts = tf.strings.regex_replace(texts, r"\s*" + re.escape(mask_token), mask_token)
+        if mask_token in getattr(self.tokenizer, "lstrip_tokens", [mask_token]):
+            texts = tf.strings.regex_replace(texts, r"\s*" + re.escape(mask_token), mask_token)
         parts = tf.strings.split(texts, sep=mask_token)  # (B, (pieces))
         pieces = super().tokenize(parts.flat_values)  # (pieces, (tokens))
         mask = tf.fill([pieces.nrows(), 1], tf.cast(self.mask_token_id, pieces.dtype))
