@@ -266,6 +266,34 @@ def minilm_model_dir(tmp_path_factory, minilm_source):
     return out, convert_checkpoint(minilm_source, out, check=True)
 
 
+# === Tiny RoBERTa, XLM-R and BertModel + SentencePiece folders (transformers' save_pretrained) ===
+
+def _family_folder(tmp_path_factory, model_type):
+    pytest.importorskip("torch")
+    from tests.checkpoints.conftest import make_family_folder
+
+    return built_once(tmp_path_factory, f"family-{model_type}", lambda root: make_family_folder(
+        root, model_type, head="ForMaskedLM" if model_type != "bert" else "Model"))
+
+
+@pytest.fixture(scope="session")
+def tiny_roberta_folder(tmp_path_factory):
+    """A 2-layer RobertaForMaskedLM folder (with RobertaModel's pooler): see make_family_folder."""
+    return _family_folder(tmp_path_factory, "roberta")
+
+
+@pytest.fixture(scope="session")
+def tiny_xlmr_folder(tmp_path_factory):
+    """A 2-layer XLMRobertaForMaskedLM folder (with the pooler)."""
+    return _family_folder(tmp_path_factory, "xlm-roberta")
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_sp_folder(tmp_path_factory):
+    """A 2-layer BertModel folder in paraphrase-multilingual-MiniLM's layout (pad_token_id 1)."""
+    return _family_folder(tmp_path_factory, "bert")
+
+
 def roberta_training_texts():
     """A few thousand lines of pydoc_data prose, and generated text with digits,
     contractions, runs of spaces, tabs, newlines, CJK, emoji and combining marks."""
