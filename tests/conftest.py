@@ -343,6 +343,7 @@ _CLEAN_CHECKS = {
     "tasks": "tests.export.test_task_exports",
     "preprocessor": "tests.text.test_preprocessor",
     "tokenizer": "tests.text.test_tokenizer_fast_path",
+    "families": "tests.tasks.test_tokenizer_families",
 }
 
 

@@ -38,6 +38,9 @@ _NUMBER = (r"\p{N}\x{10d40}-\x{10d49}\x{116d0}-\x{116e3}\x{11bf0}-\x{11bf9}"
            r"\x{16130}-\x{16139}\x{16d70}-\x{16d79}\x{1ccf0}-\x{1ccf9}\x{1e5f1}-\x{1e5fa}")
 _SPLIT = (rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{_LETTER}]+| ?[{_NUMBER}]+"
           rf"| ?[^{_SPACE}{_LETTER}{_NUMBER}]+|[{_SPACE}]")
+# The same on ASCII texts, which RE2 matches three times faster.
+_ASCII_SPLIT = (r"'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]+| ?[^\t\n\x0b\x0c\r A-Za-z0-9]+"
+                r"|[\t\n\x0b\x0c\r ]")
 _NO_MERGE = tf.int64.max
 
 
@@ -55,6 +58,18 @@ def byte_to_char():
     return [chars[b] for b in range(256)]
 
 
+def _take_rows(values, splits, rows):
+    """Rows `rows` (int64 [n]) of the ragged (values, row splits), as the same
+    pair: `tf.gather` of a RaggedTensor, without its checks (they cost more
+    than the gather on short texts)."""
+    lengths = tf.gather(splits[1:] - splits[:-1], rows)
+    new_splits = tf.concat([[0], tf.cumsum(lengths)], 0)
+    position = tf.range(new_splits[-1])
+    row = tf.searchsorted(new_splits, position, side="right", out_type=tf.int64) - 1
+    source = tf.gather(splits, tf.gather(rows, row)) + position - tf.gather(new_splits, row)
+    return tf.gather(values, source), new_splits
+
+
 def _split_words(texts):
     """GPT-2's words of valid UTF-8 texts [batch]: (words, starts, ends),
     RaggedTensors [batch, (words)] of the words and their byte spans.
@@ -66,13 +81,23 @@ def _split_words(texts):
     """
     # tensorflow-text's regex split ends a text at its first NUL: split a
     # copy with another control character there, cut the words from `texts`.
-    tokens, starts, ends = tf_text.regex_split_with_offsets(
-        tf.strings.regex_replace(texts, r"\x00", "\x01"), _SPLIT, _SPLIT)
-    flat = tokens.flat_values
-    rows = tokens.value_rowids()
+    safe = tf.strings.regex_replace(texts, r"\x00", "\x01")
+    ascii_text = tf.strings.regex_full_match(safe, r"[\x01-\x7f]*")
+    # One of the two splits of each text is of "": a row's words are the other's.
+    ascii_split, other_split = (
+        tf_text.regex_split_with_offsets(tf.where(ascii_text, safe, ""), _ASCII_SPLIT,
+                                         _ASCII_SPLIT),
+        tf_text.regex_split_with_offsets(tf.where(ascii_text, "", safe), _SPLIT, _SPLIT))
+    splits = ascii_split[0].row_splits + other_split[0].row_splits
+    place = [tf.cast(tf.gather(splits - x.row_splits, x.value_rowids()), tf.int32)
+             + tf.range(tf.size(x.flat_values)) for x in (ascii_split[0], other_split[0])]
+    flat, starts, ends = (tf.dynamic_stitch(place, [a.flat_values, b.flat_values])
+                          for a, b in zip(ascii_split, other_split))
+    num_rows = tf.size(texts, out_type=tf.int64)
     position = tf.range(tf.size(flat, out_type=tf.int64))
-    first = tf.equal(position, tf.gather(tokens.row_splits, rows))
-    last = tf.equal(position + 1, tf.gather(tokens.row_splits, rows + 1))
+    rows = tf.searchsorted(splits, position, side="right", out_type=tf.int64) - 1
+    first = tf.equal(position, tf.gather(splits, rows))
+    last = tf.equal(position + 1, tf.gather(splits, rows + 1))
     is_space = tf.strings.regex_full_match(flat, f"[{_SPACE}]")
     leading_space = tf.strings.substr(flat, 0, 1) == " "
     after = lambda x: tf.concat([x[1:], [False]], 0)  # noqa: E731 (x[i + 1])
@@ -82,11 +107,10 @@ def _split_words(texts):
     start = first | ~is_space | ~before | alone
     group = tf.cumsum(tf.cast(start, tf.int64)) - 1
     word_rows = tf.boolean_mask(rows, start)
-    word_starts = tf.math.segment_min(starts.flat_values, group)
-    word_ends = tf.math.segment_max(ends.flat_values, group)
+    word_starts = tf.math.segment_min(starts, group)
+    word_ends = tf.math.segment_max(ends, group)
     words = tf.strings.substr(tf.gather(texts, word_rows), word_starts, word_ends - word_starts)
-    return tuple(tf.RaggedTensor.from_value_rowids(x, word_rows, nrows=tokens.nrows(),
-                                                   validate=False)
+    return tuple(tf.RaggedTensor.from_value_rowids(x, word_rows, nrows=num_rows, validate=False)
                  for x in (words, word_starts, word_ends))
 
 
@@ -145,6 +169,23 @@ def _byte_level_options(config, path):
             "trim_offsets": bool(post.get("trim_offsets", True))}
 
 
+def _lstrip_tokens(added_tokens, path):
+    """The special tokens that take the whitespace before them, from a file's
+    added tokens (dicts with "content", "lstrip", ...); a clear error for an
+    added token that BytePairTokenizer does not run as transformers would."""
+    lstrip = []
+    for token in added_tokens:
+        if token["content"] not in _SPECIALS.values() or token.get("rstrip") or token.get(
+                "single_word"):
+            raise ValueError(
+                f"{path}: added token {token!r} is not one of RoBERTa's special tokens "
+                f"{list(_SPECIALS.values())} as BytePairTokenizer runs them (no rstrip, "
+                "no single_word).")
+        if token.get("lstrip"):
+            lstrip.append(token["content"])
+    return lstrip
+
+
 def read_bpe_folder(folder):
     """A Hugging Face folder's byte-level BPE files.
 
@@ -163,18 +204,9 @@ def read_bpe_folder(folder):
         _check_bpe_json(model, path)
         options = _byte_level_options(config, path)
         vocabulary = dict(model.get("vocab") or {})
-        lstrip = []
-        for token in config.get("added_tokens") or []:
-            vocabulary[token["content"]] = token["id"]
-            if token["content"] not in _SPECIALS.values() or token.get("rstrip") or token.get(
-                    "single_word"):
-                raise ValueError(
-                    f"{path}: added token {token!r} is not one of RoBERTa's special tokens "
-                    f"{list(_SPECIALS.values())} as BytePairTokenizer runs them (no rstrip, "
-                    "no single_word).")
-            if token.get("lstrip"):
-                lstrip.append(token["content"])
-        options["lstrip_tokens"] = lstrip
+        added = config.get("added_tokens") or []
+        vocabulary.update({token["content"]: token["id"] for token in added})
+        options["lstrip_tokens"] = _lstrip_tokens(added, path)
         merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)
                   for m in model.get("merges") or []]
         return vocabulary, merges, options
@@ -191,6 +223,8 @@ def read_bpe_folder(folder):
         config = _read_json(config_path)
         options = {k: bool(config[k]) for k in ("add_prefix_space", "trim_offsets")
                    if k in config}
+        options["lstrip_tokens"] = _lstrip_tokens(
+            (config.get("added_tokens_decoder") or {}).values(), config_path)
     return _read_json(vocab_path), _read_merges(merges_path), options
 
 
@@ -242,7 +276,7 @@ class BytePairTokenizer(keras.layers.Layer):
         for a scalar): the ids, without special tokens.
 
     Example:
-    >>> tokenizer = BytePairTokenizer.from_folder("roberta-base")
+    >>> tokenizer = BytePairTokenizer.from_folder("path/to/roberta-base")
     >>> tokenizer(["Hello world"]).to_list()
     [[31414, 232]]
     """
@@ -346,9 +380,11 @@ class BytePairTokenizer(keras.layers.Layer):
             ranks[key] = (rank << 32) | vocabulary[left + right]  # A later repeat wins.
             pairs.append((left, right))
         chars = byte_to_char()
-        self._vocabulary = tokens
-        self._token_to_id = dict(vocabulary)
-        self._merges = pairs
+        # object.__setattr__: Keras and TensorFlow would wrap these lists and
+        # dicts for tracking, element by element (seconds for 50,000 tokens).
+        object.__setattr__(self, "_vocabulary", tokens)
+        object.__setattr__(self, "_token_to_id", dict(vocabulary))
+        object.__setattr__(self, "_merges", pairs)
         self._special_ids = sorted({vocabulary[t] for t in _SPECIALS.values()})
         # Leftmost, then longest (tokenizers' added vocabulary).
         self._special_pattern = "|".join(
@@ -380,6 +416,18 @@ class BytePairTokenizer(keras.layers.Layer):
             for byte, char in enumerate(chars):
                 char_bytes[ord(char)] = bytes([byte])
             self._char_bytes = tf.constant(char_bytes, tf.string)
+            # The words whose merges end in one token (most words of a text):
+            # word bytes -> id, looked up before the merge loop.
+            self._word_table = None
+            values = {c: b for b, c in enumerate(chars)}
+            words = [bytes(values[c] for c in t) for t in tokens if all(c in values for c in t)]
+            ids, splits = tf.function(self._merge_loop)(tf.constant(words or [b""], tf.string))
+            single = splits[1:] - splits[:-1] == 1
+            self._word_table = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(
+                    tf.boolean_mask(tf.constant(words or [b""], tf.string), single),
+                    tf.gather(ids, tf.boolean_mask(splits[:-1], single))),
+                default_value=-1)
 
     def _require_vocabulary(self):
         if self._vocabulary is None:
@@ -415,7 +463,8 @@ class BytePairTokenizer(keras.layers.Layer):
         """The token (str) of one id (Python int)."""
         token_id = int(token_id)
         if not 0 <= token_id < self.vocab_size:
-            raise ValueError(f"Expected an id in [0, {self.vocab_size}). Received: token_id={token_id}")
+            raise ValueError(
+                f"Expected an id in [0, {self.vocab_size}). Received: token_id={token_id}")
         return self._vocabulary[token_id]
 
     def ids_to_tokens(self, ids):
@@ -464,7 +513,24 @@ class BytePairTokenizer(keras.layers.Layer):
 
     def _merge(self, words):
         """Byte-level BPE of each word: string Tensor [n] -> int32 RaggedTensor [n, (ids)]."""
-        unique, index = tf.unique(words)
+        unique, index = tf.unique(words, out_idx=tf.int64)
+        if self._word_table is None:
+            values, splits = self._merge_loop(unique)
+        else:
+            # One-token words from the table, the others through the merge loop.
+            found = self._word_table.lookup(unique)
+            hit = tf.where(found >= 0)[:, 0]
+            rest = tf.where(found < 0)[:, 0]
+            values, splits = self._merge_loop(tf.gather(unique, rest))
+            num_hit = tf.size(hit, out_type=tf.int64)
+            values = tf.concat([tf.gather(found, hit), values], 0)
+            splits = tf.concat([tf.range(num_hit), splits + num_hit], 0)
+            index = tf.gather(tf.math.invert_permutation(tf.concat([hit, rest], 0)), index)
+        return tf.RaggedTensor.from_row_splits(*_take_rows(values, splits, index), validate=False)
+
+    def _merge_loop(self, unique):
+        """BPE of distinct words: string Tensor [n] -> (ids, row_splits), int32
+        [pieces] and int64 [n + 1]."""
         # (symbols,): each byte's GPT-2 character id; a byte the vocabulary
         # lacks is dropped, as tokenizers' BPE without an unknown token does.
         raw = tf.io.decode_raw(tf.strings.reduce_join(unique), tf.uint8)
@@ -494,11 +560,12 @@ class BytePairTokenizer(keras.layers.Layer):
             return ids, tf.boolean_mask(word, keep), tf.reduce_any(take)
 
         ids, word, _ = tf.while_loop(
-            lambda ids, word, more: more, step, (ids, word, tf.constant(True)),
+            lambda ids, word, more: more, step, (ids, word, tf.size(ids) > 1),
             shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]),
                               tf.TensorShape([])))
-        pieces = tf.RaggedTensor.from_value_rowids(ids, word, nrows=tf.cast(num_words, tf.int64))
-        return tf.gather(pieces, index)
+        # `word` is sorted: each word's first symbol.
+        return ids, tf.searchsorted(word, tf.range(tf.cast(num_words, tf.int64) + 1),
+                                    out_type=tf.int64)
 
     def _segments(self, texts):
         """Valid UTF-8 texts [batch] -> (segments, starts, row_splits, special).

@@ -1,17 +1,23 @@
 """XLM-RoBERTa's SentencePiece tokenizer, inside the TensorFlow graph."""
 
 import base64
+import functools
 import json
+import os
 import re
 import struct
+import unicodedata
 
 import keras
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert import storage
+from keras_bert.text.tokenizer import _CLEAN_UP_SPACES
 from keras_bert.text.tokenizer import _OFFSET_UNITS
 from keras_bert.text.tokenizer import _bytes_to_chars
+from keras_bert.text.tokenizer import _code_point_class
 from keras_bert.text.tokenizer import _id_rows
 from keras_bert.text.tokenizer import as_string_tensor
 
@@ -34,6 +40,13 @@ _UNIGRAM = 1
 # transformers' float64 sums, and both keep the one whose last piece starts
 # first. Scores that differ by less than 1 / _GRID are rare.
 _GRID = 2.0 ** 14
+# Characters a grapheme continues with (2 and 3 UTF-8 bytes; see
+# `_as_transformers_normalizes`): marks, zero-width (non-)joiners.
+_MARK = "[\\p{Mn}\\p{Me}\\p{Mc}\\x{200c}\\x{200d}\\x{ff9e}\\x{ff9f}\\x{e33}\\x{eb3}]"
+# A grapheme ends after a control character.
+_CONTROL_CHAR = "[\\p{Cc}\\p{Zl}\\p{Zp}\\x{ad}\\x{600}-\\x{605}\\x{61c}\\x{6dd}\\x{70f}\\x{180e}\\x{200b}\\x{200e}-\\x{200f}\\x{2028}-\\x{202e}\\x{2060}-\\x{206f}\\x{feff}\\x{fff9}-\\x{fffb}]"
+# Hangul vowel and final jamo continue a grapheme after Hangul.
+_JAMO_VT, _HANGUL = "[\\x{1160}-\\x{11ff}]", "[\\x{1100}-\\x{11ff}\\x{ac00}-\\x{d7a3}]"
 # Unicode White_Space, by UTF-8 length: transformers splits words on each
 # (after normalization), SentencePiece only on " ". Each becomes as many
 # spaces as it has bytes, so byte offsets stay those of the input.
@@ -179,34 +192,177 @@ def _proto_from_tokenizer_json(text, what):
     return _write_model_proto(pieces, charsmap)
 
 
-def _invalid_utf8_as_spaces(texts):
-    """Each byte of an invalid UTF-8 sequence as a space.
+def _utf8(cps):
+    """UTF-8 bytes of BMP code points: int array [N, 3] (zero-padded), lengths [N]."""
+    length = 1 + (cps >= 0x80) + (cps >= 0x800)
+    lead = np.select([length == 1, length == 2], [cps, 0xC0 | cps >> 6], 0xE0 | cps >> 12)
+    middle = np.where(length == 2, 0x80 | (cps & 0x3F), 0x80 | ((cps >> 6) & 0x3F))
+    last = np.where(length == 3, 0x80 | (cps & 0x3F), 0)
+    return np.stack([lead, np.where(length > 1, middle, 0), last], axis=1), length
 
-    transformers sees such text decoded with U+FFFD in their place, which
-    XLM-R's normalization makes a space; SentencePiece would make each an
-    `<unk>`. Byte lengths (and so offsets) are kept.
+
+def _trie_lookup(units, utf8, length):
+    """Which byte strings (rows of `utf8`, `length` bytes each) are keys of a
+    darts-clone double array, all at once; and where each key's value is."""
+    def offset(unit):
+        return (unit >> 10) << ((unit & (1 << 9)) >> 6)
+
+    position = np.full(len(utf8), offset(units[0]))
+    alive = np.ones(len(utf8), bool)
+    leaf = np.zeros(len(utf8), bool)
+    for k in range(utf8.shape[1]):
+        active = alive & (k < length)
+        child = position ^ utf8[:, k]
+        unit = units[np.minimum(child, len(units) - 1)]
+        matched = (child < len(units)) & ((unit & ((1 << 31) | 0xFF)) == utf8[:, k])
+        alive &= ~active | matched
+        position = np.where(active & matched, child ^ offset(unit), position)
+        leaf = np.where(active & (k == length - 1), matched & ((unit >> 8) & 1 == 1), leaf)
+    return alive & leaf, position
+
+
+def _charsmap_keys(charsmap):
+    """What transformers' reading of the precompiled charsmap depends on.
+
+    The charsmap is `[trie size: uint32][darts-clone double array][normalized
+    strings]`.
+
+    Returns:
+        (code points of the BMP characters it maps on their own,
+        {ASCII character: code points of the 2-byte marks it maps with},
+        bool: whether it deletes "\x01").
+    """
+    if not charsmap:
+        return [], {}, False
+    (size,) = struct.unpack("<I", charsmap[:4])
+    units = np.frombuffer(charsmap[4:4 + size], "<u4").astype(np.int64)
+    cps = np.setdiff1d(np.arange(1, 0x10000), np.arange(0xD800, 0xE000))
+    found, position = _trie_lookup(units, *_utf8(cps))
+    deletes_x01 = bool(found[0]) and charsmap[4 + size + int(
+        units[position[0]] & ((1 << 31) - 1))] == 0
+    marks = np.array([c for c in range(0x300, 0x800) if unicodedata.category(chr(c))[0] == "M"])
+    bases = np.repeat(np.arange(1, 0x80), len(marks))
+    mark_bytes, _ = _utf8(np.tile(marks, 0x7F))
+    pairs, _ = _trie_lookup(units, np.stack([bases, mark_bytes[:, 0], mark_bytes[:, 1]], 1),
+                            np.full(len(bases), 3))
+    with_marks = {}
+    for base, mark in zip(bases[pairs], np.tile(marks, 0x7F)[pairs]):
+        with_marks.setdefault(chr(base), []).append(int(mark))
+    return cps[found].tolist(), with_marks, deletes_x01
+
+
+@functools.lru_cache(maxsize=None)
+def _composing_marks():
+    """The characters NFKC may compose with the one before them: the marks of
+    each character's NFKD after its first, and Hangul vowel and final jamo."""
+    marks = set(range(0x1160, 0x1200))
+    for cp in range(0x80, 0x30000):
+        for char in unicodedata.normalize("NFKD", chr(cp))[1:]:
+            if unicodedata.category(char)[0] == "M":
+                marks.add(ord(char))
+    return frozenset(marks)
+
+
+def _as_transformers_normalizes(texts, keys):
+    """The texts as tensorflow-text's SentencePiece op must see them for
+    transformers' ids.
+
+    1. Each byte of an invalid UTF-8 sequence becomes a space: transformers
+       sees U+FFFD there, which XLM-R's normalization makes a space.
+    2. transformers (tokenizers' Precompiled normalizer) replaces a grapheme
+       of under 6 bytes by the mapping of its shortest prefix that the
+       charsmap maps: the first character (U+FFFD included), or an ASCII
+       letter and the mark after it. The marks after that prefix are dropped:
+       they become "\x01"s, which the charsmap deletes. (SentencePiece maps
+       the longest prefix, and the rest after it.)
+    3. It maps each character of a longer grapheme on its own: a "\x01" goes
+       before each character there that SentencePiece would compose with the
+       one before it.
+    A grapheme here is a character and the marks (and Hangul vowel and final
+    jamo) after it. Steps 1 and 2 keep byte lengths.
 
     Args:
         texts: string Tensor [batch].
+        keys: None, or RE2 patterns (one character the charsmap maps, an
+            ASCII letter and a mark that it maps together, `composing`).
+
+    Returns:
+        (string Tensor [batch], int64 RaggedTensor [batch, (inserted)]: the
+        positions of the "\x01"s of step 3 in the texts returned).
     """
     invalid = tf.not_equal(
         tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace"), texts)
+    if keys is not None:
+        key_class, pairs, composing = keys
+        invalid |= tf.strings.regex_full_match(
+            texts, f"(?s).*(?:(?:{key_class}|{pairs}){_MARK}|[^\\x00-\\x7f]{composing}).*")
     rows = tf.cast(invalid, tf.int32)
-    valid_texts, invalid_texts = tf.dynamic_partition(texts, rows, 2)
-    chars, starts = tf.strings.unicode_decode_with_offsets(
-        invalid_texts, "UTF-8", errors="replace")
-    rows_of = starts.value_rowids()
+    kept, changed = tf.dynamic_partition(texts, rows, 2)
+    row_index = tf.dynamic_partition(tf.range(tf.size(texts, tf.int64)), rows, 2)
+    codes, starts = tf.strings.unicode_decode_with_offsets(changed, "UTF-8", errors="replace")
+    row_of = starts.value_rowids()
+    # Each character's bytes, as they are in the text.
+    text_starts = tf.cumsum(tf.cast(tf.strings.length(changed), tf.int64), exclusive=True)
     flat = starts.flat_values
-    last = tf.equal(tf.range(tf.size(flat, tf.int64)), tf.gather(starts.row_limits(), rows_of) - 1)
-    ends = tf.where(last, tf.gather(tf.cast(tf.strings.length(invalid_texts), tf.int64), rows_of),
-                    tf.concat([flat[1:], [0]], axis=0))
-    original = tf.strings.substr(tf.gather(invalid_texts, rows_of), flat, ends - flat)
-    bad = tf.equal(chars.flat_values, 0xFFFD) & tf.not_equal(original, "\ufffd")
-    pieces = tf.where(bad, tf.strings.substr(tf.fill(tf.shape(flat), "    "), tf.zeros_like(flat), ends - flat),
-                      original)
-    fixed = tf.strings.reduce_join(starts.with_flat_values(pieces), axis=1)
-    return tf.dynamic_stitch(
-        tf.dynamic_partition(tf.range(tf.size(texts)), rows, 2), [valid_texts, fixed])
+    chars = tf.strings.reduce_join(tf.RaggedTensor.from_row_splits(
+        tf.strings.bytes_split(changed).flat_values,
+        tf.concat([flat + tf.gather(text_starts, row_of),
+                   [tf.reduce_sum(tf.cast(tf.strings.length(changed), tf.int64))]], axis=0),
+        validate=False), axis=1)
+    lengths = tf.cast(tf.strings.length(chars), tf.int64)
+    index = tf.range(tf.size(flat, tf.int64))
+    bad = tf.equal(codes.flat_values, 0xFFFD) & tf.not_equal(chars, "\ufffd")
+    fill = tf.strings.substr(tf.fill(tf.shape(flat), " " * 4), tf.zeros_like(flat), lengths)
+    inserted = tf.zeros_like(bad)
+    if keys is not None:
+        first_in_row = tf.equal(index, tf.gather(starts.row_splits, row_of))
+        def after(pattern):  # Whether the character before matches.
+            return tf.concat([[False], tf.strings.regex_full_match(chars, pattern)], 0)[:-1]
+
+        is_mark = ~first_in_row & ~after(_CONTROL_CHAR) & (
+            tf.strings.regex_full_match(chars, _MARK)
+            | after(_HANGUL) & tf.strings.regex_full_match(chars, _JAMO_VT))
+        grapheme = tf.cumsum(tf.cast(~is_mark, tf.int64)) - 1
+        count = tf.reduce_sum(tf.cast(~is_mark, tf.int64))
+        head = tf.math.unsorted_segment_min(index, grapheme, count)
+        size = tf.math.unsorted_segment_sum(tf.where(bad, tf.constant(3, tf.int64), lengths),
+                                            grapheme, count)
+        # The shortest mapped prefix: 1 character, 2 (a letter and a mark), or none.
+        with_next = tf.strings.join([chars, tf.concat([chars, [""]], axis=0)[1:]])
+        prefix = tf.where(bad | tf.strings.regex_full_match(chars, key_class), 1,
+                          tf.where(tf.strings.regex_full_match(with_next, pairs), 2, 0))
+        prefix = tf.gather(tf.where(size < 6, tf.gather(prefix, head), 0), grapheme)
+        dropped = is_mark & (prefix > 0) & (index - tf.gather(head, grapheme) >= tf.cast(
+            prefix, tf.int64))
+        fill = tf.where(dropped, tf.strings.substr(
+            tf.fill(tf.shape(flat), "\x01" * 4), tf.zeros_like(flat), lengths), fill)
+        bad |= dropped
+        inserted = is_mark & tf.gather(size >= 6, grapheme) & tf.strings.regex_full_match(
+            chars, composing)
+        fill = tf.where(inserted, tf.strings.join(["\x01", chars]), fill)
+        bad |= inserted
+    fixed = tf.strings.reduce_join(starts.with_flat_values(tf.where(bad, fill, chars)), axis=1)
+    # Where each "\x01" of step 3 is: its character's start, plus those before it in its row.
+    before = tf.cumsum(tf.cast(inserted, tf.int64), exclusive=True)
+    before -= tf.gather(before, tf.gather(starts.row_splits, row_of))
+    positions = tf.boolean_mask(flat + before, inserted)
+    return (tf.dynamic_stitch([tf.cast(i, tf.int32) for i in row_index], [kept, fixed]),
+            tf.RaggedTensor.from_value_rowids(
+                positions, tf.gather(row_index[1], tf.boolean_mask(row_of, inserted)),
+                nrows=tf.size(texts, tf.int64)))
+
+
+def _count_before(positions, offsets):
+    """For each offset of row r (int32 RaggedTensor [batch, (n)]): how many of
+    row r's sorted `positions` (int64 RaggedTensor [batch, (k)]) are below it."""
+    scale = tf.reduce_max(tf.concat([tf.cast(offsets.flat_values, tf.int64),
+                                     positions.flat_values, [0]], axis=0)) + 1
+    keys = positions.flat_values + scale * positions.value_rowids()
+    rows = offsets.value_rowids()
+    found = tf.searchsorted(keys, tf.cast(offsets.flat_values, tf.int64) + scale * rows,
+                            side="left", out_type=tf.int64)
+    return offsets.with_flat_values(tf.cast(
+        found - tf.gather(positions.row_splits, rows), tf.int32))
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -278,10 +434,10 @@ class SentencePieceTokenizer(keras.layers.Layer):
         if isinstance(proto, (bytes, bytearray)):
             what, data = "The SentencePiece model bytes", bytes(proto)
         else:
-            what = f"The SentencePiece model file {proto!s}"
-            data = storage.read_bytes(proto)
+            what = f"The SentencePiece model file {os.fspath(proto)}"
+            data = storage.read_bytes(os.fspath(proto))
         self._proto = _proto_from_model_file(data, what)
-        pieces, _ = _read_model_proto(self._proto, what)
+        pieces, charsmap = _read_model_proto(self._proto, what)
         self._vocabulary = list(FAIRSEQ_SPECIALS) + [p for p, _, _ in pieces[3:]] + [MASK]
         self._token_to_id = {}
         for index, token in enumerate(self._vocabulary):
@@ -295,6 +451,16 @@ class SentencePieceTokenizer(keras.layers.Layer):
             self._vocab_tensor = tf.constant(self._vocabulary, tf.string)
             self._special_tensor = tf.constant(FAIRSEQ_SPECIALS + (MASK,), tf.string)
         self._special_pattern = "|".join(re.escape(t) for t in FAIRSEQ_SPECIALS + (MASK,))
+        keys, with_marks, deletes_x01 = _charsmap_keys(charsmap)
+        self._keys = None
+        if deletes_x01:
+            # Marks SentencePiece may map with the character before them.
+            composing = _composing_marks().union(
+                c for c in keys if unicodedata.category(chr(c))[0] == "M" or c in (0xFF9E, 0xFF9F))
+            self._keys = (_code_point_class(sorted(set(keys + [0xFFFD]))), "|".join(
+                f"\\x{{{ord(base):x}}}{_code_point_class(marks)}"
+                for base, marks in sorted(with_marks.items())) or "\\b\\B",  # (never matches)
+                _code_point_class(sorted(composing)))
 
     @classmethod
     def from_folder(cls, path, **kwargs):
@@ -444,7 +610,6 @@ class SentencePieceTokenizer(keras.layers.Layer):
         text = "".join(self.id_to_token(i) for i in ids if i not in skipped).replace("▁", " ")
         text = text[1:] if text.startswith(" ") else text
         if clean_up_tokenization_spaces:
-            from keras_bert.text.tokenizer import _CLEAN_UP_SPACES
             for old, new in _CLEAN_UP_SPACES:
                 text = text.replace(old, new)
         return text
@@ -470,57 +635,59 @@ class SentencePieceTokenizer(keras.layers.Layer):
         scalar = inputs.shape.rank == 0
         return (inputs[tf.newaxis] if scalar else inputs), scalar
 
-    def _tokenize(self, texts):
-        """(ids, byte starts, byte ends), RaggedTensors [batch, (tokens)]."""
-        texts = _invalid_utf8_as_spaces(texts)
+    def _tokenize(self, texts, with_offsets):
+        """ids (and byte starts and ends): RaggedTensors [batch, (tokens)]."""
+        texts, inserted = _as_transformers_normalizes(texts, self._keys)
         for length, pattern in _WHITESPACE_BY_LENGTH:
             texts = tf.strings.regex_replace(texts, pattern, " " * length)
         # Words (and special tokens written in the text) are tokenized one by
         # one, as transformers does: each gets its "▁", and Unigram scores add
         # up word by word (so equal-score segmentations tie exactly, see
         # `_write_model_proto`). The split op stops at NUL: it sees the texts
-        # with NUL as \x01, the chunks are cut from the texts as they are.
+        # with NUL as \x01, and then the chunks are cut from the texts.
         kept = self._special_pattern if self.special_tokens_in_strings else ""
-        _, starts, ends = tf_text.regex_split_with_offsets(
-            tf.strings.regex_replace(texts, "\x00", "\x01"),
-            " +|" + kept if kept else " +", kept)
-        flat_starts = starts.flat_values
-        chunks = tf.strings.substr(tf.gather(texts, starts.value_rowids()), flat_starts,
-                                   ends.flat_values - flat_starts)
-        ids, token_starts, token_ends = self._encode(chunks)
+        pieces, starts, ends = tf_text.regex_split_with_offsets(
+            tf.strings.regex_replace(texts, "\x00", "\x01"), " +|" + kept if kept else " +", kept)
+        chunks = tf.cond(
+            tf.reduce_any(tf.strings.regex_full_match(texts, "(?s).*\x00.*")),
+            lambda: tf.strings.substr(tf.gather(texts, starts.value_rowids()), starts.flat_values,
+                                      ends.flat_values - starts.flat_values),
+            lambda: pieces.flat_values)
         if kept:
-            # A special chunk is one token: its id, its span.
             matches = tf.equal(chunks[:, tf.newaxis], self._special_tensor)  # [chunks, 5]
             is_special = tf.reduce_any(matches, axis=1)
-            ones = tf.RaggedTensor.from_row_lengths
-            lengths = tf.cast(is_special, tf.int64)
-            special_ids = tf.gather([0, 1, 2, 3, self.mask_token_id],
-                                    tf.argmax(tf.cast(matches, tf.int32), axis=1))
-            keep = ~is_special[:, tf.newaxis]
-            ids = tf.concat([tf.ragged.boolean_mask(ids, tf.ones_like(ids, tf.bool) & keep),
-                             ones(special_ids[is_special], lengths)], axis=1)
-            token_starts = tf.concat([tf.ragged.boolean_mask(token_starts, tf.ones_like(token_starts, tf.bool) & keep),
-                                      ones(tf.zeros_like(special_ids)[is_special], lengths)], 1)
-            token_ends = tf.concat([tf.ragged.boolean_mask(token_ends, tf.ones_like(token_ends, tf.bool) & keep),
-                                    ones(tf.strings.length(chunks)[is_special], lengths)], 1)
-        shift = tf.gather(tf.cast(flat_starts, tf.int32), token_starts.value_rowids())
-        return tuple(
-            tf.RaggedTensor.from_row_splits(x, starts.row_splits, validate=False).merge_dims(1, 2)
-            for x in (ids, token_starts.with_flat_values(token_starts.flat_values + shift),
-                      token_ends.with_flat_values(token_ends.flat_values + shift)))
-
-    def _encode(self, texts):
-        ids, starts, ends = self._sentencepiece.tokenize_with_offsets(texts)
+            chunks = tf.where(is_special, "", chunks)
+        if with_offsets:
+            ids, token_starts, token_ends = self._sentencepiece.tokenize_with_offsets(chunks)
+            outputs = [ids, tf.cast(token_starts, tf.int32), tf.cast(token_ends, tf.int32)]
+        else:
+            outputs = [self._sentencepiece.tokenize(chunks)]
         # SentencePiece's <unk> (0) is fairseq's 3; piece i >= 3 is i + 1.
-        ids = tf.ragged.map_flat_values(lambda x: tf.where(tf.equal(x, 0), 3, x + 1), ids)
-        return ids, tf.cast(starts, tf.int32), tf.cast(ends, tf.int32)
+        outputs[0] = outputs[0].with_flat_values(
+            tf.where(tf.equal(outputs[0].flat_values, 0), 3, outputs[0].flat_values + 1))
+        if kept:
+            # A special chunk is one token (its row above is empty): its id, its span.
+            specials = [tf.gather([0, 1, 2, 3, self.mask_token_id],
+                                  tf.argmax(tf.cast(matches, tf.int32), axis=1)),
+                        tf.zeros_like(is_special, tf.int32),
+                        tf.cast(ends.flat_values - starts.flat_values, tf.int32)]
+            outputs = [tf.concat([x, tf.RaggedTensor.from_row_lengths(
+                special[is_special], tf.cast(is_special, tf.int64))], axis=1)
+                for x, special in zip(outputs, specials)]
+        if with_offsets:
+            shift = tf.gather(tf.cast(starts.flat_values, tf.int32), outputs[1].value_rowids())
+            outputs[1:] = [x.with_flat_values(x.flat_values + shift) for x in outputs[1:]]
+        outputs = [tf.RaggedTensor.from_row_splits(x, starts.row_splits, validate=False)
+                   .merge_dims(1, 2) for x in outputs]
+        # Offsets in the texts as given: less the "\x01"s inserted before them.
+        return outputs[:1] + [x - _count_before(inserted, x) for x in outputs[1:]]
 
     def __call__(self, inputs, *args, **kwargs):
         return super().__call__(as_string_tensor(inputs), *args, **kwargs)
 
     def call(self, inputs):
         inputs, scalar = self._prepare(inputs)
-        ids = self._tokenize(inputs)[0]
+        (ids,) = self._tokenize(inputs, with_offsets=False)
         return ids[0] if scalar else ids
 
     def tokenize_with_offsets(self, inputs, unit="BYTE"):
@@ -537,7 +704,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
         if unit not in _OFFSET_UNITS:
             raise ValueError(f"Expected unit to be one of {_OFFSET_UNITS}. Received: unit={unit!r}")
         inputs, scalar = self._prepare(inputs)
-        ids, starts, ends = self._tokenize(inputs)
+        ids, starts, ends = self._tokenize(inputs, with_offsets=True)
         if unit == "UTF8_CHAR":
             starts, ends = _bytes_to_chars(inputs, (starts, ends))
         outputs = (ids, starts, ends)

@@ -1,4 +1,4 @@
-"""BytePairTokenizer against transformers' RobertaTokenizer (tokenizers' Rust BPE) of the same files."""
+"""BytePairTokenizer against transformers' RobertaTokenizer (the Rust BPE) of the same files."""
 
 import json
 import os
@@ -9,6 +9,7 @@ import keras
 import pytest
 import tensorflow as tf
 
+from keras_bert.export.op_set import disallowed_ops, missing_in_tf_text, non_core_ops
 from keras_bert.text import BytePairTokenizer
 from tests.text.hard_texts import hard_texts
 from tests.text.test_tokenizer_options import _TokenizerModel
@@ -16,7 +17,8 @@ from tests.text.test_tokenizer_options import _TokenizerModel
 EDGE_CASES = [
     "", " ", "  ", "\n\n", "\t", " \n ", "a  b", "   word", "word   ", "  's", "x's", "don't",
     "I'M", "'ll've", "\t\tx", "a \n", "\r\n\r\nx", "\u3000x\u00a0y", "x\u2028 y", "\x0bz",
-    "東京は日本の首都です。", "e\u0301\u0301", "👍🏽🇫🇷 ok", "3.14159 1,000,000", "a\x00b \x00",
+    "東京は日本の首都です。", "e\u0301\u0301", "👍🏽🇫🇷 ok", "3.14159 1,000,000",
+    "a\x00b \x00",
     "<mask> <s>", " leading and trailing ", "ab" * 300, " ".join(["word"] * 400),
 ]
 
@@ -54,7 +56,8 @@ def _reference_ids(reference, texts):
 def _reference_offsets(reference, texts, unit):
     rows = []
     for text in texts:
-        spans = reference(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        spans = reference(text, add_special_tokens=False,
+                          return_offsets_mapping=True)["offset_mapping"]
         if unit == "BYTE":
             spans = [(len(text[:a].encode()), len(text[:b].encode())) for a, b in spans]
         rows.append([tuple(s) for s in spans])
@@ -98,7 +101,8 @@ def test_add_prefix_space_matches_transformers(roberta_tokenizer_folder, referen
 
 
 def _special_texts():
-    swap = {"[MASK]": " <mask>", "[CLS]": "<s>", "[SEP]": "</s>", "[PAD]": "<pad>", "[UNK]": "<unk>"}
+    swap = {"[MASK]": " <mask>", "[CLS]": "<s>", "[SEP]": "</s>", "[PAD]": "<pad>",
+            "[UNK]": "<unk>"}
     texts = []
     for text in hard_texts(150, seed=5):
         for old, new in swap.items():
@@ -118,7 +122,8 @@ def test_special_tokens_in_strings_match_transformers(roberta_tokenizer_folder, 
     for token in config["added_tokens"]:
         token["lstrip"] = lstrip and token["content"] == "<mask>"
     (tmp_path / "tokenizer.json").write_text(json.dumps(config))
-    reference = RobertaTokenizerFast.from_pretrained(str(tmp_path), add_prefix_space=add_prefix_space)
+    reference = RobertaTokenizerFast.from_pretrained(str(tmp_path),
+                                                     add_prefix_space=add_prefix_space)
     tokenizer = BytePairTokenizer.from_folder(str(tmp_path), add_prefix_space=add_prefix_space,
                                               special_tokens_in_strings=True)
     assert tokenizer.lstrip_tokens == (["<mask>"] if lstrip else [])
@@ -127,6 +132,22 @@ def test_special_tokens_in_strings_match_transformers(roberta_tokenizer_folder, 
     assert ids.to_list() == _reference_ids(reference, texts) == tokenizer(texts).to_list()
     got = [list(zip(a, b)) for a, b in zip(starts.to_list(), ends.to_list())]
     assert got == _reference_offsets(reference, texts, "UTF8_CHAR")
+
+
+def test_lstrip_is_read_from_tokenizer_config_too(roberta_tokenizer_folder, tmp_path):
+    from transformers import RobertaTokenizerFast
+
+    # vocab.json + merges.txt, and transformers 4's tokenizer_config.json flags.
+    for name in ("vocab.json", "merges.txt"):
+        shutil.copy(os.path.join(roberta_tokenizer_folder, name), tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": {
+        "4": {"content": "<mask>", "lstrip": True, "rstrip": False, "single_word": False,
+              "normalized": False, "special": True}}}))
+    reference = RobertaTokenizerFast.from_pretrained(str(tmp_path))
+    tokenizer = BytePairTokenizer.from_folder(str(tmp_path), special_tokens_in_strings=True)
+    texts = ["a <mask> b", "x\t <mask>"]
+    assert tokenizer.lstrip_tokens == ["<mask>"]
+    assert tokenizer(texts).to_list() == _reference_ids(reference, texts)
 
 
 def test_untrimmed_offsets_match_transformers(reference):
@@ -165,9 +186,14 @@ def test_scalar_python_and_dataset_inputs(tokenizer, reference):
     assert [x.numpy().tolist() for x in ds] == want
     ids, starts, ends = tokenizer.tokenize_with_offsets(texts[0])
     assert ids.numpy().tolist() == want[0] and starts.shape.rank == 1
+    # Batches with no word at all.
+    assert tokenizer(["", ""]).to_list() == [[], []]
+    assert tokenizer(tf.constant([], tf.string)).to_list() == []
+    assert [x.to_list() for x in tokenizer.tokenize_with_offsets([""])] == [[[]]] * 3
 
 
-def test_tokenizer_json_alone_equals_vocab_and_merges(tokenizer, roberta_tokenizer_folder, tmp_path):
+def test_tokenizer_json_alone_equals_vocab_and_merges(tokenizer, roberta_tokenizer_folder,
+                                                      tmp_path):
     config = json.load(open(os.path.join(roberta_tokenizer_folder, "tokenizer.json")))
     texts = _texts()
     want = tokenizer(texts).to_list()
@@ -225,7 +251,7 @@ def test_keras_file_round_trip(tokenizer, tmp_path):
     assert layer(batch).to_list() == tokenizer(batch).to_list()
 
 
-def test_saved_model_runs_it_without_keras_bert(tokenizer, tmp_path):
+def test_saved_model_needs_only_tf_servings_ops(tokenizer, tmp_path):
     module = tf.Module()
     module.tokenizer = tokenizer
     module.serve = tf.function(lambda x: {"ids": tokenizer(x).to_tensor(-1)},
@@ -235,6 +261,9 @@ def test_saved_model_runs_it_without_keras_bert(tokenizer, tmp_path):
     texts = _texts()[:60]
     got = loaded.signatures["serving_default"](tf.constant(texts))["ids"].numpy().tolist()
     assert [[i for i in row if i >= 0] for row in got] == tokenizer(texts).to_list()
+    # What TF Serving must link: core TensorFlow and one tensorflow-text op of its 2.12 build.
+    assert non_core_ops([str(tmp_path)]) == {str(tmp_path): ["RegexSplitWithOffsets"]}
+    assert missing_in_tf_text([str(tmp_path)]) == {} and not disallowed_ops([str(tmp_path)])
 
 
 def test_decode_matches_transformers(tokenizer, reference):

@@ -74,6 +74,37 @@ def test_invalid_utf8_as_transformers_decodes_it(xlmr_tokenizer_folder, hf):
                for s, e in zip(row_s, row_e))
 
 
+def test_where_transformers_differs_from_sentencepiece(xlmr_tokenizer_folder, hf):
+    # Each text: transformers' (Rust) ids differ from the sentencepiece
+    # library's own, and the tokenizer gives transformers' ids.
+    import sentencepiece
+
+    processor = sentencepiece.SentencePieceProcessor(
+        model_file=os.path.join(xlmr_tokenizer_folder, "sentencepiece.bpe.model"))
+    texts = [
+        "a\ufffd\u064fb",  # A grapheme under 6 bytes whose head is mapped: marks dropped.
+        "ﬁ\u0301x", "ＡＢ\u0301 c", "\u3000\u0301x", "\uff21\u0301\u0300", "\t\u200c\u0368y",
+        # One of 6 bytes or more: each character on its own (no composition).
+        "e\u0301\u094bx", "a\u0301\u0301\u0301 b", "I\u0340\u0353\u033a", "u\u0309\u036d\u0e33",
+        "x\u0085y", "a\x85\u1680b",  # Unicode whitespace that the charsmap keeps.
+        "<mask>x", "a</s>b",  # Special tokens in the text.
+        "=" * 9, "=" * 14,  # Equal-score segmentations (float32 sums differ).
+    ]
+    tokenizer = SentencePieceTokenizer.from_folder(xlmr_tokenizer_folder)
+    want = _reference_ids(hf["unigram"], texts)
+    raw = [[3 if i == 0 else i + 1 for i in processor.encode(t)] for t in texts]
+    assert [t for t, w, r in zip(texts, want, raw) if w == r] == []
+    assert tokenizer(texts).to_list() == want
+    ids, starts, ends = tokenizer.tokenize_with_offsets(texts)
+    assert ids.to_list() == want
+    for text, row_starts, row_ends in zip(texts, starts.to_list(), ends.to_list()):
+        assert row_starts == sorted(row_starts) and row_ends == sorted(row_ends)
+        assert all(0 <= s <= e <= len(text.encode()) for s, e in zip(row_starts, row_ends))
+    invalid = [b"\xff\xcc\x81x", b"ok\xe2\x82\xd9\x8fk"]
+    assert tokenizer(tf.constant(invalid)).to_list() == _reference_ids(
+        hf["unigram"], [t.decode("utf-8", "replace") for t in invalid])
+
+
 def test_fairseq_ids_and_specials(xlmr_tokenizer_folder, hf):
     import sentencepiece
 
@@ -149,6 +180,10 @@ def test_in_graph_keras_file_and_model_directory(xlmr_tokenizer_folder, tmp_path
     ds = tf.data.Dataset.from_tensor_slices(texts).map(tokenizer)
     assert [x.numpy().tolist() for x in ds] == want
     assert tokenizer(texts[3]).numpy().tolist() == want[3]
+    ids, starts, ends = tokenizer.tokenize_with_offsets(texts[3])
+    assert ids.numpy().tolist() == want[3] and starts.shape == ends.shape == ids.shape
+    with pytest.raises(ValueError, match="unit='CHAR'"):
+        tokenizer.tokenize_with_offsets(texts, unit="CHAR")
     model = _TokenizerModel(tokenizer)
     model(tf.constant(texts))
     model.save(str(tmp_path / "tokenizer.keras"))
@@ -184,6 +219,12 @@ def test_errors_name_the_problem(xlmr_tokenizer_folder, tmp_path):
         SentencePieceTokenizer.from_folder(str(bpe))
     with pytest.raises(ValueError, match="model bytes is not a SentencePiece model proto"):
         SentencePieceTokenizer(b"\x0a\xff")
+    from keras_bert.text.sentencepiece import _write_model_proto
+
+    swapped = _write_model_proto([("<s>", 0.0, 3), ("<unk>", 0.0, 2), ("</s>", 0.0, 3),
+                                  ("▁a", -1.0, 1)], b"")
+    with pytest.raises(ValueError, match=r"pieces <unk> <s> </s>.*Found: \['<s>', '<unk>'"):
+        SentencePieceTokenizer(swapped)
     with pytest.raises(ValueError, match="special_tokens_in_strings='yes'"):
         SentencePieceTokenizer(special_tokens_in_strings="yes")
     with pytest.raises(ValueError, match="no model yet"):
@@ -205,7 +246,7 @@ def test_saved_model_runs_with_tf_serving_text_ops(xlmr_tokenizer_folder, tmp_pa
     # Ops of tensorflow-text 2.12, which TF Serving links.
     assert missing_in_tf_text([str(tmp_path / "sp")]) == {}
     assert sorted(*non_core_ops([str(tmp_path / "sp")]).values()) == [
-        "RegexSplitWithOffsets", "SentencepieceOp", "SentencepieceTokenizeWithOffsetsOp"]
+        "RegexSplitWithOffsets", "SentencepieceOp", "SentencepieceTokenizeOp"]
     texts = multilingual_texts(30, seed=13) + EDGE_CASES
     got = tf.saved_model.load(str(tmp_path / "sp")).signatures["ids"](tf.constant(texts))["ids"]
     assert [[i for i in row if i >= 0] for row in got.numpy().tolist()] == tokenizer(texts).to_list()
