@@ -226,15 +226,17 @@ def test_unknown_name_lists_the_table_and_how_to_convert(tmp_path):
         BertEncoder.from_pretrained(str(tmp_path / "missing"))
 
 
-# DistilBERT and ELECTRA load (tests/checkpoints/test_family.py).
-@pytest.mark.parametrize("model_type, name", [("roberta", "RoBERTa"),
+# DistilBERT, ELECTRA (tests/checkpoints/test_family.py), RoBERTa and XLM-R
+# (tests/checkpoints/test_roberta.py) load.
+@pytest.mark.parametrize("model_type, name", [("modernbert", "ModernBERT"),
                                               ("albert", "ALBERT"),
                                               ("deberta-v2", "DeBERTa-v2")])
 def test_other_architectures_are_refused_by_name(tmp_path, model_type, name):
     folder, _, _ = _hf_folder(tmp_path / "hf", extra_config={"model_type": model_type})
     with pytest.raises(CheckpointError,
                        match=rf"is a {name} checkpoint \(model_type='{model_type}'\).*"
-                             rf"keras_bert loads BERT only, and its DistilBERT and ELECTRA"):
+                             rf"keras_bert loads BERT \(model_type 'bert'\) and its variants "
+                             rf"DistilBERT"):
         BertEncoder.from_pretrained(folder)
 
 
