@@ -14,8 +14,9 @@ from keras_bert.export.serving_kernels import serving_kernels
 from keras_bert.layers import MaskedLMHead, TransformerEncoderBlock, gelu
 
 DYNAMIC = (tf.TensorSpec([None, None, 16], tf.float32), tf.TensorSpec([None, None], tf.int32))
-#: The serving forms' ops: Eigen's batch matmul, the erf GELU, the size branch.
-SERVING_OPS = {"BatchMatMulV3", "Erf", "If"}
+#: The serving forms' ops: Eigen's batch matmul and transposes (of bits), the erf GELU,
+#: the size branch.
+SERVING_OPS = {"BatchMatMulV3", "Bitcast", "Erf", "If"}
 
 
 def numpy_block(block, x, padding_mask):
