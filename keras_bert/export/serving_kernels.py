@@ -83,7 +83,8 @@ def _small_attention(qkv, bias, head_size):
     if bias is not None:
         scores = scores + bias
     weights = ops.exp(scores - ops.max(scores, axis=-1, keepdims=True))
-    probs = weights / ops.sum(weights, axis=-1, keepdims=True)
+    # One reciprocal per row and a multiply: a broadcast division costs more.
+    probs = weights * tf.math.reciprocal(ops.sum(weights, axis=-1, keepdims=True))
     return _heads_swapped(matmul(ops.cast(probs, value.dtype), value)), probs  # (B, T, N, D)
 
 
