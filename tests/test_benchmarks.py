@@ -28,6 +28,8 @@ FLAGS = {
                  *SYNTHETIC},
     "profile": {"--train-presets", "--train-batch-size", *SYNTHETIC},
     "tokenizer": {"--repeats"},
+    "sentencepiece": {"--repeats"},
+    "bpe-tokenizer": {"--repeats"},
     "realtext": {"--preset", "--realtext-count", "--repeats", "--dtypes", "--jit-compile"},
     "serving": {"--repeats", "--jit-compile"},
     "serving-e2e": {"--serving-texts", "--request-batch-size", "--serving-variants",

@@ -32,7 +32,7 @@ from keras_bert.models import BertEncoder, load_model_dir
 from keras_bert.models.encoder import encoder_of
 from keras_bert.models.lora import merged_copy
 from keras_bert.models.model_dir import build_preprocessor
-from keras_bert.text import save_vocabulary
+from keras_bert.text.tokenizer_files import save_tokenizer_files
 
 
 def _task_config(model, task_info):
@@ -92,11 +92,12 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
     encoder = encoder_of(model)
     preprocessor = getattr(model, "preprocessor", None)
     vocab_file = vocab_file or getattr(model, "vocab_file", None) or (
-        preprocessor.tokenizer.vocabulary_file if preprocessor is not None else None)
+        getattr(preprocessor.tokenizer, "vocabulary_file", None)
+        if preprocessor is not None else None)
     if vocab_file is None and preprocessor is not None:
         # A model from a .keras file holds its vocabulary in memory (from its assets).
-        vocab_file = os.path.join(tempfile.mkdtemp(prefix="keras_bert-vocab-"), "vocab.txt")
-        save_vocabulary(preprocessor.tokenizer.vocabulary, vocab_file)
+        vocab_file = save_tokenizer_files(preprocessor.tokenizer,
+                                          tempfile.mkdtemp(prefix="keras_bert-vocab-"))
     if vocab_file is None:
         raise ValueError(
             "No vocabulary: pass vocab_file='.../vocab.txt' (tools/export.py --vocab-file), "

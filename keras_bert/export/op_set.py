@@ -21,8 +21,14 @@ from keras_bert import storage
 
 #: tensorflow-text ops that stock TF Serving has linked for years: the fast
 #: WordPiece tokenizer (tensorflow-text >= 2.7, in TF Serving's builds from
-#: 2.7 on; TF Serving up to 2.19 linked tensorflow-text 2.12.1, 2.20 links 2.20).
-ALLOWED_TEXT_OPS = ("FastWordpieceTokenizeWithOffsets",)
+#: 2.7 on; TF Serving up to 2.19 linked tensorflow-text 2.12.1, 2.20 links 2.20),
+#: the SentencePiece ops (XLM-R's tokenizer) and the regex split (BPE's and
+#: SentencePiece's pre-split), all in `TF_TEXT_2_12_OPS`.
+ALLOWED_TEXT_OPS = ("FastWordpieceTokenizeWithOffsets", "RegexSplitWithOffsets",
+                    "SentencepieceOp", "SentencepieceTokenizeOp",
+                    "SentencepieceTokenizeWithOffsetsOp", "SentencepieceIdToStringOp",
+                    "SentencepieceStringToIdOp", "SentencepieceDetokenizeOp",
+                    "SentencepieceVocabSizeOp")
 
 # Runs in a fresh interpreter that imports tensorflow and nothing of
 # tensorflow-text, keras or keras_bert: what it registers is core TensorFlow.

@@ -18,11 +18,12 @@ with `sequence_length` set, every batch is padded to exactly that length.
 import inspect
 
 import numpy as np
+import keras
 import tensorflow as tf
 
 from keras_bert.export.serving_kernels import serving_kernels
 from keras_bert.models.task_inputs import segment_limit
-from keras_bert.text import BertPreprocessor
+from keras_bert.text import BertPreprocessor, BertTokenizer
 
 STRINGS = tf.TensorSpec([None], tf.string)
 IDS = tf.TensorSpec([None, None], tf.int32)
@@ -158,6 +159,13 @@ class BertServingModule(tf.Module):
                 )
         if vocab_file is not None:
             self.vocab_file = tf.saved_model.Asset(vocab_file)
+        # The resources the tokenizer's ops capture (SentencePiece's model, BPE's lookup
+        # tables) are saved with the graph only when tracked here.
+        self.tokenizer_resources = [
+            value for value in vars(tokenizer).values()
+            if isinstance(value, tf.__internal__.tracking.Trackable)
+            and not isinstance(value, (keras.layers.Layer, tf.Variable))
+        ] if not isinstance(tokenizer, BertTokenizer) else []
         # Tokenization, traced once and shared by every signature (one copy
         # of the Unicode tables and WordPiece model in saved_model.pb).
         self._keras.tokenize_fn = tf.function(preprocessor.tokenize, input_signature=[STRINGS])

@@ -37,6 +37,7 @@ from keras_bert.export.tflite_text import (
     UNKNOWN_CHAR, byte_detokenizer, kernel_word_breaks, lite_text_tables,
     normalize_for_wordpiece)
 from keras_bert.files import Kind, staged_dir
+from keras_bert.text.tokenizer import BertTokenizer
 
 #: What `export_tflite` replaces (with overwrite): its own version folders.
 TFLITE_VERSION_KIND = Kind("LiteRT export folder", required=(TFLITE_FILE,),
@@ -187,6 +188,12 @@ def _lite_functions(module):
             f"preprocessor ({type(module._keras.preprocessor).__name__}) has its own call, "
             f"which has none: export a SavedModel (--format saved_model).")
     tokenizer = module._keras.tokenizer
+    if not isinstance(tokenizer, BertTokenizer):
+        raise ValueError(
+            f"--format tflite tokenizes with LiteRT's WordPiece kernels; this model's "
+            f"{type(tokenizer).__name__} runs tensorflow-text ops that have no LiteRT kernel "
+            f"(SentencePiece's op, BPE's regex split and lookups). Export a SavedModel "
+            f"(--format saved_model), which TF Serving serves with raw strings.")
     lite_tokenizer = LiteTokenizer(tokenizer)
     # One attention kernel set, no tf.cond: the LiteRT converter picks its own.
     module.serving_kernels = False

@@ -2,7 +2,8 @@
 
 MODEL_DIR/
   config.json        BertConfig of the encoder
-  vocab.txt          WordPiece vocabulary (when known)
+  vocab.txt          WordPiece vocabulary (when known), or the files of another
+                     tokenizer (`keras_bert.text.tokenizer_files`: they say which)
   model.weights.h5   Keras weights of the whole model (no optimizer state), with
                      the config and a sha256 of the arrays stamped in (checked on load)
   task.json          task models: {"task": name, "task_config": {...}, ...}; every
@@ -36,7 +37,8 @@ from keras_bert.files import (
     staged_dir,
 )
 from keras_bert.models.registry import get_task
-from keras_bert.text import BertPreprocessor, save_vocabulary
+from keras_bert.text import BertPreprocessor
+from keras_bert.text import tokenizer_files
 from keras_bert.text.settings import (TEXT_SETTINGS_KEYS, TextSettings, resolve_lengths,
                                       resolve_text_settings)
 
@@ -69,13 +71,17 @@ def count_vocab_lines(path):
 
 
 def check_vocab(vocab_file, vocab_size):
-    """Raises ValueError if `vocab_file` does not have `vocab_size` lines."""
-    found = count_vocab_lines(vocab_file)
+    """Raises ValueError if the vocabulary of `vocab_file` (a vocab.txt's lines, or the
+    ids of another tokenizer's files) does not have `vocab_size` tokens."""
+    wordpiece = tokenizer_files.is_wordpiece(vocab_file)
+    found = (count_vocab_lines(vocab_file) if wordpiece
+             else tokenizer_files.vocabulary_size(vocab_file))
     if found != vocab_size:
         raise ValueError(
             f"{vocab_file} has {found} tokens, but the model's vocab_size is "
-            f"{vocab_size} (rows of the token embedding matrix). Use the vocab.txt "
-            f"that was released with these weights."
+            f"{vocab_size} (rows of the token embedding matrix). Use the "
+            f"{'vocab.txt' if wordpiece else 'tokenizer files'} that were released with "
+            f"these weights."
         )
 
 
@@ -92,8 +98,10 @@ PREDICTION_FILES = ("eval_predictions.json", "eval_null_odds.json")
 # merged weights (keras_bert.models.lora).
 LORA_FILE = "model.lora.h5"
 MODEL_DIR_KIND = Kind("keras_bert model directory", required=(CONFIG_FILE, WEIGHTS_FILE),
-                      allowed=(CONFIG_FILE, VOCAB_FILE, WEIGHTS_FILE, TASK_FILE, LORA_FILE,
-                               *PREDICTION_FILES))
+                      allowed=(CONFIG_FILE, WEIGHTS_FILE, TASK_FILE, LORA_FILE, *PREDICTION_FILES,
+                               *sorted({name for _, names in
+                                        tokenizer_files.TOKENIZER_FILES.values()
+                                        for name in names})))
 
 
 def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
@@ -108,8 +116,11 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
     Args:
         model: a `BertEncoder` or a task model with an `.encoder`.
         model_dir: str, the directory to write.
-        vocab_file: str path of vocab.txt to copy in, or None to use the
-            vocabulary the model was loaded with (`model.vocab_file`), if any.
+        vocab_file: str path of a vocabulary file to copy in (vocab.txt, or
+            another tokenizer's, with the files that go with it: see
+            `keras_bert.text.tokenizer_files`), or None to use the vocabulary
+            the model was loaded with (`model.vocab_file`), else the files
+            of its preprocessor's tokenizer, if any.
         task_info: dict of extra JSON-able facts for task.json
             (e.g. max_seq_length). An encoder's task.json keeps only the
             text settings (`TEXT_SETTINGS`), from `task_info` or from the
@@ -134,19 +145,21 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
     resolve_lengths(TextSettings(), TextSettings.from_json(task), config.max_position_embeddings,
                     where="the model's preprocessor",
                     fix="Set model.preprocessor.sequence_length (or max_seq_length)")
-    if _holds_only(model_dir, VOCAB_FILE, vocab_file):
+    vocab_name = os.path.basename(vocab_file) if vocab_file else None
+    if vocab_file is not None and _holds_only(model_dir, vocab_name, vocab_file):
         target = real_path(model_dir)  # Its one file is the vocabulary copied in.
     else:
         target = prepare_output_dir(model_dir, MODEL_DIR_KIND)
-    # A vocab.txt inside `model_dir` (a re-save of a loaded model) is copied
-    # into the staging folder before the old directory is replaced.
+    # Vocabulary files inside `model_dir` (a re-save of a loaded model) are
+    # copied into the staging folder before the old directory is replaced.
     with staged_dir(target, prefix=STAGING_PREFIX) as tmp:
         config.to_json_file(os.path.join(tmp, CONFIG_FILE))
         if vocab_file is not None:
-            storage.copy_file(vocab_file, os.path.join(tmp, VOCAB_FILE))
+            for path in tokenizer_files.vocabulary_files(vocab_file):
+                storage.copy_file(path, os.path.join(tmp, os.path.basename(path)))
         elif getattr(model, "preprocessor", None) is not None:
-            save_vocabulary(model.preprocessor.tokenizer.vocabulary,
-                            os.path.join(tmp, VOCAB_FILE))
+            vocab_name = os.path.basename(tokenizer_files.save_tokenizer_files(
+                model.preprocessor.tokenizer, tmp))
         if model is not encoder:
             task = {"task": model.task_name, "task_config": model.task_config(), **task}
         else:
@@ -157,9 +170,9 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
                 f.write("\n")
         save_model_weights(model, os.path.join(tmp, WEIGHTS_FILE))
         _stamp_config(os.path.join(tmp, WEIGHTS_FILE), config)
-    if storage.exists(storage.join(target, VOCAB_FILE)):
+    if vocab_name is not None and storage.exists(storage.join(target, vocab_name)):
         model.vocab_file = storage.join(target if storage.is_remote(target)
-                                        else os.path.abspath(model_dir), VOCAB_FILE)
+                                        else os.path.abspath(model_dir), vocab_name)
 
 
 def _holds_only(folder, name, source):
@@ -505,14 +518,12 @@ def _load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
     config_path, weights_path = _required_files(
         model_dir, (CONFIG_FILE, WEIGHTS_FILE),
         f"{model_dir} is not a complete model directory (expected {CONFIG_FILE}, "
-        f"{WEIGHTS_FILE}, optional {VOCAB_FILE} and {TASK_FILE}). Create one with "
+        f"{WEIGHTS_FILE}, optional vocabulary files and {TASK_FILE}). Create one with "
         f"tools/convert_checkpoint.py or save_pretrained().")
     config = BertConfig.from_json_file(config_path)
-    vocab_path = os.path.join(model_dir, VOCAB_FILE)
-    if os.path.exists(vocab_path):
+    vocab_path = tokenizer_files.vocabulary_file(model_dir)
+    if vocab_path is not None:
         check_vocab(vocab_path, config.vocab_size)
-    else:
-        vocab_path = None
     task = read_task_info(model_dir)
     check_config_before_build(weights_path, config, config_path)
     encoder = encoder_cls(**config.to_dict(), **encoder_kwargs)
@@ -549,10 +560,13 @@ def load_preprocessor(model_dir, max_seq_length=None, lowercase=None):
         max_seq_length: int or None; see `build_preprocessor`.
         lowercase: bool or None; see `build_preprocessor`.
     """
-    config_path, vocab_path = _required_files(
-        model_dir, (CONFIG_FILE, VOCAB_FILE),
-        f"a preprocessor needs the {CONFIG_FILE} and {VOCAB_FILE} of a model directory. "
-        f"Create one with tools/convert_checkpoint.py or save_pretrained(vocab_file=...).")
+    why = (f"a preprocessor needs the {CONFIG_FILE} and the vocabulary files (one of "
+           f"{', '.join(tokenizer_files.TOKENIZER_FILES)}) of a model directory. Create one "
+           f"with tools/convert_checkpoint.py or save_pretrained(vocab_file=...).")
+    config_path, = _required_files(model_dir, (CONFIG_FILE,), why)
+    vocab_path = tokenizer_files.vocabulary_file(model_dir)
+    if vocab_path is None:
+        raise FileNotFoundError(f"{model_dir} holds no vocabulary: {why}")
     config = BertConfig.from_json_file(config_path)
     check_vocab(vocab_path, config.vocab_size)
     return build_preprocessor(vocab_path, config.max_position_embeddings,
@@ -570,7 +584,8 @@ def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,
     `resolve_text_settings`: the arguments > task.json > the defaults.
 
     Args:
-        vocab_file: str, the directory's vocab.txt.
+        vocab_file: str, the directory's vocabulary file (vocab.txt, or another
+            tokenizer's: `keras_bert.text.tokenizer_files`).
         max_position_embeddings: int, the encoder's.
         task_info: dict, the parsed task.json (or None), or the
             `TextSettings` saved with the model.
@@ -580,21 +595,32 @@ def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,
             `infer_lowercase(vocab_file)` (with a warning).
         default_max_seq_length: int or None, the caller's default.
         where: str, the task.json path, named in errors.
-        tokenizer: a `BertTokenizer` of the vocabulary whose options to keep.
+        tokenizer: a tokenizer of the vocabulary whose options to keep.
     """
+    options = task_info.get("tokenizer_options") if isinstance(task_info, dict) else None
+    if options is not None and not isinstance(options, dict):
+        raise ValueError(f"{where}: tokenizer_options must be a JSON object of tokenizer "
+                         f"arguments. Received: tokenizer_options={options!r}.")
+    if tokenizer is None and not tokenizer_files.is_wordpiece(vocab_file):
+        tokenizer = _tokenizer(vocab_file, lowercase, options, where)
+    if tokenizer is not None and not tokenizer_files.is_wordpiece(tokenizer) and (
+            lowercase is None):
+        lowercase = tokenizer.lowercase  # Its files say how it normalizes text.
     settings = resolve_text_settings(
         task_info, max_position_embeddings, vocab_file, max_seq_length=max_seq_length,
         lowercase=lowercase, default_max_seq_length=default_max_seq_length, where=where)
-    options = task_info.get("tokenizer_options") if isinstance(task_info, dict) else None
-    if options is not None and not isinstance(options, dict):
-        raise ValueError(f"{where}: tokenizer_options must be a JSON object of BertTokenizer "
-                         f"arguments. Received: tokenizer_options={options!r}.")
+    if tokenizer is None:
+        tokenizer = _tokenizer(vocab_file, settings.lowercase, options, where)
+    return BertPreprocessor.from_text_settings(vocab_file, settings, tokenizer=tokenizer)
+
+
+def _tokenizer(vocab_file, lowercase, options, where):
+    """`tokenizer_files.load_tokenizer`, its errors on saved options naming `where`."""
     try:
-        return BertPreprocessor.from_text_settings(vocab_file, settings, tokenizer=tokenizer,
-                                                   tokenizer_options=options)
+        return tokenizer_files.load_tokenizer(vocab_file, lowercase, options)
     except (TypeError, ValueError) as error:
         if not options:
             raise
-        raise ValueError(f"{where}: tokenizer_options {options!r} do not make a "
-                         f"BertTokenizer: {error}. Fix the file (save_pretrained writes "
-                         f"it).") from None
+        raise ValueError(f"{where}: tokenizer_options {options!r} do not make the "
+                         f"tokenizer of {vocab_file}: {error}. Fix the file (save_pretrained "
+                         f"writes it).") from None

@@ -145,6 +145,18 @@ class TextPipeline:
             )
         return texts
 
+    def _check_pair_segments(self):
+        """Refuses pairs whose second text would get segment id 1 in a one-row segment
+        embedding (type_vocab_size 1, RoBERTa's): the model's fact against the packer's."""
+        packer = self._require_preprocessor().packer
+        if self.encoder.type_vocab_size == 1 and packer.pair_separator == 1:
+            raise ValueError(
+                f"{type(self).__name__}: the encoder has one token type (type_vocab_size=1), "
+                f"but its preprocessor's {type(self.preprocessor.tokenizer).__name__} packs "
+                f"pairs as [CLS] a [SEP] b [SEP] with segment id 1 on b. Use the tokenizer "
+                f"the model was released with (RoBERTa and XLM-R pack <s> a </s></s> b </s>, "
+                f"one segment): from_pretrained(MODEL_DIR) attaches it.")
+
     def _labels(self, y, count, method, name="y"):
         """`y` (or sample weights) as a numpy array of one row per example,
         label names mapped through `label_names` (see `task_inputs.label_array`)."""
@@ -170,6 +182,8 @@ class TextPipeline:
             `(inputs, y, sample_weight)` (`keras.utils.pack_x_y_sample_weight`).
         """
         texts = tuple(x) if isinstance(x, (tuple, list)) else (x,)
+        if len(texts) == 2:
+            self._check_pair_segments()
         features = self._traced_preprocessor()(texts)
         if y is not None and y.dtype == tf.string:
             y = task_inputs.label_ids_tensor(y, self.label_names, type(self).__name__)

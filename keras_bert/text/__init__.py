@@ -3,9 +3,11 @@
 Imports nothing from keras_bert.layers or keras_bert.models.
 """
 
+from keras_bert.text.byte_pair import BytePairTokenizer
 from keras_bert.text.masker import MaskedLMMasker
 from keras_bert.text.packer import BertPacker
 from keras_bert.text.preprocessor import BertPreprocessor
+from keras_bert.text.sentencepiece import SentencePieceTokenizer
 from keras_bert.text.settings import TextSettings
 from keras_bert.text.settings import resolve_text_settings
 from keras_bert.text.tokenizer import BertTokenizer
@@ -20,8 +22,10 @@ __all__ = [
     "BertPacker",
     "BertPreprocessor",
     "BertTokenizer",
+    "BytePairTokenizer",
     "MaskedLMMasker",
     "SPECIAL_TOKENS",
+    "SentencePieceTokenizer",
     "TextSettings",
     "build_vocabulary",
     "count_words",

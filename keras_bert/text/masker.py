@@ -8,12 +8,15 @@ import tensorflow as tf
 
 from keras_bert.text.vocab import SPECIAL_TOKENS
 from keras_bert.text.vocab import load_bert_vocabulary
+from keras_bert.text.vocab import load_vocabulary
 
 # "[PAD]", "[unused0]", ...: never drawn as random replacements.
 # Own ops rather than tensorflow-text's RandomItemSelector/MaskValuesChooser:
 # those draw unseeded random numbers (no reproducible masks) and choose a
 # Bernoulli number of items per sequence rather than round(rate * n).
 _BRACKETED = re.compile(r"\[[A-Za-z0-9_]+\]")
+# RoBERTa's and XLM-R's special tokens: "<s>", "</s>", "<pad>", "<unk>", "<mask>".
+_ANGLED = re.compile(r"<[a-z/]+>")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -43,6 +46,9 @@ class MaskedLMMasker(keras.layers.Layer):
         random_token_rate: float, share set to a random token.
             `mask_token_rate + random_token_rate` must be <= 1.
         whole_word_masking: bool.
+        special_tokens: None (BERT's `[PAD]`, `[CLS]`, `[SEP]`, `[MASK]`), or
+            the (pad, cls, sep, mask) tokens of another vocabulary, e.g.
+            `("<pad>", "<s>", "</s>", "<mask>")` for RoBERTa and XLM-R.
         seed: int or None. With an int, the sequence of masks is the same
             on every run (a `tf.random.Generator` seeded with it).
         **kwargs: passed to `keras.layers.Layer`.
@@ -77,6 +83,7 @@ class MaskedLMMasker(keras.layers.Layer):
         mask_token_rate=0.8,
         random_token_rate=0.1,
         whole_word_masking=False,
+        special_tokens=None,
         seed=None,
         **kwargs,
     ):
@@ -106,8 +113,22 @@ class MaskedLMMasker(keras.layers.Layer):
             raise ValueError(
                 f"Expected seed to be an int or None. Received: seed={seed!r}"
             )
-        tokens, ids, source = load_bert_vocabulary(
-            vocabulary, "Add it, or build the vocabulary with tools/build_vocab.py.")
+        if special_tokens is None:
+            tokens, ids, source = load_bert_vocabulary(
+                vocabulary, "Add it, or build the vocabulary with tools/build_vocab.py.")
+            names = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")
+        else:
+            special_tokens = tuple(special_tokens)
+            tokens, source = load_vocabulary(vocabulary)
+            ids = {token: index for index, token in enumerate(tokens)}
+            names = special_tokens
+            missing = [t for t in names if t not in ids]
+            if len(names) != 4 or missing:
+                raise ValueError(
+                    "Expected special_tokens to be the (pad, cls, sep, mask) tokens of the "
+                    f"vocabulary ({source}). Received: special_tokens={special_tokens!r}"
+                    + (f"; not in the vocabulary: {missing}" if missing else ""))
+        self.special_tokens = special_tokens
         self._vocabulary = tokens
         self.mask_rate = mask_rate
         self.max_predictions_per_seq = max_predictions_per_seq
@@ -115,14 +136,13 @@ class MaskedLMMasker(keras.layers.Layer):
         self.random_token_rate = random_token_rate
         self.whole_word_masking = whole_word_masking
         self.seed = seed
-        self.pad_token_id = ids["[PAD]"]
-        self.cls_token_id = ids["[CLS]"]
-        self.sep_token_id = ids["[SEP]"]
-        self.mask_token_id = ids["[MASK]"]
+        self.pad_token_id, self.cls_token_id, self.sep_token_id, self.mask_token_id = (
+            ids[name] for name in names)
+        special = _BRACKETED if special_tokens is None else _ANGLED
         pool = [
             i
             for i, t in enumerate(tokens)
-            if t not in SPECIAL_TOKENS and not _BRACKETED.fullmatch(t)
+            if t not in SPECIAL_TOKENS and t not in names and not special.fullmatch(t)
         ]
         if not pool:
             raise ValueError(
@@ -293,6 +313,7 @@ class MaskedLMMasker(keras.layers.Layer):
                 "mask_token_rate": self.mask_token_rate,
                 "random_token_rate": self.random_token_rate,
                 "whole_word_masking": self.whole_word_masking,
+                "special_tokens": self.special_tokens,
                 "seed": self.seed,
             }
         )

@@ -32,6 +32,10 @@ def _longest_first_lengths(length_a, length_b, budget):
 class BertPacker(keras.layers.Layer):
     """Packs token ids as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`.
 
+    With `pair_separator=2` a pair is packed as RoBERTa and XLM-R pack it,
+    `<s> A </s></s> B </s>` (`cls_token_id` is `<s>`, `sep_token_id` `</s>`),
+    and every segment id is 0: their tokenizers give one token type.
+
     Truncates the segments so the packed sequence fits, adds the special
     tokens and pads. All in TensorFlow ops (works in `tf.data` and in an
     exported SavedModel).
@@ -50,6 +54,9 @@ class BertPacker(keras.layers.Layer):
             segment one token at a time, B on a tie) or "round_robin"
             (tensorflow-text `RoundRobinTrimmer`); for one or two segments
             the two give the same lengths.
+        pair_separator: 1 or 2, the separator tokens between the two
+            segments of a pair (the tokenizer's `pair_separator`). 2 also
+            gives segment B the segment id 0.
         pad_to_multiple_of: int >= 1, with `sequence_length=None`: the
             batch-longest width is rounded up to a multiple of it (never past
             `max_seq_length`), which limits the distinct shapes an
@@ -63,8 +70,8 @@ class BertPacker(keras.layers.Layer):
 
     Returns:
         dict of int32 Tensors of shape [batch, seq] ([seq] unbatched):
-        `token_ids`, `segment_ids` (0 for `[CLS]` A `[SEP]`, 1 for B `[SEP]`,
-        0 on padding) and `padding_mask` (1 for real tokens, 0 for padding).
+        `token_ids`, `segment_ids` (0 for `[CLS]` A `[SEP]`, 1 for B `[SEP]`
+        when `pair_separator` is 1, 0 on padding) and `padding_mask` (1 for real tokens, 0 for padding).
 
     Example:
     >>> packer = BertPacker(cls_token_id=2, sep_token_id=3, sequence_length=8)
@@ -85,9 +92,15 @@ class BertPacker(keras.layers.Layer):
         max_seq_length=512,
         truncation=DEFAULT_TRUNCATION,
         pad_to_multiple_of=1,
+        pair_separator=1,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if pair_separator not in (1, 2):
+            raise ValueError(
+                "Expected pair_separator to be 1 ([CLS] A [SEP] B [SEP]) or 2 "
+                f"(<s> A </s></s> B </s>). Received: pair_separator={pair_separator!r}"
+            )
         for name, value in (
             ("cls_token_id", cls_token_id),
             ("sep_token_id", sep_token_id),
@@ -98,17 +111,18 @@ class BertPacker(keras.layers.Layer):
                     f"Expected {name} to be a non-negative int. "
                     f"Received: {name}={value!r}"
                 )
+        least = 2 + pair_separator  # The special tokens of a pair.
         if sequence_length is not None and (
-            not isinstance(sequence_length, int) or sequence_length < 3
+            not isinstance(sequence_length, int) or sequence_length < least
         ):
             raise ValueError(
-                "Expected sequence_length to be None or an int >= 3 (room "
-                "for [CLS] and [SEP]). "
+                f"Expected sequence_length to be None or an int >= {least} (room "
+                "for the special tokens of a pair). "
                 f"Received: sequence_length={sequence_length!r}"
             )
-        if not isinstance(max_seq_length, int) or max_seq_length < 3:
+        if not isinstance(max_seq_length, int) or max_seq_length < least:
             raise ValueError(
-                "Expected max_seq_length to be an int >= 3. "
+                f"Expected max_seq_length to be an int >= {least}. "
                 f"Received: max_seq_length={max_seq_length!r}"
             )
         if truncation not in TRUNCATIONS:
@@ -128,12 +142,21 @@ class BertPacker(keras.layers.Layer):
         self.max_seq_length = max_seq_length
         self.truncation = truncation
         self.pad_to_multiple_of = pad_to_multiple_of
+        self.pair_separator = pair_separator
         self.built = True
 
     @property
     def truncation_length(self):
         """int, the longest packed sequence: `sequence_length` when set, else `max_seq_length`."""
         return self.sequence_length or self.max_seq_length
+
+    def num_special_tokens(self, num_segments):
+        """int, the special tokens packed around `num_segments` (1 or 2) segments."""
+        return 2 if num_segments == 1 else 2 + self.pair_separator
+
+    def second_segment_offset(self, first_length):
+        """The packed position of segment B's first token after `first_length` tokens of A."""
+        return first_length + 1 + self.pair_separator
 
     def _standardize(self, inputs):
         """Returns (list of int32 RaggedTensors [batch, (len)], unbatched)."""
@@ -188,17 +211,20 @@ class BertPacker(keras.layers.Layer):
 
     def call(self, inputs):
         segments, unbatched = self._standardize(inputs)
-        segments = self._trim(segments, self.truncation_length - len(segments) - 1)
+        count = len(segments)
+        segments = self._trim(segments, self.truncation_length - self.num_special_tokens(count))
 
         batch_size = segments[0].nrows()
         cls = tf.fill([batch_size, 1], self.cls_token_id)
-        sep = tf.fill([batch_size, 1], self.sep_token_id)
         pieces, segment_pieces = [cls], [tf.zeros_like(cls)]
         for index, segment in enumerate(segments):
+            seps = 1 if index == count - 1 else self.pair_separator
+            sep = tf.fill([batch_size, seps], self.sep_token_id)
+            segment_id = index if self.pair_separator == 1 else 0
             pieces += [segment, sep]
             segment_pieces += [
-                tf.ones_like(segment) * index,
-                tf.fill([batch_size, 1], index),
+                tf.ones_like(segment) * segment_id,
+                tf.fill([batch_size, seps], segment_id),
             ]
         token_ids = tf.concat(pieces, axis=1)  # [batch, (len)]
         segment_ids = tf.concat(segment_pieces, axis=1)
@@ -209,16 +235,16 @@ class BertPacker(keras.layers.Layer):
             "padding_mask": tf.ones_like(token_ids).to_tensor(0, shape=shape),
         }
         if self.sequence_length is None:
-            outputs = self._pad_batch(outputs, len(segments))
+            outputs = self._pad_batch(outputs, self.num_special_tokens(count))
         if unbatched:
             outputs = {k: v[0] for k, v in outputs.items()}
         return outputs
 
-    def _pad_batch(self, outputs, num_segments):
+    def _pad_batch(self, outputs, num_special):
         """Pads batch-longest outputs [B, S] to S rounded up to `pad_to_multiple_of`.
 
-        Never past max_seq_length, and at least the width of "[CLS] [SEP]"
-        per segment: an empty batch keeps a [CLS] column, so that models
+        Never past max_seq_length, and at least the width of the special
+        tokens (`num_special`): an empty batch keeps a [CLS] column, so that models
         reading position 0 (the pooler) keep working.
         """
         width = tf.shape(outputs["token_ids"])[1]
@@ -227,7 +253,7 @@ class BertPacker(keras.layers.Layer):
             multiple = self.pad_to_multiple_of
             target = tf.minimum((width + multiple - 1) // multiple * multiple,
                                 self.max_seq_length)
-        pad = tf.maximum(0, tf.maximum(target, num_segments + 1) - width)
+        pad = tf.maximum(0, tf.maximum(target, num_special) - width)
         return {
             k: tf.pad(v, [[0, 0], [0, pad]], constant_values=self.pad_token_id if
                       k == "token_ids" else 0)
@@ -245,6 +271,7 @@ class BertPacker(keras.layers.Layer):
                 "max_seq_length": self.max_seq_length,
                 "truncation": self.truncation,
                 "pad_to_multiple_of": self.pad_to_multiple_of,
+                "pair_separator": self.pair_separator,
             }
         )
         return config

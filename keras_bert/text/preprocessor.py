@@ -10,6 +10,7 @@ from keras_bert.text.settings import (DEFAULT_MAX_SEQ_LENGTH, DEFAULT_TRUNCATION
                                       MIN_SEQ_LENGTH, TextSettings)
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.tokenizer import as_string_tensor
+from keras_bert.text.tokenizer_files import load_tokenizer
 
 
 #: sequence_length when neither length is given.
@@ -20,17 +21,19 @@ DEFAULT_SEQUENCE_LENGTH = 128
 class BertPreprocessor(keras.layers.Layer):
     """Tokenizes and packs raw text into the encoder's input dict.
 
-    Single texts become `[CLS] A [SEP]`, pairs `[CLS] A [SEP] B [SEP]`
-    (see `BertTokenizer` and `BertPacker`). Only TensorFlow and
+    Single texts become `[CLS] A [SEP]`, pairs `[CLS] A [SEP] B [SEP]`, or
+    `<s> A </s></s> B </s>` with a SentencePiece or BPE tokenizer of the
+    RoBERTa family (its `pair_separator`; see `BertPacker`). Only TensorFlow and
     tensorflow-text ops run, so it works in `tf.data.Dataset.map` and inside
     a `tf.function` saved with `tf.saved_model.save` (a process that loads
     the SavedModel needs `import tensorflow_text`, not keras_bert).
 
     In a `.keras` file the settings are in the config and the vocabulary
-    is an asset (the tokenizer's `vocab.txt`), so the config stays a few KB.
+    is an asset (the tokenizer's files), so the config stays a few KB.
 
     Args:
-        tokenizer: a `BertTokenizer`.
+        tokenizer: a `BertTokenizer`, `SentencePieceTokenizer` or
+            `BytePairTokenizer`.
         sequence_length: int: every batch padded (and cut) to exactly this
             length; None: each batch padded to its longest text, cut at
             max_seq_length; "auto" (default): max_seq_length when that is
@@ -75,12 +78,15 @@ class BertPreprocessor(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if not isinstance(tokenizer, BertTokenizer):
+        missing = [name for name in _TOKENIZER_INTERFACE if not hasattr(tokenizer, name)]
+        if not isinstance(tokenizer, keras.layers.Layer) or missing:
             raise ValueError(
-                "Expected tokenizer to be a keras_bert BertTokenizer. "
-                f"Received: tokenizer={tokenizer!r}. Build one with "
-                "BertTokenizer('vocab.txt') or use "
-                "BertPreprocessor.from_vocab_file('vocab.txt')."
+                "Expected tokenizer to be a keras_bert tokenizer (BertTokenizer, "
+                "SentencePieceTokenizer or BytePairTokenizer). "
+                f"Received: tokenizer={tokenizer!r}"
+                + (f", which has no {', '.join(missing)}" if missing else "")
+                + ". Build one with BertTokenizer('vocab.txt') or use "
+                "BertPreprocessor.from_pretrained(MODEL_DIR)."
             )
         self.tokenizer = tokenizer
         if sequence_length == "auto":  # A bad max_seq_length is named as itself, below.
@@ -121,7 +127,8 @@ class BertPreprocessor(keras.layers.Layer):
         tokenizer = self.tokenizer
         ids = ((0, 0, 0) if check_only else
                (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id))
-        packer = BertPacker(*ids, name="packer", **settings)
+        packer = BertPacker(*ids, name="packer", pair_separator=tokenizer.pair_separator,
+                            **settings)
         if (settings["sequence_length"] is not None
                 and settings["sequence_length"] > settings["max_seq_length"]):
             raise ValueError(
@@ -183,13 +190,16 @@ class BertPreprocessor(keras.layers.Layer):
         unless `kwargs` say otherwise.
 
         Args:
-            vocabulary: path of a `vocab.txt` (or a list of tokens).
+            vocabulary: path of a vocabulary file (a `vocab.txt`, or another
+                of `keras_bert.text.tokenizer_files.TOKENIZER_FILES`), or a
+                list of WordPiece tokens.
             settings: a complete `keras_bert.text.TextSettings`.
-            tokenizer: an existing `BertTokenizer` of that vocabulary: reused
-                when its casing is the settings', else copied with its other
-                options and the settings' casing (None: a new one).
-            tokenizer_options: dict of other `BertTokenizer` arguments for a
-                new tokenizer (`strip_accents`, `never_split`, ...), as
+            tokenizer: an existing tokenizer of that vocabulary: reused
+                when its casing is the settings', else (WordPiece) copied
+                with its other options and the settings' casing (None: a
+                new one).
+            tokenizer_options: dict of other arguments of the tokenizer's class
+                for a new tokenizer (`strip_accents`, `never_split`, ...), as
                 `saved_settings` writes them.
             **kwargs: other `BertPreprocessor` arguments (`sequence_length`).
 
@@ -200,8 +210,12 @@ class BertPreprocessor(keras.layers.Layer):
             raise ValueError(f"Expected complete text settings (resolve_text_settings gives "
                              f"them). Received: {settings!r}")
         if tokenizer is None:
-            tokenizer = BertTokenizer(vocabulary, lowercase=settings.lowercase,
-                                      **(tokenizer_options or {}))
+            tokenizer = load_tokenizer(vocabulary, settings.lowercase, tokenizer_options)
+        elif tokenizer.lowercase != settings.lowercase and not isinstance(
+                tokenizer, BertTokenizer):
+            raise ValueError(f"lowercase={settings.lowercase!r}, but the "
+                             f"{type(tokenizer).__name__}'s casing is its own "
+                             f"(lowercase={tokenizer.lowercase}). Leave lowercase unset.")
         elif tokenizer.lowercase != settings.lowercase:
             # Another casing, the tokenizer's other options kept.
             options = tokenizer_options_of(tokenizer)
@@ -292,7 +306,7 @@ class BertPreprocessor(keras.layers.Layer):
     # that overrides one (or `call`) changes every one of them alike.
 
     def tokenize(self, texts):
-        """string Tensor [batch] -> int32 RaggedTensor [batch, (tokens)] of WordPiece ids."""
+        """string Tensor [batch] -> int32 RaggedTensor [batch, (tokens)] of token ids."""
         return self.tokenizer(texts)
 
     def tokenize_with_offsets(self, texts, unit="UTF8_CHAR"):
@@ -302,7 +316,8 @@ class BertPreprocessor(keras.layers.Layer):
 
     def pack(self, segments):
         """A tuple of 1 or 2 RaggedTensors of ids [batch, (len)] -> the encoder input dict
-        (`BertPacker`: [CLS] A [SEP] (B [SEP]), truncated and padded by the settings)."""
+        (`BertPacker`: [CLS] A [SEP] (B [SEP]), or `<s> A </s></s> B </s>` with
+        pair_separator 2; truncated and padded by the settings)."""
         return self.packer(tuple(segments))
 
     def decode(self, token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=True):
@@ -355,15 +370,19 @@ def _changed(settings, changes):
 
 def tokenizer_options_of(tokenizer):
     """{argument: value} of `tokenizer`'s options (besides vocabulary and casing) that
-    differ from `BertTokenizer`'s defaults; JSON values."""
+    differ from its class's defaults; JSON values."""
     defaults = {name: p.default for name, p in
-                inspect.signature(BertTokenizer.__init__).parameters.items()
+                inspect.signature(type(tokenizer).__init__).parameters.items()
                 if p.default is not inspect.Parameter.empty}
     config = tokenizer.get_config()
     return {name: config[name] for name, default in defaults.items()
-            if name not in ("vocabulary", "lowercase") and name in config
-            and config[name] != default and not (config[name] == [] and default is None)}
+            if name not in ("vocabulary", "merges", "proto", "lowercase") and name in config
+            and config[name] != default and not (config[name] == [] and default in (None, ()))}
 
+
+#: What the preprocessor, packer, tasks and exports use of a tokenizer.
+_TOKENIZER_INTERFACE = ("pair_separator", "lowercase", "tokenize_with_offsets", "detokenize",
+                        "decode", "batch_decode", "token_to_id")
 
 #: Hugging Face tokenizer call arguments -> what says the same here.
 _HF_ARGUMENTS = {

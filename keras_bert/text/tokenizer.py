@@ -287,6 +287,9 @@ class BertTokenizer(keras.layers.Layer):
     [[5, 6, 7, 8, 9], [8]]
     """
 
+    #: Separator tokens between the two texts of a pair: `[CLS] A [SEP] B [SEP]`.
+    pair_separator = 1
+
     def __init__(
         self,
         vocabulary,

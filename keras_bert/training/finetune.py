@@ -40,6 +40,7 @@ from keras_bert.models.model_dir import (
 )
 from keras_bert.models.registry import get_task, task_names
 from keras_bert.progress import default_log_handler
+from keras_bert.text.tokenizer_files import vocabulary_file
 from keras_bert.training import callbacks as callbacks_lib
 from keras_bert.training import class_weights as class_weights_lib
 from keras_bert.training.distribute import resolve_strategy, strategy_name, worker_info
@@ -141,12 +142,12 @@ class FinetuneTask:
         # The task's own options (its TaskSpec's options dataclass; None: its defaults).
         self.task_options = _check_task_options(self.name, task_options)
         config = BertConfig.from_json_file(os.path.join(model_dir, CONFIG_FILE))
-        self.vocab_file = os.path.join(model_dir, VOCAB_FILE)
-        if not storage.exists(self.vocab_file):
+        self.vocab_file = vocabulary_file(model_dir)
+        if self.vocab_file is None:
             raise FileNotFoundError(
-                f"{model_dir} has no {VOCAB_FILE}: fine-tuning tokenizes text with the model's "
-                f"vocabulary. Copy it in or re-create the directory with "
-                f"tools/convert_checkpoint.py."
+                f"{model_dir} has no {VOCAB_FILE} (nor another tokenizer's files): fine-tuning "
+                f"tokenizes text with the model's vocabulary. Copy it in or re-create the "
+                f"directory with tools/convert_checkpoint.py."
             )
         self.base_info = read_task_info(model_dir) or {}
         self.preprocessor = build_preprocessor(

@@ -205,9 +205,13 @@ for _path in ARGS.get("export_dirs", []):
     _used = {n.op for n in _graph.node} | {
         n.op for f in _graph.library.function for n in f.node_def}
     result["non_core_ops"][_path] = sorted(o for o in _used if op_def_registry.get(o) is None)
-_ops = os.path.join(importlib.util.find_spec("tensorflow_text").submodule_search_locations[0],
-                    "python", "ops", "_fast_wordpiece_tokenizer.so")
-tf.load_op_library(_ops)
+# The op libraries of the tokenizers (WordPiece, SentencePiece, BPE's regex split), as a
+# server links them.
+for _library in ("_fast_wordpiece_tokenizer.so", "_sentencepiece_tokenizer.so",
+                 "_regex_split_ops.so"):
+    tf.load_op_library(os.path.join(
+        importlib.util.find_spec("tensorflow_text").submodule_search_locations[0],
+        "python", "ops", _library))
 
 
 def jsonable(tensor):

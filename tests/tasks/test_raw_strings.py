@@ -184,3 +184,23 @@ def test_unknown_encoder_dir_without_vocab(encoder, tmp_path):
     with pytest.raises(ValueError, match="has no preprocessor"):
         classifier.fit(["a"], np.array([0]), verbose=0)
     assert isinstance(classifier.encoder, BertEncoder)
+
+
+def test_one_token_type_takes_pairs_only_in_one_segment(vocab_file):
+    """An encoder with one token type (RoBERTa's type_vocab_size 1) never gets segment id 1:
+    pairs go through a tokenizer of the RoBERTa family (one segment), and a BERT pair
+    template is refused by name."""
+    from keras_bert.text import BertTokenizer
+    from tests.models.conftest import tiny_config
+
+    class TwoSeparators(BertTokenizer):
+        pair_separator = 2
+
+    encoder = BertEncoder(**tiny_config(type_vocab_size=1).to_dict())
+    pairs = (["the movie"], ["is good"])
+    model = BertClassifier(encoder=encoder, num_classes=2, preprocessor=BertPreprocessor(
+        TwoSeparators(vocab_file), sequence_length=None))
+    assert_all_close(model.predict(pairs, verbose=0), by_hand(model, *pairs))
+    model.preprocessor = BertPreprocessor(BertTokenizer(vocab_file), sequence_length=None)
+    with pytest.raises(ValueError, match="type_vocab_size=1.*segment id 1"):
+        model.predict(pairs, verbose=0)

@@ -74,3 +74,34 @@ def hard_texts_vocabulary(texts, seed=0):
     words = ["hello", "world", "un", "##want", "##ed", "running", "héllo", "Héllo",
              "hello!", "naïve", "naive", "σοφος", "ΣΟΦΟΣ", "中文", "日本語", "##llo", "##ß"]
     return list(SPECIAL_TOKENS) + words + chars + ["##" + c for c in chars]
+
+
+# Letters of scripts an XLM-R vocabulary covers, and what NFKC changes.
+SCRIPTS = [
+    "абвгдежзийклмнопрстуфхцчшщъыьэюяАБВГДЕЖЗИЙКЛМН",
+    "αβγδεζηθικλμνξοπρστυφχψωςΑΒΓΔΕΖΗΘ",
+    "的一是不了人我在有他这中大来上国个到说们为子和地出道也时年得就那要下以生会自之着去过家学对可",
+    "ابتثجحخدذرزسشصضطظعغفقكلمنهوي",
+    "अआइईउऊएऐओऔकखगघङचछजझञटठडढणतथदधनपफबभमयरलवशषसह्ािीुूेैोौं",
+    "😀😂👍🏽🇫🇷❤️🎉",
+]
+EXTRAS = ["e\u0301", "ﬁne", "ＡＢＣ", "①", "ﾊﾝｶｸ", "ß", "İ", "…", "!!!", "=====", "🏽🏽🏽",
+          "\u3000", "\u00a0", "\t", "\u200b", "\u2028", "\u0085", "<mask>", "</s>", "x<s>y",
+          "<pad>", "<unk>", "123", "3.14", "Hello", "WORLD", "don't"]
+
+
+def multilingual_texts(num_texts, seed=0):
+    """Generated lines: words of SCRIPTS, EXTRAS and ASCII, between spaces of every kind."""
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(num_texts):
+        parts = []
+        for _ in range(rng.randrange(1, 12)):
+            if rng.random() < 0.2:
+                parts.append(rng.choice(EXTRAS))
+            else:
+                letters = rng.choice(SCRIPTS + ["abcdefghijklmnopqrstuvwxyz"])
+                parts.append("".join(rng.choice(letters) for _ in range(rng.randrange(1, 9))))
+            parts.append(rng.choice([" ", " ", " ", "", "  ", "\n", ", ", ". "]))
+        texts.append("".join(parts))
+    return texts

@@ -1,6 +1,7 @@
 """BertPacker: truncation rules, segment ids, padding."""
 
 import itertools
+import json
 
 import keras
 import numpy as np
@@ -177,3 +178,62 @@ def test_empty_batch_with_dynamic_padding_keeps_cls_width():
     assert pair["segment_ids"].shape == (0, 3)
     one = packer(tf.ragged.constant([[7, 8]], dtype=tf.int32))
     assert one["token_ids"].numpy().tolist() == [[2, 7, 8, 3]]
+
+
+# RoBERTa / XLM-R ids: <s> 0, <pad> 1, </s> 2.
+S, PAD_R, END = 0, 1, 2
+
+
+def test_roberta_template_two_separators_one_segment():
+    packer = BertPacker(S, END, pad_token_id=PAD_R, sequence_length=10, pair_separator=2)
+    out = packer((tf.ragged.constant([[5, 6], [7]]), tf.ragged.constant([[8], [9, 10, 11]])))
+    assert out["token_ids"].numpy().tolist() == [
+        [S, 5, 6, END, END, 8, END, PAD_R, PAD_R, PAD_R],
+        [S, 7, END, END, 9, 10, 11, END, PAD_R, PAD_R],
+    ]
+    assert out["segment_ids"].numpy().sum() == 0  # One token type.
+    assert out["padding_mask"].numpy().sum(1).tolist() == [7, 8]
+    # The budget counts the extra separator: 10 - 4 tokens for A and B.
+    out = packer((tf.ragged.constant([[1] * 9]), tf.ragged.constant([[2] * 9])))
+    assert out["token_ids"].numpy().tolist() == [[S, 1, 1, 1, END, END, 2, 2, 2, END]]
+    # Single texts are packed as with one separator.
+    single = packer(tf.ragged.constant([[5, 6]]))["token_ids"].numpy().tolist()
+    assert single == [[S, 5, 6, END] + [PAD_R] * 6]
+    assert packer.second_segment_offset(2) == 5 and packer.num_special_tokens(2) == 4
+
+
+def test_roberta_template_matches_transformers(tmp_path):
+    """Pairs packed id for id as transformers' RobertaTokenizerFast packs them (a byte-level
+    vocabulary without merges: one id per character), truncated at even budgets (on an odd
+    budget with both texts long, its Rust rule gives B the extra token, the paper A)."""
+    transformers = pytest.importorskip("transformers")
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    tokens = ["<s>", "<pad>", "</s>", "<unk>"] + list(bytes_to_unicode().values()) + ["<mask>"]
+    (tmp_path / "vocab.json").write_text(json.dumps({t: i for i, t in enumerate(tokens)}))
+    (tmp_path / "merges.txt").write_text("#version: 0.2\n")
+    reference = transformers.RobertaTokenizerFast(str(tmp_path / "vocab.json"),
+                                                  str(tmp_path / "merges.txt"))
+    rng = np.random.default_rng(0)
+    a = ["".join(rng.choice(list("abc xyz"), n)) for n in rng.integers(1, 14, 24)]
+    b = ["".join(rng.choice(list("def uvw"), n)) for n in rng.integers(1, 14, 24)]
+
+    def ids(texts):
+        return tf.ragged.constant(reference(texts, add_special_tokens=False)["input_ids"])
+
+    for length in (6, 12, 30):
+        packer = BertPacker(S, END, pad_token_id=PAD_R, sequence_length=length,
+                            pair_separator=2)
+        out = packer((ids(a), ids(b)))
+        want = reference(a, b, truncation="longest_first", max_length=length,
+                         padding="max_length", return_token_type_ids=True)
+        assert out["token_ids"].numpy().tolist() == want["input_ids"], length
+        assert out["segment_ids"].numpy().tolist() == want["token_type_ids"]
+        assert out["padding_mask"].numpy().tolist() == want["attention_mask"]
+
+
+def test_pair_separator_errors():
+    with pytest.raises(ValueError, match="pair_separator=3"):
+        BertPacker(S, END, pair_separator=3)
+    with pytest.raises(ValueError, match="sequence_length=3"):
+        BertPacker(S, END, sequence_length=3, pair_separator=2)

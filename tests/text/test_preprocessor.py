@@ -166,9 +166,25 @@ def test_config_round_trip(preprocessor, tmp_path):
     _assert_same(clone(tf.constant(TEXTS)), preprocessor(tf.constant(TEXTS)))
 
 
+def test_pair_template_follows_the_tokenizer():
+    """A tokenizer of the RoBERTa family (pair_separator 2) packs `<s> a </s></s> b </s>`, one
+    segment; the preprocessor takes any layer of the tokenizer interface."""
+
+    class TwoSeparators(BertTokenizer):
+        pair_separator = 2
+
+    preprocessor = BertPreprocessor(TwoSeparators(TINY_VOCAB), sequence_length=10)
+    out = preprocessor((tf.constant(["the fox"]), tf.constant(["a dog."])))
+    assert out["token_ids"].numpy().tolist() == [[2, 5, 8, 3, 3, 18, 16, 17, 3, 0]]
+    assert not out["segment_ids"].numpy().any()
+    assert preprocessor.packer.pair_separator == 2
+
+
 def test_errors():
     with pytest.raises(ValueError, match="BertTokenizer"):
         BertPreprocessor("vocab.txt")
+    with pytest.raises(ValueError, match="which has no pair_separator, lowercase"):
+        BertPreprocessor(keras.layers.Identity())
     with pytest.raises(ValueError, match="truncation='shortest'"):
         BertPreprocessor(BertTokenizer(TINY_VOCAB), truncation="shortest")
     preprocessor = BertPreprocessor(BertTokenizer(TINY_VOCAB))

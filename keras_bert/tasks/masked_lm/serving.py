@@ -4,7 +4,7 @@ import tensorflow as tf
 
 from keras_bert.export.serving_module import IDS, STRINGS, BertServingModule
 from keras_bert.export.serving_kernels import serving_kernels
-from keras_bert.tasks.masked_lm.preprocessor import MASK_TOKEN, BertMaskedLMPreprocessor
+from keras_bert.tasks.masked_lm.preprocessor import BertMaskedLMPreprocessor
 
 #: Candidates per [MASK] that `fill_mask` returns.
 DEFAULT_TOP_K = 5
@@ -52,7 +52,7 @@ class MaskedLMServingModule(BertServingModule):
             self._run_mlm, input_signature=[IDS] * 4, jit_compile=self.jit_compile)
 
     def export_metadata(self):
-        return {"top_k": self.top_k, "mask_token": MASK_TOKEN}
+        return {"top_k": self.top_k, "mask_token": self._keras.preprocessor.mask_token}
 
     def _define_signatures(self):
         super()._define_signatures()

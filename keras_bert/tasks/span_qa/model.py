@@ -141,7 +141,8 @@ class BertSpanLabeler(BertTask):
         info = getattr(self, "task_info", None) or {}
         max_seq_length = preprocessor.truncation_length
         # As the serving module: the saved length, checked (never cut), or its default.
-        max_query_length = resolve_query_length(max_seq_length, info.get("max_query_length"))
+        max_query_length = resolve_query_length(max_seq_length, info.get("max_query_length"),
+                                                preprocessor.packer.pair_separator)
         features = squad.squad_features(
             data, preprocessor, info.get("doc_stride", 128), max_query_length, training=True)
         if data.report.num_skipped:

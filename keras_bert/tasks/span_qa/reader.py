@@ -295,7 +295,8 @@ def _windows(packer, doc_stride, question_ids, context_ids, starts, ends):
     tf.function would cost more than a dataset's few calls.
     """
     out = windows_lib.squad_windows(
-        question_ids, context_ids, packer, packer.truncation_length, doc_stride)
+        question_ids, context_ids, packer, packer.truncation_length, doc_stride,
+        pair_separator=packer.pair_separator)
     token = out["context_token"]
     for name, offsets in (("char_starts", starts), ("char_ends", ends)):
         table = tf.concat([offsets.flat_values, [-1]], 0)  # -1: not a context token.
@@ -324,7 +325,8 @@ def squad_features(data, preprocessor, doc_stride=128, max_query_length=64, trai
         `SquadFeatures`.
     """
     tokenizer, packer = preprocessor.tokenizer, preprocessor.packer
-    windows_lib.check_query_length(packer.truncation_length, max_query_length)
+    windows_lib.check_query_length(packer.truncation_length, max_query_length,
+                                   packer.pair_separator)
     contexts = sorted({q.context for q in data.questions})
     context_row = {context: row for row, context in enumerate(contexts)}
     context_ids, context_starts, context_ends = _tokenize(tokenizer, contexts, with_offsets=True)

@@ -72,13 +72,15 @@ class SpanQAServingModule(BertServingModule):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
         length = preprocessor.truncation_length
+        self.pair_separator = preprocessor.packer.pair_separator
         if length < 5:
             raise ValueError(
                 f"Span QA needs room for [CLS] question [SEP] context [SEP]. "
                 f"Received: a packed length of {length}."
             )
         # A number that was set is checked as fine-tuning checks it, never cut.
-        self.max_query_length = windows_lib.resolve_query_length(length, max_query_length)
+        self.max_query_length = windows_lib.resolve_query_length(
+            length, max_query_length, self.pair_separator)
         self.doc_stride = doc_stride
         self.max_answer_length = max_answer_length
         self.n_best_size = n_best_size
@@ -104,7 +106,7 @@ class SpanQAServingModule(BertServingModule):
         ids, starts, ends = self.tokenize_with_offsets(context)  # (B, (c))
         features = windows_lib.squad_windows(
             question_ids, ids, self.pack, self.truncation_length,
-            self.doc_stride, self.max_windows,
+            self.doc_stride, self.max_windows, self.pair_separator,
         )
         return features, (starts.flat_values, ends.flat_values)
 

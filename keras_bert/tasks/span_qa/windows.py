@@ -31,37 +31,40 @@ NO_SPAN = -1e30  # Score of a window without a valid span (finite: JSON has no -
 DEFAULT_MAX_QUERY_LENGTH = 64
 
 
-def check_query_length(max_seq_length, max_query_length):
+def check_query_length(max_seq_length, max_query_length, pair_separator=1):
     """Refuses a question length that leaves no context in a window.
 
-    A window is `[CLS] question [SEP] context [SEP]`: with max_seq_length <
-    max_query_length + 4 a long question leaves no context token. Fine-tuning
+    A window is `[CLS] question [SEP] context [SEP]` (`pair_separator` 2:
+    `<s> question </s></s> context </s>`): with max_seq_length < max_query_length
+    + 3 + pair_separator a long question leaves no context token. Fine-tuning
     and serving both call this.
 
     Raises:
         ValueError: naming both numbers and the flags to change.
     """
-    if max_seq_length < max_query_length + 4:
+    specials = 2 + pair_separator
+    if max_seq_length < max_query_length + specials + 1:
         raise ValueError(
             f"max_seq_length={max_seq_length} leaves no room for context after a question of "
-            f"max_query_length={max_query_length} tokens and 3 special tokens. Pass a smaller "
+            f"max_query_length={max_query_length} tokens and {specials} special tokens. Pass a smaller "
             f"max_query_length (--max-query-length) or a larger max_seq_length "
             f"(--max-seq-length)."
         )
 
 
-def resolve_query_length(max_seq_length, max_query_length=None):
+def resolve_query_length(max_seq_length, max_query_length=None, pair_separator=1):
     """The question length to use: the one given, checked (`check_query_length`),
     or when none was set (a model without fine-tuning settings) run_squad.py's
     64, or half the window when that is shorter. Never cut silently."""
     if max_query_length is None:
-        max_query_length = max(1, min(DEFAULT_MAX_QUERY_LENGTH, (max_seq_length - 3) // 2))
-    check_query_length(max_seq_length, max_query_length)
+        max_query_length = max(1, min(DEFAULT_MAX_QUERY_LENGTH,
+                                      (max_seq_length - 2 - pair_separator) // 2))
+    check_query_length(max_seq_length, max_query_length, pair_separator)
     return max_query_length
 
 
 def squad_windows(question_ids, context_ids, pack, max_seq_length, doc_stride,
-                  max_windows=None):
+                  max_windows=None, pair_separator=1):
     """Packed `[CLS] question [SEP] window [SEP]` windows of a batch of examples.
 
     Args:
@@ -72,28 +75,32 @@ def squad_windows(question_ids, context_ids, pack, max_seq_length, doc_stride,
             [F, (len)] -> dict of int32 [F, S] `token_ids`, `segment_ids`,
             `padding_mask`. Windows always fit, so it never truncates.
         max_seq_length: int, packed length of a window (specials included);
-            a window holds max_seq_length - 3 - q context tokens.
+            a window holds max_seq_length - 2 - pair_separator - q context
+            tokens.
         doc_stride: int, tokens between window starts.
         max_windows: int or None, see `window_layout`.
+        pair_separator: int, `pack`'s separators between question and
+            window (2 for `<s> question </s></s> window </s>`).
 
     Returns:
         dict: `token_ids`, `segment_ids`, `padding_mask` int32 [F, S] (from
         `pack`); int32 [F] `example`, `window_start`, `window_length`,
         `context_offset` (position of the window's first context token,
-        q + 2); `context_token` int32 [F, S], index into
+        q + 1 + pair_separator); `context_token` int32 [F, S], index into
         `context_ids.flat_values` of the token at each position, -1 where
         the position holds no context token; `max_context` bool [F, S].
     """
     question_ids = tf.cast(question_ids, tf.int32)
     question_lengths = tf.cast(question_ids.row_lengths(), tf.int32)
     layout = split_windows(
-        context_ids, max_seq_length - 3 - question_lengths, doc_stride, max_windows)
+        context_ids, max_seq_length - 2 - pair_separator - question_lengths, doc_stride,
+        max_windows)
     example = layout["example"]
     questions = tf.gather(question_ids, example)  # (F, (q))
     outputs = dict(pack((questions, layout["windows"])))
 
-    # Context token j of a window sits at position q + 2 + j.
-    offset = tf.gather(question_lengths, example) + 2  # (F,)
+    # Context token j of a window sits at position q + 1 + pair_separator + j.
+    offset = tf.gather(question_lengths, example) + 1 + pair_separator  # (F,)
     seq = tf.shape(outputs["token_ids"])[1]
     num_tokens = tf.cast(tf.size(context_ids.flat_values), tf.int32)
     outputs.update({k: layout[k] for k in ("example", "window_start", "window_length")})

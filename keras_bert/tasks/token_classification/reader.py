@@ -243,7 +243,11 @@ def first_piece_examples(words, tag_ids, preprocessor, batch_size=128):
     tokenizer, packer = preprocessor.tokenizer, preprocessor.packer
 
     def pack(batch_words, batch_tags):  # [batch, (num_words)] each.
-        pieces = batch_words.with_flat_values(tokenizer(batch_words.flat_values))
+        # Each word after a space, as transformers tokenizes is_split_into_words: byte-level
+        # BPE marks a word's start by it (add_prefix_space); WordPiece and SentencePiece
+        # read a leading space as nothing.
+        spaced = tf.strings.join([" ", batch_words.flat_values])
+        pieces = batch_words.with_flat_values(tokenizer(spaced))
         features, labels, weights, word_index = align_first_pieces(pieces, batch_tags, packer)
         labels = tf.where(weights > 0, labels, -1)
         return (features, labels, word_index), tf.reduce_sum(features["padding_mask"], axis=1)

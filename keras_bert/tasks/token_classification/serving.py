@@ -5,6 +5,7 @@ import tensorflow as tf
 from keras_bert.export.serving_module import STRINGS, BertServingModule
 from keras_bert.models.dense_head import check_labels, default_label_names
 from keras_bert.tasks.token_classification import entities as entities_lib
+from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.windows import text_windows
 
 
@@ -23,6 +24,7 @@ class TokenClassifierServingModule(BertServingModule):
                               (-1 on padding); a ## piece covers its part of
                               the word, an [UNK] word the whole word
         word_start   int32    1 on the first piece of a word, 0 on ## pieces
+                              (SentencePiece, BPE: on pieces with no space before)
                               and padding (labels usually go on first pieces)
         mask         int32    1 on real tokens, 0 on padding
 
@@ -149,7 +151,13 @@ class TokenClassifierServingModule(BertServingModule):
         label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
         real = tf.cast(mask, tf.bool)
         tokens = self._keras.tokenizer.ids_to_tokens(ids).to_tensor("")
-        is_piece = tf.strings.regex_full_match(tokens, "##.+")
+        if isinstance(self._keras.tokenizer, BertTokenizer):
+            is_piece = tf.strings.regex_full_match(tokens, "##.+")
+        else:
+            # SentencePiece and BPE pieces carry no "##": a piece that starts where the
+            # previous one ends (no space between) continues its word.
+            start, end = starts.to_tensor(-1), ends.to_tensor(-1)  # (B, T)
+            is_piece = tf.equal(start, tf.pad(end[:, :-1], [[0, 0], [1, 0]], constant_values=-1))
         return {
             "tokens": tokens,
             "label": tf.where(real, tf.gather(self.label_names, label_id), ""),
