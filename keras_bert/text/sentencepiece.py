@@ -699,7 +699,9 @@ class SentencePieceTokenizer(keras.layers.Layer):
 
         Returns:
             `(ids, starts, ends)`, int32 RaggedTensors [batch, (num_tokens)]
-            (Tensors for a scalar input); `end` is exclusive.
+            (Tensors for a scalar input); `end` is exclusive. A lone "▁"
+            (a word whose first piece has none) covers no text: start == end
+            (transformers gives it the next character's span).
         """
         if unit not in _OFFSET_UNITS:
             raise ValueError(f"Expected unit to be one of {_OFFSET_UNITS}. Received: unit={unit!r}")
