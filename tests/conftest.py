@@ -135,8 +135,24 @@ def interrupt_after(command, marker, signum, log_path, env=None, timeout=300):
 # === Model directories and exports, built once per session ===
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--built-dir", default=None, metavar="DIR",
+        help="keep what built_once builds in DIR and reuse it in later runs of this checkout "
+             "(.ci/run's two tiers share one); default: this run's temporary folder")
+
+
+_built_dir = None  # --built-dir (pytest_configure)
+
+
+def pytest_configure(config):
+    global _built_dir
+    _built_dir = config.getoption("built_dir")
+
+
 def built_once(tmp_path_factory, name, build):
-    """What `build(root)` returns (JSON: paths, names), built once per test run.
+    """What `build(root)` returns (JSON: paths, names), built once per test run,
+    or once for every run given the same `--built-dir`.
 
     Under pytest-xdist (`bash tools/test.sh` runs two workers) the workers
     share one folder: the first builds under a file lock, the others wait and
@@ -145,14 +161,20 @@ def built_once(tmp_path_factory, name, build):
     """
     import fcntl
     import json
+    import pathlib
+    import shutil
 
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent  # The run's folder, above the workers' own.
+    if _built_dir:
+        base = pathlib.Path(_built_dir).absolute()
+        base.mkdir(parents=True, exist_ok=True)
     root, done = base / f"built-{name}", base / f"built-{name}.json"
     with open(base / f"built-{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
+            shutil.rmtree(root, ignore_errors=True)  # An earlier run's, stopped mid-build.
             root.mkdir()
             done.write_text(json.dumps(build(str(root))))
         return json.loads(done.read_text())

@@ -44,7 +44,9 @@ _GRID = 2.0 ** 14
 # `_as_transformers_normalizes`): marks, zero-width (non-)joiners.
 _MARK = "[\\p{Mn}\\p{Me}\\p{Mc}\\x{200c}\\x{200d}\\x{ff9e}\\x{ff9f}\\x{e33}\\x{eb3}]"
 # A grapheme ends after a control character.
-_CONTROL_CHAR = "[\\p{Cc}\\p{Zl}\\p{Zp}\\x{ad}\\x{600}-\\x{605}\\x{61c}\\x{6dd}\\x{70f}\\x{180e}\\x{200b}\\x{200e}-\\x{200f}\\x{2028}-\\x{202e}\\x{2060}-\\x{206f}\\x{feff}\\x{fff9}-\\x{fffb}]"
+_CONTROL_CHAR = (
+    "[\\p{Cc}\\p{Zl}\\p{Zp}\\x{ad}\\x{600}-\\x{605}\\x{61c}\\x{6dd}\\x{70f}\\x{180e}\\x{200b}"
+    "\\x{200e}-\\x{200f}\\x{2028}-\\x{202e}\\x{2060}-\\x{206f}\\x{feff}\\x{fff9}-\\x{fffb}]")
 # Hangul vowel and final jamo continue a grapheme after Hangul.
 _JAMO_VT, _HANGUL = "[\\x{1160}-\\x{11ff}]", "[\\x{1100}-\\x{11ff}\\x{ac00}-\\x{d7a3}]"
 # Unicode White_Space, by UTF-8 length: transformers splits words on each
@@ -528,7 +530,8 @@ class SentencePieceTokenizer(keras.layers.Layer):
         """The token (str) of one id (Python int)."""
         token_id = int(token_id)
         if not 0 <= token_id < self.vocab_size:
-            raise ValueError(f"Expected an id in [0, {self.vocab_size}). Received: token_id={token_id}")
+            raise ValueError(
+                f"Expected an id in [0, {self.vocab_size}). Received: token_id={token_id}")
         return self._vocabulary[token_id]
 
     def ids_to_tokens(self, ids):
@@ -699,7 +702,9 @@ class SentencePieceTokenizer(keras.layers.Layer):
 
         Returns:
             `(ids, starts, ends)`, int32 RaggedTensors [batch, (num_tokens)]
-            (Tensors for a scalar input); `end` is exclusive.
+            (Tensors for a scalar input); `end` is exclusive. A lone "▁"
+            (a word whose first piece has none) covers no text: start == end
+            (transformers gives it the next character's span).
         """
         if unit not in _OFFSET_UNITS:
             raise ValueError(f"Expected unit to be one of {_OFFSET_UNITS}. Received: unit={unit!r}")
