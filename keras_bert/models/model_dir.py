@@ -155,8 +155,10 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
     with staged_dir(target, prefix=STAGING_PREFIX) as tmp:
         config.to_json_file(os.path.join(tmp, CONFIG_FILE))
         if vocab_file is not None:
-            for path in tokenizer_files.vocabulary_files(vocab_file):
-                storage.copy_file(path, os.path.join(tmp, os.path.basename(path)))
+            files = tokenizer_files.vocabulary_files(vocab_file)
+            for path, name in files:
+                storage.copy_file(path, os.path.join(tmp, name))
+            vocab_name = files[0][1]
         elif getattr(model, "preprocessor", None) is not None:
             vocab_name = os.path.basename(tokenizer_files.save_tokenizer_files(
                 model.preprocessor.tokenizer, tmp))
@@ -273,8 +275,9 @@ def h5_shapes(h5_file, config, path, error=ValueError):
     import h5py
 
     h, i = config.hidden_size, config.intermediate_size
+    # The fused query/key/value kernel is [hidden, 3 * hidden].
     most = max(config.vocab_size, config.max_position_embeddings, i, h) * max(
-        h, i, embedding_width(config))
+        3 * h, i, embedding_width(config))
     shapes = {}
 
     def visit(name, item):

@@ -43,18 +43,24 @@ def vocabulary_file(folder):
 
 
 def _kind(path):
+    """(tokenizer class, the names of its vocabulary's files) of a vocabulary file: the
+    names of `TOKENIZER_FILES`, a SentencePiece `*.model`, else a WordPiece vocabulary
+    under any name (`save_pretrained(vocab_file="my_vocab.txt")`)."""
     name = os.path.basename(os.fspath(path))
-    if name not in TOKENIZER_FILES:
-        raise ValueError(
-            f"{path} is no vocabulary file keras_bert knows: expected one of "
-            f"{', '.join(TOKENIZER_FILES)} (a model directory's tokenizer files).")
-    return TOKENIZER_FILES[name]
+    if name in TOKENIZER_FILES:
+        return TOKENIZER_FILES[name]
+    if name.endswith(".model"):
+        return SentencePieceTokenizer, (name,)
+    return BertTokenizer, (name,)
 
 
 def vocabulary_files(path):
-    """The paths of all files of the vocabulary whose vocabulary file is `path`."""
+    """[(path, name in a model directory)] of every file of the vocabulary whose
+    vocabulary file is `path`; the first is the vocabulary file itself."""
+    cls, names = _kind(path)
+    canonical = next(files for kind, files in TOKENIZER_FILES.values() if kind is cls)
     folder = os.path.dirname(os.fspath(path))
-    return [storage.join(folder, name) for name in _kind(path)[1]]
+    return [(storage.join(folder, name), target) for name, target in zip(names, canonical)]
 
 
 def is_wordpiece(vocabulary):

@@ -143,6 +143,19 @@ def test_model_dir_refuses_the_same_file_with_the_same_check(tmp_path, tiny_mode
         BertEncoder.from_pretrained(str(folder))
 
 
+def test_a_model_whose_largest_array_is_the_fused_qkv_kernel_loads(tmp_path):
+    # vocab, positions and intermediate all under 3 * hidden: the [hidden, 3 * hidden]
+    # query/key/value kernel is the largest array and still within the bound.
+    from keras_bert.models import BertEncoder
+
+    config = tiny_config(vocab_size=20, max_position_embeddings=16, hidden_size=16,
+                         intermediate_size=20)
+    encoder = BertEncoder.from_bert_config(config)
+    encoder.save_pretrained(str(tmp_path / "model"))
+    loaded = BertEncoder.from_pretrained(str(tmp_path / "model"))
+    np.testing.assert_array_equal(loaded.get_weights()[0], encoder.get_weights()[0])
+
+
 def test_google_checkpoint_declaring_more_than_its_data_holds_is_refused(tmp_path):
     import tensorflow as tf
 
