@@ -3,7 +3,8 @@
 A model directory holds the files of one tokenizer, and they say which:
 
     vocab.txt                 BertTokenizer (WordPiece)
-    sentencepiece.model       SentencePieceTokenizer (XLM-R's layout)
+    sentencepiece.model       SentencePieceTokenizer (XLM-R's layout; or its
+                              Hugging Face name, sentencepiece.bpe.model)
     vocab.json + merges.txt   BytePairTokenizer (RoBERTa's byte-level BPE)
 
 The first file of each (its "vocabulary file") names the kind: a model's
@@ -29,6 +30,8 @@ WORDPIECE_FILE = "vocab.txt"
 TOKENIZER_FILES = {
     WORDPIECE_FILE: (BertTokenizer, (WORDPIECE_FILE,)),
     sentencepiece.MODEL_FILE: (SentencePieceTokenizer, (sentencepiece.MODEL_FILE,)),
+    # A Hugging Face XLM-R folder's own name for it, as a converter may copy it in.
+    "sentencepiece.bpe.model": (SentencePieceTokenizer, ("sentencepiece.bpe.model",)),
     byte_pair.VOCAB_JSON: (BytePairTokenizer, (byte_pair.VOCAB_JSON, byte_pair.MERGES_TXT)),
 }
 

@@ -91,7 +91,7 @@ def test_a_converter_writes_the_tokenizer_it_read(family, tmp_path):
     (sentencepiece.bpe.model or tokenizer.json there) in the model directory's layout."""
     from keras_bert.models.model_dir import save_model_dir
 
-    name, _, tokenizer = family
+    name, folder, tokenizer = family
     encoder = _classifier(tokenizer).encoder
     path = str(tmp_path / "encoder")
     save_model_dir(encoder, path, tokenizer=tokenizer, task_info={"max_seq_length": 64})
@@ -103,6 +103,14 @@ def test_a_converter_writes_the_tokenizer_it_read(family, tmp_path):
     with pytest.raises(ValueError, match="not both"):
         save_model_dir(encoder, path, vocab_file=os.path.join(path, FILES[name][-1]),
                        tokenizer=tokenizer)
+    # Or it copies the folder's vocabulary files as they are.
+    source = {"xlmr": "sentencepiece.bpe.model", "roberta": "vocab.json"}[name]
+    copied = str(tmp_path / "copied")
+    save_model_dir(encoder, copied, vocab_file=os.path.join(folder, source),
+                   task_info={"max_seq_length": 64})
+    assert source in os.listdir(copied)
+    np.testing.assert_array_equal(BertPreprocessor.from_pretrained(copied)(TEXTS)["token_ids"],
+                                  again(TEXTS)["token_ids"])
 
 
 def test_keras_file_keeps_the_tokenizer(family, tmp_path):
