@@ -155,7 +155,7 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None, tokenizer=
     resolve_lengths(TextSettings(), TextSettings.from_json(task), config.max_position_embeddings,
                     where="the model's preprocessor",
                     fix="Set model.preprocessor.sequence_length (or max_seq_length)")
-    vocab_name = os.path.basename(vocab_file) if vocab_file else None
+    vocab_name = tokenizer_files.vocabulary_files(vocab_file)[0][1] if vocab_file else None
     if vocab_file is not None and _holds_only(model_dir, vocab_name, vocab_file):
         target = real_path(model_dir)  # Its one file is the vocabulary copied in.
     else:
@@ -165,8 +165,8 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None, tokenizer=
     with staged_dir(target, prefix=STAGING_PREFIX) as tmp:
         config.to_json_file(os.path.join(tmp, CONFIG_FILE))
         if vocab_file is not None:
-            for path in tokenizer_files.vocabulary_files(vocab_file):
-                storage.copy_file(path, os.path.join(tmp, os.path.basename(path)))
+            for path, name in tokenizer_files.vocabulary_files(vocab_file):
+                storage.copy_file(path, os.path.join(tmp, name))
         elif tokenizer is not None or getattr(model, "preprocessor", None) is not None:
             vocab_name = os.path.basename(tokenizer_files.save_tokenizer_files(
                 tokenizer or model.preprocessor.tokenizer, tmp))

@@ -46,18 +46,18 @@ def vocabulary_file(folder):
 
 
 def _kind(path):
-    name = os.path.basename(os.fspath(path))
-    if name not in TOKENIZER_FILES:
-        raise ValueError(
-            f"{path} is no vocabulary file keras_bert knows: expected one of "
-            f"{', '.join(TOKENIZER_FILES)} (a model directory's tokenizer files).")
-    return TOKENIZER_FILES[name]
+    """(class, file names) of a vocabulary file; any other name is a WordPiece vocab.txt."""
+    return TOKENIZER_FILES.get(os.path.basename(os.fspath(path)),
+                               TOKENIZER_FILES[WORDPIECE_FILE])
 
 
 def vocabulary_files(path):
-    """The paths of all files of the vocabulary whose vocabulary file is `path`."""
+    """[(path, its name in a model directory)] of the files of the vocabulary whose
+    vocabulary file is `path` (a WordPiece file of any name is the directory's vocab.txt)."""
+    if is_wordpiece(path):
+        return [(path, WORDPIECE_FILE)]
     folder = os.path.dirname(os.fspath(path))
-    return [storage.join(folder, name) for name in _kind(path)[1]]
+    return [(storage.join(folder, name), name) for name in _kind(path)[1]]
 
 
 def is_wordpiece(vocabulary):
