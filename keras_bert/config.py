@@ -55,7 +55,8 @@ class BertConfig:
         attention_dropout_rate: float in [0, 1), dropout on attention probabilities.
         max_position_embeddings: int, longest sequence the model takes.
         type_vocab_size: int, number of segment ids; 0 for an encoder without
-            segment embeddings (DistilBERT), which ignores its `segment_ids` input.
+            segment embeddings (DistilBERT), which ignores its `segment_ids` input,
+            as one with 1 (RoBERTa, XLM-R) does.
         initializer_range: float, stddev of the truncated normal initializer.
         layer_norm_epsilon: float, LayerNorm epsilon.
         embedding_size: int or None, width E of the embedding tables when it

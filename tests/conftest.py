@@ -135,8 +135,24 @@ def interrupt_after(command, marker, signum, log_path, env=None, timeout=300):
 # === Model directories and exports, built once per session ===
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--built-dir", default=None, metavar="DIR",
+        help="keep what built_once builds in DIR and reuse it in later runs of this checkout "
+             "(.ci/run's two tiers share one); default: this run's temporary folder")
+
+
+_built_dir = None  # --built-dir (pytest_configure)
+
+
+def pytest_configure(config):
+    global _built_dir
+    _built_dir = config.getoption("built_dir")
+
+
 def built_once(tmp_path_factory, name, build):
-    """What `build(root)` returns (JSON: paths, names), built once per test run.
+    """What `build(root)` returns (JSON: paths, names), built once per test run,
+    or once for every run given the same `--built-dir`.
 
     Under pytest-xdist (`bash tools/test.sh` runs two workers) the workers
     share one folder: the first builds under a file lock, the others wait and
@@ -145,14 +161,20 @@ def built_once(tmp_path_factory, name, build):
     """
     import fcntl
     import json
+    import pathlib
+    import shutil
 
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent  # The run's folder, above the workers' own.
+    if _built_dir:
+        base = pathlib.Path(_built_dir).absolute()
+        base.mkdir(parents=True, exist_ok=True)
     root, done = base / f"built-{name}", base / f"built-{name}.json"
     with open(base / f"built-{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
+            shutil.rmtree(root, ignore_errors=True)  # An earlier run's, stopped mid-build.
             root.mkdir()
             done.write_text(json.dumps(build(str(root))))
         return json.loads(done.read_text())
@@ -264,6 +286,34 @@ def minilm_model_dir(tmp_path_factory, minilm_source):
 
     out = str(tmp_path_factory.mktemp("minilm") / "model")
     return out, convert_checkpoint(minilm_source, out, check=True)
+
+
+# === Tiny RoBERTa, XLM-R and BertModel + SentencePiece folders (transformers' save_pretrained) ===
+
+def _family_folder(tmp_path_factory, model_type):
+    pytest.importorskip("torch")
+    from tests.checkpoints.conftest import make_family_folder
+
+    return built_once(tmp_path_factory, f"family-{model_type}", lambda root: make_family_folder(
+        root, model_type, head="ForMaskedLM" if model_type != "bert" else "Model"))
+
+
+@pytest.fixture(scope="session")
+def tiny_roberta_folder(tmp_path_factory):
+    """A 2-layer RobertaForMaskedLM folder (with RobertaModel's pooler): see make_family_folder."""
+    return _family_folder(tmp_path_factory, "roberta")
+
+
+@pytest.fixture(scope="session")
+def tiny_xlmr_folder(tmp_path_factory):
+    """A 2-layer XLMRobertaForMaskedLM folder (with the pooler)."""
+    return _family_folder(tmp_path_factory, "xlm-roberta")
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_sp_folder(tmp_path_factory):
+    """A 2-layer BertModel folder in paraphrase-multilingual-MiniLM's layout (pad_token_id 1)."""
+    return _family_folder(tmp_path_factory, "bert")
 
 
 def roberta_training_texts():

@@ -30,13 +30,33 @@ inference this is the source's computation exactly; in training ELECTRA also
 drops out [CLS] before its dense, which BertClassifier does not. What keras_bert
 has no layer for is left, with one warning naming it: ELECTRA's
 discriminator_predictions and generator heads.
+
+RoBERTa and XLM-RoBERTa (model_type "roberta", "xlm-roberta"; DistilRoBERTa is
+"roberta" with 6 layers) are BERT's keys and tensor names under [roberta.], with
+type_vocab_size 1 and LayerNorm epsilon 1e-5 in their config.json. They count
+positions from padding_idx + 1 (pad_token_id + 1 = 2) for a right-padded batch,
+so the first pad_token_id + 1 rows of the position table are never read by a
+real token: they are dropped, and max_position_embeddings (514) becomes the
+usable length (512). The encoder is then BERT's exactly; only the tokenizer
+differs. RobertaLMHead (lm_head.dense, gelu, lm_head.layer_norm, the tied
+decoder, lm_head.bias) is BERT's MLM head. RobertaClassificationHead is
+dense + tanh + out_proj on <s>: classifier.dense is BERT's pooler (tanh) and
+classifier.out_proj BertClassifier's output layer, the source's computation
+exactly at inference (RobertaForSequenceClassification has no pooler of its own).
 """
 
 import re
 
 from keras_bert.checkpoints.source import CONFIG_KEYS, CheckpointError, config_from_values
 
-MODEL_TYPES = ("distilbert", "electra")
+MODEL_TYPES = ("distilbert", "electra", "roberta", "xlm-roberta")
+# Model types whose position ids start at pad_token_id + 1 (transformers'
+# create_position_ids_from_input_ids).
+ROBERTA_TYPES = ("roberta", "xlm-roberta")
+# transformers' class of each model type's encoder.
+MODEL_CLASSES = {"bert": "BertModel", "distilbert": "DistilBertModel",
+                 "electra": "ElectraModel", "roberta": "RobertaModel",
+                 "xlm-roberta": "XLMRobertaModel"}
 
 # transformers' ACT2FN names -> BertConfig's. "gelu" is exact (erf) there;
 # "gelu_new", "gelu_fast" and "gelu_pytorch_tanh" are the tanh approximation.
@@ -119,9 +139,20 @@ _ELECTRA_HEAD_RULES = [
     (r"classifier\.dense\.bias", "bert/pooler/dense/bias", False, None),
 ]
 # The sequence classifiers' dense on [CLS]: the pooler's activation.
-_CLASSIFIER_POOLER_ACT = {"distilbert": "relu", "electra": "gelu"}
+_CLASSIFIER_POOLER_ACT = {"distilbert": "relu", "electra": "gelu", "roberta": "tanh",
+                          "xlm-roberta": "tanh"}
 # Their output layer, where BERT's is "classifier".
-_CLASSIFIER_LAYER = {"distilbert": "classifier", "electra": "classifier.out_proj"}
+_CLASSIFIER_LAYER = {"distilbert": "classifier", "electra": "classifier.out_proj",
+                     "roberta": "classifier.out_proj", "xlm-roberta": "classifier.out_proj"}
+_ROBERTA_HEAD_RULES = [
+    (r"classifier\.dense\.weight", "bert/pooler/dense/kernel", True, None),
+    (r"classifier\.dense\.bias", "bert/pooler/dense/bias", False, None),
+    (r"lm_head\.dense\.weight", "cls/predictions/transform/dense/kernel", True, None),
+    (r"lm_head\.dense\.bias", "cls/predictions/transform/dense/bias", False, None),
+    (r"lm_head\.layer_norm\.weight", "cls/predictions/transform/LayerNorm/gamma", False, None),
+    (r"lm_head\.layer_norm\.bias", "cls/predictions/transform/LayerNorm/beta", False, None),
+    (r"lm_head\.bias", "cls/predictions/output_bias", False, None),
+]
 
 # Source tensors keras_bert has no layer for, by the head they belong to:
 # (pattern, what the head is). Reported as left, in one warning each.
@@ -140,9 +171,17 @@ _LEFT_HEADS = {
         (r"generator_predictions\..*|generator_lm_head\..*",
          "the ELECTRA generator's masked-LM head (generator_predictions, generator_lm_head)"),
     ],
+    **{model_type: [
+        (r"classifier\..*",
+         "a RoBERTa head other than the sequence, token and span ones (e.g. "
+         "RobertaForMultipleChoice's classifier)"),
+    ] for model_type in ROBERTA_TYPES},
 }
 # The tied decoder weight of each MLM head (checked equal to the word embeddings).
-DECODER_WEIGHTS = {"distilbert": "vocab_projector.weight"}
+DECODER_WEIGHTS = {"distilbert": "vocab_projector.weight", "roberta": "lm_head.decoder.weight",
+                   "xlm-roberta": "lm_head.decoder.weight"}
+# The decoder's bias, the same tensor as the head's bias in transformers.
+DECODER_BIASES = {"roberta": "lm_head.decoder.bias", "xlm-roberta": "lm_head.decoder.bias"}
 
 
 def model_type_of(values):
@@ -183,11 +222,29 @@ def config_from_family(values, path):
             "activation", _DISTILBERT_DEFAULTS["activation"])}
         return config_from_values(values, path, _DISTILBERT_KEYS, _ACTIVATIONS,
                                   type_vocab_size=0, layer_norm_epsilon=1e-12, **pooler)
+    if model_type in ROBERTA_TYPES:
+        check_bert_keys(values, path, "a RoBERTa")
+        offset = position_offset(values)
+        positions = values["max_position_embeddings"]
+        if not isinstance(positions, int) or positions <= offset:
+            raise CheckpointError(
+                f"{path}: max_position_embeddings={positions!r}; a {model_type} model counts "
+                f"positions from pad_token_id + 1 = {offset}, so it needs more than {offset}.")
+        # RobertaModel has BERT's pooler; a sequence classifier's is its classifier.dense.
+        return config_from_bert_keys(
+            {**values, "max_position_embeddings": positions - offset}, path)
     check_bert_keys(values, path, "an ELECTRA")
     # E = H (ELECTRA-base, -large) needs no projection: BERT's tables.
     size = values.get("embedding_size", values["hidden_size"])
     return config_from_bert_keys(values, path, **pooler, embedding_size=(
         None if size == values["hidden_size"] else size))
+
+
+def position_offset(values):
+    """The rows of a RoBERTa config's position table before its first real position:
+    pad_token_id + 1 (transformers' padding_idx + 1; 2 in every released model)."""
+    pad = values.get("pad_token_id", 1)
+    return (pad if isinstance(pad, int) and pad >= 0 else 1) + 1
 
 
 def check_bert_keys(values, path, what):
@@ -237,7 +294,7 @@ def head_options(model_type, values):
     """More task model arguments of a fine-tuned classifier: its dropout rate."""
     if model_type == "distilbert":
         rate = values.get("seq_classif_dropout")
-    elif model_type == "electra":
+    elif model_type in ("electra",) + ROBERTA_TYPES:
         rate = values.get("classifier_dropout")
         rate = values.get("hidden_dropout_prob") if rate is None else rate
     else:
@@ -256,6 +313,8 @@ def rules(model_type):
         return _distilbert_rules(), _DISTILBERT_HEAD_RULES
     if model_type == "electra":
         return _ELECTRA_RULES, _ELECTRA_HEAD_RULES
+    if model_type in ROBERTA_TYPES:
+        return [], _ROBERTA_HEAD_RULES
     return None
 
 

@@ -36,6 +36,13 @@ KNOWN_NAMES = {
     "bert-base-multilingual-cased": "google-bert/bert-base-multilingual-cased",
     "bert-base-chinese": "google-bert/bert-base-chinese",
     "all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2",
+    "roberta-base": "FacebookAI/roberta-base",
+    "roberta-large": "FacebookAI/roberta-large",
+    "distilroberta-base": "distilbert/distilroberta-base",
+    "xlm-roberta-base": "FacebookAI/xlm-roberta-base",
+    "xlm-roberta-large": "FacebookAI/xlm-roberta-large",
+    "paraphrase-multilingual-MiniLM-L12-v2":
+        "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2",
     # keras-hub presets (keras_hub.models.BertBackbone.from_preset names).
     "bert_tiny_en_uncased": "google/bert_uncased_L-2_H-128_A-2",
     "bert_small_en_uncased": "google/bert_uncased_L-4_H-512_A-8",
@@ -56,7 +63,7 @@ KAGGLE = "kaggle://"
 # safetensors; tf_model.h5 only when it has neither, as a TF model pushed with
 # push_to_hub). Flax and onnx files are left on the Hub.
 _TEXT_FILES = ["config.json", "vocab.txt", "tokenizer_config.json", "tokenizer.json",
-               "special_tokens_map.json"]
+               "special_tokens_map.json", "sentencepiece.bpe.model", "vocab.json", "merges.txt"]
 _SAFETENSORS = ["model.safetensors", "model.safetensors.index.json", "model-*.safetensors"]
 _PYTORCH = ["pytorch_model.bin", "pytorch_model.bin.index.json", "pytorch_model-*.bin"]
 _TF = ["tf_model.h5"]

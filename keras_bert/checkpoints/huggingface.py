@@ -14,9 +14,9 @@ Tensor names are `embeddings.word_embeddings.weight`, `encoder.layer.0.attention
 self.query.weight`, ... with a `bert.` prefix in models that carry heads
 (`cls.predictions.*`, `cls.seq_relationship.*`). PyTorch Linear weights are
 [out, in]; they are transposed to Google's [in, out] here.
-DistilBERT and ELECTRA folders (model_type "distilbert", "electra") are read
-too, as BertEncoder variants: their config keys and tensor names are in
-`keras_bert.checkpoints.bert_family`.
+DistilBERT, ELECTRA, RoBERTa and XLM-RoBERTa folders (model_type "distilbert",
+"electra", "roberta", "xlm-roberta") are read too, as BertEncoder variants: their
+config keys and tensor names are in `keras_bert.checkpoints.bert_family`.
 
 safetensors files are read with numpy only; torch is imported only for
 pytorch_model.bin.
@@ -114,6 +114,9 @@ HEAD_TASKS = {
 }
 _DECODER_WEIGHT = "cls.predictions.decoder.weight"
 _DECODER_BIAS = "cls.predictions.decoder.bias"
+# "DistilBERT (model_type 'distilbert'), ...": what config_from_huggingface's refusals offer.
+_VARIANTS = ", ".join(f"{OTHER_ARCHITECTURES[k]} (model_type {k!r})"
+                      for k in bert_family.MODEL_TYPES)
 _WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
 
 
@@ -129,8 +132,9 @@ def _other_architecture(architectures):
 
 
 def _family_type(display_name):
-    """"distilbert" / "electra" for their display names, else None."""
-    return {"DistilBERT": "distilbert", "ELECTRA": "electra"}.get(display_name)
+    """The model_type of a variant keras_bert reads ("distilbert" for "DistilBERT"), else None."""
+    return next((key for key in bert_family.MODEL_TYPES
+                 if OTHER_ARCHITECTURES[key] == display_name), None)
 
 
 def read_config_file(config_file, missing_hint):
@@ -158,9 +162,8 @@ def config_from_huggingface(values, path="config.json"):
     if model_type == "bert" and other:
         raise CheckpointError(
             f"{path}: this is a {other[1]} checkpoint (architectures {other[0]!r}), not BERT; "
-            f"keras_bert loads BERT only, and its DistilBERT and ELECTRA variants "
-            f"(model_type 'distilbert', 'electra'): other architectures differ in position "
-            f"ids, normalization or names."
+            f"keras_bert loads BERT and its variants {_VARIANTS}: other architectures "
+            f"differ in position ids, normalization or names."
             + (f" This config.json says model_type 'bert' (or none); a {other[1]} folder that "
                f"transformers saved says {_family_type(other[1])!r}: set it in config.json."
                if _family_type(other[1]) else ""))
@@ -172,9 +175,8 @@ def config_from_huggingface(values, path="config.json"):
             f"model_type={model_type!r}")
         raise CheckpointError(
             f"{path}: this is {what}, and model_type={model_type!r} is not BERT; "
-            f"keras_bert loads BERT only, and its DistilBERT and ELECTRA variants "
-            f"(model_type 'bert', 'distilbert', 'electra'): other architectures "
-            f"differ in position ids, normalization or names."
+            f"keras_bert loads BERT (model_type 'bert') and its variants {_VARIANTS}: "
+            f"other architectures differ in position ids, normalization or names."
         )
     bert_family.check_bert_keys(values, path, "a BERT")
     return bert_family.config_from_bert_keys(values, path)
@@ -355,12 +357,21 @@ def read_huggingface_checkpoint(path):
     # DistilBERT's names are its own; ELECTRA's are BERT's and its projection.
     family = bert_family.rules(model_type)
     decoder_weight = bert_family.DECODER_WEIGHTS.get(model_type, _DECODER_WEIGHT)
+    decoder_bias = bert_family.DECODER_BIASES.get(model_type, _DECODER_BIAS)
+    # A RoBERTa sequence classifier's pooler is its classifier.dense; the encoder's own
+    # pooler, which transformers < 3.1 saved with it (roberta-large-mnli), is not run.
+    unused_pooler = (model_type in bert_family.ROBERTA_TYPES
+                     and bert_family.is_sequence_classifier(values))
     transposed = set()
     for name in sorted(tensors):
         if prefix and name.startswith(prefix):
             stripped = name[len(prefix):]
         else:
             stripped = None if prefix else name
+        if unused_pooler and stripped in ("pooler.dense.weight", "pooler.dense.bias"):
+            source.ignored[name] = ("not run by RobertaForSequenceClassification, whose "
+                                    "pooler is classifier.dense")
+            continue
         google, transpose = None, False
         if stripped is not None and model_type != "distilbert":
             google, transpose = bert_family.match(_RULES, stripped)
@@ -377,7 +388,7 @@ def read_huggingface_checkpoint(path):
             stripped = name[len(prefix):] if name.startswith(prefix) else name
             if stripped in _BUFFERS:
                 source.ignored[name] = _BUFFERS[stripped]
-            elif name not in (decoder_weight, _DECODER_BIAS):
+            elif name not in (decoder_weight, decoder_bias):
                 source.unused.append(name)
             continue
         if google in source.weights:
@@ -395,7 +406,9 @@ def read_huggingface_checkpoint(path):
             transposed.add(google)
         source.weights[google] = np.ascontiguousarray(value)
         source.source_names[google] = name
-    _tied_decoder(source, tensors, prefix, decoder_weight)
+    if model_type in bert_family.ROBERTA_TYPES:
+        _drop_position_offset(source, values)
+    _tied_decoder(source, tensors, prefix, decoder_weight, decoder_bias)
     source.head = _read_head(source, values, tensors, config_file, model_type)
     source.warnings += bert_family.left_heads(model_type, source.unused)
 
@@ -428,13 +441,24 @@ def huggingface_name(google_name, prefix="bert."):
     return prefix + name[len("bert."):] if name.startswith("bert.") else name
 
 
-def _tied_decoder(source, tensors, prefix, decoder_weight=_DECODER_WEIGHT):
+def _drop_position_offset(source, values):
+    """Drops the rows of a RoBERTa position table before its first real position
+    (`bert_family.position_offset`), so that row i is position i as in BERT."""
+    key = "bert/embeddings/position_embeddings"
+    if key in source.weights:
+        offset = bert_family.position_offset(values)
+        source.weights[key] = source.weights[key][offset:]
+        source.source_names[key] = f"{source.source_names[key]}[{offset}:]"
+
+
+def _tied_decoder(source, tensors, prefix, decoder_weight=_DECODER_WEIGHT,
+                  decoder_bias=_DECODER_BIAS):
     """The MLM decoder: keras_bert ties its weight to the word embeddings.
 
     The decoder weight is accepted when it equals the word embeddings (the
     usual case), and reported otherwise; the decoder bias is the same tensor as
-    `cls.predictions.bias` in transformers and stands in for it when that one
-    is absent.
+    the head's bias (`cls.predictions.bias`, `lm_head.bias`) in transformers and
+    stands in for it when that one is absent.
     """
     if decoder_weight in tensors:
         decoder = np.asarray(tensors[decoder_weight], np.float32)
@@ -448,18 +472,18 @@ def _tied_decoder(source, tensors, prefix, decoder_weight=_DECODER_WEIGHT):
                 f"keras_bert ties the MLM output projection to the token "
                 f"embeddings, so the decoder weight is not used."
             )
-    if _DECODER_BIAS in tensors:
-        bias = np.asarray(tensors[_DECODER_BIAS], np.float32)
+    if decoder_bias in tensors:
+        bias = np.asarray(tensors[decoder_bias], np.float32)
         key = "cls/predictions/output_bias"
         if key not in source.weights:
             source.weights[key] = bias
-            source.source_names[key] = _DECODER_BIAS
+            source.source_names[key] = decoder_bias
         elif np.array_equal(source.weights[key], bias):
-            source.ignored[_DECODER_BIAS] = "same tensor as cls.predictions.bias"
+            source.ignored[decoder_bias] = f"same tensor as {source.source_names[key]}"
         else:
-            source.unused.append(_DECODER_BIAS)
+            source.unused.append(decoder_bias)
             source.warnings.append(
-                f"{_DECODER_BIAS} differs from cls.predictions.bias; the latter "
+                f"{decoder_bias} differs from {source.source_names[key]}; the latter "
                 f"is used, as transformers does."
             )
 

@@ -61,7 +61,9 @@ def numpy_forward(weights, config, token_ids, segment_ids, padding_mask):
         + w["bert/embeddings/position_embeddings"][None, :seq]
     )  # (B, T, E); E = H but in ELECTRA
     if getattr(config, "type_vocab_size", 2):  # DistilBERT has no segment table.
-        x = x + w["bert/embeddings/token_type_embeddings"][segment_ids]
+        # One segment type (RoBERTa): every token adds it, whatever segment_ids say.
+        segments = segment_ids if config.type_vocab_size > 1 else np.zeros_like(segment_ids)
+        x = x + w["bert/embeddings/token_type_embeddings"][segments]
     x = _layer_norm(
         x, w["bert/embeddings/LayerNorm/gamma"], w["bert/embeddings/LayerNorm/beta"], eps
     )
@@ -134,7 +136,8 @@ def transformers_available():
 
 
 def transformers_forward(folder, token_ids, segment_ids, padding_mask):
-    """`BertModel` from a Hugging Face folder, run by transformers in float32.
+    """The encoder of a Hugging Face folder (`BertModel`, `RobertaModel`, ...: the class of
+    its model_type), run by transformers in float32.
 
     Whatever the checkpoint's dtype (float16, bfloat16), the model runs in
     float32, as the converted model does: transformers may load a model in
@@ -145,8 +148,8 @@ def transformers_forward(folder, token_ids, segment_ids, padding_mask):
 
     Returns:
         dict of float32 numpy arrays: `sequence_output` [batch, seq, hidden]
-        and, for BERT, `pooled_output` [batch, hidden] (DistilBertModel and
-        ElectraModel, read by their own classes, have no pooler).
+        and, for BERT and RoBERTa, `pooled_output` [batch, hidden] (DistilBertModel and
+        ElectraModel have no pooler).
     """
     import json
     import os
@@ -154,12 +157,11 @@ def transformers_forward(folder, token_ids, segment_ids, padding_mask):
     import torch
     import transformers
 
-    from keras_bert.checkpoints.bert_family import model_type_of
+    from keras_bert.checkpoints.bert_family import MODEL_CLASSES, ROBERTA_TYPES, model_type_of
 
     with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
         model_type = model_type_of(json.load(f))
-    model_class = getattr(transformers, {"distilbert": "DistilBertModel",
-                                         "electra": "ElectraModel"}.get(model_type, "BertModel"))
+    model_class = getattr(transformers, MODEL_CLASSES[model_type])
     model = model_class.from_pretrained(folder)
     model = model.float()  # Parameters and buffers in float32, whatever was loaded.
     model.eval()
@@ -167,7 +169,8 @@ def transformers_forward(folder, token_ids, segment_ids, padding_mask):
         "input_ids": torch.as_tensor(np.asarray(token_ids), dtype=torch.long),
         "attention_mask": torch.as_tensor(np.asarray(padding_mask), dtype=torch.long),
     }
-    if model_type != "distilbert":  # DistilBERT takes no segment ids.
+    # DistilBERT takes no segment ids; RoBERTa's one segment type is its default.
+    if model_type != "distilbert" and model_type not in ROBERTA_TYPES:
         inputs["token_type_ids"] = torch.as_tensor(np.asarray(segment_ids), dtype=torch.long)
     with torch.no_grad():
         out = model(**inputs)

@@ -343,8 +343,8 @@ def variant_summary(config):
     parts = []
     if config.embedding_size and config.embedding_size != config.hidden_size:
         parts.append(f"E={config.embedding_size}")
-    if not config.type_vocab_size:
-        parts.append("segments=none")
+    if config.type_vocab_size < 2:
+        parts.append(f"segments={config.type_vocab_size or 'none'}")
     if not config.use_pooler:
         parts.append("pooler=none")
     elif config.pooler_act != "tanh":

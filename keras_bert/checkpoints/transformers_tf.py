@@ -188,12 +188,12 @@ def read_transformers_tf_checkpoint(path):
     model_type = bert_family.model_type_of(found) if isinstance(found, dict) else None
     if model_type in bert_family.MODEL_TYPES:
         raise CheckpointError(
-            f"{folder}: a {model_type} {TF_WEIGHTS_FILE}; keras_bert reads DistilBERT and "
-            f"ELECTRA from their PyTorch weights (model.safetensors or pytorch_model.bin), "
+            f"{folder}: a {model_type} {TF_WEIGHTS_FILE}; keras_bert reads BERT's variants "
+            f"from their PyTorch weights (model.safetensors or pytorch_model.bin), "
             f"not from transformers' TF h5. Get the folder with model.safetensors (the Hub "
             f"repositories hold both), or where transformers < 5 runs, save it with "
-            f"{'DistilBertModel' if model_type == 'distilbert' else 'ElectraModel'}"
-            f".from_pretrained(folder, from_tf=True).save_pretrained(folder).")
+            f"{bert_family.MODEL_CLASSES[model_type]}.from_pretrained(folder, from_tf=True)"
+            f".save_pretrained(folder).")
     values, config = read_config_file(config_file, hint)
     stored_weights = read_h5_weights(weights_file, config)
 

@@ -5,7 +5,7 @@ on one short text and pays off on requests of many texts (BENCHMARKS.md,
 "Attention kernels by size"). The layers hold the math alone; a SavedModel
 export (not XLA, not LiteRT) traces its model inside `serving_kernels(model)`,
 where each block's `attend` becomes `serving_attention` (a `tf.cond` between
-Eigen's kernels and oneDNN's) and each exact GELU becomes `serving_gelu` (the
+Eigen's kernels and oneDNN's, the transposes of the heads included) and each exact GELU becomes `serving_gelu` (the
 pattern oneDNN's Grappler remapper fuses with the MatMul + BiasAdd before it).
 """
 
@@ -39,44 +39,59 @@ def serving_gelu(x):
     )
 
 
-def serving_attention(attend, query, key, value, bias=None):
+def serving_attention(attend, qkv, bias=None):
     """`attend`'s values at inference, on the CPU kernels fastest at their size.
 
     Args:
         attend: a `TransformerEncoderBlock.attend` (bound): the large form.
-        query, key, value: Tensors of shape [batch_size, num_heads,
-            seq_length, head_size], the query already scaled.
+        qkv: Tensor of shape [batch_size, seq_length, 3 * num_heads,
+            head_size], the query, key and value heads.
         bias: None or float32 Tensor of shape [batch_size, 1, 1, seq_length].
 
     Returns:
-        (context [batch_size, num_heads, seq_length, head_size], float32
+        (context [batch_size, seq_length, num_heads, head_size], float32
         probabilities [batch_size, num_heads, seq_length, seq_length]), as
         `attend(..., training=False)` returns them.
     """
-    batch_size, num_heads, seq_length = ops.shape(query)[:3]
-    small = batch_size * num_heads * seq_length * seq_length <= _SMALL_ATTENTION
+    block = attend.__self__
+    batch_size, seq_length = ops.shape(qkv)[:2]
+    small = batch_size * block.num_heads * seq_length * seq_length <= _SMALL_ATTENTION
 
     def large():
-        return attend(query, key, value, bias, training=False)
+        return attend(qkv, bias, training=False)
+
+    def small_attention():
+        return _small_attention(qkv, bias, block.head_size)
 
     if isinstance(small, bool):  # static shapes: no branch needed
-        return _small_attention(query, key, value, bias) if small else large()
-    return tf.cond(small, lambda: _small_attention(query, key, value, bias), large)
+        return small_attention() if small else large()
+    return tf.cond(small, small_attention, large)
 
 
-def _small_attention(query, key, value, bias):
+def _small_attention(qkv, bias, head_size):
     """Attention on Eigen's kernels: `BatchMatMulV3` (oneDNN rewrites only the
-    V2 op that `tf.matmul` makes) and a softmax from exp and sums."""
+    V2 op that `tf.matmul` makes), a softmax from exp and sums, and transposes
+    of the bits (oneDNN rewrites only float transposes; its fixed cost per
+    call dominates at these sizes too)."""
 
     def matmul(a, b, adj_y=False):
         return tf.raw_ops.BatchMatMulV3(x=a, y=b, adj_y=adj_y, Tout=a.dtype)
 
+    query, key, value = tf.split(_heads_swapped(qkv), 3, axis=1)  # (B, N, T, D)
+    query = query * ops.cast(1.0 / math.sqrt(head_size), query.dtype)
     scores = ops.cast(matmul(query, key, adj_y=True), "float32")  # (B, N, T, T)
     if bias is not None:
         scores = scores + bias
     weights = ops.exp(scores - ops.max(scores, axis=-1, keepdims=True))
-    probs = weights / ops.sum(weights, axis=-1, keepdims=True)
-    return matmul(ops.cast(probs, value.dtype), value), probs  # (B, N, T, D)
+    # One reciprocal per row and a multiply: a broadcast division costs more.
+    probs = weights * tf.math.reciprocal(ops.sum(weights, axis=-1, keepdims=True))
+    return _heads_swapped(matmul(ops.cast(probs, value.dtype), value)), probs  # (B, T, N, D)
+
+
+def _heads_swapped(x):
+    """`x` [A, B, C, D] transposed to [A, C, B, D], moved as integers of its width."""
+    bits = {1: tf.int8, 2: tf.int16, 4: tf.int32, 8: tf.int64}[x.dtype.size]
+    return tf.bitcast(tf.transpose(tf.bitcast(x, bits), (0, 2, 1, 3)), x.dtype)
 
 
 @contextlib.contextmanager
@@ -119,10 +134,10 @@ def serving_kernels(model, enabled=True):
             restore()
 
 
-def _serving_attend(attend, query, key, value, bias=None, training=None):
+def _serving_attend(attend, qkv, bias=None, training=None):
     if training:  # a training trace keeps dropout, on the one kernel set
-        return attend(query, key, value, bias, training=training)
-    return serving_attention(attend, query, key, value, bias)
+        return attend(qkv, bias, training=training)
+    return serving_attention(attend, qkv, bias)
 
 
 def _in_thread(thread, serving, plain):

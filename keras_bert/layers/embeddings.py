@@ -17,7 +17,8 @@ class BertEmbeddings(keras.layers.Layer):
         hidden_size: int, embedding width H.
         max_position_embeddings: int, longest sequence; longer input is an error.
         type_vocab_size: int, number of segment ids; 0 for no segment
-            embeddings (DistilBERT): `segment_ids` are then ignored.
+            embeddings (DistilBERT): `segment_ids` are then ignored, as they
+            are with 1 (RoBERTa, XLM-R: every token adds the one row).
         dropout_rate: float, dropout after the LayerNorm.
         initializer_range: float, stddev of the truncated normal initializer.
         layer_norm_epsilon: float, LayerNorm epsilon.
@@ -107,7 +108,7 @@ class BertEmbeddings(keras.layers.Layer):
         x = ops.take(self.token_embeddings, token_ids, axis=0)  # (B, T, H)
         if self.segment_embeddings is None:
             pass  # DistilBERT: token + position only.
-        elif segment_ids is not None:
+        elif segment_ids is not None and self.type_vocab_size > 1:
             x = x + ops.take(self.segment_embeddings, segment_ids, axis=0)
         else:
             x = x + self.segment_embeddings[0]

@@ -145,14 +145,6 @@ class TransformerEncoderBlock(keras.layers.Layer):
         qkv = ops.reshape(
             self.qkv_dense(rows), (batch_size, seq_length, 3 * self.num_heads, self.head_size)
         )
-        # One transpose for query, key and value together (einsum would
-        # transpose each of them, and the context, on its own). Split (whose
-        # gradient is one concat) rather than slice (whose gradients are three
-        # zero-padded full-size tensors summed).
-        qkv = ops.transpose(qkv, (0, 2, 1, 3))  # (B, 3N, T, D)
-        query, key, value = ops.split(qkv, 3, axis=1)  # (B, N, T, D) each
-        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
-
         bias = None
         if padding_mask is not None:
             # (B, 1, 1, T): 0 for real keys, a large negative for padded keys.
@@ -160,8 +152,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
             # A reshape, not bias[:, None, None, :]: a strided slice with new
             # axes has no LiteRT builtin (the --format tflite export).
             bias = ops.reshape(bias, (batch_size, 1, 1, seq_length))
-        context, probs = self.attend(query, key, value, bias, training=training)
-        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (-1, hidden_size))
+        context, probs = self.attend(qkv, bias, training=training)  # (B, T, N, D)
+        context = ops.reshape(context, (-1, hidden_size))
 
         attention_output = self.dropout(self.attention_output_dense(context), training=training)
         h = self.attention_layer_norm(rows + attention_output)  # (B*T, H)
@@ -178,31 +170,37 @@ class TransformerEncoderBlock(keras.layers.Layer):
         `BertEncoder.enable_lora` freezes the rest of the encoder."""
         self.qkv_dense.enable_lora(rank, lora_alpha=alpha, targets=targets)
 
-    def attend(self, query, key, value, bias=None, training=None):
-        """Scaled-dot-product attention: softmax(query key^T + bias) value.
+    def attend(self, qkv, bias=None, training=None):
+        """Scaled-dot-product attention over the heads of the q/k/v projection.
 
         A SavedModel export traces an equivalent in its place, with kernels
         chosen by size (`keras_bert.export.serving_kernels`).
 
         Args:
-            query, key, value: Tensors of shape [batch_size, num_heads,
-                seq_length, head_size], the query already scaled.
+            qkv: Tensor of shape [batch_size, seq_length, 3 * num_heads,
+                head_size]: the query, key and value heads, in that order.
             bias: None or float32 Tensor of shape [batch_size, 1, 1,
                 seq_length], added to the scores.
             training: bool, whether dropout is active.
 
         Returns:
-            (context of shape [batch_size, num_heads, seq_length, head_size],
+            (context of shape [batch_size, seq_length, num_heads, head_size],
             float32 attention probabilities [batch_size, num_heads,
             seq_length, seq_length]).
         """
+        # One transpose for query, key and value together (einsum would
+        # transpose each of them, and the context, on its own). Split (whose
+        # gradient is one concat) rather than slice (whose gradients are three
+        # zero-padded full-size tensors summed).
+        query, key, value = ops.split(ops.transpose(qkv, (0, 2, 1, 3)), 3, axis=1)  # (B, N, T, D)
+        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
         # tf.matmul's adj_y: no separate transpose of the key.
         scores = ops.cast(tf.matmul(query, key, transpose_b=True), "float32")  # (B, N, T, T)
         if bias is not None:
             scores = scores + bias
         probs = ops.softmax(scores, axis=-1)
         attended = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
-        return tf.matmul(attended, value), probs  # (B, N, T, D)
+        return ops.transpose(tf.matmul(attended, value), (0, 2, 1, 3)), probs  # (B, T, N, D)
 
     def compute_output_spec(
         self, x, padding_mask=None, training=None, return_attention_probs=False

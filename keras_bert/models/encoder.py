@@ -40,7 +40,9 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
 
     The constructor arguments are the fields of `BertConfig`, and so are its
     variants: DistilBERT is `type_vocab_size=0, use_pooler=False`, an ELECTRA
-    discriminator `use_pooler=False` with `embedding_size`.
+    discriminator `use_pooler=False` with `embedding_size`, RoBERTa and XLM-R
+    `type_vocab_size=1, layer_norm_epsilon=1e-5` (their position tables without
+    the rows before position 0: `keras_bert.checkpoints.bert_family`).
 
     Inputs (a dict):
         token_ids: int32 Tensor of shape [batch_size, seq_length].

@@ -1,6 +1,7 @@
 """XLM-RoBERTa's SentencePiece tokenizer, inside the TensorFlow graph."""
 
 import base64
+import functools
 import json
 import os
 import re
@@ -39,10 +40,15 @@ _UNIGRAM = 1
 # transformers' float64 sums, and both keep the one whose last piece starts
 # first. Scores that differ by less than 1 / _GRID are rare.
 _GRID = 2.0 ** 14
-_NOT_HEADS = ("Cc", "Cf", "Zl", "Zp", "Mn", "Me", "Mc")
 # Characters a grapheme continues with (2 and 3 UTF-8 bytes; see
 # `_as_transformers_normalizes`): marks, zero-width (non-)joiners.
-_MARK = "[\\p{Mn}\\p{Me}\\p{Mc}\\x{200c}\\x{200d}]"
+_MARK = "[\\p{Mn}\\p{Me}\\p{Mc}\\x{200c}\\x{200d}\\x{ff9e}\\x{ff9f}\\x{e33}\\x{eb3}]"
+# A grapheme ends after a control character.
+_CONTROL_CHAR = (
+    "[\\p{Cc}\\p{Zl}\\p{Zp}\\x{ad}\\x{600}-\\x{605}\\x{61c}\\x{6dd}\\x{70f}\\x{180e}\\x{200b}"
+    "\\x{200e}-\\x{200f}\\x{2028}-\\x{202e}\\x{2060}-\\x{206f}\\x{feff}\\x{fff9}-\\x{fffb}]")
+# Hangul vowel and final jamo continue a grapheme after Hangul.
+_JAMO_VT, _HANGUL = "[\\x{1160}-\\x{11ff}]", "[\\x{1100}-\\x{11ff}\\x{ac00}-\\x{d7a3}]"
 # Unicode White_Space, by UTF-8 length: transformers splits words on each
 # (after normalization), SentencePiece only on " ". Each becomes as many
 # spaces as it has bytes, so byte offsets stay those of the input.
@@ -247,9 +253,21 @@ def _charsmap_keys(charsmap):
     return cps[found].tolist(), with_marks, deletes_x01
 
 
+@functools.lru_cache(maxsize=None)
+def _composing_marks():
+    """The characters NFKC may compose with the one before them: the marks of
+    each character's NFKD after its first, and Hangul vowel and final jamo."""
+    marks = set(range(0x1160, 0x1200))
+    for cp in range(0x80, 0x30000):
+        for char in unicodedata.normalize("NFKD", chr(cp))[1:]:
+            if unicodedata.category(char)[0] == "M":
+                marks.add(ord(char))
+    return frozenset(marks)
+
+
 def _as_transformers_normalizes(texts, keys):
     """The texts as tensorflow-text's SentencePiece op must see them for
-    transformers' ids, byte lengths (and so offsets) kept.
+    transformers' ids.
 
     1. Each byte of an invalid UTF-8 sequence becomes a space: transformers
        sees U+FFFD there, which XLM-R's normalization makes a space.
@@ -258,36 +276,54 @@ def _as_transformers_normalizes(texts, keys):
        charsmap maps: the first character (U+FFFD included), or an ASCII
        letter and the mark after it. The marks after that prefix are dropped:
        they become "\x01"s, which the charsmap deletes. (SentencePiece maps
-       the longest prefix, and the rest after it.) A grapheme here is a
-       character and the marks after it.
+       the longest prefix, and the rest after it.)
+    3. It maps each character of a longer grapheme on its own: a "\x01" goes
+       before each character there that SentencePiece would compose with the
+       one before it.
+    A grapheme here is a character and the marks (and Hangul vowel and final
+    jamo) after it. Steps 1 and 2 keep byte lengths.
 
     Args:
         texts: string Tensor [batch].
         keys: None, or RE2 patterns (one character the charsmap maps, an
-            ASCII letter and a mark that it maps together).
+            ASCII letter and a mark that it maps together, `composing`).
+
+    Returns:
+        (string Tensor [batch], int64 RaggedTensor [batch, (inserted)]: the
+        positions of the "\x01"s of step 3 in the texts returned).
     """
     invalid = tf.not_equal(
         tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace"), texts)
     if keys is not None:
-        key_class, pairs = keys
+        key_class, pairs, composing = keys
         invalid |= tf.strings.regex_full_match(
-            texts, f"(?s).*(?:{key_class}|{pairs}){_MARK}.*")
+            texts, f"(?s).*(?:(?:{key_class}|{pairs}){_MARK}|[^\\x00-\\x7f]{composing}).*")
     rows = tf.cast(invalid, tf.int32)
     kept, changed = tf.dynamic_partition(texts, rows, 2)
+    row_index = tf.dynamic_partition(tf.range(tf.size(texts, tf.int64)), rows, 2)
     codes, starts = tf.strings.unicode_decode_with_offsets(changed, "UTF-8", errors="replace")
     row_of = starts.value_rowids()
+    # Each character's bytes, as they are in the text.
+    text_starts = tf.cumsum(tf.cast(tf.strings.length(changed), tf.int64), exclusive=True)
     flat = starts.flat_values
+    chars = tf.strings.reduce_join(tf.RaggedTensor.from_row_splits(
+        tf.strings.bytes_split(changed).flat_values,
+        tf.concat([flat + tf.gather(text_starts, row_of),
+                   [tf.reduce_sum(tf.cast(tf.strings.length(changed), tf.int64))]], axis=0),
+        validate=False), axis=1)
+    lengths = tf.cast(tf.strings.length(chars), tf.int64)
     index = tf.range(tf.size(flat, tf.int64))
-    first_in_row = tf.equal(index, tf.gather(starts.row_splits, row_of))
-    last_in_row = tf.equal(index, tf.gather(starts.row_limits(), row_of) - 1)
-    ends = tf.where(last_in_row, tf.gather(tf.cast(tf.strings.length(changed), tf.int64), row_of),
-                    tf.concat([flat, [0]], axis=0)[1:])
-    lengths = ends - flat
-    chars = tf.strings.substr(tf.gather(changed, row_of), flat, lengths)
     bad = tf.equal(codes.flat_values, 0xFFFD) & tf.not_equal(chars, "\ufffd")
     fill = tf.strings.substr(tf.fill(tf.shape(flat), " " * 4), tf.zeros_like(flat), lengths)
+    inserted = tf.zeros_like(bad)
     if keys is not None:
-        is_mark = tf.strings.regex_full_match(chars, _MARK) & ~first_in_row
+        first_in_row = tf.equal(index, tf.gather(starts.row_splits, row_of))
+        def after(pattern):  # Whether the character before matches.
+            return tf.concat([[False], tf.strings.regex_full_match(chars, pattern)], 0)[:-1]
+
+        is_mark = ~first_in_row & ~after(_CONTROL_CHAR) & (
+            tf.strings.regex_full_match(chars, _MARK)
+            | after(_HANGUL) & tf.strings.regex_full_match(chars, _JAMO_VT))
         grapheme = tf.cumsum(tf.cast(~is_mark, tf.int64)) - 1
         count = tf.reduce_sum(tf.cast(~is_mark, tf.int64))
         head = tf.math.unsorted_segment_min(index, grapheme, count)
@@ -303,9 +339,32 @@ def _as_transformers_normalizes(texts, keys):
         fill = tf.where(dropped, tf.strings.substr(
             tf.fill(tf.shape(flat), "\x01" * 4), tf.zeros_like(flat), lengths), fill)
         bad |= dropped
+        inserted = is_mark & tf.gather(size >= 6, grapheme) & tf.strings.regex_full_match(
+            chars, composing)
+        fill = tf.where(inserted, tf.strings.join(["\x01", chars]), fill)
+        bad |= inserted
     fixed = tf.strings.reduce_join(starts.with_flat_values(tf.where(bad, fill, chars)), axis=1)
-    return tf.dynamic_stitch(
-        tf.dynamic_partition(tf.range(tf.size(texts)), rows, 2), [kept, fixed])
+    # Where each "\x01" of step 3 is: its character's start, plus those before it in its row.
+    before = tf.cumsum(tf.cast(inserted, tf.int64), exclusive=True)
+    before -= tf.gather(before, tf.gather(starts.row_splits, row_of))
+    positions = tf.boolean_mask(flat + before, inserted)
+    return (tf.dynamic_stitch([tf.cast(i, tf.int32) for i in row_index], [kept, fixed]),
+            tf.RaggedTensor.from_value_rowids(
+                positions, tf.gather(row_index[1], tf.boolean_mask(row_of, inserted)),
+                nrows=tf.size(texts, tf.int64)))
+
+
+def _count_before(positions, offsets):
+    """For each offset of row r (int32 RaggedTensor [batch, (n)]): how many of
+    row r's sorted `positions` (int64 RaggedTensor [batch, (k)]) are below it."""
+    scale = tf.reduce_max(tf.concat([tf.cast(offsets.flat_values, tf.int64),
+                                     positions.flat_values, [0]], axis=0)) + 1
+    keys = positions.flat_values + scale * positions.value_rowids()
+    rows = offsets.value_rowids()
+    found = tf.searchsorted(keys, tf.cast(offsets.flat_values, tf.int64) + scale * rows,
+                            side="left", out_type=tf.int64)
+    return offsets.with_flat_values(tf.cast(
+        found - tf.gather(positions.row_splits, rows), tf.int32))
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -395,13 +454,15 @@ class SentencePieceTokenizer(keras.layers.Layer):
             self._special_tensor = tf.constant(FAIRSEQ_SPECIALS + (MASK,), tf.string)
         self._special_pattern = "|".join(re.escape(t) for t in FAIRSEQ_SPECIALS + (MASK,))
         keys, with_marks, deletes_x01 = _charsmap_keys(charsmap)
-        # A grapheme's head: mapped, and not a control (a grapheme of its own).
-        heads = [c for c in keys if unicodedata.category(chr(c)) not in _NOT_HEADS] + [0xFFFD]
         self._keys = None
         if deletes_x01:
-            self._keys = (_code_point_class(sorted(set(heads))), "|".join(
+            # Marks SentencePiece may map with the character before them.
+            composing = _composing_marks().union(
+                c for c in keys if unicodedata.category(chr(c))[0] == "M" or c in (0xFF9E, 0xFF9F))
+            self._keys = (_code_point_class(sorted(set(keys + [0xFFFD]))), "|".join(
                 f"\\x{{{ord(base):x}}}{_code_point_class(marks)}"
-                for base, marks in sorted(with_marks.items())) or "\\b\\B")  # (never matches)
+                for base, marks in sorted(with_marks.items())) or "\\b\\B",  # (never matches)
+                _code_point_class(sorted(composing)))
 
     @classmethod
     def from_folder(cls, path, **kwargs):
@@ -469,7 +530,8 @@ class SentencePieceTokenizer(keras.layers.Layer):
         """The token (str) of one id (Python int)."""
         token_id = int(token_id)
         if not 0 <= token_id < self.vocab_size:
-            raise ValueError(f"Expected an id in [0, {self.vocab_size}). Received: token_id={token_id}")
+            raise ValueError(
+                f"Expected an id in [0, {self.vocab_size}). Received: token_id={token_id}")
         return self._vocabulary[token_id]
 
     def ids_to_tokens(self, ids):
@@ -578,7 +640,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
 
     def _tokenize(self, texts, with_offsets):
         """ids (and byte starts and ends): RaggedTensors [batch, (tokens)]."""
-        texts = _as_transformers_normalizes(texts, self._keys)
+        texts, inserted = _as_transformers_normalizes(texts, self._keys)
         for length, pattern in _WHITESPACE_BY_LENGTH:
             texts = tf.strings.regex_replace(texts, pattern, " " * length)
         # Words (and special tokens written in the text) are tokenized one by
@@ -618,8 +680,10 @@ class SentencePieceTokenizer(keras.layers.Layer):
         if with_offsets:
             shift = tf.gather(tf.cast(starts.flat_values, tf.int32), outputs[1].value_rowids())
             outputs[1:] = [x.with_flat_values(x.flat_values + shift) for x in outputs[1:]]
-        return [tf.RaggedTensor.from_row_splits(x, starts.row_splits, validate=False).merge_dims(1, 2)
-                for x in outputs]
+        outputs = [tf.RaggedTensor.from_row_splits(x, starts.row_splits, validate=False)
+                   .merge_dims(1, 2) for x in outputs]
+        # Offsets in the texts as given: less the "\x01"s inserted before them.
+        return outputs[:1] + [x - _count_before(inserted, x) for x in outputs[1:]]
 
     def __call__(self, inputs, *args, **kwargs):
         return super().__call__(as_string_tensor(inputs), *args, **kwargs)
@@ -638,7 +702,9 @@ class SentencePieceTokenizer(keras.layers.Layer):
 
         Returns:
             `(ids, starts, ends)`, int32 RaggedTensors [batch, (num_tokens)]
-            (Tensors for a scalar input); `end` is exclusive.
+            (Tensors for a scalar input); `end` is exclusive. A lone "▁"
+            (a word whose first piece has none) covers no text: start == end
+            (transformers gives it the next character's span).
         """
         if unit not in _OFFSET_UNITS:
             raise ValueError(f"Expected unit to be one of {_OFFSET_UNITS}. Received: unit={unit!r}")

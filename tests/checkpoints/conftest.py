@@ -277,3 +277,118 @@ def stored_fixture(family, kind):
     folder = os.path.join(ROOT, "tests", "fixtures", family, kind)
     with np.load(os.path.join(folder, "expected.npz")) as data:
         return folder, {k: data[k] for k in data.files}
+
+
+# === Tiny RoBERTa, XLM-R and BertModel + SentencePiece folders, made by transformers ===
+
+# Special tokens in fairseq's order (<s> <pad> </s> <unk>, so pad_token_id is 1 as in
+# RoBERTa and XLM-R), words, then the mask token last. BertTokenizer's names stand in
+# for <s> etc. until the SentencePiece / BPE tokenizer files replace this vocab.txt.
+# 100 tokens: model_dir's h5 size check (`h5_shapes`) takes the largest array to be at
+# most max(vocab, positions, I, H) * max(H, I), which the fused QKV kernel (H x 3H) exceeds
+# below vocab_size 3H.
+FAMILY_WORDS = ["[CLS]", "[PAD]", "[SEP]", "[UNK]"] + WORDS[5:] + [
+    f"w{i}" for i in range(100 - len(WORDS))] + ["[MASK]"]
+FAMILY_CLASSES = {"roberta": ("RobertaConfig", "Roberta"),
+                  "xlm-roberta": ("XLMRobertaConfig", "XLMRoberta"),
+                  "bert": ("BertConfig", "Bert")}
+
+
+def _randomize(model, seed):
+    """Every parameter random at a scale where a misplaced one shows (tied ones stay tied)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            noise = torch.randn(param.shape, generator=generator)
+            if "norm" in name.lower() and name.endswith("weight"):
+                param.copy_(1.0 + 0.2 * noise)
+            else:
+                param.copy_((1.0 if "embeddings" in name else 0.3) * noise)
+
+
+def make_family_folder(folder, model_type, head="ForMaskedLM", seed=0, **config):
+    """A tiny transformers model saved with save_pretrained (safetensors), random weights.
+
+    The encoder is 2 layers (or `config`'s), 32 wide, 30 usable positions; RoBERTa-type
+    configs have the released models' type_vocab_size 1, layer_norm_eps 1e-5 and
+    max_position_embeddings = positions + pad_token_id + 1. A head other than the encoder's
+    own ("Model") is saved with the encoder's pooler added (as in a pretraining
+    checkpoint), so that both `...Model` and `...{head}` load from the folder.
+
+    Args:
+        folder: str, created.
+        model_type: "roberta", "xlm-roberta" or "bert" (BertModel weights with the
+            SentencePiece layout's pad_token_id 1).
+        head: transformers class suffix: "Model", "ForMaskedLM",
+            "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering".
+        seed: int.
+        **config: config values that differ.
+
+    Returns:
+        str, the folder.
+    """
+    import torch
+    import transformers
+    from safetensors.torch import load_file, save_file
+
+    config_class, prefix = FAMILY_CLASSES[model_type]
+    roberta = model_type != "bert"
+    values = dict(vocab_size=len(FAMILY_WORDS), hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=2, intermediate_size=37, pad_token_id=1,
+                  bos_token_id=0, eos_token_id=2, hidden_act="gelu",
+                  max_position_embeddings=32 if roberta else 30,
+                  type_vocab_size=1 if roberta else 2, layer_norm_eps=1e-5 if roberta else 1e-12,
+                  num_labels=3, id2label={0: "neg", 1: "neu", 2: "pos"},
+                  label2id={"neg": 0, "neu": 1, "pos": 2})
+    if head == "ForQuestionAnswering":  # Start and end logits.
+        values.update(num_labels=2, id2label=None, label2id=None)
+    values.update(config)
+    hf_config = getattr(transformers, config_class)(**values)
+    torch.manual_seed(seed)
+    model = getattr(transformers, prefix + head)(hf_config)
+    _randomize(model, seed)
+    model.save_pretrained(folder)
+    if head != "Model":
+        encoder = getattr(transformers, prefix + "Model")(hf_config)
+        _randomize(encoder, seed + 1)
+        path = os.path.join(folder, "model.safetensors")
+        tensors = load_file(path)
+        base = model.base_model_prefix
+        tensors.update({f"{base}.{k}": v.contiguous() for k, v in encoder.state_dict().items()
+                        if k.startswith("pooler.")})
+        save_file(tensors, path, metadata={"format": "pt"})
+    write_vocab(os.path.join(folder, "vocab.txt"), FAMILY_WORDS)
+    return folder
+
+
+def family_batch(max_length=30):
+    """Encoder inputs of 3 rows: a short padded one, a pair (segment ids 1) and one of
+    `max_length` tokens. Real tokens avoid id 1 (RoBERTa counts it as padding)."""
+    rng = np.random.default_rng(0)
+    lengths = (5, 12, max_length)
+    token_ids = np.ones((3, max_length), np.int32)  # <pad>
+    segment_ids = np.zeros((3, max_length), np.int32)
+    for row, n in enumerate(lengths):
+        token_ids[row, :n] = rng.integers(4, len(FAMILY_WORDS), n)
+        token_ids[row, 0], token_ids[row, n - 1] = 0, 2
+    token_ids[1, 6], segment_ids[1, 7:12] = 2, 1
+    padding_mask = (np.arange(max_length)[None] < np.array(lengths)[:, None]).astype(np.int32)
+    return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+
+
+def transformers_outputs(folder, inputs, head="Model", model_type="roberta"):
+    """The float32 outputs of transformers' class `head` of `folder` on `inputs`."""
+    import torch
+    import transformers
+
+    model = getattr(transformers, FAMILY_CLASSES[model_type][1] + head).from_pretrained(folder)
+    model.eval()
+    args = {"input_ids": torch.as_tensor(inputs["token_ids"], dtype=torch.long),
+            "attention_mask": torch.as_tensor(inputs["padding_mask"], dtype=torch.long)}
+    if model_type == "bert":
+        args["token_type_ids"] = torch.as_tensor(inputs["segment_ids"], dtype=torch.long)
+    with torch.no_grad():
+        out = model(**args)
+    return {k: v.numpy() for k, v in out.items() if isinstance(v, torch.Tensor)}

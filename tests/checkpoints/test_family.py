@@ -405,9 +405,13 @@ def test_missing_distilbert_key_is_named(tmp_path):
 
 
 @pytest.mark.parametrize("model_type, message", [
-    ("roberta", r"is a RoBERTa checkpoint \(model_type='roberta'\).*BERT only, and its "
-                r"DistilBERT and ELECTRA variants"),
-    ("funnel", r"this is model_type='funnel'.*'bert', 'distilbert', 'electra'"),
+    ("modernbert", r"is a ModernBERT checkpoint \(model_type='modernbert'\).*BERT "
+                   r"\(model_type 'bert'\) and its variants DistilBERT"),
+    ("deberta-v2", r"is a DeBERTa-v2 checkpoint \(model_type='deberta-v2'\)"),
+    ("albert", r"is a ALBERT checkpoint \(model_type='albert'\)"),
+    ("camembert", r"is a CamemBERT checkpoint \(model_type='camembert'\)"),
+    ("funnel", r"this is model_type='funnel'.*'bert'.*'distilbert'.*'electra'.*'roberta'.*"
+               r"'xlm-roberta'"),
 ])
 def test_other_model_types_stay_refused_by_name(model_type, message, tmp_path):
     folder = _copy("electra", tmp_path / model_type)

@@ -165,7 +165,7 @@ def test_config_activation_names(hf_act, expected):
 
 @pytest.mark.parametrize(
     "key, value, message",
-    [("model_type", "roberta", "model_type='roberta' is not BERT"),
+    [("model_type", "deberta", "model_type='deberta' is not BERT"),
      ("position_embedding_type", "relative_key", "relative_key"),
      ("hidden_act", "silu", "hidden_act='silu'")],
 )

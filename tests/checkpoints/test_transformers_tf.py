@@ -239,8 +239,8 @@ def test_non_bert_config_is_refused_by_name(tmp_path):
     with open(path, "w") as f:
         json.dump(values, f)
     with pytest.raises(CheckpointError,
-                       match=r"a distilbert tf_model\.h5; keras_bert reads DistilBERT and "
-                             r"ELECTRA from their PyTorch weights"):
+                       match=r"a distilbert tf_model\.h5; keras_bert reads BERT's variants "
+                             r"from their PyTorch weights"):
         BertClassifier.from_pretrained(folder)
     # A config that says BERT but names a DistilBERT class: refused by the class name.
     with open(path, "w") as f:
@@ -250,9 +250,9 @@ def test_non_bert_config_is_refused_by_name(tmp_path):
                              r"'TFDistilBertForSequenceClassification'\), not BERT"):
         BertClassifier.from_pretrained(folder)
     with open(path, "w") as f:
-        json.dump({**values, "model_type": "roberta",
-                   "architectures": ["RobertaForSequenceClassification"]}, f)
-    with pytest.raises(CheckpointError, match=r"is a RoBERTa checkpoint .*BERT only"):
+        json.dump({**values, "model_type": "albert",
+                   "architectures": ["AlbertForSequenceClassification"]}, f)
+    with pytest.raises(CheckpointError, match=r"is a ALBERT checkpoint .*is not BERT"):
         BertClassifier.from_pretrained(folder)
 
 

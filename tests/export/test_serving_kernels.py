@@ -90,6 +90,8 @@ def test_block_matches_numpy_reference(form, monkeypatch):
     ops = graph_ops(function)
     assert ops & SERVING_OPS == (SERVING_OPS if form != "plain" else set()), sorted(ops)
     assert "BatchMatMulV2" in ops and ("Erfc" in ops) == (form == "plain"), sorted(ops)
+    # The small branch transposes the heads as integers (Eigen's Transpose).
+    assert ("Bitcast" in ops) == (form != "plain"), sorted(ops)
 
     got = function(tf.constant(X), tf.constant(PADDING_MASK)).numpy()
     want = numpy_block(block, np.float64(X), np.float64(PADDING_MASK))
@@ -161,3 +163,14 @@ def test_a_trace_in_another_thread_keeps_the_layers_own_forms():
         worker.start()
         worker.join()
     assert not traced["ops"] & SERVING_OPS, sorted(traced["ops"])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_heads_are_swapped_bit_for_bit_in_each_compute_dtype(dtype):
+    # The small branch's transpose moves integers of the float's width (a
+    # mixed_bfloat16 export computes attention in bfloat16).
+    x = tf.cast(tf.constant(np.random.default_rng(3).normal(size=(2, 5, 6, 4)), "float32"), dtype)
+    swapped = kernels._heads_swapped(x)
+    assert swapped.dtype == x.dtype
+    np.testing.assert_array_equal(tf.cast(swapped, "float32").numpy(),
+                                  np.transpose(tf.cast(x, "float32").numpy(), (0, 2, 1, 3)))

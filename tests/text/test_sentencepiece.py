@@ -53,7 +53,8 @@ def test_ids_equal_transformers_from_either_file(kind, xlmr_tokenizer_folders, h
     folder = xlmr_tokenizer_folders[kind]
     texts = multilingual_texts(300, seed=7) + hard_texts(150, seed=3) + EDGE_CASES + [_long_text()]
     want = _reference_ids(hf[kind], texts)
-    from_model = SentencePieceTokenizer.from_folder(_only(folder, tmp_path, "sentencepiece.bpe.model"))
+    from_model = SentencePieceTokenizer.from_folder(
+        _only(folder, tmp_path, "sentencepiece.bpe.model"))
     from_json = SentencePieceTokenizer.from_folder(_only(folder, tmp_path, "tokenizer.json"))
     # tokenizer.json alone gives the same model proto as the .model file.
     assert from_json.proto == from_model.proto
@@ -65,12 +66,14 @@ def test_ids_equal_transformers_from_either_file(kind, xlmr_tokenizer_folders, h
 
 def test_invalid_utf8_as_transformers_decodes_it(xlmr_tokenizer_folder, hf):
     tokenizer = SentencePieceTokenizer.from_folder(xlmr_tokenizer_folder)
-    raw = [b"a\xffb \xc3 x\xe2\x82", b"\xed\xa0\x80z", b"ok\xc0\xafk", b"\xff", b"caf\xc3\xa9 \xf0\x9f"]
+    raw = [b"a\xffb \xc3 x\xe2\x82", b"\xed\xa0\x80z", b"ok\xc0\xafk", b"\xff",
+           b"caf\xc3\xa9 \xf0\x9f"]
     got = tokenizer(tf.constant(raw)).to_list()
     assert got == _reference_ids(hf["unigram"], [r.decode("utf-8", "replace") for r in raw])
     ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(raw))
     assert ids.to_list() == got
-    assert all(0 <= s <= e <= len(r) for r, row_s, row_e in zip(raw, starts.to_list(), ends.to_list())
+    assert all(0 <= s <= e <= len(r)
+               for r, row_s, row_e in zip(raw, starts.to_list(), ends.to_list())
                for s, e in zip(row_s, row_e))
 
 
@@ -83,7 +86,9 @@ def test_where_transformers_differs_from_sentencepiece(xlmr_tokenizer_folder, hf
         model_file=os.path.join(xlmr_tokenizer_folder, "sentencepiece.bpe.model"))
     texts = [
         "a\ufffd\u064fb",  # A grapheme under 6 bytes whose head is mapped: marks dropped.
-        "ﬁ\u0301x", "ＡＢ\u0301 c", "\u3000\u0301x",
+        "ﬁ\u0301x", "ＡＢ\u0301 c", "\u3000\u0301x", "\uff21\u0301\u0300", "\t\u200c\u0368y",
+        # One of 6 bytes or more: each character on its own (no composition).
+        "e\u0301\u094bx", "a\u0301\u0301\u0301 b", "I\u0340\u0353\u033a", "u\u0309\u036d\u0e33",
         "x\u0085y", "a\x85\u1680b",  # Unicode whitespace that the charsmap keeps.
         "<mask>x", "a</s>b",  # Special tokens in the text.
         "=" * 9, "=" * 14,  # Equal-score segmentations (float32 sums differ).
@@ -93,6 +98,11 @@ def test_where_transformers_differs_from_sentencepiece(xlmr_tokenizer_folder, hf
     raw = [[3 if i == 0 else i + 1 for i in processor.encode(t)] for t in texts]
     assert [t for t, w, r in zip(texts, want, raw) if w == r] == []
     assert tokenizer(texts).to_list() == want
+    ids, starts, ends = tokenizer.tokenize_with_offsets(texts)
+    assert ids.to_list() == want
+    for text, row_starts, row_ends in zip(texts, starts.to_list(), ends.to_list()):
+        assert row_starts == sorted(row_starts) and row_ends == sorted(row_ends)
+        assert all(0 <= s <= e <= len(text.encode()) for s, e in zip(row_starts, row_ends))
     invalid = [b"\xff\xcc\x81x", b"ok\xe2\x82\xd9\x8fk"]
     assert tokenizer(tf.constant(invalid)).to_list() == _reference_ids(
         hf["unigram"], [t.decode("utf-8", "replace") for t in invalid])
@@ -110,7 +120,8 @@ def test_fairseq_ids_and_specials(xlmr_tokenizer_folder, hf):
     assert tokenizer.lowercase is False
     # SentencePiece piece i >= 3 is id i + 1, its <unk> (0) is 3: special tokens
     # written in the text are text when special_tokens_in_strings=False.
-    plain = SentencePieceTokenizer.from_folder(xlmr_tokenizer_folder, special_tokens_in_strings=False)
+    plain = SentencePieceTokenizer.from_folder(
+        xlmr_tokenizer_folder, special_tokens_in_strings=False)
     processor = sentencepiece.SentencePieceProcessor(
         model_file=os.path.join(xlmr_tokenizer_folder, "sentencepiece.bpe.model"))
     texts = ["a <mask> b</s>", "<s> x", "😀 ☃ unknown ☃☃ chars"]
@@ -242,4 +253,5 @@ def test_saved_model_runs_with_tf_serving_text_ops(xlmr_tokenizer_folder, tmp_pa
         "RegexSplitWithOffsets", "SentencepieceOp", "SentencepieceTokenizeOp"]
     texts = multilingual_texts(30, seed=13) + EDGE_CASES
     got = tf.saved_model.load(str(tmp_path / "sp")).signatures["ids"](tf.constant(texts))["ids"]
-    assert [[i for i in row if i >= 0] for row in got.numpy().tolist()] == tokenizer(texts).to_list()
+    assert [[i for i in row if i >= 0] for row in got.numpy().tolist()] == (
+        tokenizer(texts).to_list())

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -205,10 +206,8 @@ def _task_data(root, task):
                               "--negative-columns", "negative", "--max-seq-length", "16"]
 
 
-@pytest.mark.slow  # Per task: two fine-tuning worker processes over local gRPC, and one more.
-@pytest.mark.parametrize("task", ["multi_label_classification", "token_classification",
-                                  "span_qa", "text_embedding"])
-def test_every_task_on_two_workers_matches_one_process(tmp_path, task):
+def _task_setup(tmp_path, task):
+    """(model class, args(output): the tool's arguments) for `task` on its small data set."""
     root = tmp_path / "data"
     root.mkdir()
     model = make_model_dir(str(tmp_path / "model"), max_position_embeddings=64,
@@ -223,6 +222,68 @@ def test_every_task_on_two_workers_matches_one_process(tmp_path, task):
                                  "--early-stopping-patience", "0", "--jit-compile", "off",
                                  "--log-every", "1", "--no-tensorboard", *data_args]]
 
+    return model_class, args
+
+
+class _Built(BaseException):
+    """Raised by the stand-in Trainer: the tool has built what it would train, and stops."""
+
+
+# What two workers add to one process, per task: its data split into two input pipelines,
+# and its loss on each half of the global batch (the replicas' losses, each divided by 2, are
+# summed). The rest (the Trainer's collectives, chief-only writes, every worker's evaluation)
+# is every task's code, run on two workers by the classification test above and by text
+# embedding's below (its loss gathers every worker's examples).
+@pytest.mark.slow  # Each task's tool run up to its training (10-20 s).
+@pytest.mark.parametrize("task", ["multi_label_classification", "token_classification",
+                                  "span_qa"])
+def test_each_task_splits_its_batches_and_loss_as_two_workers_do(tmp_path, task, monkeypatch):
+    from keras_bert.training import finetune as finetune_lib
+
+    built = {}
+
+    def stand_in(model, strategy, dataset_fn, batch_size, *args, **kwargs):
+        built.update(model=model, dataset_fn=dataset_fn, batch_size=batch_size)
+        raise _Built
+
+    monkeypatch.setattr(finetune_lib, "Trainer", stand_in)
+    _, args = _task_setup(tmp_path, task)
+    with pytest.raises(_Built):
+        run_tool("finetune", *args(tmp_path / "out"))
+    model, dataset_fn, size = built["model"], built["dataset_fn"], built["batch_size"]
+
+    def batches(pipeline, pipelines):
+        stream = dataset_fn(size // pipelines, pipeline, pipelines)
+        return [keras.utils.unpack_x_y_sample_weight(e) for e in stream.take(3)]
+
+    halves = [batches(i, 2) for i in range(2)]
+    for step, whole in enumerate(batches(0, 1)):
+        parts = [half[step] for half in halves]
+        # Worker i's batch is slice i of one process's batch of the global size.
+        tf.nest.map_structure(
+            lambda w, a, b: np.testing.assert_array_equal(np.concatenate([a, b]), w),
+            whole[:2], *[part[:2] for part in parts])
+    x, y, weight = whole
+    # One process's loss and gradients = the mean of the two halves' (the replicas').
+    losses, gradients = [], []
+    for rows in (slice(None), slice(None, size // 2), slice(size // 2, None)):
+        part = tf.nest.map_structure(lambda t: t[rows], (x, y)) + (
+            None if weight is None else weight[rows],)
+        with tf.GradientTape() as tape:
+            loss = model.compute_loss(x=part[0], y=part[1], y_pred=model(part[0], training=True),
+                                      sample_weight=part[2], training=True)
+        losses.append(float(loss))
+        gradients.append([tf.convert_to_tensor(g).numpy()
+                          for g in tape.gradient(loss, model.trainable_variables)])
+    assert losses[0] == pytest.approx((losses[1] + losses[2]) / 2, rel=1e-5), losses
+    for g, a, b in zip(*gradients):
+        np.testing.assert_allclose((a + b) / 2, g, atol=1e-6)
+
+
+@pytest.mark.slow  # Two fine-tuning worker processes over local gRPC, and one more.
+def test_text_embedding_on_two_workers_matches_one_process(tmp_path):
+    model_class, args = _task_setup(tmp_path, "text_embedding")
+    root = tmp_path / "data"
     procs, paths = _start_workers(tmp_path, root, "run", args)
     code, out, err = run_tool("finetune", *args(tmp_path / "single"))
     assert code == 0, (out + err)[-3000:]

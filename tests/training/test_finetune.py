@@ -1,10 +1,8 @@
-"""tools/finetune.py end to end (in this process; a subprocess for SIGTERM) on hand-made data with a tiny model, and the loop's rules."""
+"""tools/finetune.py end to end (in this process) on hand-made data with a tiny model, and the loop's rules
+(its signals: tests/training/test_talking.py)."""
 
-import glob
 import json
 import os
-import signal
-import sys
 
 import numpy as np
 import pytest
@@ -12,7 +10,6 @@ import pytest
 from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from keras_bert.tasks.classification.options import ClassificationOptions
 from keras_bert.training import finetune as finetune_lib
-from tests.conftest import interrupt_after
 from tests.conftest import run_tool as run_finetune_tool
 from tests.training.finetune_fixtures import (
     CONLL_TEXT,
@@ -158,39 +155,6 @@ def test_tfds_classification_with_mock_data(workdir, tmp_path):
     assert result.train_examples == len(train) and result.steps == 3
     info = read_task_json(tmp_path / "sst2")
     assert info["task_config"]["label_names"] == ["negative", "positive"]
-
-
-@pytest.mark.slow
-def test_sigterm_saves_a_checkpoint_exits_143_and_a_rerun_resumes(workdir, tmp_path):
-    """As tools/pretrain.py: one message, no traceback; TensorBoard logs of train and eval."""
-    output = tmp_path / "run"
-    command = [sys.executable, TOOL, "--jit-compile", "off", "--task", "classification",
-               "--model", str(workdir / "tiny"), "--train", str(workdir / "train.csv"),
-               "--eval", str(workdir / "dev.csv"), "--output", str(output), "--epochs", "4",
-               "--batch-size", "8", "--max-seq-length", "16", "--log-every", "1",
-               "--early-stopping-patience", "0"]
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    # "step 3/100": training has started and the signal handler is installed.
-    code, first = interrupt_after(command, "step 3/100 ", signal.SIGTERM,
-                                  tmp_path / "first.log", env)
-    assert code == 143, first[-3000:]
-    assert "Traceback" not in first and "TrainingInterrupted" not in first, first[-3000:]
-    assert first.count("stopped by SIGTERM at step ") == 1
-    stopped = int(first.split("stopped by SIGTERM at step ")[1].split(";")[0])
-    assert 3 <= stopped < 100
-    assert os.path.exists(str(output) + ".checkpoints")
-
-    # The rerun needs no fresh process: in this one (no second TensorFlow import).
-    code, second = run_tool(*command[4:])
-    assert code == 0, second[-3000:]
-    assert f"resumed from step {stopped}/100" in second
-    assert f"step {stopped + 1}/100 " in second and "step 1/100 " not in second
-    assert "Gradients do not exist" not in first + second
-    assert read_task_json(output)["epoch"] >= 1
-    assert not os.path.exists(str(output) + ".checkpoints")
-    logs = str(output) + ".logs"
-    assert glob.glob(os.path.join(logs, "train", "events.out.tfevents.*"))
-    assert len(glob.glob(os.path.join(logs, "eval", "events.out.tfevents.*"))) == 4  # 1 an epoch
 
 
 def test_tfds_data_that_is_not_prepared_says_how_to_prepare_it(tmp_path):

@@ -1,7 +1,9 @@
 """Long work talks through the library: finetune()'s lines without logging set up, one
 progress display, Ctrl-C like SIGTERM, no retracing in evaluation, counted data problems."""
 
+import glob
 import io
+import json
 import logging
 import os
 import signal
@@ -137,7 +139,7 @@ def test_ctrl_c_saves_a_checkpoint_says_so_once_and_a_rerun_resumes(workdir, tmp
                "--model", str(workdir / "tiny"), "--train", str(workdir / "train.csv"),
                "--eval", str(workdir / "dev.csv"), "--output", str(output), "--epochs", "4",
                "--batch-size", "4", "--max-seq-length", "16", "--log-every", "1",
-               "--early-stopping-patience", "0", "--no-tensorboard"]
+               "--early-stopping-patience", "0"]
     # "step 3/64": training has started and the signal handler is installed.
     code, first = interrupt_after(command, "step 3/64 ", signal.SIGINT, tmp_path / "first.log",
                                   env())
@@ -155,7 +157,14 @@ def test_ctrl_c_saves_a_checkpoint_says_so_once_and_a_rerun_resumes(workdir, tmp
     assert code == 0, second[-3000:]
     assert f"resumed from step {stopped}/64" in second
     assert f"step {stopped + 1}/64 " in second and "step 1/64 " not in second
+    assert "Gradients do not exist" not in first + second
+    with open(output / "task.json", encoding="utf-8") as f:
+        assert json.load(f)["epoch"] >= 1
     assert not os.path.exists(str(output) + ".checkpoints")
+    # TensorBoard's logs of both runs: train, and eval once an epoch.
+    logs = str(output) + ".logs"
+    assert glob.glob(os.path.join(logs, "train", "events.out.tfevents.*"))
+    assert len(glob.glob(os.path.join(logs, "eval", "events.out.tfevents.*"))) == 4
 
 
 def test_tweets_with_invalid_utf8_give_one_counted_line(tmp_path, caplog):

@@ -85,20 +85,6 @@ def _assert_same(model, expected):
         np.testing.assert_allclose(w.numpy(), e, atol=1e-6, err_msg=w.path)
 
 
-@pytest.mark.slow
-def test_sigkill_then_resume_ends_like_an_uninterrupted_run(dynamic_data, uninterrupted,
-                                                            tmp_path):
-    output_dir = tmp_path / "run"
-    code, log = _start_then_signal(dynamic_data, output_dir, tmp_path, signal.SIGKILL)
-    assert code == -signal.SIGKILL
-    assert not (output_dir / "model").exists()
-    result, first = _run(dynamic_data, output_dir)  # The same call resumes.
-    assert first in (10, 20)  # From the last checkpoint, not from 0.
-    assert result["step"] == 30
-    assert int(result["model"].optimizer.iterations.numpy()) == 30
-    _assert_same(result["model"], uninterrupted)
-
-
 def test_sigterm_saves_the_current_step_and_resumes_from_it(dynamic_data, uninterrupted,
                                                             tmp_path):
     output_dir = tmp_path / "run"

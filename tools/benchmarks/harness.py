@@ -189,13 +189,21 @@ def format_row(row):
     return " ".join(parts)
 
 
+#: environment variables that cap the instruction sets of oneDNN (TensorFlow's and
+#: PyTorch's), MKL and PyTorch's own kernels.
+ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY")
+
+
 def cpu_flags():
     """The CPU features bf16 speed depends on, e.g. "AVX-512: yes, AVX512-BF16: yes, AMX: no"."""
     from keras_bert.export.tuning import cpu_info  # The one reader of /proc/cpuinfo.
 
     flags = cpu_info()["flags"]
     has = {"AVX-512": "avx512f", "AVX512-BF16": "avx512_bf16", "AMX": "amx_bf16"}
-    return ", ".join(f"{name}: {'yes' if flag in flags else 'no'}" for name, flag in has.items())
+    line = ", ".join(f"{name}: {'yes' if flag in flags else 'no'}" for name, flag in has.items())
+    # The instruction-set caps of oneDNN, MKL and PyTorch's kernels (an emulated CPU).
+    caps = [f"{name}={os.environ[name]}" for name in ISA_CAPS if os.environ.get(name)]
+    return line + (f"; capped: {' '.join(caps)}" if caps else "")
 
 
 def machine_line():

