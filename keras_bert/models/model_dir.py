@@ -104,7 +104,7 @@ MODEL_DIR_KIND = Kind("keras_bert model directory", required=(CONFIG_FILE, WEIGH
                                         for name in names})))
 
 
-def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
+def save_model_dir(model, model_dir, vocab_file=None, task_info=None, tokenizer=None):
     """Writes `model` to `model_dir` atomically (a staging folder, then a rename).
 
     `model_dir` may be missing, empty, or a model directory keras_bert wrote
@@ -121,6 +121,9 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
             `keras_bert.text.tokenizer_files`), or None to use the vocabulary
             the model was loaded with (`model.vocab_file`), else the files
             of its preprocessor's tokenizer, if any.
+        tokenizer: a tokenizer whose files to write instead (e.g. a
+            converter's, read from a Hugging Face folder); not with
+            `vocab_file`.
         task_info: dict of extra JSON-able facts for task.json
             (e.g. max_seq_length). An encoder's task.json keeps only the
             text settings (`TEXT_SETTINGS`), from `task_info` or from the
@@ -134,7 +137,14 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
     """
     encoder = getattr(model, "encoder", model)
     config = encoder.get_bert_config()
-    vocab_file = vocab_file or getattr(model, "vocab_file", None)
+    if tokenizer is not None and vocab_file is not None:
+        raise ValueError("Pass vocab_file or tokenizer to save_model_dir, not both.")
+    if tokenizer is not None and tokenizer.vocab_size != config.vocab_size:
+        raise ValueError(f"The tokenizer has {tokenizer.vocab_size} tokens, but the model's "
+                         f"vocab_size is {config.vocab_size}: save the tokenizer of these "
+                         f"weights.")
+    if tokenizer is None:
+        vocab_file = vocab_file or getattr(model, "vocab_file", None)
     if vocab_file is not None:
         check_vocab(vocab_file, config.vocab_size)
     # A text setting given as None (a preprocessor's sequence_length None)
@@ -145,7 +155,7 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
     resolve_lengths(TextSettings(), TextSettings.from_json(task), config.max_position_embeddings,
                     where="the model's preprocessor",
                     fix="Set model.preprocessor.sequence_length (or max_seq_length)")
-    vocab_name = os.path.basename(vocab_file) if vocab_file else None
+    vocab_name = tokenizer_files.vocabulary_files(vocab_file)[0][1] if vocab_file else None
     if vocab_file is not None and _holds_only(model_dir, vocab_name, vocab_file):
         target = real_path(model_dir)  # Its one file is the vocabulary copied in.
     else:
@@ -159,9 +169,9 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None):
             for path, name in files:
                 storage.copy_file(path, os.path.join(tmp, name))
             vocab_name = files[0][1]
-        elif getattr(model, "preprocessor", None) is not None:
+        elif tokenizer is not None or getattr(model, "preprocessor", None) is not None:
             vocab_name = os.path.basename(tokenizer_files.save_tokenizer_files(
-                model.preprocessor.tokenizer, tmp))
+                tokenizer or model.preprocessor.tokenizer, tmp))
         if model is not encoder:
             task = {"task": model.task_name, "task_config": model.task_config(), **task}
         else:

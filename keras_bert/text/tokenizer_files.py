@@ -3,7 +3,8 @@
 A model directory holds the files of one tokenizer, and they say which:
 
     vocab.txt                 BertTokenizer (WordPiece)
-    sentencepiece.model       SentencePieceTokenizer (XLM-R's layout)
+    sentencepiece.model       SentencePieceTokenizer (XLM-R's layout; or its
+                              Hugging Face name, sentencepiece.bpe.model)
     vocab.json + merges.txt   BytePairTokenizer (RoBERTa's byte-level BPE)
 
 The first file of each (its "vocabulary file") names the kind: a model's
@@ -29,6 +30,8 @@ WORDPIECE_FILE = "vocab.txt"
 TOKENIZER_FILES = {
     WORDPIECE_FILE: (BertTokenizer, (WORDPIECE_FILE,)),
     sentencepiece.MODEL_FILE: (SentencePieceTokenizer, (sentencepiece.MODEL_FILE,)),
+    # A Hugging Face XLM-R folder's own name for it, as a converter may copy it in.
+    "sentencepiece.bpe.model": (SentencePieceTokenizer, ("sentencepiece.bpe.model",)),
     byte_pair.VOCAB_JSON: (BytePairTokenizer, (byte_pair.VOCAB_JSON, byte_pair.MERGES_TXT)),
 }
 
@@ -43,24 +46,18 @@ def vocabulary_file(folder):
 
 
 def _kind(path):
-    """(tokenizer class, the names of its vocabulary's files) of a vocabulary file: the
-    names of `TOKENIZER_FILES`, a SentencePiece `*.model`, else a WordPiece vocabulary
-    under any name (`save_pretrained(vocab_file="my_vocab.txt")`)."""
-    name = os.path.basename(os.fspath(path))
-    if name in TOKENIZER_FILES:
-        return TOKENIZER_FILES[name]
-    if name.endswith(".model"):
-        return SentencePieceTokenizer, (name,)
-    return BertTokenizer, (name,)
+    """(class, file names) of a vocabulary file; any other name is a WordPiece vocab.txt."""
+    return TOKENIZER_FILES.get(os.path.basename(os.fspath(path)),
+                               TOKENIZER_FILES[WORDPIECE_FILE])
 
 
 def vocabulary_files(path):
-    """[(path, name in a model directory)] of every file of the vocabulary whose
-    vocabulary file is `path`; the first is the vocabulary file itself."""
-    cls, names = _kind(path)
-    canonical = next(files for kind, files in TOKENIZER_FILES.values() if kind is cls)
+    """[(path, its name in a model directory)] of the files of the vocabulary whose
+    vocabulary file is `path` (a WordPiece file of any name is the directory's vocab.txt)."""
+    if is_wordpiece(path):
+        return [(path, WORDPIECE_FILE)]
     folder = os.path.dirname(os.fspath(path))
-    return [(storage.join(folder, name), target) for name, target in zip(names, canonical)]
+    return [(storage.join(folder, name), name) for name in _kind(path)[1]]
 
 
 def is_wordpiece(vocabulary):

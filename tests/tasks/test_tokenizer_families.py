@@ -86,6 +86,33 @@ def test_model_directory_holds_and_reads_back_the_tokenizer(family, tmp_path):
         BertClassifier.from_pretrained(path, lowercase=True)
 
 
+def test_a_converter_writes_the_tokenizer_it_read(family, tmp_path):
+    """save_model_dir(tokenizer=...): the files of a tokenizer read from a Hugging Face folder
+    (sentencepiece.bpe.model or tokenizer.json there) in the model directory's layout."""
+    from keras_bert.models.model_dir import save_model_dir
+
+    name, folder, tokenizer = family
+    encoder = _classifier(tokenizer).encoder
+    path = str(tmp_path / "encoder")
+    save_model_dir(encoder, path, tokenizer=tokenizer, task_info={"max_seq_length": 64})
+    assert sorted(os.listdir(path)) == sorted(
+        ["config.json", "model.weights.h5", "task.json", *FILES[name]])
+    again = BertPreprocessor.from_pretrained(path)
+    np.testing.assert_array_equal(again(TEXTS)["token_ids"],
+                                  _preprocessor(tokenizer)(TEXTS)["token_ids"])
+    with pytest.raises(ValueError, match="not both"):
+        save_model_dir(encoder, path, vocab_file=os.path.join(path, FILES[name][-1]),
+                       tokenizer=tokenizer)
+    # Or it copies the folder's vocabulary files as they are.
+    source = {"xlmr": "sentencepiece.bpe.model", "roberta": "vocab.json"}[name]
+    copied = str(tmp_path / "copied")
+    save_model_dir(encoder, copied, vocab_file=os.path.join(folder, source),
+                   task_info={"max_seq_length": 64})
+    assert source in os.listdir(copied)
+    np.testing.assert_array_equal(BertPreprocessor.from_pretrained(copied)(TEXTS)["token_ids"],
+                                  again(TEXTS)["token_ids"])
+
+
 def test_keras_file_keeps_the_tokenizer(family, tmp_path):
     _, _, tokenizer = family
     model = _classifier(tokenizer)
@@ -161,6 +188,13 @@ def test_tasks_fit_and_predict(family):
     out = model.predict((questions, contexts))
     start, end = int(out["start"][0]), int(out["end"][0])
     assert out["answer"][0].decode("utf-8") == contexts[0][start:end]
+
+
+def test_litert_export_is_refused_by_name(family, tmp_path):
+    _, _, tokenizer = family
+    with pytest.raises(ValueError, match=f"{type(tokenizer).__name__} runs tensorflow-text ops "
+                                         f"that have no LiteRT kernel"):
+        export_model(_classifier(tokenizer), str(tmp_path / "lite"), format="tflite")
 
 
 # === Raw-string SavedModels in a process without keras or keras_bert ===
