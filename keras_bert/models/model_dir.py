@@ -165,10 +165,8 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None, tokenizer=
     with staged_dir(target, prefix=STAGING_PREFIX) as tmp:
         config.to_json_file(os.path.join(tmp, CONFIG_FILE))
         if vocab_file is not None:
-            files = tokenizer_files.vocabulary_files(vocab_file)
-            for path, name in files:
+            for path, name in tokenizer_files.vocabulary_files(vocab_file):
                 storage.copy_file(path, os.path.join(tmp, name))
-            vocab_name = files[0][1]
         elif tokenizer is not None or getattr(model, "preprocessor", None) is not None:
             vocab_name = os.path.basename(tokenizer_files.save_tokenizer_files(
                 tokenizer or model.preprocessor.tokenizer, tmp))
