@@ -2,6 +2,7 @@
 
 import base64
 import functools
+import hashlib
 import json
 import os
 import re
@@ -12,6 +13,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
+from tensorflow_text.python.ops.sentencepiece_tokenizer import (
+    gen_sentencepiece_tokenizer as _gen_sentencepiece)
 
 from keras_bert import storage
 from keras_bert.text.tokenizer import _CLEAN_UP_SPACES
@@ -367,6 +370,39 @@ def _count_before(positions, offsets):
         found - tf.gather(positions.row_splits, rows), tf.int32))
 
 
+class _SentencePieceModel(tf.saved_model.experimental.TrackableResource):
+    """tensorflow-text's SentencePiece model resource, under a name of its own.
+
+    tensorflow-text's `SentencepieceTokenizer` leaves its resource to the kernel that made
+    it, so `tf.random.set_seed` (which clears eager kernels) deletes it and every later
+    call fails ("Resource ... SentencepieceOp does not exist"). A shared name (the
+    proto's digest) keeps it in the resource manager; equal protos share one.
+    """
+
+    def __init__(self, proto):
+        super().__init__()
+        self._proto = proto
+        self._shared_name = "keras_bert_sentencepiece_" + hashlib.sha256(proto).hexdigest()[:32]
+        _ = self.resource_handle  # Creates the resource.
+
+    def _create_resource(self):
+        return _gen_sentencepiece.sentencepiece_op(model=self._proto,
+                                                   shared_name=self._shared_name)
+
+    def tokenize(self, texts):
+        """string Tensor [n] -> int32 RaggedTensor [n, (pieces)] of SentencePiece ids."""
+        ids, splits = _gen_sentencepiece.sentencepiece_tokenize_op(
+            self.resource_handle, texts, 0, 1.0, False, False, False, tf.int32)
+        return tf.RaggedTensor.from_row_splits(ids, splits, validate=False)
+
+    def tokenize_with_offsets(self, texts):
+        """(ids, byte starts, byte ends) RaggedTensors [n, (pieces)]."""
+        ids, splits, starts, ends = _gen_sentencepiece.sentencepiece_tokenize_with_offsets_op(
+            self.resource_handle, texts, 0, 1.0, False, False, False, tf.int32)
+        return tuple(tf.RaggedTensor.from_row_splits(x, splits, validate=False)
+                     for x in (ids, starts, ends))
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class SentencePieceTokenizer(keras.layers.Layer):
     """XLM-RoBERTa's SentencePiece tokenizer, in-graph, id for id with transformers.
@@ -448,8 +484,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
          self.unk_token_id) = range(4)
         self.mask_token_id = len(self._vocabulary) - 1
         with tf.init_scope(), tf.device("/CPU:0"):
-            self._sentencepiece = tf_text.SentencepieceTokenizer(
-                model=self._proto, out_type=tf.int32)
+            self._sentencepiece = _SentencePieceModel(self._proto)
             self._vocab_tensor = tf.constant(self._vocabulary, tf.string)
             self._special_tensor = tf.constant(FAIRSEQ_SPECIALS + (MASK,), tf.string)
         self._special_pattern = "|".join(re.escape(t) for t in FAIRSEQ_SPECIALS + (MASK,))

@@ -255,3 +255,17 @@ def test_saved_model_runs_with_tf_serving_text_ops(xlmr_tokenizer_folder, tmp_pa
     got = tf.saved_model.load(str(tmp_path / "sp")).signatures["ids"](tf.constant(texts))["ids"]
     assert [[i for i in row if i >= 0] for row in got.numpy().tolist()] == (
         tokenizer(texts).to_list())
+
+
+def test_a_global_seed_set_after_building_leaves_it_working(xlmr_tokenizer_folder):
+    # tensorflow-text's own resource belongs to its eager kernel, which tf.random.set_seed
+    # (and keras.utils.set_random_seed) clears: calls then failed with "does not exist".
+    import keras
+
+    tokenizer = SentencePieceTokenizer.from_folder(xlmr_tokenizer_folder)
+    texts = ["Hello world", "Привет, мир"]
+    before = tokenizer(texts).to_list()
+    keras.utils.set_random_seed(7)
+    assert tokenizer(texts).to_list() == before
+    ids, starts, _ = tokenizer.tokenize_with_offsets(texts)
+    assert ids.to_list() == before and starts.to_list()[0][0] == 0
