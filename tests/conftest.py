@@ -257,6 +257,7 @@ def minilm_model_dir(tmp_path_factory, minilm_source):
 # All run in one process, one after the other: one TensorFlow start.
 _CLEAN_CHECKS = {
     "classifier": "tests.export.test_classifier_export",
+    "int8": "tests.export.test_int8_export",
     "tasks": "tests.export.test_task_exports",
     "preprocessor": "tests.text.test_preprocessor",
     "tokenizer": "tests.text.test_tokenizer_fast_path",

@@ -180,28 +180,30 @@ class _Int8Dense:
             bias = self.bias + lo * self.column_sums
         else:
             (lo, hi), bias = self.range, self.bias
-        y = int8_matmul(x - lo, hi - lo, self.kernel, bias) * self.scale  # (rows, N)
+        y = int8_matmul(x, lo, hi, self.kernel, bias) * self.scale  # (rows, N)
         return self.layer.activation(y)
 
 
-def int8_matmul(shifted, width, kernel, bias):
-    """shifted [M, K] (>= 0, values over `width` clamped) x int8 kernel [K, N] + bias [N].
+def int8_matmul(x, lo, hi, kernel, bias):
+    """x [M, K] float32 on uint8 codes of [lo, hi] (outside: clamped) . int8 kernel [K, N] + bias.
 
-    Float32 [M, N]: (shifted quantized to uint8 on [0, width]) . kernel + bias.
+    Float32 [M, N]: round((x - lo) * 255 / (hi - lo)) . kernel * (hi - lo) / 255 + bias;
+    the product of x - lo, not x (module docstring).
     """
-    width = tf.maximum(tf.cast(width, tf.float32), 1e-6)
-    q = tf.raw_ops.QuantizeV2(input=shifted, min_range=0.0, max_range=width, T=tf.quint8,
-                              mode="SCALED")
+    q = tf.raw_ops.QuantizeV2(input=x, min_range=lo, max_range=hi, T=tf.quint8,
+                              mode="MIN_FIRST")
+    # The matmul reads the codes as SCALED ones of [0, hi - lo]: its own
+    # MIN_FIRST bias correction is not the one that undoes the shift.
     return tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
-        a=q.output, b=tf.bitcast(kernel, tf.qint8), bias=bias, min_a=q.output_min,
-        max_a=q.output_max, min_b=-127.0, max_b=127.0, min_freezed_output=0.0,
+        a=q.output, b=tf.bitcast(kernel, tf.qint8), bias=bias, min_a=0.0,
+        max_a=q.output_max - q.output_min, min_b=-127.0, max_b=127.0, min_freezed_output=0.0,
         max_freezed_output=0.0, Toutput=tf.float32, input_quant_mode="SCALED")
 
 
 def _check_kernel():
     """Refuses where this TensorFlow has no int8 matmul kernel (oneDNN off, not x86)."""
     try:
-        int8_matmul(tf.ones((1, 1)), 1.0, tf.ones((1, 1), tf.int8), tf.zeros((1,)))
+        int8_matmul(tf.ones((1, 1)), 0.0, 1.0, tf.ones((1, 1), tf.int8), tf.zeros((1,)))
     except tf.errors.NotFoundError:
         raise ValueError(
             "This TensorFlow has no QuantizedMatMulWithBiasAndDequantize kernel (it is "
