@@ -80,7 +80,8 @@ def build_parser():
     parser.add_argument(
         "--quantize", choices=("int8",), default=None,
         help="int8: the encoder's Dense layers on TensorFlow's oneDNN int8 matmul (x86; core "
-        "TensorFlow ops, TF Serving loads it). Faster at batches of many texts; held-out "
+        "TensorFlow ops, TF Serving loads it; faster at requests of many texts). With --format "
+        "tflite: LiteRT's dynamic-range int8 (int8 weights; faster at one text). Held-out "
         "accuracy and speed in BENCHMARKS.md (int8).")
     parser.add_argument(
         "--calibration-data", default=None, metavar="FILE",
@@ -180,7 +181,8 @@ def main(argv=None):
     if args.format == "tflite":
         ops = info["ops"]
         print(f"Exported {args.model} -> {path}/model.tflite ({info['module']}, max_seq_length "
-              f"{info['max_seq_length']}, {info['size_bytes'] / 2**20:.1f} MiB)\n"
+              f"{info['max_seq_length']}, {info['size_bytes'] / 2**20:.1f} MiB"
+              + (f", quantize {info['quantize']}" if info.get("quantize") else "") + ")\n"
               f"  ops: {len(ops['builtin'])} builtin, custom {ops['custom']}, "
               f"Flex {ops['flex'] or 'none'}")
         for name, signature in info["signatures"].items():

@@ -181,10 +181,11 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
             (exports/NAME/VERSION/model.tflite) of a classifier or encoder,
             tokenizing with tensorflow-text's TFLite kernels (see
             `keras_bert.export.tflite`; `warmup` does not apply).
-        quantize: None or "int8": the encoder blocks' Dense layers run
-            oneDNN's int8 matmul (`keras_bert.export.int8`; core TensorFlow
-            ops, x86). Needs a model directory, not a Keras model, and a
-            float32 SavedModel. BENCHMARKS.md "int8" has its accuracy and speed.
+        quantize: None or "int8". A SavedModel: the encoder blocks' Dense
+            layers run oneDNN's int8 matmul (`keras_bert.export.int8`; core
+            TensorFlow ops, x86; float32 only). LiteRT: the converter's
+            dynamic-range quantization. Needs a model directory, not a Keras
+            model. BENCHMARKS.md "int8" has their accuracy and speed.
         calibration_texts: with quantize: list of str, or the path of a file
             (one text a line, or a CSV/TSV with a `text` column) whose texts
             calibrate the activation ranges; None: ranges taken per call.
@@ -217,15 +218,15 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
     if quantize not in (None, "int8"):
         raise ValueError(f"Expected quantize None or 'int8' (--quantize). "
                          f"Received: quantize={quantize!r}")
-    if quantize and format != "saved_model":
-        raise ValueError(f"quantize={quantize!r} makes a SavedModel; drop --quantize for "
-                         f"--format {format}.")
     if quantize and not isinstance(model_or_dir, (str, os.PathLike)):
         raise ValueError("export_model(quantize='int8') quantizes the model it loads; give its "
                          "model directory (a Keras model is not changed in place).")
     if calibration_texts is not None and not quantize:
         raise ValueError("calibration_texts (--calibration-data) calibrates an int8 export; "
                          "add quantize='int8' (--quantize int8) or drop it.")
+    if calibration_texts is not None and format == "tflite":
+        raise ValueError("A LiteRT int8 export quantizes its activations per call: drop "
+                         "calibration_texts (--calibration-data) for --format tflite.")
     if isinstance(calibration_texts, (str, os.PathLike)):  # A bad file fails before long work.
         calibration_texts = int8.read_calibration_texts(calibration_texts)
     if format not in ("saved_model", "tflite"):
@@ -254,12 +255,12 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
                 f"with dtype policy {policy!r} was given. Pass its model "
                 f"directory, or build the model with dtype={dtype!r}.")
     module = build_serving_module(model, **options)
-    if quantize:
+    if quantize and format == "saved_model":
         module._keras.int8 = int8.quantize_module(module, calibration_texts)
     if auto:
         _tune(module, format, tune_texts, tune_seconds, log)
     if format == "tflite":
-        return tflite.save_tflite(module, export_dir, overwrite)
+        return tflite.save_tflite(module, export_dir, overwrite, quantize)
     return save_serving_module(module, export_dir, overwrite, warmup)
 
 

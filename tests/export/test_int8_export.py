@@ -1,16 +1,22 @@
-"""int8 exports (--quantize int8): oneDNN's int8 matmul in the encoder, float32's answers."""
+"""int8 exports (--quantize int8): oneDNN's int8 matmul in the encoder (SavedModel), LiteRT's
+dynamic-range int8 (--format tflite); both answer as their float32 export."""
 
 import json
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.export import export_model
-from keras_bert.export.int8 import _Int8Dense, read_calibration_texts
-from tests.conftest import clean_result
-from tests.export.conftest import TRAIN_TEXTS
+from keras_bert.export import build_serving_module, export_model, litert_interpreter
+from keras_bert.export.int8 import _Int8Dense, encoder_dense_layers, read_calibration_texts
+from keras_bert.export.tflite import convert_module, run_tflite
+from keras_bert.models import BertEncoder
+from keras_bert.tasks import BertClassifier
+from tests.conftest import EXPORT_VOCAB as VOCAB
+from tests.conftest import clean_result, tiny_config
+from tests.export.conftest import TRAIN_TEXTS, write_vocab
 
 TEXTS = [t for t, _ in TRAIN_TEXTS] + ["", "Café naïve, cats?", "a good movie " * 30]
 CALIBRATION = [t for t, _ in TRAIN_TEXTS]
@@ -100,13 +106,33 @@ def test_calibration_file_errors(classifier_export, tmp_path):
 def test_int8_refusals(classifier_export, tmp_path):
     with pytest.raises(ValueError, match="give its model directory"):
         export_model(classifier_export["model"], str(tmp_path / "x"), quantize="int8")
-    with pytest.raises(ValueError, match="drop --quantize for --format tflite"):
+    with pytest.raises(ValueError, match=r"drop calibration_texts \(--calibration-data\)"):
         export_model(classifier_export["model_dir"], str(tmp_path / "x"), quantize="int8",
-                     format="tflite")
+                     format="tflite", calibration_texts=CALIBRATION)
     with pytest.raises(ValueError, match=r"quantizes a float32 model; drop dtype="):
         export_model(classifier_export["model_dir"], str(tmp_path / "x"), quantize="int8",
                      dtype="mixed_bfloat16")
     assert not os.path.exists(tmp_path / "x")
+
+
+@pytest.mark.slow  # two LiteRT conversions (~20 s quiet); fast sibling: the SavedModel's above
+def test_litert_int8_answers_as_litert_float32(tmp_path):
+    # Wide enough that the converter quantizes the encoder's matrices (it leaves
+    # tensors of under 1,024 values float); seeded, untrained.
+    keras.utils.set_random_seed(0)
+    encoder = BertEncoder(**tiny_config(vocab_size=len(VOCAB), max_position_embeddings=32,
+                                        hidden_size=64, intermediate_size=128).to_dict())
+    module = build_serving_module(BertClassifier(encoder, num_classes=3),
+                                  vocab_file=write_vocab(tmp_path), max_seq_length=24)
+    flatbuffers = {q: convert_module(module, quantize=q) for q in (None, "int8")}
+    ref, out = (run_tflite(litert_interpreter(f), TEXTS) for f in flatbuffers.values())
+    diff = np.abs(out["probabilities"] - ref["probabilities"]).max()
+    assert 0 < diff <= 0.02, diff
+    assert (out["label"] == ref["label"]).mean() >= 0.9
+    # int8 weights: the encoder's matrices (4 bytes a value) take 1 byte a value.
+    values = sum(int(np.prod(layer.kernel.shape)) for layer in encoder_dense_layers(encoder))
+    saved = len(flatbuffers[None]) - len(flatbuffers["int8"])
+    assert 2.8 * values <= saved <= 3 * values + 4096, (saved, values)
 
 
 # The clean process (tests/conftest.py): the int8 export where only tensorflow and
