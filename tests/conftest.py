@@ -362,6 +362,7 @@ def roberta_tokenizer_folder(tmp_path_factory):
 # All run in one process, one after the other: one TensorFlow start.
 _CLEAN_CHECKS = {
     "classifier": "tests.export.test_classifier_export",
+    "int8": "tests.export.test_int8_export",
     "tasks": "tests.export.test_task_exports",
     "preprocessor": "tests.text.test_preprocessor",
     "tokenizer": "tests.text.test_tokenizer_fast_path",

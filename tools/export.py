@@ -26,6 +26,8 @@ Examples
   python tools/export.py --model my_keras_hub_classifier_preset --output exports/sentiment
   python tools/export.py --model google-bert/bert-base-uncased --output exports/bert_base
   python tools/export.py --model models/sentiment --output exports/sentiment-lite --format tflite
+  python tools/export.py --model models/sentiment --output exports/sentiment-int8 \
+      --quantize int8 --calibration-data sample.txt
 """
 
 import argparse
@@ -77,8 +79,15 @@ def build_parser():
         "large batches (BENCHMARKS.md serving-accuracy).")
     parser.add_argument(
         "--quantize", choices=("int8",), default=None,
-        help="int8: Keras' model.quantize('int8') (Dense kernels int8, core TensorFlow ops). "
-        "Opt-in; its held-out accuracy and speed are in BENCHMARKS.md (int8 exports).")
+        help="int8: the encoder's Dense layers on TensorFlow's oneDNN int8 matmul (x86; core "
+        "TensorFlow ops, TF Serving loads it; faster at requests of many texts). With --format "
+        "tflite: LiteRT's dynamic-range int8 (int8 weights; faster at one text). Held-out "
+        "accuracy and speed in BENCHMARKS.md (int8).")
+    parser.add_argument(
+        "--calibration-data", default=None, metavar="FILE",
+        help="--quantize int8: a few hundred texts like those you serve (one a line, or a "
+        "CSV/TSV with a 'text' column) that fix each layer's activation range. Without it the "
+        "ranges are taken from each request (a little slower).")
     parser.add_argument(
         "--format", choices=("saved_model", "tflite"), default="saved_model",
         help="saved_model (TF Serving, the default) or tflite: a LiteRT model.tflite of a "
@@ -130,6 +139,10 @@ def main(argv=None):
     from keras_bert.export.export import INFO_FILE
 
     tune = args.tune and args.sub_batches is None and args.format == "saved_model"
+    if args.calibration_data and not args.quantize:
+        print("error: --calibration-data calibrates an int8 export; add --quantize int8 or "
+              "drop it.", file=sys.stderr)
+        return 1
     if not tune and (args.tune_texts or args.tune_seconds is not None):
         print("error: --tune-texts / --tune-seconds set the tuning, which --sub-batches, "
               "--no-tune and --format tflite turn off; drop one of them.", file=sys.stderr)
@@ -155,7 +168,8 @@ def main(argv=None):
     try:
         path = export_model(args.model, args.output, overwrite=args.overwrite,
                             warmup=args.warmup, dtype=args.dtype, format=args.format,
-                            quantize=args.quantize, tune_texts=args.tune_texts,
+                            quantize=args.quantize, calibration_texts=args.calibration_data,
+                            tune_texts=args.tune_texts,
                             tune_seconds=(tuning.TUNE_SECONDS if args.tune_seconds is None
                                           else args.tune_seconds),
                             log=print, **options)
@@ -167,7 +181,8 @@ def main(argv=None):
     if args.format == "tflite":
         ops = info["ops"]
         print(f"Exported {args.model} -> {path}/model.tflite ({info['module']}, max_seq_length "
-              f"{info['max_seq_length']}, {info['size_bytes'] / 2**20:.1f} MiB)\n"
+              f"{info['max_seq_length']}, {info['size_bytes'] / 2**20:.1f} MiB"
+              + (f", quantize {info['quantize']}" if info.get("quantize") else "") + ")\n"
               f"  ops: {len(ops['builtin'])} builtin, custom {ops['custom']}, "
               f"Flex {ops['flex'] or 'none'}")
         for name, signature in info["signatures"].items():
@@ -177,6 +192,11 @@ def main(argv=None):
     print(f"Exported {args.model} -> {path} ({info['module']}, max_seq_length "
           f"{info['max_seq_length']}, jit_compile {info['jit_compile']}, dtype {info['dtype']}"
           + (f", quantize {info['quantize']}" if info.get("quantize") else "") + ")")
+    if info.get("int8"):
+        print("  int8 activation ranges: " + (
+            f"calibrated on {info['int8']['calibration_texts']} texts of {args.calibration_data}"
+            if info["int8"]["ranges"] == "calibrated" else
+            "per request (no --calibration-data)"))
     for name, signature in info["signatures"].items():
         inputs = ", ".join(f"{k}: {v['dtype']}{v['shape']}" for k, v in signature["inputs"].items())
         outputs = ", ".join(f"{k}: {v['dtype']}{v['shape']}"

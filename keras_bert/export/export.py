@@ -13,7 +13,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert import storage
-from keras_bert.export import tuning
+from keras_bert.export import int8, tuning
 from keras_bert.export.predict import INFO_FILE, is_version  # noqa: F401
 from keras_bert.export.serving_module import BertServingModule, overrides_call
 from keras_bert.export.tf_serving import write_warmup_requests
@@ -155,7 +155,8 @@ def model_signatures(source):
 
 
 def export_model(model_or_dir, output, version=None, overwrite=False, warmup=True,
-                 dtype=None, format="saved_model", quantize=None, tune_texts=None,
+                 dtype=None, format="saved_model", quantize=None, calibration_texts=None,
+                 tune_texts=None,
                  tune_seconds=tuning.TUNE_SECONDS, log=None, **options):
     """Exports a model for TF Serving (or LiteRT): raw-string signatures, vocab as an asset.
 
@@ -181,11 +182,14 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
             (exports/NAME/VERSION/model.tflite) of a classifier or encoder,
             tokenizing with tensorflow-text's TFLite kernels (see
             `keras_bert.export.tflite`; `warmup` does not apply).
-        quantize: None or "int8": Keras' `model.quantize("int8")` on the
-            loaded model directory (Dense kernels int8 with per-channel
-            scales, activations quantized per call; core TensorFlow ops
-            only). Opt-in: BENCHMARKS.md "int8 exports" has its accuracy
-            and speed. Needs a model directory, not a Keras model.
+        quantize: None or "int8". A SavedModel: the encoder blocks' Dense
+            layers run oneDNN's int8 matmul (`keras_bert.export.int8`; core
+            TensorFlow ops, x86; float32 only). LiteRT: the converter's
+            dynamic-range quantization. Needs a model directory, not a Keras
+            model. BENCHMARKS.md "int8" has their accuracy and speed.
+        calibration_texts: with quantize: list of str, or the path of a file
+            (one text a line, or a CSV/TSV with a `text` column) whose texts
+            calibrate the activation ranges; None: ranges taken per call.
         tune_texts: with `sub_batches="auto"`: list of str, or the path of
             a file with one text a line, that the candidates are timed on;
             default texts made from the vocabulary
@@ -215,13 +219,17 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
     if quantize not in (None, "int8"):
         raise ValueError(f"Expected quantize None or 'int8' (--quantize). "
                          f"Received: quantize={quantize!r}")
-    if quantize and format != "saved_model":
-        raise ValueError(f"quantize={quantize!r} makes a SavedModel; drop --quantize for "
-                         f"--format {format}.")
     if quantize and not isinstance(model_or_dir, (str, os.PathLike)):
         raise ValueError("export_model(quantize='int8') quantizes the model it loads; give its "
-                         "model directory (a Keras model is not changed in place), or call "
-                         "model.quantize('int8') yourself and export that model.")
+                         "model directory (a Keras model is not changed in place).")
+    if calibration_texts is not None and not quantize:
+        raise ValueError("calibration_texts (--calibration-data) calibrates an int8 export; "
+                         "add quantize='int8' (--quantize int8) or drop it.")
+    if calibration_texts is not None and format == "tflite":
+        raise ValueError("A LiteRT int8 export quantizes its activations per call: drop "
+                         "calibration_texts (--calibration-data) for --format tflite.")
+    if isinstance(calibration_texts, (str, os.PathLike)):  # A bad file fails before long work.
+        calibration_texts = int8.read_calibration_texts(calibration_texts)
     if format not in ("saved_model", "tflite"):
         raise ValueError(f"Expected format 'saved_model' or 'tflite' (--format). "
                          f"Received: format={format!r}")
@@ -239,14 +247,6 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
         encoder_kwargs = {} if dtype in (None, "float32") else {"dtype": dtype}
         model = load_model_dir(sources.resolve_source(model_or_dir), BertEncoder,
                                **encoder_kwargs)
-        if quantize:
-            import warnings
-
-            with warnings.catch_warnings():
-                # "Layer LayerNormalization does not have a `quantize` method": only
-                # Dense (and EinsumDense) layers are quantized, as intended.
-                warnings.simplefilter("ignore", UserWarning)
-                model.quantize(quantize)
     else:
         model = model_or_dir
         policy = encoder_of(model).embeddings.dtype_policy.name
@@ -256,10 +256,12 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
                 f"with dtype policy {policy!r} was given. Pass its model "
                 f"directory, or build the model with dtype={dtype!r}.")
     module = build_serving_module(model, **options)
+    if quantize and format == "saved_model":
+        module._keras.int8 = int8.quantize_module(module, calibration_texts)
     if auto:
         _tune(module, format, tune_texts, tune_seconds, log)
     if format == "tflite":
-        return tflite.save_tflite(module, export_dir, overwrite)
+        return tflite.save_tflite(module, export_dir, overwrite, quantize)
     return save_serving_module(module, export_dir, overwrite, warmup)
 
 
@@ -339,8 +341,9 @@ def export_info(module, saved_model_dir):
         "pad_to_multiple_of": module.pad_to_multiple_of,
         "jit_compile": module.jit_compile,
         "dtype": module.dtype_policy,
-        # int8 exports (quantize="int8"): the Dense kernels are int8 variables.
-        "quantize": "int8" if any(v.dtype == tf.int8 for v in module.model_variables) else None,
+        # int8 exports (quantize="int8"): how (keras_bert.export.int8).
+        "quantize": "int8" if getattr(module._keras, "int8", None) else None,
+        **({"int8": module._keras.int8} if getattr(module._keras, "int8", None) else {}),
         # Classifier exports: length-sorted sub-batches per request (1: none).
         **({"sub_batches": module.sub_batches if isinstance(module.sub_batches, int) else
             [list(pair) for pair in module.sub_batches]} if hasattr(module, "sub_batches")

@@ -282,7 +282,8 @@ def batching_parameters(exports_info=(), allowed_batch_sizes=ALLOWED_BATCH_SIZES
     for name, info in exports_info:
         buckets = length_buckets(info["max_seq_length"], info.get("sequence_length"),
                                  info.get("pad_to_multiple_of", 1))
-        xla = ", XLA" if info.get("jit_compile") else ""
+        xla = (", XLA" if info.get("jit_compile") else "") + (
+            ", int8 (oneDNN's kernels: an x86 TF Serving)" if info.get("quantize") else "")
         if info.get("sequence_length") or info.get("pad_to_multiple_of", 1) > 1:
             lines.append(f"#   {name}: lengths {buckets}{xla}: {len(sizes) * len(buckets)} "
                          f"[batch, length] shapes in all")

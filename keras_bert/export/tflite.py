@@ -212,12 +212,14 @@ def _lite_functions(module):
             for key, method in TFLITE_SIGNATURES[kind].items()}
 
 
-def convert_module(module):
+def convert_module(module, quantize=None):
     """The LiteRT flatbuffer (bytes) of a classifier or encoder serving module.
 
     Builtin ops and the tensorflow-text custom ops only: SELECT_TF_OPS is not
     enabled, so an op without a LiteRT kernel fails the conversion here
-    rather than the app on a phone.
+    rather than the app on a phone. quantize="int8": the converter's
+    dynamic-range quantization (int8 weights, activations quantized per call
+    by LiteRT's kernels).
     """
     import tempfile
 
@@ -229,6 +231,8 @@ def convert_module(module):
             saved, signature_keys=list(functions))
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         converter.allow_custom_ops = True  # The two tensorflow-text ops.
+        if quantize:
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
         return converter.convert()
 
 
@@ -263,9 +267,10 @@ def tflite_signatures(flatbuffer):
 
 
 
-def tflite_info(module, flatbuffer):
+def tflite_info(module, flatbuffer, quantize=None):
     """What keras_bert_export.json records for a LiteRT export."""
     return {
+        "quantize": quantize,
         "format": "tflite",
         "module": type(module).__name__,
         "max_seq_length": module.max_seq_length,
@@ -281,18 +286,18 @@ def tflite_info(module, flatbuffer):
     }
 
 
-def save_tflite(module, export_dir, overwrite=False):
+def save_tflite(module, export_dir, overwrite=False, quantize=None):
     """Converts `module` and writes model.tflite + keras_bert_export.json atomically.
 
     Returns:
         str, the version directory written.
     """
     real = check_export_dir(export_dir, overwrite, kind=TFLITE_VERSION_KIND)
-    flatbuffer = convert_module(module)
+    flatbuffer = convert_module(module, quantize)
     with staged_dir(real, prefix=".tmp-export-", replace=overwrite) as staged:
         with open(os.path.join(staged, TFLITE_FILE), "wb") as f:
             f.write(flatbuffer)
         with open(os.path.join(staged, INFO_FILE), "w", encoding="utf-8") as f:
-            json.dump(tflite_info(module, flatbuffer), f, indent=2, sort_keys=True)
+            json.dump(tflite_info(module, flatbuffer, quantize), f, indent=2, sort_keys=True)
             f.write("\n")
     return storage.abspath(export_dir)

@@ -399,22 +399,25 @@ def bench_serving_e2e(args):
     return rows
 
 
-#: serving-accuracy's exports (--accuracy-exports): name -> export_model options.
+#: serving-accuracy's exports (--accuracy-exports): name -> export_model options. "int8"
+#: calibrates on the first CALIBRATION_TEXTS training tweets (never the held-out ones).
 ACCURACY_EXPORTS = {"float32": {"dtype": "float32"}, "bfloat16": {"dtype": "mixed_bfloat16"},
-                    "int8": {"quantize": "int8"}}
+                    "int8": {"quantize": "int8"}, "int8-dynamic": {"quantize": "int8"}}
+CALIBRATION_TEXTS = 300
 
 
 def bench_serving_accuracy(args):
     """A fine-tuned tweets classifier exported in float32 and mixed_bfloat16 (and int8,
-    --accuracy-exports float32,int8): quality and speed.
+    --accuracy-exports float32,int8,int8-dynamic): quality and speed.
 
     --model is a model directory fine-tuned on the tweets (tools/finetune.py, as
     in README's quality table); both exports use --request-batch-size requests
     with length-sorted sub-batches (sub_batches=4). Every held-out tweet of
-    `tweet_sentiment_split()` goes through each export in a tensorflow-only
+    `tweet_sentiment_split()` goes through each export in its own tensorflow-only
     process (tools/benchmarks/_serving_worker.py); rows give accuracy, macro-F1, labels
-    that differ from float32's, the largest probability difference, texts/s
-    and p50 at batch 1.
+    that differ from float32's, the largest probability difference, texts/s,
+    p50 and p99 at batch 1 and the size on disk. int8 calibrates on training tweets;
+    int8-dynamic takes its ranges per request.
     """
     import numpy as np
 
@@ -424,33 +427,40 @@ def bench_serving_accuracy(args):
 
     if not args.model:
         raise SystemExit("serving-accuracy needs --model: a classifier fine-tuned on the tweets")
-    _, held_out = tweet_sentiment_split()
+    train, held_out = tweet_sentiment_split()
     workdir = tempfile.mkdtemp(prefix="keras-bert-serving-accuracy-")
     names = args.accuracy_exports.split(",")
     unknown = sorted(set(names) - set(ACCURACY_EXPORTS))
     if unknown or "float32" not in names:
         raise SystemExit(f"--accuracy-exports takes float32 and any of {sorted(ACCURACY_EXPORTS)}. "
                          f"Received: {args.accuracy_exports}")
+    calibration = {"calibration_texts": train.texts[:CALIBRATION_TEXTS]}
     exports = {name: export_model(args.model, os.path.join(workdir, name), sub_batches=4,
-                                  warmup=False, **ACCURACY_EXPORTS[name])
+                                  warmup=False, **ACCURACY_EXPORTS[name],
+                                  **(calibration if name == "int8" else {}))
                for name in names}
-    worker = ServingWorker(exports, held_out.texts, workdir)
+    workers = {}  # One serving process per export: none shares another's threads or caches.
     size, labels = args.request_batch_size, np.array(
         [TWEETS_LABELS.index(label) for label in held_out.labels])
     try:
-        outputs = {name: worker.ask(outputs=name, count=len(labels), batch_size=size)
+        for name, path in exports.items():
+            os.makedirs(os.path.join(workdir, "worker-" + name))
+            workers[name] = ServingWorker({name: path}, held_out.texts,
+                                          os.path.join(workdir, "worker-" + name))
+        outputs = {name: workers[name].ask(outputs=name, count=len(labels), batch_size=size)
                    for name in exports}
         for name in exports:  # Warm-up.
-            worker.ask(run=name, batch_size=size)
+            workers[name].ask(run=name, batch_size=size)
         totals = {name: [] for name in exports}
         latencies = {name: [] for name in exports}
         for round_index in range(args.repeats):
             for name in list(exports) if round_index % 2 == 0 else list(exports)[::-1]:
-                totals[name].append(worker.ask(run=name, batch_size=size)["seconds"])
-                latencies[name].extend(worker.ask(run=name, batch_size=1,
-                                                  count=args.latency_calls)["seconds"])
+                totals[name].append(workers[name].ask(run=name, batch_size=size)["seconds"])
+                latencies[name].extend(workers[name].ask(run=name, batch_size=1,
+                                                         count=args.latency_calls)["seconds"])
     finally:
-        worker.close()
+        for worker in workers.values():
+            worker.close()
     base = np.array(outputs["float32"]["probabilities"])
     rows = []
     for name in exports:
@@ -463,7 +473,11 @@ def bench_serving_accuracy(args):
                "labels unlike float32": int((predicted != base.argmax(-1)).sum()),
                "max abs probability difference": f"{np.abs(probabilities - base).max():.1e}",
                f"texts/s (batches of {size})": len(labels) / statistics.median(totals[name]),
-               "p50 ms (1 text)": 1000 * float(np.percentile(latencies[name], 50))}
+               "p50 ms (1 text)": 1000 * float(np.percentile(latencies[name], 50)),
+               "p99 ms": 1000 * float(np.percentile(latencies[name], 99)),
+               "MiB on disk": sum(os.path.getsize(os.path.join(folder, file))
+                                  for folder, _, files in os.walk(exports[name])
+                                  for file in files) / 2**20}
         rows.append(row)
         print("  " + harness.format_row(row), flush=True)
     return rows
@@ -539,7 +553,11 @@ def bench_serving_litert(args):
                "max abs prob. diff there": f"{diff[alike].max():.1e}",
                "MiB": sizes[name] / 2**20,
                f"texts/s (batches of {size})": len(texts) / seconds[name],
-               "p50 ms (1 text)": 1000 * float(np.percentile(latencies[name], 50))}
+               "p50 ms (1 text)": 1000 * float(np.percentile(latencies[name], 50)),
+               "p99 ms": 1000 * float(np.percentile(latencies[name], 99)),
+               "MiB on disk": sum(os.path.getsize(os.path.join(folder, file))
+                                  for folder, _, files in os.walk(exports[name])
+                                  for file in files) / 2**20}
         rows.append(row)
         print("  " + harness.format_row(row), flush=True)
     return rows
