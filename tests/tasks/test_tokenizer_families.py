@@ -228,3 +228,38 @@ def test_export_answers_as_predict_in_a_clean_process(family, clean_process):
     path = clean["args"]["paths"][family]
     assert set(clean["non_core_ops"][path]) <= set(ALLOWED_TEXT_OPS)
     assert missing_in_tf_text([path]) == {}
+
+
+def test_multilingual_minilm_layout_embeds_as_sentence_transformers(tiny_bert_sp_folder, tmp_path):
+    # paraphrase-multilingual-MiniLM's layout: BertModel weights, XLM-R's SentencePiece,
+    # sentence-transformers' mean pooling, Normalize and max_seq_length. Its recipe,
+    # computed with transformers: mean of last_hidden_state over the mask, L2-normalized.
+    import shutil
+
+    import torch
+    import transformers
+
+    from keras_bert.tasks import BertTextEmbedder
+
+    folder = str(shutil.copytree(tiny_bert_sp_folder, tmp_path / "mini"))
+    modules = [("0", "", "Transformer"), ("1", "1_Pooling", "Pooling"),
+               ("2", "2_Normalize", "Normalize")]
+    with open(os.path.join(folder, "modules.json"), "w") as f:
+        json.dump([{"idx": int(n), "name": n, "path": p,
+                    "type": f"sentence_transformers.models.{t}"} for n, p, t in modules], f)
+    for _, path, _ in modules[1:]:
+        os.makedirs(os.path.join(folder, path))
+    with open(os.path.join(folder, "1_Pooling", "config.json"), "w") as f:
+        json.dump({"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True}, f)
+    with open(os.path.join(folder, "sentence_bert_config.json"), "w") as f:
+        json.dump({"max_seq_length": 24, "do_lower_case": False}, f)
+    texts = ["Hello world", "Привет, мир! Как дела?", "東京は晴れ", "", "a " * 40, "naïve 🙂"]
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    model = transformers.AutoModel.from_pretrained(folder).eval()
+    batch = tokenizer(texts, padding=True, truncation=True, max_length=24, return_tensors="pt")
+    with torch.no_grad():
+        hidden = model(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+    expected = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
+    found = BertTextEmbedder.from_pretrained(folder).predict(texts, verbose=0)
+    np.testing.assert_allclose(np.asarray(found), expected.numpy(), atol=1e-5)
