@@ -18,6 +18,7 @@ import os
 import numpy as np
 
 from keras_bert.config import BertConfig, embedding_width, has_embeddings_project
+from keras_bert.text import tokenizer_files
 
 
 class CheckpointError(ValueError):
@@ -397,12 +398,10 @@ def count_vocab_lines(vocab_file):
 
 def check_vocab(source):
     """Raises CheckpointError if the vocabulary, config and embedding table disagree."""
-    if os.path.basename(source.vocab_file) == "vocab.txt":
+    if tokenizer_files.is_wordpiece(source.vocab_file):
         num_tokens = count_vocab_lines(source.vocab_file)
     else:  # Another tokenizer's files (SentencePiece, BPE), read by its class.
-        from keras_bert.text.tokenizer_files import vocabulary_size
-
-        num_tokens = vocabulary_size(source.vocab_file)
+        num_tokens = tokenizer_files.vocabulary_size(source.vocab_file)
     config_size = source.config.vocab_size
     table = source.weights.get("bert/embeddings/word_embeddings")
     table_rows = None if table is None else table.shape[0]

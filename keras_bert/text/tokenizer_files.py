@@ -93,7 +93,7 @@ def load_tokenizer(vocabulary, lowercase=None, options=None):
 def vocabulary_size(path):
     """The number of ids of the vocabulary whose vocabulary file is `path`."""
     if is_wordpiece(path):
-        return len(load_vocabulary(path))
+        return len(load_vocabulary(path)[0])  # (tokens, where they came from)
     return load_tokenizer(path).vocab_size
 
 

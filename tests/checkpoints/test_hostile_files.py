@@ -97,8 +97,9 @@ def test_keras_hub_preset_with_a_huge_unwritten_dataset_is_refused_naming_it(tmp
         read_keras_hub_preset(str(tmp_path / "preset"))
     message = str(raised.value)
     assert f"{weights}: dataset 'unused' declares shape {HUGE}" in message
-    # The most a model of this config holds: 512 positions (keras-hub's default) x 32.
-    assert "at most 16,384 values" in message
+    # The most a model of this config holds: 512 positions (keras-hub's default) x 48
+    # (3 x hidden 16: the fused query/key/value kernel's width).
+    assert "at most 24,576 values" in message
 
 
 def test_an_unwritten_dataset_within_the_config_is_refused_by_the_bytes_it_lacks(tmp_path):
