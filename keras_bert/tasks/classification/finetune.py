@@ -3,6 +3,7 @@
 import numpy as np
 
 from keras_bert.data import batching
+from keras_bert.data.text_data import text_label_dataset
 from keras_bert.tasks.classification import metrics as metrics_lib
 from keras_bert.tasks.classification import reader
 from keras_bert.tasks.classification.model import BertClassifier
@@ -67,10 +68,9 @@ class ClassificationTask(FinetuneTask):
                 f"data has second texts (--text-b-column {options.text_b_column}). Drop "
                 f"--window-stride for sentence pairs.")
         self.num_train_examples = len(train)
-        self.train_dataset = reader.classification_dataset(
-            train, train_labels, self.preprocessor)
-        self.eval_dataset = reader.classification_dataset(
-            eval_data, eval_labels, self.preprocessor)
+        self.train_dataset, self.eval_dataset = (
+            text_label_dataset(data.texts, data.texts_b, labels, self.preprocessor)
+            for data, labels in ((train, train_labels), (eval_data, eval_labels)))
 
     def class_weight_labels(self):
         if self.regression:

@@ -24,9 +24,6 @@ numerically equal labels are one class (`label_key`: `1`, `1.0`, "1" -> "1");
 A label of the evaluation data that is not among them is an error by
 default (metrics over a silently shrunk eval set would mislead), or is
 skipped and counted with `unknown_labels="skip"`.
-
-`classification_dataset` turns examples into a `tf.data.Dataset` of
-encoder inputs, tokenized in the graph (batch it with `keras_bert.data.batching`).
 """
 
 import dataclasses
@@ -40,7 +37,7 @@ from keras_bert.data.report import DataReport
 # The format-neutral helpers live in data/; imported here for this reader
 # and for callers that know them from this module.
 from keras_bert.data.text_data import FORMATS, detect_format, read_lines, split_examples  # noqa: F401
-from keras_bert.data.text_data import ParallelExamples, text_label_dataset
+from keras_bert.data.text_data import ParallelExamples
 from keras_bert.text import text_files
 
 
@@ -336,30 +333,9 @@ def read_tfds_classification(
 
 
 def encode_labels(examples, label_names, unknown_labels="error"):
-    """Label strings -> int32 ids in `label_names` order, matched by class (`label_key`).
-
-    `keras_bert.data.labels.encode_labels` with classification's `label_key`.
-
-    Args:
-        examples: `ClassificationExamples` with string labels.
-        label_names: list of str.
-        unknown_labels: "error" raises ValueError at the first label not in
-            `label_names`, naming its file and line; "skip" reports each
-            such row, counts it in `examples.report` and leaves it out.
+    """`keras_bert.data.labels.encode_labels`, labels matched by class (`label_key`).
 
     Returns:
         A tuple `(examples, ids)`: the examples kept and their int32 ids.
     """
     return labels_lib.encode_labels(examples, label_names, unknown_labels, key=label_key)
-
-
-def classification_dataset(examples, labels, preprocessor):
-    """Examples -> a cached dataset of unbatched `(encoder inputs, label)` pairs:
-    `keras_bert.data.text_data.text_label_dataset` of their texts (pairs too).
-
-    Args:
-        examples: `ClassificationExamples`.
-        labels: numpy array [num_examples]: int32 ids or float32 values.
-        preprocessor: `keras_bert.text.BertPreprocessor`.
-    """
-    return text_label_dataset(examples.texts, examples.texts_b, labels, preprocessor)

@@ -1,10 +1,7 @@
 """Multi-label classification's options and task.json schema.
 
 tools/finetune.py makes a flag of each field (tools/_cli.py `task_options`);
-see keras_bert/tasks/classification/options.py for the field metadata. Fields
-that classification declares too (text_column, label_column, file_format,
-label_names, unknown_labels) are one flag each, made by one function of
-keras_bert/data/task_options.py.
+see keras_bert/tasks/classification/options.py for the field metadata.
 """
 
 import dataclasses
@@ -29,14 +26,8 @@ DEFAULT_SEPARATOR = "|"
 class MultiLabelOptions:
     """Reader and fine-tuning settings of multi-label classification.
 
-    A row's labels are given one of three ways:
-    - names in one column (`label_column`), separated by `label_separator`
-      ("sports|politics"; an empty cell is a text with no label); in JSON
-      Lines the value may also be a list of names;
-    - 0/1 columns, one per label (`label_columns`; their names are the
-      label names);
-    - JSON Lines: a list of 0/1 in `label_column`, one per label, in
-      `label_names` order (without label_names: "0".."K-1").
+    A row's labels are names in `label_column`, 0/1 `label_columns` or a 0/1
+    list (reader.py's module docstring tells the three ways).
 
     Args:
         text_column: str, the column of the text.
