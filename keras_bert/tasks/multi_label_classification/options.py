@@ -28,20 +28,6 @@ class MultiLabelOptions:
 
     A row's labels are names in `label_column`, 0/1 `label_columns` or a 0/1
     list (reader.py's module docstring tells the three ways).
-
-    Args:
-        text_column: str, the column of the text.
-        label_column: str, the column of the label names (or 0/1 list).
-        label_columns: list of str or None, 0/1 columns, one per label
-            (given: `label_column` is not read).
-        label_separator: str, separates the names in one cell.
-        file_format: "csv", "tsv", "jsonl" or None (from the extension).
-        label_names: list of str or None (None: the model directory's labels
-            for the same task, else `label_columns`, else sorted from the
-            training data).
-        unknown_labels: "error" or "skip", for labels outside label_names.
-        threshold: float in (0, 1) or None: one decision threshold for every
-            label; None tunes one per label on the evaluation set.
     """
 
     text_column: str = text_column_field()

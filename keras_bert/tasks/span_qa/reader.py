@@ -232,19 +232,6 @@ class SquadFeatures:
         return len(self.token_ids)
 
 
-def window_starts(num_tokens, window_length, doc_stride):
-    """Start of each window: every `doc_stride` tokens until one reaches the end.
-
-    `windows.window_layout` for one context.
-
-    Example:
-    >>> window_starts(10, 4, 3)
-    [0, 3, 6]
-    """
-    layout = windows_lib.window_layout([num_tokens], [window_length], doc_stride)
-    return layout["window_start"].numpy().tolist()
-
-
 def _tokenize(tokenizer, texts, with_offsets, batch_size=512):
     """int32 RaggedTensors [len(texts), (tokens)]: ids (and char starts, ends)."""
     parts = []
