@@ -28,10 +28,8 @@ class BertMultiLabelClassifier(DenseHeadTask):
             tools/finetune.py tunes them on the evaluation set and saves
             them in task.json's task_config.
 
-    Compiled by default (`from_pretrained`, or `compile()` with no
-    arguments): keras_bert's AdamW as in fine-tuning, binary cross-entropy
-    on the logits (the mean over labels and examples) and the binary
-    accuracy at 0.5. A loss that reads probabilities is refused.
+    Compiled by default (`BertTask`): binary cross-entropy on the logits
+    (the mean over labels and examples) and the binary accuracy at 0.5.
 
     Labels (`y`) in `fit` / `evaluate`: 0/1 rows [N, num_classes] (a numpy
     array or nested lists), or one list of label names per text (through
