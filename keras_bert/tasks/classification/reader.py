@@ -104,32 +104,33 @@ def label_key(label):
 _LARGEST_REGRESSION_LABEL = float(np.sqrt(np.finfo(np.float32).max))
 
 
-def _check_row(values, where, text_column, text_b_column, label_column, regression, report):
-    """Returns (text, text_b, label) or None after reporting why the row is bad."""
+def _add_row(examples, values, where, text_column, text_b_column, label_column):
+    """Appends the row to `examples`, or reports why it is bad."""
+    report, regression = examples.report, examples.regression
     text = tables.row_text(values, text_column, where, report)
     if text is None:
-        return None
+        return
     text_b = None
     if text_b_column:
         text_b = tables.row_text(values, text_b_column, where, report)
         if text_b is None:
-            return None
+            return
     label = values.get(label_column)
     if label is None or (isinstance(label, str) and not label.strip()):
         report.skip(where, "bad label", f"no value in {label_column!r}")
-        return None
+        return
     if regression:
         if isinstance(label, bool):
             report.skip(where, "bad label", f"{label!r} is a boolean, not a number (regression)")
-            return None
+            return
         try:
             label = float(label)
         except (TypeError, ValueError):
             report.skip(where, "bad label", f"{label!r} is not a number (regression)")
-            return None
+            return
         if not np.isfinite(label):
             report.skip(where, "bad label", f"{label!r} is not finite")
-            return None
+            return
         if abs(label) > _LARGEST_REGRESSION_LABEL:
             raise ValueError(
                 f"{where}: the regression label {label!r} is too large: the float32 squared "
@@ -138,15 +139,20 @@ def _check_row(values, where, text_column, text_b_column, label_column, regressi
     else:
         if isinstance(label, (dict, list)):
             report.skip(where, "bad label", f"{label!r} is not a single value")
-            return None
+            return
         if isinstance(label, float) and not np.isfinite(label):
             report.skip(where, "bad label", f"{label!r} is not finite")
-            return None
+            return
         label = label_key(label)
         if "\n" in label or "\r" in label:
             report.skip(where, "bad label", f"{label!r} spans lines")
-            return None
-    return text, text_b, label
+            return
+    examples.texts.append(text)
+    if text_b_column:
+        examples.texts_b.append(text_b)
+    examples.labels.append(label)
+    examples.where.append(where)
+    report.kept()
 
 
 def read_classification_file(
@@ -186,19 +192,6 @@ def read_classification_file(
     columns = [c for c in (text_column, text_b_column, label_column) if c]
     examples = ClassificationExamples([], [] if text_b_column else None, [], [], report,
                                       regression=bool(regression))
-
-    def add(where, values):
-        checked = _check_row(values, where, text_column, text_b_column, label_column, regression, report)
-        if checked is None:
-            return
-        text, text_b, label = checked
-        examples.texts.append(text)
-        if text_b_column:
-            examples.texts_b.append(text_b)
-        examples.labels.append(label)
-        examples.where.append(where)
-        report.kept()
-
     for where, values in tables.table_rows(
             path, file_format, columns, report, label_column,
             column_flags="--text-column, --text-b-column and --label-column"):
@@ -207,7 +200,7 @@ def read_classification_file(
             # A stray quote (TSV has no quoting) would become a class of its own.
             report.skip(where, "bad label", f"{values[label_column]!r} has a stray quote")
             continue
-        add(where, values)
+        _add_row(examples, values, where, text_column, text_b_column, label_column)
     return examples
 
 
@@ -318,17 +311,7 @@ def read_tfds_classification(
         values = {text_column: decode(row[text_column]), label_column: label}
         if text_b_column:
             values[text_b_column] = decode(row[text_b_column])
-        checked = _check_row(
-            values, where, text_column, text_b_column, label_column, label_names is None, report
-        )
-        if checked is None:
-            continue
-        examples.texts.append(checked[0])
-        if text_b_column:
-            examples.texts_b.append(checked[1])
-        examples.labels.append(checked[2])
-        examples.where.append(where)
-        report.kept()
+        _add_row(examples, values, where, text_column, text_b_column, label_column)
     return examples, label_names
 
 
