@@ -78,7 +78,6 @@ class ClassificationTask(FinetuneTask):
         return self.label_names, self.train_labels
 
     def model_kwargs(self):
-        # Windows: only when asked for (a model without keeps today's task.json).
         windows = windows_of(self.task_options)
         extra = {} if windows is None else {"windows": windows}
         if self.regression:

@@ -34,10 +34,8 @@ import numpy as np
 from keras_bert.data import labels as labels_lib
 from keras_bert.data import tables
 from keras_bert.data.report import DataReport
-# The format-neutral helpers live in data/; imported here for this reader
-# and for callers that know them from this module.
-from keras_bert.data.text_data import FORMATS, detect_format, read_lines, split_examples  # noqa: F401
-from keras_bert.data.text_data import ParallelExamples
+# split_examples stays importable from here (tests/data/test_labels.py pins it).
+from keras_bert.data.text_data import ParallelExamples, detect_format, split_examples  # noqa: F401
 from keras_bert.text import text_files
 
 

@@ -270,8 +270,7 @@ def _windows(packer, doc_stride, question_ids, context_ids, starts, ends):
     return {k: v.numpy() for k, v in out.items()}
 
 
-def squad_features(data, preprocessor, doc_stride=128, max_query_length=64, training=False,
-                   batch_size=1024):
+def squad_features(data, preprocessor, doc_stride=128, max_query_length=64, training=False):
     """Cuts every question's context into windows and labels answer positions.
 
     Each window is `[CLS] question [SEP] window [SEP]`; windows start every
@@ -284,7 +283,6 @@ def squad_features(data, preprocessor, doc_stride=128, max_query_length=64, trai
         doc_stride: int, tokens between the starts of two windows.
         max_query_length: int, question tokens kept (the rest are cut).
         training: bool, label answer positions (first usable answer).
-        batch_size: int, questions windowed per call.
 
     Returns:
         `SquadFeatures`.
@@ -317,6 +315,7 @@ def squad_features(data, preprocessor, doc_stride=128, max_query_length=64, trai
         answers.append(answer)
 
     out = SquadFeatures([], [], [], [], [], [], [], [], [])
+    batch_size = 1024  # Questions windowed per call.
     for begin in range(0, len(keep), batch_size):
         indices = keep[begin:begin + batch_size]
         rows = [context_row[data.questions[i].context] for i in indices]

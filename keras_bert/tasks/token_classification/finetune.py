@@ -48,7 +48,6 @@ class TokenClassificationTask(FinetuneTask):
         return self.label_names, ids
 
     def model_kwargs(self):
-        # Windows: only when asked for (a model without keeps today's task.json).
         windows = windows_of(self.task_options)
         return {
             "num_classes": len(self.label_names),

@@ -179,7 +179,7 @@ def align_first_pieces(pieces_per_word, tag_ids, packer):
             ride_along(tf.where(is_first, word_of_piece, -1), -1))
 
 
-def first_piece_examples(words, tag_ids, preprocessor, batch_size=128):
+def first_piece_examples(words, tag_ids, preprocessor):
     """Word lists and their tag ids -> unbatched `(encoder inputs, labels, word_index)`.
 
     The one labeling of words for the tagger: fine-tuning on CoNLL files and
@@ -195,7 +195,6 @@ def first_piece_examples(words, tag_ids, preprocessor, batch_size=128):
             sentence's words (`encode_tags`).
         preprocessor: the model's `keras_bert.text.BertPreprocessor`; pieces
             beyond its `truncation_length` - 2 are cut.
-        batch_size: int, sentences tokenized and packed per call.
 
     Returns:
         A `tf.data.Dataset` of `(features, labels, word_index)`: features a
@@ -220,7 +219,7 @@ def first_piece_examples(words, tag_ids, preprocessor, batch_size=128):
     def unpad(element, length):  # One sentence: [seq] without the batch's padding.
         return tf.nest.map_structure(lambda x: x[:length], element)
 
-    dataset = tf.data.Dataset.from_tensor_slices((words, tags)).batch(batch_size)
+    dataset = tf.data.Dataset.from_tensor_slices((words, tags)).batch(128)
     dataset = dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
     return dataset.map(unpad).cache()
 
