@@ -26,19 +26,17 @@ class ClassificationTask(FinetuneTask):
         `ClassificationOptions`, left as it is) says. A TFDS dataset's
         ClassLabel names are the examples' `label_names` (none: `regression`)."""
         options = task_options
-        text_column, text_b_column = options.text_column, options.text_b_column
-        label_column, tfds_data_dir = options.label_column, options.tfds_data_dir
+        columns = (options.text_column, options.text_b_column, options.label_column)
         if path.startswith("tfds:"):
             name, _, split = path[len("tfds:"):].partition("[")
             split = split.rstrip("]") or (
-                "train" if training else reader.tfds_eval_split(name, tfds_data_dir))
+                "train" if training else reader.tfds_eval_split(name, options.tfds_data_dir))
             examples, _ = reader.read_tfds_classification(
-                name, split, None if text_column == "text" else text_column, text_b_column,
-                label_column, data_dir=tfds_data_dir)
+                name, split, None if columns[0] == "text" else columns[0], *columns[1:],
+                data_dir=options.tfds_data_dir)
             return examples
         return reader.read_classification_file(
-            path, text_column, text_b_column, label_column, options.regression,
-            options.file_format)
+            path, *columns, options.regression, options.file_format)
 
     def prepare(self, train, eval_data):
         options = self.task_options

@@ -129,10 +129,8 @@ class BertTokenClassifier(WindowedTask, DenseHeadTask):
                 raise ValueError(
                     f"Sentence {row} has {len(sentence)} words but {len(sentence_tags)} tags: "
                     f"words[{row}]={list(sentence)!r}, tags[{row}]={list(sentence_tags)!r}.")
-            row_ids = []
-            for tag in sentence_tags:
-                row_ids.append(self._tag_id(tag, index, row))
-            ids.append(np.asarray(row_ids, dtype="int32"))
+            ids.append(np.asarray([self._tag_id(tag, index, row) for tag in sentence_tags],
+                                  dtype="int32"))
         return ids
 
     def _tag_id(self, tag, index, row):
