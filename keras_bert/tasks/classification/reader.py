@@ -257,12 +257,10 @@ def read_tfds_classification(
         data_dir: str or None, TFDS data directory.
 
     Returns:
-        A tuple `(examples, label_names)`: `ClassificationExamples` with
-        string labels (the ClassLabel names; floats for regression) and the
-        ClassLabel's names in id order (None for regression), which are also
-        `examples.label_names` (and `examples.regression` is True without
-        them). Rows with label
-        -1 (GLUE test splits are unlabeled) are skipped and counted.
+        A tuple `(examples, label_names)`: `ClassificationExamples` with the
+        ClassLabel's names as labels (floats for regression), and those names
+        in id order (None: regression), also `examples.label_names`. Rows with
+        label -1 (GLUE test splits are unlabeled) are skipped and counted.
     """
     import tensorflow_datasets as tfds
 

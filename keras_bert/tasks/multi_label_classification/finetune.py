@@ -42,8 +42,9 @@ class MultiLabelTask(FinetuneTask):
             eval_data, self.label_names, options.unknown_labels)
         self.eval_data, self.eval_labels = eval_data, eval_matrix
         self.num_train_examples = len(train)
-        self.train_dataset = text_label_dataset(train.texts, None, train_matrix, self.preprocessor)
-        self.eval_dataset = text_label_dataset(eval_data.texts, None, eval_matrix, self.preprocessor)
+        self.train_dataset, self.eval_dataset = (
+            text_label_dataset(data.texts, None, matrix, self.preprocessor)
+            for data, matrix in ((train, train_matrix), (eval_data, eval_matrix)))
 
     def model_kwargs(self):
         return {

@@ -1,8 +1,4 @@
-"""Span QA's options and task.json schema.
-
-tools/finetune.py makes a flag of each field (tools/_cli.py `task_options`);
-see keras_bert/tasks/classification/options.py for the field metadata.
-"""
+"""Span QA options and task.json schema (see classification/options.py)."""
 
 import dataclasses
 import math

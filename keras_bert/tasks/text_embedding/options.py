@@ -1,8 +1,4 @@
-"""Text embedding's options and task.json schema.
-
-tools/finetune.py makes a flag of each field (tools/_cli.py `task_options`)
-(`anchor_column` -> --anchor-column, metadata "help" its help).
-"""
+"""Text embedding options and task.json schema (see classification/options.py)."""
 
 import dataclasses
 
