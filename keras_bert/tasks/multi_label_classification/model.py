@@ -36,10 +36,8 @@ class BertMultiLabelClassifier(DenseHeadTask):
     `label_names`; [] for a text with no label).
 
     With a preprocessor (`from_pretrained` attaches one), `predict(texts)`
-    on strings returns what the export's `classify` signature returns, from
-    the same code: a dict of numpy `probabilities` float32 [N, C] and
-    `predicted` int32 [N, C]. On the integer input dict it returns the
-    logits, as any Keras model.
+    on strings returns the export's `classify` dict, from the same code
+    (`MultiLabelServingModule`); on the integer input dict, the logits.
 
     Example:
     >>> model = BertMultiLabelClassifier.from_pretrained(

@@ -59,11 +59,9 @@ class BertSpanLabeler(BertTask):
         encoder: a `BertEncoder`.
 
     With a preprocessor (`from_pretrained` attaches one),
-    `predict((questions, contexts))` on strings returns what the export's
-    `answer` signature returns, from the same code: a dict of [batch] numpy
-    arrays `answer`, `start`, `end` (character offsets in the context, -1
-    for no answer) and `score`. Pairs may be given in any form `BertTask`
-    takes. On the integer input dict it returns the logits.
+    `predict((questions, contexts))` on strings returns the export's
+    `answer` dict, from the same code (`SpanQAServingModule`); on the
+    integer input dict, the logits.
 
     Example:
     >>> qa = BertSpanLabeler(encoder)

@@ -34,11 +34,9 @@ class BertTokenClassifier(WindowedTask, DenseHeadTask):
             task.json; `set_windows` changes it.
 
     With a preprocessor (`from_pretrained` attaches one), `predict(texts)`
-    on strings returns what the export's `tag` signature returns, from the
-    same code: a dict of [batch, tokens] numpy arrays `tokens`, `label`,
-    `label_id`, `probability`, `start`, `end` (character offsets in the
-    text), `word_start` and `mask` (pairs are refused). On the integer
-    input dict it returns the logits.
+    on strings returns the export's `tag` dict, from the same code (see
+    `TokenClassifierServingModule`; pairs are refused). On the integer input
+    dict it returns the logits.
 
     Example:
     >>> tagger = BertTokenClassifier(encoder, num_classes=9)
