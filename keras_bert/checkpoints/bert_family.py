@@ -99,45 +99,40 @@ _DISTILBERT_NORMS = {"sa_layer_norm": "attention/output/LayerNorm",
                      "output_layer_norm": "output/LayerNorm"}
 
 
-def _distilbert_rules():
-    dense = "|".join(re.escape(k) for k in _DISTILBERT_LAYER)
-    norms = "|".join(_DISTILBERT_NORMS)
-    return [
-        (r"embeddings\.(?P<path>word|position)_embeddings\.weight",
-         "bert/embeddings/{path}_embeddings", False, None),
-        (r"embeddings\.LayerNorm\.(?:weight|gamma)", "bert/embeddings/LayerNorm/gamma", False,
-         None),
-        (r"embeddings\.LayerNorm\.(?:bias|beta)", "bert/embeddings/LayerNorm/beta", False, None),
-        (rf"transformer\.layer\.(?P<layer>\d+)\.(?P<part>{dense})\.weight",
-         "bert/encoder/layer_{layer}/{part}/kernel", True, _DISTILBERT_LAYER),
-        (rf"transformer\.layer\.(?P<layer>\d+)\.(?P<part>{dense})\.bias",
-         "bert/encoder/layer_{layer}/{part}/bias", False, _DISTILBERT_LAYER),
-        (rf"transformer\.layer\.(?P<layer>\d+)\.(?P<part>{norms})\.weight",
-         "bert/encoder/layer_{layer}/{part}/gamma", False, _DISTILBERT_NORMS),
-        (rf"transformer\.layer\.(?P<layer>\d+)\.(?P<part>{norms})\.bias",
-         "bert/encoder/layer_{layer}/{part}/beta", False, _DISTILBERT_NORMS),
-    ]
+def linear_rules(pattern, google, renames=None):
+    """The rules (see `rules`) of a PyTorch Linear `pattern` -> Google's dense `google`."""
+    return [(rf"{pattern}\.weight", f"{google}/kernel", True, renames),
+            (rf"{pattern}\.bias", f"{google}/bias", False, renames)]
 
 
+def norm_rules(pattern, google, renames=None):
+    """The rules (see `rules`) of a LayerNorm `pattern` -> Google's `google`."""
+    return [(rf"{pattern}\.(?:weight|gamma)", f"{google}/gamma", False, renames),
+            (rf"{pattern}\.(?:bias|beta)", f"{google}/beta", False, renames)]
+
+
+_LAYER = r"transformer\.layer\.(?P<layer>\d+)\.(?P<part>{})"
+_DISTILBERT_RULES = [
+    (r"embeddings\.(?P<path>word|position)_embeddings\.weight",
+     "bert/embeddings/{path}_embeddings", False, None),
+    *norm_rules(r"embeddings\.LayerNorm", "bert/embeddings/LayerNorm"),
+    *linear_rules(_LAYER.format("|".join(re.escape(k) for k in _DISTILBERT_LAYER)),
+                  "bert/encoder/layer_{layer}/{part}", _DISTILBERT_LAYER),
+    *norm_rules(_LAYER.format("|".join(_DISTILBERT_NORMS)),
+                "bert/encoder/layer_{layer}/{part}", _DISTILBERT_NORMS),
+]
+_POOLER = "bert/pooler/dense"
+_TRANSFORM = "cls/predictions/transform"
 # DistilBertForMaskedLM's head is BERT's MLM head under other names; a sequence
 # classifier's dense on [CLS] is the pooler (see the module doc).
 _DISTILBERT_HEAD_RULES = [
-    (r"pre_classifier\.weight", "bert/pooler/dense/kernel", True, None),
-    (r"pre_classifier\.bias", "bert/pooler/dense/bias", False, None),
-    (r"vocab_transform\.weight", "cls/predictions/transform/dense/kernel", True, None),
-    (r"vocab_transform\.bias", "cls/predictions/transform/dense/bias", False, None),
-    (r"vocab_layer_norm\.weight", "cls/predictions/transform/LayerNorm/gamma", False, None),
-    (r"vocab_layer_norm\.bias", "cls/predictions/transform/LayerNorm/beta", False, None),
+    *linear_rules(r"pre_classifier", _POOLER),
+    *linear_rules(r"vocab_transform", f"{_TRANSFORM}/dense"),
+    *norm_rules(r"vocab_layer_norm", f"{_TRANSFORM}/LayerNorm"),
     (r"vocab_projector\.bias", "cls/predictions/output_bias", False, None),
 ]
-_ELECTRA_RULES = [
-    (r"embeddings_project\.weight", "bert/embeddings_project/kernel", True, None),
-    (r"embeddings_project\.bias", "bert/embeddings_project/bias", False, None),
-]
-_ELECTRA_HEAD_RULES = [
-    (r"classifier\.dense\.weight", "bert/pooler/dense/kernel", True, None),
-    (r"classifier\.dense\.bias", "bert/pooler/dense/bias", False, None),
-]
+_ELECTRA_RULES = linear_rules(r"embeddings_project", "bert/embeddings_project")
+_ELECTRA_HEAD_RULES = linear_rules(r"classifier\.dense", _POOLER)
 # The sequence classifiers' dense on [CLS]: the pooler's activation.
 _CLASSIFIER_POOLER_ACT = {"distilbert": "relu", "electra": "gelu", "roberta": "tanh",
                           "xlm-roberta": "tanh"}
@@ -145,12 +140,9 @@ _CLASSIFIER_POOLER_ACT = {"distilbert": "relu", "electra": "gelu", "roberta": "t
 _CLASSIFIER_LAYER = {"distilbert": "classifier", "electra": "classifier.out_proj",
                      "roberta": "classifier.out_proj", "xlm-roberta": "classifier.out_proj"}
 _ROBERTA_HEAD_RULES = [
-    (r"classifier\.dense\.weight", "bert/pooler/dense/kernel", True, None),
-    (r"classifier\.dense\.bias", "bert/pooler/dense/bias", False, None),
-    (r"lm_head\.dense\.weight", "cls/predictions/transform/dense/kernel", True, None),
-    (r"lm_head\.dense\.bias", "cls/predictions/transform/dense/bias", False, None),
-    (r"lm_head\.layer_norm\.weight", "cls/predictions/transform/LayerNorm/gamma", False, None),
-    (r"lm_head\.layer_norm\.bias", "cls/predictions/transform/LayerNorm/beta", False, None),
+    *_ELECTRA_HEAD_RULES,
+    *linear_rules(r"lm_head\.dense", f"{_TRANSFORM}/dense"),
+    *norm_rules(r"lm_head\.layer_norm", f"{_TRANSFORM}/LayerNorm"),
     (r"lm_head\.bias", "cls/predictions/output_bias", False, None),
 ]
 
@@ -310,7 +302,7 @@ def rules(model_type):
     path (DistilBERT's q_lin -> attention/self/query).
     """
     if model_type == "distilbert":
-        return _distilbert_rules(), _DISTILBERT_HEAD_RULES
+        return _DISTILBERT_RULES, _DISTILBERT_HEAD_RULES
     if model_type == "electra":
         return _ELECTRA_RULES, _ELECTRA_HEAD_RULES
     if model_type in ROBERTA_TYPES:
@@ -333,15 +325,9 @@ def match(rule_list, name):
 
 
 def left_heads(model_type, unused):
-    """One warning for each head of `unused` source tensors keras_bert has no layer for.
+    """One warning (str) for each head of `unused` source tensor names keras_bert has no
+    layer for."""
 
-    Args:
-        model_type: "distilbert" or "electra".
-        unused: list of source tensor names no weight was mapped to.
-
-    Returns:
-        list of str.
-    """
     warnings = []
     for pattern, what in _LEFT_HEADS.get(model_type, []):
         names = [n for n in unused if re.fullmatch(pattern, n)]

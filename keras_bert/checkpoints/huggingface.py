@@ -5,10 +5,8 @@ A folder holds
     model.safetensors              weights (or sharded: model.safetensors.index.json)
     pytorch_model.bin              older weights file (read only if torch is installed)
     vocab.txt                      WordPiece vocabulary
-    tokenizer.json                 the fast tokenizer: its WordPiece model's vocabulary
-                                   (what transformers 5 writes instead of vocab.txt;
-                                   preferred to vocab.txt when both are there) and its
-                                   BertNormalizer's casing and accent options; or XLM-R's
+    tokenizer.json                 the fast tokenizer: WordPiece vocabulary (preferred
+                                   to vocab.txt) and BertNormalizer options; or XLM-R's
                                    Unigram model, or RoBERTa's byte-level BPE
     sentencepiece.bpe.model        XLM-R's SentencePiece model (`SentencePieceTokenizer`)
     vocab.json, merges.txt         RoBERTa's byte-level BPE (`BytePairTokenizer`)
@@ -17,11 +15,8 @@ Tensor names are `embeddings.word_embeddings.weight`, `encoder.layer.0.attention
 self.query.weight`, ... with a `bert.` prefix in models that carry heads
 (`cls.predictions.*`, `cls.seq_relationship.*`). PyTorch Linear weights are
 [out, in]; they are transposed to Google's [in, out] here.
-DistilBERT, ELECTRA, RoBERTa and XLM-RoBERTa folders (model_type "distilbert",
-"electra", "roberta", "xlm-roberta") are read too, as BertEncoder variants: their
-config keys and tensor names are in `keras_bert.checkpoints.bert_family`.
-
-safetensors files are read with numpy only; torch is imported only for
+DistilBERT, ELECTRA, RoBERTa and XLM-RoBERTa folders are read too, as BertEncoder
+variants (`keras_bert.checkpoints.bert_family`). torch is imported only for
 pytorch_model.bin.
 """
 
@@ -63,34 +58,25 @@ _DENSE = (
 )
 _NORM = r"attention\.output\.LayerNorm|output\.LayerNorm"
 
-# (pattern on the name without the model prefix, Google name template,
-#  transpose). Applied with re.fullmatch; "{path}" is group "path" with dots
-# turned into slashes.
+# Rules on the name without the model prefix (`bert_family.rules`); "{path}" is
+# group "path" with dots turned into slashes.
+_LAYER = r"encoder\.layer\.(?P<layer>\d+)\.(?P<path>{})"
 _RULES = [
     (r"embeddings\.(?P<path>word|token_type|position)_embeddings\.weight",
      "bert/embeddings/{path}_embeddings", False),
-    (r"embeddings\.LayerNorm\.(?:weight|gamma)", "bert/embeddings/LayerNorm/gamma", False),
-    (r"embeddings\.LayerNorm\.(?:bias|beta)", "bert/embeddings/LayerNorm/beta", False),
-    (rf"encoder\.layer\.(?P<layer>\d+)\.(?P<path>{_DENSE})\.weight",
-     "bert/encoder/layer_{layer}/{path}/kernel", True),
-    (rf"encoder\.layer\.(?P<layer>\d+)\.(?P<path>{_DENSE})\.bias",
-     "bert/encoder/layer_{layer}/{path}/bias", False),
-    (rf"encoder\.layer\.(?P<layer>\d+)\.(?P<path>{_NORM})\.(?:weight|gamma)",
-     "bert/encoder/layer_{layer}/{path}/gamma", False),
-    (rf"encoder\.layer\.(?P<layer>\d+)\.(?P<path>{_NORM})\.(?:bias|beta)",
-     "bert/encoder/layer_{layer}/{path}/beta", False),
-    (r"pooler\.dense\.weight", "bert/pooler/dense/kernel", True),
-    (r"pooler\.dense\.bias", "bert/pooler/dense/bias", False),
+    *bert_family.norm_rules(r"embeddings\.LayerNorm", "bert/embeddings/LayerNorm"),
+    *bert_family.linear_rules(_LAYER.format(_DENSE), "bert/encoder/layer_{layer}/{path}"),
+    *bert_family.norm_rules(_LAYER.format(_NORM), "bert/encoder/layer_{layer}/{path}"),
+    *bert_family.linear_rules(r"pooler\.dense", "bert/pooler/dense"),
 ]
 # Heads carry no model prefix.
 _HEAD_RULES = [
-    (r"cls\.predictions\.transform\.dense\.weight", "cls/predictions/transform/dense/kernel", True),
-    (r"cls\.predictions\.transform\.dense\.bias", "cls/predictions/transform/dense/bias", False),
-    (r"cls\.predictions\.transform\.LayerNorm\.(?:weight|gamma)",
-     "cls/predictions/transform/LayerNorm/gamma", False),
-    (r"cls\.predictions\.transform\.LayerNorm\.(?:bias|beta)",
-     "cls/predictions/transform/LayerNorm/beta", False),
+    *bert_family.linear_rules(r"cls\.predictions\.transform\.dense",
+                              "cls/predictions/transform/dense"),
+    *bert_family.norm_rules(r"cls\.predictions\.transform\.LayerNorm",
+                            "cls/predictions/transform/LayerNorm"),
     (r"cls\.predictions\.bias", "cls/predictions/output_bias", False),
+
     # PyTorch's NSP Linear weight is [2, H], the same as Google's output_weights.
     (r"cls\.seq_relationship\.weight", "cls/seq_relationship/output_weights", False),
     (r"cls\.seq_relationship\.bias", "cls/seq_relationship/output_bias", False),
@@ -141,18 +127,8 @@ def _family_type(display_name):
 
 
 def read_config_file(config_file, missing_hint):
-    """A transformers model folder's config.json, as its dict and a BertConfig.
-
-    Args:
-        config_file: str, the folder's config.json.
-        missing_hint: str, the way out, said when the file is missing.
-
-    Returns:
-        A tuple `(values, config)`: the JSON object and its `BertConfig`.
-
-    Raises:
-        CheckpointError: config.json is missing, not JSON or not BERT's.
-    """
+    """`(values, config)`: a transformers config.json's dict and its BertConfig;
+    `missing_hint` is the way out said when the file is missing."""
     values = read_config_json(config_file, missing_hint)
     return values, config_from_huggingface(values, config_file)
 
@@ -464,13 +440,9 @@ def _drop_position_offset(source, values):
 
 def _tied_decoder(source, tensors, prefix, decoder_weight=_DECODER_WEIGHT,
                   decoder_bias=_DECODER_BIAS):
-    """The MLM decoder: keras_bert ties its weight to the word embeddings.
-
-    The decoder weight is accepted when it equals the word embeddings (the
-    usual case), and reported otherwise; the decoder bias is the same tensor as
-    the head's bias (`cls.predictions.bias`, `lm_head.bias`) in transformers and
-    stands in for it when that one is absent.
-    """
+    """The MLM decoder: its weight is ignored when it equals the word embeddings
+    (keras_bert ties them), else reported; its bias stands in for the head's
+    bias when that one is absent."""
     if decoder_weight in tensors:
         decoder = np.asarray(tensors[decoder_weight], np.float32)
         words = source.weights.get("bert/embeddings/word_embeddings")
@@ -509,21 +481,13 @@ def _read_json(path):
 
 
 def tokenizer_json_vocabulary(path):
-    """The tokens (list of str, index = id) of a tokenizer.json's WordPiece model.
-
-    Args:
-        path: str, a transformers fast tokenizer's tokenizer.json.
-
-    Returns:
-        list of str, or None when the file holds no WordPiece model (a BPE or
-        Unigram tokenizer is not BERT's; the folder's vocab.txt is then the
-        only vocabulary).
+    """The tokens (list of str, index = id) of a tokenizer.json's WordPiece model,
+    or None when it holds another model.
 
     Raises:
-        CheckpointError: the file is not JSON, or its WordPiece vocabulary's ids
-            are not 0..N-1 each once, or it continues words with a prefix other
-            than "##" (BERT's), or a token holds a line break (vocab.txt keeps one
-            token a line).
+        CheckpointError: the file is not JSON, or its vocabulary's ids are not
+            0..N-1 each once, its word prefix is not "##", or a token holds a
+            line break.
     """
     try:
         with open(path, encoding="utf-8") as f:
@@ -582,8 +546,7 @@ def tokenizer_kind(folder):
 
 def read_tokenizer_files(folder):
     """(vocabulary file, its number of ids) of a folder's SentencePiece or byte-level BPE
-    tokenizer, read by its class's `from_folder` and written once to a temporary folder
-    (deleted at exit) in a model directory's layout (`keras_bert.text.tokenizer_files`).
+    tokenizer, written to a temporary folder in a model directory's layout.
 
     Raises:
         CheckpointError: the files are missing, damaged or not the layout the class reads.
@@ -597,26 +560,23 @@ def read_tokenizer_files(folder):
         tokenizer = cls.from_folder(folder)
     except (OSError, ValueError) as e:
         raise CheckpointError(f"{folder}: its {cls.__name__} cannot be read: {e}") from e
+    return save_tokenizer_files(tokenizer, _temporary_dir()), tokenizer.vocab_size
+
+
+def _temporary_dir():
+    """A new folder deleted at exit."""
     staging = tempfile.mkdtemp(prefix="keras_bert-hf-vocab-")
     atexit.register(shutil.rmtree, staging, ignore_errors=True)
-    return save_tokenizer_files(tokenizer, staging), tokenizer.vocab_size
+    return staging
 
 
 def read_vocabulary(folder, warnings):
     """The vocab.txt path of a Hugging Face folder's vocabulary.
 
-    tokenizer.json's WordPiece vocabulary when the folder has one: it is what
-    transformers' (fast) tokenizer of the folder uses, and transformers 5
-    writes no vocab.txt. It is written once to a temporary vocab.txt (deleted
-    at exit; the converted model directory keeps its own copy). A vocab.txt
-    that disagrees with it is not used, and `warnings` says so. Without a
-    WordPiece tokenizer.json, the folder's vocab.txt (whose absence
-    `check_vocab` reports).
-
-    Args:
-        folder: str, the Hugging Face folder.
-        warnings: list, where a note on the choice is appended (logged by the
-            converter).
+    tokenizer.json's WordPiece vocabulary when the folder has one (what
+    transformers uses), written to a temporary vocab.txt; a vocab.txt that
+    disagrees is not used, and a note is appended to `warnings`. Else the
+    folder's vocab.txt.
     """
     vocab_file = os.path.join(folder, VOCAB_FILE)
     tokenizer_file = os.path.join(folder, TOKENIZER_FILE)
@@ -648,9 +608,7 @@ def read_vocabulary(folder, warnings):
                if listed is not None else "")
             + f"); tokenizer.json is used, as transformers' tokenizer of this folder does. "
             f"Delete one of them to silence this.")
-    staging = tempfile.mkdtemp(prefix="keras_bert-hf-vocab-")
-    atexit.register(shutil.rmtree, staging, ignore_errors=True)
-    written = os.path.join(staging, VOCAB_FILE)
+    written = os.path.join(_temporary_dir(), VOCAB_FILE)
     with open(written, "w", encoding="utf-8") as f:
         f.write("\n".join(tokens) + "\n")
     return written
@@ -661,12 +619,10 @@ def _first_difference(a, b):
 
 
 def read_lowercase(folder, config_values=None):
-    """(lowercase, where it was read), or (None, None) when the folder doesn't say.
+    """(lowercase, where it was read), or (None, None) when the folder doesn't say:
+    tokenizer_config.json `do_lower_case`, tokenizer.json's BertNormalizer
+    `lowercase`, then config.json `do_lower_case`."""
 
-    Looked for in the tokenizer's own settings first: tokenizer_config.json
-    `do_lower_case`, tokenizer.json's BertNormalizer `lowercase`, then
-    config.json `do_lower_case` (some older uploads keep it there).
-    """
     value = _read_json(os.path.join(folder, "tokenizer_config.json")).get("do_lower_case")
     if isinstance(value, bool):
         return value, "tokenizer_config.json do_lower_case"
@@ -714,13 +670,8 @@ def read_tokenizer_options(folder):
 
 
 def head_task(values):
-    """(task, head layer name) of a config's fine-tuned architecture, else (None, None).
-
-    Args:
-        values: dict, a transformers config.json ("architectures" names the
-            class, e.g. "BertForSequenceClassification"; TF classes save it
-            without their "TF" prefix).
-    """
+    """(task, head layer name) of a config.json's fine-tuned architecture, else
+    (None, None)."""
     for architecture in values.get("architectures") or []:
         for suffix, found in HEAD_TASKS.items():
             if str(architecture).endswith(suffix):
@@ -729,19 +680,9 @@ def head_task(values):
 
 
 def make_head(source, values, task, kernel, bias, names, config_file):
-    """The `SourceCheckpoint.head` dict of a fine-tuned head, shapes checked.
-
-    Label names come from config.json's id2label (a span head has none).
-
-    Args:
-        source: the SourceCheckpoint being read (its config and warnings).
-        values: dict, the config.json.
-        task: str, the registered task (see `HEAD_TASKS`).
-        kernel: float32 array [hidden, num_labels] (Google / Keras layout).
-        bias: float32 array [num_labels].
-        names: str, the source tensors' names, for messages.
-        config_file: str, the config's path, for messages.
-    """
+    """The `SourceCheckpoint.head` dict of a fine-tuned head of `task`, shapes checked
+    (kernel [hidden, num_labels], bias [num_labels]), label names from config.json's
+    id2label; `names` and `config_file` are for messages."""
     hidden = source.config.hidden_size
     architecture = (values.get("architectures") or [task])[0]
     if kernel.ndim != 2 or kernel.shape[0] != hidden or bias.shape != (kernel.shape[1],) or (
@@ -771,13 +712,8 @@ def make_head(source, values, task, kernel, bias, names, config_file):
 
 
 def _read_head(source, values, tensors, config_file, model_type="bert"):
-    """A fine-tuned Linear head of BertFor{Sequence,Token}Classification or
-    BertForQuestionAnswering (see `HEAD_TASKS`), or of DistilBERT's and
-    ELECTRA's same classes (`bert_family.head_layer`).
-
-    Returns the `SourceCheckpoint.head` dict, or None (then the tensors stay
-    in `unused`, reported).
-    """
+    """The `SourceCheckpoint.head` dict of a fine-tuned Linear head (`HEAD_TASKS`,
+    `bert_family.head_layer`), or None (its tensors stay in `unused`)."""
     task, layer = head_task(values)
     layer = bert_family.head_layer(model_type, task, layer)
     weight_name, bias_name = f"{layer}.weight", f"{layer}.bias"

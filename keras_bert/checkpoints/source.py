@@ -1,12 +1,10 @@
 """What a checkpoint reader returns, the report of a conversion, and its error.
 
-Every reader (Google TF1 checkpoint, Hugging Face, transformers-TF h5) turns its source into one
-`SourceCheckpoint` whose weights carry Google's original variable names and
-layout ("bert/encoder/layer_0/attention/self/query/kernel", kernels [in, out]).
-Google's names are the one shared vocabulary: the weight loader in
-`keras_bert.checkpoints.convert` reads only them, so a new source format needs
-only a reader, and the numpy reference forward pass in
-`keras_bert.checkpoints.reference` runs on any source.
+Every reader turns its source into one `SourceCheckpoint` whose weights carry
+Google's original variable names and layout
+("bert/encoder/layer_0/attention/self/query/kernel", kernels [in, out]): the
+one vocabulary of the weight loader (`convert`) and the numpy reference
+(`reference`), so a new source format needs only a reader.
 """
 
 import dataclasses
@@ -17,7 +15,7 @@ import os
 
 import numpy as np
 
-from keras_bert.config import BertConfig, embedding_width, has_embeddings_project
+from keras_bert.config import BertConfig, embedding_width
 from keras_bert.text import tokenizer_files
 
 
@@ -123,42 +121,19 @@ PROJECT_WEIGHTS = ("bert/embeddings_project/kernel", "bert/embeddings_project/bi
 
 def encoder_weight_names(config):
     """Google names of the weights the encoder of `config` (a BertConfig) needs, pooler
-    excluded: no segment table when `type_vocab_size` is 0 (DistilBERT), the
-    `embeddings_project` Dense when `embedding_size` differs from `hidden_size`
-    (ELECTRA; keras_bert's name, in Google's style)."""
-    names = [
-        "bert/embeddings/word_embeddings",
-        "bert/embeddings/token_type_embeddings",
-        "bert/embeddings/position_embeddings",
-        "bert/embeddings/LayerNorm/gamma",
-        "bert/embeddings/LayerNorm/beta",
-    ]
-    if not config.type_vocab_size:
-        names.remove("bert/embeddings/token_type_embeddings")
-    if has_embeddings_project(config):
-        names += list(PROJECT_WEIGHTS)
-    for i in range(config.num_layers):
-        prefix = f"bert/encoder/layer_{i}/"
-        for dense in (
-            "attention/self/query",
-            "attention/self/key",
-            "attention/self/value",
-            "attention/output/dense",
-            "intermediate/dense",
-            "output/dense",
-        ):
-            names += [prefix + dense + "/kernel", prefix + dense + "/bias"]
-        for norm in ("attention/output/LayerNorm", "output/LayerNorm"):
-            names += [prefix + norm + "/gamma", prefix + norm + "/beta"]
-    return names
+    excluded (no segment table in DistilBERT; ELECTRA's `embeddings_project`)."""
+    return [n for n in expected_shapes(config)
+            if n.startswith("bert/") and n not in POOLER_WEIGHTS]
 
 
 def expected_shapes(config):
     """Google name -> shape that `config` (a BertConfig) implies, for every weight."""
     h, i, v = config.hidden_size, config.intermediate_size, config.vocab_size
     e = embedding_width(config)  # The tables' width: H, or ELECTRA's E.
-    shapes = {
-        "bert/embeddings/word_embeddings": (v, e),
+    shapes = {"bert/embeddings/word_embeddings": (v, e)}
+    if config.type_vocab_size:
+        shapes["bert/embeddings/token_type_embeddings"] = (config.type_vocab_size, e)
+    shapes.update({
         "bert/embeddings/position_embeddings": (config.max_position_embeddings, e),
         "bert/embeddings/LayerNorm/gamma": (e,),
         "bert/embeddings/LayerNorm/beta": (e,),
@@ -169,9 +144,7 @@ def expected_shapes(config):
         "cls/predictions/output_bias": (v,),
         "cls/seq_relationship/output_weights": (2, h),
         "cls/seq_relationship/output_bias": (2,),
-    }
-    if config.type_vocab_size:
-        shapes["bert/embeddings/token_type_embeddings"] = (config.type_vocab_size, e)
+    })
     if config.use_pooler:
         shapes.update({"bert/pooler/dense/kernel": (h, h), "bert/pooler/dense/bias": (h,)})
     if e != h:
@@ -354,12 +327,8 @@ def variant_summary(config):
 
 
 def first_line(error):
-    """The first line of an error's message, or its type's name when it has none.
-
-    A TensorFlow OpError's str() starts with its message, then adds its op's
-    stack trace; other readers' errors (safetensors, torch, h5py, kagglehub)
-    can run to several lines too.
-    """
+    """The first line of an error's message (an OpError's str() adds a stack
+    trace), or its type's name when it has none."""
     message = str(error).strip()
     return message.splitlines()[0] if message else type(error).__name__
 
@@ -483,12 +452,11 @@ def check_against_config(source, describe=None, transposed=()):
 def check_finite(source, describe=None):
     """Raises CheckpointError naming the first weight that holds NaN or inf.
 
-    A diverged training run saves such weights without complaint, and a
-    converted model would then output NaN for every input; the numeric check
-    catches it only if its sentences reach the bad row (an embedding row of
-    a rare token), so every value of every weight is checked.
+    Every value is checked: the numeric check's sentences may not reach a bad
+    row (an embedding row of a rare token).
 
     Args:
+
         source: SourceCheckpoint (its weights and its fine-tuned head).
         describe: function, Google name -> the source format's name.
     """
