@@ -1,49 +1,29 @@
-"""BERT's config.json keys in Hugging Face layout, and DistilBERT's and ELECTRA's names.
+"""BERT's config.json keys in Hugging Face layout, and its variants' names.
 
-`huggingface.py` reads a folder and imports this module, never the reverse.
-DistilBERT and ELECTRA are WordPiece, post-LayerNorm BERT encoders, and load as variants of
-`BertEncoder` that `BertConfig` fields select (`huggingface.py` reads the
-folder, this module says what differs):
+`huggingface.py` reads a folder; this module says how a variant differs. DistilBERT,
+ELECTRA, RoBERTa and XLM-RoBERTa are post-LayerNorm BERT encoders and load as
+`BertEncoder`s that `BertConfig` fields select:
 
   DistilBERT (model_type "distilbert")   type_vocab_size=0, use_pooler=False
       config.json: dim, hidden_dim, n_layers, n_heads, activation, dropout,
-      attention_dropout; LayerNorm epsilon 1e-12 (fixed in transformers).
-      Tensors: [distilbert.]embeddings.{word,position}_embeddings,
-      transformer.layer.N.attention.{q,k,v,out}_lin, sa_layer_norm,
-      ffn.lin1, ffn.lin2, output_layer_norm.
+      attention_dropout. Tensors: transformer.layer.N.attention.{q,k,v,out}_lin,
+      sa_layer_norm, ffn.lin1, ffn.lin2, output_layer_norm.
   ELECTRA (model_type "electra")         use_pooler=False, embedding_size=E
-      config.json: BERT's keys plus embedding_size; tensors BERT's under
-      [electra.], plus embeddings_project (Linear E -> H) when E != H.
+      BERT's keys and tensors, plus embeddings_project (Linear E -> H) when
+      E != H ("bert/embeddings_project/{kernel,bias}").
+  RoBERTa, XLM-RoBERTa                   type_vocab_size=1
+      BERT's keys and tensors. They count positions from pad_token_id + 1, so
+      the rows of the position table before it are dropped (514 -> 512).
 
-The tensors get Google's names (the one vocabulary of `SourceCheckpoint`);
-ELECTRA's projection is "bert/embeddings_project/{kernel,bias}". Heads:
-DistilBertForMaskedLM's vocab_transform / vocab_layer_norm / vocab_projector
-are BERT's MLM head; the token-classification and question-answering Linear
-heads are BERT's (`huggingface.HEAD_TASKS`). The sequence classifiers put a
-dense on [CLS] before their output layer: DistilBERT's pre_classifier (+ ReLU)
-and ELECTRA's classifier.dense (+ GELU). That dense is a pooler with another
-activation, so such a checkpoint converts to `use_pooler=True` with
-`pooler_act` "relu" / "gelu", and its output layer (classifier,
-classifier.out_proj) becomes BertClassifier's head; the head's dropout is the
-source's (seq_classif_dropout; classifier_dropout or hidden_dropout_prob). At
-inference this is the source's computation exactly; in training ELECTRA also
-drops out [CLS] before its dense, which BertClassifier does not. What keras_bert
-has no layer for is left, with one warning naming it: ELECTRA's
-discriminator_predictions and generator heads.
-
-RoBERTa and XLM-RoBERTa (model_type "roberta", "xlm-roberta"; DistilRoBERTa is
-"roberta" with 6 layers) are BERT's keys and tensor names under [roberta.], with
-type_vocab_size 1 and LayerNorm epsilon 1e-5 in their config.json. They count
-positions from padding_idx + 1 (pad_token_id + 1 = 2) for a right-padded batch,
-so the first pad_token_id + 1 rows of the position table are never read by a
-real token: they are dropped, and max_position_embeddings (514) becomes the
-usable length (512). The encoder is then BERT's exactly; only the tokenizer
-differs. RobertaLMHead (lm_head.dense, gelu, lm_head.layer_norm, the tied
-decoder, lm_head.bias) is BERT's MLM head. RobertaClassificationHead is
-dense + tanh + out_proj on <s>: classifier.dense is BERT's pooler (tanh) and
-classifier.out_proj BertClassifier's output layer, the source's computation
-exactly at inference (RobertaForSequenceClassification has no pooler of its own).
+Heads: DistilBERT's vocab_transform / vocab_layer_norm / vocab_projector and
+RobertaLMHead are BERT's MLM head. A sequence classifier's dense on [CLS]
+(DistilBERT's pre_classifier + ReLU, ELECTRA's classifier.dense + GELU,
+RoBERTa's + tanh) is a pooler with that `pooler_act`, and its output layer
+becomes BertClassifier's head, with the source's dropout: the source's
+computation at inference (in training ELECTRA also drops out [CLS] before its
+dense). Heads keras_bert has no layer for are left, with one warning each.
 """
+
 
 import re
 
@@ -311,17 +291,20 @@ def rules(model_type):
 
 
 def match(rule_list, name):
-    """(Google name, transpose) of `name` by `rule_list` (`rules`; BERT's own rules
-    have no renames), else (None, False). Dots in a group become slashes."""
-    for pattern, template, transpose, *renames in rule_list:
+    """(Google name, the rule's third entry: transpose, or None) of `name` by the first
+    rule of `rule_list` (`rules`) it fullmatches, else (None, None). Dots in a group
+    become slashes."""
+    for pattern, template, *rest in rule_list:
         found = re.fullmatch(pattern, name)
         if found:
             groups = dict(found.groupdict())
-            if renames and renames[0] and "part" in groups:
-                groups["part"] = renames[0][groups["part"]]
-            return template.format(**{k: v.replace(".", "/") for k, v in groups.items()}), (
-                transpose)
-    return None, False
+            renames = rest[1] if len(rest) > 1 else None
+            if renames and "part" in groups:
+                groups["part"] = renames[groups["part"]]
+            google = template.format(**{k: v.replace(".", "/") for k, v in groups.items()})
+            return google, rest[0] if rest else None
+    return None, None
+
 
 
 def left_heads(model_type, unused):

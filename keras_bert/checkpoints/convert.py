@@ -154,13 +154,8 @@ def _weight_map(model, source):
         # Fused projection: kernel [H, 3H] laid out [q | k | v] on the last axis.
         for var, suffix in ((block.qkv_dense.kernel, "/kernel"), (block.qkv_dense.bias, "/bias")):
             names = [n + suffix for n in qkv]
-            fused.append(
-                (
-                    var,
-                    np.concatenate([w[n] for n in names], axis=-1),
-                    " + ".join(str(name(n)) for n in names),
-                )
-            )
+            value = np.concatenate([w[n] for n in names], axis=-1)
+            fused.append((var, value, " + ".join(str(name(n)) for n in names)))
         dense(block.attention_output_dense, p + "attention/output/dense")
         norm(block.attention_layer_norm, p + "attention/output/LayerNorm")
         dense(block.intermediate_dense, p + "intermediate/dense")
@@ -175,13 +170,8 @@ def _weight_map(model, source):
         pairs.append((model.mlm_head.output_bias, "cls/predictions/output_bias"))
     if hasattr(model, "nsp_head") and source.has_part(NSP_WEIGHTS):
         # Google's output_weights are [2, H]; a Dense kernel is [H, 2].
-        fused.append(
-            (
-                model.nsp_head.dense.kernel,
-                w["cls/seq_relationship/output_weights"].T,
-                name("cls/seq_relationship/output_weights"),
-            )
-        )
+        kernel = "cls/seq_relationship/output_weights"
+        fused.append((model.nsp_head.dense.kernel, w[kernel].T, name(kernel)))
         pairs.append((model.nsp_head.dense.bias, "cls/seq_relationship/output_bias"))
     return [(var, w[n], name(n)) for var, n in pairs] + fused
 

@@ -22,7 +22,6 @@ pytorch_model.bin.
 
 import atexit
 import json
-import logging
 import os
 import re
 import shutil
@@ -277,17 +276,16 @@ def read_huggingface_checkpoint(path):
     """Reads a Hugging Face BERT folder into a SourceCheckpoint.
 
     Args:
-        path: the folder (config.json, model.safetensors or pytorch_model.bin,
-            vocab.txt), or the weights file inside it.
+        path: the folder, or the weights file inside it.
 
     Returns:
-        SourceCheckpoint in Google's names and layout. `ignored` lists buffers
-        and the MLM decoder weight (tied to the word embeddings); `unused`
-        lists tensors BERT has no place for (e.g. `classifier.weight`).
+        SourceCheckpoint in Google's names and layout; buffers and the tied MLM
+        decoder weight in `ignored`, tensors BERT has no place for in `unused`.
 
     Raises:
         CheckpointError: a missing or unreadable file, a non-BERT config, or a
             tensor whose shape differs from what config.json implies.
+
 
     Example:
     >>> source = read_huggingface_checkpoint("all-MiniLM-L6-v2")
@@ -351,10 +349,7 @@ def read_huggingface_checkpoint(path):
                      and bert_family.is_sequence_classifier(values))
     transposed = set()
     for name in sorted(tensors):
-        if prefix and name.startswith(prefix):
-            stripped = name[len(prefix):]
-        else:
-            stripped = None if prefix else name
+        stripped = name[len(prefix):] if name.startswith(prefix) else None
         if unused_pooler and stripped in ("pooler.dense.weight", "pooler.dense.bias"):
             source.ignored[name] = ("not run by RobertaForSequenceClassification, whose "
                                     "pooler is classifier.dense")
@@ -606,8 +601,8 @@ def read_vocabulary(folder, warnings):
             f"({len(listed) if listed is not None else 'unreadable'} vs {len(tokens)} tokens"
             + (f", first difference at id {_first_difference(listed, tokens)}"
                if listed is not None else "")
-            + f"); tokenizer.json is used, as transformers' tokenizer of this folder does. "
-            f"Delete one of them to silence this.")
+            + "); tokenizer.json is used, as transformers' tokenizer of this folder does. "
+            "Delete one of them to silence this.")
     written = os.path.join(_temporary_dir(), VOCAB_FILE)
     with open(written, "w", encoding="utf-8") as f:
         f.write("\n".join(tokens) + "\n")

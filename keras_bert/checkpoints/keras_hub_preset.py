@@ -1,7 +1,6 @@
 """keras-hub preset directories (BertBackbone, BertTextClassifier) -> SourceCheckpoint.
 
-A preset written by keras-hub's `save_to_preset` (or downloaded from Kaggle)
-is read with h5py alone: keras-hub itself is not needed.
+A preset (keras-hub's `save_to_preset`, or Kaggle's) is read with h5py alone.
 
     PRESET/
       config.json          the backbone: {"class_name": "BertBackbone", "config": {...},
@@ -13,10 +12,9 @@ is read with h5py alone: keras-hub itself is not needed.
       task.json            (fine-tuned tasks) e.g. BertTextClassifier: num_classes,
       task.weights.h5      activation, dropout; the weights outside the backbone
 
-A Keras weights file names each layer after its class, numbered in the
-order of the model's layers ("transformer_encoder", "transformer_encoder_1",
-...); a variable is `vars/INDEX` in the order the layer created it (a Dense
-kernel, then its bias).
+A Keras weights file names each layer after its class, numbered in model order
+("transformer_encoder", "transformer_encoder_1", ...); a variable is
+`vars/INDEX` in the order the layer created it.
 """
 
 import json
@@ -24,7 +22,6 @@ import os
 
 import numpy as np
 
-from keras_bert import sources
 from keras_bert.checkpoints.source import CheckpointError, SourceCheckpoint, check_against_config
 from keras_bert.config import BertConfig
 from keras_bert.models.model_dir import h5_shapes
@@ -47,10 +44,7 @@ OTHER_BACKBONES = {
 # keras-hub's classifier task (renamed from BertClassifier in keras-hub 0.16).
 _CLASSIFIER_TASKS = ("BertTextClassifier", "BertClassifier")
 
-# Backbone weights file path -> Google name. Each keras-hub layer is one of
-# these: "token_embedding" (ReversibleEmbedding), "position_embedding",
-# "segment_embedding" (Embedding), "embeddings_layer_norm" (LayerNormalization),
-# "pooled_dense" (Dense), then the TransformerEncoder blocks.
+# Backbone weights file path -> Google name (the TransformerEncoder blocks follow).
 _EMBEDDINGS = {
     "layers/reversible_embedding/vars/0": "bert/embeddings/word_embeddings",
     "layers/position_embedding/vars/0": "bert/embeddings/position_embeddings",
@@ -109,12 +103,8 @@ def _read_h5(path, config):
 
 
 def config_from_keras_hub(values, path):
-    """BertConfig from a keras-hub BertBackbone config dict.
-
-    keras-hub's BertBackbone always uses the tanh approximation of GELU (as
-    Google's BERT did) and LayerNorm epsilon 1e-12; one `dropout` rate
-    serves embeddings, attention and sub-layer outputs.
-    """
+    """BertConfig from a keras-hub BertBackbone config dict (always the tanh GELU,
+    LayerNorm epsilon 1e-12 and one `dropout` rate)."""
     missing = [k for k in ("vocabulary_size", "num_layers", "num_heads", "hidden_dim",
                            "intermediate_dim") if k not in values]
     if missing:
@@ -232,12 +222,9 @@ def read_keras_hub_preset(path):
 
 
 def _read_head(source, path):
-    """The BertTextClassifier head (pooled -> dropout -> dense) of task.json, or None.
+    """The BertTextClassifier head (pooled -> dropout -> dense) of task.json, or None
+    (other tasks' weights are reported unused; an activation on the logits is refused)."""
 
-    keras-hub's classifier is the paper's head, as keras_bert's BertClassifier
-    is; only an activation on its logits (e.g. "softmax") has no equivalent,
-    and is refused. Other tasks' weights are reported unused.
-    """
     task_file = os.path.join(path, TASK_FILE)
     task = _read_json(task_file, required=False)
     if task is None:

@@ -11,16 +11,15 @@ import re
 
 import numpy as np
 
-from keras_bert.data.task_options import UNKNOWN_LABELS
+from keras_bert.data.task_options import check_unknown_labels
 
 
 def encode_labels(examples, label_names, unknown_labels="error", labels=None, key=None,
                   noun="label", row_noun="sentence"):
     """Label strings -> int32 ids in `label_names` order.
 
-    A row holds one label (a text's class) or a sequence of labels (a
-    sentence's tags, one per word); a row with any unknown label is one
-    unknown row.
+    A row holds one label or a sequence of labels (a sentence's tags); a row
+    with any unknown label is one unknown row.
 
     Args:
         examples: a task reader's examples: `where` ("FILE:LINE" per row),
@@ -44,8 +43,7 @@ def encode_labels(examples, label_names, unknown_labels="error", labels=None, ke
         array [num_kept] for one label per row, a list of int32 arrays (one
         per row) for sequences.
     """
-    if unknown_labels not in UNKNOWN_LABELS:
-        raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: {unknown_labels!r}")
+    check_unknown_labels(unknown_labels)
     key = key or (lambda label: label)
     labels = examples.labels if labels is None else labels
     index = {}
@@ -121,8 +119,6 @@ def infer_label_names(labels, key=None, sort_key=None, first=()):
 def resolve_label_names(given, saved, labels, *, declared=None, source="the training data",
                         minimum=1, why="", **inference):
     """A task's label names: the task option > declared by the data > saved > inferred.
-
-    The one precedence of every fine-tuning task.
 
     Args:
         given: list of str or None, the task option (--label-names; an
