@@ -24,7 +24,6 @@ computation at inference (in training ELECTRA also drops out [CLS] before its
 dense). Heads keras_bert has no layer for are left, with one warning each.
 """
 
-
 import re
 
 from keras_bert.checkpoints.source import CONFIG_KEYS, CheckpointError, config_from_values
@@ -306,11 +305,9 @@ def match(rule_list, name):
     return None, None
 
 
-
 def left_heads(model_type, unused):
     """One warning (str) for each head of `unused` source tensor names keras_bert has no
     layer for."""
-
     warnings = []
     for pattern, what in _LEFT_HEADS.get(model_type, []):
         names = [n for n in unused if re.fullmatch(pattern, n)]

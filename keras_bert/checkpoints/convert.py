@@ -68,12 +68,8 @@ DEFAULT_TOLERANCE = 1e-3
 
 
 def detect_format(path):
-    """"google", "huggingface", "transformers_tf" or "keras_hub", from the files at `path`.
-
-    A Hugging Face folder is "transformers_tf" when it holds tf_model.h5 and
-    no PyTorch weights (model.safetensors, pytorch_model.bin); with both, the
-    PyTorch weights are read.
-    """
+    """One of `FORMATS`, from the files at `path` (a Hugging Face folder with both
+    PyTorch weights and tf_model.h5 is "huggingface")."""
     if os.path.isfile(path + ".index") or path.endswith((".index", ".ckpt")):
         prefix = path[:-len(".index")] if path.endswith(".index") else path
         return "model_garden" if is_object_checkpoint(prefix) else "google"
@@ -173,11 +169,14 @@ def _weight_map(model, source):
         kernel = "cls/seq_relationship/output_weights"
         fused.append((model.nsp_head.dense.kernel, w[kernel].T, name(kernel)))
         pairs.append((model.nsp_head.dense.bias, "cls/seq_relationship/output_bias"))
+    if source.head is not None and hasattr(model, "output_dense"):  # A fine-tuned head.
+        for var, part in ((model.output_dense.kernel, "kernel"), (model.output_dense.bias, "bias")):
+            fused.append((var, source.head[part], source.head["source_names"]))
     return [(var, w[n], name(n)) for var, n in pairs] + fused
 
 
 def assign_weights(model, source):
-    """Sets the weights of `model` (a BertEncoder or BertPretrainer) from `source`.
+    """Sets the weights of `model` (a BertEncoder, BertPretrainer or task model) from `source`.
 
     All shapes are checked before any variable changes.
 
@@ -236,12 +235,9 @@ def text_settings(source):
 def build_model(source):
     """A Keras model holding the weights of `source`, and a ConversionReport.
 
-    The task model of `source.head` (a fine-tuned Hugging Face classifier,
-    tagger or span labeler, its head and labels included) when there is one;
-    else a `BertPretrainer` when the source has an MLM or NSP head, else a
-    `BertEncoder`.
-    BertPretrainer always has both heads: when the source has only one, the
-    other stays freshly initialized and the report says so.
+    The task model of `source.head` when there is one; else a `BertPretrainer`
+    when the source has an MLM or NSP head (the other, if missing, stays freshly
+    initialized and the report says so), else a `BertEncoder`.
     """
     report = ConversionReport(
         format=source.format,
@@ -281,15 +277,7 @@ def build_model(source):
 
     left = assign_weights(model, source)
     if head is not None:
-        dense = model.output_dense
-        for var, value in ((dense.kernel, head["kernel"]), (dense.bias, head["bias"])):
-            if tuple(var.shape) != value.shape:
-                raise CheckpointError(f"{head['source_names']}: the Keras variable {var.path} "
-                                      f"has shape {tuple(var.shape)}, the source gives "
-                                      f"{value.shape}")
-            var.assign(value.astype(var.dtype))
         report.loaded_parts.append(f"{head['task']}_head")
-        left = [v for v in left if v is not dense.kernel and v is not dense.bias]
         if head["label_names"] is None and labels:
             last = head["bias"].shape[0] - 1
             report.warnings.append(
@@ -566,7 +554,6 @@ def convert_checkpoint(
     log(f"Reading {input_path}")
     source = read_checkpoint(input_path, format)
     log(f"Read {len(source.weights)} weights ({source.format}); building the Keras model")
-
     model, report = build_model(source)
     report.text_settings = text_settings(source)
 

@@ -11,7 +11,6 @@ with variables named like `bert/encoder/layer_0/attention/self/query/kernel`
 
 Read with `tf.train.load_checkpoint`, written with `tf.raw_ops.SaveV2` (the files
 Google's TF1 `Saver` wrote).
-
 """
 
 import glob
@@ -179,12 +178,7 @@ def read_google_checkpoint(path):
     check_declared_sizes(reader, prefix)
 
     source = SourceCheckpoint(
-        format="google",
-        path=path,
-        config=config,
-        weights={},
-        source_names={},
-        vocab_file=os.path.join(folder, VOCAB_FILE),
+        format="google", path=path, config=config, vocab_file=os.path.join(folder, VOCAB_FILE)
     )
     source.lowercase, source.lowercase_from = guess_lowercase(folder)
     known = expected_shapes(config)
@@ -225,7 +219,6 @@ def write_google_checkpoint(path, weights, config, vocab_file=None):
     Args:
         path: folder to create (local or remote; no commit marker: read it
             once written).
-
         weights: dict, Google variable name -> numpy array in Google's layout,
             e.g. `SourceCheckpoint.weights`.
         config: BertConfig, written as bert_config.json.

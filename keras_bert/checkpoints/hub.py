@@ -201,7 +201,6 @@ def hub_snapshot(repo_id, asked=None):
         if not any(os.path.exists(os.path.join(folder, n))
                    for n in _SAFETENSORS[:2] + _PYTORCH[:2]):
             folder = download(_TEXT_FILES + _TF)
-
     except errors.RepositoryNotFoundError as e:
         raise FileNotFoundError(
             f"{named} is not a repository on the Hugging Face Hub (or it is private or "

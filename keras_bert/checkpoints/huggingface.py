@@ -75,7 +75,6 @@ _HEAD_RULES = [
     *bert_family.norm_rules(r"cls\.predictions\.transform\.LayerNorm",
                             "cls/predictions/transform/LayerNorm"),
     (r"cls\.predictions\.bias", "cls/predictions/output_bias", False),
-
     # PyTorch's NSP Linear weight is [2, H], the same as Google's output_weights.
     (r"cls\.seq_relationship\.weight", "cls/seq_relationship/output_weights", False),
     (r"cls\.seq_relationship\.bias", "cls/seq_relationship/output_bias", False),
@@ -286,7 +285,6 @@ def read_huggingface_checkpoint(path):
         CheckpointError: a missing or unreadable file, a non-BERT config, or a
             tensor whose shape differs from what config.json implies.
 
-
     Example:
     >>> source = read_huggingface_checkpoint("all-MiniLM-L6-v2")
     >>> source.weights["bert/encoder/layer_0/attention/self/query/kernel"].shape
@@ -320,15 +318,8 @@ def read_huggingface_checkpoint(path):
             f"vocab_size={config.vocab_size}. Use the tokenizer files that were released with "
             f"these weights.")
 
-    source = SourceCheckpoint(
-        format="huggingface",
-        path=path,
-        config=config,
-        weights={},
-        source_names={},
-        vocab_file=vocab_file,
-        warnings=vocab_warnings,
-    )
+    source = SourceCheckpoint(format="huggingface", path=path, config=config,
+                              vocab_file=vocab_file, warnings=vocab_warnings)
     if wordpiece:  # SentencePiece and BPE files say how they normalize text.
         source.lowercase, source.lowercase_from = read_lowercase(folder, values)
         source.tokenizer_options = read_tokenizer_options(folder)
@@ -519,9 +510,8 @@ def tokenizer_json_vocabulary(path):
 
 def tokenizer_kind(folder):
     """"wordpiece", "sentencepiece" (XLM-R's) or "byte_pair" (RoBERTa's): the tokenizer a
-    Hugging Face folder's files are for, as transformers would load it (tokenizer.json's
-    model first, then the files of each kind). "wordpiece" when nothing says, so that
-    `read_vocabulary` names what is missing."""
+    Hugging Face folder's files are for (tokenizer.json's model first); "wordpiece"
+    when nothing says."""
     model = _read_json(os.path.join(folder, TOKENIZER_FILE)).get("model")
     model_type = model.get("type") if isinstance(model, dict) else None
     if model_type == "WordPiece":
@@ -617,7 +607,6 @@ def read_lowercase(folder, config_values=None):
     """(lowercase, where it was read), or (None, None) when the folder doesn't say:
     tokenizer_config.json `do_lower_case`, tokenizer.json's BertNormalizer
     `lowercase`, then config.json `do_lower_case`."""
-
     value = _read_json(os.path.join(folder, "tokenizer_config.json")).get("do_lower_case")
     if isinstance(value, bool):
         return value, "tokenizer_config.json do_lower_case"
@@ -633,11 +622,7 @@ def read_lowercase(folder, config_values=None):
 
 def read_tokenizer_options(folder):
     """The folder's tokenizer settings besides casing that differ from BERT's defaults,
-    as `BertTokenizer` arguments: tokenizer_config.json `strip_accents`,
-    `tokenize_chinese_chars`, `never_split`, `remove_control_chars` (else
-    tokenizer.json's BertNormalizer `strip_accents`, `handle_chinese_chars` and
-    `clean_text`), and tokenizer.json's WordPiece `max_input_chars_per_word` (our
-    `max_chars_per_word`)."""
+    as `BertTokenizer` arguments, from tokenizer_config.json, else tokenizer.json."""
     config = _read_json(os.path.join(folder, "tokenizer_config.json"))
     fast = _read_json(os.path.join(folder, TOKENIZER_FILE))
     normalizer = fast.get("normalizer")

@@ -171,8 +171,8 @@ def read_keras_hub_preset(path):
         raise CheckpointError(f"{weights_file} is missing: the preset has no backbone weights.")
     arrays = _read_h5(weights_file, config)
 
-    source = SourceCheckpoint(format="keras_hub", path=path, config=config, weights={},
-                              source_names={}, vocab_file=os.path.join(path, VOCAB_FILE))
+    source = SourceCheckpoint(format="keras_hub", path=path, config=config,
+                              vocab_file=os.path.join(path, VOCAB_FILE))
     h = config.hidden_size
     names = dict(_EMBEDDINGS)
     for i in range(config.num_layers):
@@ -224,7 +224,6 @@ def read_keras_hub_preset(path):
 def _read_head(source, path):
     """The BertTextClassifier head (pooled -> dropout -> dense) of task.json, or None
     (other tasks' weights are reported unused; an activation on the logits is refused)."""
-
     task_file = os.path.join(path, TASK_FILE)
     task = _read_json(task_file, required=False)
     if task is None:

@@ -101,7 +101,6 @@ def is_object_checkpoint(prefix):
     return any(n.endswith(_VALUE_SUFFIX) for n in names)
 
 
-
 def read_object_checkpoint(prefix, skipped=None):
     """(Keras 2 variable name -> (checkpoint key, numpy value)) of a TF2 checkpoint.
 
@@ -160,7 +159,6 @@ def read_object_checkpoint(prefix, skipped=None):
 def strip_scope(variables):
     """`variables` with the encoder's outer name scope, if any ("bert_encoder/"),
     taken off its names."""
-
     scopes = {n[:-len(_WORD_EMBEDDINGS)] for n in variables if n.endswith(_WORD_EMBEDDINGS)}
     scope = scopes.pop() if len(scopes) == 1 else ""
     if not scope.endswith("/"):
@@ -306,7 +304,6 @@ def _read_params(path):
         "dropout_rate", "attention_dropout_rate", "max_position_embeddings",
         "type_vocab_size", "initializer_range")}
     keys["num_attention_heads"] = "num_heads"
-
     values = {**values, "hidden_act": values.get("hidden_activation") or "gelu"}
     return config_from_values(values, path, keys, ACTIVATIONS, layer_norm_epsilon=1e-12)
 
@@ -348,9 +345,8 @@ def read_model_garden_checkpoint(path):
     config = _read_config(folder)
     skipped = {}
     variables = strip_scope(read_object_checkpoint(prefix, skipped))
-    source = SourceCheckpoint(format="model_garden", path=path, config=config, weights={},
-                              source_names={}, vocab_file=os.path.join(folder, "vocab.txt"),
-                              ignored=skipped)
+    source = SourceCheckpoint(format="model_garden", path=path, config=config,
+                              vocab_file=os.path.join(folder, "vocab.txt"), ignored=skipped)
     source.lowercase, source.lowercase_from = guess_lowercase(folder)
     rest = bert_weights(source, variables, prefix)
     user_head(source, variables, rest, [], prefix)

@@ -7,7 +7,6 @@ has put every weight in the right place. The other forward passes run the
 source with transformers, keras-hub or TensorFlow, when importable.
 """
 
-
 import importlib
 import math
 

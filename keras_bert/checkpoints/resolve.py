@@ -90,7 +90,6 @@ def source_files(path):
     Every file in the checkpoint's folder and its subfolders, names starting
     with "." aside; links are followed (the Hub cache links its files to blobs).
     """
-
     path = os.path.realpath(path)
     folder = path if os.path.isdir(path) else os.path.dirname(path)
     found = []

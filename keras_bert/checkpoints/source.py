@@ -20,9 +20,7 @@ from keras_bert.text import tokenizer_files
 
 
 class CheckpointError(ValueError):
-    """A checkpoint can't be converted: a missing or corrupt file, a weight
-    whose shape differs from what the config implies, a vocabulary whose size
-    differs from the embedding table. The message names the file or tensor and
+    """A checkpoint can't be converted; the message names the file or tensor and
     the expected and found values."""
 
 
@@ -58,15 +56,8 @@ CONFIG_KEYS = {
 
 
 def read_config_json(config_file, missing_hint):
-    """The JSON value in a source's config file (bert_config.json, config.json).
-
-    Args:
-        config_file: str, the file.
-        missing_hint: str, the way out, said when the file is missing.
-
-    Raises:
-        CheckpointError: the file is missing or not valid JSON.
-    """
+    """The JSON value in a source's config file; `missing_hint`, the way out, is said
+    when the file is missing (a CheckpointError, as is invalid JSON)."""
     if not os.path.isfile(config_file):
         raise CheckpointError(f"Config file not found: {config_file}. {missing_hint}")
     try:
@@ -84,16 +75,9 @@ def check_config_object(values, path):
 
 
 def config_from_values(values, path, keys, activations, **fixed):
-    """BertConfig from a source's config dict, its keys and hidden_act renamed.
-
-    Args:
-        values: dict, the source's config; the reader has checked its keys
-            ("hidden_act" is present).
-        path: str, the config file, for messages.
-        keys: dict, the source's key -> BertConfig field (see `CONFIG_KEYS`).
-        activations: dict, the source's hidden_act name -> BertConfig's.
-        **fixed: BertConfig fields the format does not store (Google's
-            layer_norm_epsilon).
+    """BertConfig from a source's config dict (its keys checked, "hidden_act" there):
+    `keys` and `activations` rename its keys and hidden_act to BertConfig's, `fixed`
+    gives fields the format does not store; `path` is for messages.
 
     Raises:
         CheckpointError: an unknown hidden_act, or values BertConfig refuses.
@@ -172,7 +156,7 @@ class SourceCheckpoint:
     """A checkpoint read into memory, in Google's names and layout.
 
     Attributes:
-        format: "google", "huggingface" or "transformers_tf".
+        format: one of `convert.FORMATS`.
         path: the folder or checkpoint prefix that was read.
         config: BertConfig read from the source's config file.
         weights: dict, Google variable name -> float32 numpy array in Google's
@@ -203,9 +187,9 @@ class SourceCheckpoint:
     format: str
     path: str
     config: object
-    weights: dict
-    source_names: dict
     vocab_file: str
+    weights: dict = dataclasses.field(default_factory=dict)
+    source_names: dict = dataclasses.field(default_factory=dict)
     lowercase: object = None
     lowercase_from: object = None
     tokenizer_options: dict = dataclasses.field(default_factory=dict)
@@ -220,11 +204,8 @@ class SourceCheckpoint:
         return self.source_names.get(name, name)
 
     def has_part(self, part_weights):
-        """True when all of `part_weights` are present; False when none are.
-
-        Raises CheckpointError when only some are present: a half-present head
-        is a damaged checkpoint, not a missing head.
-        """
+        """True when all of `part_weights` are present; False when none are; a
+        CheckpointError (a damaged checkpoint) when only some are."""
         present = [n for n in part_weights if n in self.weights]
         if present and len(present) != len(part_weights):
             missing = [n for n in part_weights if n not in self.weights]
@@ -241,7 +222,7 @@ class ConversionReport:
     """What a conversion loaded, skipped and checked.
 
     Attributes:
-        format: "google", "huggingface" or "transformers_tf".
+        format: the source's format (`convert.FORMATS`).
         source: path that was read.
         output: the model directory written, or None.
         config: the BertConfig of the converted model.
@@ -389,11 +370,8 @@ def check_vocab(source):
 
 
 def check_against_config(source, describe=None, transposed=()):
-    """Checks a SourceCheckpoint against its own config; raises CheckpointError.
-
-    Checks, in order: every encoder weight is present; the pooler and each head
-    are present completely or not at all; every weight has the shape the config
-    implies; vocab.txt, config and embedding table agree on the vocabulary size.
+    """Checks a SourceCheckpoint against its own config (weights present, shapes,
+    vocabulary size, finite values); raises CheckpointError.
 
     Args:
         source: SourceCheckpoint.
@@ -456,7 +434,6 @@ def check_finite(source, describe=None):
     row (an embedding row of a rare token).
 
     Args:
-
         source: SourceCheckpoint (its weights and its fine-tuned head).
         describe: function, Google name -> the source format's name.
     """

@@ -12,7 +12,6 @@ Sources:
 The variables are read by their Model Garden names (`model_garden`).
 """
 
-
 import json
 import os
 
@@ -189,8 +188,7 @@ def read_tf_hub_saved_model(path):
     configs = keras_layer_configs(folder)
     config = config_from_shapes(variables, _encoder_activation(configs, folder, warnings),
                                 folder)
-    source = SourceCheckpoint(format="tf_hub", path=path, config=config, weights={},
-                              source_names={},
+    source = SourceCheckpoint(format="tf_hub", path=path, config=config,
                               vocab_file=os.path.join(folder, "assets", "vocab.txt"),
                               warnings=warnings, ignored=skipped)
     rest = bert_weights(source, variables, folder)

@@ -122,7 +122,6 @@ def _strings(values):
     return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in values]
 
 
-
 def read_transformers_tf_checkpoint(path):
     """Reads a transformers TF BERT folder (tf_model.h5) into a SourceCheckpoint.
 
@@ -130,7 +129,6 @@ def read_transformers_tf_checkpoint(path):
     question-answering heads (`SourceCheckpoint.head`).
 
     Args:
-
         path: the folder (config.json, tf_model.h5, vocab.txt), or the
             tf_model.h5 inside it.
 
@@ -179,9 +177,8 @@ def read_transformers_tf_checkpoint(path):
     values, config = read_config_file(config_file, hint)
     stored_weights = read_h5_weights(weights_file, config)
 
-    source = SourceCheckpoint(
-        format="transformers_tf", path=path, config=config, weights={}, source_names={},
-        vocab_file=os.path.join(folder, VOCAB_FILE))
+    source = SourceCheckpoint(format="transformers_tf", path=path, config=config,
+                              vocab_file=os.path.join(folder, VOCAB_FILE))
     source.lowercase, source.lowercase_from = read_lowercase(folder, values)
     task, layer = head_task(values)
     head_tensors = {}

@@ -111,7 +111,6 @@ def length_sorted_lines(path, batch_size, sort_window=16):
     windows of `sort_window` batches, windows in file order.
 
     Args:
-
         path: a text file, one text per line.
         batch_size: int >= 1.
         sort_window: int >= 1, batches per window (1: file order).

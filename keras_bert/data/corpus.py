@@ -138,7 +138,6 @@ def read_documents(paths):
     Lines are stripped; an empty line ends a document, as does the end of a
     file. A file that is not text is a ValueError naming it.
 
-
     Args:
         paths: list of str, corpus files (any `tf.io.gfile` path).
 

@@ -99,7 +99,6 @@ def document_windows(documents, size):
     A last window shorter than `size / 2` joins the one before, so it still has
     other documents to draw NotNext pairs from.
     """
-
     pending, current = None, []
     for document in documents:
         current.append(document)

@@ -761,7 +761,6 @@ def _read_format(path, format):
     return value if isinstance(value, dict) and value.get("format") == format else None
 
 
-
 def shard_command(part, shard_index, num_shards):
     """The command line that writes shard `shard_index` of `part`'s set: the
     manifest's recorded command with its --shard replaced, else a generic one."""
@@ -1006,7 +1005,6 @@ def corrupt_data_error(error, data_dir):
 
 def shard_paths(data_dir, metadata=None):
     """The TFRecord files of a data directory that hold records, in shard order."""
-
     metadata = metadata or read_metadata(data_dir)
     return [os.path.join(data_dir, shard["file"]) for shard in metadata["shards"]
             if shard["num_instances"] > 0]

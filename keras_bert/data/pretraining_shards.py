@@ -180,7 +180,6 @@ def create_pretraining_shard(input_files, output_dir, vocab_file, config=None,
     num_shards=num_shards)` writes into the same file. Run it once per
     shard, in any order, on any machines, into one `output_dir`.
 
-
     Args:
         input_files, vocab_file, config: as for `create_pretraining_data`;
             every shard of a set gets the same ones (their identity is

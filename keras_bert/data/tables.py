@@ -13,7 +13,6 @@ the file's structure is checked here, once for all readers:
 `row_text` checks a text cell the same way for every reader.
 """
 
-
 import csv
 import json
 

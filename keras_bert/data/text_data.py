@@ -112,7 +112,6 @@ def text_label_dataset(texts, texts_b, labels, preprocessor):
     `sequence_length=None`); the result is cached in memory. Batch it with
     `batching.training_batches` or `batching.eval_batches`.
 
-
     Args:
         texts: list of str, the first (or only) segment.
         texts_b: list of str (second segments of pairs), or None.
