@@ -21,7 +21,7 @@ from keras_bert import sources, storage
 from keras_bert.checkpoints import reference
 from keras_bert.checkpoints.google import read_google_checkpoint
 from keras_bert.checkpoints.hub import locate_checkpoint
-from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
+from keras_bert.checkpoints.huggingface import WEIGHTS_FILES, read_huggingface_checkpoint
 from keras_bert.checkpoints.keras_hub_preset import read_keras_hub_preset
 from keras_bert.checkpoints.model_garden import is_object_checkpoint, read_model_garden_checkpoint
 from keras_bert.checkpoints.source import (
@@ -51,10 +51,6 @@ _READERS = {
     "model_garden": read_model_garden_checkpoint,
 }
 FORMATS = tuple(_READERS)
-# A Hugging Face folder's PyTorch weights; read in preference to tf_model.h5
-# when a folder has both (what transformers' PyTorch classes load).
-_PYTORCH_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                    "pytorch_model.bin.index.json")
 logger = logging.getLogger(__name__)
 
 # Sentences the numeric check runs: a single sentence, a pair, and a short one
@@ -91,7 +87,7 @@ def detect_format(path):
             # A keras-hub preset's config.json is a serialized Keras object.
             if sources.keras_hub_class(path):
                 return "keras_hub"
-            if files & {TF_WEIGHTS_FILE, TF_WEIGHTS_INDEX} and not files & set(_PYTORCH_WEIGHTS):
+            if files & {TF_WEIGHTS_FILE, TF_WEIGHTS_INDEX} and not files & set(WEIGHTS_FILES):
                 return "transformers_tf"
             return "huggingface"
         if is_saved_model(path):  # A TF Hub encoder and its preprocess model, as subfolders.
@@ -365,16 +361,12 @@ def model_outputs(model, inputs):
     """Numpy outputs of a converted model on `inputs`, MLM logits at every position."""
     encoder = getattr(model, "encoder", model)
     out = encoder(inputs, training=False)
-    outputs = {
-        "sequence_output": np.asarray(out["sequence_output"]),
-        "pooled_output": np.asarray(out["pooled_output"]),
-    }
+    outputs = {k: np.asarray(out[k]) for k in ("sequence_output", "pooled_output")}
     if hasattr(model, "mlm_head"):
         batch, seq = inputs["token_ids"].shape
         positions = np.tile(np.arange(seq, dtype=np.int32), (batch, 1))
         head = model({**inputs, "masked_positions": positions}, training=False)
-        outputs["mlm_logits"] = np.asarray(head["mlm_logits"])
-        outputs["nsp_logits"] = np.asarray(head["nsp_logits"])
+        outputs.update({k: np.asarray(head[k]) for k in ("mlm_logits", "nsp_logits")})
     return outputs
 
 

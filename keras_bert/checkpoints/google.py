@@ -40,11 +40,9 @@ CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
 CHECKPOINT_NAME = "bert_model.ckpt"
 
-# Google's `hidden_act` names -> BertConfig's. Google's modeling.py defines
-# "gelu" with the tanh approximation. "gelu_exact" is not Google's: it is what
-# `write_google_checkpoint` writes for an exact-erf model, so that a file
-# written here reads back unchanged (and Google's own code refuses it rather
-# than silently computing a different function).
+# Google's `hidden_act` names -> BertConfig's ("gelu" is the tanh approximation).
+# "gelu_exact" is ours, for an exact-erf model: Google's code refuses it rather
+# than computing another function.
 _ACTIVATIONS = {"gelu": "gelu_approx", "relu": "relu", "gelu_exact": "gelu"}
 _ACTIVATIONS_OUT = {v: k for k, v in _ACTIVATIONS.items()}
 
@@ -69,10 +67,7 @@ _LAYER_RE = re.compile(r"^bert/encoder/layer_(\d+)/")
 
 
 def config_from_google(values, path="bert_config.json"):
-    """BertConfig from the dict in a Google `bert_config.json`.
-
-    Google's configs have no LayerNorm epsilon: modeling.py always uses 1e-12.
-    """
+    """BertConfig from the dict in a Google `bert_config.json` (LayerNorm epsilon 1e-12)."""
     check_config_object(values, path)
     unknown = sorted(set(values) - set(CONFIG_KEYS) - _IGNOREDCONFIG_KEYS)
     if unknown:

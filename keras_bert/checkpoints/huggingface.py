@@ -49,6 +49,8 @@ SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 PYTORCH_FILE = "pytorch_model.bin"
 PYTORCH_INDEX = "pytorch_model.bin.index.json"
+# A folder's weights files, preferred in this order (and to tf_model.h5).
+WEIGHTS_FILES = (SAFETENSORS_FILE, SAFETENSORS_INDEX, PYTORCH_FILE, PYTORCH_INDEX)
 
 
 _DENSE = (
@@ -161,7 +163,7 @@ def config_from_huggingface(values, path="config.json"):
 
 def find_weights_file(folder):
     """The weights file of a Hugging Face folder, preferring safetensors."""
-    for name in (SAFETENSORS_FILE, SAFETENSORS_INDEX, PYTORCH_FILE, PYTORCH_INDEX):
+    for name in WEIGHTS_FILES:
         candidate = os.path.join(folder, name)
         if os.path.isfile(candidate):
             return candidate

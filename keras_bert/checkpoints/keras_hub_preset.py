@@ -17,12 +17,12 @@ A Keras weights file names each layer after its class, numbered in model order
 `vars/INDEX` in the order the layer created it.
 """
 
-import json
 import os
 
 import numpy as np
 
 from keras_bert.checkpoints.source import CheckpointError, SourceCheckpoint, check_against_config
+from keras_bert.checkpoints.source import read_config_json
 from keras_bert.config import BertConfig
 from keras_bert.models.model_dir import h5_shapes
 
@@ -68,23 +68,15 @@ _BLOCK = {
 _HEAD_KERNEL, _HEAD_BIAS = "layers/dense/vars/0", "layers/dense/vars/1"
 
 
-def _read_json(path, required=True):
-    if not os.path.isfile(path):
-        if required:
-            raise CheckpointError(f"{path} is missing: a keras-hub preset keeps it beside "
-                                  f"{WEIGHTS_FILE}.")
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
-        raise CheckpointError(f"{path} is not valid JSON: {e}") from e
-
-
-def _class_config(values, path):
-    """(class_name, config dict) of a serialized keras-hub object."""
+def _saved_config(path, name):
+    """(class_name, config) of the serialized Keras object in file `name` of the preset
+    `path`, or (None, {}) when the preset has no such file."""
+    file = os.path.join(path, name)
+    if name != CONFIG_FILE and not os.path.isfile(file):
+        return None, {}
+    values = read_config_json(file, f"A keras-hub preset keeps it beside {WEIGHTS_FILE}.")
     if not isinstance(values, dict) or not isinstance(values.get("config"), dict):
-        raise CheckpointError(f"{path}: expected a serialized Keras object "
+        raise CheckpointError(f"{file}: expected a serialized Keras object "
                               f"({{\"class_name\": ..., \"config\": {{...}}}}).")
     return values.get("class_name"), values["config"]
 
@@ -149,7 +141,7 @@ def read_keras_hub_preset(path):
     (128, 2)
     """
     config_file = os.path.join(path, CONFIG_FILE)
-    class_name, values = _class_config(_read_json(config_file), config_file)
+    class_name, values = _saved_config(path, CONFIG_FILE)
     if class_name != "BertBackbone":
         name = OTHER_BACKBONES.get(class_name)
         what = f"a {name} preset (keras-hub {class_name})" if name else (
@@ -198,24 +190,18 @@ def read_keras_hub_preset(path):
         source.weights[google] = np.ascontiguousarray(value)
         source.source_names[google] = f"{WEIGHTS_FILE}:{name}"
 
-    tokenizer_file = os.path.join(path, TOKENIZER_FILE)
-    tokenizer = _read_json(tokenizer_file, required=False)
-    if tokenizer is not None:
-        tokenizer_config = _class_config(tokenizer, tokenizer_file)[1]
-        if isinstance(tokenizer_config.get("lowercase"), bool):
-            source.lowercase = tokenizer_config["lowercase"]
-            source.lowercase_from = f"{tokenizer_file} lowercase"
-            strip = tokenizer_config.get("strip_accents", False)
-            if isinstance(strip, bool) and strip != source.lowercase:
-                # keras-hub's BertTokenizer lower-cases without stripping accents
-                # (Google's uncased BERT strips them): its own rule is kept.
-                source.tokenizer_options["strip_accents"] = strip
-    preprocessor_file = os.path.join(path, PREPROCESSOR_FILE)
-    preprocessor = _read_json(preprocessor_file, required=False)
-    if preprocessor is not None:
-        length = _class_config(preprocessor, preprocessor_file)[1].get("sequence_length")
-        if isinstance(length, int) and 3 <= length <= config.max_position_embeddings:
-            source.max_seq_length = length
+    tokenizer = _saved_config(path, TOKENIZER_FILE)[1]
+    if isinstance(tokenizer.get("lowercase"), bool):
+        source.lowercase = tokenizer["lowercase"]
+        source.lowercase_from = f"{os.path.join(path, TOKENIZER_FILE)} lowercase"
+        strip = tokenizer.get("strip_accents", False)
+        if isinstance(strip, bool) and strip != source.lowercase:
+            # keras-hub's BertTokenizer lower-cases without stripping accents
+            # (Google's uncased BERT strips them): its own rule is kept.
+            source.tokenizer_options["strip_accents"] = strip
+    length = _saved_config(path, PREPROCESSOR_FILE)[1].get("sequence_length")
+    if isinstance(length, int) and 3 <= length <= config.max_position_embeddings:
+        source.max_seq_length = length
     source.head = _read_head(source, path)
     check_against_config(source, describe=lambda g: source.source_names.get(g, g))
     return source
@@ -225,10 +211,9 @@ def _read_head(source, path):
     """The BertTextClassifier head (pooled -> dropout -> dense) of task.json, or None
     (other tasks' weights are reported unused; an activation on the logits is refused)."""
     task_file = os.path.join(path, TASK_FILE)
-    task = _read_json(task_file, required=False)
-    if task is None:
+    if not os.path.isfile(task_file):
         return None
-    class_name, values = _class_config(task, task_file)
+    class_name, values = _saved_config(path, TASK_FILE)
     weights_file = os.path.join(path, TASK_WEIGHTS_FILE)
     arrays = _read_h5(weights_file, source.config) if os.path.isfile(weights_file) else {}
     if class_name not in _CLASSIFIER_TASKS:

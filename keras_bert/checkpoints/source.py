@@ -167,20 +167,17 @@ class SourceCheckpoint:
         lowercase: bool or None when the source doesn't say.
         lowercase_from: str, where `lowercase` was read (for the report).
         tokenizer_options: dict of `BertTokenizer` arguments besides casing that
-            the source's tokenizer sets away from their defaults
-            (`strip_accents`, `tokenize_chinese_chars`, `never_split`).
+            the source's tokenizer sets away from their defaults.
         max_seq_length: int or None, the text length the source's own
-            preprocessor used (keras-hub's preprocessor.json), when it says;
-            None leaves the config's max_position_embeddings.
+            preprocessor used, when it says.
         head: dict or None: a fine-tuned label head the source carries,
             {"task": registered task name, "kernel": [hidden, num_classes],
             "bias": [num_classes], "label_names": list of str or None,
             "source_names": str, optional "options": more task model
             arguments, e.g. {"dropout_rate": 0.1}}.
-        ignored: dict, source tensor name -> why it was deliberately skipped
-            (optimizer slots, step counters, buffers that are not weights).
-        unused: list of source tensor names that no BERT weight maps to
-            (e.g. a fine-tuned classifier head); reported, never loaded.
+        ignored: dict, source tensor name -> why it was deliberately skipped.
+        unused: list of source tensor names that no BERT weight maps to;
+            reported, never loaded.
         warnings: list of str.
     """
 
@@ -228,17 +225,16 @@ class ConversionReport:
         config: the BertConfig of the converted model.
         loaded_parts: subset of ["encoder", "pooler", "mlm_head", "nsp_head"].
         missing_parts: the optional parts ("pooler", "mlm_head", "nsp_head")
-            the source has no weights for. A missing pooler keeps its fresh
-            initialization; missing heads are not created.
+            the source has no weights for.
         num_source_tensors: how many tensors the source holds.
         ignored: dict, source tensor -> reason it was skipped on purpose.
         unused: list of source tensors no BERT weight maps to.
         warnings: list of str.
         max_abs_diff: dict, output name -> max |converted - reference| over real
             positions, filled in by the numeric check (empty without it).
-        reference: what the check compared against ("transformers" or "numpy").
+        reference: what the check compared against ("transformers", "numpy", ...).
         text_settings: dict, the task.json text settings written with the
-            model ("lowercase", "max_seq_length"), as taken from the source.
+            model, as taken from the source (`convert.text_settings`).
         label_names: list of str or None, a carried-over head's labels.
     """
 

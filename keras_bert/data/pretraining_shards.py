@@ -181,13 +181,10 @@ def create_pretraining_shard(input_files, output_dir, vocab_file, config=None,
     shard, in any order, on any machines, into one `output_dir`.
 
     Args:
-        input_files, vocab_file, config: as for `create_pretraining_data`;
-            every shard of a set gets the same ones (their identity is
-            checked: shards of other settings are refused).
+        input_files, vocab_file, config, progress: as for
+            `create_pretraining_data`; every shard of a set gets the same ones.
         output_dir: str, missing, empty, or holding this set's shards only.
         shard_index, num_shards: int, which shard (0-based) of how many.
-        progress: optional callable(num_bytes, total_bytes) as input is read
-            (every shard reads the whole corpus; it tokenizes its windows only).
         command: optional list of str, the tool's arguments, recorded so that
             a missing shard's error can give the command that writes it.
 
