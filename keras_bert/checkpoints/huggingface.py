@@ -110,20 +110,14 @@ _WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
 
 
 def _other_architecture(architectures):
-    """(class name, display name) of a non-BERT class in config.json's
-    architectures ("RobertaForSequenceClassification", "TFDistilBertModel"), or None."""
-    known = {re.sub(r"[-_]", "", key): name for key, name in OTHER_ARCHITECTURES.items()}
+    """(class name, model_type) of a non-BERT class in config.json's architectures
+    ("RobertaForSequenceClassification", "TFDistilBertModel"), or None."""
+    known = {re.sub(r"[-_]", "", key): key for key in OTHER_ARCHITECTURES}
     for architecture in architectures if isinstance(architectures, list) else []:
         base = re.sub(r"^TF|(?:Model|For\w+|LMHead\w*)$", "", str(architecture)).lower()
         if base in known:
             return str(architecture), known[base]
     return None
-
-
-def _family_type(display_name):
-    """The model_type of a variant keras_bert reads ("distilbert" for "DistilBERT"), else None."""
-    return next((key for key in bert_family.MODEL_TYPES
-                 if OTHER_ARCHITECTURES[key] == display_name), None)
 
 
 def read_config_file(config_file, missing_hint):
@@ -139,13 +133,14 @@ def config_from_huggingface(values, path="config.json"):
     model_type = bert_family.model_type_of(values)
     other = _other_architecture(values.get("architectures"))
     if model_type == "bert" and other:
+        name = OTHER_ARCHITECTURES[other[1]]
         raise CheckpointError(
-            f"{path}: this is a {other[1]} checkpoint (architectures {other[0]!r}), not BERT; "
+            f"{path}: this is a {name} checkpoint (architectures {other[0]!r}), not BERT; "
             f"keras_bert loads BERT and its variants {_VARIANTS}: other architectures "
             f"differ in position ids, normalization or names."
-            + (f" This config.json says model_type 'bert' (or none); a {other[1]} folder that "
-               f"transformers saved says {_family_type(other[1])!r}: set it in config.json."
-               if _family_type(other[1]) else ""))
+            + (f" This config.json says model_type 'bert' (or none); a {name} folder that "
+               f"transformers saved says {other[1]!r}: set it in config.json."
+               if other[1] in bert_family.MODEL_TYPES else ""))
     if model_type in bert_family.MODEL_TYPES:
         return bert_family.config_from_family(values, path)
     if model_type != "bert":

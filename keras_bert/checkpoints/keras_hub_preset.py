@@ -125,11 +125,6 @@ def read_keras_hub_preset(path):
     Args:
         path: the preset folder (see the module docstring).
 
-    Returns:
-        SourceCheckpoint (format "keras_hub") in Google's names and layout,
-        with `lowercase` from tokenizer.json, `max_seq_length` from
-        preprocessor.json and, for a fine-tuned BertTextClassifier, its head.
-
     Raises:
         CheckpointError: a missing file, a backbone other than BertBackbone
             (named), a head keras_bert's BertClassifier cannot reproduce, or a

@@ -168,10 +168,8 @@ def strip_scope(variables):
 
 
 def bert_weights(source, variables, where):
-    """Moves the BERT variables of `variables` into `source` (Google names).
-
-    Returns the names that are not BERT's, in order.
-    """
+    """Moves the BERT variables of `variables` into `source` (Google names); returns
+    the names that are not BERT's, in order."""
     rest = []
     for name, (key, value) in variables.items():
         google, kind = bert_family.match(_RULES, name)
@@ -221,10 +219,8 @@ def config_from_shapes(variables, hidden_act, where):
 
 
 def walk_layers(configs):
-    """Every layer config (dicts with class_name and config) in the metadata, nested too.
-
-    class_name loses its package ("Text>BertEncoder" -> "BertEncoder").
-    """
+    """Every layer config (dicts with class_name and config) in the metadata, nested too;
+    class_name loses its package ("Text>BertEncoder" -> "BertEncoder")."""
     stack, out = list(configs), []
     while stack:
         item = stack.pop()

@@ -40,8 +40,6 @@ from keras_bert.files import OutputError, write_text_atomic
 CACHE_ENV = "KERAS_BERT_CACHE"
 # Bumped when the converter writes model directories differently, so older
 # cached conversions are not reused.
-# 4: a Hugging Face folder's tokenizer.json vocabulary wins over its vocab.txt;
-# 3: keyed by content; 2: a BertForQuestionAnswering folder -> span_qa.
 CACHE_VERSION = 4
 _BLOCK_BYTES = 1 << 20
 logger = logging.getLogger(__name__)

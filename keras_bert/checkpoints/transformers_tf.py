@@ -132,14 +132,9 @@ def read_transformers_tf_checkpoint(path):
         path: the folder (config.json, tf_model.h5, vocab.txt), or the
             tf_model.h5 inside it.
 
-    Returns:
-        SourceCheckpoint in Google's names and layout, format "transformers_tf".
-
     Raises:
         CheckpointError: a missing, truncated or corrupt file, a config that
-            is not BERT (RoBERTa, DistilBERT, ... are refused by name), or a
-            weight whose shape differs from what config.json implies (the
-            message names the h5 weight).
+            is not BERT, or a weight whose shape differs from config.json's.
 
     Example:
     >>> source = read_transformers_tf_checkpoint("my_tf_classifier")

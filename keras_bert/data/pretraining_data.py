@@ -680,7 +680,7 @@ def _metadata(input_files, vocab_copy, config, num_shards, shards, identity):
     tokens, _ = load_vocabulary(vocab_copy)
     is_next = sum(s["num_is_next"] for s in shards)
     random_next = sum(s["num_random_next"] for s in shards)
-    metadata = {
+    return {
         "format": FORMAT,
         "version": VERSION,
         **dataclasses.asdict(config),
@@ -699,7 +699,6 @@ def _metadata(input_files, vocab_copy, config, num_shards, shards, identity):
         "input_files": [os.fspath(p) for p in input_files],
         "identity": identity,
     }
-    return metadata
 
 
 def _run_in_processes(tasks, num_workers, progress, total_bytes):

@@ -107,10 +107,8 @@ def delimited_rows(path, delimiter, report, label_column=None):
 
 def table_rows(path, file_format, columns, report, label_column=None,
                column_flags="--text-column and --label-column"):
-    """Yields ("FILE:LINE", {column: value}) for each row of a CSV, TSV or JSON Lines file.
-
-    Bad rows are reported to `report` and not yielded (see the module
-    docstring); blank lines are passed over.
+    """Yields ("FILE:LINE", {column: value}) for each row of a CSV, TSV or JSON Lines file;
+    bad rows are reported to `report` (see the module docstring), blank lines passed over.
 
     Args:
         path: str, the file (checked to be text by the caller).
@@ -179,11 +177,8 @@ def table_rows(path, file_format, columns, report, label_column=None,
 
 
 def row_text(values, column, where, report):
-    """The text in `values[column]`, or None after reporting why the row is bad.
-
-    A missing column and a value that is not a string are a "malformed row",
-    an empty or all-whitespace text an "empty text".
-    """
+    """The text in `values[column]`, or None after reporting the row as a "malformed
+    row" (no such column, not a string) or an "empty text"."""
     value = values.get(column)
     if value is None:
         report.skip(where, "malformed row", f"no {column!r}")
