@@ -18,10 +18,8 @@ import re
 from keras_bert.checkpoints.source import CheckpointError, first_line
 
 #: Well-known names -> Hugging Face Hub ids (or, for a keras-hub preset the
-#: Hub does not hold, its Kaggle handle). keras-hub's BERT presets were
-#: converted from Google's original releases, which the Hub holds under
-#: google-bert/ (base, large) and google/ (the 24 smaller BERTs of "Well-Read
-#: Students Learn Better", named bert_uncased_L-{layers}_H-{hidden}_A-{heads}).
+#: Hub does not hold, its Kaggle handle). keras-hub's BERT presets are Google's
+#: releases, which the Hub holds under google-bert/ and google/.
 KNOWN_NAMES = {
     # The legacy transformers names (the Hub redirects them to google-bert/).
     "bert-base-uncased": "google-bert/bert-base-uncased",
@@ -54,9 +52,7 @@ KNOWN_NAMES = {
 KAGGLE = "kaggle://"
 
 # What a download fetches: the config, tokenizer files and one weights format
-# (safetensors first; pytorch_model.bin only when a repository has no
-# safetensors; tf_model.h5 only when it has neither, as a TF model pushed with
-# push_to_hub). Flax and onnx files are left on the Hub.
+# (the first of safetensors, pytorch_model.bin, tf_model.h5 the repository has).
 _TEXT_FILES = ["config.json", "vocab.txt", "tokenizer_config.json", "tokenizer.json",
                "special_tokens_map.json", "sentencepiece.bpe.model", "vocab.json", "merges.txt"]
 _SAFETENSORS = ["model.safetensors", "model.safetensors.index.json", "model-*.safetensors"]

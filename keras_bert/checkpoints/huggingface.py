@@ -172,10 +172,8 @@ def find_weights_file(folder):
 
 
 def load_tensors(weights_file):
-    """dict, tensor name -> numpy array, from a safetensors or PyTorch file.
-
-    A `.index.json` loads every shard it lists.
-    """
+    """dict, tensor name -> numpy array, from a safetensors or PyTorch file (or every
+    shard a `.index.json` lists)."""
     if weights_file.endswith(".index.json"):
         try:
             with open(weights_file, encoding="utf-8") as f:

@@ -159,12 +159,8 @@ def read_preprocess(folder):
 
 
 def read_tf_hub_saved_model(path):
-    """Reads a TF Hub / Kaggle BERT SavedModel (or a model holding one) into a SourceCheckpoint.
-
-    Args:
-        path: an encoder SavedModel folder; a folder holding an encoder and its
-            preprocess SavedModel as subfolders; or a user's SavedModel with a
-            hub.KerasLayer BERT and a classification head.
+    """Reads a TF Hub / Kaggle BERT SavedModel (or a model holding one: see the module
+    docstring) into a SourceCheckpoint.
 
     Raises:
         CheckpointError: not a BERT SavedModel (the message names what was found),

@@ -37,14 +37,11 @@ def training_batches(dataset, batch_size, max_seq_length, seed=None, input_pipel
         seed: int or None, shuffle seed (reshuffled every pass).
         input_pipeline_id, num_input_pipelines: ints (multi-worker
             training). With a seed, every pipeline draws the same batches of
-            n * `batch_size` and keeps its slice, i of n: together the
-            workers train on the batches of one process with the global
-            batch size. Without one, pipeline i reads every n-th example.
-        padding_values: structure like an element, or None for 0 everywhere
-            (token labels pad with -1 = ignored).
+            n * `batch_size` and keeps its slice, i of n (the batches of one
+            process). Without one, pipeline i reads every n-th example.
+        padding_values: structure like an element, or None for 0 everywhere.
         element_length: function of an element's parts -> int32 scalar, the
-            length that picks its bucket (every sequence of the element is
-            padded to that bucket's edge); None: the features' token_ids.
+            length that picks its bucket; None: the features' token_ids.
 
     Returns:
         A `tf.data.Dataset` of batches.

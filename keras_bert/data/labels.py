@@ -1,10 +1,4 @@
-"""Label names: the one precedence that picks them and the one encoding to ids.
-
-A label (a class of a text, a tag of a word) that is not among the model's
-`label_names` is an error by default, naming its file and line (metrics
-over a silently shrunk eval set would mislead), or is skipped and counted
-in the reading's `DataReport` with `unknown_labels="skip"`.
-"""
+"""Label names: the one precedence that picks them and the one encoding to ids."""
 
 import decimal
 import re

@@ -16,10 +16,8 @@ _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"
 class ParallelExamples:
     """Base of a reader's examples: a dataclass of parallel lists and a report.
 
-    Its first field sets the length; `subset` picks the same entries of
-    every list field (a field left None stays None) and keeps the fields
-    named in `whole_fields` (facts of the whole reading: the `DataReport`,
-    the label names a source declares) as they are.
+    Its first field sets the length; `subset` picks the same entries of every
+    list field and keeps the fields named in `whole_fields` as they are.
     """
 
     whole_fields = ("report",)
