@@ -245,13 +245,8 @@ def build_model(source):
         warnings=list(source.warnings),
     )
     # An encoder without a pooler (use_pooler=False) has no pooler to miss.
-    parts = {} if not source.config.use_pooler else {
-        "pooler": source.has_part(POOLER_WEIGHTS),
-    }
-    parts.update({
-        "mlm_head": source.has_part(MLM_WEIGHTS),
-        "nsp_head": source.has_part(NSP_WEIGHTS),
-    })
+    parts = {"pooler": source.has_part(POOLER_WEIGHTS)} if source.config.use_pooler else {}
+    parts.update(mlm_head=source.has_part(MLM_WEIGHTS), nsp_head=source.has_part(NSP_WEIGHTS))
     encoder = BertEncoder(**source.config.to_dict())
     model = encoder
     head = source.head
