@@ -1,47 +1,32 @@
 """A resumable training loop for Keras models under any tf.distribute strategy.
 
-Why not `model.fit`: (1) Keras 3 `fit` under MultiWorkerMirroredStrategy
-fails on TF 2.21 (keras-team/keras#20585: `_maybe_symbolic_build` reduces a
-PerReplica batch; and `reduce_per_replica` then reduces scalar metrics along
-axis 0); (2) `fit` owns its data iterator, so a checkpoint cannot hold the
-data position. This loop reuses the model's own `compute_loss` and metrics
-and Keras callbacks (progress bar, TensorBoard, ...), and owns:
+Why not `model.fit`: Keras 3 `fit` under MultiWorkerMirroredStrategy fails
+on TF 2.21 (keras-team/keras#20585), and `fit` owns its data iterator, so a
+checkpoint cannot hold the data position. This loop reuses the model's
+`compute_loss`, metrics and Keras callbacks, and owns:
 
-- the step: forward, `compute_loss`, gradient and `optimizer.apply_gradients`
-  run in `strategy.run`; with `jit_compile`, XLA compiles the whole step on
-  one replica, and the forward/backward part with several (the optimizer's
-  cross-replica `merge_call` cannot be inside XLA);
-- the data: one `tf.data` iterator per worker (each worker reads its shard;
-  with several local replicas a worker's batch is sliced among them), saved
-  in the checkpoint, so a resumed run continues at the next unseen batch;
-- checkpoints: `tf.train.CheckpointManager` over model (with dropout RNG
-  state), optimizer (moments, step counter, gradient accumulators) and the
-  step, every `checkpoint_every` steps, plus one data-iterator checkpoint per
-  worker. On restart the latest checkpoint is restored automatically;
+- the step, run in `strategy.run`; with `jit_compile`, XLA compiles the whole
+  step on one replica, the forward/backward part with several (the
+  optimizer's cross-replica `merge_call` cannot be inside XLA);
+- the data: one `tf.data` iterator per worker, saved in the checkpoint, so a
+  resumed run continues at the next unseen batch;
+- checkpoints of model (with its dropout RNG state), optimizer and step
+  every `checkpoint_every` steps, restored automatically on restart;
 - numbers: a non-finite loss or weight stops the run (`NonFiniteError`)
   before anything of that step is saved or shown to callbacks;
 - stopping: SIGTERM or Ctrl-C saves the current step and raises
-  `TrainingInterrupted`. With several workers every step also sums the
-  workers' stop votes (one scalar all-reduce), so a signal to any worker
-  stops all at one step, each saving it; a save ends with a barrier; a
-  peer that vanished mid-collective becomes `WorkerLostError`.
+  `TrainingInterrupted`; with several workers, each step sums their stop
+  votes, so all stop at one step; a vanished peer becomes `WorkerLostError`.
 
-A checkpoint is one unit: every worker's data-iterator checkpoint
-(data-worker-K/ckpt-N) is written first, then the model/optimizer/step
-checkpoint ckpt-N, then the manager's "checkpoint" file, which TensorFlow
-replaces atomically: that file naming ckpt-N is the unit's commit. Only
-after it are older units pruned (the manager's sweep; data checkpoints
-that no committed unit names). A kill at any point leaves the last
-committed unit whole; the parts of an uncommitted one (ckpt-N_temp
-folders, files of steps after the committed one) are removed at the next
-start. Each step is named (`keras_bert.steps`): tests kill the writer
-between them.
+A checkpoint unit is committed by the manager's "checkpoint" file, which
+TensorFlow replaces atomically, written after every worker's data-iterator
+checkpoint and ckpt-N; only then are older units pruned. Parts of an
+uncommitted unit are removed at the next start. Each step is named
+(`keras_bert.steps`) so that tests can kill the writer between them.
 
-The per-worker iterator is a plain `tf.data` iterator because the
-distributed iterators of `strategy.experimental_distribute_dataset` are not
-trackable by `tf.train.Checkpoint`. TPUStrategy needs those for its infeed:
-there (untested, no TPU here) model, optimizer and step resume, while the
-data stream restarts from its beginning.
+Distributed iterators are not trackable by `tf.train.Checkpoint`, and
+TPUStrategy needs one for its infeed: there (untested) the data stream
+restarts from its beginning on resume.
 """
 
 import contextlib
@@ -57,7 +42,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert import steps, storage
-from keras_bert.files import remove_own, write_text_atomic
+from keras_bert.files import remove_own, write_bytes_atomic
 from keras_bert.training.distribute import worker_info
 
 CHECKPOINT_NAME = "ckpt"
@@ -126,18 +111,10 @@ class NonFiniteError(ValueError):
 
 
 def write_json_atomic(path, value):
-    """Writes `value` as JSON to `path` so that a kill leaves the old file or the new one.
-
-    Local paths are written to a temporary sibling and renamed
-    (`keras_bert.files.write_text_atomic`); on object stores (gs://) a
-    write becomes visible whole, when the object is closed.
-    """
+    """Writes `value` as JSON to `path` so that a kill leaves the old file or
+    the new one (`files.write_bytes_atomic`)."""
     text = json.dumps(value, indent=1, sort_keys=True) + "\n"
-    if "://" in os.fspath(path):
-        with storage.open_file(path, "w") as f:
-            f.write(text)
-    else:
-        write_text_atomic(path, text)
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def read_json_state(path, what, way_out):
@@ -167,9 +144,8 @@ _VOTES = "_stop_votes"  # The train function's result: the workers' summed stop 
 class TrainingInterrupted(Exception):
     """Raised by `Trainer.train` after SIGTERM or SIGINT (Ctrl-C), once a checkpoint is saved.
 
-    With several workers, a signal to any of them stops all of them at the
-    same step, each with a checkpoint of it; the workers that received no
-    signal raise this with `by_peer` True and signum SIGTERM.
+    Workers that received no signal themselves raise it with `by_peer` True
+    and signum SIGTERM.
 
     Attributes:
         step: int, the step saved.
@@ -406,8 +382,7 @@ class Trainer:
     def restore(self):
         """Restores the latest committed checkpoint, if any. Returns the step reached (0: none).
 
-        Parts of a unit that was never committed (a writer killed mid-save)
-        are removed first: ckpt-N_temp folders, and files of later steps.
+        Parts of a unit never committed (a writer killed mid-save) are removed first.
         """
         latest = tf.train.latest_checkpoint(self.checkpoint_dir)
         committed = _committed_steps(self.checkpoint_dir) if latest else []
@@ -434,12 +409,10 @@ class Trainer:
         return os.path.join(self._data_dir, f"{CHECKPOINT_NAME}-{step}")
 
     def save(self):
-        """Writes a checkpoint unit of the current step (all workers must call it).
+        """Writes a checkpoint unit of the current step (all workers must call it):
+        data iterator, model/optimizer/step, the "checkpoint" file (the commit),
+        then pruning. Refuses (`NonFiniteError`) weights that are not finite."""
 
-        Order (see the module docstring): data iterator, model/optimizer/
-        step, the "checkpoint" file (the commit), then pruning. Refuses
-        (`NonFiniteError`) weights that are not finite.
-        """
         step = int(self.step.numpy())
         self.check_finite_weights(step)
         steps.reached("checkpoint-begin", step)
@@ -505,13 +478,9 @@ class Trainer:
 
     @contextlib.contextmanager
     def _peers_answer(self, step_of):
-        """Turns a lost peer's error (with several workers) into `WorkerLostError`.
-
-        `step_of()` gives the last step done when the error came.
-
-        Ops run asynchronously, so the error can also surface after the step
-        returned: where its results are read, or in an eager collective.
-        """
+        """Turns a lost peer's error (with several workers) into `WorkerLostError`;
+        `step_of()` gives the last step done. Ops run asynchronously, so the
+        error can surface where a step's results are read."""
         try:
             yield
         except _PEER_ERRORS as e:
@@ -535,15 +504,12 @@ class Trainer:
     def train(self, num_steps, callbacks=None, verbose=1, log_every=100):
         """Trains until step `num_steps`, resuming from the latest checkpoint.
 
-        Metrics are running means since the last multiple of `log_every`
-        (they are reset there). SIGTERM or SIGINT (Ctrl-C) finishes the
-        current step, saves a checkpoint and raises `TrainingInterrupted`; a
-        second Ctrl-C stops at once, unsaved. With several workers a signal
-        to any one stops all: the workers' votes are summed in every step,
-        so each finishes the next step, saves that same step and raises.
-        A worker that stops answering (killed, its machine lost) ends the
-        others with `WorkerLostError` once the strategy's health check
-        (every 30 s) finds it gone.
+        Metrics are running means since the last multiple of `log_every`.
+        SIGTERM or SIGINT (Ctrl-C) finishes the current step, saves a
+        checkpoint and raises `TrainingInterrupted` (on every worker); a
+        second Ctrl-C stops at once, unsaved. A worker that stops answering
+        ends the others with `WorkerLostError`.
+
 
         Args:
             num_steps: int, the final step (optimizer updates in total).
