@@ -65,10 +65,7 @@ STATE_FILE = "finetune_state.json"
 
 
 def predict_batches(model, dataset):
-    """Runs `model` (inference mode) over (features, ...) batches; yields numpy outputs.
-
-    Every evaluation reuses one traced function (`inference_function`).
-    """
+    """Runs `model` (inference mode) over (features, ...) batches; yields numpy outputs."""
     spec = dataset.element_spec
     features_spec = spec[0] if isinstance(spec, tuple) else spec
     predict = inference_function(model, features_spec)
@@ -82,17 +79,9 @@ def _infer(model, features):
 
 
 def inference_function(model, features_spec):
-    """`model(x, training=False)` as a tf.function for inputs like `features_spec`, kept on the model.
-
-    Args:
-        model: a Keras model.
-        features_spec: a structure of `tf.TensorSpec` (a dataset's
-            `element_spec` of the features); its shapes are relaxed to
-            None in every dimension.
-
-    Returns:
-        A `tf.function` traced at most once.
-    """
+    """`model(x, training=False)` as a tf.function, kept on the model and traced
+    at most once for inputs like `features_spec` (a structure of `tf.TensorSpec`,
+    relaxed to None in every dimension)."""
     signature = tf.nest.map_structure(
         lambda s: tf.TensorSpec([None] * s.shape.rank, s.dtype), features_spec)
     key = repr(signature)
@@ -112,14 +101,11 @@ def inference_function(model, features_spec):
 class FinetuneTask:
     """Shared setup: the model directory, its preprocessor, label names.
 
-    The preprocessor is resolved once, here (`build_preprocessor`), packs
-    the training and eval data (`prepare`) and is the built model's
-    `preprocessor`, so the saved model packs as training did.
-
-    Subclasses set `name`, `model_class`, `metrics` (higher is better, the
-    first is the default early-stopping metric) and implement `prepare`,
-    `model_kwargs`, `evaluate`. The loss is the model's own
-    (`model_class.default_loss`, what `compile()` uses by default).
+    The one preprocessor packs the training and eval data (`prepare`) and is
+    the built model's, so the saved model packs as training did. Subclasses
+    set `name`, `model_class`, `metrics` (higher is better, the first is the
+    default early-stopping metric) and implement `prepare`, `model_kwargs`,
+    `evaluate`; the loss is the model's default.
     """
 
     name = None
@@ -180,16 +166,9 @@ class FinetuneTask:
         return None
 
     def resolve_label_names(self, given, train, labels=None, declared=None, minimum=1, why=""):
-        """The run's label names: `labels.resolve_label_names` (the task option >
-        the data source's > the model directory's > inferred from `train`).
-
-        Args:
-            given: the task option's label names (or None).
-            train: the training examples (reader output).
-            labels: their labels, default `train.labels`.
-            declared: names the data source declares (or None).
-            minimum, why: see `labels.resolve_label_names`.
-        """
+        """The run's label names (`labels.resolve_label_names`): the task option's
+        (`given`) > the data source's (`declared`) > the model directory's >
+        inferred from `labels` (default `train.labels`)."""
         return labels_lib.resolve_label_names(
             given, self.base_label_names(), train.labels if labels is None else labels,
             declared=declared, source=getattr(train.report, "source", "the training data"),
@@ -205,10 +184,10 @@ class FinetuneTask:
             global_clipnorm=options.global_clipnorm)
 
     def build_model(self, dtype=None):
-        """The task model of `model_dir`, carrying the run's preprocessor (the object
-        that packed the data): save_pretrained writes its settings into task.json."""
-        # "auto": a fine-tuned directory of the task keeps its head unless
-        # the new labels change its shape (then a warning says it is new).
+        """The task model of `model_dir`, carrying the run's preprocessor.
+
+        A fine-tuned directory of the task keeps its head unless the new
+        labels change its shape (`new_head="auto"`)."""
         return self.model_class.from_pretrained(
             self.model_dir, dtype=dtype, new_head="auto", preprocessor=self.preprocessor,
             **self.model_kwargs())
@@ -273,9 +252,8 @@ class FinetuneTask:
 class FinetuneOptions(FinetuneFields):
     """The generic hyperparameters and switches of `finetune`; CLI flags use the same names.
 
-    A task's own settings are its options dataclass (`TaskSpec.options`),
-    given to `finetune` as `task_options=`. The fields and their defaults
-    are `FinetuneFields`'; this class adds the checks.
+    The fields and defaults are `FinetuneFields`'; a task's own settings are
+    its `TaskSpec.options` dataclass (`finetune(task_options=...)`).
 
     Args:
         learning_rate: float, peak AdamW learning rate.
@@ -370,8 +348,7 @@ FinetuneOptions.__init__ = _refuse_task_fields(FinetuneOptions.__init__)
 
 def _finetune_jit_compile(options, strategy):
     """Like `resolve_jit_compile`, but "auto" is off on a CPU-only machine: XLA
-    compiles each length bucket, and on CPU the compiled step is slower
-    (BENCHMARKS.md, finetune-step)."""
+    compiles each length bucket, and on CPU the compiled step is slower."""
     if options.jit_compile == "auto" and not tf.config.list_logical_devices("GPU"):
         return False
     return resolve_jit_compile(options.jit_compile, options.dtype, strategy)
@@ -470,14 +447,7 @@ CHECKPOINT_DIR_KIND = Kind("fine-tuning checkpoint folder", check=_is_checkpoint
 def check_outputs(model_dir, output_dir, checkpoint_dir, inputs=()):
     """Raises unless `finetune` may write `output_dir` (new, empty or a model
     directory) and `checkpoint_dir` (new, empty or one `finetune` wrote), both
-    apart from the inputs. Nothing is written.
-
-    Args:
-        model_dir: str, the model fine-tuned from (an input).
-        output_dir: str, the model directory to write.
-        checkpoint_dir: str, the resumable checkpoints' folder.
-        inputs: more input paths (the data files), never written over.
-    """
+    apart from `model_dir` and the other `inputs`. Nothing is written."""
     inputs = [model_dir, *inputs]
     prepare_output_dir(output_dir, MODEL_DIR_KIND, inputs=inputs)
     prepare_output_dir(checkpoint_dir, CHECKPOINT_DIR_KIND,
@@ -522,12 +492,9 @@ _SAMPLE_BLOCKS, _BLOCK_BYTES = 64, 1024 * 1024
 
 
 def file_fingerprint(path):
-    """{"path", "size", "sha256"} of a data file, cheap for large files.
-
-    Larger files than 256 MiB hash their size and 64 blocks of 1 MiB spread
-    evenly over the file: an edit between those blocks that keeps the size
-    goes unseen.
-    """
+    """{"path", "size", "sha256"} of a data file. Files over `_FULL_HASH_BYTES`
+    hash their size and `_SAMPLE_BLOCKS` blocks spread evenly over the file
+    (a same-size edit between them goes unseen)."""
     size = storage.size(path)
     digest = hashlib.sha256()
     with storage.open_file(path, "rb") as f:
@@ -617,11 +584,9 @@ class _EvalAndKeepBest(keras.callbacks.Callback):
 
 
 class _Runner:
-    """One fine-tuning run's state (kept in STATE_FILE for resuming).
+    """One fine-tuning run's state (kept in STATE_FILE for resuming); a resume
+    continues only the same data files, options, model and example count."""
 
-    A resume continues only the same run: the same data files (`data_files`)
-    and options, model and example count (`fingerprint`).
-    """
 
     def __init__(self, task, output_dir, checkpoint_dir, options, fingerprint, is_chief,
                  data_files=()):
@@ -713,6 +678,7 @@ class _Runner:
             self.on_epoch_end(self.state["history"][-1], improved)
 
 
+@default_log_handler()
 def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
              checkpoint_dir=None, callbacks=None, strategy=None, log_dir=None, progress="auto",
              task_options=None, on_epoch_end=None):
@@ -770,16 +736,6 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     ...                   task_options=ClassificationOptions(label_names=["neg", "pos"]))
     >>> result.best_metrics["accuracy"]
     """
-    with default_log_handler():
-        return _finetune(task, model_dir, output_dir, train_data, eval_data, options,
-                         checkpoint_dir, callbacks, strategy, log_dir, progress, task_options,
-                         on_epoch_end)
-
-
-def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
-              checkpoint_dir=None, callbacks=None, strategy=None, log_dir=None, progress="auto",
-              task_options=None, on_epoch_end=None):
-    """`finetune`, with its logging set up."""
     task_class = finetune_task_class(task)
     options = options or FinetuneOptions()
     task_options = _check_task_options(task, task_options)
