@@ -72,11 +72,9 @@ class Kind:
         name: str, for messages ("keras_bert model directory").
         required: tuple of names that must all be present.
         allowed: tuple of names or glob patterns that may be present (the
-            required ones included), or None for anything: a folder with
-            any other entry is not recognized, since replacing it would
-            delete that entry.
-        check: optional callable(path) -> bool, a further test (e.g. that a
-            marker file parses).
+            required ones included), or None for anything: replacing a folder
+            with any other entry would delete it, so it is not recognized.
+        check: optional callable(path) -> bool, a further test.
     """
 
     name: str
@@ -101,8 +99,8 @@ class Kind:
 
 
 def real_path(path):
-    """`path` absolute, with every symbolic link resolved (the target is written);
-    a remote path (`gs://...`) as given, less a trailing "/"."""
+    """`path` absolute with every symbolic link resolved; a remote path as given,
+    less a trailing "/"."""
     if storage.is_remote(path):
         return os.fspath(path).rstrip("/")
     return os.path.realpath(os.path.abspath(os.fspath(path)))
@@ -113,16 +111,9 @@ def _within(path, root):
 
 
 def check_not_input(output, inputs, flag="the output"):
-    """Raises OutputError if writing `output` could clobber one of `inputs`.
-
-    Refused: an output that is an input, one that contains an input (a
-    folder holding it), and an existing output inside an input folder.
-
-    Args:
-        output: str, the path to be written.
-        inputs: iterable of str paths (None entries are skipped).
-        flag: str, how the user named the output, for the message.
-    """
+    """Raises OutputError if writing `output` (named `flag` in the message) could
+    clobber one of `inputs` (None entries skipped): an output that is or
+    contains an input, or an existing output inside an input folder."""
     out = real_path(output)
     for item in inputs:
         if item is None:
@@ -140,10 +131,9 @@ def check_not_input(output, inputs, flag="the output"):
 
 
 def check_writable(path, flag="The output"):
-    """Raises OutputError unless `path` can be created or replaced: its
-    nearest existing parent must be a folder this process may write in.
-    A remote path (gs://...) is checked for a registered file system only
-    (`keras_bert.storage.check_filesystem`). Nothing is written."""
+    """Raises OutputError unless `path` can be created or replaced: its nearest
+    existing parent must be a folder this process may write in (a remote path:
+    a registered file system). Nothing is written."""
     path = os.fspath(path)
     if storage.is_remote(path):
         storage.check_filesystem(path, flag=flag)
@@ -167,8 +157,8 @@ def _sample(names, count=5):
 def prepare_output_dir(path, kind, overwrite=True, inputs=(), overwrite_flag="--overwrite"):
     """Checks that the folder `path` may be (re)written; returns its real path.
 
-    Nothing is written or deleted. Call it before any long work, so that a
-    refused output fails at once.
+    Nothing is written. Call it before any long work, so that a refused
+    output fails at once.
 
     Args:
         path: str, the output folder.
@@ -253,8 +243,7 @@ def _lock(handle, folder):
 
 
 def _lock_holder(handle):
-    """Who holds the flock on the open folder `handle`: "process PID (COMMAND)"
-    from /proc/locks where the system has it."""
+    """Who holds the flock on the open folder `handle`, from /proc/locks."""
     inode = str(os.fstat(handle).st_ino)
     with contextlib.suppress(OSError):
         with open("/proc/locks", encoding="utf-8") as f:
@@ -503,7 +492,7 @@ def _extension(name):
 @contextlib.contextmanager
 def _atomic_remote(target):
     """`atomic_file` for a remote file: a local temporary, then one upload (an
-    object appears whole when its upload ends, so no marker is needed)."""
+    object appears whole, so no marker is needed)."""
     storage.check_filesystem(target, flag="The output")
     name = os.path.basename(target)
     extension = _extension(name)
@@ -589,9 +578,9 @@ def write_text_atomic(path, text):
 
 
 def write_bytes_atomic(path, data):
-    """Writes `data` (bytes) to `path`: through `atomic_file` on a local path;
-    on a store's path ("gs://", "ram://") by the store's own write, which has
-    no rename to stage with (a remote reader may see the write in progress)."""
+    """Writes `data` (bytes) to `path`: through `atomic_file` on a local path, by
+    the store's own write on a remote one (no rename to stage with)."""
+
     if storage.is_remote(path):
         storage.write_bytes(path, data)
         return path

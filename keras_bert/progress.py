@@ -1,9 +1,7 @@
 """One progress display for long work: a Keras progress bar on a terminal, plain lines elsewhere.
 
-Every tool and training loop reports progress through `Progress`: on a
-terminal, `keras.utils.Progbar` (bar, count, ETA, values); in a log file or a
-pipe, a plain line every `every` units or `interval` seconds, with no
-carriage returns and no colour codes. Imports nothing from keras_bert.
+In a log file or a pipe, a plain line every `every` units or `interval`
+seconds, with no carriage returns and no colour codes.
 
 Example:
 >>> progress = Progress(total=num_lines, unit="line")
@@ -24,15 +22,11 @@ MODES = ("auto", "bar", "lines")
 def default_log_handler(name="keras_bert", stream=None):
     """Shows the library's INFO lines while the block runs, when nobody configured logging.
 
-    Python shows nothing below WARNING without a handler, so inside this
-    block, if neither the `keras_bert` logger nor the root logger has one, a
-    handler writing the bare message to `stream` at INFO is attached (and
-    removed at the end). A program that configures logging keeps its own.
-
-    Args:
-        name: str, the logger to show.
-        stream: file, or None for sys.stdout.
+    If neither the logger `name` nor the root logger has a handler, one
+    writing the bare message to `stream` (None: sys.stdout) at INFO is
+    attached for the block. A program that configures logging keeps its own.
     """
+
     logger = logging.getLogger(name)
     if logger.handlers or logging.getLogger().handlers:
         yield
@@ -104,12 +98,11 @@ class Progress:
         format_line: callable(done, values) -> str, the text of a line
             (default: "UNIT done/total (pct%) name value ... rate/s");
             " ETA ..." is appended while work remains.
-        lines_in_bar_mode: also print the lines (above the bar) on a terminal,
-            for a record that stays on screen.
+        lines_in_bar_mode: also print the lines (above the bar) on a terminal.
 
-    Lines mode keeps quiet for work that ends within `interval` seconds
-    without having printed a line: a short job prints nothing.
+    In lines mode a job that ends within `interval` seconds prints nothing.
     """
+
 
     def __init__(self, total, unit="step", mode="auto", every=None, interval=10.0,
                  stream=None, initial=0, format_line=None, lines_in_bar_mode=False):

@@ -150,9 +150,8 @@ def normpath(path):
 
 
 def _ram_child(folder, name):
-    """Whether ram:// lists `name` in `folder` for a real entry: a file by its
-    exact name, or a folder that is not the tail of a sibling's name
-    ("out" lists ".keras" for "out.keras")."""
+    """Whether ram:// lists `name` in `folder` for a real entry, not the tail of
+    a sibling's name ("out" lists ".keras" for "out.keras")."""
     gfile = _gfile()
     try:
         if not gfile.stat(join(folder, name)).is_directory:
@@ -283,13 +282,8 @@ def file_sha256(path, block_bytes=1 << 20):
 
 
 def _read_marker(folder):
-    """The parsed marker of `folder`, or None if it is missing or cut short.
-
-    Raises:
-        DamagedFileError: it names a file outside `folder` (an absolute path,
-            '..', a scheme, a drive, a control character): nothing is read,
-            written or removed through it.
-    """
+    """The parsed marker of `folder`, or None if it is missing or cut short;
+    DamagedFileError if it names a file outside `folder` (`inside_name`)."""
     path = join(folder, MARKER)
     try:
         manifest = json.loads(read_bytes(path).decode("utf-8"))
@@ -362,9 +356,8 @@ def _io_error(error):
 
 
 def _roll_forward(staged, target, manifest):
-    """Steps 3 to 5 of the protocol: `target` becomes the staged version (the
-    files of the version it replaces, which its marker lists, removed first).
-    A commit that another process finished meanwhile is a success."""
+    """Steps 3 to 5 of the protocol: `target` becomes the staged version. A
+    commit that another process finished meanwhile is a success."""
     try:
         for name in sorted(manifest["replaces"]):
             if name not in manifest["files"]:
@@ -481,13 +474,8 @@ def commit_dir(local, target, prefix=".tmp-", replace=True):
 
 
 def fetch_dir(target, local, what="folder"):
-    """Copies the committed version of `target` into the local folder `local`,
-    checking every file's size and sha256 against the marker.
-
-    Raises:
-        IncompleteError: no committed version, or its files do not match
-            the marker (two writers at once).
-    """
+    """Copies the committed version of `target` into the local folder `local`;
+    IncompleteError if there is none or a file's sha256 differs from the marker's."""
     manifest = committed_manifest(target)
     if manifest is None:
         raise incomplete(target, what)
@@ -505,9 +493,9 @@ def fetch_dir(target, local, what="folder"):
 
 
 def cache_root():
-    """Where downloads of remote folders go (`local_copy`):
-    `$KERAS_BERT_CACHE_DIR/remote`, else ~/.cache/keras_bert/remote
-    ($XDG_CACHE_HOME honoured), as keras_bert's other rebuildable files."""
+    """Where `local_copy` downloads remote folders: `$KERAS_BERT_CACHE_DIR/remote`,
+    else ~/.cache/keras_bert/remote ($XDG_CACHE_HOME honoured)."""
+
     base = os.environ.get("KERAS_BERT_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
         "keras_bert")

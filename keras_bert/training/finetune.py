@@ -111,9 +111,8 @@ class FinetuneTask:
     name = None
     model_class = None
     metrics = ()
-    # The task's max_seq_length when neither the run nor the model directory
-    # says (span QA: 384): sentences are short, and attention grows with the
-    # square of the length.
+    # The task's max_seq_length when neither the run nor the model directory says.
+
     default_max_seq_length = 128
     padding_values = None  # Of training elements; None = 0 everywhere.
     #: `labels.infer_label_names` arguments for label names found in the training data.
@@ -252,36 +251,9 @@ class FinetuneTask:
 class FinetuneOptions(FinetuneFields):
     """The generic hyperparameters and switches of `finetune`; CLI flags use the same names.
 
-    The fields and defaults are `FinetuneFields`'; a task's own settings are
-    its `TaskSpec.options` dataclass (`finetune(task_options=...)`).
-
-    Args:
-        learning_rate: float, peak AdamW learning rate.
-        epochs: int, passes over the training data.
-        batch_size: int, global batch size (all replicas).
-        warmup_fraction: float in [0, 1), share of the steps with linear warmup.
-        weight_decay: float, AdamW decoupled weight decay.
-        global_clipnorm: float or None, gradient clipping.
-        dropout_rate: float or None, the head's dropout (None: the encoder's).
-        max_seq_length: int or None (None: task.json's, else the task's default).
-        lowercase: bool or None (None: task.json's, else guessed from the vocabulary).
-        metric: str or None, the early-stopping metric (None: the task's first).
-        early_stopping_patience: int, epochs without improvement before
-            stopping; 0 never stops early.
-        dtype: "float32", "mixed_float16" or "mixed_bfloat16".
-        jit_compile: "auto", "on" or "off" (see `resolve_jit_compile`).
-        strategy: one of `keras_bert.training.STRATEGIES`.
-        seed: int, for the head's initialization, dropout and shuffling.
-        log_every: int, steps between progress lines.
-        eval_batch_size: int or None (None: batch_size).
-        freeze_layers: int, encoder blocks frozen from the bottom (0: none).
-        freeze_embeddings: bool, freeze the embedding layer too.
-        layerwise_lr_decay: float in (0, 1] (`layerwise_lr_multipliers`; 1: none).
-        encoder_lr_multiplier: float > 0, the encoder's learning rate as a
-            fraction of the head's.
-        lora_rank: int >= 0; > 0: LoRA fine-tuning (`BertTask.enable_lora`).
-        class_weights: None, "auto", a JSON file path or a dict {label:
-            weight} (`training.class_weights`).
+    Each field's default and meaning is in `FinetuneFields` (the flags' help);
+    this class adds the checks of their values. A task's own settings are its
+    `TaskSpec.options` dataclass (`finetune(task_options=...)`).
     """
 
     def __post_init__(self):
@@ -432,9 +404,8 @@ def fine_tunable_tasks():
 
 
 def _is_checkpoint_dir(path):
-    # STATE_FILE is the marker `finetune` writes first; without it, a folder
-    # that holds only what the Trainer and finetune write (the leftovers of
-    # a killed write, such as ckpt-N_temp) is one too.
+    # STATE_FILE is written first; without it, a folder of only the Trainer's
+    # and finetune's files (a killed write's leftovers) is one too.
     names = storage.listdir(path)
     return STATE_FILE in names or set(names) <= set(own_checkpoint_files(path))
 
@@ -686,11 +657,8 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
 
     Args:
         task: "classification", "token_classification" or "span_qa".
-        model_dir: str, the starting model directory (config.json,
-            model.weights.h5, vocab.txt; task.json optional), or any other
-            source `from_pretrained` takes (a Hugging Face folder or Hub id,
-            a Google folder, a keras-hub preset), converted once into the
-            cache first (`keras_bert.sources.resolve_source`).
+        model_dir: str, the starting model directory, or any other source
+            `from_pretrained` takes (converted once into the cache first).
         output_dir: str, the model directory to write (the best epoch).
         train_data, eval_data: reader output for the task (`read_task_data`,
             or the `reader` module of each `keras_bert.tasks.<task>` folder).
@@ -700,17 +668,15 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
             removed at the end. It must be new, empty or one finetune wrote.
         callbacks: extra Keras callbacks (they see global steps).
         strategy: a `tf.distribute.Strategy`, or None to resolve
-            `options.strategy` here. Programs that run other TensorFlow ops
-            first (reading TFDS data) should resolve it before them, as
-            MultiWorkerMirroredStrategy and TPUStrategy require.
+            `options.strategy` here (resolve it before other TensorFlow ops,
+            such as reading TFDS data, for multi-worker and TPU strategies).
         log_dir: str, TensorBoard log directory (train/ and eval/ in it), or
             None for none. Kept after the run (unlike `checkpoint_dir`).
         progress: "auto" (a progress bar on a terminal, lines elsewhere) or
             "lines"; see `StepLogger`.
         task_options: the task's own settings, its `TaskSpec.options`
-            dataclass (`ClassificationOptions`, `TokenClassificationOptions`,
-            `SpanQAOptions` in `keras_bert.tasks.<task>.options`), or None
-            for its defaults. Pass the object given to `read_task_data`.
+            dataclass (`ClassificationOptions`, ...), or None for its
+            defaults. Pass the object given to `read_task_data`.
         on_epoch_end: None, or `f(record, improved)` called on every worker
             after each newly scored epoch, once its best model is written:
             `record` is the history entry (epoch, train_loss and the eval
@@ -719,9 +685,8 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     Returns:
         `FinetuneResult`.
 
-    The set-up, data report and evaluations are logged to the `keras_bert`
-    loggers at INFO (stdout when the program configured no logging,
-    `default_log_handler`).
+    The set-up, data report and evaluations are logged at INFO
+    (`default_log_handler`).
 
     Raises:
         TrainingInterrupted: after SIGTERM or SIGINT (Ctrl-C), once a
@@ -787,8 +752,7 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
             options.learning_rate, total_steps, warmup_steps, weight_decay=options.weight_decay,
             global_clipnorm=options.global_clipnorm, loss_scale=options.dtype == "mixed_float16",
             lr_multipliers=multipliers)
-        # The loss (and loss weights) are the model's defaults; no Keras
-        # metrics: the task's own are computed after each epoch.
+        # The model's default loss; the task's own metrics come after each epoch.
         model.compile(optimizer=optimizer, metrics=None)
     logger.info(
         "%s: %d training examples, %d steps/epoch x %d epochs, batch %d, lr %g (warmup %d "

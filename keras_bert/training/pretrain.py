@@ -119,19 +119,11 @@ def cpu_has_amx(cpuinfo="/proc/cpuinfo"):
 
 
 def resolve_jit_compile(setting, dtype, strategy, amx=None):
-    """Whether to XLA-compile the training step.
-
-    "on"/"off" are obeyed. "auto" is off on TPU (TPUStrategy compiles
-    anyway), on a CPU without XLA (`xla_cpu_available`; "on" is refused
-    there), and for bfloat16/float16 on a CPU-only machine with AMX (oneDNN's
-    AMX kernels beat XLA's CPU code); on everywhere else (BENCHMARKS.md,
-    "Measurements behind code choices").
-
-    Args:
-        setting: "auto", "on" or "off".
-        dtype: "float32", "mixed_bfloat16" or "mixed_float16".
-        strategy: the `tf.distribute.Strategy` in use.
-        amx: bool or None (None: read from this machine's CPU flags).
+    """Whether to XLA-compile the training step: "on"/"off" are obeyed ("on" is
+    refused on a CPU without XLA). "auto" is off on TPU (TPUStrategy compiles
+    anyway), on a CPU without XLA, and for a mixed `dtype` on a CPU-only
+    machine with AMX (`amx`, None: read from the CPU flags), where oneDNN's
+    kernels beat XLA's; on everywhere else.
     """
     if isinstance(strategy, tf.distribute.TPUStrategy):
         return setting == "on"
@@ -163,17 +155,9 @@ def _check_vocab(model_vocab_file, metadata, data_dir):
 
 
 def build_pretrainer(metadata, data_dir, bert_config=None, init_from=None, dtype=None):
-    """A `BertPretrainer` that fits the data (call inside `strategy.scope()`).
-
-    Args:
-        metadata: dict, `read_metadata(data_dir)`.
-        data_dir: str, for error messages.
-        bert_config: `BertConfig` of a new model (its vocab_size must be the
-            data's), or None with `init_from`.
-        init_from: str, a model directory to start from (an encoder, a
-            pretrainer or any task directory; heads are new unless it is a
-            pretrainer). Its vocab.txt must be the data's.
-        dtype: Keras dtype policy name, or None.
+    """A `BertPretrainer` that fits the data `metadata` (call inside `strategy.scope()`):
+    new from `bert_config`, or from the model directory `init_from` (heads new
+    unless it is a pretrainer); its vocabulary must be the data's.
     """
     if (bert_config is None) == (init_from is None):
         raise ValueError("Give exactly one of bert_config (a new model) or init_from "
@@ -200,11 +184,8 @@ def build_pretrainer(metadata, data_dir, bert_config=None, init_from=None, dtype
 
 
 def check_run_dir(output_dir, inputs=()):
-    """Raises OutputError unless `output_dir` may hold this pretraining run.
-
-    It may be missing, empty, or an earlier run's (its pretraining_run.json);
-    not a file, another folder, or one that is or holds an input.
-    """
+    """Raises OutputError unless `output_dir` is missing, empty or an earlier
+    run's (its pretraining_run.json), apart from the `inputs`."""
     check_not_input(output_dir, inputs, flag="The output")
     check_writable(os.path.join(output_dir, RUN_FILE))
     if not tf.io.gfile.exists(output_dir):
@@ -237,11 +218,8 @@ def _write_or_check_run(path, run, is_chief):
 
 
 def save_pretrained_model(model, model_dir, data_dir, metadata, step):
-    """Writes the pretrainer `model` as a model directory, with the data's vocabulary.
-
-    The text settings the data was made with (its metadata.json) travel with
-    the model: fine-tuning and export tokenize as pretraining did.
-    """
+    """Writes the pretrainer `model` as a model directory, with the data's
+    vocabulary and text settings (fine-tuning tokenizes as pretraining did)."""
     settings = TextSettings(max_seq_length=metadata["max_seq_length"],
                             lowercase=metadata.get("lowercase"))
     model.save_pretrained(model_dir, vocab_file=os.path.join(data_dir, pretraining_data.VOCAB_FILE),
@@ -379,14 +357,10 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
 
 
 def evaluate_pretraining(model, data_dir, batch_size=64, strategy=None, steps=None):
-    """Masked-LM and next-sentence metrics of `model` on a data directory.
+    """Masked-LM and next-sentence metrics of `model` on a data directory (one
+    pass; every worker reads all of it): dict of mlm_loss, nsp_loss,
+    masked_lm_accuracy, nsp_accuracy (floats)."""
 
-    One pass over the data in file order (dynamic masking with a fixed
-    seed); under a multi-worker strategy every worker reads all of it.
-
-    Returns:
-        dict: mlm_loss, nsp_loss, masked_lm_accuracy, nsp_accuracy (floats).
-    """
     strategy = strategy or tf.distribute.get_strategy()
     dataset = pretraining_dataset(data_dir, batch_size, training=False)
     if steps is not None:

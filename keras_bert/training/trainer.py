@@ -46,9 +46,8 @@ from keras_bert.files import remove_own, write_bytes_atomic
 from keras_bert.training.distribute import worker_info
 
 CHECKPOINT_NAME = "ckpt"
-# The files a tf.train.CheckpointManager writes: "checkpoint" (and the
-# checkpoint.tmpHEX that TensorFlow's atomic write renames onto it), ckpt-N.*,
-# and the ckpt-N_temp folder a sharded write merges from.
+# A tf.train.CheckpointManager's files: "checkpoint" (and its atomic write's
+# checkpoint.tmpHEX), ckpt-N.* and a sharded write's ckpt-N_temp folder.
 _CHECKPOINT_FILE = re.compile(
     rf"^(checkpoint(\.tmp[0-9a-f]{{32}})?|{CHECKPOINT_NAME}-\d+(\.(index|data-\d+-of-\d+)|_temp))$")
 _STEP = re.compile(rf"^{CHECKPOINT_NAME}-(\d+)(\.index|\.data-\d+-of-\d+|_temp)$")
@@ -79,11 +78,8 @@ def _committed_steps(directory):
 
 
 def _remove_uncommitted(directory, keep, newest):
-    """Removes ckpt-N parts in `directory` that no committed unit needs.
-
-    `keep`: the committed steps; `newest`: parts of steps above it are kept
-    too (a unit being written), None: removed (nobody writes at start).
-    """
+    """Removes ckpt-N parts in `directory` of steps not in `keep` (the committed
+    ones), but those above `newest` (a unit being written; None: none kept)."""
     if not tf.io.gfile.isdir(directory):
         return
     for name in tf.io.gfile.listdir(directory):
@@ -167,9 +163,8 @@ class TrainingInterrupted(Exception):
         self.by_peer = by_peer
 
 
-# What a collective raises when a peer is gone (its process killed, its
-# machine lost): MultiWorkerMirroredStrategy's health check aborts the
-# collectives with UnavailableError; a restarted peer gives FailedPrecondition.
+# What a collective raises when a peer is gone: MultiWorkerMirroredStrategy's
+# health check gives UnavailableError, a restarted peer FailedPrecondition.
 _PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
                 tf.errors.FailedPreconditionError, tf.errors.CancelledError)
 
@@ -204,9 +199,7 @@ class Trainer:
     """Runs training steps of a compiled model, resumably.
 
     Args:
-        model: a Keras model, created and compiled (with its optimizer, and
-            a loss unless it overrides `compute_loss` like `BertPretrainer`)
-            in `strategy.scope()`. Compiled metrics are updated as in `fit`.
+        model: a Keras model, created and compiled in `strategy.scope()`.
         strategy: the `tf.distribute.Strategy` the model was built under.
         dataset_fn: callable(batch_size, input_pipeline_id,
             num_input_pipelines) -> `tf.data.Dataset` of `(x, y)` or
@@ -220,9 +213,10 @@ class Trainer:
         steps_per_execution: int, steps per call of the compiled function
             (fewer host round trips; callbacks see every n-th step).
 
-    A step is one optimizer update: with `gradient_accumulation_steps=k` on
-    the optimizer, k micro-batches of `global_batch_size`.
+    A step is one optimizer update (k micro-batches with the optimizer's
+    `gradient_accumulation_steps=k`).
     """
+
 
     def __init__(self, model, strategy, dataset_fn, global_batch_size, checkpoint_dir,
                  checkpoint_every=1000, max_checkpoints=3, jit_compile=False,
@@ -257,8 +251,7 @@ class Trainer:
 
         # === Data ===
         if self.is_tpu:
-            # TPU infeed wants a distributed iterator, which tf.train.Checkpoint
-            # cannot save: on resume the data stream restarts (documented).
+            # TPU infeed wants a distributed iterator, which cannot be checkpointed.
             self._iterator = iter(strategy.distribute_datasets_from_function(
                 lambda context: dataset_fn(
                     context.get_per_replica_batch_size(global_batch_size),
@@ -268,9 +261,8 @@ class Trainer:
             self._iterator = iter(dataset_fn(worker_batch, self.task_id, self.num_workers))
 
         # === Checkpoints ===
-        # `model.variables` explicitly: a Keras 3 model's own checkpoint
-        # dependencies miss non-trainable state such as the dropout RNG
-        # seeds, without which a resumed run would draw other masks.
+        # `model.variables` explicitly: a Keras 3 model's checkpoint dependencies
+        # miss non-trainable state such as the dropout RNG seeds.
         state = tf.train.Checkpoint(model=model, model_variables=list(model.variables),
                                     optimizer=optimizer, step=self.step)
         write_dir = checkpoint_dir if self.is_chief else os.path.join(
@@ -285,9 +277,8 @@ class Trainer:
             self._data_dir = os.path.join(checkpoint_dir, f"data-worker-{self.task_id}")
         self._state = state
 
-        # This worker's stop vote (the signal number it received, 0: none),
-        # summed over the workers at every step: all stop at the same step.
-        # Outside the strategy's scope: a plain variable of this worker.
+        # This worker's stop vote (the signal number, 0: none), summed over the
+        # workers at every step; outside the strategy's scope: this worker's own.
         self._stop_vote = tf.Variable(0.0, trainable=False, name="stop_vote")
         self._train_function = self._make_train_function(jit_compile)
         self._stop_requested = threading.Event()
@@ -305,9 +296,8 @@ class Trainer:
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
             with tf.GradientTape() as tape:
                 y_pred = model(x, training=True)
-                # Keras losses (and BertPretrainer's) are divided by the
-                # number of replicas, as gradients are summed over them:
-                # undo that for the logged loss.
+                # Losses are divided by the number of replicas (gradients
+                # are summed over them): undo that for the logged loss.
                 loss = model.compute_loss(x=x, y=y, y_pred=y_pred,
                                           sample_weight=sample_weight, training=True)
                 scaled = optimizer.scale_loss(loss)
@@ -419,9 +409,7 @@ class Trainer:
         if self._data_checkpoint is not None:
             self._data_checkpoint.write(self._data_path(step))
         steps.reached("checkpoint-data-written", step)
-        # Writes ckpt-N, then the "checkpoint" file naming it, then sweeps
-        # the oldest ckpt-M beyond max_to_keep.
-        self._state_manager.save(checkpoint_number=step)
+        self._state_manager.save(checkpoint_number=step)  # ckpt-N, the commit, pruning.
         steps.reached("checkpoint-committed", step)
         if self._data_checkpoint is not None:
             # Data checkpoints of no committed unit; a worker that reads the
@@ -430,13 +418,11 @@ class Trainer:
             if committed:
                 _remove_uncommitted(self._data_dir, committed, max(committed))
         if not self.is_chief:
-            # A non-chief worker's copy is written only because every worker
-            # must save; it removes what it wrote there, nothing else.
+            # Every worker must save; a non-chief removes its own copy.
             directory = self._state_manager.directory
             remove_own(directory, own_checkpoint_files(directory))
         if self.num_workers > 1:
-            # The unit is whole once every worker wrote its part: only then may
-            # the chief go on (and, at the end, remove the checkpoint folder).
+            # The unit is whole once every worker wrote its part.
             self._collective(self._barrier, step)
 
     def _first_non_finite(self):
