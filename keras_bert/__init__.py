@@ -22,7 +22,6 @@ def _drop_unusable_legacy_keras(environ):
     then fails every `tf.keras` use (tensorflow_text's import among them),
     though keras_bert needs only Keras 3. Runs before TensorFlow is imported.
     """
-
     if environ.get("TF_USE_LEGACY_KERAS") not in ("true", "True", "1"):
         return False
     if importlib.util.find_spec("tf_keras") is not None:

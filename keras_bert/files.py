@@ -368,7 +368,6 @@ def _next_remote_number(parent, prefix, is_number):
     """`claim_numbered` on an object store: 1 + the largest number committed or
     staged. Nothing is claimed (no lock): of two writers picking one number,
     the second commit refuses or replaces it (`staged_dir`'s `replace`)."""
-
     storage.makedirs(parent)
     names = storage.listdir(parent)
     staged = re.compile(re.escape(prefix) + r"(?P<label>.*)-[0-9a-f]{8}-pid")
@@ -580,7 +579,6 @@ def write_text_atomic(path, text):
 def write_bytes_atomic(path, data):
     """Writes `data` (bytes) to `path`: through `atomic_file` on a local path, by
     the store's own write on a remote one (no rename to stage with)."""
-
     if storage.is_remote(path):
         storage.write_bytes(path, data)
         return path

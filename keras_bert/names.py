@@ -61,7 +61,6 @@ def inside_name(name, *, source, what="a file name"):
         source: str, the file (or store entry) it was read from.
         what: str, what the name is for ("a shard"), for the error.
     """
-
     problem = name_problem(name)
     if problem:
         raise DamagedFileError(

@@ -26,7 +26,6 @@ def default_log_handler(name="keras_bert", stream=None):
     writing the bare message to `stream` (None: sys.stdout) at INFO is
     attached for the block. A program that configures logging keeps its own.
     """
-
     logger = logging.getLogger(name)
     if logger.handlers or logging.getLogger().handlers:
         yield
@@ -98,14 +97,12 @@ class Progress:
         format_line: callable(done, values) -> str, the text of a line
             (default: "UNIT done/total (pct%) name value ... rate/s");
             " ETA ..." is appended while work remains.
-        lines_in_bar_mode: also print the lines (above the bar) on a terminal.
 
     In lines mode a job that ends within `interval` seconds prints nothing.
     """
 
-
     def __init__(self, total, unit="step", mode="auto", every=None, interval=10.0,
-                 stream=None, initial=0, format_line=None, lines_in_bar_mode=False):
+                 stream=None, initial=0, format_line=None):
         if mode not in MODES:
             raise ValueError(f"Expected mode in {MODES}. Received: mode={mode!r}")
         self.total = total
@@ -116,7 +113,6 @@ class Progress:
         self.initial = initial
         self.done = initial
         self.format_line = format_line or self._default_line
-        self.lines_in_bar_mode = lines_in_bar_mode
         if mode == "auto":
             mode = "bar" if _is_terminal(self.stream) else "lines"
         self.mode = mode
@@ -140,9 +136,8 @@ class Progress:
         values = list(values.items()) if isinstance(values, dict) else list(values or [])
         if self.mode == "bar":
             self._update_bar(done, values)
-        if self.mode == "lines" or self.lines_in_bar_mode:
-            if self._line_due(previous, done):
-                self.log(self._line(done, values))
+        if self.mode == "lines" and self._line_due(previous, done):
+            self.log(self._line(done, values))
         if self.total is not None and done >= self.total:
             self.close(values)
 

@@ -109,7 +109,6 @@ def _is_export(path):
     A SavedModel with variables but no keras_bert export record is another's
     model (a TF Hub BERT encoder), which the converter reads.
     """
-
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
         return not _is_foreign_saved_model(path)
     return any(name.isdigit() and os.path.isfile(os.path.join(path, name, "saved_model.pb"))

@@ -165,7 +165,6 @@ def make_staging_dir(parent, prefix, label=""):
     """A new, empty staging folder (mode 0700) in `parent` for the target `label`
     by a writer of kind `prefix` (".tmp-export-"), after removing the abandoned
     ones of that same target only."""
-
     label = label or ""
     remove_stale(parent, prefix, label)
     return tempfile.mkdtemp(prefix=staging_prefix(prefix, label), dir=parent)

@@ -9,7 +9,6 @@ Steps:
   old version parked, where a rename is not one step), "committed" (the new
   version in place), "claimed" (an export's next version claimed);
   `keras_bert.export.layout`: "resolved" (that version chosen);
-
 - `keras_bert.storage` (the object-store protocol): "remote:uploading" (one
   file staged), "staged", "remote:unmarked", "remote:copied", "committed";
 - `keras_bert.data`: "data:staged", "data:committed", "data:swap",

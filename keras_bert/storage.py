@@ -338,7 +338,6 @@ def _staging_entries(target, prefix):
 def writer_gone(path):
     """Whether the writer of the staging prefix `path` provably ended (this
     process out of its `commit_dir`, or a gone process of this host)."""
-
     match = staging.writer_of(os.path.basename(path))
     ours = match and (match.group("pid"), match.group("host")) == (str(os.getpid()),
                                                                    staging.host_name())
@@ -495,7 +494,6 @@ def fetch_dir(target, local, what="folder"):
 def cache_root():
     """Where `local_copy` downloads remote folders: `$KERAS_BERT_CACHE_DIR/remote`,
     else ~/.cache/keras_bert/remote ($XDG_CACHE_HOME honoured)."""
-
     base = os.environ.get("KERAS_BERT_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
         "keras_bert")

@@ -150,7 +150,6 @@ def write_scalars(log_dir, step, values, prefix=""):
     """Appends the scalars `values` {name: number} (names after `prefix`) to the
     TensorBoard event files in `log_dir`, at the global `step`. Non-numeric
     values are skipped; one beyond float32's range is written as +-inf."""
-
     writer = tf.summary.create_file_writer(os.fspath(log_dir))
     with writer.as_default():
         for name, value in values.items():

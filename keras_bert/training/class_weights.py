@@ -99,7 +99,6 @@ def resolve_class_weights(spec, label_names, label_ids):
 def add_sample_weights(dataset, weights):
     """Unbatched (features, label) elements -> (features, label, weight[label]),
     for a scalar label or a [seq] label; a label < 0 (no label there) weighs 0."""
-
     table = tf.constant(np.asarray(weights, dtype="float32"))
 
     def weigh(features, label):

@@ -5,7 +5,6 @@ containers) or the user, else built by `cluster_tf_config`. docs/cluster.md
 shows each setup.
 """
 
-
 import contextlib
 import functools
 import importlib.metadata

@@ -112,7 +112,6 @@ class FinetuneTask:
     model_class = None
     metrics = ()
     # The task's max_seq_length when neither the run nor the model directory says.
-
     default_max_seq_length = 128
     padding_values = None  # Of training elements; None = 0 everywhere.
     #: `labels.infer_label_names` arguments for label names found in the training data.
@@ -124,7 +123,6 @@ class FinetuneTask:
     def __init__(self, model_dir, options, task_options=None):
         self.model_dir = model_dir
         self.options = options
-        # The task's own options (its TaskSpec's options dataclass; None: its defaults).
         self.task_options = _check_task_options(self.name, task_options)
         config = BertConfig.from_json_file(os.path.join(model_dir, CONFIG_FILE))
         self.vocab_file = vocabulary_file(model_dir)
@@ -148,14 +146,8 @@ class FinetuneTask:
 
     @classmethod
     def read_data(cls, path, training, task_options):
-        """Reads one input file (or source) of the task; see `read_task_data`.
-
-        Args:
-            path: str, the file (or source).
-            training: bool.
-            task_options: the task's options (its TaskSpec's dataclass), or
-                None for a task without options.
-        """
+        """Reads one input file (or source) `path` of the task; see `read_task_data`
+        (`task_options`: None for a task without options)."""
         raise NotImplementedError
 
     def base_label_names(self):
@@ -197,12 +189,8 @@ class FinetuneTask:
         return None
 
     def set_class_weights(self):
-        """Resolves `options.class_weights` (after `prepare`); None when not set.
-
-        Returns:
-            float32 numpy array [num_classes] or None; also kept as
-            `self.class_weights`, which `training_batches` applies.
-        """
+        """Resolves `options.class_weights` (after `prepare`) into `self.class_weights`,
+        float32 [num_classes] or None, which `training_batches` applies."""
         self.class_weights = None
         spec = self.options.class_weights
         if spec is None:
@@ -467,18 +455,16 @@ def file_fingerprint(path):
     hash their size and `_SAMPLE_BLOCKS` blocks spread evenly over the file
     (a same-size edit between them goes unseen)."""
     size = storage.size(path)
-    digest = hashlib.sha256()
+    fingerprint = {"path": os.path.abspath(path), "size": size}
+    if size <= _FULL_HASH_BYTES:
+        return {**fingerprint, "sha256": storage.file_sha256(path)}
+    digest = hashlib.sha256(str(size).encode())
+    step = (size - _BLOCK_BYTES) / (_SAMPLE_BLOCKS - 1)
     with storage.open_file(path, "rb") as f:
-        if size <= _FULL_HASH_BYTES:
-            for block in iter(lambda: f.read(_BLOCK_BYTES), b""):
-                digest.update(block)
-        else:
-            digest.update(str(size).encode())
-            step = (size - _BLOCK_BYTES) / (_SAMPLE_BLOCKS - 1)
-            for k in range(_SAMPLE_BLOCKS):
-                f.seek(int(k * step))
-                digest.update(f.read(_BLOCK_BYTES))
-    return {"path": os.path.abspath(path), "size": size, "sha256": digest.hexdigest()}
+        for k in range(_SAMPLE_BLOCKS):
+            f.seek(int(k * step))
+            digest.update(f.read(_BLOCK_BYTES))
+    return {**fingerprint, "sha256": digest.hexdigest()}
 
 
 def data_fingerprints(*datasets):
@@ -557,7 +543,6 @@ class _EvalAndKeepBest(keras.callbacks.Callback):
 class _Runner:
     """One fine-tuning run's state (kept in STATE_FILE for resuming); a resume
     continues only the same data files, options, model and example count."""
-
 
     def __init__(self, task, output_dir, checkpoint_dir, options, fingerprint, is_chief,
                  data_files=()):

@@ -93,7 +93,6 @@ def with_lr_multipliers(optimizer, multipliers):
     pass it `lr_multipliers=` instead. `exclude_from_weight_decay()` is not in
     a Keras optimizer's config: set it on the copy.
 
-
     Args:
         optimizer: an unbuilt Keras optimizer (not a LossScaleOptimizer).
         multipliers: dict {variable path: float}, e.g. from

@@ -33,7 +33,6 @@ def pretraining_dataset(
     pass in file order, the last partial batch kept. Pipelines (workers)
     shard by files when there are enough files, else by records.
 
-
     Args:
         data_dir: str, written by `keras_bert.data.create_pretraining_data`.
         batch_size: int, examples per batch of this pipeline.

@@ -88,7 +88,6 @@ class _BertOptimizerMixin(_LearningRateMultipliers):
        indices' parts instead of squaring their sum.
     2. Clipping the gradient summed over replicas (Keras clips each replica's
        part before the all-reduce, so a norm of 1.0 would act like N).
-
     """
 
     def apply(self, grads, trainable_variables=None):
@@ -116,7 +115,6 @@ class PerUpdateSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """Evaluates `schedule` at the update count under gradient accumulation:
     Keras counts micro-batches, so with k of them per update the rate would
     advance k times too fast."""
-
 
     def __init__(self, schedule, gradient_accumulation_steps):
         self.schedule = schedule
@@ -232,7 +230,6 @@ def check_optimizer_settings(weight_decay, global_clipnorm, learning_rate=None):
     norm, or a learning rate not in (0, 1] (Keras takes them all without a
     word). `global_clipnorm` 0 or None: no clipping; `learning_rate` None is
     not checked."""
-
     if learning_rate is not None and (
             isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float))
             or not math.isfinite(learning_rate)

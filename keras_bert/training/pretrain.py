@@ -231,10 +231,9 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
                     tensorboard=True):
     """Pretrains (or resumes pretraining) a BERT model on a data directory.
 
-    Reads max_seq_length, max_predictions_per_seq, masking and the
-    vocabulary from the data's metadata.json; restores the latest checkpoint
-    in `output_dir` if there is one (same data position, same learning-rate
-    step); writes `output_dir/model` at the end (chief only).
+    The data's settings come from its metadata.json; the latest checkpoint in
+    `output_dir` is restored if there is one; the chief writes
+    `output_dir/model` at the end.
 
     Args:
         data_dir: str, from `keras_bert.data.create_pretraining_data`.
@@ -242,16 +241,12 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
         config: a `PretrainingConfig`.
         bert_config: `BertConfig` for a new model, or None with `init_from`.
         init_from: str, a model directory to start from.
-        strategy: a `tf.distribute.Strategy` (default: the current one);
-            see `keras_bert.training.resolve_strategy`.
+        strategy: a `tf.distribute.Strategy` (default: the current one).
         callbacks: extra Keras callbacks (get global step indices).
-        verbose: 1: a progress bar with ETA on a terminal (on the chief),
-            and a line every `log_every` steps elsewhere; 0: lines only.
-        eval_data_dir: str, data directory evaluated at the end (masked-LM
-            and next-sentence accuracy), or None.
-        tensorboard: bool, write TensorBoard logs to `output_dir/logs`:
-            training metrics in train/, the evaluation's in eval/ (needs the
-            `tensorboard` package; skipped with a notice if absent).
+        verbose: 1: a progress bar on a terminal; 0: lines only.
+        eval_data_dir: str, data directory evaluated at the end, or None.
+        tensorboard: bool, write TensorBoard logs to `output_dir/logs`
+            (train/ and eval/; skipped with a notice without the package).
 
     Returns:
         dict: "logs" (last training logs), "step", "model_dir" (chief) and
@@ -360,7 +355,6 @@ def evaluate_pretraining(model, data_dir, batch_size=64, strategy=None, steps=No
     """Masked-LM and next-sentence metrics of `model` on a data directory (one
     pass; every worker reads all of it): dict of mlm_loss, nsp_loss,
     masked_lm_accuracy, nsp_accuracy (floats)."""
-
     strategy = strategy or tf.distribute.get_strategy()
     dataset = pretraining_dataset(data_dir, batch_size, training=False)
     if steps is not None:

@@ -3,7 +3,6 @@
 `train_loop_per_worker(config)` runs in each Ray worker, where Ray sets
 TF_CONFIG (so `resolve_strategy("auto")` builds MultiWorkerMirroredStrategy).
 
-
 `config` names the job and the library's own arguments (the same names as
 the flags of tools/finetune.py and tools/pretrain.py, with underscores):
 

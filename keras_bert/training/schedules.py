@@ -16,7 +16,6 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     Continuous at the peak, as Hugging Face's `get_linear_schedule_with_warmup`;
     the warmup counts from step + 1 so that the first update moves the weights.
 
-
     Args:
         learning_rate: float, the peak rate.
         decay_steps: int, the step at which the rate reaches 0 (the number of

@@ -217,7 +217,6 @@ class Trainer:
     `gradient_accumulation_steps=k`).
     """
 
-
     def __init__(self, model, strategy, dataset_fn, global_batch_size, checkpoint_dir,
                  checkpoint_every=1000, max_checkpoints=3, jit_compile=False,
                  steps_per_execution=1):
@@ -402,7 +401,6 @@ class Trainer:
         """Writes a checkpoint unit of the current step (all workers must call it):
         data iterator, model/optimizer/step, the "checkpoint" file (the commit),
         then pruning. Refuses (`NonFiniteError`) weights that are not finite."""
-
         step = int(self.step.numpy())
         self.check_finite_weights(step)
         steps.reached("checkpoint-begin", step)
@@ -423,7 +421,8 @@ class Trainer:
             remove_own(directory, own_checkpoint_files(directory))
         if self.num_workers > 1:
             # The unit is whole once every worker wrote its part.
-            self._collective(self._barrier, step)
+            with self._peers_answer(lambda: step):
+                self._barrier()
 
     def _first_non_finite(self):
         """The first float model weight holding NaN or inf, or None."""
@@ -455,12 +454,6 @@ class Trainer:
             f"Nothing of this step was saved; {self._kept()}. {_WAY_OUT}", step)
 
     # --- The loop --------------------------------------------------------
-
-    def _collective(self, function, step, *args):
-        """`function(*args)`, a step or barrier of all workers; a lost peer
-        becomes `WorkerLostError`."""
-        with self._peers_answer(lambda: step):
-            return function(*args)
 
     @contextlib.contextmanager
     def _peers_answer(self, step_of):
@@ -495,7 +488,6 @@ class Trainer:
         checkpoint and raises `TrainingInterrupted` (on every worker); a
         second Ctrl-C stops at once, unsaved. A worker that stops answering
         ends the others with `WorkerLostError`.
-
 
         Args:
             num_steps: int, the final step (optimizer updates in total).
@@ -535,7 +527,7 @@ class Trainer:
                     callbacks.on_train_batch_begin(step)
                     if self._stop_requested.is_set():
                         self._stop_vote.assign(float(self._stop_signal))
-                    results = self._collective(self._train_function, step, self._iterator)
+                    results = self._train_function(self._iterator)
                     step += self.steps_per_execution
                     self.step.assign(step)
                     logs = {name: float(value) for name, value in results.items()}
