@@ -339,16 +339,11 @@ _CLAIMS = {}
 
 
 def claim_numbered(parent, prefix, is_number):
-    """Claims the next free number in `parent` (1 + the largest number taken
-    or claimed by a running writer); returns the target path.
-
-    The claim is a staging folder made under the lock of `parent`, so two
-    processes never get one number; `staged_dir(target, prefix)` writes into it.
-
-    Args:
-        parent: str, e.g. exports/NAME.
-        prefix: str, the staging prefix of the writer.
-        is_number: callable(str) -> bool, which names are numbers.
+    """Claims the next free number in `parent` (1 + the largest name that
+    `is_number` accepts, taken or claimed by a running writer); returns the
+    target path. The claim is a staging folder made under the lock of
+    `parent`, so two processes never get one number; `staged_dir(target,
+    prefix)` writes into it.
     """
     parent = real_path(parent)
     if storage.is_remote(parent):
@@ -534,11 +529,8 @@ def atomic_file(target):
     tmp = make_staging_file(parent, ".tmp-", name, suffix=extension)
     try:
         yield tmp
-        if os.path.exists(real):
-            mode = os.stat(real).st_mode & 0o7777
-        else:
-            mode = 0o666 & ~_umask()
-        os.chmod(tmp, mode)
+        os.chmod(tmp, os.stat(real).st_mode & 0o7777 if os.path.exists(real)
+                 else 0o666 & ~_umask())
         steps.reached("staged")
         os.replace(tmp, real)
     except BaseException:
@@ -564,8 +556,7 @@ def save_atomically(save, filepath, overwrite=True, **kwargs):
     if not overwrite and storage.exists(os.fspath(filepath)):
         raise FileExistsError(f"{os.fspath(filepath)} exists: pass overwrite=True to replace it.")
     with atomic_file(filepath) as tmp:
-        result = save(tmp, overwrite=True, **kwargs)
-    return result
+        return save(tmp, overwrite=True, **kwargs)
 
 
 def write_text_atomic(path, text):

@@ -261,11 +261,8 @@ def remove(path):
 
 def _walk_files(folder):
     """The files under the local `folder`, as paths relative to it ("/"-joined), sorted."""
-    found = []
-    for root, _, names in os.walk(folder):
-        for name in names:
-            found.append(os.path.relpath(os.path.join(root, name), folder).replace(os.sep, "/"))
-    return sorted(found)
+    return sorted(os.path.relpath(os.path.join(root, name), folder).replace(os.sep, "/")
+                  for root, _, names in os.walk(folder) for name in names)
 
 
 def _digest(data):
@@ -438,15 +435,9 @@ def _upload(local, staged, files, replaces):
 
 def commit_dir(local, target, prefix=".tmp-", replace=True):
     """Puts the complete local folder `local` at `target` by the object-store
-    protocol (module docstring).
-
-    Args:
-        local: str, a local folder holding the new version.
-        target: str, the folder to create or replace (`object_store`).
-        prefix: str, the kind of writer (`keras_bert.staging`).
-        replace: bool; False refuses (FileExistsError) a target committed
-            meanwhile (a check, not a lock: see the module docstring).
-    """
+    protocol (module docstring), as a writer of kind `prefix`. `replace`
+    False refuses (FileExistsError) a target committed meanwhile (a check,
+    not a lock)."""
     target = os.fspath(target).rstrip("/")
     parent, name = os.path.split(target)
     makedirs(parent)

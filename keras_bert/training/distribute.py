@@ -314,13 +314,6 @@ def _tpu_reachable(tpu):
     return any(os.path.exists(p) for p in ("/dev/accel0", "/dev/vfio/0"))
 
 
-def _local_devices():
-    gpus = tf.config.list_logical_devices("GPU")
-    if gpus:
-        return [d.name for d in gpus]
-    return [d.name for d in tf.config.list_logical_devices("CPU")]
-
-
 def _multi_worker_strategy(cluster_timeout):
     wait_for_workers(_tf_config(), cluster_timeout or CLUSTER_TIMEOUT)
     return tf.distribute.MultiWorkerMirroredStrategy()
@@ -365,7 +358,8 @@ def resolve_strategy(name="auto", tpu=None, cluster_timeout=None):
     if name == "cpu":
         return tf.distribute.OneDeviceStrategy("/cpu:0")
     if name == "mirrored":
-        return tf.distribute.MirroredStrategy(_local_devices())
+        devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
+        return tf.distribute.MirroredStrategy([device.name for device in devices])
     if name == "multiworker":
         if _cluster_workers() == 0:
             raise ValueError(

@@ -10,10 +10,6 @@ X_KEYS = ("token_ids", "segment_ids", "padding_mask", "masked_positions")
 Y_KEYS = ("masked_ids", "masked_weights", "next_sentence_labels")
 
 
-def _split(features):
-    return ({k: features[k] for k in X_KEYS}, {k: features[k] for k in Y_KEYS})
-
-
 def pretraining_dataset(
     data_dir,
     batch_size,
@@ -91,7 +87,7 @@ def pretraining_dataset(
         features = pretraining_data.parse_examples(serialized, metadata)
         if masker is not None:
             features = masker(features, seed=tf.stack([stream, index]))
-        return _split(features)
+        return {k: features[k] for k in X_KEYS}, {k: features[k] for k in Y_KEYS}
 
     dataset = dataset.enumerate().map(
         parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True

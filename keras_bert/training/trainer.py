@@ -62,12 +62,6 @@ def own_checkpoint_files(directory):
             if _CHECKPOINT_FILE.match(name) or DATA_DIR_PATTERN.match(name)]
 
 
-def _checkpoint_step(name):
-    """N of a ckpt-N file or folder name, else None."""
-    match = _STEP.match(name)
-    return int(match.group(1)) if match else None
-
-
 def _committed_steps(directory):
     """The steps of the checkpoints the "checkpoint" file of `directory` names."""
     state = tf.train.get_checkpoint_state(directory)
@@ -84,7 +78,8 @@ def _remove_uncommitted(directory, keep, newest):
         return
     for name in tf.io.gfile.listdir(directory):
         name = name.rstrip("/")
-        step = _checkpoint_step(name)
+        match = _STEP.match(name)  # ckpt-N's parts.
+        step = int(match.group(1)) if match else None
         if step is None or step in keep or (newest is not None and step > newest):
             continue
         path = os.path.join(directory, name)
@@ -114,13 +109,8 @@ def write_json_atomic(path, value):
 
 
 def read_json_state(path, what, way_out):
-    """The JSON object in `path`, or a ValueError that names the file and the way out.
-
-    Args:
-        path: str, a run-state file (finetune_state.json, pretraining_run.json).
-        what: str, what the file is, for the message.
-        way_out: str, what the user can do.
-    """
+    """The JSON object in the run-state file `path`, or a ValueError naming the
+    file, `what` it is and the `way_out`."""
     try:
         with tf.io.gfile.GFile(path) as f:
             value = json.loads(f.read())
@@ -181,10 +171,6 @@ class WorkerLostError(RuntimeError):
         self.step = step
 
 
-def _inner_optimizer(optimizer):
-    return getattr(optimizer, "inner_optimizer", optimizer)
-
-
 _WAY_OUT = ("Lower the learning rate (--learning-rate), check the class weights and the "
             "data, or train in float32 (--dtype float32).")
 
@@ -237,7 +223,8 @@ class Trainer:
             )
         self.global_batch_size = global_batch_size
         self.per_replica_batch = global_batch_size // self.num_replicas
-        self.accumulation = _inner_optimizer(model.optimizer).gradient_accumulation_steps or 1
+        inner = getattr(model.optimizer, "inner_optimizer", model.optimizer)  # Loss scaling.
+        self.accumulation = inner.gradient_accumulation_steps or 1
         self.is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
 
         optimizer = model.optimizer
@@ -348,23 +335,19 @@ class Trainer:
         def train_function(iterator):
             for _ in tf.range(micro_steps):
                 self.strategy.run(step_fn, args=(next(iterator),))
-            results = self._metric_results()
+            results = {}
+            for metric in self.metrics:
+                value = metric.result()
+                if isinstance(value, dict):  # Keras' compiled-metrics container.
+                    results.update(value)
+                else:
+                    results[metric.name] = value
             if self.num_workers > 1:
                 votes = self.strategy.run(sum_votes)
                 results[_VOTES] = self.strategy.experimental_local_results(votes)[0]
             return results
 
         return train_function
-
-    def _metric_results(self):
-        results = {}
-        for metric in self.metrics:
-            value = metric.result()
-            if isinstance(value, dict):  # Keras' compiled-metrics container.
-                results.update(value)
-            else:
-                results[metric.name] = value
-        return results
 
     # --- Checkpoints -----------------------------------------------------
 
