@@ -154,10 +154,8 @@ def _check_int(name, value, minimum):
 
 
 def check_rate(name, value, owner=None):
-    """Raises ValueError unless `value` is a dropout rate in [0, 1).
-
-    `owner` (e.g. "BertConfig") prefixes the name in the message.
-    """
+    """Raises ValueError unless `value` is a dropout rate in [0, 1); `owner`
+    ("BertConfig") prefixes the name in the message."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
         where = f"{owner}.{name}" if owner else name
         raise ValueError(f"Expected {where} in [0, 1). Received: {name}={value!r}")

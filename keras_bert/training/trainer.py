@@ -24,9 +24,8 @@ checkpoint and ckpt-N; only then are older units pruned. Parts of an
 uncommitted unit are removed at the next start. Each step is named
 (`keras_bert.steps`) so that tests can kill the writer between them.
 
-Distributed iterators are not trackable by `tf.train.Checkpoint`, and
-TPUStrategy needs one for its infeed: there (untested) the data stream
-restarts from its beginning on resume.
+TPUStrategy's infeed needs a distributed iterator, which `tf.train.Checkpoint`
+cannot track: there (untested) the data stream restarts on resume.
 """
 
 import contextlib
