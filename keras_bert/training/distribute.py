@@ -167,16 +167,6 @@ def cluster_tf_config(environ=None):
     return None
 
 
-def _set_tf_config():
-    """Sets TF_CONFIG from `cluster_tf_config` when that builds one
-    (MultiWorkerMirroredStrategy's resolver reads the variable)."""
-    built = cluster_tf_config()
-    if built is not None:
-        os.environ["TF_CONFIG"] = json.dumps(built)
-        source = "CLUSTER_SPEC" if os.environ.get("CLUSTER_SPEC") else "KERAS_BERT_WORKER_*"
-        logger.info("TF_CONFIG built from %s: %s", source, os.environ["TF_CONFIG"])
-
-
 def _tf_config(environ=None):
     """TF_CONFIG's value as a dict ({} if unset)."""
     raw = (os.environ if environ is None else environ).get("TF_CONFIG")
@@ -345,8 +335,11 @@ def resolve_strategy(name="auto", tpu=None, cluster_timeout=None):
     """
     if name not in STRATEGIES:
         raise ValueError(f"Expected strategy to be one of {STRATEGIES}. Received: {name!r}")
-    if name in ("auto", "multiworker"):
-        _set_tf_config()
+    built = cluster_tf_config() if name in ("auto", "multiworker") else None
+    if built is not None:  # MultiWorkerMirroredStrategy's resolver reads TF_CONFIG.
+        os.environ["TF_CONFIG"] = json.dumps(built)
+        source = "CLUSTER_SPEC" if os.environ.get("CLUSTER_SPEC") else "KERAS_BERT_WORKER_*"
+        logger.info("TF_CONFIG built from %s: %s", source, os.environ["TF_CONFIG"])
     if name == "auto":
         if _tpu_reachable(tpu):
             return _tpu_strategy(tpu)

@@ -142,18 +142,6 @@ def resolve_jit_compile(setting, dtype, strategy, amx=None):
     return True
 
 
-def _check_vocab(model_vocab_file, metadata, data_dir):
-    expected = metadata["vocab_hash"]
-    found = pretraining_data.vocab_hash(model_vocab_file)
-    if found != expected:
-        raise ValueError(
-            f"The model's vocabulary {model_vocab_file} ({found}) is not the one the "
-            f"pretraining data in {data_dir} was made with ({expected}). Recreate the "
-            "data with tools/create_pretraining_data.py --vocab-file "
-            f"{model_vocab_file}, or start from a model with that vocabulary."
-        )
-
-
 def build_pretrainer(metadata, data_dir, bert_config=None, init_from=None, dtype=None):
     """A `BertPretrainer` that fits the data `metadata` (call inside `strategy.scope()`):
     new from `bert_config`, or from the model directory `init_from` (heads new
@@ -165,7 +153,14 @@ def build_pretrainer(metadata, data_dir, bert_config=None, init_from=None, dtype
     if init_from is not None:
         model = BertPretrainer.from_pretrained(init_from, dtype=dtype)
         if model.vocab_file is not None:
-            _check_vocab(model.vocab_file, metadata, data_dir)
+            expected = metadata["vocab_hash"]
+            found = pretraining_data.vocab_hash(model.vocab_file)
+            if found != expected:
+                raise ValueError(
+                    f"The model's vocabulary {model.vocab_file} ({found}) is not the one "
+                    f"the pretraining data in {data_dir} was made with ({expected}). "
+                    "Recreate the data with tools/create_pretraining_data.py --vocab-file "
+                    f"{model.vocab_file}, or start from a model with that vocabulary.")
         config = model.encoder.get_bert_config()
     else:
         config = bert_config
