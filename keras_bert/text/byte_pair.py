@@ -684,10 +684,6 @@ class BytePairTokenizer(_VocabularyMethods, keras.layers.Layer):
         text = data.decode("utf-8", errors="replace")
         return _clean_up(text) if clean_up_tokenization_spaces else text
 
-    def save_assets(self, dir_path):
-        """Writes vocab.json and merges.txt into a `.keras` file's assets (Keras calls this)."""
-        self.save_vocabulary_files(dir_path)
-
     def load_assets(self, dir_path):
         """Reads what `save_assets` wrote (Keras calls this)."""
         self.set_vocabulary(storage.join(dir_path, VOCAB_JSON),

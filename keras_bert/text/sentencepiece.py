@@ -645,10 +645,6 @@ class SentencePieceTokenizer(_VocabularyMethods, keras.layers.Layer):
         outputs = (ids, starts, ends)
         return tuple(x[0] for x in outputs) if scalar else outputs
 
-    def save_assets(self, dir_path):
-        """Writes the model proto into a `.keras` file's assets (Keras calls this)."""
-        self.save_vocabulary_files(dir_path)
-
     def load_assets(self, dir_path):
         """Reads the model proto that `save_assets` wrote (Keras calls this)."""
         self.set_proto(storage.read_bytes(storage.join(dir_path, MODEL_FILE)))

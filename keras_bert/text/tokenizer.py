@@ -370,6 +370,10 @@ class _VocabularyMethods:
             )
         return (inputs[tf.newaxis] if rank == 0 else inputs), rank == 0
 
+    def save_assets(self, dir_path):
+        """Writes `save_vocabulary_files` into a `.keras` file's assets (Keras calls this)."""
+        self.save_vocabulary_files(dir_path)
+
     def __call__(self, inputs, *args, **kwargs):
         return super().__call__(as_string_tensor(inputs), *args, **kwargs)
 
