@@ -52,20 +52,14 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
                          serving_module_class=None, **task_options):
     """The `BertServingModule` (or the task's subclass) for a Keras model.
 
-    The module runs the model's own preprocessor (`from_pretrained` attaches
-    one): its class, tokenizer and settings, so the export answers as the
-    model's `predict` on strings does. The arguments below that change a
-    setting give the export a copy of it with that setting changed (the
-    model's own is left as it is); a model without a preprocessor gets the
-    one its model directory describes (`build_preprocessor`: task.json's
-    text settings, else the documented defaults).
+    The module runs the model's own preprocessor, so the export answers as the
+    model's `predict` on strings does; the arguments below change a copy of it.
+    A model without one gets the one its task.json describes (`build_preprocessor`).
 
     Args:
-        model: a `BertEncoder` or a task model (BertClassifier,
-            BertTokenClassifier, BertSpanLabeler, BertPretrainer).
+        model: a `BertEncoder` or a task model.
         vocab_file: vocab.txt path, saved as the export's asset; default
-            `model.vocab_file` (set by from_pretrained), else the
-            preprocessor's vocabulary.
+            `model.vocab_file`, else the preprocessor's vocabulary.
         task_info: dict overriding task.json facts (label names via
             task_config, pairs, doc_stride, ...).
         lowercase, max_seq_length, sequence_length, pad_to_multiple_of: None
@@ -75,13 +69,9 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
             max_seq_length: `sequence_length=max_seq_length`
             (tools/export.py --pad-to-max-seq-length).
         serving_module_class: the `BertServingModule` subclass to build;
-            default the model's `serving_module_class` (its task folder's
-            serving module), else `BertServingModule` (encoders, pretrainers).
+            default the model's `serving_module_class`, else `BertServingModule`.
         **task_options: the task's serving options (its module's
-            `TASK_OPTIONS`: `pairs`, `sub_batches` for classifiers; doc_stride,
-            max_query_length, max_answer_length, max_windows,
-            version_2_with_negative, null_score_diff_threshold for span QA),
-            overriding task.json.
+            `TASK_OPTIONS`), overriding task.json.
 
     Returns:
         A `BertServingModule`.
@@ -287,13 +277,10 @@ def _tune(module, format, texts, seconds, log):
 def save_serving_module(module, export_dir, overwrite=False, warmup=True):
     """Writes `module` to `export_dir` atomically (TF Serving never sees half a version).
 
-    The version is written into a staging folder beside it (not an integer
-    name: TF Serving ignores it) and committed in one step
-    (`keras_bert.files.staged_dir`); an existing version (with `overwrite`)
-    is replaced only once the new one is complete, and without `overwrite` a version another process committed
-    meanwhile is kept (FileExistsError). A version `resolve_export_dir`
-    chose as the next one is claimed now: if another export took it, this
-    one is saved as the next free version.
+    Written into a staging folder beside it (not an integer name: TF Serving
+    ignores it), then committed in one step (`keras_bert.files.staged_dir`);
+    without `overwrite`, a version another process committed meanwhile is kept
+    (FileExistsError). A `NextVersion` is claimed now (taken: the next free one).
 
     Returns:
         str, the version folder written (absolute).

@@ -38,10 +38,7 @@ def register_text_ops():
 
 
 def is_version(name):
-    """True for a TF Serving version directory name: ASCII digits only.
-
-    (str.isdigit is also true for "²", which int() refuses.)
-    """
+    """True for a TF Serving version directory name: ASCII digits only ("²" is not)."""
     return name.isascii() and name.isdecimal()
 
 
@@ -120,13 +117,8 @@ def latest_version(export_dir, formats=("saved_model",)):
 
 
 def check_tf_serving_exports(export_bases):
-    """Refuses LiteRT exports among exports/NAME folders meant for TF Serving.
-
-    TF Serving loads SavedModels only.
-
-    Raises:
-        ValueError: naming the LiteRT version and the way out.
-    """
+    """Raises ValueError naming a LiteRT export among exports/NAME folders meant
+    for TF Serving (which loads SavedModels only), and the way out."""
     for base in export_bases:
         candidates = [base]
         if storage.isdir(base):
@@ -221,16 +213,8 @@ def run_signature(loaded, inputs, signature="serving_default", batch_size=64, pr
 
 
 def run_function(function, dtypes, inputs, batch_size=64, what="The signature", progress=None):
-    """`run_signature` for any callable taking keyword Tensors.
-
-    Args:
-        function: called as function(**{name: Tensor}); returns a dict.
-        dtypes: dict input name -> tf.DType.
-        inputs: dict input name -> list of values, one per example.
-        batch_size: int, or None for one call on everything.
-        what: str naming `function` in errors.
-        progress: callable(examples_done) called after each batch, or None.
-    """
+    """`run_signature` for any `function(**{name: Tensor})` returning a dict, its
+    inputs of `dtypes` ({name: tf.DType}); `what` names it in errors."""
     missing = sorted(set(dtypes) - set(inputs))
     if missing:
         raise ValueError(f"{what} needs inputs {sorted(dtypes)}; missing {missing}.")

@@ -22,7 +22,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.export.serving_kernels import serving_kernels
-from keras_bert.models.task_inputs import segment_limit
+from keras_bert.models.task_inputs import integer_checks_in_graph
 from keras_bert.text import BertPreprocessor, BertTokenizer
 
 STRINGS = tf.TensorSpec([None], tf.string)
@@ -30,11 +30,9 @@ IDS = tf.TensorSpec([None, None], tf.int32)
 
 
 def check_rank(tensor, rank):
-    """`tensor`, after a run-time check of its rank (an EnsureShape op).
-
-    A SavedModel signature does not enforce its input shapes: a bad rank
-    would fail deep in the tokenizer. EnsureShape's error names the input
-    (a Rank op would not do: Grappler folds it to the traced rank).
+    """`tensor`, after a run-time check of its rank: a SavedModel signature does not
+    enforce its input shapes. EnsureShape's error names the input (a Rank op would
+    not do: Grappler folds it to the traced rank).
     """
     return tf.ensure_shape(tensor, [None] * rank)
 
@@ -59,11 +57,8 @@ def overrides_call(preprocessor):
 
 
 class _Unsaved:
-    """Python objects the module uses but `tf.saved_model.save` must not track.
-
-    tf.Module tracks every Trackable attribute, Keras layers included; the
-    Keras model reaches the SavedModel only through `model_variables` and the
-    traced graphs.
+    """Python objects the module uses but `tf.saved_model.save` must not track: the
+    Keras model reaches the SavedModel only through `model_variables` and the graphs.
     """
 
     def __init__(self, **objects):
@@ -79,11 +74,9 @@ class BertServingModule(tf.Module):
     Args:
         model: a `BertEncoder`, or a task model with an `.encoder`.
         preprocessor: a `keras_bert.text.BertPreprocessor` of the model's vocabulary.
-        vocab_file: str, path of that vocab.txt; saved as the asset
-            `assets/vocab.txt` (the tokenizer's tables are in the graph, the
-            asset documents them and lets clients tokenize alike). None for
-            a module that is only called in this process (a task model's
-            `predict` on strings).
+        vocab_file: str, path of that vocab.txt, saved as the asset
+            `assets/vocab.txt` for clients (the tables are in the graph); None
+            for a module only called in this process.
         jit_compile: bool, XLA-compile the model part (`tf.function(
             jit_compile=True)` around the encoder and head only; string ops
             stay outside XLA). TF Serving needs `--xla_cpu_compilation_enabled`
@@ -184,11 +177,8 @@ class BertServingModule(tf.Module):
         self._define_signatures()
 
     def export_metadata(self):
-        """Task facts for the export's keras_bert_export.json (JSON-able dict; none here).
-
-        What a client needs beside the signatures' tensors, e.g. the label
-        names that the columns of a multi-label `predicted` stand for.
-        """
+        """Task facts a client needs beside the signatures' tensors (e.g. label names),
+        for the export's keras_bert_export.json (a JSON-able dict; none here)."""
         return {}
 
     # === Signatures ===
@@ -228,12 +218,6 @@ class BertServingModule(tf.Module):
                 shape[1], 0, message="encode: sequences must have at least one position "
                 "([CLS]); token_ids has width 0",
             ),
-            tf.debugging.assert_non_negative(
-                padding_mask, message="encode: padding_mask must be 0 or 1 (1 = real token)"
-            ),
-            tf.debugging.assert_less_equal(
-                padding_mask, 1, message="encode: padding_mask must be 0 or 1 (1 = real token)"
-            ),
             tf.debugging.assert_equal(
                 tf.shape(segment_ids), shape,
                 message="encode: segment_ids must have the shape of token_ids",
@@ -247,23 +231,6 @@ class BertServingModule(tf.Module):
                 message=f"encode: sequences are longer than the model's "
                 f"max_position_embeddings={encoder.max_position_embeddings}",
             ),
-            tf.debugging.assert_non_negative(
-                token_ids, message="encode: token_ids must be >= 0"
-            ),
-            tf.debugging.assert_less(
-                token_ids, encoder.vocab_size,
-                message=f"encode: token_ids must be < vocab_size={encoder.vocab_size}",
-            ),
-            tf.debugging.assert_non_negative(
-                segment_ids, message="encode: segment_ids must be >= 0"
-            ),
-            tf.debugging.assert_less(
-                segment_ids, segment_limit(encoder),
-                message=(f"encode: segment_ids must be < type_vocab_size="
-                         f"{encoder.type_vocab_size}" if encoder.type_vocab_size else
-                         "encode: segment_ids must be 0 or 1 (the encoder has no segment "
-                         "embeddings and ignores them)"),
-            ),
         ]
         with tf.control_dependencies(checks):
             inputs = {
@@ -271,7 +238,8 @@ class BertServingModule(tf.Module):
                 "segment_ids": tf.identity(segment_ids),
                 "padding_mask": tf.identity(padding_mask),
             }
-        return self.run_encoder(inputs)
+        # Each id in its range (`task_inputs.integer_limits`).
+        return self.run_encoder(integer_checks_in_graph(inputs, encoder, "encode"))
 
     def _preprocess(self, text):
         return self.preprocess_texts((text,))
@@ -296,13 +264,8 @@ class BertServingModule(tf.Module):
         return self.pack(tuple(self.tokenize(t) for t in texts))
 
     def pack(self, segments):
-        """Packs 1 or 2 ragged segments into the encoder input dict, [B, S] each.
-
-        The preprocessor's `pack` (`BertPacker`'s rule): S is `sequence_length`
-        when set, else the batch's longest packed row (truncated to
-        `max_seq_length`) rounded up to `pad_to_multiple_of`; an empty batch
-        still has a [CLS] column for the pooler.
-        """
+        """Packs 1 or 2 ragged segments into the encoder input dict, [B, S] each, by
+        the preprocessor's `pack` (`BertPacker`'s rule for S)."""
         return self._keras.preprocessor.pack(tuple(segments))
 
     @property
@@ -311,18 +274,10 @@ class BertServingModule(tf.Module):
         return self._keras.preprocessor.truncation_length
 
     def predict_strings(self, function, inputs, batch_size=64, what="predict"):
-        """Runs `function` (a tf.function of this module) on raw strings in this
-        process, in batches: a task model's `predict` where it returns what
-        the export returns (taggers, span QA, windowed classifiers).
-
-        Args:
-            function: a tf.function of this module taking string batches.
-            inputs: tuple of string batches, in the function's input order.
-            batch_size: int, batches of similar length (see `run_function`).
-            what: str, the caller, named in errors.
-
-        Returns:
-            dict of numpy arrays.
+        """Runs `function` (a tf.function of this module) on `inputs`, a tuple of raw
+        string batches in its input order, in this process in batches of similar
+        length (`run_function`); returns a dict of numpy arrays. A task model's
+        `predict` where it returns what the export returns; `what` names it in errors.
         """
         from keras_bert.export.predict import run_function
 
@@ -352,19 +307,16 @@ class BertServingModule(tf.Module):
         )
 
     def _run_encoder(self, token_ids, segment_ids, padding_mask):
-        with serving_kernels(self._keras.encoder, self.serving_kernels):
-            outputs = self._keras.encoder(
-                {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
-                training=False,
-            )
-        return {
-            "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
-            "pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
-        }
+        outputs = self._run(self._keras.encoder, token_ids, segment_ids, padding_mask)
+        return {key: outputs[key] for key in ("sequence_output", "pooled_output")}
 
     def _run_model(self, token_ids, segment_ids, padding_mask):
-        with serving_kernels(self._keras.model, self.serving_kernels):
-            outputs = self._keras.model(
+        return self._run(self._keras.model, token_ids, segment_ids, padding_mask)
+
+    def _run(self, layer, token_ids, segment_ids, padding_mask):
+        """`layer` (the encoder or the task model) on packed inputs; float32 outputs."""
+        with serving_kernels(layer, self.serving_kernels):
+            outputs = layer(
                 {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
                 training=False,
             )

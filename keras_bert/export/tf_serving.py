@@ -1,17 +1,11 @@
 """The files TF Serving reads besides the SavedModel: warmup requests, models.config,
 batching_parameters.txt.
 
-TF Serving runs the warmup requests when it loads a version, before it
-reports it available, so the first client request does not pay for
-initialization (nor, for an XLA export, for compiling its shapes).
-
-Shapes. A batch of an export is [B, S]: B texts (QA: context windows),
-S their padded length. S takes the values `length_buckets` lists (one, with
-`sequence_length`; multiples of `pad_to_multiple_of`; or any length up to
-`max_seq_length` with batch-longest padding). With batching on, TF Serving
-pads B up to the next of `allowed_batch_sizes`, so an XLA export sees at most
-len(ALLOWED_BATCH_SIZES) x len(length_buckets) shapes, and its warmup
-requests compile every one of them.
+TF Serving runs the warmup requests before it reports a version available, so
+the first client request does not pay for initialization or XLA compiling.
+A batch is [B, S]: S takes the values `length_buckets` lists and, with
+batching on, TF Serving pads B up to the next of `allowed_batch_sizes`, so the
+warmup of an XLA export compiles every shape it will see.
 
 Example:
 >>> write_warmup_requests("exports/sentiment/3")
@@ -259,11 +253,9 @@ def batching_parameters(exports_info=(), allowed_batch_sizes=ALLOWED_BATCH_SIZES
         allowed_batch_sizes: increasing ints; the last is max_batch_size.
             The default matches the warmup requests of `write_warmup_requests`.
         batch_timeout_micros: int, how long a request waits for others to
-            fill a batch: the latency added at low load (2 ms is small next
-            to a BERT forward pass).
-        num_batch_threads: int, batches run at once; on CPU the serving
-            machine's cores divided by TensorFlow's intra-op threads per
-            batch, on one GPU 1-2.
+            fill a batch (the latency added at low load).
+        num_batch_threads: int, batches run at once (on CPU: cores divided by
+            intra-op threads per batch; on one GPU 1-2).
         max_enqueued_batches: int, the queue length before requests are
             refused (UNAVAILABLE) instead of waiting.
 
@@ -305,8 +297,8 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
     """Writes models.config and batching_parameters.txt for exports/NAME directories.
 
     Refused before anything is written: two exports with one folder name,
-    batching numbers below 1, and an existing file of these names that this
-    function did not write. Each file is replaced atomically.
+    batching numbers below 1, an existing file of these names keras_bert did not
+    write. Each file is replaced atomically.
 
     Args:
         export_bases: list of exports/NAME directories (integer versions inside).
@@ -321,21 +313,26 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
     """
     _check_batching(batching.get("allowed_batch_sizes", ALLOWED_BATCH_SIZES),
                     **{k: v for k, v in batching.items() if k != "allowed_batch_sizes"})
-    check_writable(storage.join(output_dir, "models.config"), flag="The serving config")
+    models, infos = _served_models(export_bases, base_path_prefix)
+    return _write_ours(output_dir, {"models.config": models_config(models, serve_versions),
+                                    "batching_parameters.txt": batching_parameters(
+                                        infos, **batching)}, "The serving config")
+
+
+def _write_ours(output_dir, texts, flag):
+    """Writes {file name: text} into `output_dir`, each file atomically, after
+    refusing a file output and files of these names keras_bert did not write."""
+    paths = {storage.join(output_dir, name): text for name, text in texts.items()}
+    check_writable(next(iter(paths)), flag=flag)
     if storage.isfile(output_dir):
         raise OutputError(f"The output {output_dir} is a file; give the folder for "
-                          f"models.config and batching_parameters.txt (e.g. exports).")
-    config_path = storage.join(output_dir, "models.config")
-    batching_path = storage.join(output_dir, "batching_parameters.txt")
-    for path in (config_path, batching_path):
+                          f"{' and '.join(texts)} (e.g. exports).")
+    for path in paths:
         _check_ours(path)
-    models, infos = _served_models(export_bases, base_path_prefix)
-    config_text = models_config(models, serve_versions)
-    batching_text = batching_parameters(infos, **batching)
     storage.makedirs(output_dir)
-    write_text_atomic(config_path, config_text)
-    write_text_atomic(batching_path, batching_text)
-    return config_path, batching_path
+    for path, text in paths.items():
+        write_text_atomic(path, text)
+    return tuple(paths)
 
 
 def _served_models(export_bases, base_path_prefix):
@@ -441,16 +438,10 @@ def write_operator_files(export_bases, output_dir, base_path_prefix="/models", s
     """
     monitoring_text = monitoring_config(prometheus_path)
     models, _ = _served_models(export_bases, base_path_prefix)
-    logging_text = request_logging_config(models, serve_versions, **logging)
-    check_writable(storage.join(output_dir, "monitoring.config"), flag="The operator files")
-    paths = (storage.join(output_dir, "monitoring.config"),
-             storage.join(output_dir, "request_logging.config.example"))
-    for path in paths:
-        _check_ours(path)
-    storage.makedirs(output_dir)
-    for path, text in zip(paths, (monitoring_text, logging_text)):
-        write_text_atomic(path, text)
-    return paths
+    return _write_ours(output_dir, {
+        "monitoring.config": monitoring_text,
+        "request_logging.config.example": request_logging_config(
+            models, serve_versions, **logging)}, "The operator files")
 
 
 def _check_ours(path):
@@ -459,8 +450,8 @@ def _check_ours(path):
     if not storage.lexists(path):
         return
     if storage.isdir(path):
-        raise OutputError(f"{path} is a folder; models.config and batching_parameters.txt "
-                          f"need their names free: choose another --output.")
+        raise OutputError(f"{path} is a folder; keras_bert's serving files need their "
+                          f"names free: choose another --output.")
     with storage.open_file(path, "rb") as f:
         head = f.read(400).decode("utf-8", errors="replace")
     if _SIGNATURE not in head:

@@ -9,8 +9,10 @@ keras_bert_export.json ("tuning"). A candidate k is timed only at request
 sizes it would split (at least `MIN_SUB_BATCH * k` texts).
 """
 
+import csv
 import datetime
 import errno
+import io
 import os
 import platform
 import re
@@ -87,19 +89,32 @@ def synthetic_texts(vocabulary, count=256, seed=0):
 
 def read_tune_texts(path):
     """The non-empty lines of `path` (one text a line, UTF-8), as a list of str."""
+    return read_texts(path, "tuning", "give a file with one text a line (--tune-texts "
+                      "FILE), or leave it out to tune on synthetic texts")
+
+
+def read_texts(path, what, way_out, table=False):
+    """The non-empty texts of a UTF-8 file: one a line or, with `table`, a .csv/.tsv
+    file's `text` column. Errors name the `what` file and `way_out`."""
     try:
         if storage.is_remote(path) and not storage.exists(path):  # gfile raises no OSError.
             raise FileNotFoundError(errno.ENOENT, "No such file or directory")
-        data = storage.read_bytes(path).decode("utf-8", errors="replace")
+        data = storage.read_bytes(path).decode("utf-8", errors="replace").lstrip("\ufeff")
     except OSError as e:
         raise FileNotFoundError(
-            f"Cannot read the tuning texts {path} ({e.strerror}): give a file with one text a "
-            f"line (--tune-texts FILE), or leave it out to tune on synthetic texts.") from None
-    # The line ends open() knows (\n, \r\n, \r), not str.splitlines' (U+2028, \x1c...).
-    texts = [line for line in re.split(r"\r\n|\r|\n", data) if line.strip()]
+            f"Cannot read the {what} texts {path} ({e.strerror}): {way_out}.") from None
+    if table and str(path).lower().endswith((".csv", ".tsv")):
+        rows = csv.DictReader(io.StringIO(data, newline=""),
+                              delimiter="\t" if str(path).lower().endswith(".tsv") else ",")
+        if "text" not in (rows.fieldnames or ()):
+            raise ValueError(f"The {what} file {path} has no 'text' column (its header: "
+                             f"{rows.fieldnames}): {way_out}.")
+        texts = [row["text"] for row in rows if (row["text"] or "").strip()]
+    else:
+        # The line ends open() knows (\n, \r\n, \r), not str.splitlines' (U+2028, \x1c...).
+        texts = [line for line in re.split(r"\r\n|\r|\n", data) if line.strip()]
     if not texts:
-        raise ValueError(f"The tuning texts {path} hold no text: give one text a line "
-                         f"(--tune-texts FILE), or leave it out to tune on synthetic texts.")
+        raise ValueError(f"The {what} file {path} holds no text: {way_out}.")
     return texts
 
 

@@ -1,16 +1,8 @@
 """LoRA on a BertEncoder: low-rank adapters on the attention projections, the rest frozen.
 
-`LoraModel` is a mixin of `BertEncoder` and `BertTask` (a task acts on its
-encoder; its head stays trainable):
-
-- `enable_lora(rank, alpha=None, targets=("query", "value"))` adds an
-  adapter to each targeted projection of every encoder block
-  (`keras_bert.layers.LoraDense`: the fused q/k/v projection gets one
-  adapter per part) and freezes every other encoder weight;
-- `save_lora_weights(path)` / `load_lora_weights(path)` write and read the
-  adapters alone (a small h5 file, `LORA_FILE` inside a model directory);
-- `merge_lora()` folds them into the kernels; exports do the same on a copy
-  (`merged_copy`), and every Keras save of the model writes merged weights.
+`LoraModel` is a mixin of `BertEncoder` and `BertTask` (whose head stays
+trainable). Exports run a merged copy (`merged_copy`), and every Keras save of
+the model writes merged weights.
 """
 
 import hashlib
@@ -109,9 +101,7 @@ class LoraModel:
                 f"targets={settings['targets']}). Call merge_lora() to fold those adapters "
                 f"in before enabling new ones.")
         encoder = _encoder(self)
-        # Every encoder layer trainable (undoing earlier freezing: a frozen
-        # layer would hide its adapters), then every weight but the adapters
-        # frozen, variable by variable.
+        # Unfrozen first: a frozen layer would hide its adapters.
         _unfreeze(encoder)
         for block in encoder.encoder_blocks:
             block.enable_lora(rank, alpha=alpha, targets=targets)
@@ -133,12 +123,9 @@ class LoraModel:
         _reset_training(self)
 
     def save_lora_weights(self, path):
-        """Writes the adapters alone (and their rank, alpha, targets) to `path`, an h5 file.
-
-        A task's file also holds its head (the weights outside the encoder),
-        which trains with the adapters. keras-hub names such files
-        "*.lora.h5"; any name is taken. The file is small: 2 * rank *
-        hidden_size floats per target and block, plus the head.
+        """Writes the adapters alone (and their rank, alpha, targets) to `path`, an h5
+        file ("*.lora.h5" by keras-hub's habit); a task's file also holds its head,
+        which trains with the adapters.
         """
         settings = lora_settings(self)
         if settings is None:
@@ -162,9 +149,7 @@ class LoraModel:
                 for part, (a, b) in block.qkv_dense.lora_weights().items():
                     f[f"{block.name}/{part}/A"] = a
                     f[f"{block.name}/{part}/B"] = b
-            # A task's head trains with the adapters: without it they would
-            # be of no use on a fresh model. (Its variable paths are unique.)
-            for variable in _head_weights(self):
+            for variable in _head_weights(self):  # Variable paths are unique.
                 f[f"{_HEAD}/{variable.path}"] = keras.ops.convert_to_numpy(variable)
         write_bytes_atomic(os.fspath(path), buffer.getvalue())
         return path

@@ -7,11 +7,9 @@ MODEL_DIR/
   model.weights.h5   Keras weights of the whole model (no optimizer state), with
                      the config and a sha256 of the arrays stamped in (checked on load)
   task.json          task models: {"task": name, "task_config": {...}, ...}; every
-                     model: its text settings ("max_seq_length", "lowercase",
-                     "truncation"; `keras_bert.text.settings`), which an
-                     encoder's task.json holds alone (no "task" key). Old
-                     directories with some or none of them still load: the
-                     missing ones take `resolve_text_settings`' defaults.
+                     model: its text settings (`keras_bert.text.settings`; missing
+                     ones take `resolve_text_settings`' defaults), which an
+                     encoder's task.json holds alone (no "task" key).
 
 `save_model_dir` replaces only a folder of this layout (`MODEL_DIR_KIND`);
 see `keras_bert.files` for the rule every writer follows.
@@ -46,17 +44,12 @@ CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
 WEIGHTS_FILE = "model.weights.h5"
 TASK_FILE = "task.json"
-# The text settings a model directory keeps for its preprocessor (task.json
-# keys), also for a bare encoder: `keras_bert.text.settings`, their one reader.
-# `tokenizer_options`: the tokenizer's arguments besides casing that differ from
-# their defaults (`BertPreprocessor.saved_settings`).
+# The task.json keys of the preprocessor, also a bare encoder's;
+# `tokenizer_options`: `BertPreprocessor.saved_settings`.
 TEXT_SETTINGS = TEXT_SETTINGS_KEYS + ("tokenizer_options",)
-# The weights file keeps a copy of the config it was saved with (an HDF5
-# attribute): a config.json edited afterwards (num_heads changes no shape)
-# is caught on load.
+# HDF5 attributes of the weights file: the config it was saved with (an edited
+# config.json is caught on load) and a sha256 of its arrays (flipped bytes are).
 CONFIG_ATTR = "keras_bert_config"
-# ... and a sha256 of its arrays (`weights_checksum`): flipped bytes are
-# caught on load. Files without it (saved before) load unchecked.
 CHECKSUM_ATTR = "keras_bert_weights_sha256"
 # Fields that must equal the saved ones for the weights to mean the same
 # thing (dropout and initializer_range may change between runs).
@@ -91,12 +84,10 @@ STAGING_PREFIX = ".tmp-"
 CONVERT_STAGING_PREFIX = ".convert-"
 # Files that evaluation writes beside the model (`write_predictions` of span QA).
 PREDICTION_FILES = ("eval_predictions.json", "eval_null_odds.json")
-#: What a model directory is, for `keras_bert.files`: save_pretrained replaces
-#: a folder only if it holds config.json and model.weights.h5 and nothing but
-#: files keras_bert writes there (a notes.txt of the user's makes it refuse).
-# The LoRA adapters that save_pretrained of a LoRA model writes beside its
-# merged weights (keras_bert.models.lora).
+# The LoRA adapters beside a LoRA model's merged weights (keras_bert.models.lora).
 LORA_FILE = "model.lora.h5"
+#: What a model directory is, for `keras_bert.files`: save_pretrained replaces
+#: a folder only if it holds nothing but files keras_bert writes there.
 MODEL_DIR_KIND = Kind("keras_bert model directory", required=(CONFIG_FILE, WEIGHTS_FILE),
                       allowed=(CONFIG_FILE, WEIGHTS_FILE, TASK_FILE, LORA_FILE, *PREDICTION_FILES,
                                *sorted({name for _, names in
@@ -108,10 +99,8 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None, tokenizer=
     """Writes `model` to `model_dir` atomically (a staging folder, then a rename).
 
     `model_dir` may be missing, empty, or a model directory keras_bert wrote
-    (`MODEL_DIR_KIND`), which is replaced; anything else is refused (see
-    `keras_bert.files`). A link is followed: its target is replaced. The
-    weights are the model's only: a compiled model's optimizer state is
-    left out (training checkpoints keep it).
+    (`MODEL_DIR_KIND`), which is replaced (a link's target); anything else is
+    refused. The optimizer state is left out (training checkpoints keep it).
 
     Args:
         model: a `BertEncoder` or a task model with an `.encoder`.
@@ -195,34 +184,24 @@ def _holds_only(folder, name, source):
 
 
 def save_model_weights(model, path):
-    """`model.save_weights(path)` without the optimizer's slots.
-
-    A compiled model's `save_weights` also writes its optimizer's variables
-    (AdamW's two moments: twice the model's size); a model directory holds
-    the model only.
-    """
-    optimizer = getattr(model, "optimizer", None)
-    if optimizer is None:
-        model.save_weights(path)
-        return
-    from keras.src.saving import saving_lib
-
-    saving_lib.save_weights_only(model, path, objects_to_skip=[optimizer])
+    """`model.save_weights(path)` without a compiled model's optimizer slots (AdamW's
+    two moments: twice the model's size); a model directory holds the model only."""
+    _weights_only(model, path, "save")
 
 
 def load_model_weights(model, path):
-    """`model.load_weights(path)` without the optimizer: a model directory holds none.
+    """`model.load_weights(path)` without the optimizer, which a task compiled at
+    construction may hold and a model directory's file has no values for."""
+    _weights_only(model, path, "load")
 
-    A task is compiled at construction, and its optimizer may already hold
-    variables that the file (saved by `save_model_weights`) has no values for.
-    """
+
+def _weights_only(model, path, action):
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None:
-        model.load_weights(path)
-        return
+        return getattr(model, f"{action}_weights")(path)
     from keras.src.saving import saving_lib
 
-    saving_lib.load_weights_only(model, path, objects_to_skip=[optimizer])
+    getattr(saving_lib, f"{action}_weights_only")(model, path, objects_to_skip=[optimizer])
 
 
 def weights_checksum(h5_file):
@@ -254,10 +233,8 @@ def _stamp_config(weights_path, config):
 
 
 def check_checksum(weights_path):
-    """Raises ValueError if `weights_path` does not match the checksum saved in it.
-
-    Files saved before checksums were stamped (no attribute) pass.
-    """
+    """Raises ValueError if `weights_path` does not match the checksum saved in it
+    (files without one pass)."""
     import h5py
 
     try:
@@ -338,11 +315,9 @@ def _encoder_size(config):
 def check_config_before_build(weights_path, config, config_path):
     """Raises ValueError unless `config` fits the weights file, before any tensor exists.
 
-    The config stamped in the weights (if any) must equal `config` on the
-    fields that give the weights their meaning, and the encoder `config`
-    describes may not be larger than the file's arrays (an edited
-    `intermediate_size: 4000000` would allocate gigabytes before any other
-    check). Reads only the file's array shapes.
+    The config stamped in the weights (if any) must equal `config` on
+    `_WEIGHT_FIELDS`, and its encoder may not be larger than the file's arrays
+    (an edited `intermediate_size: 4000000` would allocate gigabytes first).
 
     Returns:
         ({array name: shape}, the stamped config dict or None).
@@ -368,13 +343,9 @@ def check_config_before_build(weights_path, config, config_path):
 
 
 def check_weights(weights_path, model, config, config_path):
-    """Raises ValueError unless the weights file fits `model` exactly.
-
-    Every array of the file must have a variable of the same shape in the
-    model and the reverse (Keras would load a prefix of the encoder blocks
-    and ignore the rest), and the config saved with the weights (if any)
-    must equal `config` on the fields that give the weights their meaning.
-    """
+    """Raises ValueError unless the weights file fits `model` exactly: each array
+    a variable of its shape and the reverse (Keras would load a prefix of the
+    encoder blocks and ignore the rest), and `check_config_before_build`."""
     shapes, _ = check_config_before_build(weights_path, config, config_path)
     found = collections.Counter(shapes.values())
     expected = collections.Counter(tuple(v.shape) for v in model.weights)
@@ -394,8 +365,7 @@ def check_weights(weights_path, model, config, config_path):
         )
 
 
-# The generic task.json keys (every task's, written by save_model_dir and
-# finetune); each task's own keys are in its TaskSpec's task_json schema
+# The generic task.json keys; each task's own are in its TaskSpec's task_json
 # (keras_bert/models/registry.py). Keys in neither are not checked.
 _GENERIC_TASK_JSON = {
     "task": {"type": "string"},
@@ -460,10 +430,9 @@ def _check_task_json(values, path, schema, prefix=""):
 def read_task_info(model_dir):
     """The parsed task.json of `model_dir`, or None for a bare encoder.
 
-    Raises ValueError naming the file and key if it is not a JSON object or
-    a key keras_bert reads has the wrong type ("lowercase": "false" is not
-    false) or is below its minimum: the generic keys here and the task's
-    own, from its TaskSpec's `task_json` (`task_json_schema`).
+    Raises ValueError naming the file and key if it is not a JSON object or a
+    key has the wrong type ("lowercase": "false") or is below its minimum
+    (`task_json_schema`).
     """
     path = storage.join(model_dir, TASK_FILE)
     if not storage.exists(path):
@@ -481,12 +450,8 @@ def read_task_info(model_dir):
 
 
 def _required_files(model_dir, names, why):
-    """The paths of `names` in `model_dir`, which must all exist.
-
-    Raises FileNotFoundError naming the directory if it is missing, else
-    the first missing file, followed by `why` (what the reader needs and how
-    to make it).
-    """
+    """The paths of `names` in `model_dir`; FileNotFoundError naming the missing
+    directory or first missing file, followed by `why` (how to make it)."""
     if not storage.isdir(model_dir):
         raise FileNotFoundError(f"Model directory not found: {model_dir}")
     paths = [storage.join(model_dir, name) for name in names]
@@ -497,16 +462,12 @@ def _required_files(model_dir, names, why):
 
 
 def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
-    """Rebuilds the model saved in `model_dir` (the type task.json names).
+    """Rebuilds the model saved in `model_dir` (the task task.json names, imported
+    on demand by `registry.get_task`).
 
-    The task that task.json names is found with `registry.get_task`, which
-    imports its folder (`keras_bert.tasks.NAME`) on demand: no earlier import
-    of the task is needed. config.json is checked against the weights' stamp
-    and size before the model is built. The files are read from one
-    committed version: a save_pretrained that replaces the directory
-    meanwhile makes it read again (`keras_bert.files.read_committed`), and
-    a directory that a killed replacement left parked is put back first
-    (`keras_bert.files.recover`).
+    config.json is checked against the weights' stamp and size before the model
+    is built. The files are read from one committed version
+    (`keras_bert.files.read_committed`; `recover` puts back a parked directory).
 
     Returns:
         A `BertEncoder` or task model with its weights loaded; its

@@ -1,7 +1,4 @@
-"""How a task model reads the inputs users hold: texts, sentence pairs, labels.
-
-One rule for each input, used by `BertTask.fit` / `evaluate` / `predict` and
-the `*_on_batch` methods (see `BertTask`'s docstring for the user's view):
+"""How a task model reads the inputs users hold (every `BertTask` entry point):
 
 - Texts: a list or tuple of str/bytes, a 1-D numpy str/object array, a 1-D
   tf.string Tensor (or anything with `.to_numpy()`, e.g. a pandas Series).
@@ -232,13 +229,11 @@ def label_array(y, count, label_names=None, num_classes=None, what="This model",
                          f"Received a single value: {y!r}.")
     try:
         array = np.asarray(y)
-    except ValueError:  # Rows of different lengths.
-        raise ValueError(
-            f"{what}: the rows of {name} have different lengths; pad them to one length "
-            f"(a numpy array), one row per example."
-        ) from None
-    if array.dtype == object and array.ndim > 1 and array.size and isinstance(
-            array.flat[0], (list, tuple)):
+        ragged = array.dtype == object and array.ndim > 1 and array.size and isinstance(
+            array.flat[0], (list, tuple))
+    except ValueError:  # numpy refuses some rows of different lengths.
+        ragged = True
+    if ragged:
         raise ValueError(f"{what}: the rows of {name} have different lengths; pad them to one "
                          f"length (a numpy array), one row per example.")
     if len(array) != count:
@@ -354,13 +349,9 @@ _PEER_INPUT_NAMES = {"input_ids": "token_ids", "attention_mask": "padding_mask",
 
 
 def check_integer_inputs(x, encoder, what="This model"):
-    """Refuses Hugging Face's input names, and out-of-range ids and masks, in an
-    in-memory integer input dict.
-
-    Values the model would silently misread (a negative token id gathers a
-    zero embedding on GPUs, a mask of 2 weights a token twice) are named.
-    Tensors that are not eager (symbolic) are left alone.
-    """
+    """Refuses Hugging Face's input names, and out-of-range ids and masks (a
+    negative token id gathers a zero embedding on GPUs), in an in-memory integer
+    input dict; symbolic Tensors are left alone."""
     if not isinstance(x, dict):
         return
     peers = [name for name in _PEER_INPUT_NAMES if name in x]
