@@ -151,11 +151,8 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
     """Exports a model for TF Serving (or LiteRT): raw-string signatures, vocab as an asset.
 
     Args:
-        model_or_dir: a model directory (str; loaded with its task.json),
-            any other source `from_pretrained` takes (a Hugging Face folder
-            or Hub id, a Google folder, a keras-hub preset: converted once
-            into the cache, see `keras_bert.sources.resolve_source`), or a
-            Keras model (`BertEncoder` or task model).
+        model_or_dir: a model directory, any other source `from_pretrained`
+            takes (`keras_bert.sources.resolve_source`), or a Keras model.
         output: exports/NAME (a new version directory is made inside:
             1 + the largest existing one) or exports/NAME/VERSION.
         version: int, the version under exports/NAME (default: next).
@@ -164,37 +161,27 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
         warmup: bool, write TF Serving's warmup requests
             (assets.extra/tf_serving_warmup_requests; see `tf_serving.py`).
         dtype: None, "float32" or "mixed_bfloat16": the Keras dtype policy
-            the model directory is loaded with. "mixed_bfloat16" multiplies in
-            bfloat16 (float32 variables and outputs); it pays on CPUs with
-            AMX or AVX512-BF16 at large batches (BENCHMARKS.md). A Keras
-            model is exported with its own policy.
+            the model directory is loaded with (a Keras model keeps its own).
         format: "saved_model" (TF Serving) or "tflite": a LiteRT model
-            (exports/NAME/VERSION/model.tflite) of a classifier or encoder,
-            tokenizing with tensorflow-text's TFLite kernels (see
-            `keras_bert.export.tflite`; `warmup` does not apply).
-        quantize: None or "int8". A SavedModel: the encoder blocks' Dense
-            layers run oneDNN's int8 matmul (`keras_bert.export.int8`; core
-            TensorFlow ops, x86; float32 only). LiteRT: the converter's
-            dynamic-range quantization. Needs a model directory, not a Keras
-            model. BENCHMARKS.md "int8" has their accuracy and speed.
+            (exports/NAME/VERSION/model.tflite) of a classifier or encoder
+            (`keras_bert.export.tflite`; `warmup` does not apply).
+        quantize: None or "int8" (a model directory only). A SavedModel:
+            the encoder blocks' Dense layers run oneDNN's int8 matmul
+            (`keras_bert.export.int8`; x86, float32 only). LiteRT: the
+            converter's dynamic-range quantization.
         calibration_texts: with quantize: list of str, or the path of a file
             (one text a line, or a CSV/TSV with a `text` column) whose texts
             calibrate the activation ranges; None: ranges taken per call.
         tune_texts: with `sub_batches="auto"`: list of str, or the path of
             a file with one text a line, that the candidates are timed on;
-            default texts made from the vocabulary
-            (`tuning.synthetic_texts`).
+            default `tuning.synthetic_texts`.
         tune_seconds: float, budget of the timed rounds of the tuning.
         log: callable for the tuning's one-line summary, or None.
-        **options: `build_serving_module` arguments (vocab_file, lowercase,
-            max_seq_length, pairs, sequence_length, pad_to_multiple_of,
-            jit_compile, doc_stride, ...). `sub_batches="auto"` (classifier
-            SavedModels; tools/export.py's default) measures the sub-batch
-            counts 1, 2, 4, 8 on this machine and exports the fastest per
-            request size (`keras_bert.export.tuning`), recorded in
-            keras_bert_export.json "tuning"; for other exports (other tasks,
-            windows, LiteRT) it means no sub-batching. The Python default
-            is no tuning (sub_batches=1): tuning takes seconds to a minute.
+        **options: `build_serving_module` arguments. `sub_batches="auto"`
+            (classifier SavedModels; tools/export.py's default) exports the
+            sub-batch counts measured fastest per request size on this
+            machine (`keras_bert.export.tuning`); for other exports it means
+            no sub-batching. The Python default is sub_batches=1.
 
     Returns:
         str, the version directory written.

@@ -42,6 +42,14 @@ def is_version(name):
     return name.isascii() and name.isdecimal()
 
 
+def version_numbers(export_base):
+    """The sorted numbers of the version folders under `export_base` (none: [])."""
+    if not storage.isdir(export_base):
+        return []
+    return sorted(int(name) for name in storage.listdir(export_base)
+                  if is_version(name) and storage.isdir(os.path.join(export_base, name)))
+
+
 #: The file that makes a version directory complete, by export format.
 MODEL_FILES = {"saved_model": "saved_model.pb", "tflite": TFLITE_FILE}
 FORMAT_NAMES = {"saved_model": "SavedModel", "tflite": "LiteRT export"}
@@ -93,17 +101,14 @@ def latest_version(export_dir, formats=("saved_model",)):
     if found is not None or _isfile(export_dir):
         raise _not_a(export_dir, formats)
     files = " or ".join(MODEL_FILES[f] for f in formats)
-    versions = [
-        int(n) for n in storage.listdir(export_dir)
-        if is_version(n) and storage.isdir(os.path.join(export_dir, n))
-    ] if storage.isdir(export_dir) else []
+    versions = version_numbers(export_dir)
     if not versions:
         raise FileNotFoundError(
             f"No {' or '.join(FORMAT_NAMES[f] for f in formats)} in {export_dir}: expected "
             f"{files} there, or integer version directories (exports/NAME/1/"
             f"{MODEL_FILES[formats[0]]}). Create one with tools/export.py."
         )
-    latest = os.path.join(export_dir, str(max(versions)))
+    latest = os.path.join(export_dir, str(versions[-1]))
     found = export_format(latest)
     if found is not None and found not in formats:
         raise _not_a(latest, formats)
@@ -120,11 +125,7 @@ def check_tf_serving_exports(export_bases):
     """Raises ValueError naming a LiteRT export among exports/NAME folders meant
     for TF Serving (which loads SavedModels only), and the way out."""
     for base in export_bases:
-        candidates = [base]
-        if storage.isdir(base):
-            candidates += sorted((os.path.join(base, n) for n in storage.listdir(base)
-                                  if is_version(n)), key=lambda p: int(os.path.basename(p)))
-        for path in candidates:
+        for path in [base] + [os.path.join(base, str(n)) for n in version_numbers(base)]:
             if export_format(path) == "tflite":
                 raise ValueError(
                     f"{path} is a LiteRT export ({TFLITE_FILE}), and TF Serving serves "
@@ -136,12 +137,9 @@ def check_tf_serving_exports(export_bases):
 
 
 def load_export(export_dir):
-    """The export at `export_dir` (or its latest version), loaded for running.
-
-    A SavedModel: `tf.saved_model.load` of one committed version
-    (`keras_bert.files.read_committed`). A LiteRT export (any .tflite file):
-    a `tflite_runtime.LiteRTExport`, whose `signatures` are called alike.
-    """
+    """The export at `export_dir` (or its latest version), loaded for running: a
+    SavedModel of one committed version (`keras_bert.files.read_committed`), or a
+    `tflite_runtime.LiteRTExport` (any .tflite file), whose `signatures` run alike."""
     register_text_ops()
     path = latest_version(export_dir, formats=tuple(MODEL_FILES))
     if export_format(path) == "tflite":
@@ -164,12 +162,8 @@ def load_export(export_dir):
 
 
 def read_export_info(export_dir):
-    """The export's keras_bert_export.json as a dict ({} when it has none).
-
-    Args:
-        export_dir: exports/NAME (its latest version), exports/NAME/VERSION,
-            or a LiteRT export's .tflite file (the file beside it).
-    """
+    """The keras_bert_export.json of an export (`latest_version`'s; a .tflite file:
+    the one beside it) as a dict ({} when it has none)."""
     path = latest_version(export_dir, formats=tuple(MODEL_FILES))
     if storage.isfile(path):
         path = os.path.dirname(path)

@@ -1,9 +1,8 @@
 """BertServingModule: the tf.Module an export saves, and the signatures of every model.
 
 It holds the Keras model's variables and the `tf.function`s from raw UTF-8
-strings to answers, and loads in a process that imports only `tensorflow` and
-`tensorflow_text`. Every export has these signatures (each task's
-keras_bert/tasks/<task>/serving.py adds its own):
+strings to answers, loadable with only `tensorflow` and `tensorflow_text`.
+Every export has these signatures (each task's serving.py adds its own):
 
   embed(text)          -> pooled_output [B, H], mean_embedding [B, H] float32
   encode(token_ids, segment_ids, padding_mask)   int32 [B, S] each
@@ -66,10 +65,8 @@ class _Unsaved:
 
 
 class BertServingModule(tf.Module):
-    """Raw-string serving signatures over a `BertEncoder` (and base of task modules).
-
-    Text becomes ids through the model's preprocessor (`BertPreprocessor`),
-    the same object that `fit` and `predict` use.
+    """Raw-string serving signatures over a `BertEncoder` (and base of task modules),
+    through the model's preprocessor (the one `fit` and `predict` use).
 
     Args:
         model: a `BertEncoder`, or a task model with an `.encoder`.
@@ -77,10 +74,8 @@ class BertServingModule(tf.Module):
         vocab_file: str, path of that vocab.txt, saved as the asset
             `assets/vocab.txt` for clients (the tables are in the graph); None
             for a module only called in this process.
-        jit_compile: bool, XLA-compile the model part (`tf.function(
-            jit_compile=True)` around the encoder and head only; string ops
-            stay outside XLA). TF Serving needs `--xla_cpu_compilation_enabled`
-            to run such an export on CPU.
+        jit_compile: bool, XLA-compile the encoder and head (not the string
+            ops); TF Serving needs `--xla_cpu_compilation_enabled` on CPU.
         name: str, name of the tf.Module.
 
     Example:
@@ -105,8 +100,7 @@ class BertServingModule(tf.Module):
         super().__init__(name=name)
         encoder = getattr(model, "encoder", model)
         max_seq_length = preprocessor.max_seq_length
-        # What packing can reach: a fixed sequence_length cuts (and pads) every row to
-        # it, whatever max_seq_length says (as the task model's own fit packs).
+        # What packing can reach (a fixed sequence_length wins over max_seq_length).
         if preprocessor.truncation_length > encoder.max_position_embeddings:
             setting = "sequence_length" if preprocessor.sequence_length else "max_seq_length"
             raise ValueError(
@@ -128,8 +122,7 @@ class BertServingModule(tf.Module):
         self.truncation = preprocessor.truncation
         self.lowercase = tokenizer.lowercase
         self.jit_compile = bool(jit_compile)
-        # Kernels chosen per call by size (keras_bert.export.serving_kernels);
-        # XLA compiles its own, and a LiteRT conversion turns this off.
+        # Kernels chosen per call by size (`serving_kernels`); XLA picks its own.
         self.serving_kernels = not self.jit_compile
         self.dtype_policy = encoder.embeddings.dtype_policy.name  # The model's own stays float32.
         self._keras = _Unsaved(
@@ -138,10 +131,8 @@ class BertServingModule(tf.Module):
             tokenizer=tokenizer,
             preprocessor=preprocessor,
         )
-        # The tf.Variables under the Keras variables of the whole model (the
-        # encoder's are among them). Tracking the Keras wrappers instead saves
-        # a second, unread copy of each variable: tf.saved_model.load copes,
-        # but TF Serving's session loader then finds the graph's own
+        # The tf.Variables under the Keras ones: tracking the Keras wrappers saves a
+        # second copy, and TF Serving's session loader then finds the graph's own
         # variables uninitialized ("Could not find variable logits/kernel").
         self.model_variables = [v.value for v in model.variables]
         for variable in self.model_variables:
@@ -159,15 +150,13 @@ class BertServingModule(tf.Module):
             if isinstance(value, tf.__internal__.tracking.Trackable)
             and not isinstance(value, (keras.layers.Layer, tf.Variable))
         ] if not isinstance(tokenizer, BertTokenizer) else []
-        # Tokenization, traced once and shared by every signature (one copy
-        # of the Unicode tables and WordPiece model in saved_model.pb).
+        # Tokenization, traced once and shared by every signature.
         self._keras.tokenize_fn = tf.function(preprocessor.tokenize, input_signature=[STRINGS])
         self._keras.offsets_fn = tf.function(
             lambda text: preprocessor.tokenize_with_offsets(text, unit="UTF8_CHAR"),
             input_signature=[STRINGS],
         )
-        # The numeric parts: traced once for any [batch, seq]; XLA compiles
-        # one program per distinct shape it is called with.
+        # The numeric parts: traced once for any [batch, seq].
         self._keras.encoder_fn = tf.function(
             self._run_encoder, input_signature=[IDS] * 3, jit_compile=self.jit_compile
         )

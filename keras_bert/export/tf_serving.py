@@ -103,26 +103,19 @@ def write_warmup_requests(export_dir, model_name=None, batch_sizes=ALLOWED_BATCH
     """Writes `assets.extra/tf_serving_warmup_requests` into a version directory.
 
     Args:
-        export_dir: str, the SavedModel (with keras_bert_export.json and
-            assets/vocab.txt), e.g. exports/sentiment/3.
+        export_dir: str, a local SavedModel version (with keras_bert_export.json
+            and assets/vocab.txt), e.g. exports/sentiment/3.
         model_name: str for the requests' model_spec (default the directory
-            above the version, "sentiment"). TF Serving runs warmup records
-            against the version being loaded whatever name they carry.
+            above the version; TF Serving ignores it for warmup).
         batch_sizes: the batch sizes the server pads to (batching_parameters).
 
     Returns:
         str, the path written.
-
-    Raises:
-        ValueError: `export_dir` is remote (gs://...): a committed version is
-            not changed in place.
     """
     import tensorflow as tf
     from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
-    if storage.is_remote(export_dir):
-        # Its commit marker lists every file with its size: a file added in
-        # place would make readers refuse the version.
+    if storage.is_remote(export_dir):  # Its commit marker lists every file it holds.
         raise ValueError(
             f"{export_dir} is a committed remote export: its files are not changed in place. "
             f"export_model(..., warmup=True) (tools/export.py's default) writes the warmup "
@@ -363,15 +356,8 @@ PROMETHEUS_PATH = "/monitoring/prometheus/metrics"
 
 
 def monitoring_config(path=PROMETHEUS_PATH):
-    """A `MonitoringConfig` (text format) for `--monitoring_config_file`: Prometheus metrics.
-
-    Args:
-        path: str, the URL path on the REST port (--rest_api_port) where
-            Prometheus scrapes the server's metrics.
-
-    Returns:
-        str.
-    """
+    """A `MonitoringConfig` (text format) for `--monitoring_config_file`: Prometheus
+    scrapes the server's metrics at `path` on the REST port (--rest_api_port)."""
     if not isinstance(path, str) or not path.startswith("/"):
         raise ValueError(f"Expected the Prometheus path to start with '/' (--prometheus-path). "
                          f"Received: {path!r}")
@@ -391,17 +377,8 @@ def monitoring_config(path=PROMETHEUS_PATH):
 def request_logging_config(models, serve_versions=2, sampling_rate=0.01, log_prefix="/logs",
                            collector="YOUR_LOG_COLLECTOR"):
     """An example `ModelServerConfig` (text format): `models_config`'s, each model
-    logging `sampling_rate` of its requests through `collector` to `log_prefix`/NAME.
-
-    Args:
-        models, serve_versions: see `models_config`.
-        sampling_rate: float in (0, 1], the fraction of requests logged.
-        log_prefix: str, where the collector writes (on the server).
-        collector: str, `LogCollectorConfig.type`: the name a log collector
-            is registered under in the server binary.
-
-    Returns:
-        str.
+    logging `sampling_rate` (in (0, 1]) of its requests through `collector` (the name
+    a log collector is registered under in the server binary) to `log_prefix`/NAME.
     """
     if (isinstance(sampling_rate, bool) or not isinstance(sampling_rate, (int, float))
             or not 0 < sampling_rate <= 1):
@@ -423,15 +400,9 @@ def request_logging_config(models, serve_versions=2, sampling_rate=0.01, log_pre
 
 def write_operator_files(export_bases, output_dir, base_path_prefix="/models", serve_versions=2,
                          prometheus_path=PROMETHEUS_PATH, **logging):
-    """Writes monitoring.config and request_logging.config.example beside models.config,
-    refusing what `write_serving_config` refuses.
-
-    Args:
-        export_bases, output_dir, base_path_prefix, serve_versions: see
-            `write_serving_config`.
-        prometheus_path: str, see `monitoring_config`.
-        **logging: `request_logging_config` arguments (sampling_rate,
-            log_prefix, collector).
+    """Writes monitoring.config and request_logging.config.example beside models.config
+    (arguments: `write_serving_config`'s, `monitoring_config`'s path, and
+    `request_logging_config`'s), refusing what `write_serving_config` refuses.
 
     Returns:
         (monitoring.config path, request_logging.config.example path).

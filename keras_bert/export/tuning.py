@@ -3,10 +3,8 @@
 `export_model(..., sub_batches="auto")` times each candidate k (length-sorted
 sub-batches per request, `ClassifierServingModule`) on requests of several
 sizes in interleaved rounds, and keeps per request size the k with the
-smallest median: a table "requests of >= n texts run as k sub-batches" that
-the export applies at run time; the measurements go to
-keras_bert_export.json ("tuning"). A candidate k is timed only at request
-sizes it would split (at least `MIN_SUB_BATCH * k` texts).
+smallest median: a table "requests of >= n texts run as k sub-batches"; the
+measurements go to keras_bert_export.json ("tuning").
 """
 
 import csv
@@ -62,20 +60,10 @@ def cpu_info(cpuinfo="/proc/cpuinfo"):
 
 
 def synthetic_texts(vocabulary, count=256, seed=0):
-    """`count` texts of whole words from `vocabulary`, lengths spread like tweets.
-
-    Words: the vocabulary's whole-word entries (no [...] or ##...). Words
-    per text: normal with mean 28 and standard deviation 9, clipped to
-    [1, 60], the token-length spread of tweets. The spread matters more than
-    the mean: give texts of another spread as they are (--tune-texts).
-
-    Args:
-        vocabulary: list of str, the WordPiece vocabulary (vocab.txt lines).
-        count: int, texts made.
-        seed: int, so that every export measures the same texts.
-
-    Returns:
-        list of str.
+    """`count` texts of the vocabulary's whole words (list of str), lengths spread like
+    tweets: normal, mean 28 and standard deviation 9, clipped to [1, 60] words. The
+    spread matters more than the mean: give texts of another spread (--tune-texts).
+    `seed` makes every export measure the same texts.
     """
     words = [w for w in vocabulary
              if w and not w.startswith("##") and not (w.startswith("[") and w.endswith("]"))]
@@ -119,15 +107,11 @@ def read_texts(path, what, way_out, table=False):
 
 
 def choose_table(times, min_sub_batch, margin=MARGIN):
-    """The sub-batch table of measured medians.
+    """The sub-batch table of measured medians `times` ({request size: {k: seconds}}).
 
-    Per request size, the k with the smallest median among those valid
-    there; a k > 1 only if it beats k=1 by more than `margin`.
-
-    Args:
-        times: {request size: {k: median seconds}}.
-        min_sub_batch: texts a sub-batch needs at least (a k is valid from
-            `min_sub_batch * k` texts on).
+    Per request size, the k with the smallest median among those valid there
+    (from `min_sub_batch * k` texts on); a k > 1 only if it beats k=1 by more
+    than `margin`.
 
     Returns:
         (table, best): `table` a list of `(min_texts, k)` pairs, ascending
@@ -160,19 +144,16 @@ def tune_sub_batches(module, texts, candidates=CANDIDATES, request_sizes=REQUEST
                      seconds=TUNE_SECONDS, time_call=None):
     """Measures each sub-batch count per request size and sets the fastest on `module`.
 
-    Every candidate runs on `module`'s one graph, the one the export serves.
-
     Args:
         module: the `ClassifierServingModule` of the export, its classify
-            not traced yet (`set_sub_batches` sets the choice).
+            not traced yet; every candidate runs on its one graph.
         texts: list of str the requests are made of (in order, wrapping);
             with `module.pairs` each text is paired with the next one.
         candidates: ints, the sub-batch counts tried (1 is always tried).
         request_sizes: ints, texts per timed request.
-        seconds: float, budget of the timed rounds (at least `MIN_ROUNDS`
-            are run, at most `MAX_ROUNDS`).
+        seconds: float, budget of the timed rounds (`MIN_ROUNDS` to `MAX_ROUNDS`).
         time_call: None, or a callable (k or "chosen", request size, round
-            index) -> seconds that replaces the clock (for tests).
+            index) -> seconds that replaces the clock.
 
     Returns:
         dict, the JSON-able record for keras_bert_export.json.

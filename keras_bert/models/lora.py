@@ -71,10 +71,9 @@ class LoraModel:
         every other encoder weight (a task's head stays trainable).
 
         Each targeted projection of every block gets A [hidden, rank] and
-        B [rank, hidden] (B zeros: the outputs are unchanged until training
-        moves it); its output gains (alpha / rank) * x A B. Call it before
-        training; a compiled model is recompiled with a fresh optimizer of
-        the same configuration (its slots were for the old trainable set).
+        B [rank, hidden] (zeros: outputs unchanged until trained); its output
+        gains (alpha / rank) * x A B. A compiled model is recompiled with a
+        fresh optimizer of the same configuration.
 
         Args:
             rank: int >= 1, the adapters' rank.
@@ -159,12 +158,10 @@ class LoraModel:
 
         A model without LoRA gets it enabled with the file's rank, alpha and
         targets; one with LoRA must have the same ones. A task takes its head
-        from the file too (when the file has one: an encoder's has none).
-        The file records what it fits, and a ValueError naming the file and
-        the difference refuses, before anything changes: another encoder
-        config or other base weights (a sha256 of them), weights that
-        already hold these adapters merged (the directory `save_pretrained`
-        wrote beside them), a head of other label names, a NaN or inf value.
+        from the file too, if it has one. A ValueError naming the file refuses,
+        before anything changes, another encoder config or base weights, weights
+        that already hold these adapters merged, a head of other label names,
+        and NaN or inf values.
         """
         import h5py
 

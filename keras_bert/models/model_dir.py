@@ -105,18 +105,14 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None, tokenizer=
     Args:
         model: a `BertEncoder` or a task model with an `.encoder`.
         model_dir: str, the directory to write.
-        vocab_file: str path of a vocabulary file to copy in (vocab.txt, or
-            another tokenizer's, with the files that go with it: see
-            `keras_bert.text.tokenizer_files`), or None to use the vocabulary
-            the model was loaded with (`model.vocab_file`), else the files
-            of its preprocessor's tokenizer, if any.
+        vocab_file: str path of a vocabulary file to copy in (with the files
+            that go with it: `keras_bert.text.tokenizer_files`), or None: the
+            model's `vocab_file`, else its preprocessor's tokenizer's files.
         tokenizer: a tokenizer whose files to write instead (e.g. a
-            converter's, read from a Hugging Face folder); not with
-            `vocab_file`.
-        task_info: dict of extra JSON-able facts for task.json
-            (e.g. max_seq_length). An encoder's task.json keeps only the
-            text settings (`TEXT_SETTINGS`), from `task_info` or from the
-            directory it was loaded from (`model.task_info`).
+            converter's); not with `vocab_file`.
+        task_info: dict of extra JSON-able facts for task.json. An encoder's
+            keeps only the text settings (`TEXT_SETTINGS`), from `task_info`
+            or `model.task_info`.
 
     Raises:
         keras_bert.files.OutputError: `model_dir` is a file or a folder that
@@ -254,9 +250,8 @@ def check_checksum(weights_path):
 
 def h5_shapes(h5_file, config, path, error=ValueError):
     """{dataset name: shape} of an open h5py File, from its metadata; every h5 reader calls
-    it first. Raises `error` naming `path`, the dataset and its declared shape when it holds
-    more values than the largest array of a `config` model, or more than the bytes the file
-    stores for it (declared, never written, it would still be allocated whole)."""
+    it first. Raises `error` naming `path` and the dataset when it declares more values
+    than the largest array of a `config` model, or more than the file stores for it."""
     import h5py
 
     h, i = config.hidden_size, config.intermediate_size
@@ -373,14 +368,12 @@ _GENERIC_TASK_JSON = {
     # The text settings are checked by TextSettings.from_json (read_task_info).
     "epoch": {"type": "integer", "minimum": 0},
 }
-# Python types of the schema's types; bool is an int in Python, so it is
-# refused where a number is expected.
-_SCHEMA_PYTHON_TYPES = {"integer": (int,), "number": (int, float), "boolean": (bool,),
-                        "string": (str,), "object": (dict,), "strings": (list,),
-                        "numbers": (list,)}
-_TYPE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "true or false",
-               "string": "a string", "object": "a JSON object", "strings": "a list of strings",
-               "numbers": "a list of numbers"}
+# Python types and names of the schema's types (a bool, an int in Python, is
+# refused where a number is expected).
+_SCHEMA_TYPES = {"integer": ((int,), "an integer"), "number": ((int, float), "a number"),
+                 "boolean": ((bool,), "true or false"), "string": ((str,), "a string"),
+                 "object": ((dict,), "a JSON object"), "strings": ((list,), "a list of strings"),
+                 "numbers": ((list,), "a list of numbers")}
 
 
 def task_json_schema(task):
@@ -407,7 +400,8 @@ def _check_task_json(values, path, schema, prefix=""):
         if rule is None or value is None and rule.get("nullable"):
             continue
         kind = rule["type"]
-        ok = isinstance(value, _SCHEMA_PYTHON_TYPES[kind]) and (
+        types, name = _SCHEMA_TYPES[kind]
+        ok = isinstance(value, types) and (
             kind == "boolean" or not isinstance(value, bool))
         if ok and kind == "strings":
             ok = all(isinstance(name, str) for name in value)
@@ -416,7 +410,7 @@ def _check_task_json(values, path, schema, prefix=""):
                      for number in value)
         if not ok:
             raise ValueError(
-                f"{path}: {prefix}{key} must be {_TYPE_NAMES[kind]}. Received: "
+                f"{path}: {prefix}{key} must be {name}. Received: "
                 f"{key}={value!r}. Fix the file (it is written by save_pretrained)."
             )
         least = rule.get("minimum")
@@ -551,13 +545,11 @@ def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,
                        where=TASK_FILE, tokenizer=None):
     """The `BertPreprocessor` a model of a model directory carries.
 
-    Each batch is padded to its own longest text (`sequence_length=None`)
-    and texts are truncated to `max_seq_length`. The settings come from
+    Each batch is padded to its own longest text; the settings come from
     `resolve_text_settings`: the arguments > task.json > the defaults.
 
     Args:
-        vocab_file: str, the directory's vocabulary file (vocab.txt, or another
-            tokenizer's: `keras_bert.text.tokenizer_files`).
+        vocab_file: str, the directory's vocabulary file.
         max_position_embeddings: int, the encoder's.
         task_info: dict, the parsed task.json (or None), or the
             `TextSettings` saved with the model.
@@ -565,7 +557,6 @@ def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,
             `default_max_seq_length`, else min(512, max_position_embeddings).
         lowercase: bool or None: None takes task.json's, else
             `infer_lowercase(vocab_file)` (with a warning).
-        default_max_seq_length: int or None, the caller's default.
         where: str, the task.json path, named in errors.
         tokenizer: a tokenizer of the vocabulary whose options to keep.
     """

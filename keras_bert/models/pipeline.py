@@ -57,14 +57,9 @@ def _trim_to_longest(multiple=1):
 
 
 def _dataset_text_parts(spec):
-    """Reads a dataset's element_spec by Keras' (x, y[, sample_weight]) rule.
-
-    Returns:
-        None when the inputs are not strings (Keras takes the dataset as it
-        is), else (features_spec, has_rest): `features_spec` is a string
-        TensorSpec or a tuple of two (pairs); `has_rest` says whether labels
-        (and sample weights) follow.
-    """
+    """A dataset's element_spec by Keras' (x, y[, sample_weight]) rule: None when the
+    inputs are not strings, else (features_spec, has_rest): a string TensorSpec or a
+    tuple of two (pairs), and whether labels (and sample weights) follow."""
     def is_string_spec(s):
         return isinstance(s, (tf.TensorSpec, tf.RaggedTensorSpec)) and s.dtype == tf.string
 

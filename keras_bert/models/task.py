@@ -150,9 +150,7 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
             vocab_file: str, vocab.txt to copy in; defaults to the one the
                 model was loaded with, else the preprocessor's vocabulary.
             task_info: dict of extra facts for task.json, e.g.
-                {"eval_metrics": ...}; the preprocessor's text settings
-                (max_seq_length, lowercase, truncation) are recorded too
-                (`task_info` wins over them).
+                {"eval_metrics": ...}, over the preprocessor's text settings.
         """
         info = {}
         if self.preprocessor is not None:
@@ -176,15 +174,11 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
 
         Args:
             model_dir: str, the model directory, or any source
-                `keras_bert.sources.resolve_source` takes (a Hugging Face
-                folder or Hub id, a Google TF1 folder, "bert-base-uncased"):
-                converted once into a cache, with its casing, maximum length
-                and (for a fine-tuned Hugging Face head) labels.
+                `keras_bert.sources.resolve_source` takes ("bert-base-uncased").
             dtype: None or a Keras dtype policy name ("mixed_bfloat16").
             max_seq_length: int, the longest packed text of the attached
                 preprocessor; default task.json's, else the model's
-                max_position_embeddings (at most 512): see
-                `keras_bert.text.resolve_text_settings`.
+                max_position_embeddings (at most 512).
             lowercase: bool; default task.json's, else guessed from vocab.txt
                 (with a warning).
             new_head: False (default): keep a saved head of this task;

@@ -116,18 +116,11 @@ def _ambiguous(what):
 
 
 def text_inputs(x, what="This model"):
-    """The string batches in `x`: a tuple of one (texts) or two (pairs) 1-D
-    tf.string Tensors, or None when `x` holds no strings (e.g. the integer
-    input dict). See the module docstring for the rule.
-
-    Args:
-        x: what the user passed as `x`.
-        what: str naming the caller in errors ("BertClassifier.predict").
-
-    Raises:
-        ValueError: a single string, a 2-D string array that is not [N, 2]
-            rows, an input that both pair readings fit, or strings mixed with
-            other values.
+    """The string batches in `x` (what the user passed): a tuple of one (texts) or
+    two (pairs) 1-D tf.string Tensors, or None when `x` holds no strings, by the
+    module docstring's rule. A ValueError naming `what` ("BertClassifier.predict")
+    refuses a single string, a 2-D string array that is not [N, 2] rows, an input
+    both pair readings fit, or strings mixed with other values.
     """
     x = _to_array_like(x)
     if _is_string(x) or (isinstance(x, np.ndarray) and x.ndim == 0 and holds_strings(x)):
@@ -326,17 +319,12 @@ def label_ids_tensor(labels, label_names, what="This model"):
 
 # === The integer input dict ===
 
-def segment_limit(encoder):
-    """The exclusive bound of valid segment ids: type_vocab_size, or the packer's 2 for
-    an encoder without segment embeddings (DistilBERT), which ignores them."""
-    return encoder.type_vocab_size or 2
-
-
 def integer_limits(encoder):
-    """{input name: (low, high exclusive, what it must be)} for the encoder's inputs."""
+    """{input name: (low, high exclusive, what it must be)} for the encoder's inputs;
+    an encoder without segment embeddings (DistilBERT) ignores the packer's 0 and 1."""
     return {
         "token_ids": (0, encoder.vocab_size, f"in [0, vocab_size={encoder.vocab_size})"),
-        "segment_ids": (0, segment_limit(encoder), (
+        "segment_ids": (0, encoder.type_vocab_size or 2, (
             f"in [0, type_vocab_size={encoder.type_vocab_size})" if encoder.type_vocab_size
             else "0 or 1 (the packer's; unused: the encoder has no segment embeddings)")),
         "padding_mask": (0, 2, "0 or 1 (1 = real token)"),
