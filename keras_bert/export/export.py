@@ -60,14 +60,11 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
         model: a `BertEncoder` or a task model.
         vocab_file: vocab.txt path, saved as the export's asset; default
             `model.vocab_file`, else the preprocessor's vocabulary.
-        task_info: dict overriding task.json facts (label names via
-            task_config, pairs, doc_stride, ...).
+        task_info: dict overriding task.json facts.
         lowercase, max_seq_length, sequence_length, pad_to_multiple_of: None
             (the preprocessor's), or the export's own (tools/export.py flags).
         jit_compile: see `BertServingModule`.
-        pad_to_max_seq_length: bool, pad every batch to exactly
-            max_seq_length: `sequence_length=max_seq_length`
-            (tools/export.py --pad-to-max-seq-length).
+        pad_to_max_seq_length: bool, `sequence_length=max_seq_length`.
         serving_module_class: the `BertServingModule` subclass to build;
             default the model's `serving_module_class`, else `BertServingModule`.
         **task_options: the task's serving options (its module's
@@ -114,8 +111,7 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
     preprocessor = preprocessor.with_settings(
         **{k: v for k, v in changes.items() if v is not None})
     task = info.get("task")
-    # The task model's own class names its module (no registry: a model's
-    # `predict` never loops back through the task registry).
+    # The task model's own class names its module (not the registry).
     module_cls = serving_module_class or getattr(model, "serving_module_class", None) or (
         BertServingModule)
     unknown = sorted(set(task_options) - set(module_cls.TASK_OPTIONS))

@@ -45,8 +45,7 @@ def graph_ops(export_dir):
     from tensorflow.core.protobuf import saved_model_pb2
 
     proto = saved_model_pb2.SavedModel()
-    with storage.open_file(storage.join(export_dir, "saved_model.pb"), "rb") as f:
-        proto.ParseFromString(f.read())
+    proto.ParseFromString(storage.read_bytes(storage.join(export_dir, "saved_model.pb")))
     ops = set()
     for meta_graph in proto.meta_graphs:
         graph = meta_graph.graph_def

@@ -58,10 +58,10 @@ FORMAT_NAMES = {"saved_model": "SavedModel", "tflite": "LiteRT export"}
 def export_format(path):
     """"saved_model" or "tflite": the format of an export version folder (or of a
     .tflite file); None when it holds neither model file."""
-    if _isfile(path):
+    if storage.isfile(path):
         return "tflite" if path.endswith(".tflite") else None
     for name, file in MODEL_FILES.items():
-        if _isfile(os.path.join(path, file)):
+        if storage.isfile(os.path.join(path, file)):
             return name
     return None
 
@@ -84,21 +84,17 @@ def _not_a(path, formats):
 
 
 def latest_version(export_dir, formats=("saved_model",)):
-    """exports/NAME -> exports/NAME/<largest integer>; a version dir stays as it is.
+    """exports/NAME -> exports/NAME/<largest integer>; a version dir (or, with "tflite"
+    in `formats`, the export formats the caller reads, a .tflite file) stays as it is.
 
-    Args:
-        export_dir: exports/NAME, exports/NAME/VERSION, or (with "tflite" in
-            `formats`) a .tflite file, which stays as it is.
-        formats: the export formats the caller reads ("saved_model", "tflite").
-
-    Raises FileNotFoundError if there is no version directory, or if the
-    latest one has no model file (an older version's answers would pass for
-    the latest's); ValueError for an export of a format not in `formats`.
+    Raises FileNotFoundError if there is no version directory, or if the latest one
+    has no model file (an older version's answers would pass for the latest's);
+    ValueError for an export of a format not in `formats`.
     """
     found = export_format(export_dir)
     if found in formats:
         return export_dir
-    if found is not None or _isfile(export_dir):
+    if found is not None or storage.isfile(export_dir):
         raise _not_a(export_dir, formats)
     files = " or ".join(MODEL_FILES[f] for f in formats)
     versions = version_numbers(export_dir)
@@ -193,12 +189,11 @@ def run_signature(loaded, inputs, signature="serving_default", batch_size=64, pr
     with zeros (empty strings); their `mask` says which positions are real.
 
     Args:
-        loaded: a SavedModel from `load_export`.
+        loaded: an export from `load_export`.
         inputs: dict input name -> list of str (or bytes), one per example.
         signature: the signature name.
         batch_size: int, or None for one call on everything.
-        progress: callable(examples_done), called after each batch, or None
-            (e.g. `keras_bert.progress.Progress(len(texts), "text").update`).
+        progress: callable(examples_done), called after each batch, or None.
     """
     function = loaded.signatures[signature]
     specs = function.structured_input_signature[1]
@@ -313,7 +308,3 @@ def format_outputs(inputs, outputs, label_names=None):
         if "num_windows" in outputs:  # A long-document model: windows read of the text.
             lines[-1] += f"\twindows={outputs['num_windows'][i]}"
     return lines
-
-
-def _isfile(path):
-    return storage.exists(path) and not storage.isdir(path)

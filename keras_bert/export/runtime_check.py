@@ -1,10 +1,9 @@
 """Does an export answer the same in the runtime TF Serving links? The check before a rollout.
 
-TF Serving 2.20.0 links TensorFlow 2.20 and tensorflow-text 2.20, older than
-the TensorFlow 2.21 that exports here. As a proxy for the server, a cached
-virtual environment with those releases loads the export as TF Serving's C++
-loader does (`runtime_probe.py`), runs every string signature on
-`CHECK_TEXTS`, and the outputs are compared with this runtime's.
+TF Serving 2.20.0 links TensorFlow 2.20 and tensorflow-text 2.20, older than the
+2.21 that exports here. A cached virtual environment with those releases loads
+the export as TF Serving's C++ loader does (`runtime_probe.py`) and runs every
+string signature on `CHECK_TEXTS`; the outputs are compared with this runtime's.
 
 Example:
 >>> report = check_serving_runtime(["exports/sentiment/1"])
@@ -291,10 +290,8 @@ def check_serving_runtime(export_dirs, venv=None, runtime=RUNTIME, texts=CHECK_T
 
 def format_report(report, atol=1e-5):
     """Lines for a terminal: one per export and signature, then the verdict."""
-    ref = f"TensorFlow {report.reference['tensorflow']} + tensorflow-text " \
-          f"{report.reference['tensorflow_text']}"
-    old = f"TensorFlow {report.candidate['tensorflow']} + tensorflow-text " \
-          f"{report.candidate['tensorflow_text']}"
+    ref, old = (f"TensorFlow {v['tensorflow']} + tensorflow-text {v['tensorflow_text']}"
+                for v in (report.reference, report.candidate))
     lines = [f"reference (this runtime): {ref}", f"TF Serving's runtime:     {old}"]
     groups = {}
     for c in report.comparisons:

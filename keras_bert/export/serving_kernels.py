@@ -41,16 +41,10 @@ def serving_gelu(x):
 def serving_attention(attend, qkv, bias=None):
     """`attend`'s values at inference, on the CPU kernels fastest at their size.
 
-    Args:
-        attend: a `TransformerEncoderBlock.attend` (bound): the large form.
-        qkv: Tensor of shape [batch_size, seq_length, 3 * num_heads,
-            head_size], the query, key and value heads.
-        bias: None or float32 Tensor of shape [batch_size, 1, 1, seq_length].
-
-    Returns:
-        (context [batch_size, seq_length, num_heads, head_size], float32
-        probabilities [batch_size, num_heads, seq_length, seq_length]), as
-        `attend(..., training=False)` returns them.
+    `attend` is a bound `TransformerEncoderBlock.attend` (the large form); returns
+    what `attend(qkv, bias, training=False)` returns: (context [B, T, N, D],
+    float32 probabilities [B, N, T, T]) of `qkv` [B, T, 3 * N, D] and `bias` (None or
+    float32 [B, 1, 1, T]).
     """
     block = attend.__self__
     batch_size, seq_length = ops.shape(qkv)[:2]

@@ -150,14 +150,15 @@ def read_warmup_requests(export_dir):
 
 
 def _versions(export_base):
-    """The version numbers under `export_base`. On an object store only committed
-    ones: a version whose commit was cut short has no valid marker and is left out."""
-    def committed(path):
+    """The version numbers under `export_base`; on an object store only committed ones
+    (a version whose commit was cut short has no valid marker)."""
+    from keras_bert.export.predict import version_numbers
+
+    def committed(version):
+        path = storage.join(export_base, str(version))
         return not storage.object_store(path) or storage.committed_manifest(path) is not None
 
-    return sorted(int(n) for n in storage.listdir(export_base)
-                  if n.isdigit() and storage.isdir(storage.join(export_base, n))
-                  and committed(storage.join(export_base, n)))
+    return [v for v in version_numbers(export_base) if committed(v)]
 
 
 def _quote(text):
@@ -170,21 +171,15 @@ def _quote(text):
 
 
 def models_config(models, serve_versions=2, logging=None):
-    """A `ModelServerConfig` (text format) for `--model_config_file`.
+    """A `ModelServerConfig` (text format, a str) for `--model_config_file`.
 
     Args:
         models: dict model name -> (base path on the server, list of int
-            versions present). The `serve_versions` newest versions are
-            served; with two or more, the newest is labelled "canary" and
-            the one before "stable" (clients may ask for
-            /v1/models/NAME/labels/stable), else the one is "stable".
-        serve_versions: int >= 1.
-        logging: None, or a dict (sampling_rate, log_prefix, collector) for
-            a `logging_config` in each model's config (see
-            `request_logging_config`).
-
-    Returns:
-        str.
+            versions present). The `serve_versions` (>= 1) newest versions are
+            served; with two or more, the newest is labelled "canary" and the
+            one before "stable", else the one is "stable".
+        logging: None, or a dict (sampling_rate, log_prefix, collector) for a
+            `logging_config` in each model's config (`request_logging_config`).
     """
     if not isinstance(serve_versions, int) or serve_versions < 1:
         raise ValueError(f"Expected serve_versions to be an int >= 1. "
@@ -237,12 +232,11 @@ def _check_batching(allowed_batch_sizes, **numbers):
 def batching_parameters(exports_info=(), allowed_batch_sizes=ALLOWED_BATCH_SIZES,
                         batch_timeout_micros=2000, num_batch_threads=4,
                         max_enqueued_batches=64):
-    """A `BatchingParameters` (text format) for `--batching_parameters_file`.
+    """A `BatchingParameters` (text format, a str) for `--batching_parameters_file`.
 
     Args:
         exports_info: list of (name, keras_bert_export.json dict) of the
-            exports the server holds; their length buckets are listed in the
-            comments with the number of shapes each can see.
+            exports the server holds, whose length buckets the comments list.
         allowed_batch_sizes: increasing ints; the last is max_batch_size.
             The default matches the warmup requests of `write_warmup_requests`.
         batch_timeout_micros: int, how long a request waits for others to
@@ -251,9 +245,6 @@ def batching_parameters(exports_info=(), allowed_batch_sizes=ALLOWED_BATCH_SIZES
             intra-op threads per batch; on one GPU 1-2).
         max_enqueued_batches: int, the queue length before requests are
             refused (UNAVAILABLE) instead of waiting.
-
-    Returns:
-        str.
     """
     _check_batching(allowed_batch_sizes, batch_timeout_micros=batch_timeout_micros,
                     num_batch_threads=num_batch_threads,

@@ -38,13 +38,10 @@ def litert_interpreter(model, num_threads=None):
         num_threads: int or None (LiteRT's default).
 
     Returns:
-        An `ai_edge_litert.interpreter.InterpreterWithCustomOps`
-        (`get_signature_runner`, `get_signature_list`, ...).
+        An `ai_edge_litert.interpreter.InterpreterWithCustomOps`.
 
     Raises:
-        ImportError: ai-edge-litert is not installed (the way out in the message).
-        FileNotFoundError: no such file (a folder without model.tflite).
-        ValueError: the file is not a LiteRT model.
+        ImportError (no ai-edge-litert), FileNotFoundError, ValueError (no LiteRT model).
     """
     import tensorflow_text as tf_text  # Loads the framework library its kernels link.
 
@@ -81,12 +78,8 @@ def run_tflite(interpreter, texts, signature="serving_default"):
 
 
 class LiteRTSignature:
-    """One signature of a LiteRT export, called as a SavedModel's signature is.
-
-    `signature(**{input: array or Tensor})` returns a dict of numpy arrays;
-    `structured_input_signature` is ((), {input: tf.TensorSpec}), as on a
-    concrete function, so `keras_bert.export.predict`'s helpers take either.
-    """
+    """One signature of a LiteRT export, called as a SavedModel's signature is (with
+    its `structured_input_signature`), so `keras_bert.export.predict` takes either."""
 
     def __init__(self, interpreter, key):
         self.key = key

@@ -13,8 +13,8 @@ import warnings
 
 import keras
 import numpy as np
-import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.files import write_bytes_atomic
 from keras_bert.layers.lora import LoraDense, check_lora_settings
 from keras_bert.layers.transformer_encoder_block import LORA_TARGETS
@@ -166,13 +166,12 @@ class LoraModel:
         import h5py
 
         path = os.fspath(path)
-        if not tf.io.gfile.exists(path):
+        if not storage.exists(path):
             raise FileNotFoundError(f"No LoRA weights file at {path}.")
-        with tf.io.gfile.GFile(path, "rb") as f:
-            data = f.read()
+        data = storage.read_bytes(path)
         try:
             h5 = h5py.File(io.BytesIO(data), "r")
-            h5_shapes(h5, _encoder(self).get_bert_config(), path)
+            names = h5_shapes(h5, _encoder(self).get_bert_config(), path)
         except OSError as error:
             raise ValueError(f"{path} is not an h5 file of LoRA weights ({error}).") from None
         with h5:
@@ -180,7 +179,7 @@ class LoraModel:
                 raise ValueError(f"{path} is not a keras_bert LoRA weights file (written by "
                                  f"save_lora_weights).")
             _check_fits(self, h5, path)
-            arrays = {name: h5[name][()] for name in _h5_names(h5)}
+            arrays = {name: h5[name][()] for name in names}
             saved = json.loads(h5.attrs["settings"])
         bad = [name for name, value in arrays.items() if not np.isfinite(value).all()]
         if bad:
@@ -299,12 +298,6 @@ def _load_head(model, arrays, path):
         values[id(variable)] = value
     for variable in head:
         variable.assign(values[id(variable)])
-
-
-def _h5_names(group):
-    names = []
-    group.visit(lambda name: names.append(name) if hasattr(group[name], "shape") else None)
-    return names
 
 
 def save_adapters_beside(model, model_dir):

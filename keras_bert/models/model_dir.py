@@ -231,19 +231,9 @@ def _stamp_config(weights_path, config):
 def check_checksum(weights_path):
     """Raises ValueError if `weights_path` does not match the checksum saved in it
     (files without one pass)."""
-    import h5py
-
-    try:
-        with h5py.File(weights_path, "r") as f:
-            saved = f.attrs.get(CHECKSUM_ATTR)
-            if saved is None:
-                return
-            found = weights_checksum(f)
-    except OSError as e:
-        raise ValueError(f"{weights_path} is not a readable Keras weights file: {e}") from e
-    if isinstance(saved, bytes):
-        saved = saved.decode("utf-8")
-    if found != saved:
+    saved, found = _read_weights_file(weights_path, lambda f: (
+        _attribute(f, CHECKSUM_ATTR), CHECKSUM_ATTR in f.attrs and weights_checksum(f)))
+    if saved is not None and found != saved:
         raise ValueError(f"{weights_path} is corrupt (checksum mismatch): re-save or re-convert "
                          f"the model.")
 
@@ -279,20 +269,29 @@ def h5_shapes(h5_file, config, path, error=ValueError):
 
 def _weight_shapes(weights_path, config):
     """{dataset name: shape} of a Keras .weights.h5 file, and its saved config dict."""
-    import h5py
-
-    try:
-        with h5py.File(weights_path, "r") as f:
-            shapes = h5_shapes(f, config, weights_path)
-            saved = f.attrs.get(CONFIG_ATTR)
-    except OSError as e:
-        raise ValueError(f"{weights_path} is not a readable Keras weights file: {e}") from e
-    if isinstance(saved, bytes):
-        saved = saved.decode("utf-8")
+    shapes, saved = _read_weights_file(weights_path, lambda f: (
+        h5_shapes(f, config, weights_path), _attribute(f, CONFIG_ATTR)))
     # A compiled model also saves its optimizer's slots ("optimizer/..."):
     # only the model's own weights ("layers/...", "vars/...") count.
     return ({k: v for k, v in shapes.items() if not k.startswith("optimizer/")},
             json.loads(saved) if saved else None)
+
+
+def _read_weights_file(weights_path, read):
+    """`read(h5py.File)` of a Keras weights file; an unreadable file is a ValueError."""
+    import h5py
+
+    try:
+        with h5py.File(weights_path, "r") as f:
+            return read(f)
+    except OSError as e:
+        raise ValueError(f"{weights_path} is not a readable Keras weights file: {e}") from e
+
+
+def _attribute(h5_file, name):
+    """An HDF5 attribute as str (or None)."""
+    value = h5_file.attrs.get(name)
+    return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
 def _encoder_size(config):

@@ -254,10 +254,8 @@ class TextPipeline:
         return dataset.prefetch(tf.data.AUTOTUNE)
 
     def _text_features_of(self, dataset, method):
-        """Checks a string dataset's features; returns (parts, splitter) or None.
-
-        `splitter` turns the element's x into the tuple of string columns.
-        """
+        """Checks a string dataset's features; returns (parts, splitter), `splitter`
+        turning the element's x into the tuple of string columns, or None."""
         parts = _dataset_text_parts(dataset.element_spec)
         if parts is None:
             return None

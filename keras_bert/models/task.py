@@ -181,13 +181,11 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
                 max_position_embeddings (at most 512).
             lowercase: bool; default task.json's, else guessed from vocab.txt
                 (with a warning).
-            new_head: False (default): keep a saved head of this task;
-                True: a freshly initialized head from `task_kwargs` alone;
-                "auto": keep the saved head when its shapes allow, else a
-                fresh one, with a warning that says so.
+            new_head: False (default): keep a saved head of this task; True: a
+                fresh head from `task_kwargs` alone; "auto": keep the saved head
+                when its shapes allow, else a fresh one, with a warning.
             preprocessor: a `BertPreprocessor` to carry instead of the one the
-                directory describes (then `max_seq_length` and `lowercase` are
-                its own).
+                directory describes (its own `max_seq_length` and `lowercase`).
             rename_labels: True: the trained head's outputs, in order, take
                 the given `label_names` (a rename, not a new head).
             **task_kwargs: the head's arguments (num_classes, label_names, ...).

@@ -193,21 +193,11 @@ def count_rows(value):
 
 
 def label_array(y, count, label_names=None, num_classes=None, what="This model", name="y"):
-    """`y` as a numpy array of one row per example, names mapped to ids.
-
-    Args:
-        y: labels as users hold them: numpy array, list or tuple of ids,
-            floats (regression), label names (str), a tf Tensor; or a dict
-            of such (multi-output heads), checked for length only.
-        count: int, the number of examples (texts).
-        label_names: list of str or None, the model's names (index = id).
-        num_classes: int or None; 1 means regression (float labels).
-        what: str naming the caller in errors.
-        name: "y" or "sample_weight".
-
-    Returns:
-        A numpy array: int32 ids, float32 for regression and sample weights,
-        else as given (e.g. one-hot floats). A dict stays a dict.
+    """`y` (or, with `name="sample_weight"`, weights) as a numpy array of `count`
+    rows: int32 ids (names mapped through `label_names`), float32 for regression
+    (`num_classes` 1) and sample weights, else as given (one-hot floats). A dict
+    (multi-output heads) stays a dict, its values checked for length only;
+    `what` names the caller in errors.
     """
     if y is None:
         return None
