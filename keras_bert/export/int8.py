@@ -42,11 +42,8 @@ def read_calibration_texts(path):
 
 
 def calibrate(module, texts, batch_size=32):
-    """{Dense layer: (lo, hi)}: the range of each encoder Dense's input over `texts`.
-
-    Runs `module`'s own preprocessing and model eagerly on `texts` (list of
-    str); lo <= 0 <= hi, so a zero input stays exact.
-    """
+    """{Dense layer: (lo, hi)}: the range of each encoder Dense's input over `texts`
+    (list of str, run eagerly through `module`); lo <= 0 <= hi keeps zero exact."""
     model = module._keras.model
     ranges = {layer: [0.0, 0.0] for layer in encoder_dense_layers(model)}
     restores = [_set(layer, "call", _recorder(layer, ranges[layer])) for layer in ranges]
@@ -113,10 +110,9 @@ def quantize_module(module, texts=None):
 class _Int8Dense:
     """A Dense layer's `call` on int8 weights: y = activation(x W + b), x [rows, K] float32.
 
-    W is quantized per output column: W ~ Wq * scale, Wq int8 [K, N] and
-    scale [N]. The op multiplies by the activation's scale alone (its weight
-    range is given as 127); the column scales multiply its output, so the
-    bias it adds is divided by them beforehand.
+    W ~ Wq * scale per output column (Wq int8 [K, N], scale [N]); the op scales by
+    the activation's range alone, so its output is multiplied by the column
+    scales and the bias it adds is divided by them beforehand.
     """
 
     def __init__(self, layer, input_range):

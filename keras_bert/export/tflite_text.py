@@ -29,15 +29,12 @@ BODY_SHIFT = 8
 _BLOCK = 256
 _MAX_UTF8_BYTES = 4
 
-#: What a word longer than max_chars_per_word becomes: a character that the
-#: reference deletes (U+0080, a control), so no reachable vocabulary token
-#: holds it, and that tensorflow-text's kernel keeps in a word.
+#: What a word longer than max_chars_per_word becomes: a control character the
+#: reference deletes (no reachable vocabulary token holds it), kept in a word.
 UNKNOWN_CHAR = "\u0080"
 
-#: The detokenizer's vocabulary: id 0 is a space (the one non-suffix
-#: piece, which starts every text: a "##" piece that starts a text keeps
-#: its "##"), id b in 1..255 is the byte b. Byte 0 is never emitted:
-#: U+0000 is deleted.
+#: The detokenizer's vocabulary: id 0 a space (the non-suffix piece that starts
+#: every text), id b in 1..255 the byte b (U+0000 is deleted, never emitted).
 _BYTE_PIECES = [" "] + [b"##" + bytes([b]) for b in range(1, 256)] + ["[UNK]"]
 
 

@@ -463,9 +463,8 @@ def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
     (`keras_bert.files.read_committed`; `recover` puts back a parked directory).
 
     Returns:
-        A `BertEncoder` or task model with its weights loaded; its
-        `vocab_file` attribute is the directory's vocab.txt (or None) and
-        `task_info` the contents of task.json (or None).
+        A `BertEncoder` or task model with its weights loaded; its `vocab_file` is
+        the directory's vocabulary file and `task_info` its task.json (or None).
     """
     remote = storage.object_store(model_dir)
     if remote:  # Read from the local copy of its committed version (no writer touches it).
@@ -518,13 +517,8 @@ def _load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
 
 
 def load_preprocessor(model_dir, max_seq_length=None, lowercase=None):
-    """The `BertPreprocessor` of a model directory (`BertPreprocessor.from_pretrained`).
-
-    Args:
-        model_dir: str, a model directory with a vocab.txt.
-        max_seq_length: int or None; see `build_preprocessor`.
-        lowercase: bool or None; see `build_preprocessor`.
-    """
+    """The `BertPreprocessor` of a model directory (`BertPreprocessor.from_pretrained`);
+    `max_seq_length` and `lowercase`: see `build_preprocessor`."""
     why = (f"a preprocessor needs the {CONFIG_FILE} and the vocabulary files (one of "
            f"{', '.join(tokenizer_files.TOKENIZER_FILES)}) of a model directory. Create one "
            f"with tools/convert_checkpoint.py or save_pretrained(vocab_file=...).")
