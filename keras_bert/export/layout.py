@@ -1,8 +1,5 @@
-"""The TF Serving layout of exports: exports/NAME/VERSION, versions chosen and checked.
-
-Used by every export format (export.py's SavedModel, tflite.py's LiteRT), so
-neither imports the other for it.
-"""
+"""The TF Serving layout of exports, for every format: exports/NAME/VERSION, versions
+chosen and checked."""
 
 import os
 

@@ -21,11 +21,8 @@ def encoder_of(model):
 
 
 def check_kwargs(owner, kwargs, hint=""):
-    """Raises ValueError naming keyword arguments `owner` does not take (as Keras layers do).
-
-    A functional keras.Model ignores unknown keyword arguments, so a typo
-    (`hiden_size=7`) or `config=cfg` would build the default model.
-    """
+    """Raises ValueError naming keyword arguments `owner` does not take (as Keras layers
+    do): a functional keras.Model ignores them, so `hiden_size=7` would build the default."""
     unknown = sorted(set(kwargs) - set(_MODEL_KWARGS))
     if unknown:
         raise ValueError(

@@ -158,9 +158,7 @@ class TextPipeline:
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """The one hook: a batch of raw inputs -> model inputs (and labels, weights).
 
-        Every entry point on strings comes here: `fit`, `evaluate` and
-        `predict` (in-memory texts up front, datasets in their `map`),
-        `model(texts)` and the `*_on_batch` methods. TensorFlow ops only.
+        Every Keras entry point on strings comes here. TensorFlow ops only.
 
         Args:
             x: string Tensor [B], or a tuple of one or two of them (pairs).
