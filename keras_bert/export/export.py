@@ -52,36 +52,23 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
                          serving_module_class=None, **task_options):
     """The `BertServingModule` (or the task's subclass) for a Keras model.
 
-    The module runs the model's own preprocessor (`from_pretrained` attaches
-    one): its class, tokenizer and settings, so the export answers as the
-    model's `predict` on strings does. The arguments below that change a
-    setting give the export a copy of it with that setting changed (the
-    model's own is left as it is); a model without a preprocessor gets the
-    one its model directory describes (`build_preprocessor`: task.json's
-    text settings, else the documented defaults).
+    The module runs the model's own preprocessor, so the export answers as the
+    model's `predict` on strings does; the arguments below change a copy of it.
+    A model without one gets the one its task.json describes (`build_preprocessor`).
 
     Args:
-        model: a `BertEncoder` or a task model (BertClassifier,
-            BertTokenClassifier, BertSpanLabeler, BertPretrainer).
+        model: a `BertEncoder` or a task model.
         vocab_file: vocab.txt path, saved as the export's asset; default
-            `model.vocab_file` (set by from_pretrained), else the
-            preprocessor's vocabulary.
-        task_info: dict overriding task.json facts (label names via
-            task_config, pairs, doc_stride, ...).
+            `model.vocab_file`, else the preprocessor's vocabulary.
+        task_info: dict overriding task.json facts.
         lowercase, max_seq_length, sequence_length, pad_to_multiple_of: None
             (the preprocessor's), or the export's own (tools/export.py flags).
         jit_compile: see `BertServingModule`.
-        pad_to_max_seq_length: bool, pad every batch to exactly
-            max_seq_length: `sequence_length=max_seq_length`
-            (tools/export.py --pad-to-max-seq-length).
+        pad_to_max_seq_length: bool, `sequence_length=max_seq_length`.
         serving_module_class: the `BertServingModule` subclass to build;
-            default the model's `serving_module_class` (its task folder's
-            serving module), else `BertServingModule` (encoders, pretrainers).
+            default the model's `serving_module_class`, else `BertServingModule`.
         **task_options: the task's serving options (its module's
-            `TASK_OPTIONS`: `pairs`, `sub_batches` for classifiers; doc_stride,
-            max_query_length, max_answer_length, max_windows,
-            version_2_with_negative, null_score_diff_threshold for span QA),
-            overriding task.json.
+            `TASK_OPTIONS`), overriding task.json.
 
     Returns:
         A `BertServingModule`.
@@ -124,8 +111,7 @@ def build_serving_module(model, vocab_file=None, task_info=None, lowercase=None,
     preprocessor = preprocessor.with_settings(
         **{k: v for k, v in changes.items() if v is not None})
     task = info.get("task")
-    # The task model's own class names its module (no registry: a model's
-    # `predict` never loops back through the task registry).
+    # The task model's own class names its module (not the registry).
     module_cls = serving_module_class or getattr(model, "serving_module_class", None) or (
         BertServingModule)
     unknown = sorted(set(task_options) - set(module_cls.TASK_OPTIONS))
@@ -161,11 +147,8 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
     """Exports a model for TF Serving (or LiteRT): raw-string signatures, vocab as an asset.
 
     Args:
-        model_or_dir: a model directory (str; loaded with its task.json),
-            any other source `from_pretrained` takes (a Hugging Face folder
-            or Hub id, a Google folder, a keras-hub preset: converted once
-            into the cache, see `keras_bert.sources.resolve_source`), or a
-            Keras model (`BertEncoder` or task model).
+        model_or_dir: a model directory, any other source `from_pretrained`
+            takes (`keras_bert.sources.resolve_source`), or a Keras model.
         output: exports/NAME (a new version directory is made inside:
             1 + the largest existing one) or exports/NAME/VERSION.
         version: int, the version under exports/NAME (default: next).
@@ -174,37 +157,27 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
         warmup: bool, write TF Serving's warmup requests
             (assets.extra/tf_serving_warmup_requests; see `tf_serving.py`).
         dtype: None, "float32" or "mixed_bfloat16": the Keras dtype policy
-            the model directory is loaded with. "mixed_bfloat16" multiplies in
-            bfloat16 (float32 variables and outputs); it pays on CPUs with
-            AMX or AVX512-BF16 at large batches (BENCHMARKS.md). A Keras
-            model is exported with its own policy.
+            the model directory is loaded with (a Keras model keeps its own).
         format: "saved_model" (TF Serving) or "tflite": a LiteRT model
-            (exports/NAME/VERSION/model.tflite) of a classifier or encoder,
-            tokenizing with tensorflow-text's TFLite kernels (see
-            `keras_bert.export.tflite`; `warmup` does not apply).
-        quantize: None or "int8". A SavedModel: the encoder blocks' Dense
-            layers run oneDNN's int8 matmul (`keras_bert.export.int8`; core
-            TensorFlow ops, x86; float32 only). LiteRT: the converter's
-            dynamic-range quantization. Needs a model directory, not a Keras
-            model. BENCHMARKS.md "int8" has their accuracy and speed.
+            (exports/NAME/VERSION/model.tflite) of a classifier or encoder
+            (`keras_bert.export.tflite`; `warmup` does not apply).
+        quantize: None or "int8" (a model directory only). A SavedModel:
+            the encoder blocks' Dense layers run oneDNN's int8 matmul
+            (`keras_bert.export.int8`; x86, float32 only). LiteRT: the
+            converter's dynamic-range quantization.
         calibration_texts: with quantize: list of str, or the path of a file
             (one text a line, or a CSV/TSV with a `text` column) whose texts
             calibrate the activation ranges; None: ranges taken per call.
         tune_texts: with `sub_batches="auto"`: list of str, or the path of
             a file with one text a line, that the candidates are timed on;
-            default texts made from the vocabulary
-            (`tuning.synthetic_texts`).
+            default `tuning.synthetic_texts`.
         tune_seconds: float, budget of the timed rounds of the tuning.
         log: callable for the tuning's one-line summary, or None.
-        **options: `build_serving_module` arguments (vocab_file, lowercase,
-            max_seq_length, pairs, sequence_length, pad_to_multiple_of,
-            jit_compile, doc_stride, ...). `sub_batches="auto"` (classifier
-            SavedModels; tools/export.py's default) measures the sub-batch
-            counts 1, 2, 4, 8 on this machine and exports the fastest per
-            request size (`keras_bert.export.tuning`), recorded in
-            keras_bert_export.json "tuning"; for other exports (other tasks,
-            windows, LiteRT) it means no sub-batching. The Python default
-            is no tuning (sub_batches=1): tuning takes seconds to a minute.
+        **options: `build_serving_module` arguments. `sub_batches="auto"`
+            (classifier SavedModels; tools/export.py's default) exports the
+            sub-batch counts measured fastest per request size on this
+            machine (`keras_bert.export.tuning`); for other exports it means
+            no sub-batching. The Python default is sub_batches=1.
 
     Returns:
         str, the version directory written.
@@ -287,13 +260,10 @@ def _tune(module, format, texts, seconds, log):
 def save_serving_module(module, export_dir, overwrite=False, warmup=True):
     """Writes `module` to `export_dir` atomically (TF Serving never sees half a version).
 
-    The version is written into a staging folder beside it (not an integer
-    name: TF Serving ignores it) and committed in one step
-    (`keras_bert.files.staged_dir`); an existing version (with `overwrite`)
-    is replaced only once the new one is complete, and without `overwrite` a version another process committed
-    meanwhile is kept (FileExistsError). A version `resolve_export_dir`
-    chose as the next one is claimed now: if another export took it, this
-    one is saved as the next free version.
+    Written into a staging folder beside it (not an integer name: TF Serving
+    ignores it), then committed in one step (`keras_bert.files.staged_dir`);
+    without `overwrite`, a version another process committed meanwhile is kept
+    (FileExistsError). A `NextVersion` is claimed now (taken: the next free one).
 
     Returns:
         str, the version folder written (absolute).

@@ -19,11 +19,8 @@ FEATURES_MAX_SEQ_LENGTH = 128
 
 
 def _count_lines(path):
-    count = 0
     with storage.open_file(path, "rb") as f:
-        for _ in f:
-            count += 1
-    return count
+        return sum(1 for _ in f)
 
 
 def _float_feature(values):
@@ -94,31 +91,23 @@ def extract_features(
 
     Line i of the input gives row i of the output (an empty line gives the
     features of "[CLS] [SEP]"). Texts longer than `max_seq_length` tokens
-    are truncated. Lines are read `sort_window` batches at a time; within
-    such a window, batches group lines of similar length (by UTF-8 length)
-    and each is padded to its own longest line, so little compute goes to
-    padding. Rows are written in line order as soon as every line before
-    them is done, so memory stays bounded (about one window) whatever the
-    file size.
+    are truncated. Within each window of `sort_window` batches, lines of
+    similar length are batched together; rows are written in line order as
+    soon as the lines before them are done (memory: about one window).
 
     Args:
         model_dir: a model directory (any: encoder, pretrainer or task).
         input_file: UTF-8 text, one text per line (invalid bytes are replaced);
             an empty file is an error ("No texts in FILE").
         output_file: ".npy" for pooled features ([num_lines, channels]
-            float32; needs `pooling`), or ".tfrecord" for either: one
-            tf.train.Example per line with "features" (float list,
-            row-major), "shape" ([channels] or [tokens, channels]) and
-            "line" (the line number).
+            float32), or ".tfrecord": one tf.train.Example per line with
+            "features" (float list, row-major), "shape" and "line".
         layers, pooling: see `keras_bert.layers.BertFeatures`; pooling None
             gives token features (TFRecord only).
         batch_size: int, lines per batch.
-        max_seq_length: int, longest packed sequence; None: the one saved
-            with the model (task.json), else 128 (at most the model's
-            max_position_embeddings).
-        lowercase: bool or None (None: the one saved with the model, else
-            guessed from the vocabulary, with a warning).
-        verbose: bool, show progress (`keras_bert.progress.Progress`, on stderr).
+        max_seq_length, lowercase: None: the model's (task.json), else 128
+            and a guess from the vocabulary (with a warning).
+        verbose: bool, show progress (on stderr).
         sort_window: int >= 1, batches read and length-sorted together
             (1: batches in file order).
 
@@ -165,11 +154,8 @@ def extract_features(
                          num_parallel_calls=tf.data.AUTOTUNE)
         .prefetch(2)
     )
-    # A bar on a terminal; plain lines (no colour codes) in a pipe or a log.
     progress = Progress(total, unit="line") if verbose else None
-    # A uniquely named sibling, renamed over output_file once complete: a
-    # failure leaves an earlier output_file as it was.
-    with atomic_file(output_file) as tmp:
+    with atomic_file(output_file) as tmp:  # A failure leaves an earlier output_file.
         written = _write_features(dataset, compute, tmp, is_npy, pooling, total, progress)
         if written != total:
             raise RuntimeError(f"Read {written} lines from {input_file}, expected {total}.")

@@ -10,20 +10,15 @@ TensorFlow (plus tensorflow-text's tokenizer): TF Serving loads it as it is.
 The op takes uint8 activations in its SCALED mode, so each input x is
 shifted to x - lo >= 0 before it is quantized, and the shift comes back
 through the bias: (x - lo) W + (b + lo * colsum(W)) = x W + b. `lo`, `hi`
-are calibrated on the user's texts (min and max of each layer's input over
-them, the values outside clamped), or without texts taken per call from the
-input itself (dynamic ranges).
+are calibrated on the user's texts (values outside clamped), or taken per call.
 """
-
-import csv
-import io
 
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import storage
 from keras_bert.layers import TransformerEncoderBlock
 from keras_bert.export.serving_kernels import _set
+from keras_bert.export.tuning import read_texts
 
 #: The ranges `quantize_module` uses: from calibration texts, or per call.
 CALIBRATED, DYNAMIC = "calibrated", "dynamic"
@@ -40,42 +35,15 @@ def encoder_dense_layers(model):
 
 
 def read_calibration_texts(path):
-    """The texts of `path`: one a line, or a CSV/TSV file's `text` column.
-
-    Raises:
-        FileNotFoundError / ValueError naming the file and --calibration-data.
-    """
-    way_out = ("give a file of a few hundred texts like those you serve, one a line or a CSV "
-               "with a 'text' column (--calibration-data FILE), or leave it out for per-call "
-               "ranges")
-    try:
-        if storage.is_remote(path) and not storage.exists(path):  # gfile raises no OSError.
-            raise FileNotFoundError(2, "No such file or directory")
-        data = storage.read_bytes(path).decode("utf-8", errors="replace")
-    except OSError as e:
-        raise FileNotFoundError(
-            f"Cannot read the calibration texts {path} ({e.strerror}): {way_out}.") from None
-    data = data.lstrip("\ufeff")
-    if str(path).lower().endswith((".csv", ".tsv")):
-        rows = csv.DictReader(io.StringIO(data, newline=""),
-                              delimiter="\t" if str(path).lower().endswith(".tsv") else ",")
-        if "text" not in (rows.fieldnames or ()):
-            raise ValueError(f"The calibration file {path} has no 'text' column (its header: "
-                             f"{rows.fieldnames}): {way_out}.")
-        texts = [row["text"] for row in rows if (row["text"] or "").strip()]
-    else:
-        texts = [line for line in data.splitlines() if line.strip()]
-    if not texts:
-        raise ValueError(f"The calibration file {path} holds no text: {way_out}.")
-    return texts
+    """The texts of `path`: one a line, or a CSV/TSV file's `text` column."""
+    return read_texts(path, "calibration", "give a file of a few hundred texts like those "
+                      "you serve, one a line or a CSV with a 'text' column (--calibration-data "
+                      "FILE), or leave it out for per-call ranges", table=True)
 
 
 def calibrate(module, texts, batch_size=32):
-    """{Dense layer: (lo, hi)}: the range of each encoder Dense's input over `texts`.
-
-    Runs `module`'s own preprocessing and model eagerly on `texts` (list of
-    str); lo <= 0 <= hi, so a zero input stays exact.
-    """
+    """{Dense layer: (lo, hi)}: the range of each encoder Dense's input over `texts`
+    (list of str, run eagerly through `module`); lo <= 0 <= hi keeps zero exact."""
     model = module._keras.model
     ranges = {layer: [0.0, 0.0] for layer in encoder_dense_layers(model)}
     restores = [_set(layer, "call", _recorder(layer, ranges[layer])) for layer in ranges]
@@ -104,12 +72,10 @@ def quantize_module(module, texts=None):
     """Makes `module`'s model run its encoder Dense layers in int8 (in place).
 
     Args:
-        module: a `BertServingModule` built for an export (its model is the
-            export's own copy: `export_model` loads it from the model
-            directory); float32 only.
-        texts: list of str to calibrate the activation ranges on (a few
-            hundred like those served), or None: ranges from each call's
-            input (`DYNAMIC`).
+        module: a float32 `BertServingModule` built for an export (its model
+            the export's own copy).
+        texts: list of str to calibrate the activation ranges on, or None:
+            ranges from each call's input (`DYNAMIC`).
 
     Returns:
         dict, what keras_bert_export.json records under "int8".
@@ -144,10 +110,9 @@ def quantize_module(module, texts=None):
 class _Int8Dense:
     """A Dense layer's `call` on int8 weights: y = activation(x W + b), x [rows, K] float32.
 
-    W is quantized per output column: W ~ Wq * scale, Wq int8 [K, N] and
-    scale [N]. The op multiplies by the activation's scale alone (its weight
-    range is given as 127); the column scales multiply its output, so the
-    bias it adds is divided by them beforehand.
+    W ~ Wq * scale per output column (Wq int8 [K, N], scale [N]); the op scales by
+    the activation's range alone, so its output is multiplied by the column
+    scales and the bias it adds is divided by them beforehand.
     """
 
     def __init__(self, layer, input_range):

@@ -1,13 +1,10 @@
-"""The TF Serving layout of exports: exports/NAME/VERSION, versions chosen and checked.
-
-Used by every export format (export.py's SavedModel, tflite.py's LiteRT), so
-neither imports the other for it.
-"""
+"""The TF Serving layout of exports, for every format: exports/NAME/VERSION, versions
+chosen and checked."""
 
 import os
 
 from keras_bert import steps, storage
-from keras_bert.export.predict import INFO_FILE, is_version
+from keras_bert.export.predict import INFO_FILE, is_version, version_numbers
 from keras_bert.files import (
     Kind,
     OutputError,
@@ -29,9 +26,7 @@ class NextVersion(str):
 def next_version(export_base):
     """1 + the largest version under `export_base` (1 if none): integer folders,
     and the versions running exports have claimed (`resolve_export_dir`)."""
-    names = storage.listdir(export_base) if storage.isdir(export_base) else []
-    versions = [int(name) for name in names
-                if is_version(name) and storage.isdir(os.path.join(export_base, name))]
+    versions = version_numbers(export_base)
     versions += [int(label) for label in claimed_labels(export_base, STAGING_PREFIX)
                  if is_version(label)]
     return max(versions, default=0) + 1
@@ -41,9 +36,7 @@ def resolve_export_dir(output, version=None):
     """exports/NAME -> exports/NAME/<next version>; exports/NAME/7 stays as it is.
 
     Nothing is written: `save_serving_module` claims the next free version
-    when it saves (`keras_bert.files.claim_numbered`, exclusive), which is
-    this one unless another export took it meanwhile; two exports into one
-    exports/NAME that run at the same time get two versions.
+    when it saves (two exports at the same time get two versions).
     """
     output = storage.normpath(output)
     if is_version(os.path.basename(output)):
@@ -78,8 +71,7 @@ def check_export_dir(export_dir, overwrite=False, inputs=(), kind=EXPORT_VERSION
 
     A new version folder is always fine; an existing one (even empty: TF
     Serving may be watching it) needs `overwrite` and must be an export of
-    `kind` (`EXPORT_VERSION_KIND`; a LiteRT export's is
-    `tflite.TFLITE_VERSION_KIND`); neither it nor exports/NAME may be an input.
+    `kind`; neither it nor exports/NAME may be an input.
 
     Returns:
         str, its real path (links resolved).
@@ -89,9 +81,7 @@ def check_export_dir(export_dir, overwrite=False, inputs=(), kind=EXPORT_VERSION
     if storage.isfile(base):
         raise OutputError(f"The export folder {base} is a file: give exports/NAME, a folder "
                           f"for the versions (e.g. --output exports/sentiment).")
-    if isinstance(export_dir, NextVersion):
-        # Chosen as the next version: if another export commits it first, this
-        # one is saved as the one after (`save_serving_module`), never over it.
+    if isinstance(export_dir, NextVersion):  # Claimed when saved, never overwritten.
         check_writable(export_dir)
         return real_path(export_dir)
     real = prepare_output_dir(export_dir, kind, inputs=inputs,

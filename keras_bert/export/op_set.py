@@ -19,11 +19,8 @@ import sys
 
 from keras_bert import storage
 
-#: tensorflow-text ops that stock TF Serving has linked for years: the fast
-#: WordPiece tokenizer (tensorflow-text >= 2.7, in TF Serving's builds from
-#: 2.7 on; TF Serving up to 2.19 linked tensorflow-text 2.12.1, 2.20 links 2.20),
-#: the SentencePiece ops (XLM-R's tokenizer) and the regex split (BPE's and
-#: SentencePiece's pre-split), all in `TF_TEXT_2_12_OPS`.
+#: tensorflow-text ops that stock TF Serving has linked since 2.7 (all in
+#: `TF_TEXT_2_12_OPS`): fast WordPiece, SentencePiece and the regex split.
 ALLOWED_TEXT_OPS = ("FastWordpieceTokenizeWithOffsets", "RegexSplitWithOffsets",
                     "SentencepieceOp", "SentencepieceTokenizeOp",
                     "SentencepieceTokenizeWithOffsetsOp", "SentencepieceIdToStringOp",
@@ -43,19 +40,12 @@ print(json.dumps(sorted(n for n in names if op_def_registry.get(n) is None)))
 
 
 def graph_ops(export_dir):
-    """The op names of a SavedModel: its MetaGraph's nodes and every library function's.
-
-    Args:
-        export_dir: str, a SavedModel directory (with saved_model.pb).
-
-    Returns:
-        sorted list of str.
-    """
+    """The sorted op names of a SavedModel directory: its MetaGraph's nodes and every
+    library function's."""
     from tensorflow.core.protobuf import saved_model_pb2
 
     proto = saved_model_pb2.SavedModel()
-    with storage.open_file(storage.join(export_dir, "saved_model.pb"), "rb") as f:
-        proto.ParseFromString(f.read())
+    proto.ParseFromString(storage.read_bytes(storage.join(export_dir, "saved_model.pb")))
     ops = set()
     for meta_graph in proto.meta_graphs:
         graph = meta_graph.graph_def
@@ -72,21 +62,24 @@ def core_missing(op_names, python=None):
         op_names: iterable of str.
         python: the interpreter to ask (default this one).
     """
+    return json.loads(isolated_python(python or sys.executable, ["-c", _CORE_CHECK],
+                                      "The core-op check", 300, json.dumps(sorted(op_names))))
+
+
+def isolated_python(python, args, what, timeout, stdin=None, cwd="/"):
+    """The last stdout line of `python -I *args`, run with its own packages only (no
+    PYTHONPATH), quiet and on CPU; a RuntimeError naming `what` if it fails."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     env.pop("PYTHONPATH", None)
-    done = subprocess.run(
-        [python or sys.executable, "-I", "-c", _CORE_CHECK], input=json.dumps(sorted(op_names)),
-        capture_output=True, text=True, timeout=300, env=env, cwd="/",
-    )
+    done = subprocess.run([python, "-I", *args], input=stdin, capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=cwd)
     if done.returncode != 0:
-        raise RuntimeError(f"The core-op check failed (rc={done.returncode}):\n"
-                           f"{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+        raise RuntimeError(f"{what} failed (rc={done.returncode}):\n{done.stderr[-3000:]}")
+    return (done.stdout.strip().splitlines() or [""])[-1]
 
 
 # {(op names, python): the names core TensorFlow lacks}: each answer costs a
-# TensorFlow start; a process asks it again for the same exports (the op-set
-# and tensorflow-text checks).
+# TensorFlow start, and the op-set and tensorflow-text checks ask alike.
 _CORE_MISSING = {}
 
 
@@ -106,12 +99,9 @@ def non_core_ops(export_dirs, python=None):
 
 def disallowed_ops(export_dirs, allowed=ALLOWED_TEXT_OPS, python=None):
     """{export dir: ops neither core nor in `allowed`}, only for exports that have some."""
-    result = {}
-    for path, ops in non_core_ops(export_dirs, python).items():
-        bad = sorted(set(ops) - set(allowed))
-        if bad:
-            result[path] = bad
-    return result
+    ops = non_core_ops(export_dirs, python)
+    return {path: sorted(set(names) - set(allowed)) for path, names in ops.items()
+            if set(names) - set(allowed)}
 
 
 # === The tensorflow-text inside older TF Serving images ===
@@ -151,25 +141,11 @@ print(json.dumps({"tensorflow": tf.__version__, "tensorflow_text": version("tens
 
 
 def tf_text_registered_ops(python):
-    """What the tensorflow-text installed for `python` registers, library by library.
-
-    Args:
-        python: an interpreter with a TensorFlow of the same release as its
-            tensorflow-text (a library built for another release may not load).
-
-    Returns:
-        dict: "tensorflow", "tensorflow_text" (versions), "ops" {op name:
-        library file}, "failed" {library file: error} (libraries that did
-        not load).
-    """
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    env.pop("PYTHONPATH", None)
-    done = subprocess.run([python, "-I", "-c", _TEXT_OPS_LIST], capture_output=True, text=True,
-                          timeout=600, env=env, cwd="/")
-    if done.returncode != 0:
-        raise RuntimeError(f"{python} could not list tensorflow-text's ops "
-                           f"(rc={done.returncode}):\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """What the tensorflow-text installed for `python` (with a TensorFlow of its
+    release) registers: {"tensorflow", "tensorflow_text": versions, "ops": {op name:
+    library file}, "failed": {library file: error}}."""
+    return json.loads(isolated_python(python, ["-c", _TEXT_OPS_LIST],
+                                      f"Listing tensorflow-text's ops with {python}", 600))
 
 
 def read_op_list(path=TF_TEXT_2_12_OPS):
@@ -183,10 +159,4 @@ def missing_in_tf_text(export_dirs, op_list=TF_TEXT_2_12_OPS, python=None):
     """{export dir: its non-core ops that the tensorflow-text of `op_list` lacks}, only
     for exports that have some: ops an older TF Serving would answer with
     "Op type not registered"."""
-    known = read_op_list(op_list)
-    result = {}
-    for path, ops in non_core_ops(export_dirs, python).items():
-        missing = sorted(set(ops) - known)
-        if missing:
-            result[path] = missing
-    return result
+    return disallowed_ops(export_dirs, read_op_list(op_list), python)

@@ -38,11 +38,16 @@ def register_text_ops():
 
 
 def is_version(name):
-    """True for a TF Serving version directory name: ASCII digits only.
-
-    (str.isdigit is also true for "²", which int() refuses.)
-    """
+    """True for a TF Serving version directory name: ASCII digits only ("²" is not)."""
     return name.isascii() and name.isdecimal()
+
+
+def version_numbers(export_base):
+    """The sorted numbers of the version folders under `export_base` (none: [])."""
+    if not storage.isdir(export_base):
+        return []
+    return sorted(int(name) for name in storage.listdir(export_base)
+                  if is_version(name) and storage.isdir(os.path.join(export_base, name)))
 
 
 #: The file that makes a version directory complete, by export format.
@@ -53,10 +58,10 @@ FORMAT_NAMES = {"saved_model": "SavedModel", "tflite": "LiteRT export"}
 def export_format(path):
     """"saved_model" or "tflite": the format of an export version folder (or of a
     .tflite file); None when it holds neither model file."""
-    if _isfile(path):
+    if storage.isfile(path):
         return "tflite" if path.endswith(".tflite") else None
     for name, file in MODEL_FILES.items():
-        if _isfile(os.path.join(path, file)):
+        if storage.isfile(os.path.join(path, file)):
             return name
     return None
 
@@ -79,34 +84,27 @@ def _not_a(path, formats):
 
 
 def latest_version(export_dir, formats=("saved_model",)):
-    """exports/NAME -> exports/NAME/<largest integer>; a version dir stays as it is.
+    """exports/NAME -> exports/NAME/<largest integer>; a version dir (or, with "tflite"
+    in `formats`, the export formats the caller reads, a .tflite file) stays as it is.
 
-    Args:
-        export_dir: exports/NAME, exports/NAME/VERSION, or (with "tflite" in
-            `formats`) a .tflite file, which stays as it is.
-        formats: the export formats the caller reads ("saved_model", "tflite").
-
-    Raises FileNotFoundError if there is no version directory, or if the
-    latest one has no model file (an older version's answers would pass for
-    the latest's); ValueError for an export of a format not in `formats`.
+    Raises FileNotFoundError if there is no version directory, or if the latest one
+    has no model file (an older version's answers would pass for the latest's);
+    ValueError for an export of a format not in `formats`.
     """
     found = export_format(export_dir)
     if found in formats:
         return export_dir
-    if found is not None or _isfile(export_dir):
+    if found is not None or storage.isfile(export_dir):
         raise _not_a(export_dir, formats)
     files = " or ".join(MODEL_FILES[f] for f in formats)
-    versions = [
-        int(n) for n in storage.listdir(export_dir)
-        if is_version(n) and storage.isdir(os.path.join(export_dir, n))
-    ] if storage.isdir(export_dir) else []
+    versions = version_numbers(export_dir)
     if not versions:
         raise FileNotFoundError(
             f"No {' or '.join(FORMAT_NAMES[f] for f in formats)} in {export_dir}: expected "
             f"{files} there, or integer version directories (exports/NAME/1/"
             f"{MODEL_FILES[formats[0]]}). Create one with tools/export.py."
         )
-    latest = os.path.join(export_dir, str(max(versions)))
+    latest = os.path.join(export_dir, str(versions[-1]))
     found = export_format(latest)
     if found is not None and found not in formats:
         raise _not_a(latest, formats)
@@ -120,19 +118,10 @@ def latest_version(export_dir, formats=("saved_model",)):
 
 
 def check_tf_serving_exports(export_bases):
-    """Refuses LiteRT exports among exports/NAME folders meant for TF Serving.
-
-    TF Serving loads SavedModels only.
-
-    Raises:
-        ValueError: naming the LiteRT version and the way out.
-    """
+    """Raises ValueError naming a LiteRT export among exports/NAME folders meant
+    for TF Serving (which loads SavedModels only), and the way out."""
     for base in export_bases:
-        candidates = [base]
-        if storage.isdir(base):
-            candidates += sorted((os.path.join(base, n) for n in storage.listdir(base)
-                                  if is_version(n)), key=lambda p: int(os.path.basename(p)))
-        for path in candidates:
+        for path in [base] + [os.path.join(base, str(n)) for n in version_numbers(base)]:
             if export_format(path) == "tflite":
                 raise ValueError(
                     f"{path} is a LiteRT export ({TFLITE_FILE}), and TF Serving serves "
@@ -144,12 +133,9 @@ def check_tf_serving_exports(export_bases):
 
 
 def load_export(export_dir):
-    """The export at `export_dir` (or its latest version), loaded for running.
-
-    A SavedModel: `tf.saved_model.load` of one committed version
-    (`keras_bert.files.read_committed`). A LiteRT export (any .tflite file):
-    a `tflite_runtime.LiteRTExport`, whose `signatures` are called alike.
-    """
+    """The export at `export_dir` (or its latest version), loaded for running: a
+    SavedModel of one committed version (`keras_bert.files.read_committed`), or a
+    `tflite_runtime.LiteRTExport` (any .tflite file), whose `signatures` run alike."""
     register_text_ops()
     path = latest_version(export_dir, formats=tuple(MODEL_FILES))
     if export_format(path) == "tflite":
@@ -172,12 +158,8 @@ def load_export(export_dir):
 
 
 def read_export_info(export_dir):
-    """The export's keras_bert_export.json as a dict ({} when it has none).
-
-    Args:
-        export_dir: exports/NAME (its latest version), exports/NAME/VERSION,
-            or a LiteRT export's .tflite file (the file beside it).
-    """
+    """The keras_bert_export.json of an export (`latest_version`'s; a .tflite file:
+    the one beside it) as a dict ({} when it has none)."""
     path = latest_version(export_dir, formats=tuple(MODEL_FILES))
     if storage.isfile(path):
         path = os.path.dirname(path)
@@ -207,12 +189,11 @@ def run_signature(loaded, inputs, signature="serving_default", batch_size=64, pr
     with zeros (empty strings); their `mask` says which positions are real.
 
     Args:
-        loaded: a SavedModel from `load_export`.
+        loaded: an export from `load_export`.
         inputs: dict input name -> list of str (or bytes), one per example.
         signature: the signature name.
         batch_size: int, or None for one call on everything.
-        progress: callable(examples_done), called after each batch, or None
-            (e.g. `keras_bert.progress.Progress(len(texts), "text").update`).
+        progress: callable(examples_done), called after each batch, or None.
     """
     function = loaded.signatures[signature]
     specs = function.structured_input_signature[1]
@@ -221,16 +202,8 @@ def run_signature(loaded, inputs, signature="serving_default", batch_size=64, pr
 
 
 def run_function(function, dtypes, inputs, batch_size=64, what="The signature", progress=None):
-    """`run_signature` for any callable taking keyword Tensors.
-
-    Args:
-        function: called as function(**{name: Tensor}); returns a dict.
-        dtypes: dict input name -> tf.DType.
-        inputs: dict input name -> list of values, one per example.
-        batch_size: int, or None for one call on everything.
-        what: str naming `function` in errors.
-        progress: callable(examples_done) called after each batch, or None.
-    """
+    """`run_signature` for any `function(**{name: Tensor})` returning a dict, its
+    inputs of `dtypes` ({name: tf.DType}); `what` names it in errors."""
     missing = sorted(set(dtypes) - set(inputs))
     if missing:
         raise ValueError(f"{what} needs inputs {sorted(dtypes)}; missing {missing}.")
@@ -335,7 +308,3 @@ def format_outputs(inputs, outputs, label_names=None):
         if "num_windows" in outputs:  # A long-document model: windows read of the text.
             lines[-1] += f"\twindows={outputs['num_windows'][i]}"
     return lines
-
-
-def _isfile(path):
-    return storage.exists(path) and not storage.isdir(path)

@@ -1,10 +1,9 @@
 """Does an export answer the same in the runtime TF Serving links? The check before a rollout.
 
-TF Serving 2.20.0 links TensorFlow 2.20 and tensorflow-text 2.20, older than
-the TensorFlow 2.21 that exports here. As a proxy for the server, a cached
-virtual environment with those releases loads the export as TF Serving's C++
-loader does (`runtime_probe.py`), runs every string signature on
-`CHECK_TEXTS`, and the outputs are compared with this runtime's.
+TF Serving 2.20.0 links TensorFlow 2.20 and tensorflow-text 2.20, older than the
+2.21 that exports here. A cached virtual environment with those releases loads
+the export as TF Serving's C++ loader does (`runtime_probe.py`) and runs every
+string signature on `CHECK_TEXTS`; the outputs are compared with this runtime's.
 
 Example:
 >>> report = check_serving_runtime(["exports/sentiment/1"])
@@ -26,12 +25,13 @@ import time
 
 import numpy as np
 
+from keras_bert.export.op_set import isolated_python
+
 #: The TensorFlow / tensorflow-text release that TF Serving 2.20.0 links.
 RUNTIME = "2.20"
-#: The releases `tools/check_serving_runtime.py --runtime all` checks, each in
-#: its own cached venv: TF Serving 2.20's, and the TensorFlow of TF Serving
-#: 2.19 and 2.18 with the tensorflow-text of the same release (those images
-#: link tensorflow-text 2.12.1, whose ops `op_set.missing_in_tf_text` checks).
+#: The releases `tools/check_serving_runtime.py --runtime all` checks, each in its
+#: own cached venv (TF Serving 2.19 and 2.18 link tensorflow-text 2.12.1, whose
+#: ops `op_set.missing_in_tf_text` checks).
 RUNTIMES = ("2.20", "2.19", "2.18")
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime_probe.py")
 MARKER = "keras_bert-runtime.json"
@@ -92,9 +92,8 @@ def ensure_runtime(venv=None, runtime=RUNTIME, python=None, log=print):
     """Creates (once) the virtual environment of the old runtime; returns its python.
 
     Args:
-        venv: str, its directory (default `~/.cache/keras_bert/serving-runtime-tf2.20`).
-        runtime: str, the TensorFlow minor release ("2.20"); tensorflow-text
-            is installed at the same release.
+        venv: str, its directory (default `default_venv(runtime)`).
+        runtime: str, the TensorFlow and tensorflow-text minor release ("2.20").
         python: the interpreter that creates the venv (default this one's base).
         log: callable taking a str (progress).
 
@@ -162,13 +161,7 @@ def run_probe(python, export_dirs, texts=CHECK_TEXTS, timeout=1800):
         with open(request, "w", encoding="utf-8") as f:
             json.dump({"export_dirs": [os.path.abspath(p) for p in export_dirs],
                        "texts": [base64.b64encode(t).decode("ascii") for t in texts]}, f)
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-        env.pop("PYTHONPATH", None)
-        done = subprocess.run([python, "-I", PROBE, request, output], capture_output=True,
-                              text=True, env=env, cwd=tmp, timeout=timeout)
-        if done.returncode != 0 or not os.path.exists(output):
-            raise RuntimeError(f"{python} {PROBE} failed (rc={done.returncode}):\n"
-                               f"{done.stderr[-4000:]}")
+        isolated_python(python, [PROBE, request, output], f"{python} {PROBE}", timeout, cwd=tmp)
         with open(output, encoding="utf-8") as f:
             report = json.load(f)
     # Keyed by the paths as given.
@@ -277,20 +270,14 @@ def check_serving_runtime(export_dirs, venv=None, runtime=RUNTIME, texts=CHECK_T
 
     Args:
         export_dirs: list of SavedModel version directories.
-        venv: str, the old runtime's virtual environment (created if missing).
-        runtime: str, its TensorFlow release.
+        venv, runtime, log: see `ensure_runtime`.
         texts: list of bytes, the batch every signature runs on.
         atol, rtol: float tolerance (strings, ints and bools must be equal).
-        log: callable taking a str.
         reference: this runtime's probe report of the same exports and
-            texts (`run_probe(sys.executable, ...)`), when checking several
-            old runtimes; default: run it here.
+            texts (`run_probe(sys.executable, ...)`); default: run it here.
 
     Returns:
         `RuntimeReport`.
-
-    Raises:
-        RuntimeUnavailable: the old runtime could not be installed.
     """
     python = ensure_runtime(venv, runtime, log=log)
     if reference is None:
@@ -303,10 +290,8 @@ def check_serving_runtime(export_dirs, venv=None, runtime=RUNTIME, texts=CHECK_T
 
 def format_report(report, atol=1e-5):
     """Lines for a terminal: one per export and signature, then the verdict."""
-    ref = f"TensorFlow {report.reference['tensorflow']} + tensorflow-text " \
-          f"{report.reference['tensorflow_text']}"
-    old = f"TensorFlow {report.candidate['tensorflow']} + tensorflow-text " \
-          f"{report.candidate['tensorflow_text']}"
+    ref, old = (f"TensorFlow {v['tensorflow']} + tensorflow-text {v['tensorflow_text']}"
+                for v in (report.reference, report.candidate))
     lines = [f"reference (this runtime): {ref}", f"TF Serving's runtime:     {old}"]
     groups = {}
     for c in report.comparisons:

@@ -1,12 +1,11 @@
 """serving_kernels(model): the CPU kernels a SavedModel export traces the model with.
 
-oneDNN's batch matmul and softmax have a fixed cost per call that dominates
-on one short text and pays off on requests of many texts (BENCHMARKS.md,
-"Attention kernels by size"). The layers hold the math alone; a SavedModel
-export (not XLA, not LiteRT) traces its model inside `serving_kernels(model)`,
-where each block's `attend` becomes `serving_attention` (a `tf.cond` between
-Eigen's kernels and oneDNN's, the transposes of the heads included) and each exact GELU becomes `serving_gelu` (the
-pattern oneDNN's Grappler remapper fuses with the MatMul + BiasAdd before it).
+oneDNN's batch matmul and softmax have a fixed cost per call that dominates on
+one short text (BENCHMARKS.md, "Attention kernels by size"). The layers hold the
+math alone; a SavedModel export (not XLA, not LiteRT) traces its model inside
+`serving_kernels(model)`, where each block's `attend` becomes `serving_attention`
+(a `tf.cond` between Eigen's kernels and oneDNN's) and each exact GELU
+`serving_gelu` (the pattern oneDNN's remapper fuses with the MatMul + BiasAdd).
 """
 
 import contextlib
@@ -42,16 +41,10 @@ def serving_gelu(x):
 def serving_attention(attend, qkv, bias=None):
     """`attend`'s values at inference, on the CPU kernels fastest at their size.
 
-    Args:
-        attend: a `TransformerEncoderBlock.attend` (bound): the large form.
-        qkv: Tensor of shape [batch_size, seq_length, 3 * num_heads,
-            head_size], the query, key and value heads.
-        bias: None or float32 Tensor of shape [batch_size, 1, 1, seq_length].
-
-    Returns:
-        (context [batch_size, seq_length, num_heads, head_size], float32
-        probabilities [batch_size, num_heads, seq_length, seq_length]), as
-        `attend(..., training=False)` returns them.
+    `attend` is a bound `TransformerEncoderBlock.attend` (the large form); returns
+    what `attend(qkv, bias, training=False)` returns: (context [B, T, N, D],
+    float32 probabilities [B, N, T, T]) of `qkv` [B, T, 3 * N, D] and `bias` (None or
+    float32 [B, 1, 1, T]).
     """
     block = attend.__self__
     batch_size, seq_length = ops.shape(qkv)[:2]
@@ -96,20 +89,12 @@ def _heads_swapped(x):
 
 @contextlib.contextmanager
 def serving_kernels(model, enabled=True):
-    """Traces of `model` inside this context, in this thread, take the serving forms.
+    """Traces of `model` (its `TransformerEncoderBlock`s and exact-GELU Dense layers,
+    at any depth) inside this context, in this thread, take the serving forms.
 
-    The rewrite sets instance attributes (a block's `attend`, a Dense
-    layer's `activation`) and restores them on exit; a trace in another
-    thread meanwhile still gets the layers' own forms.
-
-    Args:
-        model: a Keras layer or model; its `TransformerEncoderBlock`s and
-            exact-GELU Dense layers, at any depth, are rewritten.
-        enabled: bool; False leaves the model as it is (an XLA-compiled or
-            LiteRT export, which choose their own kernels).
-
-    Yields:
-        `model`.
+    The rewrite sets instance attributes and restores them on exit; a trace in
+    another thread meanwhile gets the layers' own forms. `enabled=False` leaves
+    the model as it is (XLA and LiteRT choose their own kernels). Yields `model`.
 
     Example:
     >>> with serving_kernels(encoder):

@@ -1,9 +1,8 @@
 """BertServingModule: the tf.Module an export saves, and the signatures of every model.
 
 It holds the Keras model's variables and the `tf.function`s from raw UTF-8
-strings to answers, and loads in a process that imports only `tensorflow` and
-`tensorflow_text`. Every export has these signatures (each task's
-keras_bert/tasks/<task>/serving.py adds its own):
+strings to answers, loadable with only `tensorflow` and `tensorflow_text`.
+Every export has these signatures (each task's serving.py adds its own):
 
   embed(text)          -> pooled_output [B, H], mean_embedding [B, H] float32
   encode(token_ids, segment_ids, padding_mask)   int32 [B, S] each
@@ -22,7 +21,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.export.serving_kernels import serving_kernels
-from keras_bert.models.task_inputs import segment_limit
+from keras_bert.models.task_inputs import integer_checks_in_graph
 from keras_bert.text import BertPreprocessor, BertTokenizer
 
 STRINGS = tf.TensorSpec([None], tf.string)
@@ -30,11 +29,9 @@ IDS = tf.TensorSpec([None, None], tf.int32)
 
 
 def check_rank(tensor, rank):
-    """`tensor`, after a run-time check of its rank (an EnsureShape op).
-
-    A SavedModel signature does not enforce its input shapes: a bad rank
-    would fail deep in the tokenizer. EnsureShape's error names the input
-    (a Rank op would not do: Grappler folds it to the traced rank).
+    """`tensor`, after a run-time check of its rank: a SavedModel signature does not
+    enforce its input shapes. EnsureShape's error names the input (a Rank op would
+    not do: Grappler folds it to the traced rank).
     """
     return tf.ensure_shape(tensor, [None] * rank)
 
@@ -59,11 +56,8 @@ def overrides_call(preprocessor):
 
 
 class _Unsaved:
-    """Python objects the module uses but `tf.saved_model.save` must not track.
-
-    tf.Module tracks every Trackable attribute, Keras layers included; the
-    Keras model reaches the SavedModel only through `model_variables` and the
-    traced graphs.
+    """Python objects the module uses but `tf.saved_model.save` must not track: the
+    Keras model reaches the SavedModel only through `model_variables` and the graphs.
     """
 
     def __init__(self, **objects):
@@ -71,23 +65,17 @@ class _Unsaved:
 
 
 class BertServingModule(tf.Module):
-    """Raw-string serving signatures over a `BertEncoder` (and base of task modules).
-
-    Text becomes ids through the model's preprocessor (`BertPreprocessor`),
-    the same object that `fit` and `predict` use.
+    """Raw-string serving signatures over a `BertEncoder` (and base of task modules),
+    through the model's preprocessor (the one `fit` and `predict` use).
 
     Args:
         model: a `BertEncoder`, or a task model with an `.encoder`.
         preprocessor: a `keras_bert.text.BertPreprocessor` of the model's vocabulary.
-        vocab_file: str, path of that vocab.txt; saved as the asset
-            `assets/vocab.txt` (the tokenizer's tables are in the graph, the
-            asset documents them and lets clients tokenize alike). None for
-            a module that is only called in this process (a task model's
-            `predict` on strings).
-        jit_compile: bool, XLA-compile the model part (`tf.function(
-            jit_compile=True)` around the encoder and head only; string ops
-            stay outside XLA). TF Serving needs `--xla_cpu_compilation_enabled`
-            to run such an export on CPU.
+        vocab_file: str, path of that vocab.txt, saved as the asset
+            `assets/vocab.txt` for clients (the tables are in the graph); None
+            for a module only called in this process.
+        jit_compile: bool, XLA-compile the encoder and head (not the string
+            ops); TF Serving needs `--xla_cpu_compilation_enabled` on CPU.
         name: str, name of the tf.Module.
 
     Example:
@@ -112,8 +100,7 @@ class BertServingModule(tf.Module):
         super().__init__(name=name)
         encoder = getattr(model, "encoder", model)
         max_seq_length = preprocessor.max_seq_length
-        # What packing can reach: a fixed sequence_length cuts (and pads) every row to
-        # it, whatever max_seq_length says (as the task model's own fit packs).
+        # What packing can reach (a fixed sequence_length wins over max_seq_length).
         if preprocessor.truncation_length > encoder.max_position_embeddings:
             setting = "sequence_length" if preprocessor.sequence_length else "max_seq_length"
             raise ValueError(
@@ -135,8 +122,7 @@ class BertServingModule(tf.Module):
         self.truncation = preprocessor.truncation
         self.lowercase = tokenizer.lowercase
         self.jit_compile = bool(jit_compile)
-        # Kernels chosen per call by size (keras_bert.export.serving_kernels);
-        # XLA compiles its own, and a LiteRT conversion turns this off.
+        # Kernels chosen per call by size (`serving_kernels`); XLA picks its own.
         self.serving_kernels = not self.jit_compile
         self.dtype_policy = encoder.embeddings.dtype_policy.name  # The model's own stays float32.
         self._keras = _Unsaved(
@@ -145,10 +131,8 @@ class BertServingModule(tf.Module):
             tokenizer=tokenizer,
             preprocessor=preprocessor,
         )
-        # The tf.Variables under the Keras variables of the whole model (the
-        # encoder's are among them). Tracking the Keras wrappers instead saves
-        # a second, unread copy of each variable: tf.saved_model.load copes,
-        # but TF Serving's session loader then finds the graph's own
+        # The tf.Variables under the Keras ones: tracking the Keras wrappers saves a
+        # second copy, and TF Serving's session loader then finds the graph's own
         # variables uninitialized ("Could not find variable logits/kernel").
         self.model_variables = [v.value for v in model.variables]
         for variable in self.model_variables:
@@ -166,15 +150,13 @@ class BertServingModule(tf.Module):
             if isinstance(value, tf.__internal__.tracking.Trackable)
             and not isinstance(value, (keras.layers.Layer, tf.Variable))
         ] if not isinstance(tokenizer, BertTokenizer) else []
-        # Tokenization, traced once and shared by every signature (one copy
-        # of the Unicode tables and WordPiece model in saved_model.pb).
+        # Tokenization, traced once and shared by every signature.
         self._keras.tokenize_fn = tf.function(preprocessor.tokenize, input_signature=[STRINGS])
         self._keras.offsets_fn = tf.function(
             lambda text: preprocessor.tokenize_with_offsets(text, unit="UTF8_CHAR"),
             input_signature=[STRINGS],
         )
-        # The numeric parts: traced once for any [batch, seq]; XLA compiles
-        # one program per distinct shape it is called with.
+        # The numeric parts: traced once for any [batch, seq].
         self._keras.encoder_fn = tf.function(
             self._run_encoder, input_signature=[IDS] * 3, jit_compile=self.jit_compile
         )
@@ -184,11 +166,8 @@ class BertServingModule(tf.Module):
         self._define_signatures()
 
     def export_metadata(self):
-        """Task facts for the export's keras_bert_export.json (JSON-able dict; none here).
-
-        What a client needs beside the signatures' tensors, e.g. the label
-        names that the columns of a multi-label `predicted` stand for.
-        """
+        """Task facts a client needs beside the signatures' tensors (e.g. label names),
+        for the export's keras_bert_export.json (a JSON-able dict; none here)."""
         return {}
 
     # === Signatures ===
@@ -228,12 +207,6 @@ class BertServingModule(tf.Module):
                 shape[1], 0, message="encode: sequences must have at least one position "
                 "([CLS]); token_ids has width 0",
             ),
-            tf.debugging.assert_non_negative(
-                padding_mask, message="encode: padding_mask must be 0 or 1 (1 = real token)"
-            ),
-            tf.debugging.assert_less_equal(
-                padding_mask, 1, message="encode: padding_mask must be 0 or 1 (1 = real token)"
-            ),
             tf.debugging.assert_equal(
                 tf.shape(segment_ids), shape,
                 message="encode: segment_ids must have the shape of token_ids",
@@ -247,23 +220,6 @@ class BertServingModule(tf.Module):
                 message=f"encode: sequences are longer than the model's "
                 f"max_position_embeddings={encoder.max_position_embeddings}",
             ),
-            tf.debugging.assert_non_negative(
-                token_ids, message="encode: token_ids must be >= 0"
-            ),
-            tf.debugging.assert_less(
-                token_ids, encoder.vocab_size,
-                message=f"encode: token_ids must be < vocab_size={encoder.vocab_size}",
-            ),
-            tf.debugging.assert_non_negative(
-                segment_ids, message="encode: segment_ids must be >= 0"
-            ),
-            tf.debugging.assert_less(
-                segment_ids, segment_limit(encoder),
-                message=(f"encode: segment_ids must be < type_vocab_size="
-                         f"{encoder.type_vocab_size}" if encoder.type_vocab_size else
-                         "encode: segment_ids must be 0 or 1 (the encoder has no segment "
-                         "embeddings and ignores them)"),
-            ),
         ]
         with tf.control_dependencies(checks):
             inputs = {
@@ -271,7 +227,8 @@ class BertServingModule(tf.Module):
                 "segment_ids": tf.identity(segment_ids),
                 "padding_mask": tf.identity(padding_mask),
             }
-        return self.run_encoder(inputs)
+        # Each id in its range (`task_inputs.integer_limits`).
+        return self.run_encoder(integer_checks_in_graph(inputs, encoder, "encode"))
 
     def _preprocess(self, text):
         return self.preprocess_texts((text,))
@@ -296,13 +253,8 @@ class BertServingModule(tf.Module):
         return self.pack(tuple(self.tokenize(t) for t in texts))
 
     def pack(self, segments):
-        """Packs 1 or 2 ragged segments into the encoder input dict, [B, S] each.
-
-        The preprocessor's `pack` (`BertPacker`'s rule): S is `sequence_length`
-        when set, else the batch's longest packed row (truncated to
-        `max_seq_length`) rounded up to `pad_to_multiple_of`; an empty batch
-        still has a [CLS] column for the pooler.
-        """
+        """Packs 1 or 2 ragged segments into the encoder input dict, [B, S] each, by
+        the preprocessor's `pack` (`BertPacker`'s rule for S)."""
         return self._keras.preprocessor.pack(tuple(segments))
 
     @property
@@ -311,18 +263,10 @@ class BertServingModule(tf.Module):
         return self._keras.preprocessor.truncation_length
 
     def predict_strings(self, function, inputs, batch_size=64, what="predict"):
-        """Runs `function` (a tf.function of this module) on raw strings in this
-        process, in batches: a task model's `predict` where it returns what
-        the export returns (taggers, span QA, windowed classifiers).
-
-        Args:
-            function: a tf.function of this module taking string batches.
-            inputs: tuple of string batches, in the function's input order.
-            batch_size: int, batches of similar length (see `run_function`).
-            what: str, the caller, named in errors.
-
-        Returns:
-            dict of numpy arrays.
+        """Runs `function` (a tf.function of this module) on `inputs`, a tuple of raw
+        string batches in its input order, in this process in batches of similar
+        length (`run_function`); returns a dict of numpy arrays. A task model's
+        `predict` where it returns what the export returns; `what` names it in errors.
         """
         from keras_bert.export.predict import run_function
 
@@ -352,19 +296,16 @@ class BertServingModule(tf.Module):
         )
 
     def _run_encoder(self, token_ids, segment_ids, padding_mask):
-        with serving_kernels(self._keras.encoder, self.serving_kernels):
-            outputs = self._keras.encoder(
-                {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
-                training=False,
-            )
-        return {
-            "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
-            "pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
-        }
+        outputs = self._run(self._keras.encoder, token_ids, segment_ids, padding_mask)
+        return {key: outputs[key] for key in ("sequence_output", "pooled_output")}
 
     def _run_model(self, token_ids, segment_ids, padding_mask):
-        with serving_kernels(self._keras.model, self.serving_kernels):
-            outputs = self._keras.model(
+        return self._run(self._keras.model, token_ids, segment_ids, padding_mask)
+
+    def _run(self, layer, token_ids, segment_ids, padding_mask):
+        """`layer` (the encoder or the task model) on packed inputs; float32 outputs."""
+        with serving_kernels(layer, self.serving_kernels):
+            outputs = layer(
                 {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
                 training=False,
             )

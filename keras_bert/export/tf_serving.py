@@ -1,17 +1,11 @@
 """The files TF Serving reads besides the SavedModel: warmup requests, models.config,
 batching_parameters.txt.
 
-TF Serving runs the warmup requests when it loads a version, before it
-reports it available, so the first client request does not pay for
-initialization (nor, for an XLA export, for compiling its shapes).
-
-Shapes. A batch of an export is [B, S]: B texts (QA: context windows),
-S their padded length. S takes the values `length_buckets` lists (one, with
-`sequence_length`; multiples of `pad_to_multiple_of`; or any length up to
-`max_seq_length` with batch-longest padding). With batching on, TF Serving
-pads B up to the next of `allowed_batch_sizes`, so an XLA export sees at most
-len(ALLOWED_BATCH_SIZES) x len(length_buckets) shapes, and its warmup
-requests compile every one of them.
+TF Serving runs the warmup requests before it reports a version available, so
+the first client request does not pay for initialization or XLA compiling.
+A batch is [B, S]: S takes the values `length_buckets` lists and, with
+batching on, TF Serving pads B up to the next of `allowed_batch_sizes`, so the
+warmup of an XLA export compiles every shape it will see.
 
 Example:
 >>> write_warmup_requests("exports/sentiment/3")
@@ -109,26 +103,19 @@ def write_warmup_requests(export_dir, model_name=None, batch_sizes=ALLOWED_BATCH
     """Writes `assets.extra/tf_serving_warmup_requests` into a version directory.
 
     Args:
-        export_dir: str, the SavedModel (with keras_bert_export.json and
-            assets/vocab.txt), e.g. exports/sentiment/3.
+        export_dir: str, a local SavedModel version (with keras_bert_export.json
+            and assets/vocab.txt), e.g. exports/sentiment/3.
         model_name: str for the requests' model_spec (default the directory
-            above the version, "sentiment"). TF Serving runs warmup records
-            against the version being loaded whatever name they carry.
+            above the version; TF Serving ignores it for warmup).
         batch_sizes: the batch sizes the server pads to (batching_parameters).
 
     Returns:
         str, the path written.
-
-    Raises:
-        ValueError: `export_dir` is remote (gs://...): a committed version is
-            not changed in place.
     """
     import tensorflow as tf
     from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
-    if storage.is_remote(export_dir):
-        # Its commit marker lists every file with its size: a file added in
-        # place would make readers refuse the version.
+    if storage.is_remote(export_dir):  # Its commit marker lists every file it holds.
         raise ValueError(
             f"{export_dir} is a committed remote export: its files are not changed in place. "
             f"export_model(..., warmup=True) (tools/export.py's default) writes the warmup "
@@ -163,14 +150,15 @@ def read_warmup_requests(export_dir):
 
 
 def _versions(export_base):
-    """The version numbers under `export_base`. On an object store only committed
-    ones: a version whose commit was cut short has no valid marker and is left out."""
-    def committed(path):
+    """The version numbers under `export_base`; on an object store only committed ones
+    (a version whose commit was cut short has no valid marker)."""
+    from keras_bert.export.predict import version_numbers
+
+    def committed(version):
+        path = storage.join(export_base, str(version))
         return not storage.object_store(path) or storage.committed_manifest(path) is not None
 
-    return sorted(int(n) for n in storage.listdir(export_base)
-                  if n.isdigit() and storage.isdir(storage.join(export_base, n))
-                  and committed(storage.join(export_base, n)))
+    return [v for v in version_numbers(export_base) if committed(v)]
 
 
 def _quote(text):
@@ -183,21 +171,15 @@ def _quote(text):
 
 
 def models_config(models, serve_versions=2, logging=None):
-    """A `ModelServerConfig` (text format) for `--model_config_file`.
+    """A `ModelServerConfig` (text format, a str) for `--model_config_file`.
 
     Args:
         models: dict model name -> (base path on the server, list of int
-            versions present). The `serve_versions` newest versions are
-            served; with two or more, the newest is labelled "canary" and
-            the one before "stable" (clients may ask for
-            /v1/models/NAME/labels/stable), else the one is "stable".
-        serve_versions: int >= 1.
-        logging: None, or a dict (sampling_rate, log_prefix, collector) for
-            a `logging_config` in each model's config (see
-            `request_logging_config`).
-
-    Returns:
-        str.
+            versions present). The `serve_versions` (>= 1) newest versions are
+            served; with two or more, the newest is labelled "canary" and the
+            one before "stable", else the one is "stable".
+        logging: None, or a dict (sampling_rate, log_prefix, collector) for a
+            `logging_config` in each model's config (`request_logging_config`).
     """
     if not isinstance(serve_versions, int) or serve_versions < 1:
         raise ValueError(f"Expected serve_versions to be an int >= 1. "
@@ -250,25 +232,19 @@ def _check_batching(allowed_batch_sizes, **numbers):
 def batching_parameters(exports_info=(), allowed_batch_sizes=ALLOWED_BATCH_SIZES,
                         batch_timeout_micros=2000, num_batch_threads=4,
                         max_enqueued_batches=64):
-    """A `BatchingParameters` (text format) for `--batching_parameters_file`.
+    """A `BatchingParameters` (text format, a str) for `--batching_parameters_file`.
 
     Args:
         exports_info: list of (name, keras_bert_export.json dict) of the
-            exports the server holds; their length buckets are listed in the
-            comments with the number of shapes each can see.
+            exports the server holds, whose length buckets the comments list.
         allowed_batch_sizes: increasing ints; the last is max_batch_size.
             The default matches the warmup requests of `write_warmup_requests`.
         batch_timeout_micros: int, how long a request waits for others to
-            fill a batch: the latency added at low load (2 ms is small next
-            to a BERT forward pass).
-        num_batch_threads: int, batches run at once; on CPU the serving
-            machine's cores divided by TensorFlow's intra-op threads per
-            batch, on one GPU 1-2.
+            fill a batch (the latency added at low load).
+        num_batch_threads: int, batches run at once (on CPU: cores divided by
+            intra-op threads per batch; on one GPU 1-2).
         max_enqueued_batches: int, the queue length before requests are
             refused (UNAVAILABLE) instead of waiting.
-
-    Returns:
-        str.
     """
     _check_batching(allowed_batch_sizes, batch_timeout_micros=batch_timeout_micros,
                     num_batch_threads=num_batch_threads,
@@ -305,8 +281,8 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
     """Writes models.config and batching_parameters.txt for exports/NAME directories.
 
     Refused before anything is written: two exports with one folder name,
-    batching numbers below 1, and an existing file of these names that this
-    function did not write. Each file is replaced atomically.
+    batching numbers below 1, an existing file of these names keras_bert did not
+    write. Each file is replaced atomically.
 
     Args:
         export_bases: list of exports/NAME directories (integer versions inside).
@@ -321,21 +297,26 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
     """
     _check_batching(batching.get("allowed_batch_sizes", ALLOWED_BATCH_SIZES),
                     **{k: v for k, v in batching.items() if k != "allowed_batch_sizes"})
-    check_writable(storage.join(output_dir, "models.config"), flag="The serving config")
+    models, infos = _served_models(export_bases, base_path_prefix)
+    return _write_ours(output_dir, {"models.config": models_config(models, serve_versions),
+                                    "batching_parameters.txt": batching_parameters(
+                                        infos, **batching)}, "The serving config")
+
+
+def _write_ours(output_dir, texts, flag):
+    """Writes {file name: text} into `output_dir`, each file atomically, after
+    refusing a file output and files of these names keras_bert did not write."""
+    paths = {storage.join(output_dir, name): text for name, text in texts.items()}
+    check_writable(next(iter(paths)), flag=flag)
     if storage.isfile(output_dir):
         raise OutputError(f"The output {output_dir} is a file; give the folder for "
-                          f"models.config and batching_parameters.txt (e.g. exports).")
-    config_path = storage.join(output_dir, "models.config")
-    batching_path = storage.join(output_dir, "batching_parameters.txt")
-    for path in (config_path, batching_path):
+                          f"{' and '.join(texts)} (e.g. exports).")
+    for path in paths:
         _check_ours(path)
-    models, infos = _served_models(export_bases, base_path_prefix)
-    config_text = models_config(models, serve_versions)
-    batching_text = batching_parameters(infos, **batching)
     storage.makedirs(output_dir)
-    write_text_atomic(config_path, config_text)
-    write_text_atomic(batching_path, batching_text)
-    return config_path, batching_path
+    for path, text in paths.items():
+        write_text_atomic(path, text)
+    return tuple(paths)
 
 
 def _served_models(export_bases, base_path_prefix):
@@ -366,15 +347,8 @@ PROMETHEUS_PATH = "/monitoring/prometheus/metrics"
 
 
 def monitoring_config(path=PROMETHEUS_PATH):
-    """A `MonitoringConfig` (text format) for `--monitoring_config_file`: Prometheus metrics.
-
-    Args:
-        path: str, the URL path on the REST port (--rest_api_port) where
-            Prometheus scrapes the server's metrics.
-
-    Returns:
-        str.
-    """
+    """A `MonitoringConfig` (text format) for `--monitoring_config_file`: Prometheus
+    scrapes the server's metrics at `path` on the REST port (--rest_api_port)."""
     if not isinstance(path, str) or not path.startswith("/"):
         raise ValueError(f"Expected the Prometheus path to start with '/' (--prometheus-path). "
                          f"Received: {path!r}")
@@ -394,17 +368,8 @@ def monitoring_config(path=PROMETHEUS_PATH):
 def request_logging_config(models, serve_versions=2, sampling_rate=0.01, log_prefix="/logs",
                            collector="YOUR_LOG_COLLECTOR"):
     """An example `ModelServerConfig` (text format): `models_config`'s, each model
-    logging `sampling_rate` of its requests through `collector` to `log_prefix`/NAME.
-
-    Args:
-        models, serve_versions: see `models_config`.
-        sampling_rate: float in (0, 1], the fraction of requests logged.
-        log_prefix: str, where the collector writes (on the server).
-        collector: str, `LogCollectorConfig.type`: the name a log collector
-            is registered under in the server binary.
-
-    Returns:
-        str.
+    logging `sampling_rate` (in (0, 1]) of its requests through `collector` (the name
+    a log collector is registered under in the server binary) to `log_prefix`/NAME.
     """
     if (isinstance(sampling_rate, bool) or not isinstance(sampling_rate, (int, float))
             or not 0 < sampling_rate <= 1):
@@ -426,31 +391,19 @@ def request_logging_config(models, serve_versions=2, sampling_rate=0.01, log_pre
 
 def write_operator_files(export_bases, output_dir, base_path_prefix="/models", serve_versions=2,
                          prometheus_path=PROMETHEUS_PATH, **logging):
-    """Writes monitoring.config and request_logging.config.example beside models.config,
-    refusing what `write_serving_config` refuses.
-
-    Args:
-        export_bases, output_dir, base_path_prefix, serve_versions: see
-            `write_serving_config`.
-        prometheus_path: str, see `monitoring_config`.
-        **logging: `request_logging_config` arguments (sampling_rate,
-            log_prefix, collector).
+    """Writes monitoring.config and request_logging.config.example beside models.config
+    (arguments: `write_serving_config`'s, `monitoring_config`'s path, and
+    `request_logging_config`'s), refusing what `write_serving_config` refuses.
 
     Returns:
         (monitoring.config path, request_logging.config.example path).
     """
     monitoring_text = monitoring_config(prometheus_path)
     models, _ = _served_models(export_bases, base_path_prefix)
-    logging_text = request_logging_config(models, serve_versions, **logging)
-    check_writable(storage.join(output_dir, "monitoring.config"), flag="The operator files")
-    paths = (storage.join(output_dir, "monitoring.config"),
-             storage.join(output_dir, "request_logging.config.example"))
-    for path in paths:
-        _check_ours(path)
-    storage.makedirs(output_dir)
-    for path, text in zip(paths, (monitoring_text, logging_text)):
-        write_text_atomic(path, text)
-    return paths
+    return _write_ours(output_dir, {
+        "monitoring.config": monitoring_text,
+        "request_logging.config.example": request_logging_config(
+            models, serve_versions, **logging)}, "The operator files")
 
 
 def _check_ours(path):
@@ -459,8 +412,8 @@ def _check_ours(path):
     if not storage.lexists(path):
         return
     if storage.isdir(path):
-        raise OutputError(f"{path} is a folder; models.config and batching_parameters.txt "
-                          f"need their names free: choose another --output.")
+        raise OutputError(f"{path} is a folder; keras_bert's serving files need their "
+                          f"names free: choose another --output.")
     with storage.open_file(path, "rb") as f:
         head = f.read(400).decode("utf-8", errors="replace")
     if _SIGNATURE not in head:

@@ -3,13 +3,9 @@
 exports/NAME/VERSION/ model.tflite, keras_bert_export.json (format "tflite",
 the signatures, and the model's ops: builtin, custom, Flex).
 
-`BertTokenizer`'s string ops would be Flex ops in LiteRT, which need the
-Flex delegate. So the LiteRT export tokenizes with tensorflow-text ops that
-have TFLite kernels (`keras_bert.export.tflite_text`, then
-`FastWordpieceTokenizeWithOffsets`) and packs `[CLS] text [SEP]` with
-builtin ops: the model needs only the three tensorflow-text custom ops
-registered in the interpreter. The ids equal `BertTokenizer`'s on every
-code point (tests/export/test_tflite_text.py).
+`BertTokenizer`'s string ops would need LiteRT's Flex delegate, so the export
+tokenizes with tensorflow-text ops that have TFLite kernels (`tflite_text`) and
+packs with builtin ops; the ids equal `BertTokenizer`'s on every code point.
 
 Example:
 >>> export_tflite("models/sentiment", "exports/sentiment-lite")
@@ -76,15 +72,9 @@ def _check_lite_options(tokenizer):
 
 
 class LiteTokenizer:
-    """The LiteRT tokenizer of a `BertTokenizer`: tensorflow-text ops with TFLite kernels.
-
-    `tflite_text.normalize_for_wordpiece`, then `FastWordpieceTokenizeWithOffsets`.
-
-    Args:
-        tokenizer: a `keras_bert.text.BertTokenizer` (vocabulary, lowercase,
-            strip_accents, max_chars_per_word). Its options that LiteRT's
-            kernels can't follow are refused, by name.
-    """
+    """The LiteRT tokenizer of a `BertTokenizer` (whose options LiteRT's kernels
+    can't follow are refused, by name): `tflite_text.normalize_for_wordpiece`,
+    then `FastWordpieceTokenizeWithOffsets`."""
 
     def __init__(self, tokenizer):
         from keras_bert.text.tokenizer import _wordpiece_vocab
@@ -123,24 +113,14 @@ class LiteTokenizer:
 
 def pack_single(ids, max_seq_length, cls_token_id, sep_token_id, pad_token_id,
                 sequence_length=None, pad_to_multiple_of=1):
-    """[CLS] ids [SEP], truncated and padded as `BertPacker` packs one segment, with
-    builtin ops only.
-
-    Written with gathers and selects instead of ragged ops (RaggedRange,
-    RaggedTensorToTensor), which LiteRT lacks.
-
-    Args:
-        ids: int32 RaggedTensor [B, (tokens)].
-        max_seq_length: int, longest packed row.
-        cls_token_id, sep_token_id, pad_token_id: ints.
-        sequence_length: int or None: every row truncated and padded to exactly
-            this length; None: the batch's longest row.
-        pad_to_multiple_of: int, with `sequence_length` None: the width rounded
-            up to a multiple of it (never past max_seq_length).
+    """[CLS] ids [SEP] of int32 RaggedTensor `ids` [B, (tokens)], truncated and padded
+    as `BertPacker` packs one segment, with gathers and selects (LiteRT lacks
+    RaggedRange and RaggedTensorToTensor).
 
     Returns:
         dict of int32 Tensors [B, S] (token_ids, segment_ids, padding_mask),
-        S = `sequence_length`, else the longest packed row (at least 2).
+        S = `sequence_length`, else the longest packed row (at least 2) rounded up
+        to `pad_to_multiple_of` (at most max_seq_length).
     """
     values = tf.concat([tf.cast(ids.values, tf.int32), [pad_token_id]], 0)  # Never empty.
     splits = tf.cast(ids.row_splits, tf.int32)
@@ -152,8 +132,7 @@ def pack_single(ids, max_seq_length, cls_token_id, sep_token_id, pad_token_id,
         if pad_to_multiple_of > 1:
             width = tf.minimum((width + pad_to_multiple_of - 1) // pad_to_multiple_of
                                * pad_to_multiple_of, max_seq_length)
-    # expand_dims, not [:, tf.newaxis]: a strided slice with new axes has
-    # no LiteRT builtin.
+    # expand_dims, not [:, tf.newaxis]: LiteRT has no strided slice with new axes.
     position = tf.expand_dims(tf.range(width), 0)  # (1, S)
     kept = tf.expand_dims(kept, 1)  # (B, 1)
     index = tf.clip_by_value(tf.expand_dims(splits[:-1], 1) + position - 1, 0,
@@ -198,9 +177,8 @@ def _lite_functions(module):
     # One attention kernel set, no tf.cond: the LiteRT converter picks its own.
     module.serving_kernels = False
 
-    # The module's own signature code, with the LiteRT tokenizer and packer
-    # (instance attributes shadow the methods; this module is built for the
-    # conversion alone).
+    # The module's own signature code, the LiteRT tokenizer and packer shadowing
+    # its methods (the module is built for the conversion alone).
     module.tokenize = lambda text: lite_tokenizer(text)
     module.pack = lambda segments: pack_single(
         segments[0], module.max_seq_length, tokenizer.cls_token_id, tokenizer.sep_token_id,
@@ -215,11 +193,8 @@ def _lite_functions(module):
 def convert_module(module, quantize=None):
     """The LiteRT flatbuffer (bytes) of a classifier or encoder serving module.
 
-    Builtin ops and the tensorflow-text custom ops only: SELECT_TF_OPS is not
-    enabled, so an op without a LiteRT kernel fails the conversion here
-    rather than the app on a phone. quantize="int8": the converter's
-    dynamic-range quantization (int8 weights, activations quantized per call
-    by LiteRT's kernels).
+    Without SELECT_TF_OPS, an op lacking a LiteRT kernel fails here rather than
+    in the app. quantize="int8": the converter's dynamic-range quantization.
     """
     import tempfile
 
@@ -237,12 +212,8 @@ def convert_module(module, quantize=None):
 
 
 def tflite_ops(flatbuffer):
-    """{"builtin": [...], "custom": [...], "flex": [...]}: the op names a LiteRT model uses.
-
-    Flex ops are the custom ops named "Flex..." (TensorFlow kernels run by
-    the Flex delegate); the other custom ops need a registered kernel
-    (tensorflow-text's `tflite_registrar`).
-    """
+    """{"builtin": [...], "custom": [...], "flex": [...]}: the op names a LiteRT model
+    uses (Flex ops: the custom ops named "Flex...", run by the Flex delegate)."""
     from tensorflow.lite.python import schema_py_generated as schema
     from tensorflow.lite.python import schema_util
 
@@ -266,7 +237,6 @@ def tflite_signatures(flatbuffer):
             for k, v in litert_interpreter(flatbuffer).get_signature_list().items()}
 
 
-
 def tflite_info(module, flatbuffer, quantize=None):
     """What keras_bert_export.json records for a LiteRT export."""
     return {
@@ -287,11 +257,8 @@ def tflite_info(module, flatbuffer, quantize=None):
 
 
 def save_tflite(module, export_dir, overwrite=False, quantize=None):
-    """Converts `module` and writes model.tflite + keras_bert_export.json atomically.
-
-    Returns:
-        str, the version directory written.
-    """
+    """Converts `module` and writes model.tflite + keras_bert_export.json atomically;
+    returns the version directory written."""
     real = check_export_dir(export_dir, overwrite, kind=TFLITE_VERSION_KIND)
     flatbuffer = convert_module(module, quantize)
     with staged_dir(real, prefix=".tmp-export-", replace=overwrite) as staged:

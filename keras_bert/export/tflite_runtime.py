@@ -1,10 +1,8 @@
 """Running a LiteRT export (--format tflite): the LiteRT interpreter with tensorflow-text's kernels.
 
 `litert_interpreter` opens an export with `ai_edge_litert.interpreter`
-(TensorFlow 2.21's `tf.lite.Interpreter` is deprecated) and registers the
-three tensorflow-text custom ops with `tflite_registrar`. The registrar links
-TensorFlow's framework library, which importing `tensorflow_text` loads
-first, so no LD_LIBRARY_PATH is needed.
+(`tf.lite.Interpreter` is deprecated) and registers tensorflow-text's custom
+ops with `tflite_registrar`.
 
 Example:
 >>> interpreter = litert_interpreter("exports/sentiment-lite/1")
@@ -40,13 +38,10 @@ def litert_interpreter(model, num_threads=None):
         num_threads: int or None (LiteRT's default).
 
     Returns:
-        An `ai_edge_litert.interpreter.InterpreterWithCustomOps`
-        (`get_signature_runner`, `get_signature_list`, ...).
+        An `ai_edge_litert.interpreter.InterpreterWithCustomOps`.
 
     Raises:
-        ImportError: ai-edge-litert is not installed (the way out in the message).
-        FileNotFoundError: no such file (a folder without model.tflite).
-        ValueError: the file is not a LiteRT model.
+        ImportError (no ai-edge-litert), FileNotFoundError, ValueError (no LiteRT model).
     """
     import tensorflow_text as tf_text  # Loads the framework library its kernels link.
 
@@ -83,12 +78,8 @@ def run_tflite(interpreter, texts, signature="serving_default"):
 
 
 class LiteRTSignature:
-    """One signature of a LiteRT export, called as a SavedModel's signature is.
-
-    `signature(**{input: array or Tensor})` returns a dict of numpy arrays;
-    `structured_input_signature` is ((), {input: tf.TensorSpec}), as on a
-    concrete function, so `keras_bert.export.predict`'s helpers take either.
-    """
+    """One signature of a LiteRT export, called as a SavedModel's signature is (with
+    its `structured_input_signature`), so `keras_bert.export.predict` takes either."""
 
     def __init__(self, interpreter, key):
         self.key = key
@@ -106,8 +97,7 @@ class LiteRTExport:
     """A LiteRT export loaded for running: `signatures` by key, as a loaded SavedModel's.
 
     Args:
-        model: the version folder, its .tflite file, or the flatbuffer bytes.
-        num_threads: int or None.
+        model, num_threads: see `litert_interpreter`.
 
     Attributes:
         interpreter: its `litert_interpreter`.
@@ -116,10 +106,8 @@ class LiteRTExport:
 
     def __init__(self, model, num_threads=None):
         self.interpreter = litert_interpreter(model, num_threads)
-        # Allocated once now, each unknown dimension (the batch) taken as 1, so
-        # that LiteRT applies its default CPU delegate (XNNPACK) here, not at the
-        # first call: it announces that on stderr once per process, which a tool
-        # silences around the load. (Each call resizes to its own batch.)
+        # Allocated once now (unknown dimensions as 1), so that LiteRT applies
+        # XNNPACK, and announces it on stderr, here rather than at the first call.
         for detail in self.interpreter.get_input_details():
             self.interpreter.resize_tensor_input(
                 detail["index"], [max(int(n), 1) for n in detail["shape_signature"]])

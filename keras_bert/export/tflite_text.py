@@ -1,17 +1,13 @@
 """BERT's text normalization for LiteRT: bytes in, normalized bytes out, no Flex ops.
 
-`BertTokenizer`'s string ops are Flex ops in LiteRT, and tensorflow-text's
-`FastBertNormalize` follows other rules (it keeps U+FFFD, turns control
-characters into spaces, folds "ß" -> "ss").
-
-`normalize_for_wordpiece` does the reference's steps on the UTF-8 bytes
-instead: `ByteSplitWithOffsets`, builtin ops that look each code point up in
-a table computed from the reference's rules (`keras_bert.text._unicode`), and
-`FastWordpieceDetokenize` over the 255 non-zero bytes as "##" pieces to glue
-the bytes back. `FastWordpieceTokenizeWithOffsets` then splits and applies
-WordPiece; a word the kernel would split but the reference keeps
-(`kernel_word_breaks`), or one longer than max_chars_per_word, becomes a
-character that no vocabulary token holds: one [UNK], as in the reference.
+tensorflow-text's `FastBertNormalize` follows other rules (it keeps U+FFFD,
+turns control characters into spaces, folds "ß" -> "ss"), so
+`normalize_for_wordpiece` does the reference's steps on the UTF-8 bytes:
+`ByteSplitWithOffsets`, builtin ops that look each code point up in a table of
+the reference's rules (`keras_bert.text._unicode`), and `FastWordpieceDetokenize`
+over the bytes as "##" pieces to glue them back. A word the WordPiece kernel
+would split but the reference keeps (`kernel_word_breaks`), or one longer than
+max_chars_per_word, becomes a character no vocabulary token holds: one [UNK].
 """
 
 import functools
@@ -33,29 +29,20 @@ BODY_SHIFT = 8
 _BLOCK = 256
 _MAX_UTF8_BYTES = 4
 
-#: What a word longer than max_chars_per_word becomes: a character that the
-#: reference deletes (U+0080, a control), so no reachable vocabulary token
-#: holds it, and that tensorflow-text's kernel keeps in a word.
+#: What a word longer than max_chars_per_word becomes: a control character the
+#: reference deletes (no reachable vocabulary token holds it), kept in a word.
 UNKNOWN_CHAR = "\u0080"
 
-#: The detokenizer's vocabulary: id 0 is a space (the one non-suffix
-#: piece, which starts every text: a "##" piece that starts a text keeps
-#: its "##"), id b in 1..255 is the byte b. Byte 0 is never emitted:
-#: U+0000 is deleted.
+#: The detokenizer's vocabulary: id 0 a space (the non-suffix piece that starts
+#: every text), id b in 1..255 the byte b (U+0000 is deleted, never emitted).
 _BYTE_PIECES = [" "] + [b"##" + bytes([b]) for b in range(1, 256)] + ["[UNK]"]
 
 
 @functools.lru_cache(maxsize=None)
 def kernel_word_breaks():
-    """Code points that BERT keeps inside a word but the LiteRT kernel splits at.
-
-    The kernel splits by ICU's Unicode data, which can be newer than
-    Python's. Found by tokenizing "a<c>b" with the kernel for every code
-    point that the reference treats as a letter (once per process).
-
-    Returns:
-        int32 numpy array of code points, sorted.
-    """
+    """Code points (sorted int32 numpy array) that BERT keeps inside a word but the
+    LiteRT kernel (ICU's Unicode data, maybe newer than Python's) splits at: found
+    by tokenizing "a<c>b" for every code point the reference treats as a letter."""
     info = _unicode._info_of_all_code_points()
     plain = np.nonzero((info & (_unicode.DROP | _unicode.SPACE | _unicode.PUNCT
                                 | _unicode.CJK)) == 0)[0].astype(np.int32)
@@ -73,24 +60,20 @@ def kernel_word_breaks():
 
 @functools.lru_cache(maxsize=None)
 def lite_text_tables(normalization):
-    """The lookup tables of `normalize_for_wordpiece` (numpy arrays).
-
-    Built from `keras_bert.text._unicode`'s table: the same rules (and
-    Unicode version) as the SavedModel's tokenizer.
+    """The lookup tables of `normalize_for_wordpiece` (numpy arrays), from
+    `keras_bert.text._unicode`'s: the rules of the SavedModel's tokenizer.
 
     Args:
         normalization: the tokenizer's `normalization`: a name of
-            `_unicode.NORMALIZATIONS` ("lower_strip" for uncased
-            vocabularies, "lower", "strip"), or None (cased: no change).
-            A bool is read as before: True "lower_strip", False None.
+            `_unicode.NORMALIZATIONS`, or None (cased: no change); True means
+            "lower_strip", False None.
 
     Returns:
         dict: `block_index` [0x110000 / 256] and `blocks` (a two-level table
-        of action words: identical 256-code-point blocks are stored once),
-        `body_values` (uint8) and `body_splits` (the distinct UTF-8 byte
-        strings that replace a character: its lower-cased form, spaces
-        around punctuation included, or `UNKNOWN_CHAR`, as ragged rows;
-        row 0 is unused). Cached: the callers must not change them.
+        of action words, identical 256-code-point blocks stored once),
+        `body_values` (uint8) and `body_splits` (the distinct UTF-8 strings
+        that replace a character, as ragged rows; row 0 unused). Cached: the
+        callers must not change them.
     """
     if isinstance(normalization, bool):
         normalization = _unicode.DEFAULT_NORMALIZATION if normalization else None
@@ -160,17 +143,10 @@ def _flag(condition):
 
 
 def _decode_utf8(b, n1, n2, n3):
-    """The character that starts at each byte.
-
-    Args:
-        b: int32 [N], bytes; n1, n2, n3: the bytes 1, 2, 3 after each (0
-            past its text's end).
-
-    Returns:
-        (length, code_point), int32 [N]: the UTF-8 length of the sequence a
-        byte starts, and its code point; 0 for a continuation byte or an
-        invalid sequence (a character, U+0000, that the tables delete).
-    """
+    """(length, code_point), int32 [N]: the UTF-8 length and code point of the
+    character that starts at each byte of `b` (int32 [N]; n1, n2, n3: the bytes
+    1, 2, 3 after each, 0 past its text's end); 0 for a continuation byte or an
+    invalid sequence (U+0000, which the tables delete)."""
 
     def is_continuation(x):
         return (x >= 0x80) & (x < 0xC0)
@@ -202,9 +178,7 @@ def normalize_for_wordpiece(text, tables, detokenizer, max_chars_per_word):
         text: string Tensor [B], any bytes (invalid UTF-8 is deleted).
         tables: dict of constant Tensors of `lite_text_tables`.
         detokenizer: `byte_detokenizer()`.
-        max_chars_per_word: int; a longer word becomes `UNKNOWN_CHAR` (one
-            [UNK]), as the reference counts characters (the LiteRT kernel
-            counts bytes).
+        max_chars_per_word: int; a longer word becomes `UNKNOWN_CHAR`.
 
     Returns:
         string Tensor [B]: each text cleaned, lower-cased and stripped of
@@ -302,20 +276,11 @@ def _final_sigma(code_point, action, delete, row):
 
 
 def _unknown_long_words(values, value_row, num_rows, max_chars_per_word):
-    """Each word of more than `max_chars_per_word` characters becomes `UNKNOWN_CHAR`.
+    """Each word of more than `max_chars_per_word` characters becomes `UNKNOWN_CHAR`
+    (one [UNK], as the reference makes it; the LiteRT kernel limits bytes).
 
-    The reference makes such a word one [UNK]; the LiteRT kernel limits
-    words by bytes. A word made of a character that no vocabulary token
-    holds becomes one [UNK] there too.
-
-    Args:
-        values: int32 [E], the normalized bytes of the batch, text by text.
-        value_row: int32 [E], the text of each byte.
-        num_rows: int32 scalar, the number of texts.
-        max_chars_per_word: int.
-
-    Returns:
-        (values, value_row) without the dropped bytes.
+    `values` (int32 [E]) are the normalized bytes of the batch's `num_rows` texts,
+    `value_row` (int32 [E]) the text of each; returns both without dropped bytes.
     """
     # One more byte, a space in a text of its own: no segment op gets
     # empty input (an empty batch), and the last word ends.

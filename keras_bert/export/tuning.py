@@ -3,14 +3,14 @@
 `export_model(..., sub_batches="auto")` times each candidate k (length-sorted
 sub-batches per request, `ClassifierServingModule`) on requests of several
 sizes in interleaved rounds, and keeps per request size the k with the
-smallest median: a table "requests of >= n texts run as k sub-batches" that
-the export applies at run time; the measurements go to
-keras_bert_export.json ("tuning"). A candidate k is timed only at request
-sizes it would split (at least `MIN_SUB_BATCH * k` texts).
+smallest median: a table "requests of >= n texts run as k sub-batches"; the
+measurements go to keras_bert_export.json ("tuning").
 """
 
+import csv
 import datetime
 import errno
+import io
 import os
 import platform
 import re
@@ -60,20 +60,10 @@ def cpu_info(cpuinfo="/proc/cpuinfo"):
 
 
 def synthetic_texts(vocabulary, count=256, seed=0):
-    """`count` texts of whole words from `vocabulary`, lengths spread like tweets.
-
-    Words: the vocabulary's whole-word entries (no [...] or ##...). Words
-    per text: normal with mean 28 and standard deviation 9, clipped to
-    [1, 60], the token-length spread of tweets. The spread matters more than
-    the mean: give texts of another spread as they are (--tune-texts).
-
-    Args:
-        vocabulary: list of str, the WordPiece vocabulary (vocab.txt lines).
-        count: int, texts made.
-        seed: int, so that every export measures the same texts.
-
-    Returns:
-        list of str.
+    """`count` texts of the vocabulary's whole words (list of str), lengths spread like
+    tweets: normal, mean 28 and standard deviation 9, clipped to [1, 60] words. The
+    spread matters more than the mean: give texts of another spread (--tune-texts).
+    `seed` makes every export measure the same texts.
     """
     words = [w for w in vocabulary
              if w and not w.startswith("##") and not (w.startswith("[") and w.endswith("]"))]
@@ -87,32 +77,41 @@ def synthetic_texts(vocabulary, count=256, seed=0):
 
 def read_tune_texts(path):
     """The non-empty lines of `path` (one text a line, UTF-8), as a list of str."""
+    return read_texts(path, "tuning", "give a file with one text a line (--tune-texts "
+                      "FILE), or leave it out to tune on synthetic texts")
+
+
+def read_texts(path, what, way_out, table=False):
+    """The non-empty texts of a UTF-8 file: one a line or, with `table`, a .csv/.tsv
+    file's `text` column. Errors name the `what` file and `way_out`."""
     try:
         if storage.is_remote(path) and not storage.exists(path):  # gfile raises no OSError.
             raise FileNotFoundError(errno.ENOENT, "No such file or directory")
-        data = storage.read_bytes(path).decode("utf-8", errors="replace")
+        data = storage.read_bytes(path).decode("utf-8", errors="replace").lstrip("\ufeff")
     except OSError as e:
         raise FileNotFoundError(
-            f"Cannot read the tuning texts {path} ({e.strerror}): give a file with one text a "
-            f"line (--tune-texts FILE), or leave it out to tune on synthetic texts.") from None
-    # The line ends open() knows (\n, \r\n, \r), not str.splitlines' (U+2028, \x1c...).
-    texts = [line for line in re.split(r"\r\n|\r|\n", data) if line.strip()]
+            f"Cannot read the {what} texts {path} ({e.strerror}): {way_out}.") from None
+    if table and str(path).lower().endswith((".csv", ".tsv")):
+        rows = csv.DictReader(io.StringIO(data, newline=""),
+                              delimiter="\t" if str(path).lower().endswith(".tsv") else ",")
+        if "text" not in (rows.fieldnames or ()):
+            raise ValueError(f"The {what} file {path} has no 'text' column (its header: "
+                             f"{rows.fieldnames}): {way_out}.")
+        texts = [row["text"] for row in rows if (row["text"] or "").strip()]
+    else:
+        # The line ends open() knows (\n, \r\n, \r), not str.splitlines' (U+2028, \x1c...).
+        texts = [line for line in re.split(r"\r\n|\r|\n", data) if line.strip()]
     if not texts:
-        raise ValueError(f"The tuning texts {path} hold no text: give one text a line "
-                         f"(--tune-texts FILE), or leave it out to tune on synthetic texts.")
+        raise ValueError(f"The {what} file {path} holds no text: {way_out}.")
     return texts
 
 
 def choose_table(times, min_sub_batch, margin=MARGIN):
-    """The sub-batch table of measured medians.
+    """The sub-batch table of measured medians `times` ({request size: {k: seconds}}).
 
-    Per request size, the k with the smallest median among those valid
-    there; a k > 1 only if it beats k=1 by more than `margin`.
-
-    Args:
-        times: {request size: {k: median seconds}}.
-        min_sub_batch: texts a sub-batch needs at least (a k is valid from
-            `min_sub_batch * k` texts on).
+    Per request size, the k with the smallest median among those valid there
+    (from `min_sub_batch * k` texts on); a k > 1 only if it beats k=1 by more
+    than `margin`.
 
     Returns:
         (table, best): `table` a list of `(min_texts, k)` pairs, ascending
@@ -145,19 +144,16 @@ def tune_sub_batches(module, texts, candidates=CANDIDATES, request_sizes=REQUEST
                      seconds=TUNE_SECONDS, time_call=None):
     """Measures each sub-batch count per request size and sets the fastest on `module`.
 
-    Every candidate runs on `module`'s one graph, the one the export serves.
-
     Args:
         module: the `ClassifierServingModule` of the export, its classify
-            not traced yet (`set_sub_batches` sets the choice).
+            not traced yet; every candidate runs on its one graph.
         texts: list of str the requests are made of (in order, wrapping);
             with `module.pairs` each text is paired with the next one.
         candidates: ints, the sub-batch counts tried (1 is always tried).
         request_sizes: ints, texts per timed request.
-        seconds: float, budget of the timed rounds (at least `MIN_ROUNDS`
-            are run, at most `MAX_ROUNDS`).
+        seconds: float, budget of the timed rounds (`MIN_ROUNDS` to `MAX_ROUNDS`).
         time_call: None, or a callable (k or "chosen", request size, round
-            index) -> seconds that replaces the clock (for tests).
+            index) -> seconds that replaces the clock.
 
     Returns:
         dict, the JSON-able record for keras_bert_export.json.

@@ -21,11 +21,8 @@ def encoder_of(model):
 
 
 def check_kwargs(owner, kwargs, hint=""):
-    """Raises ValueError naming keyword arguments `owner` does not take (as Keras layers do).
-
-    A functional keras.Model ignores unknown keyword arguments, so a typo
-    (`hiden_size=7`) or `config=cfg` would build the default model.
-    """
+    """Raises ValueError naming keyword arguments `owner` does not take (as Keras layers
+    do): a functional keras.Model ignores them, so `hiden_size=7` would build the default."""
     unknown = sorted(set(kwargs) - set(_MODEL_KWARGS))
     if unknown:
         raise ValueError(
@@ -102,23 +99,8 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
         check_kwargs(type(self).__name__, kwargs, hint=(
             " Pass a BertConfig as BertEncoder(**config.to_dict()) or "
             "BertEncoder.from_bert_config(config)."))
-        config = dict(
-            vocab_size=vocab_size,
-            hidden_size=hidden_size,
-            num_layers=num_layers,
-            num_heads=num_heads,
-            intermediate_size=intermediate_size,
-            hidden_act=hidden_act,
-            dropout_rate=dropout_rate,
-            attention_dropout_rate=attention_dropout_rate,
-            max_position_embeddings=max_position_embeddings,
-            type_vocab_size=type_vocab_size,
-            initializer_range=initializer_range,
-            layer_norm_epsilon=layer_norm_epsilon,
-            embedding_size=embedding_size,
-            use_pooler=use_pooler,
-            pooler_act=pooler_act,
-        )
+        arguments = locals()
+        config = {name: arguments[name] for name in _CONFIG_FIELDS}  # The BertConfig fields.
         check_hyperparameters(**config)
         width = embedding_width(BertConfig(**config))
 
@@ -227,9 +209,8 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
     def preprocessor(self):
         """The encoder's `BertPreprocessor`, or None without a vocabulary.
 
-        After `from_pretrained`, the one the directory describes (its vocab.txt
-        and text settings), built on first use; settable. Its settings are
-        what `save_pretrained` writes and what an export of the encoder runs.
+        After `from_pretrained`, the one the directory describes, built on first
+        use; settable. `save_pretrained` writes its settings, an export runs it.
         """
         preprocessor = self.__dict__.get("_preprocessor")
         if preprocessor is None and getattr(self, "vocab_file", None):
@@ -238,13 +219,9 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
             object.__setattr__(self, "_preprocessor", preprocessor)
         return preprocessor
 
-    @preprocessor.setter
-    def preprocessor(self, value):
-        # Not tracked: the preprocessor has no weights, and the encoder's config
-        # (a .keras file) stays the architecture alone.
-        object.__setattr__(self, "_preprocessor", value)
-
     def __setattr__(self, name, value):
+        # The preprocessor is not tracked: it has no weights, and the encoder's
+        # config (a .keras file) stays the architecture alone.
         if name == "preprocessor":
             return object.__setattr__(self, "_preprocessor", value)
         return super().__setattr__(name, value)
@@ -262,11 +239,9 @@ class BertEncoder(LoraModel, AtomicKerasSave, keras.Model):
         """Loads the encoder of any model directory (a task dir gives its encoder).
 
         Args:
-            model_dir: str, a directory written by `save_pretrained` or
-                tools/convert_checkpoint.py, or any source
-                `keras_bert.sources.resolve_source` takes: a Hugging Face
-                folder or Hub id, a Google TF1 folder, a known name such as
-                "bert-base-uncased" (converted once, into a cache).
+            model_dir: str, a model directory, or any source
+                `keras_bert.sources.resolve_source` takes (a Hugging Face folder
+                or Hub id, a Google TF1 folder, "bert-base-uncased").
             **kwargs: encoder options that do not change weights, e.g.
                 `dtype="mixed_bfloat16"` or `output_attention_probs=True`.
 

@@ -8,11 +8,9 @@ from keras_bert.files import save_atomically
 class AtomicKerasSave:
     """Mixin for a `keras.Model`: `save("model.keras")` replaces the file atomically.
 
-    Keras writes a `.keras` file in place, so a save that fails part-way
-    leaves neither the old model nor the new one. Here it goes through
-    `save_atomically`. `.h5`, unzipped and remote saves go to Keras
-    unchanged; `overwrite=False` on an existing file raises FileExistsError
-    instead of Keras' interactive prompt.
+    Keras writes a `.keras` file in place: a save that fails part-way leaves
+    neither model. `.h5`, unzipped and remote saves go to Keras unchanged;
+    `overwrite=False` on an existing file raises FileExistsError (no prompt).
     """
 
     def save(self, filepath, overwrite=True, **kwargs):

@@ -1,16 +1,8 @@
 """LoRA on a BertEncoder: low-rank adapters on the attention projections, the rest frozen.
 
-`LoraModel` is a mixin of `BertEncoder` and `BertTask` (a task acts on its
-encoder; its head stays trainable):
-
-- `enable_lora(rank, alpha=None, targets=("query", "value"))` adds an
-  adapter to each targeted projection of every encoder block
-  (`keras_bert.layers.LoraDense`: the fused q/k/v projection gets one
-  adapter per part) and freezes every other encoder weight;
-- `save_lora_weights(path)` / `load_lora_weights(path)` write and read the
-  adapters alone (a small h5 file, `LORA_FILE` inside a model directory);
-- `merge_lora()` folds them into the kernels; exports do the same on a copy
-  (`merged_copy`), and every Keras save of the model writes merged weights.
+`LoraModel` is a mixin of `BertEncoder` and `BertTask` (whose head stays
+trainable). Exports run a merged copy (`merged_copy`), and every Keras save of
+the model writes merged weights.
 """
 
 import hashlib
@@ -21,8 +13,8 @@ import warnings
 
 import keras
 import numpy as np
-import tensorflow as tf
 
+from keras_bert import storage
 from keras_bert.files import write_bytes_atomic
 from keras_bert.layers.lora import LoraDense, check_lora_settings
 from keras_bert.layers.transformer_encoder_block import LORA_TARGETS
@@ -79,10 +71,9 @@ class LoraModel:
         every other encoder weight (a task's head stays trainable).
 
         Each targeted projection of every block gets A [hidden, rank] and
-        B [rank, hidden] (B zeros: the outputs are unchanged until training
-        moves it); its output gains (alpha / rank) * x A B. Call it before
-        training; a compiled model is recompiled with a fresh optimizer of
-        the same configuration (its slots were for the old trainable set).
+        B [rank, hidden] (zeros: outputs unchanged until trained); its output
+        gains (alpha / rank) * x A B. A compiled model is recompiled with a
+        fresh optimizer of the same configuration.
 
         Args:
             rank: int >= 1, the adapters' rank.
@@ -109,9 +100,7 @@ class LoraModel:
                 f"targets={settings['targets']}). Call merge_lora() to fold those adapters "
                 f"in before enabling new ones.")
         encoder = _encoder(self)
-        # Every encoder layer trainable (undoing earlier freezing: a frozen
-        # layer would hide its adapters), then every weight but the adapters
-        # frozen, variable by variable.
+        # Unfrozen first: a frozen layer would hide its adapters.
         _unfreeze(encoder)
         for block in encoder.encoder_blocks:
             block.enable_lora(rank, alpha=alpha, targets=targets)
@@ -133,12 +122,9 @@ class LoraModel:
         _reset_training(self)
 
     def save_lora_weights(self, path):
-        """Writes the adapters alone (and their rank, alpha, targets) to `path`, an h5 file.
-
-        A task's file also holds its head (the weights outside the encoder),
-        which trains with the adapters. keras-hub names such files
-        "*.lora.h5"; any name is taken. The file is small: 2 * rank *
-        hidden_size floats per target and block, plus the head.
+        """Writes the adapters alone (and their rank, alpha, targets) to `path`, an h5
+        file ("*.lora.h5" by keras-hub's habit); a task's file also holds its head,
+        which trains with the adapters.
         """
         settings = lora_settings(self)
         if settings is None:
@@ -162,9 +148,7 @@ class LoraModel:
                 for part, (a, b) in block.qkv_dense.lora_weights().items():
                     f[f"{block.name}/{part}/A"] = a
                     f[f"{block.name}/{part}/B"] = b
-            # A task's head trains with the adapters: without it they would
-            # be of no use on a fresh model. (Its variable paths are unique.)
-            for variable in _head_weights(self):
+            for variable in _head_weights(self):  # Variable paths are unique.
                 f[f"{_HEAD}/{variable.path}"] = keras.ops.convert_to_numpy(variable)
         write_bytes_atomic(os.fspath(path), buffer.getvalue())
         return path
@@ -174,23 +158,20 @@ class LoraModel:
 
         A model without LoRA gets it enabled with the file's rank, alpha and
         targets; one with LoRA must have the same ones. A task takes its head
-        from the file too (when the file has one: an encoder's has none).
-        The file records what it fits, and a ValueError naming the file and
-        the difference refuses, before anything changes: another encoder
-        config or other base weights (a sha256 of them), weights that
-        already hold these adapters merged (the directory `save_pretrained`
-        wrote beside them), a head of other label names, a NaN or inf value.
+        from the file too, if it has one. A ValueError naming the file refuses,
+        before anything changes, another encoder config or base weights, weights
+        that already hold these adapters merged, a head of other label names,
+        and NaN or inf values.
         """
         import h5py
 
         path = os.fspath(path)
-        if not tf.io.gfile.exists(path):
+        if not storage.exists(path):
             raise FileNotFoundError(f"No LoRA weights file at {path}.")
-        with tf.io.gfile.GFile(path, "rb") as f:
-            data = f.read()
+        data = storage.read_bytes(path)
         try:
             h5 = h5py.File(io.BytesIO(data), "r")
-            h5_shapes(h5, _encoder(self).get_bert_config(), path)
+            names = h5_shapes(h5, _encoder(self).get_bert_config(), path)
         except OSError as error:
             raise ValueError(f"{path} is not an h5 file of LoRA weights ({error}).") from None
         with h5:
@@ -198,7 +179,7 @@ class LoraModel:
                 raise ValueError(f"{path} is not a keras_bert LoRA weights file (written by "
                                  f"save_lora_weights).")
             _check_fits(self, h5, path)
-            arrays = {name: h5[name][()] for name in _h5_names(h5)}
+            arrays = {name: h5[name][()] for name in names}
             saved = json.loads(h5.attrs["settings"])
         bad = [name for name, value in arrays.items() if not np.isfinite(value).all()]
         if bad:
@@ -317,12 +298,6 @@ def _load_head(model, arrays, path):
         values[id(variable)] = value
     for variable in head:
         variable.assign(values[id(variable)])
-
-
-def _h5_names(group):
-    names = []
-    group.visit(lambda name: names.append(name) if hasattr(group[name], "shape") else None)
-    return names
 
 
 def save_adapters_beside(model, model_dir):

@@ -7,11 +7,9 @@ MODEL_DIR/
   model.weights.h5   Keras weights of the whole model (no optimizer state), with
                      the config and a sha256 of the arrays stamped in (checked on load)
   task.json          task models: {"task": name, "task_config": {...}, ...}; every
-                     model: its text settings ("max_seq_length", "lowercase",
-                     "truncation"; `keras_bert.text.settings`), which an
-                     encoder's task.json holds alone (no "task" key). Old
-                     directories with some or none of them still load: the
-                     missing ones take `resolve_text_settings`' defaults.
+                     model: its text settings (`keras_bert.text.settings`; missing
+                     ones take `resolve_text_settings`' defaults), which an
+                     encoder's task.json holds alone (no "task" key).
 
 `save_model_dir` replaces only a folder of this layout (`MODEL_DIR_KIND`);
 see `keras_bert.files` for the rule every writer follows.
@@ -46,17 +44,12 @@ CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
 WEIGHTS_FILE = "model.weights.h5"
 TASK_FILE = "task.json"
-# The text settings a model directory keeps for its preprocessor (task.json
-# keys), also for a bare encoder: `keras_bert.text.settings`, their one reader.
-# `tokenizer_options`: the tokenizer's arguments besides casing that differ from
-# their defaults (`BertPreprocessor.saved_settings`).
+# The task.json keys of the preprocessor, also a bare encoder's;
+# `tokenizer_options`: `BertPreprocessor.saved_settings`.
 TEXT_SETTINGS = TEXT_SETTINGS_KEYS + ("tokenizer_options",)
-# The weights file keeps a copy of the config it was saved with (an HDF5
-# attribute): a config.json edited afterwards (num_heads changes no shape)
-# is caught on load.
+# HDF5 attributes of the weights file: the config it was saved with (an edited
+# config.json is caught on load) and a sha256 of its arrays (flipped bytes are).
 CONFIG_ATTR = "keras_bert_config"
-# ... and a sha256 of its arrays (`weights_checksum`): flipped bytes are
-# caught on load. Files without it (saved before) load unchecked.
 CHECKSUM_ATTR = "keras_bert_weights_sha256"
 # Fields that must equal the saved ones for the weights to mean the same
 # thing (dropout and initializer_range may change between runs).
@@ -91,12 +84,10 @@ STAGING_PREFIX = ".tmp-"
 CONVERT_STAGING_PREFIX = ".convert-"
 # Files that evaluation writes beside the model (`write_predictions` of span QA).
 PREDICTION_FILES = ("eval_predictions.json", "eval_null_odds.json")
-#: What a model directory is, for `keras_bert.files`: save_pretrained replaces
-#: a folder only if it holds config.json and model.weights.h5 and nothing but
-#: files keras_bert writes there (a notes.txt of the user's makes it refuse).
-# The LoRA adapters that save_pretrained of a LoRA model writes beside its
-# merged weights (keras_bert.models.lora).
+# The LoRA adapters beside a LoRA model's merged weights (keras_bert.models.lora).
 LORA_FILE = "model.lora.h5"
+#: What a model directory is, for `keras_bert.files`: save_pretrained replaces
+#: a folder only if it holds nothing but files keras_bert writes there.
 MODEL_DIR_KIND = Kind("keras_bert model directory", required=(CONFIG_FILE, WEIGHTS_FILE),
                       allowed=(CONFIG_FILE, WEIGHTS_FILE, TASK_FILE, LORA_FILE, *PREDICTION_FILES,
                                *sorted({name for _, names in
@@ -108,26 +99,20 @@ def save_model_dir(model, model_dir, vocab_file=None, task_info=None, tokenizer=
     """Writes `model` to `model_dir` atomically (a staging folder, then a rename).
 
     `model_dir` may be missing, empty, or a model directory keras_bert wrote
-    (`MODEL_DIR_KIND`), which is replaced; anything else is refused (see
-    `keras_bert.files`). A link is followed: its target is replaced. The
-    weights are the model's only: a compiled model's optimizer state is
-    left out (training checkpoints keep it).
+    (`MODEL_DIR_KIND`), which is replaced (a link's target); anything else is
+    refused. The optimizer state is left out (training checkpoints keep it).
 
     Args:
         model: a `BertEncoder` or a task model with an `.encoder`.
         model_dir: str, the directory to write.
-        vocab_file: str path of a vocabulary file to copy in (vocab.txt, or
-            another tokenizer's, with the files that go with it: see
-            `keras_bert.text.tokenizer_files`), or None to use the vocabulary
-            the model was loaded with (`model.vocab_file`), else the files
-            of its preprocessor's tokenizer, if any.
+        vocab_file: str path of a vocabulary file to copy in (with the files
+            that go with it: `keras_bert.text.tokenizer_files`), or None: the
+            model's `vocab_file`, else its preprocessor's tokenizer's files.
         tokenizer: a tokenizer whose files to write instead (e.g. a
-            converter's, read from a Hugging Face folder); not with
-            `vocab_file`.
-        task_info: dict of extra JSON-able facts for task.json
-            (e.g. max_seq_length). An encoder's task.json keeps only the
-            text settings (`TEXT_SETTINGS`), from `task_info` or from the
-            directory it was loaded from (`model.task_info`).
+            converter's); not with `vocab_file`.
+        task_info: dict of extra JSON-able facts for task.json. An encoder's
+            keeps only the text settings (`TEXT_SETTINGS`), from `task_info`
+            or `model.task_info`.
 
     Raises:
         keras_bert.files.OutputError: `model_dir` is a file or a folder that
@@ -195,34 +180,24 @@ def _holds_only(folder, name, source):
 
 
 def save_model_weights(model, path):
-    """`model.save_weights(path)` without the optimizer's slots.
-
-    A compiled model's `save_weights` also writes its optimizer's variables
-    (AdamW's two moments: twice the model's size); a model directory holds
-    the model only.
-    """
-    optimizer = getattr(model, "optimizer", None)
-    if optimizer is None:
-        model.save_weights(path)
-        return
-    from keras.src.saving import saving_lib
-
-    saving_lib.save_weights_only(model, path, objects_to_skip=[optimizer])
+    """`model.save_weights(path)` without a compiled model's optimizer slots (AdamW's
+    two moments: twice the model's size); a model directory holds the model only."""
+    _weights_only(model, path, "save")
 
 
 def load_model_weights(model, path):
-    """`model.load_weights(path)` without the optimizer: a model directory holds none.
+    """`model.load_weights(path)` without the optimizer, which a task compiled at
+    construction may hold and a model directory's file has no values for."""
+    _weights_only(model, path, "load")
 
-    A task is compiled at construction, and its optimizer may already hold
-    variables that the file (saved by `save_model_weights`) has no values for.
-    """
+
+def _weights_only(model, path, action):
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None:
-        model.load_weights(path)
-        return
+        return getattr(model, f"{action}_weights")(path)
     from keras.src.saving import saving_lib
 
-    saving_lib.load_weights_only(model, path, objects_to_skip=[optimizer])
+    getattr(saving_lib, f"{action}_weights_only")(model, path, objects_to_skip=[optimizer])
 
 
 def weights_checksum(h5_file):
@@ -254,32 +229,19 @@ def _stamp_config(weights_path, config):
 
 
 def check_checksum(weights_path):
-    """Raises ValueError if `weights_path` does not match the checksum saved in it.
-
-    Files saved before checksums were stamped (no attribute) pass.
-    """
-    import h5py
-
-    try:
-        with h5py.File(weights_path, "r") as f:
-            saved = f.attrs.get(CHECKSUM_ATTR)
-            if saved is None:
-                return
-            found = weights_checksum(f)
-    except OSError as e:
-        raise ValueError(f"{weights_path} is not a readable Keras weights file: {e}") from e
-    if isinstance(saved, bytes):
-        saved = saved.decode("utf-8")
-    if found != saved:
+    """Raises ValueError if `weights_path` does not match the checksum saved in it
+    (files without one pass)."""
+    saved, found = _read_weights_file(weights_path, lambda f: (
+        _attribute(f, CHECKSUM_ATTR), CHECKSUM_ATTR in f.attrs and weights_checksum(f)))
+    if saved is not None and found != saved:
         raise ValueError(f"{weights_path} is corrupt (checksum mismatch): re-save or re-convert "
                          f"the model.")
 
 
 def h5_shapes(h5_file, config, path, error=ValueError):
     """{dataset name: shape} of an open h5py File, from its metadata; every h5 reader calls
-    it first. Raises `error` naming `path`, the dataset and its declared shape when it holds
-    more values than the largest array of a `config` model, or more than the bytes the file
-    stores for it (declared, never written, it would still be allocated whole)."""
+    it first. Raises `error` naming `path` and the dataset when it declares more values
+    than the largest array of a `config` model, or more than the file stores for it."""
     import h5py
 
     h, i = config.hidden_size, config.intermediate_size
@@ -307,20 +269,29 @@ def h5_shapes(h5_file, config, path, error=ValueError):
 
 def _weight_shapes(weights_path, config):
     """{dataset name: shape} of a Keras .weights.h5 file, and its saved config dict."""
-    import h5py
-
-    try:
-        with h5py.File(weights_path, "r") as f:
-            shapes = h5_shapes(f, config, weights_path)
-            saved = f.attrs.get(CONFIG_ATTR)
-    except OSError as e:
-        raise ValueError(f"{weights_path} is not a readable Keras weights file: {e}") from e
-    if isinstance(saved, bytes):
-        saved = saved.decode("utf-8")
+    shapes, saved = _read_weights_file(weights_path, lambda f: (
+        h5_shapes(f, config, weights_path), _attribute(f, CONFIG_ATTR)))
     # A compiled model also saves its optimizer's slots ("optimizer/..."):
     # only the model's own weights ("layers/...", "vars/...") count.
     return ({k: v for k, v in shapes.items() if not k.startswith("optimizer/")},
             json.loads(saved) if saved else None)
+
+
+def _read_weights_file(weights_path, read):
+    """`read(h5py.File)` of a Keras weights file; an unreadable file is a ValueError."""
+    import h5py
+
+    try:
+        with h5py.File(weights_path, "r") as f:
+            return read(f)
+    except OSError as e:
+        raise ValueError(f"{weights_path} is not a readable Keras weights file: {e}") from e
+
+
+def _attribute(h5_file, name):
+    """An HDF5 attribute as str (or None)."""
+    value = h5_file.attrs.get(name)
+    return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
 def _encoder_size(config):
@@ -338,11 +309,9 @@ def _encoder_size(config):
 def check_config_before_build(weights_path, config, config_path):
     """Raises ValueError unless `config` fits the weights file, before any tensor exists.
 
-    The config stamped in the weights (if any) must equal `config` on the
-    fields that give the weights their meaning, and the encoder `config`
-    describes may not be larger than the file's arrays (an edited
-    `intermediate_size: 4000000` would allocate gigabytes before any other
-    check). Reads only the file's array shapes.
+    The config stamped in the weights (if any) must equal `config` on
+    `_WEIGHT_FIELDS`, and its encoder may not be larger than the file's arrays
+    (an edited `intermediate_size: 4000000` would allocate gigabytes first).
 
     Returns:
         ({array name: shape}, the stamped config dict or None).
@@ -368,13 +337,9 @@ def check_config_before_build(weights_path, config, config_path):
 
 
 def check_weights(weights_path, model, config, config_path):
-    """Raises ValueError unless the weights file fits `model` exactly.
-
-    Every array of the file must have a variable of the same shape in the
-    model and the reverse (Keras would load a prefix of the encoder blocks
-    and ignore the rest), and the config saved with the weights (if any)
-    must equal `config` on the fields that give the weights their meaning.
-    """
+    """Raises ValueError unless the weights file fits `model` exactly: each array
+    a variable of its shape and the reverse (Keras would load a prefix of the
+    encoder blocks and ignore the rest), and `check_config_before_build`."""
     shapes, _ = check_config_before_build(weights_path, config, config_path)
     found = collections.Counter(shapes.values())
     expected = collections.Counter(tuple(v.shape) for v in model.weights)
@@ -394,8 +359,7 @@ def check_weights(weights_path, model, config, config_path):
         )
 
 
-# The generic task.json keys (every task's, written by save_model_dir and
-# finetune); each task's own keys are in its TaskSpec's task_json schema
+# The generic task.json keys; each task's own are in its TaskSpec's task_json
 # (keras_bert/models/registry.py). Keys in neither are not checked.
 _GENERIC_TASK_JSON = {
     "task": {"type": "string"},
@@ -403,14 +367,12 @@ _GENERIC_TASK_JSON = {
     # The text settings are checked by TextSettings.from_json (read_task_info).
     "epoch": {"type": "integer", "minimum": 0},
 }
-# Python types of the schema's types; bool is an int in Python, so it is
-# refused where a number is expected.
-_SCHEMA_PYTHON_TYPES = {"integer": (int,), "number": (int, float), "boolean": (bool,),
-                        "string": (str,), "object": (dict,), "strings": (list,),
-                        "numbers": (list,)}
-_TYPE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "true or false",
-               "string": "a string", "object": "a JSON object", "strings": "a list of strings",
-               "numbers": "a list of numbers"}
+# Python types and names of the schema's types (a bool, an int in Python, is
+# refused where a number is expected).
+_SCHEMA_TYPES = {"integer": ((int,), "an integer"), "number": ((int, float), "a number"),
+                 "boolean": ((bool,), "true or false"), "string": ((str,), "a string"),
+                 "object": ((dict,), "a JSON object"), "strings": ((list,), "a list of strings"),
+                 "numbers": ((list,), "a list of numbers")}
 
 
 def task_json_schema(task):
@@ -437,7 +399,8 @@ def _check_task_json(values, path, schema, prefix=""):
         if rule is None or value is None and rule.get("nullable"):
             continue
         kind = rule["type"]
-        ok = isinstance(value, _SCHEMA_PYTHON_TYPES[kind]) and (
+        types, name = _SCHEMA_TYPES[kind]
+        ok = isinstance(value, types) and (
             kind == "boolean" or not isinstance(value, bool))
         if ok and kind == "strings":
             ok = all(isinstance(name, str) for name in value)
@@ -446,7 +409,7 @@ def _check_task_json(values, path, schema, prefix=""):
                      for number in value)
         if not ok:
             raise ValueError(
-                f"{path}: {prefix}{key} must be {_TYPE_NAMES[kind]}. Received: "
+                f"{path}: {prefix}{key} must be {name}. Received: "
                 f"{key}={value!r}. Fix the file (it is written by save_pretrained)."
             )
         least = rule.get("minimum")
@@ -460,10 +423,9 @@ def _check_task_json(values, path, schema, prefix=""):
 def read_task_info(model_dir):
     """The parsed task.json of `model_dir`, or None for a bare encoder.
 
-    Raises ValueError naming the file and key if it is not a JSON object or
-    a key keras_bert reads has the wrong type ("lowercase": "false" is not
-    false) or is below its minimum: the generic keys here and the task's
-    own, from its TaskSpec's `task_json` (`task_json_schema`).
+    Raises ValueError naming the file and key if it is not a JSON object or a
+    key has the wrong type ("lowercase": "false") or is below its minimum
+    (`task_json_schema`).
     """
     path = storage.join(model_dir, TASK_FILE)
     if not storage.exists(path):
@@ -481,12 +443,8 @@ def read_task_info(model_dir):
 
 
 def _required_files(model_dir, names, why):
-    """The paths of `names` in `model_dir`, which must all exist.
-
-    Raises FileNotFoundError naming the directory if it is missing, else
-    the first missing file, followed by `why` (what the reader needs and how
-    to make it).
-    """
+    """The paths of `names` in `model_dir`; FileNotFoundError naming the missing
+    directory or first missing file, followed by `why` (how to make it)."""
     if not storage.isdir(model_dir):
         raise FileNotFoundError(f"Model directory not found: {model_dir}")
     paths = [storage.join(model_dir, name) for name in names]
@@ -497,21 +455,16 @@ def _required_files(model_dir, names, why):
 
 
 def load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
-    """Rebuilds the model saved in `model_dir` (the type task.json names).
+    """Rebuilds the model saved in `model_dir` (the task task.json names, imported
+    on demand by `registry.get_task`).
 
-    The task that task.json names is found with `registry.get_task`, which
-    imports its folder (`keras_bert.tasks.NAME`) on demand: no earlier import
-    of the task is needed. config.json is checked against the weights' stamp
-    and size before the model is built. The files are read from one
-    committed version: a save_pretrained that replaces the directory
-    meanwhile makes it read again (`keras_bert.files.read_committed`), and
-    a directory that a killed replacement left parked is put back first
-    (`keras_bert.files.recover`).
+    config.json is checked against the weights' stamp and size before the model
+    is built. The files are read from one committed version
+    (`keras_bert.files.read_committed`; `recover` puts back a parked directory).
 
     Returns:
-        A `BertEncoder` or task model with its weights loaded; its
-        `vocab_file` attribute is the directory's vocab.txt (or None) and
-        `task_info` the contents of task.json (or None).
+        A `BertEncoder` or task model with its weights loaded; its `vocab_file` is
+        the directory's vocabulary file and `task_info` its task.json (or None).
     """
     remote = storage.object_store(model_dir)
     if remote:  # Read from the local copy of its committed version (no writer touches it).
@@ -564,13 +517,8 @@ def _load_model_dir(model_dir, encoder_cls, **encoder_kwargs):
 
 
 def load_preprocessor(model_dir, max_seq_length=None, lowercase=None):
-    """The `BertPreprocessor` of a model directory (`BertPreprocessor.from_pretrained`).
-
-    Args:
-        model_dir: str, a model directory with a vocab.txt.
-        max_seq_length: int or None; see `build_preprocessor`.
-        lowercase: bool or None; see `build_preprocessor`.
-    """
+    """The `BertPreprocessor` of a model directory (`BertPreprocessor.from_pretrained`);
+    `max_seq_length` and `lowercase`: see `build_preprocessor`."""
     why = (f"a preprocessor needs the {CONFIG_FILE} and the vocabulary files (one of "
            f"{', '.join(tokenizer_files.TOKENIZER_FILES)}) of a model directory. Create one "
            f"with tools/convert_checkpoint.py or save_pretrained(vocab_file=...).")
@@ -590,13 +538,11 @@ def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,
                        where=TASK_FILE, tokenizer=None):
     """The `BertPreprocessor` a model of a model directory carries.
 
-    Each batch is padded to its own longest text (`sequence_length=None`)
-    and texts are truncated to `max_seq_length`. The settings come from
+    Each batch is padded to its own longest text; the settings come from
     `resolve_text_settings`: the arguments > task.json > the defaults.
 
     Args:
-        vocab_file: str, the directory's vocabulary file (vocab.txt, or another
-            tokenizer's: `keras_bert.text.tokenizer_files`).
+        vocab_file: str, the directory's vocabulary file.
         max_position_embeddings: int, the encoder's.
         task_info: dict, the parsed task.json (or None), or the
             `TextSettings` saved with the model.
@@ -604,7 +550,6 @@ def build_preprocessor(vocab_file, max_position_embeddings, task_info=None,
             `default_max_seq_length`, else min(512, max_position_embeddings).
         lowercase: bool or None: None takes task.json's, else
             `infer_lowercase(vocab_file)` (with a warning).
-        default_max_seq_length: int or None, the caller's default.
         where: str, the task.json path, named in errors.
         tokenizer: a tokenizer of the vocabulary whose options to keep.
     """

@@ -21,11 +21,8 @@ _PREPROCESS_CHUNK = 8192
 class _TracedPreprocessor:
     """A preprocessor traced once per number of text columns (one or a pair).
 
-    Tracing the tokenizer and packer (a graph of about a thousand nodes with
-    large constant tables) costs about a second; a `dataset.map` of the
-    preprocessor paid it on each `fit` / `evaluate` / `predict`. Kept on the
-    model (as a plain object, so Keras and SavedModel do not track it) and
-    rebuilt when the model's preprocessor is replaced or a setting changes.
+    Tracing the tokenizer and packer is slow, so it is done once per model, not
+    per `dataset.map`; kept as a plain object (untracked by Keras and SavedModel).
     """
 
     def __init__(self, preprocessor):
@@ -60,14 +57,9 @@ def _trim_to_longest(multiple=1):
 
 
 def _dataset_text_parts(spec):
-    """Reads a dataset's element_spec by Keras' (x, y[, sample_weight]) rule.
-
-    Returns:
-        None when the inputs are not strings (Keras takes the dataset as it
-        is), else (features_spec, has_rest): `features_spec` is a string
-        TensorSpec or a tuple of two (pairs); `has_rest` says whether labels
-        (and sample weights) follow.
-    """
+    """A dataset's element_spec by Keras' (x, y[, sample_weight]) rule: None when the
+    inputs are not strings, else (features_spec, has_rest): a string TensorSpec or a
+    tuple of two (pairs), and whether labels (and sample weights) follow."""
     def is_string_spec(s):
         return isinstance(s, (tf.TensorSpec, tf.RaggedTensorSpec)) and s.dtype == tf.string
 
@@ -80,7 +72,6 @@ def _dataset_text_parts(spec):
     if isinstance(spec, tuple) and 1 <= len(spec) <= 3 and is_features(spec[0]):
         return spec[0], len(spec) > 1
     return None
-
 
 
 class TextPipeline:
@@ -167,9 +158,7 @@ class TextPipeline:
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """The one hook: a batch of raw inputs -> model inputs (and labels, weights).
 
-        Every entry point on strings comes here: `fit`, `evaluate` and
-        `predict` (in-memory texts up front, datasets in their `map`),
-        `model(texts)` and the `*_on_batch` methods. TensorFlow ops only.
+        Every Keras entry point on strings comes here. TensorFlow ops only.
 
         Args:
             x: string Tensor [B], or a tuple of one or two of them (pairs).
@@ -199,19 +188,14 @@ class TextPipeline:
             object.__setattr__(self, "_traced_preprocessor_cache", traced)
         return traced
 
-    def _preprocess_element(self, x, *rest):
-        """A dataset element (texts[, labels[, sample_weight]]) -> the hook's output."""
-        return self.preprocess_samples(x, *rest)
-
     def _preprocessed_in_memory(self, texts):
         """Encoder inputs of all `texts` (a tuple of 1-D tf.string Tensors),
-        padded to the longest, as numpy arrays; or None when the preprocessor
-        is not a `BertPreprocessor` (its padding is then not known).
+        padded to the longest, as numpy arrays; None when the preprocessor is
+        not a `BertPreprocessor` (its padding is then not known).
 
-        Preprocessing up front through the traced function keeps tracing out
-        of the tf.data pipeline (a new iterator per epoch re-instantiates the
-        graphs it holds); with `sequence_length=None` each batch is then cut
-        back to its own longest text by `_trim_to_longest`.
+        Up front, tracing stays out of the tf.data pipeline (each epoch's new
+        iterator would re-instantiate its graphs); `_trim_to_longest` then cuts
+        each batch back to its longest text.
         """
         preprocessor = self._require_preprocessor()
         if not isinstance(preprocessor, BertPreprocessor):
@@ -234,22 +218,11 @@ class TextPipeline:
         }
 
     def _text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
-        """A batched, preprocessed tf.data.Dataset for string `x`, or None if
-        `x` holds no strings (then Keras takes it as it is).
-
-        This is the one place where text input becomes a dataset; subclasses
-        may override it to take other raw forms (e.g. word lists with tag
-        lists) and call `super()._text_dataset(...)` for the rest.
-
-        Args:
-            x: texts, pairs or a `tf.data.Dataset` (see `BertTask`).
-            y: labels as users hold them (ids, floats, label names).
-            sample_weight: optional per-example weights.
-            batch_size: int, default 32 (in-memory inputs only).
-            shuffle: bool, shuffle in-memory inputs each epoch.
-
-        Returns:
-            A `tf.data.Dataset` of (encoder inputs[, labels[, weights]]), or None.
+        """A batched, preprocessed tf.data.Dataset of (encoder inputs[, labels[,
+        weights]]) for string `x` (texts, pairs or a dataset), or None if `x` holds
+        no strings (then Keras takes it as it is). The one place text input becomes
+        a dataset: subclasses override it for other raw forms (word lists with tags).
+        `batch_size` (default 32) and `shuffle` apply to in-memory inputs.
         """
         if isinstance(x, tf.data.Dataset):
             return self._dataset_of_text_dataset(x)
@@ -273,17 +246,14 @@ class TextPipeline:
             dataset = dataset.shuffle(max(count, 1), reshuffle_each_iteration=True)
         dataset = dataset.batch(batch_size or 32)
         if features is None:
-            dataset = dataset.map(self._preprocess_element,
-                                  num_parallel_calls=tf.data.AUTOTUNE)
+            dataset = dataset.map(self.preprocess_samples, num_parallel_calls=tf.data.AUTOTUNE)
         elif self.preprocessor.sequence_length is None:
             dataset = dataset.map(_trim_to_longest(self.preprocessor.pad_to_multiple_of))
         return dataset.prefetch(tf.data.AUTOTUNE)
 
     def _text_features_of(self, dataset, method):
-        """Checks a string dataset's features; returns (parts, splitter) or None.
-
-        `splitter` turns the element's x into the tuple of string columns.
-        """
+        """Checks a string dataset's features; returns (parts, splitter), `splitter`
+        turning the element's x into the tuple of string columns, or None."""
         parts = _dataset_text_parts(dataset.element_spec)
         if parts is None:
             return None
@@ -384,13 +354,9 @@ class TextPipeline:
         return keras.tree.map_structure(empty, self.output)
 
     def _keras_call(self, method, *args, **kwargs):
-        """Runs a Keras training/evaluation/prediction entry point.
-
-        A call that fails while Keras traces its step function leaves the
-        half-traced tf.function cached on the model, and every later call
-        then fails with "Creating variables on a non-first call to a function
-        decorated with tf.function". The cached functions are dropped on
-        failure, so a fixed call works on the same model.
+        """Runs a Keras entry point, dropping its cached step functions on failure:
+        a half-traced one would make every later call fail with "Creating
+        variables on a non-first call to a function decorated with tf.function".
         """
         try:
             return method(*args, **kwargs)
@@ -533,17 +499,10 @@ class TextPipeline:
                                 callbacks=callbacks)
 
     def predict_strings(self, texts, function=None, batch_size=None):
-        """Runs a function of the model's serving module on string columns: the one
-        route of `predict` for heads that answer as their export does.
-
-        Args:
-            texts: tuple of string batches (`_predict_texts`).
-            function: a tf.function of `self.serving_module()`; default its
-                default signature.
-            batch_size: int, texts per call (default 64).
-
-        Returns:
-            dict of numpy arrays, what that signature of the export returns.
+        """Runs `function` of `self.serving_module()` (default: its default signature)
+        on string columns `texts`, `batch_size` (default 64) at a time; returns what
+        that signature of the export returns (a dict of numpy arrays). The one route
+        of `predict` for heads that answer as their export does.
         """
         module = self.serving_module()
         if function is None:

@@ -1,34 +1,22 @@
 """The one task registry.
 
-Each folder of `keras_bert.tasks` registers a `TaskSpec` (head model,
-fine-tuning task) under its name, the name that task.json, tools/finetune.py
---task and exports use, and keeps it as its `TASK`. The generic machinery
-(model directories, fine-tuning) looks tasks up here by name, so it never
-imports `keras_bert.tasks`.
+Each folder of `keras_bert.tasks` registers a `TaskSpec` under its name (the
+name task.json, tools/finetune.py --task and exports use) as its spec.py is
+imported; the generic machinery (model directories, fine-tuning) looks tasks
+up here by name, so it never imports `keras_bert.tasks`. A task model class
+names its own serving module (`serving_module_class`).
 
-`keras_bert/tasks/__init__.py` imports every task folder, and each folder's
-spec.py registers its task as it is defined, so once `import keras_bert`
-returns every task is here.
-
-The serving module is not looked up here: a task model class names its own
-(`serving_module_class`, from its folder's serving.py), so a model's
-`predict` on strings and its export never go through the registry.
-
-A task's options and task.json schema live in its folder's options.py:
-tools/finetune.py builds its --task choices and task flags from them
-(tools/_cli.py `task_options`). So a task folder's name is its registered
-name, and adding a task touches only its folder and its registration line.
-Each field of the options dataclass is a flag (`--field-name`, or metadata
-"flag"), its metadata "help" the flag's help and "choices" its choices; a
-field that several tasks declare (label_names) is one flag. A ClassVar
-`eval_fraction_allowed = False` on the class refuses --eval-fraction.
+A task's options dataclass (its folder's options.py) makes its tools/finetune.py
+flags (tools/_cli.py `task_options`): each field a flag (`--field-name`, or
+metadata "flag"), metadata "help" and "choices" its help and choices; a field
+several tasks declare is one flag. A ClassVar `eval_fraction_allowed = False`
+refuses --eval-fraction.
 
 The task.json schema is a dict {key: {"type": T, "minimum": M, "nullable": B}}
-with T one of `SCHEMA_TYPES` ("integer", "number", "boolean", "string",
-"object", "strings", "numbers": a list of numbers), M optional (a number;
-not for lists) and B optional (default False: null is refused). It names the keys the task writes in task.json (top
-level and "task_config"); `keras_bert.models.model_dir` checks them, with
-the generic keys it owns.
+with T one of `SCHEMA_TYPES` ("numbers": a list of numbers), M optional (not
+for lists) and B optional (default False: null is refused), for the keys the
+task writes in task.json (top level and "task_config");
+`keras_bert.models.model_dir` checks them.
 """
 
 import dataclasses
@@ -46,11 +34,8 @@ class TaskSpec:
         finetune: the `keras_bert.training.finetune.FinetuneTask` subclass,
             or None (pretraining is not fine-tuned).
         serving: the `keras_bert.export.BertServingModule` subclass; default
-            the model class's `serving_module_class` (None: the base module,
-            embed / encode / preprocess).
-        options: the task's options dataclass (its reader's and fine-tuning
-            settings; each field's metadata "help" is its flag's help), or
-            None (the task takes none).
+            the model class's `serving_module_class` (None: the base module).
+        options: the task's options dataclass, or None (it takes none).
         task_json: dict, the schema of the task.json keys the task writes
             (see the module docstring), or None.
     """
@@ -96,11 +81,8 @@ _REGISTRY = {}
 
 
 def register_task(spec):
-    """Adds `spec` (a `TaskSpec`) to the registry and returns it.
-
-    Its model class gets `task_name` and, when the spec names one, its
-    `serving_module_class`.
-    """
+    """Adds `spec` (a `TaskSpec`) to the registry and returns it; its model class
+    gets `task_name` and, when the spec names one, its `serving_module_class`."""
     if spec.name in _REGISTRY and _REGISTRY[spec.name] != spec:
         raise ValueError(f"A task named {spec.name!r} is registered already.")
     spec.model.task_name = spec.name

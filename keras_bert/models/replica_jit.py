@@ -1,12 +1,10 @@
 """XLA under a multi-device tf.distribute strategy in `fit`/`evaluate`/`predict`.
 
-Keras 3 XLA-compiles a step as one program around `strategy.run`, which
-fails with several devices (every replica's variables read from the first
-device; `CollectiveGatherV2` has no XLA kernel: tf-keras#99, keras#18110).
-`ReplicaJitCompile` compiles each replica's forward and backward pass as one
-XLA program on its own device, and runs the gradient all-reduce and the
-optimizer update outside XLA, as `keras_bert.training.Trainer` does. With
-one replica, or `jit_compile` False/"auto", Keras' own step runs unchanged.
+Keras 3 XLA-compiles a step as one program around `strategy.run`, which fails
+with several devices (`CollectiveGatherV2` has no XLA kernel: tf-keras#99,
+keras#18110). `ReplicaJitCompile` compiles each replica's forward and backward
+pass on its own device, and runs the all-reduce and the optimizer update
+outside XLA, as `keras_bert.training.Trainer` does.
 """
 
 import keras
@@ -17,9 +15,7 @@ class ReplicaJitCompile:
     """Mixin for a `keras.Model`: per-replica XLA under a multi-device strategy.
 
     After `compile(jit_compile=True)` inside a strategy's scope with several
-    replicas, `replica_jit_compile` is True and Keras' `jit_compile` is False
-    (Keras does not compile the whole step; this class compiles the
-    per-replica parts).
+    replicas, `replica_jit_compile` is True and Keras' `jit_compile` False.
 
     Example:
     >>> with tf.distribute.MirroredStrategy().scope():

@@ -23,31 +23,17 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
     `self.encoder`, pass `preprocessor` and other Keras arguments through
     `**kwargs`, and list their own constructor arguments in `task_config()`.
 
-    The preprocessor turns raw strings into the integer input dict for
-    `fit`, `evaluate`, `predict`, `model(texts)` and `*_on_batch` (one hook,
-    `TextPipeline.preprocess_samples`), for `save_pretrained` (its settings
-    are the model directory's text settings) and for every export (the
-    serving module runs it). Setting `model.preprocessor.sequence_length`
-    (or `max_seq_length`, `truncation`), or attaching another preprocessor
-    (a subclass included), changes all of them alike.
-
-    Inputs and labels follow `TextPipeline` (texts, pairs never guessed,
-    label names, datasets by Keras' rule); without a preprocessor the model
-    takes the integer dict (token_ids, segment_ids, padding_mask), with ids
-    and masks out of range refused.
+    The preprocessor turns raw strings into the integer input dict for every
+    Keras entry point (`TextPipeline.preprocess_samples`), for `save_pretrained`
+    and for every export; changing its settings, or attaching another one,
+    changes all of them alike. Without one the model takes the integer dict
+    (token_ids, segment_ids, padding_mask), out-of-range ids refused.
 
     Compiled at construction with the task's defaults (`DefaultCompile`), as
-    keras-hub's tasks are: `fit` works on a new model, one rebuilt from its
-    config and one from `from_pretrained`; `compile=False` leaves it
-    uncompiled (`fit` then says "You must call `compile()`"); a `.keras` file
-    keeps the compile configuration; `save` writes it atomically
-    (`AtomicKerasSave`). `compile(jit_compile=True)` under a multi-device
-    strategy compiles each replica's step with XLA (`ReplicaJitCompile`).
-
-    LoRA (`LoraModel`, keras_bert/models/lora.py): `enable_lora(rank)` adapts
-    the encoder's attention projections and freezes the rest of it (the
-    head trains); `save_lora_weights` / `load_lora_weights` move the adapters
-    and the head alone; saves and exports hold merged weights.
+    keras-hub's tasks are; `compile=False` leaves it uncompiled. `save` writes
+    atomically (`AtomicKerasSave`); `compile(jit_compile=True)` under a
+    multi-device strategy compiles each replica's step (`ReplicaJitCompile`);
+    `enable_lora(rank)` adapts the attention projections (`LoraModel`).
     """
 
     #: The task's name in task.json and the registry; each task model class sets its own.
@@ -76,9 +62,7 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
         if encoder is not None and self.dtype_policy.name != encoder.dtype_policy.name:
             self.dtype_policy = encoder.dtype_policy
         self.preprocessor = preprocessor
-        # Compiled at construction with the task's defaults, as keras-hub's tasks are
-        # (a model rebuilt from its config too); a .keras load then applies the saved
-        # compile config (`compile_from_config`). False: the user compiles.
+        # A .keras load then applies the saved compile config (`compile_from_config`).
         if compile and self._has_default_recipe():
             self.compile()
 
@@ -102,11 +86,8 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
     def serving_module(self):
         """The serving module of this model (`serving_module_class`: what an export
         saves, without XLA), built once per preprocessor setting and kept on the model.
-
-        The `predict` of heads that decode text (taggers, span QA, windowed
-        classifiers) runs its functions, so the Python API and the export share
-        one implementation; it reads the model's variables, so later training
-        shows in its answers.
+        The `predict` of heads that decode text runs its functions (one implementation
+        with the export); it reads the model's variables, so training shows.
         """
         preprocessor = self._require_preprocessor()
         key = (preprocessor.settings_key, repr(getattr(self, "windows", None)))
@@ -121,11 +102,9 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
 
     @property
     def trainable_weights(self):
-        """The model's trainable weights, less the pooler's when the head
-        does not read it: it would get no gradient, and Keras would warn
-        "Gradients do not exist for variables ['pooler/dense/kernel', ...]".
-        The pooler's weights are still saved and loaded; the encoder object
-        itself is left as it is."""
+        """The model's trainable weights, less the pooler's when the head does not
+        read it (no gradient: Keras would warn "Gradients do not exist"); they are
+        still saved and loaded."""
         return self._without_unused_pooler(super().trainable_weights)
 
     @property
@@ -171,9 +150,7 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
             vocab_file: str, vocab.txt to copy in; defaults to the one the
                 model was loaded with, else the preprocessor's vocabulary.
             task_info: dict of extra facts for task.json, e.g.
-                {"eval_metrics": ...}; the preprocessor's text settings
-                (max_seq_length, lowercase, truncation) are recorded too
-                (`task_info` wins over them).
+                {"eval_metrics": ...}, over the preprocessor's text settings.
         """
         info = {}
         if self.preprocessor is not None:
@@ -188,39 +165,27 @@ class BertTask(LoraModel, DefaultCompile, TextPipeline, AtomicKerasSave, Replica
         """Loads a model directory as this task, compiled, with a preprocessor
         when it has a vocab.txt (then `fit`/`evaluate`/`predict` take strings).
 
-        A directory saved from this same task keeps its trained head.
-        `task_kwargs` that change no weight (a `dropout_rate`) are applied to
-        it; values are compared, not types (a tuple of the saved label names
-        is no change). One that changes a weight's shape (another
-        `num_classes`) would discard the trained head, and other
-        `label_names` would call its outputs by other names, so each raises
-        ValueError unless `new_head` (or `rename_labels`) says so. Any other
-        directory (an encoder, a pretrainer, another task) gives its encoder
-        weights and a freshly initialized head built from `task_kwargs`.
-
-        The model comes compiled with the task's defaults (see `compile`):
-        `fit` works without calling `compile`.
+        A directory saved from this same task keeps its trained head, with
+        `task_kwargs` that change no weight applied (values compared as JSON).
+        One that changes a weight's shape (another `num_classes`) or the
+        `label_names` raises ValueError unless `new_head` (or `rename_labels`)
+        says so. Any other directory (an encoder, a pretrainer, another task)
+        gives its encoder weights and a fresh head built from `task_kwargs`.
 
         Args:
             model_dir: str, the model directory, or any source
-                `keras_bert.sources.resolve_source` takes (a Hugging Face
-                folder or Hub id, a Google TF1 folder, "bert-base-uncased"):
-                converted once into a cache, with its casing, maximum length
-                and (for a fine-tuned Hugging Face head) labels.
+                `keras_bert.sources.resolve_source` takes ("bert-base-uncased").
             dtype: None or a Keras dtype policy name ("mixed_bfloat16").
             max_seq_length: int, the longest packed text of the attached
                 preprocessor; default task.json's, else the model's
-                max_position_embeddings (at most 512): see
-                `keras_bert.text.resolve_text_settings`.
+                max_position_embeddings (at most 512).
             lowercase: bool; default task.json's, else guessed from vocab.txt
                 (with a warning).
-            new_head: False (default): keep a saved head of this task;
-                True: a freshly initialized head from `task_kwargs` alone;
-                "auto": keep the saved head when its shapes allow, else a
-                fresh one, with a warning that says so.
+            new_head: False (default): keep a saved head of this task; True: a
+                fresh head from `task_kwargs` alone; "auto": keep the saved head
+                when its shapes allow, else a fresh one, with a warning.
             preprocessor: a `BertPreprocessor` to carry instead of the one the
-                directory describes (then `max_seq_length` and `lowercase` are
-                its own).
+                directory describes (its own `max_seq_length` and `lowercase`).
             rename_labels: True: the trained head's outputs, in order, take
                 the given `label_names` (a rename, not a new head).
             **task_kwargs: the head's arguments (num_classes, label_names, ...).

@@ -4,7 +4,7 @@ import keras
 
 from keras_bert.models.registry import get_task
 
-# default; a task model outputs logits.
+# Losses that read probabilities by default; a task model outputs logits.
 _PROBABILITY_LOSSES = frozenset(
     name for base in ("sparse_categorical", "categorical", "binary",
                       "binary_focal", "categorical_focal")
@@ -39,8 +39,6 @@ def _check_logits_loss(loss):
             )
 
 
-
-
 class DefaultCompile:
     """Mixin of `BertTask`: `compile()` fills what it is not given with the task's
     fine-tuning defaults, and a `.keras` file keeps the compile configuration.
@@ -54,16 +52,10 @@ class DefaultCompile:
                 **kwargs):
         """Configures the model for training; every "auto" argument gets the task's default.
 
-        The defaults are the library's fine-tuning recipe (`default_optimizer`,
-        `default_loss`, `default_metrics`, `default_loss_weights`), so
-        `compile()` with no arguments, or no `compile` at all after
-        `from_pretrained`, trains as `keras_bert.training.finetune` does
-        (at a constant learning rate).
-
+        The defaults are the library's fine-tuning recipe, so `compile()` trains
+        as `keras_bert.training.finetune` does (at a constant learning rate).
         The model outputs logits: a loss that takes probabilities
-        (`"sparse_categorical_crossentropy"`, or a loss object with
-        `from_logits=False`) is refused with a ValueError that names the
-        fix, rather than trained on silently.
+        (`"sparse_categorical_crossentropy"`) is refused with a ValueError.
 
         Args:
             optimizer, loss, metrics, loss_weights: as in `keras.Model.compile`,
@@ -100,11 +92,8 @@ class DefaultCompile:
             **kwargs))
 
     def get_compile_config(self):
-        """The `compile` arguments, serialized (a .keras file keeps them).
-
-        Overridden with `compile_from_config` because `compile` is: Keras
-        would otherwise load the model uncompiled, with a warning.
-        """
+        """The `compile` arguments, serialized (a .keras file keeps them); without
+        it Keras would load the model uncompiled, as `compile` is overridden."""
         args = getattr(self, "_task_compile_args", None)
         if not self.compiled or args is None:
             return {}
@@ -124,9 +113,7 @@ class DefaultCompile:
             self.optimizer.build(self.trainable_variables)
 
     def default_optimizer(self):
-        """The default fine-tuning optimizer: the registered task's
-        `FinetuneTask.default_optimizer()` (keras_bert's AdamW, learning rate
-        5e-5, weight decay 0.01, epsilon 1e-6, global clipnorm 1.0)."""
+        """The registered task's `FinetuneTask.default_optimizer()`."""
         spec = get_task(self.task_name) if self.task_name else None
         if spec is None or spec.finetune is None:
             raise ValueError(
@@ -142,8 +129,7 @@ class DefaultCompile:
         )
 
     def default_metrics(self):
-        """The metrics `compile()` adds by default, as `weighted_metrics`
-        (None: none)."""
+        """The metrics `compile()` adds by default, as `weighted_metrics` (or None)."""
         return None
 
     def default_loss_weights(self):

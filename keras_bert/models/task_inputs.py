@@ -1,7 +1,4 @@
-"""How a task model reads the inputs users hold: texts, sentence pairs, labels.
-
-One rule for each input, used by `BertTask.fit` / `evaluate` / `predict` and
-the `*_on_batch` methods (see `BertTask`'s docstring for the user's view):
+"""How a task model reads the inputs users hold (every `BertTask` entry point):
 
 - Texts: a list or tuple of str/bytes, a 1-D numpy str/object array, a 1-D
   tf.string Tensor (or anything with `.to_numpy()`, e.g. a pandas Series).
@@ -119,18 +116,11 @@ def _ambiguous(what):
 
 
 def text_inputs(x, what="This model"):
-    """The string batches in `x`: a tuple of one (texts) or two (pairs) 1-D
-    tf.string Tensors, or None when `x` holds no strings (e.g. the integer
-    input dict). See the module docstring for the rule.
-
-    Args:
-        x: what the user passed as `x`.
-        what: str naming the caller in errors ("BertClassifier.predict").
-
-    Raises:
-        ValueError: a single string, a 2-D string array that is not [N, 2]
-            rows, an input that both pair readings fit, or strings mixed with
-            other values.
+    """The string batches in `x` (what the user passed): a tuple of one (texts) or
+    two (pairs) 1-D tf.string Tensors, or None when `x` holds no strings, by the
+    module docstring's rule. A ValueError naming `what` ("BertClassifier.predict")
+    refuses a single string, a 2-D string array that is not [N, 2] rows, an input
+    both pair readings fit, or strings mixed with other values.
     """
     x = _to_array_like(x)
     if _is_string(x) or (isinstance(x, np.ndarray) and x.ndim == 0 and holds_strings(x)):
@@ -203,21 +193,11 @@ def count_rows(value):
 
 
 def label_array(y, count, label_names=None, num_classes=None, what="This model", name="y"):
-    """`y` as a numpy array of one row per example, names mapped to ids.
-
-    Args:
-        y: labels as users hold them: numpy array, list or tuple of ids,
-            floats (regression), label names (str), a tf Tensor; or a dict
-            of such (multi-output heads), checked for length only.
-        count: int, the number of examples (texts).
-        label_names: list of str or None, the model's names (index = id).
-        num_classes: int or None; 1 means regression (float labels).
-        what: str naming the caller in errors.
-        name: "y" or "sample_weight".
-
-    Returns:
-        A numpy array: int32 ids, float32 for regression and sample weights,
-        else as given (e.g. one-hot floats). A dict stays a dict.
+    """`y` (or, with `name="sample_weight"`, weights) as a numpy array of `count`
+    rows: int32 ids (names mapped through `label_names`), float32 for regression
+    (`num_classes` 1) and sample weights, else as given (one-hot floats). A dict
+    (multi-output heads) stays a dict, its values checked for length only;
+    `what` names the caller in errors.
     """
     if y is None:
         return None
@@ -232,13 +212,11 @@ def label_array(y, count, label_names=None, num_classes=None, what="This model",
                          f"Received a single value: {y!r}.")
     try:
         array = np.asarray(y)
-    except ValueError:  # Rows of different lengths.
-        raise ValueError(
-            f"{what}: the rows of {name} have different lengths; pad them to one length "
-            f"(a numpy array), one row per example."
-        ) from None
-    if array.dtype == object and array.ndim > 1 and array.size and isinstance(
-            array.flat[0], (list, tuple)):
+        ragged = array.dtype == object and array.ndim > 1 and array.size and isinstance(
+            array.flat[0], (list, tuple))
+    except ValueError:  # numpy refuses some rows of different lengths.
+        ragged = True
+    if ragged:
         raise ValueError(f"{what}: the rows of {name} have different lengths; pad them to one "
                          f"length (a numpy array), one row per example.")
     if len(array) != count:
@@ -331,17 +309,12 @@ def label_ids_tensor(labels, label_names, what="This model"):
 
 # === The integer input dict ===
 
-def segment_limit(encoder):
-    """The exclusive bound of valid segment ids: type_vocab_size, or the packer's 2 for
-    an encoder without segment embeddings (DistilBERT), which ignores them."""
-    return encoder.type_vocab_size or 2
-
-
 def integer_limits(encoder):
-    """{input name: (low, high exclusive, what it must be)} for the encoder's inputs."""
+    """{input name: (low, high exclusive, what it must be)} for the encoder's inputs;
+    an encoder without segment embeddings (DistilBERT) ignores the packer's 0 and 1."""
     return {
         "token_ids": (0, encoder.vocab_size, f"in [0, vocab_size={encoder.vocab_size})"),
-        "segment_ids": (0, segment_limit(encoder), (
+        "segment_ids": (0, encoder.type_vocab_size or 2, (
             f"in [0, type_vocab_size={encoder.type_vocab_size})" if encoder.type_vocab_size
             else "0 or 1 (the packer's; unused: the encoder has no segment embeddings)")),
         "padding_mask": (0, 2, "0 or 1 (1 = real token)"),
@@ -354,13 +327,9 @@ _PEER_INPUT_NAMES = {"input_ids": "token_ids", "attention_mask": "padding_mask",
 
 
 def check_integer_inputs(x, encoder, what="This model"):
-    """Refuses Hugging Face's input names, and out-of-range ids and masks, in an
-    in-memory integer input dict.
-
-    Values the model would silently misread (a negative token id gathers a
-    zero embedding on GPUs, a mask of 2 weights a token twice) are named.
-    Tensors that are not eager (symbolic) are left alone.
-    """
+    """Refuses Hugging Face's input names, and out-of-range ids and masks (a
+    negative token id gathers a zero embedding on GPUs), in an in-memory integer
+    input dict; symbolic Tensors are left alone."""
     if not isinstance(x, dict):
         return
     peers = [name for name in _PEER_INPUT_NAMES if name in x]

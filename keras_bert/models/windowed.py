@@ -29,10 +29,8 @@ class WindowedTask:
         return None if windows is None else dict(windows)
 
     def set_windows(self, windows):
-        """Switches windows on (a dict, see the class docstring) or off (None).
-
-        `predict` on strings and exports made afterwards use the new
-        setting; `save_pretrained` writes it to task.json.
+        """Switches windows on (a dict, see the class docstring) or off (None) for
+        `predict` on strings, later exports and `save_pretrained`.
 
         Example:
         >>> classifier.set_windows({"stride": 128, "max_windows": 8, "combine": "mean"})
@@ -43,6 +41,5 @@ class WindowedTask:
         object.__setattr__(self, "_serving_module_cache", None)
 
     def windows_config(self):
-        """{"windows": ...} for task_config when windows are on; {} when off
-        (task.json of a model without windows stays as it was)."""
+        """{"windows": ...} for task_config when windows are on; {} when off."""
         return {} if self.windows is None else {"windows": self.windows}

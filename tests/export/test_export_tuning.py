@@ -138,7 +138,7 @@ def test_tuning_flags_without_tuning_are_refused(classifier_export, tmp_path, fl
 
 
 @pytest.mark.parametrize("content, message", [(None, "Cannot read the tuning texts"),
-                                              ("\n  \n", "hold no text")])
+                                              ("\n  \n", "holds no text")])
 def test_bad_tune_texts_give_one_line(classifier_export, tmp_path, content, message):
     path = tmp_path / "texts.txt"
     if content is not None:
