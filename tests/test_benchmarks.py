@@ -190,7 +190,7 @@ def test_torch_peer_copies_every_weight(classifier_export, tmp_path):
 
     folder = str(tmp_path / "torch")
     sizes = peers.save_torch_classifier(classifier_export["model"],
-                                        classifier_export["export_dir"], ["a", "b", "c"], folder)
+                                        classifier_export["export_dir"], folder)
     model = transformers.BertForSequenceClassification.from_pretrained(folder).eval()
     inputs = transformers.BertTokenizerFast.from_pretrained(folder)(
         PEER_TEXTS, padding=True, return_tensors="pt")
@@ -217,7 +217,7 @@ def test_torch_workers_serve_float32_and_int8(classifier_export, tmp_path):
     finally:
         ours.close()
     workers = serving.torch_workers(classifier_export["model"], classifier_export["export_dir"],
-                                    ["a", "b", "c"], PEER_TEXTS, str(tmp_path))
+                                    PEER_TEXTS, str(tmp_path))
     try:
         got = {name: np.array(worker.ask(outputs=name, count=4, batch_size=2)["probabilities"])
                for name, (worker, _) in workers.items()}

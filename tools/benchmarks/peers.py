@@ -176,10 +176,11 @@ def torch_classifier_train(config, batch, labels):
     return _torch_steps(model, optimizer, inputs, clipnorm=1.0)
 
 
-def save_torch_classifier(classifier, export_dir, label_names, folder):
+def save_torch_classifier(classifier, export_dir, folder):
     """Writes `classifier` (a BertClassifier) as transformers' BertForSequenceClassification
-    + BertTokenizerFast into `folder` (save_pretrained), every weight copied, the
-    vocabulary and casing those of `export_dir` (its SavedModel), for `_torch_worker.py`.
+    + BertTokenizerFast into `folder` (save_pretrained) for `_torch_worker.py`: every
+    weight copied, its label names (or "0", "1", ...), the vocabulary and casing of
+    `export_dir` (its SavedModel).
 
     Returns:
         bytes on disk {"float32": the folder, "int8": the same with dynamic int8 weights}.
@@ -195,6 +196,7 @@ def save_torch_classifier(classifier, export_dir, label_names, folder):
 
     encoder, config = classifier.encoder, classifier.encoder.get_bert_config()
     torch_config = transformers_config(config)
+    label_names = classifier.label_names or [str(i) for i in range(classifier.num_classes)]
     torch_config.update({"type_vocab_size": config.type_vocab_size,
                          "layer_norm_eps": config.layer_norm_epsilon,
                          "id2label": dict(enumerate(label_names)),

@@ -279,7 +279,7 @@ class ServingWorker:
         self.process.wait()
 
 
-def torch_workers(classifier, export_dir, label_names, texts, workdir):
+def torch_workers(classifier, export_dir, texts, workdir):
     """TORCH_SYSTEMS serving `classifier` (BertClassifier exported to `export_dir`,
     truncating as it does), each in its own `_torch_worker.py` process.
 
@@ -289,7 +289,7 @@ def torch_workers(classifier, export_dir, label_names, texts, workdir):
     with open(os.path.join(export_dir, "keras_bert_export.json"), encoding="utf-8") as f:
         max_length = json.load(f)["max_seq_length"]
     folder = os.path.join(workdir, "torch")
-    sizes = peers.save_torch_classifier(classifier, export_dir, label_names, folder)
+    sizes = peers.save_torch_classifier(classifier, export_dir, folder)
     workers = {}
     try:
         for i, (name, quantize) in enumerate(TORCH_SYSTEMS.items()):
@@ -366,8 +366,7 @@ def bench_serving_e2e(args):
     worker = ServingWorker(exports, texts, workdir)
     workers = {}
     try:
-        workers = torch_workers(classifier, next(iter(exports.values())), SERVING_E2E_LABELS,
-                                texts, workdir)
+        workers = torch_workers(classifier, next(iter(exports.values())), texts, workdir)
         torch_name, int8_name = TORCH_SYSTEMS
         # Same function on both sides: probabilities on the first 64 tweets.
         # A row may differ where the two WordPiece tokenizers disagree on a
@@ -484,8 +483,8 @@ def bench_serving_accuracy(args):
         sizes = {name: disk_bytes(path) for name, path in exports.items()}
         if "pytorch" in names:
             for name, (worker, size_on_disk) in torch_workers(
-                    load_model_dir(args.model, BertEncoder), exports["float32"], TWEETS_LABELS,
-                    held_out.texts, workdir).items():
+                    load_model_dir(args.model, BertEncoder), exports["float32"], held_out.texts,
+                    workdir).items():
                 workers[name], sizes[name], exports[name] = worker, size_on_disk, None
         outputs = {name: workers[name].ask(outputs=name, count=len(labels), batch_size=size)
                    for name in exports}
