@@ -18,12 +18,9 @@ __version__ = "0.1.0"
 def _drop_unusable_legacy_keras(environ):
     """Unsets TF_USE_LEGACY_KERAS when tf_keras is not installed (returns True then).
 
-    Ray Train sets TF_USE_LEGACY_KERAS=1 in its TensorFlow workers. Without
-    tf_keras, TensorFlow then fails every `tf.keras` use, tensorflow_text's
-    import among them ("Keras cannot be imported"), although keras_bert
-    needs only Keras 3: routed to Keras 3, nothing that could have worked
-    breaks. With tf_keras installed the variable is left alone. It runs
-    before TensorFlow is imported below.
+    Ray Train sets it in its TensorFlow workers; without tf_keras, TensorFlow
+    then fails every `tf.keras` use (tensorflow_text's import among them),
+    though keras_bert needs only Keras 3. Runs before TensorFlow is imported.
     """
     if environ.get("TF_USE_LEGACY_KERAS") not in ("true", "True", "1"):
         return False

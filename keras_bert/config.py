@@ -54,21 +54,17 @@ class BertConfig:
         dropout_rate: float in [0, 1), dropout on embeddings and sub-layer outputs.
         attention_dropout_rate: float in [0, 1), dropout on attention probabilities.
         max_position_embeddings: int, longest sequence the model takes.
-        type_vocab_size: int, number of segment ids; 0 for an encoder without
-            segment embeddings (DistilBERT), which ignores its `segment_ids` input,
-            as one with 1 (RoBERTa, XLM-R) does.
+        type_vocab_size: int, number of segment ids; 0 (DistilBERT: no segment
+            embeddings) or 1 (RoBERTa) ignores the `segment_ids` input.
         initializer_range: float, stddev of the truncated normal initializer.
         layer_norm_epsilon: float, LayerNorm epsilon.
         embedding_size: int or None, width E of the embedding tables when it
-            differs from `hidden_size` (ELECTRA): a Dense E -> H
-            (`embeddings_project`) follows the embedding LayerNorm. None (or
-            `hidden_size`) for BERT's tables of width H and no projection.
-        use_pooler: bool, whether the encoder has BERT's pooler (tanh dense over
-            [CLS]). False (DistilBERT, ELECTRA): `pooled_output` is the [CLS]
-            vector of `sequence_output` itself.
+            differs from `hidden_size` (ELECTRA: a Dense E -> H follows the
+            embedding LayerNorm). None: BERT's tables of width H.
+        use_pooler: bool, whether the encoder has BERT's pooler. False
+            (DistilBERT, ELECTRA): `pooled_output` is the [CLS] vector itself.
         pooler_act: the pooler's activation, "tanh" (BERT) or one of
-            `hidden_act`'s: a DistilBERT or ELECTRA sequence classifier's dense on
-            [CLS] (ReLU, GELU) becomes the pooler its classifier head reads.
+            `hidden_act`'s (a DistilBERT or ELECTRA classifier's dense on [CLS]).
 
     Example:
     >>> config = BertConfig.from_preset("tiny", vocab_size=1000)
@@ -158,10 +154,8 @@ def _check_int(name, value, minimum):
 
 
 def check_rate(name, value, owner=None):
-    """Raises ValueError unless `value` is a dropout rate in [0, 1).
-
-    `owner` (e.g. "BertConfig") prefixes the name in the message.
-    """
+    """Raises ValueError unless `value` is a dropout rate in [0, 1); `owner`
+    ("BertConfig") prefixes the name in the message."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
         where = f"{owner}.{name}" if owner else name
         raise ValueError(f"Expected {where} in [0, 1). Received: {name}={value!r}")

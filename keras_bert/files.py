@@ -1,55 +1,29 @@
 """What keras_bert writes and deletes: one rule for every writer.
 
-Every writer (save_pretrained, finetune, pretrain, create_pretraining_data,
-convert_checkpoint, export, serving_config, extract_features) goes through
-this module:
-
-1. It deletes only what it can prove it wrote: the entries a `Kind` lists
-   for its own artifacts (a model directory's config.json, vocab.txt,
-   model.weights.h5, task.json, ...), the shard names its own metadata
-   lists, and its own uniquely named staging folders (`keras_bert.staging`).
-2. It writes into a folder only if the folder is missing, empty, or a
-   keras_bert artifact of the same kind, recognized by its files
-   (`Kind`): a model directory holds config.json and model.weights.h5 and
-   nothing else but files keras_bert writes there; an export version folder
-   holds saved_model.pb; a pretraining data folder holds a metadata.json
-   that lists its shards; a fine-tuning checkpoint folder holds the
-   finetune_state.json marker that `finetune` writes; a pretraining run
-   holds pretraining_run.json. Anything else is refused (`OutputError`),
-   naming the folder and the way out: a new or empty folder, or removing
-   it yourself. A model directory with a file of the user's in it is
-   refused too, since replacing it would delete that file.
+1. A writer deletes only what it can prove it wrote: the entries a `Kind`
+   lists, the shard names its own metadata lists, and its own staging
+   entries (`keras_bert.staging`).
+2. It writes into a folder only if the folder is missing, empty, or an
+   artifact of the same `Kind`, recognized by its files; anything else is
+   refused (`OutputError`), naming the folder and the way out.
 3. Inputs are never deleted or written over: an output that is, or
    contains, an input is refused, and so is an existing output inside an
    input folder.
-4. One commit protocol for every artifact. A new version is written into a
-   staging entry beside its target, named for this writer AND this target
-   (`keras_bert.staging`: `.tmp-NAME-TAG-pidN.START-HOST-RANDOM`), and
-   committed by one atomic step: a file is `os.replace`d over its target
-   (`atomic_file`); a folder is swapped with the old one by renameat2
-   RENAME_EXCHANGE (`staged_dir`; where the system cannot, by two renames,
-   the old version parked in the staging folder in between). The previous
-   version stays until the new one is committed. Recovery (`recover`)
-   touches only the target's own staging entries, and only those whose
-   writer is provably gone (its PID with that start time no longer runs on
-   this host): a killed replacement's parked old version is put back, the
-   rest removed. The short steps that must not interleave (claiming an
-   export version, a commit, a recovery) hold a lock on the parent folder
-   (`locked`). Readers load one committed snapshot (`read_committed`).
-   Each step is named (`keras_bert.steps`): a test stops a writer there for a SIGKILL.
-5. Symbolic links are followed: an output that is a link (or lies under
-   one) is resolved to its real path, and the real target is replaced
-   there; the link itself is never renamed.
-6. Remote paths (`gs://`, `ram://`, any scheme TensorFlow registers; see
-   `keras_bert.storage`) have no atomic rename: `staged_dir` yields a local
-   folder and commits it by the object-store protocol (files uploaded to a
-   staging prefix, then copied over the target, the commit marker written
-   LAST); `atomic_file` writes locally and uploads one object; readers
-   (`read_committed`) trust only a folder whose marker is there and
-   matches, and `recover` rolls a cut-short commit forward. No locks there
-   (`locked` runs unlocked): see `keras_bert.storage` for what two writers
-   at once do. An unregistered scheme is refused before any work
-   (`check_writable`, `prepare_output_dir`).
+4. One commit protocol. A new version is written into a staging entry
+   beside its target, named for this writer and this target, and committed
+   in one atomic step: a file is `os.replace`d (`atomic_file`); a folder is
+   swapped with renameat2 RENAME_EXCHANGE (`staged_dir`), or where the
+   system cannot, by two renames with the old version parked in the staging
+   folder. `recover` touches only the target's staging entries whose writer
+   is provably gone, putting back a parked old version. Short steps that
+   must not interleave hold a lock on the parent folder (`locked`); readers
+   load one committed snapshot (`read_committed`). Each step is named
+   (`keras_bert.steps`) so that tests can SIGKILL a writer there.
+5. Symbolic links are followed: the real target is replaced, never the link.
+6. Remote paths (`gs://`, `ram://`, ...) have no atomic rename: folders are
+   committed by the object-store protocol of `keras_bert.storage` (marker
+   written last), files by one upload; no locks there. An unregistered
+   scheme is refused before any work (`check_writable`).
 
 Example:
 >>> kind = Kind("notes folder", required=("notes.json",), allowed=("notes.json",))
@@ -98,11 +72,9 @@ class Kind:
         name: str, for messages ("keras_bert model directory").
         required: tuple of names that must all be present.
         allowed: tuple of names or glob patterns that may be present (the
-            required ones included), or None for anything: a folder with
-            any other entry is not recognized, since replacing it would
-            delete that entry.
-        check: optional callable(path) -> bool, a further test (e.g. that a
-            marker file parses).
+            required ones included), or None for anything: replacing a folder
+            with any other entry would delete it, so it is not recognized.
+        check: optional callable(path) -> bool, a further test.
     """
 
     name: str
@@ -127,8 +99,8 @@ class Kind:
 
 
 def real_path(path):
-    """`path` absolute, with every symbolic link resolved (the target is written);
-    a remote path (`gs://...`) as given, less a trailing "/"."""
+    """`path` absolute with every symbolic link resolved; a remote path as given,
+    less a trailing "/"."""
     if storage.is_remote(path):
         return os.fspath(path).rstrip("/")
     return os.path.realpath(os.path.abspath(os.fspath(path)))
@@ -139,16 +111,9 @@ def _within(path, root):
 
 
 def check_not_input(output, inputs, flag="the output"):
-    """Raises OutputError if writing `output` could clobber one of `inputs`.
-
-    Refused: an output that is an input, one that contains an input (a
-    folder holding it), and an existing output inside an input folder.
-
-    Args:
-        output: str, the path to be written.
-        inputs: iterable of str paths (None entries are skipped).
-        flag: str, how the user named the output, for the message.
-    """
+    """Raises OutputError if writing `output` (named `flag` in the message) could
+    clobber one of `inputs` (None entries skipped): an output that is or
+    contains an input, or an existing output inside an input folder."""
     out = real_path(output)
     for item in inputs:
         if item is None:
@@ -166,10 +131,9 @@ def check_not_input(output, inputs, flag="the output"):
 
 
 def check_writable(path, flag="The output"):
-    """Raises OutputError unless `path` can be created or replaced: its
-    nearest existing parent must be a folder this process may write in.
-    A remote path (gs://...) is checked for a registered file system only
-    (`keras_bert.storage.check_filesystem`). Nothing is written."""
+    """Raises OutputError unless `path` can be created or replaced: its nearest
+    existing parent must be a folder this process may write in (a remote path:
+    a registered file system). Nothing is written."""
     path = os.fspath(path)
     if storage.is_remote(path):
         storage.check_filesystem(path, flag=flag)
@@ -193,8 +157,8 @@ def _sample(names, count=5):
 def prepare_output_dir(path, kind, overwrite=True, inputs=(), overwrite_flag="--overwrite"):
     """Checks that the folder `path` may be (re)written; returns its real path.
 
-    Nothing is written or deleted. Call it before any long work, so that a
-    refused output fails at once.
+    Nothing is written. Call it before any long work, so that a refused
+    output fails at once.
 
     Args:
         path: str, the output folder.
@@ -239,13 +203,10 @@ LOCK_WAIT_SECONDS = 300
 
 @contextlib.contextmanager
 def locked(folder):
-    """Holds an exclusive lock on `folder` (flock on the folder itself: no lock
-    file is left behind) for the short steps that must not interleave: a
-    version number's claim, a commit, a recovery. Remote paths and file
-    systems without flock run unlocked.
-
-    A lock held by another process is waited for up to `LOCK_WAIT_SECONDS`,
-    with one line naming the holder; then TimeoutError names it too.
+    """Holds an exclusive flock on `folder` itself (no lock file is left) for
+    the short steps that must not interleave. Remote paths and file systems
+    without flock run unlocked. Another process' lock is waited for up to
+    `LOCK_WAIT_SECONDS`, then TimeoutError names its holder.
     """
     try:
         handle = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -282,8 +243,7 @@ def _lock(handle, folder):
 
 
 def _lock_holder(handle):
-    """Who holds the flock on the open folder `handle`: "process PID (COMMAND)"
-    from /proc/locks where the system has it."""
+    """Who holds the flock on the open folder `handle`, from /proc/locks."""
     inode = str(os.fstat(handle).st_ino)
     with contextlib.suppress(OSError):
         with open("/proc/locks", encoding="utf-8") as f:
@@ -330,14 +290,10 @@ def exchange(a, b):
 
 
 def _replace_dir(new, target, staging):
-    """Puts the complete folder `new` at `target` in one step where the system can.
-
-    An existing `target` is swapped with `new` atomically (its old contents
-    end up at `new`, in the staging folder, and go with it): readers see the
-    old version or the new one, never neither. Elsewhere the old `target` is
-    first renamed to `staging/old`; a SIGKILL between the two renames leaves
-    it there, and the next writer of this target, or a reader, puts it back
-    (`recover`).
+    """Puts the complete folder `new` at `target`: swapped atomically where the
+    system can (the old version goes with the staging folder); elsewhere the
+    old `target` is first renamed to `staging/old`, which `recover` puts back
+    after a SIGKILL between the two renames.
     """
     if not os.path.lexists(target):
         os.rename(new, target)
@@ -355,16 +311,12 @@ def _replace_dir(new, target, staging):
 
 
 def recover(target, prefix=".tmp-"):
-    """Puts back the old `target` that a writer killed between its two renames
-    left in its staging folder, and removes the abandoned staging folders of
-    `target` (only of `target`, only those whose writer is gone).
-
-    On an object store (`keras_bert.storage.object_store`), a target cut
-    short is rolled forward from its staged copy (`storage.recover_dir`).
+    """Puts back the old `target` parked by a writer killed between its two
+    renames, and removes `target`'s staging folders whose writer is gone. On
+    an object store a target cut short is rolled forward (`storage.recover_dir`).
 
     Returns:
-        bool, whether `target` exists afterwards (on an object store: has a
-        committed version).
+        bool, whether `target` exists (on an object store: is committed).
     """
     target = real_path(target)
     if storage.object_store(target):
@@ -387,17 +339,11 @@ _CLAIMS = {}
 
 
 def claim_numbered(parent, prefix, is_number):
-    """Claims the next free number in `parent` (1 + the largest folder named by a
-    number, or claimed by a running writer): returns the target path.
-
-    The claim is a staging folder for that target (`make_staging_dir`), made
-    under the lock of `parent`, so two processes never get one number; the
-    next `staged_dir(target, prefix)` of this process writes into it.
-
-    Args:
-        parent: str, e.g. exports/NAME.
-        prefix: str, the staging prefix of the writer.
-        is_number: callable(str) -> bool, which names are numbers.
+    """Claims the next free number in `parent` (1 + the largest name that
+    `is_number` accepts, taken or claimed by a running writer); returns the
+    target path. The claim is a staging folder made under the lock of
+    `parent`, so two processes never get one number; `staged_dir(target,
+    prefix)` writes into it.
     """
     parent = real_path(parent)
     if storage.is_remote(parent):
@@ -415,9 +361,8 @@ def claim_numbered(parent, prefix, is_number):
 
 def _next_remote_number(parent, prefix, is_number):
     """`claim_numbered` on an object store: 1 + the largest number committed or
-    staged. Nothing is claimed (a store has no lock): two writers at once may
-    pick one number, and the second commit then refuses or replaces it
-    (`staged_dir`'s `replace`)."""
+    staged. Nothing is claimed (no lock): of two writers picking one number,
+    the second commit refuses or replaces it (`staged_dir`'s `replace`)."""
     storage.makedirs(parent)
     names = storage.listdir(parent)
     staged = re.compile(re.escape(prefix) + r"(?P<label>.*)-[0-9a-f]{8}-pid")
@@ -446,24 +391,18 @@ def _staged_remote(target, prefix, replace):
 def staged_dir(target, prefix=".tmp-", replace=True):
     """Yields an empty folder to write; on success it replaces `target` atomically.
 
-    The folder lies in a staging folder beside `target` named for this
-    writer and this target (`keras_bert.staging`); first the abandoned
-    staging folders of `target` (and only of it) are recovered or removed
-    (`recover`). On an exception nothing of `target` changes and the staging
-    folder is removed.
+    `target`'s abandoned staging folders are recovered first (`recover`). On
+    an exception nothing of `target` changes and the staging folder goes.
 
     Args:
         target: str, the folder to create or replace (links resolved).
-        prefix: str, the staging folder's prefix (the kind of writer). A
-            folder claimed for `target` (`claim_numbered`) is written into.
+        prefix: str, the staging folder's prefix (the kind of writer).
         replace: bool; False refuses (FileExistsError) a `target` that another
             process committed while this one wrote (it is kept).
 
     Yields:
-        str, the folder to write into (usual permissions, not mkdtemp's 0700).
-        For a remote target (`storage.object_store`) it is a
-        local folder, committed by the object-store protocol
-        (`keras_bert.storage`): files staged, then copied, the marker last.
+        str, the folder to write into; for a remote target a local folder,
+        committed by the object-store protocol (`keras_bert.storage`).
     """
     target = real_path(target)
     if storage.object_store(target):
@@ -505,20 +444,10 @@ def _identity(path):
 def read_committed(path, read, what="folder", attempts=4):
     """`read()` of the committed folder `path`, retried if a writer replaced it meanwhile.
 
-    Writers replace a folder by swapping in a new one, so everything
-    `read()` got comes from one version if `path` is the same folder (device,
-    inode, change time) after the read as before it; if not (or a file
-    vanished with the old version), it reads again.
-
-    Args:
-        path: str, the folder.
-        read: callable() reading it (by paths under `path`).
-        what: str naming the folder in the error.
-        attempts: int, reads before giving up.
-
-    On an object store the version is the commit marker's generation
-    (`keras_bert.storage.committed_manifest`), the same before and after;
-    a folder without a valid marker is refused (`storage.IncompleteError`).
+    The read came from one version if `path` is the same folder (device,
+    inode, change time; on an object store, the marker's generation) after
+    it as before; else it reads again, up to `attempts` times. A remote
+    folder without a valid marker is refused (`storage.IncompleteError`).
     """
     remote = storage.object_store(path)
     for attempt in range(attempts):
@@ -557,7 +486,7 @@ def _extension(name):
 @contextlib.contextmanager
 def _atomic_remote(target):
     """`atomic_file` for a remote file: a local temporary, then one upload (an
-    object appears whole when its upload ends, so no marker is needed)."""
+    object appears whole, so no marker is needed)."""
     storage.check_filesystem(target, flag="The output")
     name = os.path.basename(target)
     extension = _extension(name)
@@ -577,23 +506,13 @@ def _atomic_remote(target):
 def atomic_file(target):
     """Yields a temporary path beside `target`; on success it replaces `target`.
 
-    The temporary file is named for this writer and this target and keeps
-    `target`'s extension (Keras wants ".keras", NumPy ".npy"),
-    `.tmp-NAME-TAG-pidN.START-HOST-RANDOM.EXT` (`keras_bert.staging`), and is
-    `os.replace`d over the target only after the block ends without error:
-    a failed write leaves the previous file as it was. Example, for a
-    `.keras` save made through keras_bert's API:
+    The temporary file keeps `target`'s extension (Keras wants ".keras") and
+    is `os.replace`d over `target` (a link's target) only when the block ends
+    without error: a failed write leaves the previous file. For a remote
+    target it is a local file, uploaded at the end.
 
     >>> with atomic_file("model.keras") as tmp:  # doctest: +SKIP
     ...     model.save(tmp)
-
-    Args:
-        target: str, the file to create or replace (a link is followed: its
-            target is replaced).
-
-    Yields:
-        str, the temporary path (an empty file exists there); for a remote
-        target a local one, uploaded at the end.
     """
     real = real_path(target)
     if storage.is_remote(real):
@@ -610,11 +529,8 @@ def atomic_file(target):
     tmp = make_staging_file(parent, ".tmp-", name, suffix=extension)
     try:
         yield tmp
-        if os.path.exists(real):
-            mode = os.stat(real).st_mode & 0o7777
-        else:
-            mode = 0o666 & ~_umask()
-        os.chmod(tmp, mode)
+        os.chmod(tmp, os.stat(real).st_mode & 0o7777 if os.path.exists(real)
+                 else 0o666 & ~_umask())
         steps.reached("staged")
         os.replace(tmp, real)
     except BaseException:
@@ -626,20 +542,11 @@ def atomic_file(target):
 def save_atomically(save, filepath, overwrite=True, **kwargs):
     """`save(filepath, ...)` through `atomic_file`: a failed save keeps the old file.
 
-    For `keras.Model.save` overrides: Keras writes a `.keras` file in place,
-    so a save that fails part-way (a full disk) leaves the previous file
-    unloadable. Other targets (a file object, a legacy `.h5`) go straight
-    to `save`.
+    For `keras.Model.save` overrides (Keras writes a `.keras` file in place).
+    Other targets (a file object, a legacy `.h5`) go straight to `save`;
+    `overwrite=False` refuses an existing file (FileExistsError) instead of
+    Keras' interactive prompt.
 
-    Args:
-        save: the saving function, e.g. `super().save`, called as
-            `save(tmp, overwrite=True, **kwargs)`.
-        filepath: str or PathLike, the target.
-        overwrite: bool; False refuses an existing file (FileExistsError)
-            instead of Keras' interactive prompt.
-        **kwargs: passed to `save`.
-
-    Example:
     >>> class MyModel(keras.Model):                       # doctest: +SKIP
     ...     def save(self, filepath, overwrite=True, **kwargs):
     ...         return save_atomically(super().save, filepath, overwrite, **kwargs)
@@ -649,8 +556,7 @@ def save_atomically(save, filepath, overwrite=True, **kwargs):
     if not overwrite and storage.exists(os.fspath(filepath)):
         raise FileExistsError(f"{os.fspath(filepath)} exists: pass overwrite=True to replace it.")
     with atomic_file(filepath) as tmp:
-        result = save(tmp, overwrite=True, **kwargs)
-    return result
+        return save(tmp, overwrite=True, **kwargs)
 
 
 def write_text_atomic(path, text):
@@ -662,9 +568,8 @@ def write_text_atomic(path, text):
 
 
 def write_bytes_atomic(path, data):
-    """Writes `data` (bytes) to `path`: through `atomic_file` on a local path;
-    on a store's path ("gs://", "ram://") by the store's own write, which has
-    no rename to stage with (a remote reader may see the write in progress)."""
+    """Writes `data` (bytes) to `path`: through `atomic_file` on a local path, by
+    the store's own write on a remote one (no rename to stage with)."""
     if storage.is_remote(path):
         storage.write_bytes(path, data)
         return path
@@ -675,14 +580,8 @@ def write_bytes_atomic(path, data):
 
 
 def remove_own(directory, names):
-    """Removes the entries `names` of `directory` (files or folders) and the
-    folder itself if nothing else is left in it.
-
-    Only for entries the caller wrote: a file of the user's in `directory`
-    keeps the folder and itself.
-
-    Returns:
-        bool, whether `directory` is gone.
+    """Removes the entries `names` (the caller's own) of `directory`, and the
+    folder if nothing else is left in it. Returns whether `directory` is gone.
     """
     for name in names:  # A link is removed, never followed.
         storage.remove(storage.join(directory, name))

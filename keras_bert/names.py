@@ -30,12 +30,9 @@ class DamagedFileError(ValueError):
 
 
 def name_problem(name):
-    """Why `name` is not a relative name inside its folder, or None.
-
-    A good name is a non-empty str of '/'-separated parts, none of them
-    empty, '.' or '..', with no backslash, no control character (NUL
-    included) and no scheme or drive ('gs://', 'file:', 'C:').
-    """
+    """Why `name` is not a relative name inside its folder ('/'-separated
+    parts, none empty, '.' or '..'; no backslash, control character, scheme
+    or drive), or None."""
     if not isinstance(name, str):
         return f"{name!r} is not a str"
     if not name:
@@ -60,18 +57,9 @@ def inside_name(name, *, source, what="a file name"):
     """`name` itself if it is a relative name inside its folder, else DamagedFileError.
 
     Args:
-        name: the value read from the file (any type: a damaged file may hold
-            a number or a list where a name belongs).
-        source: str, the file (or store entry) the name was read from; the
-            error names it.
-        what: str, what the name is for ("a replaced file", "a shard"), for
-            the error.
-
-    Returns:
-        str, `name` unchanged.
-
-    Raises:
-        DamagedFileError: naming `source`, the entry and the rule it breaks.
+        name: the value read from the file (of any type, if damaged).
+        source: str, the file (or store entry) it was read from.
+        what: str, what the name is for ("a shard"), for the error.
     """
     problem = name_problem(name)
     if problem:

@@ -1,9 +1,7 @@
 """One progress display for long work: a Keras progress bar on a terminal, plain lines elsewhere.
 
-Every tool and training loop reports progress through `Progress`: on a
-terminal, `keras.utils.Progbar` (bar, count, ETA, values); in a log file or a
-pipe, a plain line every `every` units or `interval` seconds, with no
-carriage returns and no colour codes. Imports nothing from keras_bert.
+In a log file or a pipe, a plain line every `every` units or `interval`
+seconds, with no carriage returns and no colour codes.
 
 Example:
 >>> progress = Progress(total=num_lines, unit="line")
@@ -24,14 +22,9 @@ MODES = ("auto", "bar", "lines")
 def default_log_handler(name="keras_bert", stream=None):
     """Shows the library's INFO lines while the block runs, when nobody configured logging.
 
-    Python shows nothing below WARNING without a handler, so inside this
-    block, if neither the `keras_bert` logger nor the root logger has one, a
-    handler writing the bare message to `stream` at INFO is attached (and
-    removed at the end). A program that configures logging keeps its own.
-
-    Args:
-        name: str, the logger to show.
-        stream: file, or None for sys.stdout.
+    If neither the logger `name` nor the root logger has a handler, one
+    writing the bare message to `stream` (None: sys.stdout) at INFO is
+    attached for the block. A program that configures logging keeps its own.
     """
     logger = logging.getLogger(name)
     if logger.handlers or logging.getLogger().handlers:
@@ -104,15 +97,12 @@ class Progress:
         format_line: callable(done, values) -> str, the text of a line
             (default: "UNIT done/total (pct%) name value ... rate/s");
             " ETA ..." is appended while work remains.
-        lines_in_bar_mode: also print the lines (above the bar) on a terminal,
-            for a record that stays on screen.
 
-    Lines mode keeps quiet for work that ends within `interval` seconds
-    without having printed a line: a short job prints nothing.
+    In lines mode a job that ends within `interval` seconds prints nothing.
     """
 
     def __init__(self, total, unit="step", mode="auto", every=None, interval=10.0,
-                 stream=None, initial=0, format_line=None, lines_in_bar_mode=False):
+                 stream=None, initial=0, format_line=None):
         if mode not in MODES:
             raise ValueError(f"Expected mode in {MODES}. Received: mode={mode!r}")
         self.total = total
@@ -123,7 +113,6 @@ class Progress:
         self.initial = initial
         self.done = initial
         self.format_line = format_line or self._default_line
-        self.lines_in_bar_mode = lines_in_bar_mode
         if mode == "auto":
             mode = "bar" if _is_terminal(self.stream) else "lines"
         self.mode = mode
@@ -147,9 +136,8 @@ class Progress:
         values = list(values.items()) if isinstance(values, dict) else list(values or [])
         if self.mode == "bar":
             self._update_bar(done, values)
-        if self.mode == "lines" or self.lines_in_bar_mode:
-            if self._line_due(previous, done):
-                self.log(self._line(done, values))
+        if self.mode == "lines" and self._line_due(previous, done):
+            self.log(self._line(done, values))
         if self.total is not None and done >= self.total:
             self.close(values)
 

@@ -1,16 +1,10 @@
 """Where `from_pretrained(source)` finds its model directory.
 
 A source is a keras_bert model directory or a checkpoint users already hold
-(a Hugging Face folder or Hub id, a transformers-TF tf_model.h5 folder, a
-Google TF1 folder, a keras-hub preset folder, a name from
-`keras_bert.checkpoints.resolve.KNOWN_NAMES`). Models and text must not
-import the converter (`keras_bert.checkpoints` sits above them), so they
-call `resolve_source` here, and `keras_bert/__init__.py` registers the
-converter's resolver.
-
-The preprocessor is built from a model directory by `keras_bert.models`
-(which `keras_bert.text` must not import either): `keras_bert/__init__.py`
-registers its `load_preprocessor` here the same way.
+(Hugging Face, transformers-TF, Google TF1, keras-hub, a known name). Models
+and text must not import the converter or the model-directory reader (they
+sit above them), so `keras_bert/__init__.py` registers those here
+(`register_source_resolver`, `register_preprocessor_loader`).
 """
 
 import json
@@ -37,15 +31,10 @@ def is_model_dir(path):
 def keras_hub_class(path):
     """The class a keras-hub preset folder's config.json names ("BertBackbone"), or None.
 
-    keras-hub writes config.json as a serialized Keras object whose
-    registered_name is "keras_hub>CLASS" (older presets, saved by keras-nlp,
-    say "keras_nlp>CLASS"); a keras_bert config.json is flat.
+    keras-hub (or keras-nlp) writes config.json as a serialized Keras object,
+    registered_name "keras_hub>CLASS"; a keras_bert config.json is flat.
     """
-    try:
-        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
-            config = json.load(f)
-    except (OSError, ValueError):
-        return None
+    config = _read_config(path)
     if not isinstance(config, dict) or not isinstance(config.get("config"), dict):
         return None
     registered = str(config.get("registered_name") or "")
@@ -56,6 +45,15 @@ def keras_hub_class(path):
     return None
 
 
+def _read_config(path):
+    """The JSON in `path`/config.json, or None if it is missing or unreadable."""
+    try:
+        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
 def _looks_like_model_dir(path):
     """A damaged model directory (e.g. its weights file deleted) is still one:
     `load_model_dir` then names what is missing. Its config.json has
@@ -64,36 +62,20 @@ def _looks_like_model_dir(path):
         return False
     if any(os.path.isfile(os.path.join(path, name)) for name in ("model.weights.h5", "task.json")):
         return True
-    try:
-        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
-            config = json.load(f)
-    except (OSError, ValueError):
-        return False
+    config = _read_config(path)
     return isinstance(config, dict) and "num_layers" in config and "model_type" not in config
 
 
 def register_source_resolver(function):
-    """Sets the function that turns any other source into a model directory.
-
-    Args:
-        function: takes the source (str), returns the path of a keras_bert
-            model directory (converted, e.g. into a cache), or raises an
-            error that says what was looked for.
-    """
+    """Sets the function that turns any other source (str) into the path of a
+    keras_bert model directory, or raises an error saying what was looked for."""
     global _resolver
     _resolver = function
 
 
 def resolve_source(source):
-    """The model directory for `source`: itself if it is one, else the resolver's.
-
-    Args:
-        source: str or path-like: a model directory, a checkpoint folder, a
-            Hub id or a known name.
-
-    Returns:
-        str, the path of a keras_bert model directory.
-    """
+    """The model directory (str) for `source` (a model directory, a checkpoint
+    folder, a Hub id or a known name): itself if it is one, else the resolver's."""
     source = os.fspath(source)
     if storage.is_remote(source):
         # A remote source is a model directory, read from a local copy of its
@@ -124,9 +106,8 @@ _DATA_SUFFIXES = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".tfrecord", ".parq
 def _is_export(path):
     """True for a serving export: a SavedModel folder, or a folder of integer versions holding one.
 
-    A SavedModel with variables and without keras_bert's export record
-    (keras_bert.export.predict.INFO_FILE) is another's model, e.g. a TF Hub
-    BERT encoder, which the converter reads (keras_bert.checkpoints.model_garden).
+    A SavedModel with variables but no keras_bert export record is another's
+    model (a TF Hub BERT encoder), which the converter reads.
     """
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
         return not _is_foreign_saved_model(path)

@@ -5,18 +5,14 @@ A staging entry is named for its writer AND its target:
 
     {prefix}{label}-{tag}-pid{PID}.{START}-{HOST}-{random}[{suffix}]
 
-- `prefix` is the kind of writer (".tmp-" model directories, ".tmp-export-"
-  export versions, ".convert-" conversions, ".tmp-pretraining-" data);
-- `label` is the target's name (`os.path.basename`), shortened with a hash
-  when the whole name would pass the file system's 255 bytes;
-- `tag` is a hash of (prefix, full target name): "NAME" and "NAME-x", or a
-  model directory "export-1" and export version "1", never match each
-  other's entries, whatever characters the names hold;
-- PID, START (the process' start time in clock ticks, /proc/PID/stat) and
-  HOST say who writes it: a later writer treats the entry as abandoned only
-  if that process, on this host, is gone (a reused PID has another start
-  time). Entries of live processes, of other hosts, or of another form are
-  never touched.
+- `prefix` is the kind of writer (".tmp-", ".tmp-export-", ".convert-", ...);
+- `label` is the target's name, shortened with a hash past 255 bytes;
+- `tag` is a hash of (prefix, full target name), so that "NAME" and
+  "NAME-x" never match each other's entries;
+- PID, START (the process' start time, /proc/PID/stat) and HOST say who
+  writes it: an entry is abandoned only if that process, on this host, is
+  gone (a reused PID has another start time). Entries of live processes,
+  of other hosts, or of another form are never touched.
 """
 
 import hashlib
@@ -130,11 +126,7 @@ def _entries(parent, pattern):
 
 def stale_entries(parent, prefix, label="", suffix=""):
     """The staging entries of `parent` for (`prefix`, `label`) whose writer, on this
-    host, has ended (links excluded): paths, sorted.
-
-    Only names of exactly this form count (`owner_prefix`, then
-    pid{PID}[.{START}]-{HOST}-{random}{suffix}); this process' own are skipped.
-    """
+    host, has ended (links and names of another form excluded): paths, sorted."""
     pattern = re.compile(re.escape(owner_prefix(prefix, label, suffix)) + _OWNER
                          + re.escape(suffix) + "$")
     host = host_name()
@@ -143,12 +135,9 @@ def stale_entries(parent, prefix, label="", suffix=""):
 
 
 def claimed_labels(parent, prefix):
-    """The targets (labels) in `parent` that a writer of `prefix` still works on:
-    those with a staging folder whose writer runs (or runs on another host).
-
-    Export versions use it: a version being written is taken, though its
-    folder does not exist yet.
-    """
+    """The targets (labels) in `parent` with a staging folder of `prefix` whose
+    writer runs (or runs on another host): an export version being written is
+    taken, though its folder does not exist yet."""
     pattern = re.compile(re.escape(prefix) + r"(?P<label>.*)-(?P<tag>[0-9a-f]{8})-" + _OWNER
                          + "$")
     host = host_name()
@@ -173,17 +162,9 @@ def remove_stale(parent, prefix, label="", suffix="", files=False):
 
 
 def make_staging_dir(parent, prefix, label=""):
-    """A new staging folder in `parent` for the target `label` (after removing
-    the abandoned ones of that same target only).
-
-    Args:
-        parent: str, the folder the result will be renamed into.
-        prefix: str, the kind of staging folder, e.g. ".tmp-export-".
-        label: str, the name of the target being written.
-
-    Returns:
-        str, the path of the new, empty folder (mode 0700, as mkdtemp makes it).
-    """
+    """A new, empty staging folder (mode 0700) in `parent` for the target `label`
+    by a writer of kind `prefix` (".tmp-export-"), after removing the abandoned
+    ones of that same target only."""
     label = label or ""
     remove_stale(parent, prefix, label)
     return tempfile.mkdtemp(prefix=staging_prefix(prefix, label), dir=parent)

@@ -1,18 +1,14 @@
 """The named steps of keras_bert's writers: where a test or a debugger can stop one.
 
-Every writer calls `reached(name)` (or `reached(name, step)`) between the steps
-of its commit. The function does nothing; it exists so that a test, or a
-debugger's breakpoint, can stop a writer at an exact step from outside,
-e.g. `monkeypatch.setattr(keras_bert.steps, "reached", stop)` (see
-tests/writer_harness.py, which pauses a writer process there for a SIGKILL).
-Writers call it as `steps.reached(...)`, so one patch reaches them all.
+Every writer calls `steps.reached(name[, step])` between the steps of its
+commit. It does nothing: a test or a debugger patches it to stop a writer at
+an exact step (tests/writer_harness.py pauses a writer there for a SIGKILL).
 
 Steps:
-- `keras_bert.files`: "staged" (the new version complete, the old one
-  untouched), "old-moved" (only where a rename is not one step: the old
-  version parked in the staging folder), "committed" (the new version in
-  place, its staging not yet removed), "claimed" (an export's next version
-  claimed); `keras_bert.export.layout`: "resolved" (that version chosen);
+- `keras_bert.files`: "staged" (the new version complete), "old-moved" (the
+  old version parked, where a rename is not one step), "committed" (the new
+  version in place), "claimed" (an export's next version claimed);
+  `keras_bert.export.layout`: "resolved" (that version chosen);
 - `keras_bert.storage` (the object-store protocol): "remote:uploading" (one
   file staged), "staged", "remote:unmarked", "remote:copied", "committed";
 - `keras_bert.data`: "data:staged", "data:committed", "data:swap",

@@ -1,46 +1,35 @@
 """Remote storage: paths on any file system TensorFlow has registered, and the
 commit rule for object stores, where a rename is a copy.
 
-A path with a scheme other than `file://` (`gs://bucket/x`, `s3://...` through
-a plugin, `hdfs://`, TF's in-memory `ram://` used by the tests) is remote
-(`is_remote`) and read and written through `tf.io.gfile`; TensorFlow is
-imported only then, so the local protocol of `keras_bert.files` stays
-importable without it. `check_filesystem` refuses an unregistered scheme
-before any work, naming the extra that registers it (`gs://`: `[gcs]`).
+A path with a scheme other than `file://` (`gs://`, `s3://` through a plugin,
+`hdfs://`, the tests' `ram://`) is remote (`is_remote`) and goes through
+`tf.io.gfile`; TensorFlow is imported only then. `check_filesystem` refuses
+an unregistered scheme before any work, naming the extra that registers it.
 
 The object-store protocol (`commit_dir`), for a folder `target`:
 
-1. every file of the new version is uploaded into a staging prefix beside
-   the target, named for this writer and this target
-   (`keras_bert.staging`), and that prefix's commit marker
-   (`MARKER`: names, sizes and sha256 of the files, and a generation that
-   grows with time) is written LAST: the staged copy is complete.
-   Pause points "remote:uploading" (after the first file) and "staged".
-2. the target's marker is removed: from here readers wait for this writer
-   (or refuse the target as incomplete). "remote:unmarked".
-3. the files the old marker listed and the new one does not are removed,
-   the staged files are copied over the target's. "remote:copied".
-4. the target's marker is written last (a copy of the staged one).
-   "committed". 5. the staging prefix is removed.
+1. the new version's files are uploaded into a staging prefix beside the
+   target (`keras_bert.staging`), then that prefix's commit marker
+   (`MARKER`: names, sizes, sha256 and a generation that grows with time),
+   LAST. Steps "remote:uploading", "staged".
+2. the target's marker is removed: readers now wait or refuse. "remote:unmarked".
+3. files the old marker listed and the new one does not are removed, the
+   staged files copied over. "remote:copied".
+4. the target's marker is written (a copy of the staged one). "committed".
+5. the staging prefix is removed.
 
-A reader trusts a remote folder only if its marker is there and every file it
-lists has the listed size (`committed_manifest`); `fetch_dir` also checks the
-digests. A folder without a valid marker is rolled forward from the newest
-complete staged copy of its target once that copy's writer provably ended
-(`recover_dir`: a writer killed after step 1 loses nothing; a live writer's
+A reader trusts a remote folder only if its marker is there and every listed
+file has its size (`committed_manifest`); `fetch_dir` also checks digests. A
+folder without a valid marker is rolled forward from the newest complete
+staged copy once its writer provably ended (`recover_dir`; a live writer's
 commit is waited for, boundedly, never finished by another), else refused
-as incomplete (`IncompleteError`). Every name a marker holds passes
-`keras_bert.names.inside_name` (a hostile marker is refused as damaged).
+(`IncompleteError`). Every name a marker holds passes
+`keras_bert.names.inside_name`.
 
-No locks: object stores have none. Two writers of one target at once each
-commit a whole version; the marker left is the last writer's, and if their
-copies interleaved (step 3), the digests no longer match the marker: the
-reader refuses it (or rolls forward from a staged copy) instead of loading
-a mix. Staging prefixes are removed by another process only when their
-writer provably ended (same host, PID gone); others stay.
-
-`object_store` decides which paths follow this protocol (tests patch it to
-run the protocol on local paths, with copies instead of renames).
+No locks: two writers of one target each commit a whole version; if their
+copies interleaved, the digests no longer match the marker and readers
+refuse the mix. `object_store` decides which paths follow this protocol
+(tests patch it to run it on local paths).
 """
 
 import builtins
@@ -52,6 +41,7 @@ import os
 import re
 import secrets
 import shutil
+import tempfile
 import time
 
 from keras_bert import staging, steps
@@ -90,20 +80,15 @@ def is_remote(path):
 
 
 def object_store(path):
-    """True if `path` is written by the object-store protocol (module docstring):
-    a remote path. The one place that decides it: tests patch it to run the
-    protocol on local paths."""
+    """True if `path` is written by the object-store protocol: a remote path
+    (tests patch this to run the protocol on local paths)."""
     return is_remote(path)
 
 
 def check_filesystem(path, flag="The path"):
     """Raises ValueError if `path`'s scheme has no file system registered in
     TensorFlow, naming the scheme and the way out. Local paths pass without
-    importing TensorFlow; nothing is read or written.
-
-    >>> check_filesystem("nosuchfs://bucket/out")  # doctest: +SKIP
-    ValueError: The path nosuchfs://bucket/out: no file system is registered ...
-    """
+    importing TensorFlow."""
     name = scheme(path)
     if not is_remote(path):
         return
@@ -165,9 +150,8 @@ def normpath(path):
 
 
 def _ram_child(folder, name):
-    """Whether ram:// lists `name` in `folder` for a real entry: a file by its
-    exact name, or a folder that is not the tail of a sibling's name
-    ("out" lists ".keras" for "out.keras")."""
+    """Whether ram:// lists `name` in `folder` for a real entry, not the tail of
+    a sibling's name ("out" lists ".keras" for "out.keras")."""
     gfile = _gfile()
     try:
         if not gfile.stat(join(folder, name)).is_directory:
@@ -277,11 +261,8 @@ def remove(path):
 
 def _walk_files(folder):
     """The files under the local `folder`, as paths relative to it ("/"-joined), sorted."""
-    found = []
-    for root, _, names in os.walk(folder):
-        for name in names:
-            found.append(os.path.relpath(os.path.join(root, name), folder).replace(os.sep, "/"))
-    return sorted(found)
+    return sorted(os.path.relpath(os.path.join(root, name), folder).replace(os.sep, "/")
+                  for root, _, names in os.walk(folder) for name in names)
 
 
 def _digest(data):
@@ -298,13 +279,8 @@ def file_sha256(path, block_bytes=1 << 20):
 
 
 def _read_marker(folder):
-    """The parsed marker of `folder`, or None if it is missing or cut short.
-
-    Raises:
-        DamagedFileError: it names a file outside `folder` (an absolute path,
-            '..', a scheme, a drive, a control character): nothing is read,
-            written or removed through it.
-    """
+    """The parsed marker of `folder`, or None if it is missing or cut short;
+    DamagedFileError if it names a file outside `folder` (`inside_name`)."""
     path = join(folder, MARKER)
     try:
         manifest = json.loads(read_bytes(path).decode("utf-8"))
@@ -357,8 +333,8 @@ def _staging_entries(target, prefix):
 
 
 def writer_gone(path):
-    """Whether the writer of the staging prefix `path` provably ended: this
-    process, out of its `commit_dir`, or a process of this host that is gone."""
+    """Whether the writer of the staging prefix `path` provably ended (this
+    process out of its `commit_dir`, or a gone process of this host)."""
     match = staging.writer_of(os.path.basename(path))
     ours = match and (match.group("pid"), match.group("host")) == (str(os.getpid()),
                                                                    staging.host_name())
@@ -376,9 +352,8 @@ def _io_error(error):
 
 
 def _roll_forward(staged, target, manifest):
-    """Steps 3 to 5 of the protocol: `target` becomes the staged version (the
-    files of the version it replaces, which its marker lists, removed first).
-    A commit that another process finished meanwhile is a success."""
+    """Steps 3 to 5 of the protocol: `target` becomes the staged version. A
+    commit that another process finished meanwhile is a success."""
     try:
         for name in sorted(manifest["replaces"]):
             if name not in manifest["files"]:
@@ -401,11 +376,10 @@ def recover_dir(target, prefix, writer=False):
     """Makes `target` whole from its staging prefixes, as far as they allow.
 
     A target without a valid marker is rolled forward from the newest
-    complete staged copy (a commit cut short after its upload) if its writer
-    (of `prefix`) provably ended; while it may run, this call waits for its
-    commit up to `COMMIT_WAIT_SECONDS`, saying so, then raises
-    IncompleteError (or, with `writer`, returns None: the caller commits its
-    own version). Only ended writers' staging is removed.
+    complete staged copy if its writer provably ended; else this waits for
+    that commit up to `COMMIT_WAIT_SECONDS`, then raises IncompleteError
+    (with `writer`: returns None, the caller commits its own version). Only
+    ended writers' staging is removed.
 
     Returns:
         the target's manifest (dict), or None if it has no committed version.
@@ -442,8 +416,8 @@ def recover_dir(target, prefix, writer=False):
 
 
 def _upload(local, staged, files, replaces):
-    """Step 1: the files, then the staged marker last (which also lists the
-    files of the version it `replaces`). Returns the manifest."""
+    """Step 1: the files, then the staged marker (listing also the files of the
+    version it `replaces`). Returns the manifest."""
     entries = {}
     for name in files:
         data = read_bytes(os.path.join(local, name))
@@ -461,16 +435,9 @@ def _upload(local, staged, files, replaces):
 
 def commit_dir(local, target, prefix=".tmp-", replace=True):
     """Puts the complete local folder `local` at `target` by the object-store
-    protocol (module docstring): staged upload, marker of the target removed,
-    files copied, marker written last.
-
-    Args:
-        local: str, a local folder holding the new version.
-        target: str, the folder to create or replace (`object_store`).
-        prefix: str, the kind of writer (`keras_bert.staging`).
-        replace: bool; False refuses (FileExistsError) a target committed
-            meanwhile (a check, not a lock: see the module docstring).
-    """
+    protocol (module docstring), as a writer of kind `prefix`. `replace`
+    False refuses (FileExistsError) a target committed meanwhile (a check,
+    not a lock)."""
     target = os.fspath(target).rstrip("/")
     parent, name = os.path.split(target)
     makedirs(parent)
@@ -497,13 +464,8 @@ def commit_dir(local, target, prefix=".tmp-", replace=True):
 
 
 def fetch_dir(target, local, what="folder"):
-    """Copies the committed version of `target` into the local folder `local`,
-    checking every file's size and sha256 against the marker.
-
-    Raises:
-        IncompleteError: no committed version, or its files do not match
-            the marker (two writers at once).
-    """
+    """Copies the committed version of `target` into the local folder `local`;
+    IncompleteError if there is none or a file's sha256 differs from the marker's."""
     manifest = committed_manifest(target)
     if manifest is None:
         raise incomplete(target, what)
@@ -521,9 +483,8 @@ def fetch_dir(target, local, what="folder"):
 
 
 def cache_root():
-    """Where downloads of remote folders go (`local_copy`):
-    `$KERAS_BERT_CACHE_DIR/remote`, else ~/.cache/keras_bert/remote
-    ($XDG_CACHE_HOME honoured), as keras_bert's other rebuildable files."""
+    """Where `local_copy` downloads remote folders: `$KERAS_BERT_CACHE_DIR/remote`,
+    else ~/.cache/keras_bert/remote ($XDG_CACHE_HOME honoured)."""
     base = os.environ.get("KERAS_BERT_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
         "keras_bert")
@@ -533,14 +494,10 @@ def cache_root():
 def local_copy(target, what="folder", prefixes=(".tmp-", ".convert-")):
     """A local folder holding the committed version of the remote `target`.
 
-    Downloaded once per version (`fetch_dir`: marker and digests checked) into
-    `cache_root()`, named for the target and its marker's generation: the
-    same version gives the same path in every process (a fine-tuning run
-    resumes), a rewritten target a new one. The download is renamed into
-    place when complete, so a killed download is never taken for a copy.
-    The copy records the marker and each file's modification time; each use
-    checks it cheaply (`_copy_problem`: sizes, and the digest of a file whose
-    time changed) and fetches it again if a file is missing or changed.
+    Downloaded once per version (`fetch_dir`) into `cache_root()`, named for
+    the target and its marker's generation (the same path in every process),
+    and renamed into place when complete. Each use checks the copy
+    (`_copy_problem`) and fetches it again if a file is missing or changed.
 
     Raises:
         IncompleteError: `target` has no committed version.
@@ -564,8 +521,6 @@ def local_copy(target, what="folder", prefixes=(".tmp-", ".convert-")):
         logger.warning("The local copy %s of %s no longer matches it (%s): fetching it again.",
                        local, target, problem)
     os.makedirs(cache_root(), exist_ok=True)
-    import tempfile
-
     partial = tempfile.mkdtemp(prefix=f".{name}-", dir=cache_root())
     try:
         fetched = fetch_dir(target, partial, what)
@@ -590,9 +545,9 @@ def local_copy(target, what="folder", prefixes=(".tmp-", ".convert-")):
 
 
 def _copy_problem(local, manifest):
-    """Why the local copy `local` (`local_copy`) no longer matches the remote
-    marker `manifest`, or None: its record differs, a file is missing or has
-    another size, or a file whose modification time changed has another sha256."""
+    """Why the local copy `local` no longer matches the marker `manifest`, or
+    None: its record differs, a file is missing or resized, or a file whose
+    modification time changed has another sha256."""
     try:
         with builtins.open(os.path.join(local, MARKER), encoding="utf-8") as f:
             record = json.load(f)
@@ -618,9 +573,8 @@ def _copy_problem(local, manifest):
 
 @contextlib.contextmanager
 def naming_source(folder):
-    """Errors of the block that name `folder`, if it is a local copy of a
-    remote folder (`local_copy`), name that remote folder too: the user never
-    chose the cache. Other folders' errors pass as they are."""
+    """Errors of the block that name `folder`, a local copy of a remote folder
+    (`local_copy`), name that remote folder too (the user never chose the cache)."""
     try:
         yield
     except (OSError, ValueError) as error:

@@ -1,48 +1,27 @@
-"""BERT's config.json keys in Hugging Face layout, and DistilBERT's and ELECTRA's names.
+"""BERT's config.json keys in Hugging Face layout, and its variants' names.
 
-`huggingface.py` reads a folder and imports this module, never the reverse.
-DistilBERT and ELECTRA are WordPiece, post-LayerNorm BERT encoders, and load as variants of
-`BertEncoder` that `BertConfig` fields select (`huggingface.py` reads the
-folder, this module says what differs):
+`huggingface.py` reads a folder; this module says how a variant differs. DistilBERT,
+ELECTRA, RoBERTa and XLM-RoBERTa are post-LayerNorm BERT encoders and load as
+`BertEncoder`s that `BertConfig` fields select:
 
   DistilBERT (model_type "distilbert")   type_vocab_size=0, use_pooler=False
       config.json: dim, hidden_dim, n_layers, n_heads, activation, dropout,
-      attention_dropout; LayerNorm epsilon 1e-12 (fixed in transformers).
-      Tensors: [distilbert.]embeddings.{word,position}_embeddings,
-      transformer.layer.N.attention.{q,k,v,out}_lin, sa_layer_norm,
-      ffn.lin1, ffn.lin2, output_layer_norm.
+      attention_dropout. Tensors: transformer.layer.N.attention.{q,k,v,out}_lin,
+      sa_layer_norm, ffn.lin1, ffn.lin2, output_layer_norm.
   ELECTRA (model_type "electra")         use_pooler=False, embedding_size=E
-      config.json: BERT's keys plus embedding_size; tensors BERT's under
-      [electra.], plus embeddings_project (Linear E -> H) when E != H.
+      BERT's keys and tensors, plus embeddings_project (Linear E -> H) when
+      E != H ("bert/embeddings_project/{kernel,bias}").
+  RoBERTa, XLM-RoBERTa                   type_vocab_size=1
+      BERT's keys and tensors. They count positions from pad_token_id + 1, so
+      the rows of the position table before it are dropped (514 -> 512).
 
-The tensors get Google's names (the one vocabulary of `SourceCheckpoint`);
-ELECTRA's projection is "bert/embeddings_project/{kernel,bias}". Heads:
-DistilBertForMaskedLM's vocab_transform / vocab_layer_norm / vocab_projector
-are BERT's MLM head; the token-classification and question-answering Linear
-heads are BERT's (`huggingface.HEAD_TASKS`). The sequence classifiers put a
-dense on [CLS] before their output layer: DistilBERT's pre_classifier (+ ReLU)
-and ELECTRA's classifier.dense (+ GELU). That dense is a pooler with another
-activation, so such a checkpoint converts to `use_pooler=True` with
-`pooler_act` "relu" / "gelu", and its output layer (classifier,
-classifier.out_proj) becomes BertClassifier's head; the head's dropout is the
-source's (seq_classif_dropout; classifier_dropout or hidden_dropout_prob). At
-inference this is the source's computation exactly; in training ELECTRA also
-drops out [CLS] before its dense, which BertClassifier does not. What keras_bert
-has no layer for is left, with one warning naming it: ELECTRA's
-discriminator_predictions and generator heads.
-
-RoBERTa and XLM-RoBERTa (model_type "roberta", "xlm-roberta"; DistilRoBERTa is
-"roberta" with 6 layers) are BERT's keys and tensor names under [roberta.], with
-type_vocab_size 1 and LayerNorm epsilon 1e-5 in their config.json. They count
-positions from padding_idx + 1 (pad_token_id + 1 = 2) for a right-padded batch,
-so the first pad_token_id + 1 rows of the position table are never read by a
-real token: they are dropped, and max_position_embeddings (514) becomes the
-usable length (512). The encoder is then BERT's exactly; only the tokenizer
-differs. RobertaLMHead (lm_head.dense, gelu, lm_head.layer_norm, the tied
-decoder, lm_head.bias) is BERT's MLM head. RobertaClassificationHead is
-dense + tanh + out_proj on <s>: classifier.dense is BERT's pooler (tanh) and
-classifier.out_proj BertClassifier's output layer, the source's computation
-exactly at inference (RobertaForSequenceClassification has no pooler of its own).
+Heads: DistilBERT's vocab_transform / vocab_layer_norm / vocab_projector and
+RobertaLMHead are BERT's MLM head. A sequence classifier's dense on [CLS]
+(DistilBERT's pre_classifier + ReLU, ELECTRA's classifier.dense + GELU,
+RoBERTa's + tanh) is a pooler with that `pooler_act`, and its output layer
+becomes BertClassifier's head, with the source's dropout: the source's
+computation at inference (in training ELECTRA also drops out [CLS] before its
+dense). Heads keras_bert has no layer for are left, with one warning each.
 """
 
 import re
@@ -99,45 +78,40 @@ _DISTILBERT_NORMS = {"sa_layer_norm": "attention/output/LayerNorm",
                      "output_layer_norm": "output/LayerNorm"}
 
 
-def _distilbert_rules():
-    dense = "|".join(re.escape(k) for k in _DISTILBERT_LAYER)
-    norms = "|".join(_DISTILBERT_NORMS)
-    return [
-        (r"embeddings\.(?P<path>word|position)_embeddings\.weight",
-         "bert/embeddings/{path}_embeddings", False, None),
-        (r"embeddings\.LayerNorm\.(?:weight|gamma)", "bert/embeddings/LayerNorm/gamma", False,
-         None),
-        (r"embeddings\.LayerNorm\.(?:bias|beta)", "bert/embeddings/LayerNorm/beta", False, None),
-        (rf"transformer\.layer\.(?P<layer>\d+)\.(?P<part>{dense})\.weight",
-         "bert/encoder/layer_{layer}/{part}/kernel", True, _DISTILBERT_LAYER),
-        (rf"transformer\.layer\.(?P<layer>\d+)\.(?P<part>{dense})\.bias",
-         "bert/encoder/layer_{layer}/{part}/bias", False, _DISTILBERT_LAYER),
-        (rf"transformer\.layer\.(?P<layer>\d+)\.(?P<part>{norms})\.weight",
-         "bert/encoder/layer_{layer}/{part}/gamma", False, _DISTILBERT_NORMS),
-        (rf"transformer\.layer\.(?P<layer>\d+)\.(?P<part>{norms})\.bias",
-         "bert/encoder/layer_{layer}/{part}/beta", False, _DISTILBERT_NORMS),
-    ]
+def linear_rules(pattern, google, renames=None):
+    """The rules (see `rules`) of a PyTorch Linear `pattern` -> Google's dense `google`."""
+    return [(rf"{pattern}\.weight", f"{google}/kernel", True, renames),
+            (rf"{pattern}\.bias", f"{google}/bias", False, renames)]
 
 
+def norm_rules(pattern, google, renames=None):
+    """The rules (see `rules`) of a LayerNorm `pattern` -> Google's `google`."""
+    return [(rf"{pattern}\.(?:weight|gamma)", f"{google}/gamma", False, renames),
+            (rf"{pattern}\.(?:bias|beta)", f"{google}/beta", False, renames)]
+
+
+_LAYER = r"transformer\.layer\.(?P<layer>\d+)\.(?P<part>{})"
+_DISTILBERT_RULES = [
+    (r"embeddings\.(?P<path>word|position)_embeddings\.weight",
+     "bert/embeddings/{path}_embeddings", False, None),
+    *norm_rules(r"embeddings\.LayerNorm", "bert/embeddings/LayerNorm"),
+    *linear_rules(_LAYER.format("|".join(re.escape(k) for k in _DISTILBERT_LAYER)),
+                  "bert/encoder/layer_{layer}/{part}", _DISTILBERT_LAYER),
+    *norm_rules(_LAYER.format("|".join(_DISTILBERT_NORMS)),
+                "bert/encoder/layer_{layer}/{part}", _DISTILBERT_NORMS),
+]
+_POOLER = "bert/pooler/dense"
+_TRANSFORM = "cls/predictions/transform"
 # DistilBertForMaskedLM's head is BERT's MLM head under other names; a sequence
 # classifier's dense on [CLS] is the pooler (see the module doc).
 _DISTILBERT_HEAD_RULES = [
-    (r"pre_classifier\.weight", "bert/pooler/dense/kernel", True, None),
-    (r"pre_classifier\.bias", "bert/pooler/dense/bias", False, None),
-    (r"vocab_transform\.weight", "cls/predictions/transform/dense/kernel", True, None),
-    (r"vocab_transform\.bias", "cls/predictions/transform/dense/bias", False, None),
-    (r"vocab_layer_norm\.weight", "cls/predictions/transform/LayerNorm/gamma", False, None),
-    (r"vocab_layer_norm\.bias", "cls/predictions/transform/LayerNorm/beta", False, None),
+    *linear_rules(r"pre_classifier", _POOLER),
+    *linear_rules(r"vocab_transform", f"{_TRANSFORM}/dense"),
+    *norm_rules(r"vocab_layer_norm", f"{_TRANSFORM}/LayerNorm"),
     (r"vocab_projector\.bias", "cls/predictions/output_bias", False, None),
 ]
-_ELECTRA_RULES = [
-    (r"embeddings_project\.weight", "bert/embeddings_project/kernel", True, None),
-    (r"embeddings_project\.bias", "bert/embeddings_project/bias", False, None),
-]
-_ELECTRA_HEAD_RULES = [
-    (r"classifier\.dense\.weight", "bert/pooler/dense/kernel", True, None),
-    (r"classifier\.dense\.bias", "bert/pooler/dense/bias", False, None),
-]
+_ELECTRA_RULES = linear_rules(r"embeddings_project", "bert/embeddings_project")
+_ELECTRA_HEAD_RULES = linear_rules(r"classifier\.dense", _POOLER)
 # The sequence classifiers' dense on [CLS]: the pooler's activation.
 _CLASSIFIER_POOLER_ACT = {"distilbert": "relu", "electra": "gelu", "roberta": "tanh",
                           "xlm-roberta": "tanh"}
@@ -145,12 +119,9 @@ _CLASSIFIER_POOLER_ACT = {"distilbert": "relu", "electra": "gelu", "roberta": "t
 _CLASSIFIER_LAYER = {"distilbert": "classifier", "electra": "classifier.out_proj",
                      "roberta": "classifier.out_proj", "xlm-roberta": "classifier.out_proj"}
 _ROBERTA_HEAD_RULES = [
-    (r"classifier\.dense\.weight", "bert/pooler/dense/kernel", True, None),
-    (r"classifier\.dense\.bias", "bert/pooler/dense/bias", False, None),
-    (r"lm_head\.dense\.weight", "cls/predictions/transform/dense/kernel", True, None),
-    (r"lm_head\.dense\.bias", "cls/predictions/transform/dense/bias", False, None),
-    (r"lm_head\.layer_norm\.weight", "cls/predictions/transform/LayerNorm/gamma", False, None),
-    (r"lm_head\.layer_norm\.bias", "cls/predictions/transform/LayerNorm/beta", False, None),
+    *_ELECTRA_HEAD_RULES,
+    *linear_rules(r"lm_head\.dense", f"{_TRANSFORM}/dense"),
+    *norm_rules(r"lm_head\.layer_norm", f"{_TRANSFORM}/LayerNorm"),
     (r"lm_head\.bias", "cls/predictions/output_bias", False, None),
 ]
 
@@ -310,7 +281,7 @@ def rules(model_type):
     path (DistilBERT's q_lin -> attention/self/query).
     """
     if model_type == "distilbert":
-        return _distilbert_rules(), _DISTILBERT_HEAD_RULES
+        return _DISTILBERT_RULES, _DISTILBERT_HEAD_RULES
     if model_type == "electra":
         return _ELECTRA_RULES, _ELECTRA_HEAD_RULES
     if model_type in ROBERTA_TYPES:
@@ -319,29 +290,24 @@ def rules(model_type):
 
 
 def match(rule_list, name):
-    """(Google name, transpose) of `name` by `rule_list` (`rules`; BERT's own rules
-    have no renames), else (None, False). Dots in a group become slashes."""
-    for pattern, template, transpose, *renames in rule_list:
+    """(Google name, the rule's third entry: transpose, or None) of `name` by the first
+    rule of `rule_list` (`rules`) it fullmatches, else (None, None). Dots in a group
+    become slashes."""
+    for pattern, template, *rest in rule_list:
         found = re.fullmatch(pattern, name)
         if found:
             groups = dict(found.groupdict())
-            if renames and renames[0] and "part" in groups:
-                groups["part"] = renames[0][groups["part"]]
-            return template.format(**{k: v.replace(".", "/") for k, v in groups.items()}), (
-                transpose)
-    return None, False
+            renames = rest[1] if len(rest) > 1 else None
+            if renames and "part" in groups:
+                groups["part"] = renames[groups["part"]]
+            google = template.format(**{k: v.replace(".", "/") for k, v in groups.items()})
+            return google, rest[0] if rest else None
+    return None, None
 
 
 def left_heads(model_type, unused):
-    """One warning for each head of `unused` source tensors keras_bert has no layer for.
-
-    Args:
-        model_type: "distilbert" or "electra".
-        unused: list of source tensor names no weight was mapped to.
-
-    Returns:
-        list of str.
-    """
+    """One warning (str) for each head of `unused` source tensor names keras_bert has no
+    layer for."""
     warnings = []
     for pattern, what in _LEFT_HEADS.get(model_type, []):
         names = [n for n in unused if re.fullmatch(pattern, n)]

@@ -1,14 +1,13 @@
-"""Convert a Google, Hugging Face or transformers-TF BERT checkpoint into a model directory.
+"""Convert a checkpoint of any supported format into a model directory.
 
     source = read_checkpoint("uncased_L-12_H-768_A-12")        # any format
     model, report = build_model(source)                         # Keras model, weights set
     report = convert_checkpoint(SRC, "models/bert_base", check=True)
 
-The readers (`google.py`, `huggingface.py`, `transformers_tf.py`) give weights
-under Google's names; this module puts them into a `BertEncoder` (and
-`BertPretrainer` heads, or a fine-tuned task head), writes the model
-directory, and checks the result numerically against an independent forward
-pass (`reference.py`).
+The readers give weights under Google's names; this module puts them into a
+`BertEncoder` (and `BertPretrainer` heads, or a fine-tuned task head), writes
+the model directory, and checks it against an independent forward pass
+(`reference.py`).
 """
 
 import dataclasses
@@ -22,7 +21,7 @@ from keras_bert import sources, storage
 from keras_bert.checkpoints import reference
 from keras_bert.checkpoints.google import read_google_checkpoint
 from keras_bert.checkpoints.hub import locate_checkpoint
-from keras_bert.checkpoints.huggingface import read_huggingface_checkpoint
+from keras_bert.checkpoints.huggingface import WEIGHTS_FILES, read_huggingface_checkpoint
 from keras_bert.checkpoints.keras_hub_preset import read_keras_hub_preset
 from keras_bert.checkpoints.model_garden import is_object_checkpoint, read_model_garden_checkpoint
 from keras_bert.checkpoints.source import (
@@ -43,11 +42,15 @@ from keras_bert.models import BertEncoder, BertPretrainer, get_task
 from keras_bert.models import model_dir as model_dir_lib
 from keras_bert.models.model_dir import MODEL_DIR_KIND
 
-FORMATS = ("google", "huggingface", "transformers_tf", "keras_hub", "tf_hub", "model_garden")
-# A Hugging Face folder's PyTorch weights; read in preference to tf_model.h5
-# when a folder has both (what transformers' PyTorch classes load).
-_PYTORCH_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                    "pytorch_model.bin.index.json")
+_READERS = {
+    "google": read_google_checkpoint,
+    "huggingface": read_huggingface_checkpoint,
+    "transformers_tf": read_transformers_tf_checkpoint,
+    "keras_hub": read_keras_hub_preset,
+    "tf_hub": read_tf_hub_saved_model,
+    "model_garden": read_model_garden_checkpoint,
+}
+FORMATS = tuple(_READERS)
 logger = logging.getLogger(__name__)
 
 # Sentences the numeric check runs: a single sentence, a pair, and a short one
@@ -61,12 +64,8 @@ DEFAULT_TOLERANCE = 1e-3
 
 
 def detect_format(path):
-    """"google", "huggingface", "transformers_tf" or "keras_hub", from the files at `path`.
-
-    A Hugging Face folder is "transformers_tf" when it holds tf_model.h5 and
-    no PyTorch weights (model.safetensors, pytorch_model.bin); with both, the
-    PyTorch weights are read.
-    """
+    """One of `FORMATS`, from the files at `path` (a Hugging Face folder with both
+    PyTorch weights and tf_model.h5 is "huggingface")."""
     if os.path.isfile(path + ".index") or path.endswith((".index", ".ckpt")):
         prefix = path[:-len(".index")] if path.endswith(".index") else path
         return "model_garden" if is_object_checkpoint(prefix) else "google"
@@ -88,7 +87,7 @@ def detect_format(path):
             # A keras-hub preset's config.json is a serialized Keras object.
             if sources.keras_hub_class(path):
                 return "keras_hub"
-            if files & {TF_WEIGHTS_FILE, TF_WEIGHTS_INDEX} and not files & set(_PYTORCH_WEIGHTS):
+            if files & {TF_WEIGHTS_FILE, TF_WEIGHTS_INDEX} and not files & set(WEIGHTS_FILES):
                 return "transformers_tf"
             return "huggingface"
         if is_saved_model(path):  # A TF Hub encoder and its preprocess model, as subfolders.
@@ -102,28 +101,16 @@ def detect_format(path):
 
 
 def read_checkpoint(path, format=None):
-    """Reads a checkpoint of either format into a `SourceCheckpoint`.
+    """Reads a checkpoint into a `SourceCheckpoint`.
 
     Args:
-        path: a Google release folder or checkpoint prefix, or a Hugging Face
-            model folder or weights file (PyTorch, or transformers-TF tf_model.h5).
-        format: "google", "huggingface", "transformers_tf", or None to detect
-            it from the files.
+        path: a checkpoint folder, prefix or weights file.
+        format: one of `FORMATS`, or None to detect it from the files.
     """
     format = format or detect_format(path)
-    if format == "google":
-        return read_google_checkpoint(path)
-    if format == "huggingface":
-        return read_huggingface_checkpoint(path)
-    if format == "transformers_tf":
-        return read_transformers_tf_checkpoint(path)
-    if format == "keras_hub":
-        return read_keras_hub_preset(path)
-    if format == "tf_hub":
-        return read_tf_hub_saved_model(path)
-    if format == "model_garden":
-        return read_model_garden_checkpoint(path)
-    raise CheckpointError(f"Unknown checkpoint format: {format!r}. Expected one of {FORMATS}.")
+    if format not in _READERS:
+        raise CheckpointError(f"Unknown checkpoint format: {format!r}. Expected one of {FORMATS}.")
+    return _READERS[format](path)
 
 
 def _weight_map(model, source):
@@ -159,13 +146,8 @@ def _weight_map(model, source):
         # Fused projection: kernel [H, 3H] laid out [q | k | v] on the last axis.
         for var, suffix in ((block.qkv_dense.kernel, "/kernel"), (block.qkv_dense.bias, "/bias")):
             names = [n + suffix for n in qkv]
-            fused.append(
-                (
-                    var,
-                    np.concatenate([w[n] for n in names], axis=-1),
-                    " + ".join(str(name(n)) for n in names),
-                )
-            )
+            value = np.concatenate([w[n] for n in names], axis=-1)
+            fused.append((var, value, " + ".join(str(name(n)) for n in names)))
         dense(block.attention_output_dense, p + "attention/output/dense")
         norm(block.attention_layer_norm, p + "attention/output/LayerNorm")
         dense(block.intermediate_dense, p + "intermediate/dense")
@@ -180,19 +162,17 @@ def _weight_map(model, source):
         pairs.append((model.mlm_head.output_bias, "cls/predictions/output_bias"))
     if hasattr(model, "nsp_head") and source.has_part(NSP_WEIGHTS):
         # Google's output_weights are [2, H]; a Dense kernel is [H, 2].
-        fused.append(
-            (
-                model.nsp_head.dense.kernel,
-                w["cls/seq_relationship/output_weights"].T,
-                name("cls/seq_relationship/output_weights"),
-            )
-        )
+        kernel = "cls/seq_relationship/output_weights"
+        fused.append((model.nsp_head.dense.kernel, w[kernel].T, name(kernel)))
         pairs.append((model.nsp_head.dense.bias, "cls/seq_relationship/output_bias"))
+    if source.head is not None and hasattr(model, "output_dense"):  # A fine-tuned head.
+        for var, part in ((model.output_dense.kernel, "kernel"), (model.output_dense.bias, "bias")):
+            fused.append((var, source.head[part], source.head["source_names"]))
     return [(var, w[n], name(n)) for var, n in pairs] + fused
 
 
 def assign_weights(model, source):
-    """Sets the weights of `model` (a BertEncoder or BertPretrainer) from `source`.
+    """Sets the weights of `model` (a BertEncoder, BertPretrainer or task model) from `source`.
 
     All shapes are checked before any variable changes.
 
@@ -218,14 +198,9 @@ def assign_weights(model, source):
 def text_settings(source):
     """The text settings a converted model keeps in task.json, from the source.
 
-    `lowercase` comes from the source (tokenizer config, keras-hub's
-    tokenizer.json, Google folder name); when the source does not say, the
-    preprocessor of the source (`build_preprocessor`) guesses it from
-    vocab.txt and logs a warning that says so. The maximum length needs an entry only when the source's
-    preprocessor says one (keras-hub's preprocessor.json sequence_length);
-    else it is the source config's max_position_embeddings (config.json),
-    which the preprocessor takes by default (at most 512); fine-tuning keeps
-    its own shorter default.
+    `lowercase` comes from the source, else `build_preprocessor` guesses it
+    from vocab.txt with a warning. `max_seq_length` only when the source's
+    preprocessor says one (keras-hub's preprocessor.json).
 
     Args:
         source: SourceCheckpoint.
@@ -256,12 +231,9 @@ def text_settings(source):
 def build_model(source):
     """A Keras model holding the weights of `source`, and a ConversionReport.
 
-    The task model of `source.head` (a fine-tuned Hugging Face classifier,
-    tagger or span labeler, its head and labels included) when there is one;
-    else a `BertPretrainer` when the source has an MLM or NSP head, else a
-    `BertEncoder`.
-    BertPretrainer always has both heads: when the source has only one, the
-    other stays freshly initialized and the report says so.
+    The task model of `source.head` when there is one; else a `BertPretrainer`
+    when the source has an MLM or NSP head (the other, if missing, stays freshly
+    initialized and the report says so), else a `BertEncoder`.
     """
     report = ConversionReport(
         format=source.format,
@@ -273,13 +245,8 @@ def build_model(source):
         warnings=list(source.warnings),
     )
     # An encoder without a pooler (use_pooler=False) has no pooler to miss.
-    parts = {} if not source.config.use_pooler else {
-        "pooler": source.has_part(POOLER_WEIGHTS),
-    }
-    parts.update({
-        "mlm_head": source.has_part(MLM_WEIGHTS),
-        "nsp_head": source.has_part(NSP_WEIGHTS),
-    })
+    parts = {"pooler": source.has_part(POOLER_WEIGHTS)} if source.config.use_pooler else {}
+    parts.update(mlm_head=source.has_part(MLM_WEIGHTS), nsp_head=source.has_part(NSP_WEIGHTS))
     encoder = BertEncoder(**source.config.to_dict())
     model = encoder
     head = source.head
@@ -301,15 +268,7 @@ def build_model(source):
 
     left = assign_weights(model, source)
     if head is not None:
-        dense = model.output_dense
-        for var, value in ((dense.kernel, head["kernel"]), (dense.bias, head["bias"])):
-            if tuple(var.shape) != value.shape:
-                raise CheckpointError(f"{head['source_names']}: the Keras variable {var.path} "
-                                      f"has shape {tuple(var.shape)}, the source gives "
-                                      f"{value.shape}")
-            var.assign(value.astype(var.dtype))
         report.loaded_parts.append(f"{head['task']}_head")
-        left = [v for v in left if v is not dense.kernel and v is not dense.bias]
         if head["label_names"] is None and labels:
             last = head["bias"].shape[0] - 1
             report.warnings.append(
@@ -351,10 +310,7 @@ def build_model(source):
 
 
 def check_inputs(vocab_file, lowercase=None, sentences=CHECK_SENTENCES):
-    """A padded batch of `sentences` (pairs allowed) as the model would see them.
-
-    Made by a `BertPreprocessor` of the vocabulary, the preprocessing of
-    every keras_bert model.
+    """A padded batch of `sentences` (pairs allowed), made by a `BertPreprocessor`.
 
     Args:
         vocab_file: str, the checkpoint's vocab.txt.
@@ -400,30 +356,21 @@ def model_outputs(model, inputs):
     """Numpy outputs of a converted model on `inputs`, MLM logits at every position."""
     encoder = getattr(model, "encoder", model)
     out = encoder(inputs, training=False)
-    outputs = {
-        "sequence_output": np.asarray(out["sequence_output"]),
-        "pooled_output": np.asarray(out["pooled_output"]),
-    }
+    outputs = {k: np.asarray(out[k]) for k in ("sequence_output", "pooled_output")}
     if hasattr(model, "mlm_head"):
         batch, seq = inputs["token_ids"].shape
         positions = np.tile(np.arange(seq, dtype=np.int32), (batch, 1))
         head = model({**inputs, "masked_positions": positions}, training=False)
-        outputs["mlm_logits"] = np.asarray(head["mlm_logits"])
-        outputs["nsp_logits"] = np.asarray(head["nsp_logits"])
+        outputs.update({k: np.asarray(head[k]) for k in ("mlm_logits", "nsp_logits")})
     return outputs
 
 
 def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=None):
     """Compares `model` with an independent forward pass of `source`.
 
-    The encoder outputs are compared with Hugging Face transformers when the
-    source is a Hugging Face folder and torch + transformers are importable,
-    with keras-hub (encoder and classifier head) when the source is a
-    keras-hub preset and keras_hub is importable, with the SavedModel itself
-    (`tf.saved_model.load`: encoder outputs, or a user's classifier logits)
-    for a TF Hub source, else (and for the other heads) with
-    `reference.numpy_forward`.
-    Positions that are padding are not compared.
+    The reference is transformers (Hugging Face folders), keras-hub (presets)
+    or the SavedModel itself (TF Hub) when importable, else and for the other
+    heads `reference.numpy_forward`. Padding positions are not compared.
 
     Args:
         model: the converted BertEncoder or BertPretrainer.
@@ -441,15 +388,12 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
     """
     if inputs is None:
         inputs = check_inputs(source.vocab_file, source.lowercase)
-    ref = reference.numpy_forward(
-        source.weights, source.config, inputs["token_ids"], inputs["segment_ids"],
-        inputs["padding_mask"],
-    )
+    ids = (inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"])
+    ref = reference.numpy_forward(source.weights, source.config, *ids)
     used = "numpy"
     folder = source.path if os.path.isdir(source.path) else os.path.dirname(source.path)
     if source.format == "huggingface" and reference.transformers_available():
-        encoder_ref = reference.transformers_forward(
-            folder, inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"])
+        encoder_ref = reference.transformers_forward(folder, *ids)
         # transformers' pooled output is the encoder's own pooler: a missing one is freshly
         # initialized there, and one read from a head's dense (RoBERTa's classifier.dense)
         # is not what it runs, so numpy alone checks those.
@@ -460,14 +404,12 @@ def check_model(model, source, inputs=None, tolerance=DEFAULT_TOLERANCE, report=
         used = "transformers (encoder), numpy (heads)"
     elif source.format == "tf_hub":
         encoder_folder, _ = split_pair(source.path)
-        saved = reference.saved_model_forward(
-            encoder_folder, inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"])
+        saved = reference.saved_model_forward(encoder_folder, *ids)
         if "head_logits" not in saved or source.head is not None:
             ref.update(saved)  # An unusual head's outputs were left out with it.
             used = "the SavedModel (tf.saved_model.load)"
     elif source.format == "keras_hub" and reference.keras_hub_available():
-        ref.update(reference.keras_hub_forward(
-            source.path, inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"]))
+        ref.update(reference.keras_hub_forward(source.path, *ids))
         used = "keras-hub"
     out = model_outputs(model, inputs)
     if source.head is not None and hasattr(model, "output_dense"):
@@ -514,13 +456,8 @@ _OTHER_GELU = {"gelu": "gelu_approx", "gelu_approx": "gelu"}
 
 
 def _mismatch_cause(model, source, inputs, out, ref, used):
-    """A sentence naming what made `check_model` fail, as far as it can be told.
-
-    hidden_act is named only when it explains the difference: when an
-    outside reference (transformers, keras-hub; they read the source's own
-    config) matches the numpy forward pass with the other GELU. The numpy
-    reference uses the converted config itself, so it cannot tell.
-    """
+    """A sentence naming what made `check_model` fail, as far as it can be told
+    (hidden_act when an outside reference matches the other GELU)."""
     for key, values in out.items():
         if not np.isfinite(values).all():
             bad = [v.path for v in model.weights
@@ -561,19 +498,17 @@ def convert_checkpoint(
 ):
     """Converts a checkpoint into a keras_bert model directory.
 
-    Writes config.json, vocab.txt and model.weights.h5 (a BertPretrainer's
-    when the source has MLM/NSP heads, else a BertEncoder's). Everything is
-    written to a temporary folder beside `output_dir` and renamed into place
-    only after conversion (and the check, if asked) succeeded: on any error
-    `output_dir` is not created, or an earlier one is left as it was.
-    `output_dir` must be new, empty, or (with `overwrite`) a model directory
-    keras_bert wrote, and must not hold the input (`keras_bert.files`).
+    Writes config.json, vocab.txt and model.weights.h5 (the model of
+    `build_model`) to a staging folder renamed into place only after
+    conversion (and the check, if asked) succeeded. `output_dir` must be new,
+    empty, or (with `overwrite`) a model directory keras_bert wrote, and must
+    not hold the input.
 
     Args:
         input_path: the checkpoint (see `read_checkpoint`), or a Hugging Face
             Hub id or known name (see `keras_bert.checkpoints.hub`).
         output_dir: the model directory to create.
-        format: "google", "huggingface", "transformers_tf", or None to detect.
+        format: one of `FORMATS`, or None to detect.
         check: bool, reload the written directory and compare its outputs
             with an independent forward pass of the source (`check_model`).
         tolerance: float, see `check_model`.
@@ -605,10 +540,7 @@ def convert_checkpoint(
         raise CheckpointError(str(e)) from e
     log(f"Reading {input_path}")
     source = read_checkpoint(input_path, format)
-    log(
-        f"Read {len(source.weights)} weights ({source.format}); building the "
-        f"Keras model"
-    )
+    log(f"Read {len(source.weights)} weights ({source.format}); building the Keras model")
     model, report = build_model(source)
     report.text_settings = text_settings(source)
 
@@ -618,13 +550,9 @@ def convert_checkpoint(
                                      task_info=report.text_settings)
         if check:
             log("Checking the written model against the source")
-            reloaded = _reload(staged, model)
+            reloaded = model_dir_lib.load_model_dir(staged, BertEncoder)
             inputs = check_inputs(source.vocab_file, report.text_settings["lowercase"])
             check_model(reloaded, source, inputs=inputs, tolerance=tolerance, report=report)
     report.output = output_dir
     return report
-
-
-def _reload(model_dir, model):
-    return model_dir_lib.load_model_dir(model_dir, BertEncoder)
 

@@ -9,9 +9,8 @@ with variables named like `bert/encoder/layer_0/attention/self/query/kernel`
 (dense kernels [in, out]) and, in pretraining checkpoints, the heads
 `cls/predictions/...` and `cls/seq_relationship/...`.
 
-Reading uses `tf.train.load_checkpoint` (no TF1 graph or session); writing uses
-`tf.raw_ops.SaveV2`, which produces the same name -> tensor files that Google's
-TF1 `Saver` wrote.
+Read with `tf.train.load_checkpoint`, written with `tf.raw_ops.SaveV2` (the files
+Google's TF1 `Saver` wrote).
 """
 
 import glob
@@ -41,11 +40,9 @@ CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
 CHECKPOINT_NAME = "bert_model.ckpt"
 
-# Google's `hidden_act` names -> BertConfig's. Google's modeling.py defines
-# "gelu" with the tanh approximation. "gelu_exact" is not Google's: it is what
-# `write_google_checkpoint` writes for an exact-erf model, so that a file
-# written here reads back unchanged (and Google's own code refuses it rather
-# than silently computing a different function).
+# Google's `hidden_act` names -> BertConfig's ("gelu" is the tanh approximation).
+# "gelu_exact" is ours, for an exact-erf model: Google's code refuses it rather
+# than computing another function.
 _ACTIVATIONS = {"gelu": "gelu_approx", "relu": "relu", "gelu_exact": "gelu"}
 _ACTIVATIONS_OUT = {v: k for k, v in _ACTIVATIONS.items()}
 
@@ -70,10 +67,7 @@ _LAYER_RE = re.compile(r"^bert/encoder/layer_(\d+)/")
 
 
 def config_from_google(values, path="bert_config.json"):
-    """BertConfig from the dict in a Google `bert_config.json`.
-
-    Google's configs have no LayerNorm epsilon: modeling.py always uses 1e-12.
-    """
+    """BertConfig from the dict in a Google `bert_config.json` (LayerNorm epsilon 1e-12)."""
     check_config_object(values, path)
     unknown = sorted(set(values) - set(CONFIG_KEYS) - _IGNOREDCONFIG_KEYS)
     if unknown:
@@ -145,14 +139,12 @@ def read_google_checkpoint(path):
 
     Args:
         path: the release folder (bert_config.json, bert_model.ckpt.*,
-            vocab.txt) or a checkpoint prefix such as
-            "uncased_L-12_H-768_A-12/bert_model.ckpt" with the config and
-            vocabulary beside it.
+            vocab.txt) or a checkpoint prefix with the config and vocabulary
+            beside it.
 
     Returns:
-        SourceCheckpoint with float32 numpy weights. Optimizer slots and
-        `global_step` are listed in `ignored`; variables BERT has no place for
-        (e.g. a fine-tuned classifier) in `unused`.
+        SourceCheckpoint with float32 numpy weights; optimizer slots in
+        `ignored`, variables BERT has no place for in `unused`.
 
     Raises:
         CheckpointError: a missing or unreadable file, or a variable whose
@@ -181,16 +173,9 @@ def read_google_checkpoint(path):
     check_declared_sizes(reader, prefix)
 
     source = SourceCheckpoint(
-        format="google",
-        path=path,
-        config=config,
-        weights={},
-        source_names={},
-        vocab_file=os.path.join(folder, VOCAB_FILE),
-        lowercase=_guess_lowercase(folder),
+        format="google", path=path, config=config, vocab_file=os.path.join(folder, VOCAB_FILE)
     )
-    if source.lowercase is not None:
-        source.lowercase_from = f"folder name {os.path.basename(os.path.normpath(folder))!r}"
+    source.lowercase, source.lowercase_from = guess_lowercase(folder)
     known = expected_shapes(config)
     for name in sorted(shape_map):
         reason = _classify(name)
@@ -223,14 +208,12 @@ def read_google_checkpoint(path):
 
 
 def write_google_checkpoint(path, weights, config, vocab_file=None):
-    """Writes weights under Google's names as a release folder.
-
-    The result reads back with `read_google_checkpoint(path)` and with
-    `tf.train.load_checkpoint(path + "/bert_model.ckpt")`.
+    """Writes weights under Google's names as a release folder
+    (`read_google_checkpoint` and `tf.train.load_checkpoint` read it back).
 
     Args:
-        path: folder to create (local, or remote: gs://...; it is not a
-            model directory, so no commit marker: read it once written).
+        path: folder to create (local or remote; no commit marker: read it
+            once written).
         weights: dict, Google variable name -> numpy array in Google's layout,
             e.g. `SourceCheckpoint.weights`.
         config: BertConfig, written as bert_config.json.
@@ -250,11 +233,10 @@ def write_google_checkpoint(path, weights, config, vocab_file=None):
         storage.copy_file(vocab_file, storage.join(path, VOCAB_FILE))
 
 
-def _guess_lowercase(folder):
-    """Google names releases "uncased_..." / "cased_..."; None if neither."""
-    name = os.path.basename(os.path.normpath(folder)).lower()
-    if "uncased" in name:
-        return True
-    if "cased" in name:
-        return False
-    return None
+def guess_lowercase(folder):
+    """(lowercase, where it was read) from a release's folder name ("uncased_..." /
+    "cased_..."), or (None, None) if neither."""
+    name = os.path.basename(os.path.normpath(folder))
+    lowered = name.lower()
+    lowercase = True if "uncased" in lowered else False if "cased" in lowered else None
+    return lowercase, None if lowercase is None else f"folder name {name!r}"

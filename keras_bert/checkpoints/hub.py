@@ -4,16 +4,11 @@
 or tools/convert_checkpoint.py --input into a local path:
 - an existing path is itself (a folder, a weights file, a TF checkpoint prefix);
 - a name of `KNOWN_NAMES` ("bert-base-uncased", keras-hub's
-  "bert_base_en_uncased") is its Hugging Face Hub id;
-- a Kaggle model handle ("kaggle://keras/bert/keras/bert_tiny_en_uncased_sst2/5",
-  the table's value for a keras-hub preset the Hugging Face Hub does not hold)
-  is its folder in kagglehub's cache (KAGGLEHUB_CACHE, default
-  ~/.cache/kagglehub), downloaded with kagglehub when missing unless
-  HF_HUB_OFFLINE is set;
-- a Hub id ("google-bert/bert-base-uncased") is its snapshot folder in
-  huggingface_hub's cache (HF_HUB_CACHE, default ~/.cache/huggingface/hub),
-  downloaded when missing unless HF_HUB_OFFLINE is set, in which case only the
-  cache is read and no network is reached.
+  "bert_base_en_uncased") is its Hub id or Kaggle handle;
+- a Kaggle model handle ("kaggle://OWNER/MODEL/FRAMEWORK/VARIATION/VERSION") is
+  its folder in kagglehub's cache, a Hub id ("google-bert/bert-base-uncased")
+  its snapshot folder in huggingface_hub's cache; either is downloaded when
+  missing unless HF_HUB_OFFLINE is set.
 Anything else is refused with what was looked for and how to convert.
 """
 
@@ -23,10 +18,8 @@ import re
 from keras_bert.checkpoints.source import CheckpointError, first_line
 
 #: Well-known names -> Hugging Face Hub ids (or, for a keras-hub preset the
-#: Hub does not hold, its Kaggle handle). keras-hub's BERT presets were
-#: converted from Google's original releases, which the Hub holds under
-#: google-bert/ (base, large) and google/ (the 24 smaller BERTs of "Well-Read
-#: Students Learn Better", named bert_uncased_L-{layers}_H-{hidden}_A-{heads}).
+#: Hub does not hold, its Kaggle handle). keras-hub's BERT presets are Google's
+#: releases, which the Hub holds under google-bert/ and google/.
 KNOWN_NAMES = {
     # The legacy transformers names (the Hub redirects them to google-bert/).
     "bert-base-uncased": "google-bert/bert-base-uncased",
@@ -59,9 +52,7 @@ KNOWN_NAMES = {
 KAGGLE = "kaggle://"
 
 # What a download fetches: the config, tokenizer files and one weights format
-# (safetensors first; pytorch_model.bin only when a repository has no
-# safetensors; tf_model.h5 only when it has neither, as a TF model pushed with
-# push_to_hub). Flax and onnx files are left on the Hub.
+# (the first of safetensors, pytorch_model.bin, tf_model.h5 the repository has).
 _TEXT_FILES = ["config.json", "vocab.txt", "tokenizer_config.json", "tokenizer.json",
                "special_tokens_map.json", "sentencepiece.bpe.model", "vocab.json", "merges.txt"]
 _SAFETENSORS = ["model.safetensors", "model.safetensors.index.json", "model-*.safetensors"]
@@ -144,15 +135,9 @@ def kagglehub_cache_dir():
 
 
 def kaggle_snapshot(handle, asked=None):
-    """The local folder of a Kaggle model handle (see module doc).
-
-    Args:
-        handle: "kaggle://OWNER/MODEL/FRAMEWORK/VARIATION/VERSION".
-        asked: what the user typed (a name of `KNOWN_NAMES`), for messages.
-
-    Returns:
-        str, the preset folder in kagglehub's cache.
-    """
+    """The preset folder in kagglehub's cache of a Kaggle model handle
+    "kaggle://OWNER/MODEL/FRAMEWORK/VARIATION/VERSION"; `asked`, what the user
+    typed, is for messages."""
     named = f"{asked!r} (Kaggle {handle})" if asked and asked != handle else handle
     parts = handle[len(KAGGLE):].split("/")
     if len(parts) != 5 or not all(parts):
@@ -206,12 +191,11 @@ def hub_snapshot(repo_id, asked=None):
 
     try:
         folder = download(_TEXT_FILES + _SAFETENSORS)
-        if not any(os.path.exists(os.path.join(folder, name))
-                   for name in ("model.safetensors", "model.safetensors.index.json")):
+        # The first two names of each list are its single-file ones.
+        if not any(os.path.exists(os.path.join(folder, n)) for n in _SAFETENSORS[:2]):
             folder = download(_TEXT_FILES + _PYTORCH)
-        if not any(os.path.exists(os.path.join(folder, name))
-                   for name in ("model.safetensors", "model.safetensors.index.json",
-                                "pytorch_model.bin", "pytorch_model.bin.index.json")):
+        if not any(os.path.exists(os.path.join(folder, n))
+                   for n in _SAFETENSORS[:2] + _PYTORCH[:2]):
             folder = download(_TEXT_FILES + _TF)
     except errors.RepositoryNotFoundError as e:
         raise FileNotFoundError(

@@ -5,10 +5,8 @@ A folder holds
     model.safetensors              weights (or sharded: model.safetensors.index.json)
     pytorch_model.bin              older weights file (read only if torch is installed)
     vocab.txt                      WordPiece vocabulary
-    tokenizer.json                 the fast tokenizer: its WordPiece model's vocabulary
-                                   (what transformers 5 writes instead of vocab.txt;
-                                   preferred to vocab.txt when both are there) and its
-                                   BertNormalizer's casing and accent options; or XLM-R's
+    tokenizer.json                 the fast tokenizer: WordPiece vocabulary (preferred
+                                   to vocab.txt) and BertNormalizer options; or XLM-R's
                                    Unigram model, or RoBERTa's byte-level BPE
     sentencepiece.bpe.model        XLM-R's SentencePiece model (`SentencePieceTokenizer`)
     vocab.json, merges.txt         RoBERTa's byte-level BPE (`BytePairTokenizer`)
@@ -17,17 +15,13 @@ Tensor names are `embeddings.word_embeddings.weight`, `encoder.layer.0.attention
 self.query.weight`, ... with a `bert.` prefix in models that carry heads
 (`cls.predictions.*`, `cls.seq_relationship.*`). PyTorch Linear weights are
 [out, in]; they are transposed to Google's [in, out] here.
-DistilBERT, ELECTRA, RoBERTa and XLM-RoBERTa folders (model_type "distilbert",
-"electra", "roberta", "xlm-roberta") are read too, as BertEncoder variants: their
-config keys and tensor names are in `keras_bert.checkpoints.bert_family`.
-
-safetensors files are read with numpy only; torch is imported only for
+DistilBERT, ELECTRA, RoBERTa and XLM-RoBERTa folders are read too, as BertEncoder
+variants (`keras_bert.checkpoints.bert_family`). torch is imported only for
 pytorch_model.bin.
 """
 
 import atexit
 import json
-import logging
 import os
 import re
 import shutil
@@ -55,6 +49,8 @@ SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 PYTORCH_FILE = "pytorch_model.bin"
 PYTORCH_INDEX = "pytorch_model.bin.index.json"
+# A folder's weights files, preferred in this order (and to tf_model.h5).
+WEIGHTS_FILES = (SAFETENSORS_FILE, SAFETENSORS_INDEX, PYTORCH_FILE, PYTORCH_INDEX)
 
 
 _DENSE = (
@@ -63,33 +59,23 @@ _DENSE = (
 )
 _NORM = r"attention\.output\.LayerNorm|output\.LayerNorm"
 
-# (pattern on the name without the model prefix, Google name template,
-#  transpose). Applied with re.fullmatch; "{path}" is group "path" with dots
-# turned into slashes.
+# Rules on the name without the model prefix (`bert_family.rules`); "{path}" is
+# group "path" with dots turned into slashes.
+_LAYER = r"encoder\.layer\.(?P<layer>\d+)\.(?P<path>{})"
 _RULES = [
     (r"embeddings\.(?P<path>word|token_type|position)_embeddings\.weight",
      "bert/embeddings/{path}_embeddings", False),
-    (r"embeddings\.LayerNorm\.(?:weight|gamma)", "bert/embeddings/LayerNorm/gamma", False),
-    (r"embeddings\.LayerNorm\.(?:bias|beta)", "bert/embeddings/LayerNorm/beta", False),
-    (rf"encoder\.layer\.(?P<layer>\d+)\.(?P<path>{_DENSE})\.weight",
-     "bert/encoder/layer_{layer}/{path}/kernel", True),
-    (rf"encoder\.layer\.(?P<layer>\d+)\.(?P<path>{_DENSE})\.bias",
-     "bert/encoder/layer_{layer}/{path}/bias", False),
-    (rf"encoder\.layer\.(?P<layer>\d+)\.(?P<path>{_NORM})\.(?:weight|gamma)",
-     "bert/encoder/layer_{layer}/{path}/gamma", False),
-    (rf"encoder\.layer\.(?P<layer>\d+)\.(?P<path>{_NORM})\.(?:bias|beta)",
-     "bert/encoder/layer_{layer}/{path}/beta", False),
-    (r"pooler\.dense\.weight", "bert/pooler/dense/kernel", True),
-    (r"pooler\.dense\.bias", "bert/pooler/dense/bias", False),
+    *bert_family.norm_rules(r"embeddings\.LayerNorm", "bert/embeddings/LayerNorm"),
+    *bert_family.linear_rules(_LAYER.format(_DENSE), "bert/encoder/layer_{layer}/{path}"),
+    *bert_family.norm_rules(_LAYER.format(_NORM), "bert/encoder/layer_{layer}/{path}"),
+    *bert_family.linear_rules(r"pooler\.dense", "bert/pooler/dense"),
 ]
 # Heads carry no model prefix.
 _HEAD_RULES = [
-    (r"cls\.predictions\.transform\.dense\.weight", "cls/predictions/transform/dense/kernel", True),
-    (r"cls\.predictions\.transform\.dense\.bias", "cls/predictions/transform/dense/bias", False),
-    (r"cls\.predictions\.transform\.LayerNorm\.(?:weight|gamma)",
-     "cls/predictions/transform/LayerNorm/gamma", False),
-    (r"cls\.predictions\.transform\.LayerNorm\.(?:bias|beta)",
-     "cls/predictions/transform/LayerNorm/beta", False),
+    *bert_family.linear_rules(r"cls\.predictions\.transform\.dense",
+                              "cls/predictions/transform/dense"),
+    *bert_family.norm_rules(r"cls\.predictions\.transform\.LayerNorm",
+                            "cls/predictions/transform/LayerNorm"),
     (r"cls\.predictions\.bias", "cls/predictions/output_bias", False),
     # PyTorch's NSP Linear weight is [2, H], the same as Google's output_weights.
     (r"cls\.seq_relationship\.weight", "cls/seq_relationship/output_weights", False),
@@ -124,9 +110,9 @@ _WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
 
 
 def _other_architecture(architectures):
-    """(class name, display name) of a non-BERT class in config.json's
-    architectures ("RobertaForSequenceClassification", "TFDistilBertModel"), or None."""
-    known = {re.sub(r"[-_]", "", key): name for key, name in OTHER_ARCHITECTURES.items()}
+    """(class name, model_type) of a non-BERT class in config.json's architectures
+    ("RobertaForSequenceClassification", "TFDistilBertModel"), or None."""
+    known = {re.sub(r"[-_]", "", key): key for key in OTHER_ARCHITECTURES}
     for architecture in architectures if isinstance(architectures, list) else []:
         base = re.sub(r"^TF|(?:Model|For\w+|LMHead\w*)$", "", str(architecture)).lower()
         if base in known:
@@ -134,25 +120,9 @@ def _other_architecture(architectures):
     return None
 
 
-def _family_type(display_name):
-    """The model_type of a variant keras_bert reads ("distilbert" for "DistilBERT"), else None."""
-    return next((key for key in bert_family.MODEL_TYPES
-                 if OTHER_ARCHITECTURES[key] == display_name), None)
-
-
 def read_config_file(config_file, missing_hint):
-    """A transformers model folder's config.json, as its dict and a BertConfig.
-
-    Args:
-        config_file: str, the folder's config.json.
-        missing_hint: str, the way out, said when the file is missing.
-
-    Returns:
-        A tuple `(values, config)`: the JSON object and its `BertConfig`.
-
-    Raises:
-        CheckpointError: config.json is missing, not JSON or not BERT's.
-    """
+    """`(values, config)`: a transformers config.json's dict and its BertConfig;
+    `missing_hint` is the way out said when the file is missing."""
     values = read_config_json(config_file, missing_hint)
     return values, config_from_huggingface(values, config_file)
 
@@ -163,13 +133,14 @@ def config_from_huggingface(values, path="config.json"):
     model_type = bert_family.model_type_of(values)
     other = _other_architecture(values.get("architectures"))
     if model_type == "bert" and other:
+        name = OTHER_ARCHITECTURES[other[1]]
         raise CheckpointError(
-            f"{path}: this is a {other[1]} checkpoint (architectures {other[0]!r}), not BERT; "
+            f"{path}: this is a {name} checkpoint (architectures {other[0]!r}), not BERT; "
             f"keras_bert loads BERT and its variants {_VARIANTS}: other architectures "
             f"differ in position ids, normalization or names."
-            + (f" This config.json says model_type 'bert' (or none); a {other[1]} folder that "
-               f"transformers saved says {_family_type(other[1])!r}: set it in config.json."
-               if _family_type(other[1]) else ""))
+            + (f" This config.json says model_type 'bert' (or none); a {name} folder that "
+               f"transformers saved says {other[1]!r}: set it in config.json."
+               if other[1] in bert_family.MODEL_TYPES else ""))
     if model_type in bert_family.MODEL_TYPES:
         return bert_family.config_from_family(values, path)
     if model_type != "bert":
@@ -187,7 +158,7 @@ def config_from_huggingface(values, path="config.json"):
 
 def find_weights_file(folder):
     """The weights file of a Hugging Face folder, preferring safetensors."""
-    for name in (SAFETENSORS_FILE, SAFETENSORS_INDEX, PYTORCH_FILE, PYTORCH_INDEX):
+    for name in WEIGHTS_FILES:
         candidate = os.path.join(folder, name)
         if os.path.isfile(candidate):
             return candidate
@@ -201,10 +172,8 @@ def find_weights_file(folder):
 
 
 def load_tensors(weights_file):
-    """dict, tensor name -> numpy array, from a safetensors or PyTorch file.
-
-    A `.index.json` loads every shard it lists.
-    """
+    """dict, tensor name -> numpy array, from a safetensors or PyTorch file (or every
+    shard a `.index.json` lists)."""
     if weights_file.endswith(".index.json"):
         try:
             with open(weights_file, encoding="utf-8") as f:
@@ -301,13 +270,11 @@ def read_huggingface_checkpoint(path):
     """Reads a Hugging Face BERT folder into a SourceCheckpoint.
 
     Args:
-        path: the folder (config.json, model.safetensors or pytorch_model.bin,
-            vocab.txt), or the weights file inside it.
+        path: the folder, or the weights file inside it.
 
     Returns:
-        SourceCheckpoint in Google's names and layout. `ignored` lists buffers
-        and the MLM decoder weight (tied to the word embeddings); `unused`
-        lists tensors BERT has no place for (e.g. `classifier.weight`).
+        SourceCheckpoint in Google's names and layout; buffers and the tied MLM
+        decoder weight in `ignored`, tensors BERT has no place for in `unused`.
 
     Raises:
         CheckpointError: a missing or unreadable file, a non-BERT config, or a
@@ -346,15 +313,8 @@ def read_huggingface_checkpoint(path):
             f"vocab_size={config.vocab_size}. Use the tokenizer files that were released with "
             f"these weights.")
 
-    source = SourceCheckpoint(
-        format="huggingface",
-        path=path,
-        config=config,
-        weights={},
-        source_names={},
-        vocab_file=vocab_file,
-        warnings=vocab_warnings,
-    )
+    source = SourceCheckpoint(format="huggingface", path=path, config=config,
+                              vocab_file=vocab_file, warnings=vocab_warnings)
     if wordpiece:  # SentencePiece and BPE files say how they normalize text.
         source.lowercase, source.lowercase_from = read_lowercase(folder, values)
         source.tokenizer_options = read_tokenizer_options(folder)
@@ -375,10 +335,7 @@ def read_huggingface_checkpoint(path):
                      and bert_family.is_sequence_classifier(values))
     transposed = set()
     for name in sorted(tensors):
-        if prefix and name.startswith(prefix):
-            stripped = name[len(prefix):]
-        else:
-            stripped = None if prefix else name
+        stripped = name[len(prefix):] if name.startswith(prefix) else None
         if unused_pooler and stripped in ("pooler.dense.weight", "pooler.dense.bias"):
             source.ignored[name] = ("not run by RobertaForSequenceClassification, whose "
                                     "pooler is classifier.dense")
@@ -464,13 +421,9 @@ def _drop_position_offset(source, values):
 
 def _tied_decoder(source, tensors, prefix, decoder_weight=_DECODER_WEIGHT,
                   decoder_bias=_DECODER_BIAS):
-    """The MLM decoder: keras_bert ties its weight to the word embeddings.
-
-    The decoder weight is accepted when it equals the word embeddings (the
-    usual case), and reported otherwise; the decoder bias is the same tensor as
-    the head's bias (`cls.predictions.bias`, `lm_head.bias`) in transformers and
-    stands in for it when that one is absent.
-    """
+    """The MLM decoder: its weight is ignored when it equals the word embeddings
+    (keras_bert ties them), else reported; its bias stands in for the head's
+    bias when that one is absent."""
     if decoder_weight in tensors:
         decoder = np.asarray(tensors[decoder_weight], np.float32)
         words = source.weights.get("bert/embeddings/word_embeddings")
@@ -509,21 +462,13 @@ def _read_json(path):
 
 
 def tokenizer_json_vocabulary(path):
-    """The tokens (list of str, index = id) of a tokenizer.json's WordPiece model.
-
-    Args:
-        path: str, a transformers fast tokenizer's tokenizer.json.
-
-    Returns:
-        list of str, or None when the file holds no WordPiece model (a BPE or
-        Unigram tokenizer is not BERT's; the folder's vocab.txt is then the
-        only vocabulary).
+    """The tokens (list of str, index = id) of a tokenizer.json's WordPiece model,
+    or None when it holds another model.
 
     Raises:
-        CheckpointError: the file is not JSON, or its WordPiece vocabulary's ids
-            are not 0..N-1 each once, or it continues words with a prefix other
-            than "##" (BERT's), or a token holds a line break (vocab.txt keeps one
-            token a line).
+        CheckpointError: the file is not JSON, or its vocabulary's ids are not
+            0..N-1 each once, its word prefix is not "##", or a token holds a
+            line break.
     """
     try:
         with open(path, encoding="utf-8") as f:
@@ -560,9 +505,8 @@ def tokenizer_json_vocabulary(path):
 
 def tokenizer_kind(folder):
     """"wordpiece", "sentencepiece" (XLM-R's) or "byte_pair" (RoBERTa's): the tokenizer a
-    Hugging Face folder's files are for, as transformers would load it (tokenizer.json's
-    model first, then the files of each kind). "wordpiece" when nothing says, so that
-    `read_vocabulary` names what is missing."""
+    Hugging Face folder's files are for (tokenizer.json's model first); "wordpiece"
+    when nothing says."""
     model = _read_json(os.path.join(folder, TOKENIZER_FILE)).get("model")
     model_type = model.get("type") if isinstance(model, dict) else None
     if model_type == "WordPiece":
@@ -582,8 +526,7 @@ def tokenizer_kind(folder):
 
 def read_tokenizer_files(folder):
     """(vocabulary file, its number of ids) of a folder's SentencePiece or byte-level BPE
-    tokenizer, read by its class's `from_folder` and written once to a temporary folder
-    (deleted at exit) in a model directory's layout (`keras_bert.text.tokenizer_files`).
+    tokenizer, written to a temporary folder in a model directory's layout.
 
     Raises:
         CheckpointError: the files are missing, damaged or not the layout the class reads.
@@ -597,26 +540,23 @@ def read_tokenizer_files(folder):
         tokenizer = cls.from_folder(folder)
     except (OSError, ValueError) as e:
         raise CheckpointError(f"{folder}: its {cls.__name__} cannot be read: {e}") from e
+    return save_tokenizer_files(tokenizer, _temporary_dir()), tokenizer.vocab_size
+
+
+def _temporary_dir():
+    """A new folder deleted at exit."""
     staging = tempfile.mkdtemp(prefix="keras_bert-hf-vocab-")
     atexit.register(shutil.rmtree, staging, ignore_errors=True)
-    return save_tokenizer_files(tokenizer, staging), tokenizer.vocab_size
+    return staging
 
 
 def read_vocabulary(folder, warnings):
     """The vocab.txt path of a Hugging Face folder's vocabulary.
 
-    tokenizer.json's WordPiece vocabulary when the folder has one: it is what
-    transformers' (fast) tokenizer of the folder uses, and transformers 5
-    writes no vocab.txt. It is written once to a temporary vocab.txt (deleted
-    at exit; the converted model directory keeps its own copy). A vocab.txt
-    that disagrees with it is not used, and `warnings` says so. Without a
-    WordPiece tokenizer.json, the folder's vocab.txt (whose absence
-    `check_vocab` reports).
-
-    Args:
-        folder: str, the Hugging Face folder.
-        warnings: list, where a note on the choice is appended (logged by the
-            converter).
+    tokenizer.json's WordPiece vocabulary when the folder has one (what
+    transformers uses), written to a temporary vocab.txt; a vocab.txt that
+    disagrees is not used, and a note is appended to `warnings`. Else the
+    folder's vocab.txt.
     """
     vocab_file = os.path.join(folder, VOCAB_FILE)
     tokenizer_file = os.path.join(folder, TOKENIZER_FILE)
@@ -646,11 +586,9 @@ def read_vocabulary(folder, warnings):
             f"({len(listed) if listed is not None else 'unreadable'} vs {len(tokens)} tokens"
             + (f", first difference at id {_first_difference(listed, tokens)}"
                if listed is not None else "")
-            + f"); tokenizer.json is used, as transformers' tokenizer of this folder does. "
-            f"Delete one of them to silence this.")
-    staging = tempfile.mkdtemp(prefix="keras_bert-hf-vocab-")
-    atexit.register(shutil.rmtree, staging, ignore_errors=True)
-    written = os.path.join(staging, VOCAB_FILE)
+            + "); tokenizer.json is used, as transformers' tokenizer of this folder does. "
+            "Delete one of them to silence this.")
+    written = os.path.join(_temporary_dir(), VOCAB_FILE)
     with open(written, "w", encoding="utf-8") as f:
         f.write("\n".join(tokens) + "\n")
     return written
@@ -661,12 +599,9 @@ def _first_difference(a, b):
 
 
 def read_lowercase(folder, config_values=None):
-    """(lowercase, where it was read), or (None, None) when the folder doesn't say.
-
-    Looked for in the tokenizer's own settings first: tokenizer_config.json
-    `do_lower_case`, tokenizer.json's BertNormalizer `lowercase`, then
-    config.json `do_lower_case` (some older uploads keep it there).
-    """
+    """(lowercase, where it was read), or (None, None) when the folder doesn't say:
+    tokenizer_config.json `do_lower_case`, tokenizer.json's BertNormalizer
+    `lowercase`, then config.json `do_lower_case`."""
     value = _read_json(os.path.join(folder, "tokenizer_config.json")).get("do_lower_case")
     if isinstance(value, bool):
         return value, "tokenizer_config.json do_lower_case"
@@ -682,11 +617,7 @@ def read_lowercase(folder, config_values=None):
 
 def read_tokenizer_options(folder):
     """The folder's tokenizer settings besides casing that differ from BERT's defaults,
-    as `BertTokenizer` arguments: tokenizer_config.json `strip_accents`,
-    `tokenize_chinese_chars`, `never_split`, `remove_control_chars` (else
-    tokenizer.json's BertNormalizer `strip_accents`, `handle_chinese_chars` and
-    `clean_text`), and tokenizer.json's WordPiece `max_input_chars_per_word` (our
-    `max_chars_per_word`)."""
+    as `BertTokenizer` arguments, from tokenizer_config.json, else tokenizer.json."""
     config = _read_json(os.path.join(folder, "tokenizer_config.json"))
     fast = _read_json(os.path.join(folder, TOKENIZER_FILE))
     normalizer = fast.get("normalizer")
@@ -714,13 +645,8 @@ def read_tokenizer_options(folder):
 
 
 def head_task(values):
-    """(task, head layer name) of a config's fine-tuned architecture, else (None, None).
-
-    Args:
-        values: dict, a transformers config.json ("architectures" names the
-            class, e.g. "BertForSequenceClassification"; TF classes save it
-            without their "TF" prefix).
-    """
+    """(task, head layer name) of a config.json's fine-tuned architecture, else
+    (None, None)."""
     for architecture in values.get("architectures") or []:
         for suffix, found in HEAD_TASKS.items():
             if str(architecture).endswith(suffix):
@@ -729,19 +655,9 @@ def head_task(values):
 
 
 def make_head(source, values, task, kernel, bias, names, config_file):
-    """The `SourceCheckpoint.head` dict of a fine-tuned head, shapes checked.
-
-    Label names come from config.json's id2label (a span head has none).
-
-    Args:
-        source: the SourceCheckpoint being read (its config and warnings).
-        values: dict, the config.json.
-        task: str, the registered task (see `HEAD_TASKS`).
-        kernel: float32 array [hidden, num_labels] (Google / Keras layout).
-        bias: float32 array [num_labels].
-        names: str, the source tensors' names, for messages.
-        config_file: str, the config's path, for messages.
-    """
+    """The `SourceCheckpoint.head` dict of a fine-tuned head of `task`, shapes checked
+    (kernel [hidden, num_labels], bias [num_labels]), label names from config.json's
+    id2label; `names` and `config_file` are for messages."""
     hidden = source.config.hidden_size
     architecture = (values.get("architectures") or [task])[0]
     if kernel.ndim != 2 or kernel.shape[0] != hidden or bias.shape != (kernel.shape[1],) or (
@@ -771,13 +687,8 @@ def make_head(source, values, task, kernel, bias, names, config_file):
 
 
 def _read_head(source, values, tensors, config_file, model_type="bert"):
-    """A fine-tuned Linear head of BertFor{Sequence,Token}Classification or
-    BertForQuestionAnswering (see `HEAD_TASKS`), or of DistilBERT's and
-    ELECTRA's same classes (`bert_family.head_layer`).
-
-    Returns the `SourceCheckpoint.head` dict, or None (then the tensors stay
-    in `unused`, reported).
-    """
+    """The `SourceCheckpoint.head` dict of a fine-tuned Linear head (`HEAD_TASKS`,
+    `bert_family.head_layer`), or None (its tensors stay in `unused`)."""
     task, layer = head_task(values)
     layer = bert_family.head_layer(model_type, task, layer)
     weight_name, bias_name = f"{layer}.weight", f"{layer}.bias"

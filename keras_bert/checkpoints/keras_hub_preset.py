@@ -1,7 +1,6 @@
 """keras-hub preset directories (BertBackbone, BertTextClassifier) -> SourceCheckpoint.
 
-A preset written by keras-hub's `save_to_preset` (or downloaded from Kaggle)
-is read with h5py alone: keras-hub itself is not needed.
+A preset (keras-hub's `save_to_preset`, or Kaggle's) is read with h5py alone.
 
     PRESET/
       config.json          the backbone: {"class_name": "BertBackbone", "config": {...},
@@ -13,19 +12,17 @@ is read with h5py alone: keras-hub itself is not needed.
       task.json            (fine-tuned tasks) e.g. BertTextClassifier: num_classes,
       task.weights.h5      activation, dropout; the weights outside the backbone
 
-A Keras weights file names each layer after its class, numbered in the
-order of the model's layers ("transformer_encoder", "transformer_encoder_1",
-...); a variable is `vars/INDEX` in the order the layer created it (a Dense
-kernel, then its bias).
+A Keras weights file names each layer after its class, numbered in model order
+("transformer_encoder", "transformer_encoder_1", ...); a variable is
+`vars/INDEX` in the order the layer created it.
 """
 
-import json
 import os
 
 import numpy as np
 
-from keras_bert import sources
 from keras_bert.checkpoints.source import CheckpointError, SourceCheckpoint, check_against_config
+from keras_bert.checkpoints.source import read_config_json
 from keras_bert.config import BertConfig
 from keras_bert.models.model_dir import h5_shapes
 
@@ -47,10 +44,7 @@ OTHER_BACKBONES = {
 # keras-hub's classifier task (renamed from BertClassifier in keras-hub 0.16).
 _CLASSIFIER_TASKS = ("BertTextClassifier", "BertClassifier")
 
-# Backbone weights file path -> Google name. Each keras-hub layer is one of
-# these: "token_embedding" (ReversibleEmbedding), "position_embedding",
-# "segment_embedding" (Embedding), "embeddings_layer_norm" (LayerNormalization),
-# "pooled_dense" (Dense), then the TransformerEncoder blocks.
+# Backbone weights file path -> Google name (the TransformerEncoder blocks follow).
 _EMBEDDINGS = {
     "layers/reversible_embedding/vars/0": "bert/embeddings/word_embeddings",
     "layers/position_embedding/vars/0": "bert/embeddings/position_embeddings",
@@ -74,23 +68,15 @@ _BLOCK = {
 _HEAD_KERNEL, _HEAD_BIAS = "layers/dense/vars/0", "layers/dense/vars/1"
 
 
-def _read_json(path, required=True):
-    if not os.path.isfile(path):
-        if required:
-            raise CheckpointError(f"{path} is missing: a keras-hub preset keeps it beside "
-                                  f"{WEIGHTS_FILE}.")
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
-        raise CheckpointError(f"{path} is not valid JSON: {e}") from e
-
-
-def _class_config(values, path):
-    """(class_name, config dict) of a serialized keras-hub object."""
+def _saved_config(path, name):
+    """(class_name, config) of the serialized Keras object in file `name` of the preset
+    `path`, or (None, {}) when the preset has no such file."""
+    file = os.path.join(path, name)
+    if name != CONFIG_FILE and not os.path.isfile(file):
+        return None, {}
+    values = read_config_json(file, f"A keras-hub preset keeps it beside {WEIGHTS_FILE}.")
     if not isinstance(values, dict) or not isinstance(values.get("config"), dict):
-        raise CheckpointError(f"{path}: expected a serialized Keras object "
+        raise CheckpointError(f"{file}: expected a serialized Keras object "
                               f"({{\"class_name\": ..., \"config\": {{...}}}}).")
     return values.get("class_name"), values["config"]
 
@@ -109,12 +95,8 @@ def _read_h5(path, config):
 
 
 def config_from_keras_hub(values, path):
-    """BertConfig from a keras-hub BertBackbone config dict.
-
-    keras-hub's BertBackbone always uses the tanh approximation of GELU (as
-    Google's BERT did) and LayerNorm epsilon 1e-12; one `dropout` rate
-    serves embeddings, attention and sub-layer outputs.
-    """
+    """BertConfig from a keras-hub BertBackbone config dict (always the tanh GELU,
+    LayerNorm epsilon 1e-12 and one `dropout` rate)."""
     missing = [k for k in ("vocabulary_size", "num_layers", "num_heads", "hidden_dim",
                            "intermediate_dim") if k not in values]
     if missing:
@@ -143,11 +125,6 @@ def read_keras_hub_preset(path):
     Args:
         path: the preset folder (see the module docstring).
 
-    Returns:
-        SourceCheckpoint (format "keras_hub") in Google's names and layout,
-        with `lowercase` from tokenizer.json, `max_seq_length` from
-        preprocessor.json and, for a fine-tuned BertTextClassifier, its head.
-
     Raises:
         CheckpointError: a missing file, a backbone other than BertBackbone
             (named), a head keras_bert's BertClassifier cannot reproduce, or a
@@ -159,7 +136,7 @@ def read_keras_hub_preset(path):
     (128, 2)
     """
     config_file = os.path.join(path, CONFIG_FILE)
-    class_name, values = _class_config(_read_json(config_file), config_file)
+    class_name, values = _saved_config(path, CONFIG_FILE)
     if class_name != "BertBackbone":
         name = OTHER_BACKBONES.get(class_name)
         what = f"a {name} preset (keras-hub {class_name})" if name else (
@@ -181,8 +158,8 @@ def read_keras_hub_preset(path):
         raise CheckpointError(f"{weights_file} is missing: the preset has no backbone weights.")
     arrays = _read_h5(weights_file, config)
 
-    source = SourceCheckpoint(format="keras_hub", path=path, config=config, weights={},
-                              source_names={}, vocab_file=os.path.join(path, VOCAB_FILE))
+    source = SourceCheckpoint(format="keras_hub", path=path, config=config,
+                              vocab_file=os.path.join(path, VOCAB_FILE))
     h = config.hidden_size
     names = dict(_EMBEDDINGS)
     for i in range(config.num_layers):
@@ -208,41 +185,30 @@ def read_keras_hub_preset(path):
         source.weights[google] = np.ascontiguousarray(value)
         source.source_names[google] = f"{WEIGHTS_FILE}:{name}"
 
-    tokenizer_file = os.path.join(path, TOKENIZER_FILE)
-    tokenizer = _read_json(tokenizer_file, required=False)
-    if tokenizer is not None:
-        tokenizer_config = _class_config(tokenizer, tokenizer_file)[1]
-        if isinstance(tokenizer_config.get("lowercase"), bool):
-            source.lowercase = tokenizer_config["lowercase"]
-            source.lowercase_from = f"{tokenizer_file} lowercase"
-            strip = tokenizer_config.get("strip_accents", False)
-            if isinstance(strip, bool) and strip != source.lowercase:
-                # keras-hub's BertTokenizer lower-cases without stripping accents
-                # (Google's uncased BERT strips them): its own rule is kept.
-                source.tokenizer_options["strip_accents"] = strip
-    preprocessor_file = os.path.join(path, PREPROCESSOR_FILE)
-    preprocessor = _read_json(preprocessor_file, required=False)
-    if preprocessor is not None:
-        length = _class_config(preprocessor, preprocessor_file)[1].get("sequence_length")
-        if isinstance(length, int) and 3 <= length <= config.max_position_embeddings:
-            source.max_seq_length = length
+    tokenizer = _saved_config(path, TOKENIZER_FILE)[1]
+    if isinstance(tokenizer.get("lowercase"), bool):
+        source.lowercase = tokenizer["lowercase"]
+        source.lowercase_from = f"{os.path.join(path, TOKENIZER_FILE)} lowercase"
+        strip = tokenizer.get("strip_accents", False)
+        if isinstance(strip, bool) and strip != source.lowercase:
+            # keras-hub's BertTokenizer lower-cases without stripping accents
+            # (Google's uncased BERT strips them): its own rule is kept.
+            source.tokenizer_options["strip_accents"] = strip
+    length = _saved_config(path, PREPROCESSOR_FILE)[1].get("sequence_length")
+    if isinstance(length, int) and 3 <= length <= config.max_position_embeddings:
+        source.max_seq_length = length
     source.head = _read_head(source, path)
     check_against_config(source, describe=lambda g: source.source_names.get(g, g))
     return source
 
 
 def _read_head(source, path):
-    """The BertTextClassifier head (pooled -> dropout -> dense) of task.json, or None.
-
-    keras-hub's classifier is the paper's head, as keras_bert's BertClassifier
-    is; only an activation on its logits (e.g. "softmax") has no equivalent,
-    and is refused. Other tasks' weights are reported unused.
-    """
+    """The BertTextClassifier head (pooled -> dropout -> dense) of task.json, or None
+    (other tasks' weights are reported unused; an activation on the logits is refused)."""
     task_file = os.path.join(path, TASK_FILE)
-    task = _read_json(task_file, required=False)
-    if task is None:
+    if not os.path.isfile(task_file):
         return None
-    class_name, values = _class_config(task, task_file)
+    class_name, values = _saved_config(path, TASK_FILE)
     weights_file = os.path.join(path, TASK_WEIGHTS_FILE)
     arrays = _read_h5(weights_file, source.config) if os.path.isfile(weights_file) else {}
     if class_name not in _CLASSIFIER_TASKS:

@@ -1,16 +1,11 @@
 """Model Garden TF2 checkpoints: read; and the Model Garden names TF Hub SavedModels share.
 
 Model Garden's `BertEncoder` (tf_keras) is what TF2 object-based checkpoints
-(`tf.train.Checkpoint(encoder=...)`, the TF2 bert_model.ckpt releases,
-`BertPretrainerV2.checkpoint_items`, `tf.train.Checkpoint(model=BertClassifier)`)
+(the TF2 bert_model.ckpt releases, `tf.train.Checkpoint(encoder=...)`, ...)
 and TF Hub / Kaggle BERT SavedModels (`keras_bert.checkpoints.tf_hub`) hold.
-Their keys are object paths
-("encoder/layer_with_weights-4/_attention_layer/_query_dense/kernel/
-.ATTRIBUTES/VARIABLE_VALUE", or "variables/5/..." in a SavedModel), which
-change with how the model was wrapped. The checkpoint's object graph
-(`_CHECKPOINTABLE_OBJECT_GRAPH`) also keeps each variable's Keras 2 name, and
-those are fixed by Model Garden's layer names
-(official/nlp/modeling/networks/bert_encoder.py, layers/transformer*.py):
+Their keys are object paths, which change with how the model was wrapped; the
+checkpoint's object graph also keeps each variable's Keras 2 name, fixed by
+Model Garden's layer names:
 
     word_embeddings/embeddings              [vocab, hidden]
     position_embedding/embeddings           [max_position, hidden]
@@ -27,10 +22,9 @@ those are fixed by Model Garden's layer names
                        .../cls/predictions/output_bias/bias
     (BertClassifier)   sentence_prediction/logits/{kernel,bias}
 
-so the readers map by those names and read the values with
-`tf.train.load_checkpoint`: no tensorflow_hub, tf_keras or Model Garden import.
-A TF2 checkpoint's config is its bert_config.json or the experiment's
-params.yaml beside it.
+read with `tf.train.load_checkpoint` (no tensorflow_hub, tf_keras or Model
+Garden import). A TF2 checkpoint's config is its bert_config.json or the
+experiment's params.yaml beside it.
 """
 
 import os
@@ -39,6 +33,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.checkpoints import bert_family
 from keras_bert.checkpoints.source import (
     CheckpointError,
     SourceCheckpoint,
@@ -106,23 +101,12 @@ def is_object_checkpoint(prefix):
     return any(n.endswith(_VALUE_SUFFIX) for n in names)
 
 
-def _google_name(name):
-    for pattern, template, kind in _RULES:
-        match = re.fullmatch(pattern, name)
-        if match:
-            return template.format(**match.groupdict()), kind
-    return None, None
-
-
 def read_object_checkpoint(prefix, skipped=None):
     """(Keras 2 variable name -> (checkpoint key, numpy value)) of a TF2 checkpoint.
 
-    Training state (optimizer slots and counters, `save_counter`) is left out
-    and, when `skipped` (a dict) is given, listed there: key -> why.
-
-    Names come from the checkpoint's object graph (each variable's `full_name`);
-    a name held twice (a weight shared by two layers: the word embeddings and
-    the MLM head's embedding_table) is kept once when the values agree.
+    Training state is left out and, when `skipped` (a dict) is given, listed
+    there: key -> why. A name held twice (a weight shared by two layers) is kept
+    once when the values agree.
 
     Raises:
         CheckpointError: the checkpoint cannot be read, is not object-based, holds
@@ -173,12 +157,8 @@ def read_object_checkpoint(prefix, skipped=None):
 
 
 def strip_scope(variables):
-    """`variables` with the encoder's outer name scope, if any, taken off its names.
-
-    Model Garden names the encoder's variables at the top scope
-    ("word_embeddings/embeddings"); a model that built it under a scope
-    ("bert_encoder/word_embeddings/embeddings") keeps the same names below it.
-    """
+    """`variables` with the encoder's outer name scope, if any ("bert_encoder/"),
+    taken off its names."""
     scopes = {n[:-len(_WORD_EMBEDDINGS)] for n in variables if n.endswith(_WORD_EMBEDDINGS)}
     scope = scopes.pop() if len(scopes) == 1 else ""
     if not scope.endswith("/"):
@@ -188,13 +168,11 @@ def strip_scope(variables):
 
 
 def bert_weights(source, variables, where):
-    """Moves the BERT variables of `variables` into `source` (Google names).
-
-    Returns the names that are not BERT's, in order.
-    """
+    """Moves the BERT variables of `variables` into `source` (Google names); returns
+    the names that are not BERT's, in order."""
     rest = []
     for name, (key, value) in variables.items():
-        google, kind = _google_name(name)
+        google, kind = bert_family.match(_RULES, name)
         if google is None:
             refused = next((why for part, why in _REFUSED.items() if part in name), None)
             if refused:
@@ -241,10 +219,8 @@ def config_from_shapes(variables, hidden_act, where):
 
 
 def walk_layers(configs):
-    """Every layer config (dicts with class_name and config) in the metadata, nested too.
-
-    class_name loses its package ("Text>BertEncoder" -> "BertEncoder").
-    """
+    """Every layer config (dicts with class_name and config) in the metadata, nested too;
+    class_name loses its package ("Text>BertEncoder" -> "BertEncoder")."""
     stack, out = list(configs), []
     while stack:
         item = stack.pop()
@@ -319,12 +295,11 @@ def _read_params(path):
     if values.get("embedding_size") not in (None, values.get("hidden_size")):
         raise CheckpointError(f"{path}: embedding_size={values['embedding_size']} differs from "
                               f"hidden_size; keras_bert's BertEncoder has no embedding projection.")
-    keys = {"vocab_size": "vocab_size", "hidden_size": "hidden_size",
-            "num_layers": "num_layers", "num_attention_heads": "num_heads",
-            "intermediate_size": "intermediate_size", "hidden_act": "hidden_act",
-            "dropout_rate": "dropout_rate", "attention_dropout_rate": "attention_dropout_rate",
-            "max_position_embeddings": "max_position_embeddings",
-            "type_vocab_size": "type_vocab_size", "initializer_range": "initializer_range"}
+    keys = {key: key for key in (
+        "vocab_size", "hidden_size", "num_layers", "intermediate_size", "hidden_act",
+        "dropout_rate", "attention_dropout_rate", "max_position_embeddings",
+        "type_vocab_size", "initializer_range")}
+    keys["num_attention_heads"] = "num_heads"
     values = {**values, "hidden_act": values.get("hidden_activation") or "gelu"}
     return config_from_values(values, path, keys, ACTIVATIONS, layer_norm_epsilon=1e-12)
 
@@ -360,17 +335,15 @@ def read_model_garden_checkpoint(path):
     Raises:
         CheckpointError: no config, not a BERT encoder, or damaged files.
     """
-    from keras_bert.checkpoints.google import _guess_lowercase, find_google_checkpoint
+    from keras_bert.checkpoints.google import find_google_checkpoint, guess_lowercase
 
     folder, prefix = find_google_checkpoint(path)
     config = _read_config(folder)
     skipped = {}
     variables = strip_scope(read_object_checkpoint(prefix, skipped))
-    source = SourceCheckpoint(format="model_garden", path=path, config=config, weights={},
-                              source_names={}, vocab_file=os.path.join(folder, "vocab.txt"),
-                              lowercase=_guess_lowercase(folder), ignored=skipped)
-    if source.lowercase is not None:
-        source.lowercase_from = f"folder name {os.path.basename(os.path.normpath(folder))!r}"
+    source = SourceCheckpoint(format="model_garden", path=path, config=config,
+                              vocab_file=os.path.join(folder, "vocab.txt"), ignored=skipped)
+    source.lowercase, source.lowercase_from = guess_lowercase(folder)
     rest = bert_weights(source, variables, prefix)
     user_head(source, variables, rest, [], prefix)
     check_against_config(source, describe=source.source_name)

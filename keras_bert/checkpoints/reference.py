@@ -3,14 +3,11 @@
 `numpy_forward` is google-research/bert's modeling.py written again in numpy
 (float64), on the weights of a `SourceCheckpoint` (Google names and layout):
 it shares no code with the Keras layers, so a conversion that agrees with it
-has put every weight in the right place. `transformers_forward` runs the
-source folder through Hugging Face transformers when torch and transformers
-are importable (never a dependency of keras_bert).
-
-This module imports only numpy at the top, so it can run where TensorFlow is
-not installed.
+has put every weight in the right place. The other forward passes run the
+source with transformers, keras-hub or TensorFlow, when importable.
 """
 
+import importlib
 import math
 
 import numpy as np
@@ -64,16 +61,18 @@ def numpy_forward(weights, config, token_ids, segment_ids, padding_mask):
         # One segment type (RoBERTa): every token adds it, whatever segment_ids say.
         segments = segment_ids if config.type_vocab_size > 1 else np.zeros_like(segment_ids)
         x = x + w["bert/embeddings/token_type_embeddings"][segments]
-    x = _layer_norm(
-        x, w["bert/embeddings/LayerNorm/gamma"], w["bert/embeddings/LayerNorm/beta"], eps
-    )
-    if "bert/embeddings_project/kernel" in w:  # ELECTRA: E -> H.
-        x = x @ w["bert/embeddings_project/kernel"] + w["bert/embeddings_project/bias"]
-    # modeling.py's additive mask: 0 for real keys, -10000 for padding.
-    mask = (1.0 - np.asarray(padding_mask, np.float64))[:, None, None, :] * -10000.0
 
     def dense(x, name):
         return x @ w[name + "/kernel"] + w[name + "/bias"]
+
+    def norm(x, name):
+        return _layer_norm(x, w[name + "/gamma"], w[name + "/beta"], eps)
+
+    x = norm(x, "bert/embeddings/LayerNorm")
+    if "bert/embeddings_project/kernel" in w:  # ELECTRA: E -> H.
+        x = dense(x, "bert/embeddings_project")
+    # modeling.py's additive mask: 0 for real keys, -10000 for padding.
+    mask = (1.0 - np.asarray(padding_mask, np.float64))[:, None, None, :] * -10000.0
 
     def split(t):  # (B, T, H) -> (B, N, T, D)
         return t.reshape(batch, seq, heads, head_size).transpose(0, 2, 1, 3)
@@ -88,16 +87,10 @@ def numpy_forward(weights, config, token_ids, segment_ids, padding_mask):
         probs = np.exp(scores)
         probs /= probs.sum(-1, keepdims=True)
         context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, seq, -1)  # (B, T, H)
-        h = _layer_norm(
-            x + dense(context, p + "attention/output/dense"),
-            w[p + "attention/output/LayerNorm/gamma"],
-            w[p + "attention/output/LayerNorm/beta"],
-            eps,
-        )
+        attention = dense(context, p + "attention/output/dense")
+        h = norm(x + attention, p + "attention/output/LayerNorm")
         ffn = dense(act(dense(h, p + "intermediate/dense")), p + "output/dense")
-        x = _layer_norm(
-            h + ffn, w[p + "output/LayerNorm/gamma"], w[p + "output/LayerNorm/beta"], eps
-        )
+        x = norm(h + ffn, p + "output/LayerNorm")
     outputs = {"sequence_output": x}
 
     if "bert/pooler/dense/kernel" in w:
@@ -108,12 +101,7 @@ def numpy_forward(weights, config, token_ids, segment_ids, padding_mask):
         outputs["pooled_output"] = x[:, 0]
     if "cls/predictions/output_bias" in w:
         t = act(dense(x, "cls/predictions/transform/dense"))
-        t = _layer_norm(
-            t,
-            w["cls/predictions/transform/LayerNorm/gamma"],
-            w["cls/predictions/transform/LayerNorm/beta"],
-            eps,
-        )
+        t = norm(t, "cls/predictions/transform/LayerNorm")
         outputs["mlm_logits"] = (
             t @ w["bert/embeddings/word_embeddings"].T + w["cls/predictions/output_bias"]
         )
@@ -125,14 +113,18 @@ def numpy_forward(weights, config, token_ids, segment_ids, padding_mask):
     return outputs
 
 
-def transformers_available():
-    """True when torch and transformers can be imported."""
+def _importable(*modules):
     try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
+        for module in modules:
+            importlib.import_module(module)
     except ImportError:
         return False
     return True
+
+
+def transformers_available():
+    """True when torch and transformers can be imported."""
+    return _importable("torch", "transformers")
 
 
 def transformers_forward(folder, token_ids, segment_ids, padding_mask):
@@ -140,11 +132,7 @@ def transformers_forward(folder, token_ids, segment_ids, padding_mask):
     its model_type), run by transformers in float32.
 
     Whatever the checkpoint's dtype (float16, bfloat16), the model runs in
-    float32, as the converted model does: transformers may load a model in
-    its saved dtype ("torch_dtype" in config.json, or by default in recent
-    versions), and a float16 forward pass differs from the float32 one by
-    more than any tolerance, while numpy cannot hold bfloat16 outputs.
-    Widening float16/bfloat16 weights to float32 is exact.
+    float32, as the converted model does (widening the weights is exact).
 
     Returns:
         dict of float32 numpy arrays: `sequence_output` [batch, seq, hidden]
@@ -182,11 +170,7 @@ def transformers_forward(folder, token_ids, segment_ids, padding_mask):
 
 def keras_hub_available():
     """True when keras_hub can be imported."""
-    try:
-        import keras_hub  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return _importable("keras_hub")
 
 
 def keras_hub_forward(preset, token_ids, segment_ids, padding_mask):

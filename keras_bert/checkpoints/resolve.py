@@ -1,42 +1,26 @@
 """Any checkpoint -> a keras_bert model directory, converted once into a cache.
 
 `keras_bert/__init__.py` registers `resolve_source` with `keras_bert.sources`,
-so every `from_pretrained(source)` takes, besides a model directory:
-- a Hugging Face folder (config.json, model.safetensors or pytorch_model.bin,
-  vocab.txt, tokenizer files), BertModel or a fine-tuned
-  BertForSequenceClassification / BertForTokenClassification /
-  BertForQuestionAnswering (head and id2label names carried over);
-- a transformers-TF folder (config.json, tf_model.h5, vocab.txt) of TFBertModel
-  or the same fine-tuned TFBertFor... classes (`transformers_tf.py`); a folder
-  with both keeps reading model.safetensors / pytorch_model.bin;
-- a Hugging Face Hub id or a name of `hub.KNOWN_NAMES` (from the Hub's cache
-  when HF_HUB_OFFLINE is set);
-- a Google TF1 checkpoint folder;
-- a keras-hub preset folder (BertBackbone, or a fine-tuned BertTextClassifier
-  whose head comes along; `keras_hub_preset.read_keras_hub_preset`).
+so every `from_pretrained(source)` takes, besides a model directory, any
+checkpoint `convert.read_checkpoint` reads (fine-tuned heads and their label
+names carried over), a Hugging Face Hub id or a name of `hub.KNOWN_NAMES`.
 
-The conversion is written once, by `convert_checkpoint` (a staged folder
-renamed into place), to KERAS_BERT_CACHE/converted/NAME-KEY (default
-~/.cache/keras_bert). KEY hashes the source's real path and the content
-(sha256) of every file the conversion may read: all files in the source's
-folder and its subfolders (a keras-hub preset's
-assets/tokenizer/vocabulary.txt), hidden ones (".git", ".cache") aside. So
-different weights of the same size with the modification time kept
-(`cp -p`, `rsync -a`) or a same-length config edit are converted anew.
+The conversion is written once, by `convert_checkpoint`, to
+KERAS_BERT_CACHE/converted/NAME-KEY (default ~/.cache/keras_bert). KEY hashes
+the source's real path and the content (sha256) of every file in the source's
+folder and its subfolders, hidden ones (".git", ".cache") aside: changed
+weights or configs are converted anew, whatever their size and mtime.
 
-Hashing is streamed (1 MiB blocks) and done once per file version: a
-sidecar in KERAS_BERT_CACHE/hashes/ keeps each file's sha256 with its
-(size, mtime_ns, ctime_ns, inode, device). The inode change time (ctime) is
-set by the kernel on every write, rename and `utime` (what `cp -p` and
-`rsync -a` use to put the old mtime back) and no tool sets it back, so a
-file whose stat still matches holds the content that was hashed; anything
-else is hashed again. A repeated load costs one stat per file.
+Each file is hashed once per version: a sidecar in KERAS_BERT_CACHE/hashes/
+keeps its sha256 with its (size, mtime_ns, ctime_ns, inode, device). The
+kernel sets ctime on every write, rename and `utime` (what `cp -p` uses to put
+the old mtime back), so a file whose stat still matches holds the content that
+was hashed. A repeated load costs one stat per file.
 
-Each entry is validated before use: KERAS_BERT_CACHE/manifests/NAME-KEY.json,
-written after the conversion is in place, lists its files with sizes and
-sha256s. An entry
-with a missing, changed or unreadable file (or no manifest: a writer killed
-before it) is converted again.
+Each entry is validated before use against KERAS_BERT_CACHE/manifests/
+NAME-KEY.json (written after the conversion is in place: its files' sizes and
+sha256s); a missing, changed or unreadable file, or no manifest, means the
+entry is converted again.
 """
 
 import contextlib
@@ -56,8 +40,6 @@ from keras_bert.files import OutputError, write_text_atomic
 CACHE_ENV = "KERAS_BERT_CACHE"
 # Bumped when the converter writes model directories differently, so older
 # cached conversions are not reused.
-# 4: a Hugging Face folder's tokenizer.json vocabulary wins over its vocab.txt;
-# 3: keyed by content; 2: a BertForQuestionAnswering folder -> span_qa.
 CACHE_VERSION = 4
 _BLOCK_BYTES = 1 << 20
 logger = logging.getLogger(__name__)
@@ -81,13 +63,8 @@ def _stat_key(path):
 
 
 def file_sha256(path):
-    """sha256 (hex) of a file's content, streamed; kept in a sidecar for repeated calls.
-
-    The sidecar (KERAS_BERT_CACHE/hashes/) is trusted only while the file's
-    (size, mtime_ns, ctime_ns, inode, device) are those it was hashed at (see
-    the module docstring). A cache that cannot be written only costs a
-    rehash next time.
-    """
+    """sha256 (hex) of a file's content, streamed; kept in a sidecar (see the module
+    docstring) trusted only while the file's stat is the one it was hashed at."""
     real = os.path.realpath(path)
     sidecar = os.path.join(cache_root(), "hashes",
                            hashlib.sha256(real.encode("utf-8")).hexdigest()[:40] + ".json")
@@ -108,10 +85,8 @@ def file_sha256(path):
 def source_files(path):
     """The files a conversion of `path` may read: (relative name, real path), sorted.
 
-    Every file in the checkpoint's folder (the folder of a file or prefix
-    `path`) and its subfolders; names starting with "." are left out (a
-    ".git" or ".cache" folder is not the checkpoint's). Links are followed
-    (the Hub cache links its snapshot files to blobs).
+    Every file in the checkpoint's folder and its subfolders, names starting
+    with "." aside; links are followed (the Hub cache links its files to blobs).
     """
     path = os.path.realpath(path)
     folder = path if os.path.isdir(path) else os.path.dirname(path)
@@ -143,10 +118,6 @@ def _manifest(target):
     """{relative name: [size, sha256]} of the files of a cache entry."""
     return {name: [os.path.getsize(entry), file_sha256(entry)]
             for name, entry in source_files(target)}
-
-
-def _write_manifest(target):
-    write_text_atomic(manifest_path(target), json.dumps(_manifest(target), indent=1))
 
 
 def _entry_problem(target):
@@ -222,7 +193,7 @@ def resolve_source(source):
         with contextlib.suppress(FileNotFoundError):
             os.remove(manifest_path(target))  # The entry it described is replaced.
         convert_checkpoint(local, target, log=logger.info, overwrite=True)
-        _write_manifest(target)
+        write_text_atomic(manifest_path(target), json.dumps(_manifest(target), indent=1))
     except OutputError as e:
         raise _cache_error(e) from e
     except OSError as e:

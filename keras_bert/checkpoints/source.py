@@ -1,12 +1,10 @@
 """What a checkpoint reader returns, the report of a conversion, and its error.
 
-Every reader (Google TF1 checkpoint, Hugging Face, transformers-TF h5) turns its source into one
-`SourceCheckpoint` whose weights carry Google's original variable names and
-layout ("bert/encoder/layer_0/attention/self/query/kernel", kernels [in, out]).
-Google's names are the one shared vocabulary: the weight loader in
-`keras_bert.checkpoints.convert` reads only them, so a new source format needs
-only a reader, and the numpy reference forward pass in
-`keras_bert.checkpoints.reference` runs on any source.
+Every reader turns its source into one `SourceCheckpoint` whose weights carry
+Google's original variable names and layout
+("bert/encoder/layer_0/attention/self/query/kernel", kernels [in, out]): the
+one vocabulary of the weight loader (`convert`) and the numpy reference
+(`reference`), so a new source format needs only a reader.
 """
 
 import dataclasses
@@ -17,14 +15,12 @@ import os
 
 import numpy as np
 
-from keras_bert.config import BertConfig, embedding_width, has_embeddings_project
+from keras_bert.config import BertConfig, embedding_width
 from keras_bert.text import tokenizer_files
 
 
 class CheckpointError(ValueError):
-    """A checkpoint can't be converted: a missing or corrupt file, a weight
-    whose shape differs from what the config implies, a vocabulary whose size
-    differs from the embedding table. The message names the file or tensor and
+    """A checkpoint can't be converted; the message names the file or tensor and
     the expected and found values."""
 
 
@@ -60,15 +56,8 @@ CONFIG_KEYS = {
 
 
 def read_config_json(config_file, missing_hint):
-    """The JSON value in a source's config file (bert_config.json, config.json).
-
-    Args:
-        config_file: str, the file.
-        missing_hint: str, the way out, said when the file is missing.
-
-    Raises:
-        CheckpointError: the file is missing or not valid JSON.
-    """
+    """The JSON value in a source's config file; `missing_hint`, the way out, is said
+    when the file is missing (a CheckpointError, as is invalid JSON)."""
     if not os.path.isfile(config_file):
         raise CheckpointError(f"Config file not found: {config_file}. {missing_hint}")
     try:
@@ -86,16 +75,9 @@ def check_config_object(values, path):
 
 
 def config_from_values(values, path, keys, activations, **fixed):
-    """BertConfig from a source's config dict, its keys and hidden_act renamed.
-
-    Args:
-        values: dict, the source's config; the reader has checked its keys
-            ("hidden_act" is present).
-        path: str, the config file, for messages.
-        keys: dict, the source's key -> BertConfig field (see `CONFIG_KEYS`).
-        activations: dict, the source's hidden_act name -> BertConfig's.
-        **fixed: BertConfig fields the format does not store (Google's
-            layer_norm_epsilon).
+    """BertConfig from a source's config dict (its keys checked, "hidden_act" there):
+    `keys` and `activations` rename its keys and hidden_act to BertConfig's, `fixed`
+    gives fields the format does not store; `path` is for messages.
 
     Raises:
         CheckpointError: an unknown hidden_act, or values BertConfig refuses.
@@ -123,42 +105,19 @@ PROJECT_WEIGHTS = ("bert/embeddings_project/kernel", "bert/embeddings_project/bi
 
 def encoder_weight_names(config):
     """Google names of the weights the encoder of `config` (a BertConfig) needs, pooler
-    excluded: no segment table when `type_vocab_size` is 0 (DistilBERT), the
-    `embeddings_project` Dense when `embedding_size` differs from `hidden_size`
-    (ELECTRA; keras_bert's name, in Google's style)."""
-    names = [
-        "bert/embeddings/word_embeddings",
-        "bert/embeddings/token_type_embeddings",
-        "bert/embeddings/position_embeddings",
-        "bert/embeddings/LayerNorm/gamma",
-        "bert/embeddings/LayerNorm/beta",
-    ]
-    if not config.type_vocab_size:
-        names.remove("bert/embeddings/token_type_embeddings")
-    if has_embeddings_project(config):
-        names += list(PROJECT_WEIGHTS)
-    for i in range(config.num_layers):
-        prefix = f"bert/encoder/layer_{i}/"
-        for dense in (
-            "attention/self/query",
-            "attention/self/key",
-            "attention/self/value",
-            "attention/output/dense",
-            "intermediate/dense",
-            "output/dense",
-        ):
-            names += [prefix + dense + "/kernel", prefix + dense + "/bias"]
-        for norm in ("attention/output/LayerNorm", "output/LayerNorm"):
-            names += [prefix + norm + "/gamma", prefix + norm + "/beta"]
-    return names
+    excluded (no segment table in DistilBERT; ELECTRA's `embeddings_project`)."""
+    return [n for n in expected_shapes(config)
+            if n.startswith("bert/") and n not in POOLER_WEIGHTS]
 
 
 def expected_shapes(config):
     """Google name -> shape that `config` (a BertConfig) implies, for every weight."""
     h, i, v = config.hidden_size, config.intermediate_size, config.vocab_size
     e = embedding_width(config)  # The tables' width: H, or ELECTRA's E.
-    shapes = {
-        "bert/embeddings/word_embeddings": (v, e),
+    shapes = {"bert/embeddings/word_embeddings": (v, e)}
+    if config.type_vocab_size:
+        shapes["bert/embeddings/token_type_embeddings"] = (config.type_vocab_size, e)
+    shapes.update({
         "bert/embeddings/position_embeddings": (config.max_position_embeddings, e),
         "bert/embeddings/LayerNorm/gamma": (e,),
         "bert/embeddings/LayerNorm/beta": (e,),
@@ -169,9 +128,7 @@ def expected_shapes(config):
         "cls/predictions/output_bias": (v,),
         "cls/seq_relationship/output_weights": (2, h),
         "cls/seq_relationship/output_bias": (2,),
-    }
-    if config.type_vocab_size:
-        shapes["bert/embeddings/token_type_embeddings"] = (config.type_vocab_size, e)
+    })
     if config.use_pooler:
         shapes.update({"bert/pooler/dense/kernel": (h, h), "bert/pooler/dense/bias": (h,)})
     if e != h:
@@ -199,7 +156,7 @@ class SourceCheckpoint:
     """A checkpoint read into memory, in Google's names and layout.
 
     Attributes:
-        format: "google", "huggingface" or "transformers_tf".
+        format: one of `convert.FORMATS`.
         path: the folder or checkpoint prefix that was read.
         config: BertConfig read from the source's config file.
         weights: dict, Google variable name -> float32 numpy array in Google's
@@ -210,29 +167,26 @@ class SourceCheckpoint:
         lowercase: bool or None when the source doesn't say.
         lowercase_from: str, where `lowercase` was read (for the report).
         tokenizer_options: dict of `BertTokenizer` arguments besides casing that
-            the source's tokenizer sets away from their defaults
-            (`strip_accents`, `tokenize_chinese_chars`, `never_split`).
+            the source's tokenizer sets away from their defaults.
         max_seq_length: int or None, the text length the source's own
-            preprocessor used (keras-hub's preprocessor.json), when it says;
-            None leaves the config's max_position_embeddings.
+            preprocessor used, when it says.
         head: dict or None: a fine-tuned label head the source carries,
             {"task": registered task name, "kernel": [hidden, num_classes],
             "bias": [num_classes], "label_names": list of str or None,
             "source_names": str, optional "options": more task model
             arguments, e.g. {"dropout_rate": 0.1}}.
-        ignored: dict, source tensor name -> why it was deliberately skipped
-            (optimizer slots, step counters, buffers that are not weights).
-        unused: list of source tensor names that no BERT weight maps to
-            (e.g. a fine-tuned classifier head); reported, never loaded.
+        ignored: dict, source tensor name -> why it was deliberately skipped.
+        unused: list of source tensor names that no BERT weight maps to;
+            reported, never loaded.
         warnings: list of str.
     """
 
     format: str
     path: str
     config: object
-    weights: dict
-    source_names: dict
     vocab_file: str
+    weights: dict = dataclasses.field(default_factory=dict)
+    source_names: dict = dataclasses.field(default_factory=dict)
     lowercase: object = None
     lowercase_from: object = None
     tokenizer_options: dict = dataclasses.field(default_factory=dict)
@@ -247,11 +201,8 @@ class SourceCheckpoint:
         return self.source_names.get(name, name)
 
     def has_part(self, part_weights):
-        """True when all of `part_weights` are present; False when none are.
-
-        Raises CheckpointError when only some are present: a half-present head
-        is a damaged checkpoint, not a missing head.
-        """
+        """True when all of `part_weights` are present; False when none are; a
+        CheckpointError (a damaged checkpoint) when only some are."""
         present = [n for n in part_weights if n in self.weights]
         if present and len(present) != len(part_weights):
             missing = [n for n in part_weights if n not in self.weights]
@@ -268,23 +219,22 @@ class ConversionReport:
     """What a conversion loaded, skipped and checked.
 
     Attributes:
-        format: "google", "huggingface" or "transformers_tf".
+        format: the source's format (`convert.FORMATS`).
         source: path that was read.
         output: the model directory written, or None.
         config: the BertConfig of the converted model.
         loaded_parts: subset of ["encoder", "pooler", "mlm_head", "nsp_head"].
         missing_parts: the optional parts ("pooler", "mlm_head", "nsp_head")
-            the source has no weights for. A missing pooler keeps its fresh
-            initialization; missing heads are not created.
+            the source has no weights for.
         num_source_tensors: how many tensors the source holds.
         ignored: dict, source tensor -> reason it was skipped on purpose.
         unused: list of source tensors no BERT weight maps to.
         warnings: list of str.
         max_abs_diff: dict, output name -> max |converted - reference| over real
             positions, filled in by the numeric check (empty without it).
-        reference: what the check compared against ("transformers" or "numpy").
+        reference: what the check compared against ("transformers", "numpy", ...).
         text_settings: dict, the task.json text settings written with the
-            model ("lowercase", "max_seq_length"), as taken from the source.
+            model, as taken from the source (`convert.text_settings`).
         label_names: list of str or None, a carried-over head's labels.
     """
 
@@ -354,12 +304,8 @@ def variant_summary(config):
 
 
 def first_line(error):
-    """The first line of an error's message, or its type's name when it has none.
-
-    A TensorFlow OpError's str() starts with its message, then adds its op's
-    stack trace; other readers' errors (safetensors, torch, h5py, kagglehub)
-    can run to several lines too.
-    """
+    """The first line of an error's message (an OpError's str() adds a stack
+    trace), or its type's name when it has none."""
     message = str(error).strip()
     return message.splitlines()[0] if message else type(error).__name__
 
@@ -420,11 +366,8 @@ def check_vocab(source):
 
 
 def check_against_config(source, describe=None, transposed=()):
-    """Checks a SourceCheckpoint against its own config; raises CheckpointError.
-
-    Checks, in order: every encoder weight is present; the pooler and each head
-    are present completely or not at all; every weight has the shape the config
-    implies; vocab.txt, config and embedding table agree on the vocabulary size.
+    """Checks a SourceCheckpoint against its own config (weights present, shapes,
+    vocabulary size, finite values); raises CheckpointError.
 
     Args:
         source: SourceCheckpoint.
@@ -483,10 +426,8 @@ def check_against_config(source, describe=None, transposed=()):
 def check_finite(source, describe=None):
     """Raises CheckpointError naming the first weight that holds NaN or inf.
 
-    A diverged training run saves such weights without complaint, and a
-    converted model would then output NaN for every input; the numeric check
-    catches it only if its sentences reach the bad row (an embedding row of
-    a rare token), so every value of every weight is checked.
+    Every value is checked: the numeric check's sentences may not reach a bad
+    row (an embedding row of a rare token).
 
     Args:
         source: SourceCheckpoint (its weights and its fine-tuned head).

@@ -1,21 +1,15 @@
 """TF Hub / Kaggle BERT SavedModels (the `hub.KerasLayer` models): read.
 
 Sources:
-- an encoder SavedModel folder (saved_model.pb, variables/, assets/vocab.txt;
-  Model Garden's `export_tfhub_lib.export_model`, e.g.
-  bert_en_uncased_L-12_H-768_A-12/4 and the small BERTs): the config comes
-  from the weights' shapes and the saved Keras config (keras_metadata.pb:
-  the activation), the casing from its `do_lower_case` variable;
-- a folder holding such an encoder and its preprocess SavedModel
-  (bert_en_uncased_preprocess/3) as two subfolders: the vocabulary, casing
-  (the graph lower-cases with CaseFoldUTF8 or not) and sequence length
-  (BertPackInputs) come from the preprocess model;
-- a user's SavedModel (`model.save`) holding a `hub.KerasLayer` BERT: the
-  encoder's variables are found by name; one linear Dense layer on top
-  becomes a BertClassifier head, any other head is left out and said in one
-  line.
-The variables are read by their Model Garden names
-(`keras_bert.checkpoints.model_garden`), with `tf.train.load_checkpoint`.
+- an encoder SavedModel folder (e.g. bert_en_uncased_L-12_H-768_A-12/4): the
+  config comes from the weights' shapes and keras_metadata.pb (the
+  activation), the casing from its `do_lower_case` variable;
+- a folder holding such an encoder and its preprocess SavedModel as two
+  subfolders: the vocabulary, casing and sequence length come from the
+  preprocess model;
+- a user's SavedModel holding a `hub.KerasLayer` BERT: one linear Dense layer
+  on top becomes a BertClassifier head, any other head is left out and said.
+The variables are read by their Model Garden names (`model_garden`).
 """
 
 import json
@@ -165,12 +159,8 @@ def read_preprocess(folder):
 
 
 def read_tf_hub_saved_model(path):
-    """Reads a TF Hub / Kaggle BERT SavedModel (or a model holding one) into a SourceCheckpoint.
-
-    Args:
-        path: an encoder SavedModel folder; a folder holding an encoder and its
-            preprocess SavedModel as subfolders; or a user's SavedModel with a
-            hub.KerasLayer BERT and a classification head.
+    """Reads a TF Hub / Kaggle BERT SavedModel (or a model holding one: see the module
+    docstring) into a SourceCheckpoint.
 
     Raises:
         CheckpointError: not a BERT SavedModel (the message names what was found),
@@ -194,8 +184,7 @@ def read_tf_hub_saved_model(path):
     configs = keras_layer_configs(folder)
     config = config_from_shapes(variables, _encoder_activation(configs, folder, warnings),
                                 folder)
-    source = SourceCheckpoint(format="tf_hub", path=path, config=config, weights={},
-                              source_names={},
+    source = SourceCheckpoint(format="tf_hub", path=path, config=config,
                               vocab_file=os.path.join(folder, "assets", "vocab.txt"),
                               warnings=warnings, ignored=skipped)
     rest = bert_weights(source, variables, folder)

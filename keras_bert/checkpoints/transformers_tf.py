@@ -6,18 +6,14 @@ A folder written by a TF model's `save_pretrained` holds
     tf_model.h5       Keras 2 HDF5 weights (`model.save_weights`)
     vocab.txt         WordPiece vocabulary
     tokenizer_config.json  optional; gives do_lower_case (our lowercase)
-The h5 file's root attribute `layer_names` lists the model's top layers
-("bert", "classifier", "qa_outputs", "mlm___cls", "nsp___cls", dropouts); each
+The h5 file's root attribute `layer_names` lists the model's top layers; each
 layer's group lists its `weight_names`, e.g.
-"tf_bert_for_sequence_classification/bert/encoder/layer_._0/attention/self/query/kernel:0".
-The first part is the model's scope and differs between classes; transformers
-itself drops it when loading, and so does this reader. Keras kernels are
-[in, out], Google's layout, so only the NSP kernel is transposed.
+"tf_bert_for_sequence_classification/bert/encoder/layer_._0/attention/self/query/kernel:0",
+whose first part, the model's scope, is dropped (as transformers does). Keras
+kernels are [in, out], Google's layout, so only the NSP kernel is transposed.
 
-Read with h5py only: neither transformers nor tf_keras is imported, so files
-written by transformers versions that had TensorFlow classes (< 5) load here.
-A folder with model.safetensors or pytorch_model.bin besides tf_model.h5 is
-read as a PyTorch folder (`keras_bert.checkpoints.convert.detect_format`).
+Read with h5py only (no transformers, no tf_keras). A folder with PyTorch
+weights besides tf_model.h5 is read as a PyTorch folder (`convert.detect_format`).
 """
 
 import os
@@ -73,19 +69,13 @@ _TRANSPOSED = {"cls/seq_relationship/output_weights"}
 
 
 def read_h5_weights(weights_file, config):
-    """The weights of a Keras 2 h5 weights file, in file order.
-
-    Args:
-        weights_file: str, a `tf_model.h5` (`model.save_weights` in Keras 2,
-            as transformers' TF `save_pretrained` writes it).
-        config: BertConfig of its config.json: no array is read before every
-            dataset's declared size is checked against it (`h5_shapes`).
+    """The weights of a Keras 2 h5 weights file (a `tf_model.h5`), in file order,
+    dataset sizes checked against `config` (a BertConfig) before any is read.
 
     Returns:
         list of (name, stored name, float32 numpy array): `name` is the stored
-        weight name without the model's scope and the ":0" suffix
-        ("bert/embeddings/word_embeddings/weight"); a weight shared by two
-        layers (the MLM head's tied embeddings) is listed once per layer.
+        weight name without the model's scope and the ":0" suffix; a weight
+        shared by two layers is listed once per layer.
 
     Raises:
         CheckpointError: the file is missing, truncated or corrupt, or not a
@@ -132,34 +122,19 @@ def _strings(values):
     return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in values]
 
 
-def _google_name(name):
-    for pattern, template in _RULES:
-        match = re.fullmatch(pattern, name)
-        if match:
-            return template.format(**match.groupdict())
-    return None
-
-
 def read_transformers_tf_checkpoint(path):
     """Reads a transformers TF BERT folder (tf_model.h5) into a SourceCheckpoint.
 
-    TFBertModel, TFBertForPreTraining / ForMaskedLM (MLM and NSP heads) and
-    the fine-tuned TFBertForSequenceClassification, TFBertForTokenClassification
-    and TFBertForQuestionAnswering, whose head and id2label names are kept
-    (`SourceCheckpoint.head`).
+    TFBertModel, its pretraining heads, and the fine-tuned sequence, token and
+    question-answering heads (`SourceCheckpoint.head`).
 
     Args:
         path: the folder (config.json, tf_model.h5, vocab.txt), or the
             tf_model.h5 inside it.
 
-    Returns:
-        SourceCheckpoint in Google's names and layout, format "transformers_tf".
-
     Raises:
         CheckpointError: a missing, truncated or corrupt file, a config that
-            is not BERT (RoBERTa, DistilBERT, ... are refused by name), or a
-            weight whose shape differs from what config.json implies (the
-            message names the h5 weight).
+            is not BERT, or a weight whose shape differs from config.json's.
 
     Example:
     >>> source = read_transformers_tf_checkpoint("my_tf_classifier")
@@ -197,14 +172,13 @@ def read_transformers_tf_checkpoint(path):
     values, config = read_config_file(config_file, hint)
     stored_weights = read_h5_weights(weights_file, config)
 
-    source = SourceCheckpoint(
-        format="transformers_tf", path=path, config=config, weights={}, source_names={},
-        vocab_file=os.path.join(folder, VOCAB_FILE))
+    source = SourceCheckpoint(format="transformers_tf", path=path, config=config,
+                              vocab_file=os.path.join(folder, VOCAB_FILE))
     source.lowercase, source.lowercase_from = read_lowercase(folder, values)
     task, layer = head_task(values)
     head_tensors = {}
     for name, stored, value in stored_weights:
-        google = _google_name(name)
+        google, _ = bert_family.match(_RULES, name)
         if google is None:
             if task is not None and name in (f"{layer}/kernel", f"{layer}/bias"):
                 head_tensors[name.rsplit("/", 1)[1]] = (stored, value)

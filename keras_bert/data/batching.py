@@ -1,9 +1,7 @@
 """Batching variable-length examples: length buckets for training, padding for eval.
 
-A tweet of 20 tokens should not pay for 512 positions. Task readers make a
-dataset of unbatched, unpadded examples (`(features, target)`, every
-feature an int32 [seq] Tensor); batches are padded here, for training to a
-few bucket edges (few shapes: one trace, or one XLA compilation, each).
+Task readers make a dataset of unbatched, unpadded examples; batches are padded
+here, for training to a few bucket edges (few shapes: few traces).
 """
 
 import numpy as np
@@ -39,14 +37,11 @@ def training_batches(dataset, batch_size, max_seq_length, seed=None, input_pipel
         seed: int or None, shuffle seed (reshuffled every pass).
         input_pipeline_id, num_input_pipelines: ints (multi-worker
             training). With a seed, every pipeline draws the same batches of
-            n * `batch_size` and keeps its slice, i of n: together the
-            workers train on the batches of one process with the global
-            batch size. Without one, pipeline i reads every n-th example.
-        padding_values: structure like an element, or None for 0 everywhere
-            (token labels pad with -1 = ignored).
+            n * `batch_size` and keeps its slice, i of n (the batches of one
+            process). Without one, pipeline i reads every n-th example.
+        padding_values: structure like an element, or None for 0 everywhere.
         element_length: function of an element's parts -> int32 scalar, the
-            length that picks its bucket (every sequence of the element is
-            padded to that bucket's edge); None: the features' token_ids.
+            length that picks its bucket; None: the features' token_ids.
 
     Returns:
         A `tf.data.Dataset` of batches.
@@ -88,11 +83,8 @@ def eval_batches(dataset, batch_size, padding_values=None):
 
 
 def length_sorted_batches(lengths, batch_size):
-    """Index batches of examples with similar lengths, for inference.
-
-    Sorted by length, each batch's longest example is close to the rest, so
-    batch-longest padding pays little. Put each output row back at its
-    index: together the batches hold every index once.
+    """Index batches of examples with similar lengths, for inference (together the
+    batches hold every index once).
 
     Args:
         lengths: sequence of ints, one length (e.g. tokens) per example.
@@ -112,11 +104,8 @@ def length_sorted_batches(lengths, batch_size):
 
 
 def length_sorted_lines(path, batch_size, sort_window=16):
-    """Batches of a text file's lines, grouped by length within windows.
-
-    The file is read `sort_window` batches at a time; each window's lines
-    are sorted by UTF-8 length (stable) and cut into batches. Windows come
-    in file order, so restoring the order takes one window of memory.
+    """Batches of a text file's lines, sorted by UTF-8 length (stable) within
+    windows of `sort_window` batches, windows in file order.
 
     Args:
         path: a text file, one text per line.

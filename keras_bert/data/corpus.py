@@ -29,12 +29,10 @@ _ABBREVIATIONS = frozenset(
 def split_sentences(text):
     """Splits one paragraph of prose into sentences.
 
-    A rule-based splitter (no model): a sentence ends at ".", "!" or "?"
-    (with any closing quotes or brackets) followed by whitespace and an
-    upper-case letter, digit or opening quote/bracket, unless the word before
-    the period is a common abbreviation ("e.g.", "Dr.") or a single letter
-    ("J. Smith"). For other than documentation and news-like prose, use a
-    real sentence splitter (NLTK punkt, spaCy, ...).
+    A rule-based splitter: a sentence ends at ".", "!" or "?" followed by
+    whitespace and a capital, digit or opening quote, unless the word before
+    the period is a common abbreviation or a single letter. For other than
+    documentation and news-like prose, use a real sentence splitter.
 
     Args:
         text: str, one paragraph (newlines inside it are treated as spaces).
@@ -67,11 +65,9 @@ def split_sentences(text):
 def prose_to_sentences(text):
     """Turns one document of plain text into a list of sentences.
 
-    Paragraphs are separated by blank lines. A paragraph whose lines are all
-    indented is a code or grammar block: each of its lines is one
-    "sentence" (joining code into prose would make no sense). Other
-    paragraphs are joined into one line and split with `split_sentences`.
-    Heading underlines ("*****", "=====") are dropped.
+    A paragraph (blank lines apart) whose lines are all indented is code: each
+    line is one "sentence"; others are split with `split_sentences`. Heading
+    underlines ("*****") are dropped.
 
     Args:
         text: str, the whole document.
@@ -100,14 +96,8 @@ def prose_to_sentences(text):
 
 
 def pydoc_topics_documents():
-    """The documents of `pydoc_data.topics`, as lists of sentences.
-
-    Every Python ships these 79 help texts (465 KB of English prose with
-    code): a real corpus without a network.
-
-    Returns:
-        list of `(name, sentences)` tuples, sorted by topic name.
-    """
+    """`(name, sentences)` of each of `pydoc_data.topics`' help texts, sorted by name:
+    a real corpus, shipped with Python."""
     from pydoc_data.topics import topics
 
     return [(name, prose_to_sentences(topics[name])) for name in sorted(topics)]
@@ -145,10 +135,8 @@ def write_corpus(documents, path):
 def read_documents(paths):
     """Streams documents from corpus files, one at a time.
 
-    Memory holds one document, never a whole file. Lines are stripped; an
-    empty (or all-whitespace) line ends a document, as does the end of a
-    file. A file that is not text (a directory, gzip, UTF-16, binary) is a
-    ValueError naming it (`text_files.check_text_file`).
+    Lines are stripped; an empty line ends a document, as does the end of a
+    file. A file that is not text is a ValueError naming it.
 
     Args:
         paths: list of str, corpus files (any `tf.io.gfile` path).

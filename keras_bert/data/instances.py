@@ -11,13 +11,9 @@ sampling noise.
 
 
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
-    """Trims a pair in place to `max_num_tokens`, as the reference does.
-
-    While too long: take the longer list (B on a tie) and drop one token,
-    from the front or the back with equal probability. (`BertPacker`'s
-    "longest_first" keeps the same lengths but always cuts the back; the
-    writer packs the trimmed pairs with it, so it never cuts again.)
-    """
+    """Trims a pair in place to `max_num_tokens`, as the reference does: while too
+    long, drop one token of the longer list (B on a tie), from the front or the
+    back with equal probability (`BertPacker` always cuts the back)."""
     while len(tokens_a) + len(tokens_b) > max_num_tokens:
         trunc = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
         if rng.random() < 0.5:
@@ -100,16 +96,8 @@ def create_instances_from_document(pool, index, config, rng):
 def document_windows(documents, size):
     """Groups a stream of documents into lists of `size`, lazily.
 
-    Memory holds at most two windows. A last window shorter than `size / 2`
-    joins the one before, so it still has other documents to draw NotNext
-    pairs from.
-
-    Args:
-        documents: iterable of documents (any objects).
-        size: int, documents per window.
-
-    Yields:
-        lists of documents.
+    A last window shorter than `size / 2` joins the one before, so it still has
+    other documents to draw NotNext pairs from.
     """
     pending, current = None, []
     for document in documents:

@@ -1,26 +1,19 @@
-"""Label names: the one precedence that picks them and the one encoding to ids.
-
-A label (a class of a text, a tag of a word) that is not among the model's
-`label_names` is an error by default, naming its file and line (metrics
-over a silently shrunk eval set would mislead), or is skipped and counted
-in the reading's `DataReport` with `unknown_labels="skip"`.
-"""
+"""Label names: the one precedence that picks them and the one encoding to ids."""
 
 import decimal
 import re
 
 import numpy as np
 
-from keras_bert.data.task_options import UNKNOWN_LABELS
+from keras_bert.data.task_options import check_unknown_labels
 
 
 def encode_labels(examples, label_names, unknown_labels="error", labels=None, key=None,
                   noun="label", row_noun="sentence"):
     """Label strings -> int32 ids in `label_names` order.
 
-    A row holds one label (a text's class) or a sequence of labels (a
-    sentence's tags, one per word); a row with any unknown label is one
-    unknown row.
+    A row holds one label or a sequence of labels (a sentence's tags); a row
+    with any unknown label is one unknown row.
 
     Args:
         examples: a task reader's examples: `where` ("FILE:LINE" per row),
@@ -28,24 +21,20 @@ def encode_labels(examples, label_names, unknown_labels="error", labels=None, ke
         label_names: list of str, the model's labels in id order.
         unknown_labels: "error" raises ValueError at the first row with a
             label not in `label_names`, naming its file and line; "skip"
-            reports each such row, counts it in `examples.report` and
-            leaves it out.
+            reports each such row in `examples.report` and leaves it out.
         labels: list, one label or label sequence per row; default
             `examples.labels`.
         key: callable label -> the class it names, applied to both the
-            labels and `label_names` (e.g. `"1.0"` and `"1"` are one class);
-            default: labels match `label_names` exactly.
-        noun: str, what a label is called in messages ("label", "tag").
-        row_noun: str, what a row of several labels is called in messages
-            ("sentence" for tags; "row" for the label sets of multi-label texts).
+            labels and `label_names` (e.g. `"1.0"` and `"1"` are one class).
+        noun, row_noun: str, what a label and a row of several labels are
+            called in messages ("tag", "sentence").
 
     Returns:
         A tuple `(examples, ids)`: the examples kept and their ids: an int32
         array [num_kept] for one label per row, a list of int32 arrays (one
         per row) for sequences.
     """
-    if unknown_labels not in UNKNOWN_LABELS:
-        raise ValueError(f"Expected unknown_labels 'error' or 'skip'. Received: {unknown_labels!r}")
+    check_unknown_labels(unknown_labels)
     key = key or (lambda label: label)
     labels = examples.labels if labels is None else labels
     index = {}
@@ -122,26 +111,15 @@ def resolve_label_names(given, saved, labels, *, declared=None, source="the trai
                         minimum=1, why="", **inference):
     """A task's label names: the task option > declared by the data > saved > inferred.
 
-    The one precedence of every fine-tuning task.
-
     Args:
         given: list of str or None, the task option (--label-names; an
             empty list counts as None).
         saved: list of str or None, those of the model directory fine-tuned from.
-        labels: the training labels, for `infer_label_names`.
+        labels: the training labels, for `infer_label_names` (**inference).
         declared: list of str or None, declared by the data source (a TFDS
             ClassLabel).
-        source: str, where the training labels come from, named in errors.
-        minimum: int, the fewest names the task works with.
-        why: str, appended to the error (what to do instead).
-        **inference: `infer_label_names` arguments (key, sort_key, first).
-
-    Returns:
-        list of str.
-
-    Raises:
-        ValueError: fewer than `minimum` names, naming them and where they
-            came from.
+        source, why: str, where the training labels come from and what to do
+            instead, for the error raised when there are fewer than `minimum`.
     """
     for names, origin in ((given, "--label-names (label_names=)"),
                           (declared, f"the data source ({source})"),

@@ -5,29 +5,19 @@ documents are cut into sentence-pair instances `[CLS] A [SEP] B [SEP]` for
 masked LM and next-sentence prediction. Differences, and why:
 
 - Streaming. Documents are read a window of `document_pool_size` at a time;
-  the "random next document" of a NotNext pair is drawn from that window,
-  not from the whole corpus (memory stays flat as the corpus grows). With a
-  pool of a few hundred documents or more, a random document is as unrelated
-  as a random document from anywhere; instances are shuffled within the
-  window only (the training input pipeline shuffles again, across files).
-- The same records for any split. Windows are numbered across the whole
-  corpus (input files in the order given, `corpus_windows`); window w is
-  cut, shuffled and masked with a seed of (seed, w) alone
-  (`window_seed`), and shard k of N holds windows k, k + N, ... So the
-  records of N shards are those of one shard, for every N, whether the
-  shards are written by one process, a pool, or N machines apart
-  (`keras_bert.data.pretraining_shards`).
+  NotNext segments and the shuffle stay within the window (memory stays flat
+  as the corpus grows; training shuffles again, across files).
+- The same records for any split. Window w is cut, shuffled and masked with
+  `window_seed(seed, w)` alone, and shard k of N holds windows k, k + N, ...:
+  N shards hold the records of one, whether written by one process, a pool,
+  or N machines apart (`keras_bert.data.pretraining_shards`).
 - Balanced next-sentence labels (see `keras_bert.data.instances`).
-- Masking. `masking="static"` masks when writing, with the same in-graph
-  `keras_bert.text.MaskedLMMasker` that `masking="dynamic"` applies while
-  training (80/10/10, `max_predictions_per_seq`, optional whole-word
-  masking); the number of predictions is `round(masked_lm_prob * n)` of the
-  `n` non-special tokens (the reference counts [CLS] and [SEP] in n).
-- Truncation is the reference's: while the pair is too long, drop one token
-  from the longer segment, from its front or back with equal chance
-  (`instances.truncate_seq_pair`, in Python: the writer builds instances in
-  Python worker processes). `BertPacker` then packs the instances, a batch
-  at a time, as everywhere else.
+- Masking. `masking="static"` masks when writing, with the in-graph
+  `MaskedLMMasker` that `masking="dynamic"` applies while training; it masks
+  `round(masked_lm_prob * n)` of the `n` non-special tokens (the reference
+  counts [CLS] and [SEP] in n).
+- Truncation is the reference's (`instances.truncate_seq_pair`); `BertPacker`
+  then packs the instances a batch at a time.
 
 Output, in `output_dir`:
     pretraining-00000-of-00004.tfrecord ...  tf.train.Example records
@@ -218,11 +208,7 @@ class _ShardWriter:
         return packed
 
     def examples(self, instances):
-        """Packs (and for static masking, masks) instances into tf.train.Examples.
-
-        One `BertPacker` call (and one `MaskedLMMasker` call) per batch of
-        instances, on ragged tensors.
-        """
+        """Packs (and for static masking, masks) a batch of instances into tf.train.Examples."""
         if not instances:
             return
 
@@ -276,8 +262,7 @@ def _get_writer(vocab_file, config):
 def window_seed(seed, window):
     """The seed of window `window` of the corpus: a 63-bit int of (seed, window).
 
-    The same in every process and for every split into shards (a hash, not
-    Python's salted `hash`).
+    A hash, not Python's salted `hash`: the same in every process.
     """
     digest = hashlib.sha256(f"keras_bert.window:{int(seed)}:{int(window)}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
@@ -286,11 +271,8 @@ def window_seed(seed, window):
 def corpus_windows(input_files, size):
     """The corpus' windows of `size` documents, in input order, numbered from 0.
 
-    Documents are numbered across the input files in the order given; window
-    w holds documents w*size ... (w+1)*size - 1, a last window of fewer than
-    size / 2 documents joining the one before (`document_windows`). The
-    windows are the same whatever the split into shards: shard k of N takes
-    windows k, k + N, k + 2N, ...
+    A last window of fewer than size / 2 documents joins the one before
+    (`document_windows`).
 
     Yields:
         `(window_index, documents)`.
@@ -312,12 +294,8 @@ def write_shard(input_files, output_dir, vocab_file, config, shard_index, num_sh
     """Writes one output shard. Returns its counts (a dict).
 
     Shard k of N holds windows k, k + N, ... of the corpus (`corpus_windows`),
-    each window's instances in their shuffled order. A window's instances
-    and masks are drawn with `window_seed(config.seed, window)` and its
-    NotNext segments come from its own documents, so the file depends only
-    on the inputs, `config`, k and N, and the records of N shards are those
-    of one shard: for N = 1 the file holds windows 0, 1, 2, ... in turn.
-    Every shard reads the whole corpus and tokenizes only its windows.
+    each window's instances in their shuffled order. Every shard reads the
+    whole corpus and tokenizes only its windows.
 
     Args:
         progress: optional callable(num_bytes), called as input is consumed
@@ -389,14 +367,8 @@ def _input_bytes(input_files):
 
 
 def _warn_thin_shards(shards, input_files):
-    """Warns when next-sentence pairs or whole shards come out empty-handed.
-
-    A NotNext pair takes its B segment from another document of its window;
-    a window of one document (a corpus without blank lines between
-    documents) makes B come from the same document, and the next-sentence
-    labels are noise. And a shard gets no window when the corpus has fewer
-    windows of `document_pool_size` documents than there are shards.
-    """
+    """Warns of windows of one document (NotNext pairs then come from the same
+    document) and of shards left without a window."""
     where = ", ".join(map(os.fspath, input_files))
     total = sum(s["num_documents"] for s in shards)
     if any(s["single_document_windows"] for s in shards):
@@ -424,17 +396,14 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
             blank line between documents; see `keras_bert.data.corpus`).
         output_dir: str, created if missing; else empty or pretraining data
             keras_bert wrote, which is replaced once the new data is complete
-            (only the files its metadata.json lists are deleted). The new
-            set is committed in one step (`_commit`): a kill at any point
-            leaves the old data or, once the next reader or writer has
-            finished the commit, the new data, never a mix.
+            (only the files its metadata.json lists are deleted; a kill
+            leaves the old data or the new, never a mix: `_commit`).
         vocab_file: str, the WordPiece vocab.txt (copied into `output_dir`).
         config: a `PretrainingDataConfig` (default: its defaults).
-        num_shards: int, output files (default: `num_workers`). Shard k
-            holds windows k, k + num_shards, ... of `document_pool_size`
-            documents (`write_shard`); together the shards hold the same
-            records for any `num_shards`. To write the shards on several
-            machines, see `keras_bert.data.create_pretraining_shard`.
+        num_shards: int, output files (default: `num_workers`); together
+            they hold the same records for any `num_shards` (`write_shard`).
+            To write them on several machines, see
+            `keras_bert.data.create_pretraining_shard`.
         num_workers: int, processes (spawned) writing shards in parallel.
         progress: optional callable(num_bytes, total_bytes) called as input
             is consumed, for a progress bar.
@@ -461,8 +430,6 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
     num_shards = int(num_shards or num_workers)
     if num_shards < 1:
         raise ValueError(f"Expected num_shards >= 1. Received: num_shards={num_shards}")
-    # Nothing is deleted before the new data is complete, and then only what
-    # the previous run's metadata.json lists.
     recover_data_dir(output_dir)  # First: a killed writer's shards are not strangers.
     check_output_dir(output_dir, input_files, vocab_file)
     tf.io.gfile.makedirs(output_dir)
@@ -512,11 +479,9 @@ _JOURNAL = "commit.json"
 def _commit(output_dir, staging, moves):
     """Commits the complete data set in `staging` into `output_dir`.
 
-    One step decides it: the journal (what to move in, metadata.json last,
-    and which old shards to remove) is renamed into the staging folder.
-    The moves that follow may be cut short by a kill; `recover_data_dir`
-    then finishes them (roll forward), so the folder ends as the new data
-    set whole, never as new shards beside old ones.
+    Renaming the journal (the moves, metadata.json last, and the old shards
+    to remove) into `staging` decides it; moves cut short by a kill are
+    finished by `recover_data_dir`.
     """
     with locked(output_dir):
         new = set(moves)
@@ -550,12 +515,9 @@ def _roll_forward(output_dir, staging):
 def recover_data_dir(output_dir):
     """Finishes or removes what killed writers of `output_dir` left (only theirs).
 
-    A staging folder whose writer is gone either holds a commit journal
-    (the new data set was committed: its remaining moves are made) or not
-    (the new data was never committed: it is removed). Readers call it too,
-    so a data set cut short by a kill is whole again before it is read; and
-    as a running writer holds the folder's lock while it commits, a reader
-    waits for that commit to end instead of reading half of it.
+    A dead writer's staging folder with a commit journal is rolled forward,
+    one without is removed. Readers call it too; the folder's lock makes them
+    wait for a running commit instead of reading half of it.
     """
     if storage.is_remote(output_dir):
         _recover_remote(output_dir)
@@ -571,9 +533,8 @@ def recover_data_dir(output_dir):
 
 
 def _recover_remote(output_dir):
-    """`recover_data_dir` on an object store (no lock, no PIDs of other hosts): a
-    staging folder with a journal is rolled forward whoever wrote it (its data
-    set was committed); one without is removed only if its writer provably
+    """`recover_data_dir` on an object store (no lock, no PIDs of other hosts):
+    a staging folder without a journal is removed only if its writer provably
     ended (`keras_bert.storage`)."""
     if not storage.isdir(output_dir):
         return
@@ -594,15 +555,8 @@ def _same_path(a, b):
 def _listed_files(output_dir):
     """The shard files a previous run wrote in `output_dir` (its metadata.json
     lists them), or None if it holds no keras_bert pretraining metadata."""
-    path = os.path.join(output_dir, METADATA_FILE)
-    if not tf.io.gfile.exists(path):
-        return None
-    try:
-        with tf.io.gfile.GFile(path) as f:
-            metadata = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
+    metadata = _read_format(os.path.join(output_dir, METADATA_FILE), FORMAT)
+    if metadata is None:
         return None
     shards = metadata.get("shards")
     if not isinstance(shards, list) or not all(
@@ -623,9 +577,8 @@ def check_output_dir(output_dir, input_files, vocab_file):
     """Raises unless `create_pretraining_data` may write `output_dir`.
 
     It may be missing, empty (but for the vocab.txt given as `vocab_file`),
-    or pretraining data keras_bert wrote: a metadata.json listing its shards,
-    and no other pretraining-* file (it would be written over). Input files
-    must not lie inside it. Nothing is written.
+    or pretraining data keras_bert wrote with no unlisted pretraining-* file;
+    input files must not lie inside it.
 
     Returns:
         list of str, the shard files of the previous data (replaced).
@@ -706,11 +659,9 @@ def _write_shards(input_files, output_dir, vocab_file, config, num_shards, num_w
 
 def data_identity(input_files, vocab_file, config, num_shards):
     """"sha256:<hex>" of what decides a data set's records: the settings, the
-    vocabulary, the input files (paths as given, and a sha256 of each one's
-    content: two corpora of one path and size are two sets) and the number
+    vocabulary, the input files (paths and content digests) and the number
     of shards. Shards written apart belong to one set when their identities
-    agree. Each input is read once more for its digest (every shard reads
-    the whole corpus anyway)."""
+    agree."""
     key = {
         "version": VERSION,
         "config": dataclasses.asdict(config),
@@ -729,7 +680,7 @@ def _metadata(input_files, vocab_copy, config, num_shards, shards, identity):
     tokens, _ = load_vocabulary(vocab_copy)
     is_next = sum(s["num_is_next"] for s in shards)
     random_next = sum(s["num_random_next"] for s in shards)
-    metadata = {
+    return {
         "format": FORMAT,
         "version": VERSION,
         **dataclasses.asdict(config),
@@ -748,7 +699,6 @@ def _metadata(input_files, vocab_copy, config, num_shards, shards, identity):
         "input_files": [os.fspath(p) for p in input_files],
         "identity": identity,
     }
-    return metadata
 
 
 def _run_in_processes(tasks, num_workers, progress, total_bytes):
@@ -795,40 +745,33 @@ def part_names(data_dir):
 
 def read_part(data_dir, name):
     """The manifest `name` of `data_dir` as a dict, or None if it is missing or not one."""
-    path = os.path.join(data_dir, name)
+    return _read_format(os.path.join(data_dir, name), PART_FORMAT)
+
+
+def _read_format(path, format):
+    """The JSON object in `path` if its "format" is `format`, else None."""
     if not tf.io.gfile.exists(path):
         return None
     try:
         with tf.io.gfile.GFile(path) as f:
-            part = json.load(f)
+            value = json.load(f)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
-    if not isinstance(part, dict) or part.get("format") != PART_FORMAT:
-        return None
-    return part
+    return value if isinstance(value, dict) and value.get("format") == format else None
 
 
 def shard_command(part, shard_index, num_shards):
-    """The command line that writes shard `shard_index` of `part`'s set.
-
-    The command recorded in the manifest (tools/create_pretraining_data.py's
-    arguments) with its --shard replaced; a generic one when none was recorded.
-    """
+    """The command line that writes shard `shard_index` of `part`'s set: the
+    manifest's recorded command with its --shard replaced, else a generic one."""
     argv = part.get("command")
     value = f"{shard_index}/{num_shards}"
     if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
-        out, skip = [], False
-        for arg in argv:
-            if skip:
-                out.append(value)
-                skip = False
-            elif arg == "--shard":
-                out.append(arg)
-                skip = True
-            elif arg.startswith("--shard="):
-                out.append(f"--shard={value}")
-            else:
-                out.append(arg)
+        out = [
+            value if previous == "--shard"
+            else f"--shard={value}" if arg.startswith("--shard=")
+            else arg
+            for previous, arg in zip([None] + argv, argv)
+        ]
         return "python tools/create_pretraining_data.py " + " ".join(shlex.quote(a) for a in out)
     return (f"python tools/create_pretraining_data.py {' '.join(part.get('input_files', []))} "
             f"--output DATA_DIR --vocab-file VOCAB (the other shards' settings) --shard {value}")
@@ -861,11 +804,8 @@ def read_parts(data_dir):
 
 
 def missing_shards(data_dir, parts, num_shards):
-    """The shards of the set not committed in `data_dir`: indexes, ascending.
-
-    A shard counts once its manifest exists and its TFRecord file has the
-    manifest's size; a file without its manifest is a write cut short.
-    """
+    """The shards of the set not committed in `data_dir` (no manifest, or a
+    TFRecord file of another size than its manifest's): indexes, ascending."""
     missing = []
     for index in range(num_shards):
         part = parts.get(index)
@@ -906,13 +846,8 @@ def assemble_parts(data_dir):
 
 
 def read_metadata(data_dir, check=True):
-    """The parsed metadata.json of a pretraining data directory.
-
-    With `check` (the default) the directory is checked against it first
-    (`check_data_dir`): metadata that disagrees with the records would
-    otherwise train silently wrong (truncated sequences, no masked-LM loss)
-    or not at all.
-    """
+    """The parsed metadata.json of a pretraining data directory, with `check`
+    checked against the records first (`check_data_dir`)."""
     recover_data_dir(data_dir)
     path = os.path.join(data_dir, METADATA_FILE)
     if not tf.io.gfile.exists(path) and part_names(data_dir):
@@ -953,12 +888,9 @@ _RECORDS_CHECKED = 64
 def check_data_dir(data_dir, metadata):
     """Raises ValueError unless the records and vocab.txt agree with `metadata`.
 
-    Checks, before any training step: the types of the keys training reads;
-    that there are instances; that the shards' counts add up and every
-    shard file with instances exists and is not empty; that vocab.txt has
-    `vocab_size` tokens and the `vocab_hash` of the data; and, on the first
-    records of each shard, the masking mode, `max_seq_length`,
-    `max_predictions_per_seq` and the id ranges.
+    Checks the keys training reads, the shards' counts, files and sizes,
+    vocab.txt's size and hash, and on the first records of each shard the
+    masking mode, lengths and id ranges.
     """
     path = os.path.join(data_dir, METADATA_FILE)
     fix = " Recreate the data with tools/create_pretraining_data.py."
@@ -1058,11 +990,8 @@ def _check_record(record, metadata, where, static, path):
 
 
 def corrupt_data_error(error, data_dir):
-    """A ValueError naming the shard of `data_dir` that raised `error` (a DataLossError).
-
-    tf.data's message does not name the file; this reads every shard
-    (checking each record's CRC) to find it.
-    """
+    """A ValueError naming the shard of `data_dir` that raised `error` (a DataLossError,
+    whose message does not name the file): every shard's CRCs are read to find it."""
     for file in shard_paths(data_dir, read_metadata(data_dir, check=False)):
         try:
             for _ in tf.data.TFRecordDataset(file):
@@ -1074,11 +1003,7 @@ def corrupt_data_error(error, data_dir):
 
 
 def shard_paths(data_dir, metadata=None):
-    """The TFRecord files of a data directory that hold records, in shard order.
-
-    A shard with no instances (more shards than windows of the corpus) is
-    left out: a worker reading by files would get nothing from it.
-    """
+    """The TFRecord files of a data directory that hold records, in shard order."""
     metadata = metadata or read_metadata(data_dir)
     return [os.path.join(data_dir, shard["file"]) for shard in metadata["shards"]
             if shard["num_instances"] > 0]

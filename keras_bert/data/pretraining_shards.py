@@ -9,21 +9,16 @@ write their part into one folder, local or on a bucket:
     OUTPUT/pretraining-0000k-of-0000N.json       its manifest, committed last
     OUTPUT/vocab.txt, and once all N exist, metadata.json
 
-The records do not depend on the split: shard k holds the corpus' windows
-k, k + N, ... (`pretraining_data.corpus_windows`), each drawn with its own
-seed, so the N shards hold exactly the records of one shard, for any N.
+The N shards hold exactly the records of one shard, for any N
+(`pretraining_data.write_shard`).
 
-Commit rule (the project's, `keras_bert.files`): the TFRecord file is
-written in a staging folder of this writer, moved in, and only then is its
-manifest (counts, size in bytes, settings' identity) written, last. A shard
-is done when its manifest exists and the file has the manifest's size, so a
-writer killed at any point leaves a shard that reads as missing, never as
-done; on an object store, where a move is a copy, the same holds. Rerunning
-a done shard skips it; rerunning a shard cut short writes it anew. The
-writer that finds every manifest present writes metadata.json (the same
-bytes whoever writes it); until then `read_metadata` assembles it from the
-manifests when all are there, and otherwise names the missing shards and
-the command that writes each.
+A shard is done when its manifest (counts, size in bytes, settings'
+identity), written after its moved-in TFRecord file, exists and the file has
+the manifest's size: a killed writer leaves a shard that reads as missing,
+on an object store too. Rerunning a done shard skips it. The writer that
+finds every manifest present writes metadata.json; until then
+`read_metadata` assembles it from the manifests, or names the missing shards
+and the command that writes each.
 """
 
 import dataclasses
@@ -125,11 +120,7 @@ def _check_output(output_dir, identity, num_shards, vocab_file):
 
 
 def _identity_of(metadata_path):
-    try:
-        with tf.io.gfile.GFile(metadata_path) as f:
-            return json.load(f).get("identity")
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-        return None
+    return (data._read_format(metadata_path, data.FORMAT) or {}).get("identity")
 
 
 def _write_json(path, value):
@@ -186,18 +177,14 @@ def create_pretraining_shard(input_files, output_dir, vocab_file, config=None,
     """Writes shard `shard_index` of `num_shards` of a pretraining data set.
 
     The shard holds the records that `create_pretraining_data(...,
-    num_shards=num_shards)` writes into the same file: windows
-    shard_index, shard_index + num_shards, ... of the corpus. Run it once
-    per shard, in any order, on any machines, into one `output_dir`.
+    num_shards=num_shards)` writes into the same file. Run it once per
+    shard, in any order, on any machines, into one `output_dir`.
 
     Args:
-        input_files, vocab_file, config: as for `create_pretraining_data`;
-            every shard of a set gets the same ones (their identity is
-            checked: shards of other settings are refused).
+        input_files, vocab_file, config, progress: as for
+            `create_pretraining_data`; every shard of a set gets the same ones.
         output_dir: str, missing, empty, or holding this set's shards only.
         shard_index, num_shards: int, which shard (0-based) of how many.
-        progress: optional callable(num_bytes, total_bytes) as input is read
-            (every shard reads the whole corpus; it tokenizes its windows only).
         command: optional list of str, the tool's arguments, recorded so that
             a missing shard's error can give the command that writes it.
 

@@ -1,11 +1,5 @@
-"""DataReport: what a task reader skipped or repaired, and where.
-
-Every reader (classification, CoNLL, SQuAD) takes one. A bad row is
-reported as "FILE:LINE: reason" (or "FILE: question ID: reason" for SQuAD),
-counted by reason, and the reader moves on when skipping it is safe. The
-first `max_logged` messages go to the `keras_bert.data` logger as they
-happen; `summary()` gives the totals for the end of a run.
-"""
+"""DataReport: what a task reader skipped or repaired, and where ("FILE:LINE: reason"),
+counted by reason; `summary()` gives the totals for the end of a run."""
 
 import collections
 import logging

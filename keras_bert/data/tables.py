@@ -3,18 +3,14 @@
 `table_rows` yields each row as a dict {column: value} with its "FILE:LINE";
 the file's structure is checked here, once for all readers:
 
-- CSV / TSV: a header line names the columns; a header that names a column
-  twice, or lacks a column the reader needs, is an error (FILE:1). A record
-  may span lines (a quoted text with line breaks); a stray quote that would
-  swallow the rows after it is reported at the line where it opened, and
-  reading resumes at the next line. A row with the wrong number of columns
-  is reported and skipped ("malformed row").
-- JSON Lines: one object per line; a line that is not valid JSON or not an
-  object is reported and skipped ("malformed row"); an object with a key
-  twice is an error (which value is meant is ambiguous).
+- CSV / TSV: a header names the columns (a column twice, or one the reader
+  needs missing, is an error at FILE:1). A stray quote is reported where it
+  opened and reading resumes at the next line (`delimited_rows`); a row with
+  the wrong number of columns is reported and skipped ("malformed row").
+- JSON Lines: one object per line; a line that is not a JSON object is
+  reported and skipped ("malformed row"); a key twice is an error.
 
-`row_text` checks a text cell the same way for every reader. What a row's
-label means is the task reader's business (tasks/*/reader.py).
+`row_text` checks a text cell the same way for every reader.
 """
 
 import csv
@@ -111,10 +107,8 @@ def delimited_rows(path, delimiter, report, label_column=None):
 
 def table_rows(path, file_format, columns, report, label_column=None,
                column_flags="--text-column and --label-column"):
-    """Yields ("FILE:LINE", {column: value}) for each row of a CSV, TSV or JSON Lines file.
-
-    Bad rows are reported to `report` and not yielded (see the module
-    docstring); blank lines are passed over.
+    """Yields ("FILE:LINE", {column: value}) for each row of a CSV, TSV or JSON Lines file;
+    bad rows are reported to `report` (see the module docstring), blank lines passed over.
 
     Args:
         path: str, the file (checked to be text by the caller).
@@ -183,11 +177,8 @@ def table_rows(path, file_format, columns, report, label_column=None,
 
 
 def row_text(values, column, where, report):
-    """The text in `values[column]`, or None after reporting why the row is bad.
-
-    A missing column and a value that is not a string are a "malformed row",
-    an empty or all-whitespace text an "empty text".
-    """
+    """The text in `values[column]`, or None after reporting the row as a "malformed
+    row" (no such column, not a string) or an "empty text"."""
     value = values.get(column)
     if value is None:
         report.skip(where, "malformed row", f"no {column!r}")

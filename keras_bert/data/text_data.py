@@ -1,13 +1,5 @@
-"""Format-neutral reading of labeled text files, for every task's reader.
-
-`detect_format` names a table's format from its extension, `read_lines`
-yields a file's lines with invalid UTF-8 repaired and reported, and
-`split_examples` makes the fixed, seeded train / eval split, and
-`text_label_dataset` turns texts and their labels into the tokenized
-dataset of the text classifiers. `ParallelExamples` is the base of every
-reader's examples (parallel lists, one entry per kept row). They know nothing of a task: a task's
-reader (tasks/*/reader.py) builds on them.
-"""
+"""Format-neutral reading of labeled text files, for every task's reader
+(tasks/*/reader.py builds on these; they know nothing of a task)."""
 
 import dataclasses
 import os
@@ -15,7 +7,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data.task_options import FILE_FORMATS as FORMATS
+from keras_bert.data.task_options import FILE_FORMATS as FORMATS, check_file_format
 from keras_bert.text import text_files
 
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
@@ -24,10 +16,8 @@ _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"
 class ParallelExamples:
     """Base of a reader's examples: a dataclass of parallel lists and a report.
 
-    Its first field sets the length; `subset` picks the same entries of
-    every list field (a field left None stays None) and keeps the fields
-    named in `whole_fields` (facts of the whole reading: the `DataReport`,
-    the label names a source declares) as they are.
+    Its first field sets the length; `subset` picks the same entries of every
+    list field and keeps the fields named in `whole_fields` as they are.
     """
 
     whole_fields = ("report",)
@@ -53,9 +43,8 @@ def detect_format(path, file_format=None):
     Returns:
         str, one of `FORMATS`.
     """
+    check_file_format(file_format)
     if file_format is not None:
-        if file_format not in FORMATS:
-            raise ValueError(f"Expected file_format in {FORMATS}. Received: {file_format!r}")
         return file_format
     ext = os.path.splitext(path)[1].lower()
     if ext not in _EXTENSIONS:
@@ -69,11 +58,9 @@ def detect_format(path, file_format=None):
 def read_lines(path, report, what="data file"):
     """Yields (line_number, str line with its ending) of a text file.
 
-    Each line is decoded as UTF-8 on its own; a line with invalid bytes is
-    decoded with errors="replace" and reported as repaired. A UTF-8 byte
-    order mark at the start is dropped. The file is opened once (a pipe
-    works); a missing file, a directory, a compressed, UTF-16 or binary file
-    is an error naming it (`text_files.read_text_file`).
+    Each line is decoded as UTF-8 on its own; one with invalid bytes is
+    decoded with errors="replace" and reported as repaired. The file is opened
+    once (a pipe works) and checked by `text_files.read_text_file`.
 
     Args:
         path: str, the file.
@@ -93,17 +80,11 @@ def read_lines(path, report, what="data file"):
 
 
 def split_examples(examples, eval_fraction=0.1, seed=0):
-    """A fixed, seeded split into (train, eval) examples.
-
-    The same `examples`, fraction and seed always give the same split: a
-    permutation drawn with `np.random.default_rng(seed)`, its first
-    round(eval_fraction * n) indices for eval (in file order), the rest
-    for training (in file order).
+    """A fixed, seeded split into (train, eval) examples, each in file order.
 
     Args:
         examples: anything with `subset(indices)` and `len` (a task
-            reader's `ParallelExamples`: `ClassificationExamples`,
-            `ConllSentences`, ...).
+            reader's `ParallelExamples`).
         eval_fraction: float in (0, 1).
         seed: int.
 
@@ -125,10 +106,8 @@ def split_examples(examples, eval_fraction=0.1, seed=0):
 def text_label_dataset(texts, texts_b, labels, preprocessor):
     """Texts and labels -> a dataset of unbatched `(encoder inputs, label)` pairs.
 
-    Tokenization and packing run in the graph (`preprocessor`, a
-    `BertPreprocessor` with `sequence_length=None`, so each example keeps
-    its own length, at most `preprocessor.max_seq_length`); the result is
-    cached in memory, so text is tokenized once. Batch it with
+    Each example keeps its own length (`preprocessor` has
+    `sequence_length=None`); the result is cached in memory. Batch it with
     `batching.training_batches` or `batching.eval_batches`.
 
     Args:

@@ -109,15 +109,6 @@ class BertFeatures(keras.layers.Layer):
         lowest = ops.cast(-1e4 if features.dtype == "float16" else -1e9, features.dtype)
         return ops.max(ops.where(mask > 0, features, lowest), axis=1)
 
-    def compute_output_spec(self, inputs, training=None):
-        hidden = self.encoder.output["sequence_output"].shape[-1]
-        channels = 4 * hidden if self.layers_mode == "concat_last_four" else hidden
-        token_ids = inputs["token_ids"]
-        shape = (token_ids.shape[0], channels)
-        if self.pooling is None:
-            shape = (token_ids.shape[0], token_ids.shape[1], channels)
-        return keras.KerasTensor(shape, dtype=self.compute_dtype)
-
     def get_config(self):
         config = super().get_config()
         config.update(

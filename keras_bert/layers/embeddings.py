@@ -69,7 +69,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
 
-    def build(self, token_ids_shape=None, segment_ids_shape=None):
+    def build(self, token_ids_shape=None):
         init = initializer(self.initializer_range)
         self.token_embeddings = self.add_weight(
             name="token_embeddings",
@@ -116,9 +116,6 @@ class BertEmbeddings(keras.layers.Layer):
         x = x + ops.expand_dims(positions, 0)
         x = self.layer_norm(x)
         return self.dropout(x, training=training)
-
-    def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
-        return tuple(token_ids_shape) + (self.hidden_size,)
 
     def get_config(self):
         config = super().get_config()

@@ -138,16 +138,13 @@ class LoraDense(keras.layers.Dense):
     def lora_delta(self):
         """The kernel update, float32 numpy [input_dim, units] (zeros where no adapter)."""
         width = self.units // len(self.parts)
-        input_dim = self.kernel.shape[0]
-        blocks = []
-        for part in self.parts:
+        delta = np.zeros(self.kernel.shape, np.float32)
+        for index, part in enumerate(self.parts):
             if part in self._adapters:
                 a, b = (np.asarray(ops.convert_to_numpy(v), np.float32)
                         for v in self._adapters[part])
-                blocks.append(self.lora_scale * (a @ b))
-            else:
-                blocks.append(np.zeros((input_dim, width), np.float32))
-        return np.concatenate(blocks, axis=1)
+                delta[:, index * width:(index + 1) * width] = self.lora_scale * (a @ b)
+        return delta
 
     def merged_kernel(self):
         """W + the adapters' update, numpy in the kernel's dtype."""

@@ -62,7 +62,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.embeddings = embeddings
 
-    def build(self, sequence_output_shape, masked_positions_shape=None):
+    def build(self, sequence_output_shape):
         hidden_size = sequence_output_shape[-1]
         # Tied to narrower tables (ELECTRA's E < H), the transform maps H -> E,
         # as ELECTRA's generator head does; BERT's is H -> H.
@@ -105,10 +105,6 @@ class MaskedLMHead(keras.layers.Layer):
             logits = ops.reshape(flat, (ops.shape(x)[0], ops.shape(x)[1], self.vocab_size))
         logits = logits + ops.cast(self.output_bias, logits.dtype)
         return ops.cast(logits, "float32")
-
-    def compute_output_spec(self, sequence_output, masked_positions):
-        shape = (sequence_output.shape[0], masked_positions.shape[1], self.vocab_size)
-        return keras.KerasTensor(shape, dtype="float32")
 
     def get_config(self):
         config = super().get_config()

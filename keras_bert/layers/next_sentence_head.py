@@ -44,12 +44,6 @@ class NextSentenceHead(keras.layers.Layer):
     def call(self, pooled_output):
         return ops.cast(self.dense(pooled_output), "float32")
 
-    def compute_output_shape(self, input_shape):
-        return (input_shape[0], 2)
-
-    def compute_output_spec(self, pooled_output):
-        return keras.KerasTensor((pooled_output.shape[0], 2), dtype="float32")
-
     def get_config(self):
         config = super().get_config()
         config.update(initializer_range=self.initializer_range)

@@ -46,9 +46,6 @@ class Pooler(keras.layers.Layer):
     def call(self, sequence_output):
         return self.dense(sequence_output[:, 0])
 
-    def compute_output_shape(self, input_shape):
-        return (input_shape[0], input_shape[-1])
-
     def get_config(self):
         config = super().get_config()
         config.update(initializer_range=self.initializer_range, activation=self.activation)

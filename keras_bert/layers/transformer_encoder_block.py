@@ -87,7 +87,6 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.attention_dropout_rate = attention_dropout_rate
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
-        self.supports_masking = False
 
     def build(self, input_shape):
         hidden_size = input_shape[-1]
@@ -201,16 +200,6 @@ class TransformerEncoderBlock(keras.layers.Layer):
         probs = ops.softmax(scores, axis=-1)
         attended = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
         return ops.transpose(tf.matmul(attended, value), (0, 2, 1, 3)), probs  # (B, T, N, D)
-
-    def compute_output_spec(
-        self, x, padding_mask=None, training=None, return_attention_probs=False
-    ):
-        output = keras.KerasTensor(x.shape, dtype=self.compute_dtype)
-        if not return_attention_probs:
-            return output
-        batch_size, seq_length = x.shape[0], x.shape[1]
-        probs_shape = (batch_size, self.num_heads, seq_length, seq_length)
-        return output, keras.KerasTensor(probs_shape, dtype="float32")
 
     def get_config(self):
         config = super().get_config()

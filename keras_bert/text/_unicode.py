@@ -313,10 +313,6 @@ def _info_of(tables):
                             + code_points % _BLOCK]
 
 
-def _info_of_all_code_points(normalization=DEFAULT_NORMALIZATION):
-    return _info_of(unicode_tables(normalization))
-
-
 @functools.lru_cache(maxsize=None)
 def fast_path_candidates(normalization, tokenize_chinese_chars=True):
     """Non-ASCII characters that texts on the fast path may hold.
@@ -333,7 +329,7 @@ def fast_path_candidates(normalization, tokenize_chinese_chars=True):
         A pair of sorted int arrays `(alone, space)`: the candidate
         stand-alone characters and the candidate separators.
     """
-    info = _info_of_all_code_points(normalization)
+    info = _info_of(unicode_tables(normalization))
     ok = (info & DROP) == 0
     if normalization:
         ok &= np.right_shift(info, EXPANSION_SHIFT) == 0
@@ -454,23 +450,16 @@ def never_split_index(strings, never_split):
     )
 
 
-def _words_of(code_points, word_ids, num_words):
-    """UTF-8 strings [num_words] of the characters grouped by `word_ids`."""
-    return tf.strings.unicode_encode(
+def _protected(code_points, raw_id, nonspace, num_raw, never_split):
+    """Per word (`raw_id` of each character): whether its non-space
+    characters make a word of `never_split`."""
+    words = tf.strings.unicode_encode(
         tf.RaggedTensor.from_value_rowids(
-            code_points, tf.cast(word_ids, tf.int64),
-            nrows=tf.cast(num_words, tf.int64),
+            tf.boolean_mask(code_points, nonspace),
+            tf.cast(tf.boolean_mask(raw_id, nonspace), tf.int64),
+            nrows=tf.cast(num_raw, tf.int64),
             validate=False),
         "UTF-8",
-    )
-
-
-def _protected(code_points, raw_id, nonspace, num_raw, never_split):
-    """Per character: its whitespace-separated word is in `never_split`."""
-    words = _words_of(
-        tf.boolean_mask(code_points, nonspace),
-        tf.boolean_mask(raw_id, nonspace),
-        num_raw,
     )
     return never_split_index(words, never_split) >= 0
 

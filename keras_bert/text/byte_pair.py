@@ -8,11 +8,11 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert import storage
-from keras_bert.text.tokenizer import _CLEAN_UP_SPACES
+from keras_bert.text.tokenizer import _VocabularyMethods
+from keras_bert.text.tokenizer import _check_bool_options
+from keras_bert.text.tokenizer import _clean_up
 from keras_bert.text.tokenizer import _id_rows
-from keras_bert.text.tokenizer import as_string_tensor
 
-_OFFSET_UNITS = ("BYTE", "UTF8_CHAR")
 # The files of a model directory (RoBERTa's layout), also a .keras file's assets.
 VOCAB_JSON = "vocab.json"
 MERGES_TXT = "merges.txt"
@@ -229,7 +229,7 @@ def read_bpe_folder(folder):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BytePairTokenizer(keras.layers.Layer):
+class BytePairTokenizer(_VocabularyMethods, keras.layers.Layer):
     """RoBERTa's byte-level BPE tokenizer, in-graph and id-for-id with transformers.
 
     Gives the ids of transformers' `RobertaTokenizer` (the tokenizers
@@ -283,17 +283,18 @@ class BytePairTokenizer(keras.layers.Layer):
 
     # Separators between the two texts of a pair: `<s> a </s></s> b </s>`.
     pair_separator = 2
+    _NO_VOCABULARY = (
+        "This BytePairTokenizer has no vocabulary yet (a config holds none: "
+        "it is saved as an asset of the .keras file). Load the model with "
+        "keras.models.load_model, or use BytePairTokenizer.from_folder(FOLDER).")
 
     def __init__(self, vocabulary=None, merges=None, add_prefix_space=False,
                  trim_offsets=True, special_tokens_in_strings=False, lstrip_tokens=(),
                  clean_up_tokenization_spaces=False, **kwargs):
         super().__init__(**kwargs)
-        for name, value in (("add_prefix_space", add_prefix_space),
-                            ("trim_offsets", trim_offsets),
-                            ("special_tokens_in_strings", special_tokens_in_strings),
-                            ("clean_up_tokenization_spaces", clean_up_tokenization_spaces)):
-            if not isinstance(value, bool):
-                raise ValueError(f"Expected {name} to be True or False. Received: {name}={value!r}")
+        _check_bool_options(add_prefix_space=add_prefix_space, trim_offsets=trim_offsets,
+                            special_tokens_in_strings=special_tokens_in_strings,
+                            clean_up_tokenization_spaces=clean_up_tokenization_spaces)
         self.add_prefix_space = add_prefix_space
         self.trim_offsets = trim_offsets
         self.special_tokens_in_strings = special_tokens_in_strings
@@ -385,7 +386,6 @@ class BytePairTokenizer(keras.layers.Layer):
         object.__setattr__(self, "_vocabulary", tokens)
         object.__setattr__(self, "_token_to_id", dict(vocabulary))
         object.__setattr__(self, "_merges", pairs)
-        self._special_ids = sorted({vocabulary[t] for t in _SPECIALS.values()})
         # Leftmost, then longest (tokenizers' added vocabulary).
         self._special_pattern = "|".join(
             (f"[{_SPACE}]*" if t in self.lstrip_tokens else "") + re.escape(t)
@@ -429,76 +429,11 @@ class BytePairTokenizer(keras.layers.Layer):
                     tf.gather(ids, tf.boolean_mask(splits[:-1], single))),
                 default_value=-1)
 
-    def _require_vocabulary(self):
-        if self._vocabulary is None:
-            raise ValueError(
-                "This BytePairTokenizer has no vocabulary yet (a config holds none: "
-                "it is saved as an asset of the .keras file). Load the model with "
-                "keras.models.load_model, or use BytePairTokenizer.from_folder(FOLDER).")
-        return self._vocabulary
-
-    @property
-    def vocabulary(self):
-        """The tokens, as a list of str indexed by id."""
-        return list(self._require_vocabulary())
-
-    @property
-    def vocab_size(self):
-        """int: number of ids."""
-        return len(self._require_vocabulary())
-
     @property
     def merges(self):
         """The merges, list of (left, right), highest priority first."""
         self._require_vocabulary()
         return list(self._merges)
-
-    def token_to_id(self, token):
-        """The id of one token (str). Raises KeyError naming it if absent."""
-        if token not in self._token_to_id:
-            raise KeyError(f"Token {token!r} is not in the vocabulary ({self.vocab_size} tokens).")
-        return self._token_to_id[token]
-
-    def id_to_token(self, token_id):
-        """The token (str) of one id (Python int)."""
-        token_id = int(token_id)
-        if not 0 <= token_id < self.vocab_size:
-            raise ValueError(
-                f"Expected an id in [0, {self.vocab_size}). Received: token_id={token_id}")
-        return self._vocabulary[token_id]
-
-    def ids_to_tokens(self, ids):
-        """Maps an int Tensor or RaggedTensor of ids to token strings, in the graph."""
-        lookup = lambda x: tf.gather(self._vocab_tensor, tf.cast(x, tf.int32))  # noqa: E731
-        if isinstance(ids, tf.RaggedTensor):
-            return tf.ragged.map_flat_values(lookup, ids)
-        return lookup(ids)
-
-    def get_special_tokens_mask(self, token_ids_0, token_ids_1=None,
-                                already_has_special_tokens=False):
-        """1 for a special token, 0 for a text token (transformers' method), for
-        `<s> A </s>` or `<s> A </s></s> B </s>`, or for ids packed already."""
-        if already_has_special_tokens:
-            if token_ids_1 is not None:
-                raise ValueError("token_ids_1 must be None with already_has_special_tokens=True: "
-                                 "pass the packed ids as token_ids_0.")
-            return [int(int(i) in self._special_ids) for i in token_ids_0]
-        mask = [1] + [0] * len(token_ids_0) + [1]
-        if token_ids_1 is not None:
-            mask += [1] + [0] * len(token_ids_1) + [1]
-        return mask
-
-    def _prepare(self, inputs):
-        self._require_vocabulary()
-        if not isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
-            inputs = tf.convert_to_tensor(inputs)
-        if inputs.dtype != tf.string or inputs.shape.rank not in (0, 1):
-            raise ValueError(
-                "BytePairTokenizer expects a string Tensor of shape [batch] or a scalar. "
-                f"Received: dtype={inputs.dtype.name}, shape={inputs.shape}. Flatten it "
-                "first (tf.reshape(x, [-1])).")
-        scalar = inputs.shape.rank == 0
-        return (inputs[tf.newaxis] if scalar else inputs), scalar
 
     def _words(self, texts):
         """Valid UTF-8 texts [batch] -> (words, starts, ends, prefixed): the
@@ -637,9 +572,6 @@ class BytePairTokenizer(keras.layers.Layer):
         flat = [v.flat_values for v in values] + [None] * (4 - len(values))
         return (*flat, row_splits, texts)
 
-    def __call__(self, inputs, *args, **kwargs):
-        return super().__call__(as_string_tensor(inputs), *args, **kwargs)
-
     def call(self, inputs):
         inputs, scalar = self._prepare(inputs)
         ids, _, _, _, row_splits, _ = self._tokenize(inputs, offsets=False)
@@ -662,9 +594,7 @@ class BytePairTokenizer(keras.layers.Layer):
             (ids, starts, ends): int32 RaggedTensors [batch, (num_tokens)]
             (Tensors for a scalar input); `end` is exclusive.
         """
-        if unit not in _OFFSET_UNITS:
-            raise ValueError(f"Expected unit to be one of {_OFFSET_UNITS}. Received: unit={unit!r}")
-        inputs, scalar = self._prepare(inputs)
+        inputs, scalar = self._prepare(inputs, unit)
         ids, start, end, lead, row_splits, texts = self._tokenize(inputs, offsets=True)
         position = tf.range(tf.size(ids, out_type=tf.int64))
         row = tf.searchsorted(row_splits, position, side="right") - 1
@@ -714,13 +644,7 @@ class BytePairTokenizer(keras.layers.Layer):
         """
         if clean_up_tokenization_spaces is None:
             clean_up_tokenization_spaces = self.clean_up_tokenization_spaces
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.convert_to_tensor(ids)
-            if ids.shape.rank == 1:
-                return self.detokenize(ids[tf.newaxis], clean_up_tokenization_spaces)[0]
-            ids = tf.RaggedTensor.from_tensor(ids)
-        ids = tf.cast(ids, tf.int32)
-        ids = tf.ragged.boolean_mask(ids, tf.not_equal(ids, self.pad_token_id))
+        ids, one = self._unpadded_rows(ids)
         chars = tf.strings.unicode_decode(tf.strings.reduce_join(self.ids_to_tokens(ids), axis=-1),
                                           "UTF-8")
         code = chars.flat_values
@@ -731,9 +655,8 @@ class BytePairTokenizer(keras.layers.Layer):
         text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace",
                                             replacement_char=0xFFFD)
         if clean_up_tokenization_spaces:
-            for old, new in _CLEAN_UP_SPACES:
-                text = tf.strings.regex_replace(text, re.escape(old), new)
-        return text
+            text = _clean_up(text)
+        return text[0] if one else text
 
     def decode(self, token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=None):
         """One sequence of ids -> its text, as transformers' `decode` (Python).
@@ -750,7 +673,7 @@ class BytePairTokenizer(keras.layers.Layer):
         if clean_up_tokenization_spaces is None:
             clean_up_tokenization_spaces = self.clean_up_tokenization_spaces
         ids = _id_rows(token_ids, "token_ids", rank=1)
-        skipped = set(self._special_ids) if skip_special_tokens else set()
+        skipped = self._special_ids if skip_special_tokens else set()
         values = {c: b for b, c in enumerate(byte_to_char())}
         data = bytearray()
         for i in ids:
@@ -759,21 +682,7 @@ class BytePairTokenizer(keras.layers.Layer):
             for char in self.id_to_token(i):
                 data.extend([values[char]] if char in values else char.encode("utf-8"))
         text = data.decode("utf-8", errors="replace")
-        if clean_up_tokenization_spaces:
-            for old, new in _CLEAN_UP_SPACES:
-                text = text.replace(old, new)
-        return text
-
-    def batch_decode(self, sequences, skip_special_tokens=False,
-                     clean_up_tokenization_spaces=None):
-        """`decode` on each sequence (list of lists, 2-D array or Tensor,
-        or RaggedTensor): list of str."""
-        return [self.decode(row, skip_special_tokens, clean_up_tokenization_spaces)
-                for row in _id_rows(sequences, "sequences", rank=2)]
-
-    def save_assets(self, dir_path):
-        """Writes vocab.json and merges.txt into a `.keras` file's assets (Keras calls this)."""
-        self.save_vocabulary_files(dir_path)
+        return _clean_up(text) if clean_up_tokenization_spaces else text
 
     def load_assets(self, dir_path):
         """Reads what `save_assets` wrote (Keras calls this)."""

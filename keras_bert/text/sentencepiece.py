@@ -17,12 +17,12 @@ from tensorflow_text.python.ops.sentencepiece_tokenizer import (
     gen_sentencepiece_tokenizer as _gen_sentencepiece)
 
 from keras_bert import storage
-from keras_bert.text.tokenizer import _CLEAN_UP_SPACES
-from keras_bert.text.tokenizer import _OFFSET_UNITS
+from keras_bert.text.tokenizer import _VocabularyMethods
 from keras_bert.text.tokenizer import _bytes_to_chars
+from keras_bert.text.tokenizer import _check_bool_options
+from keras_bert.text.tokenizer import _clean_up
 from keras_bert.text.tokenizer import _code_point_class
 from keras_bert.text.tokenizer import _id_rows
-from keras_bert.text.tokenizer import as_string_tensor
 
 # fairseq's dictionary: these four ids, then SentencePiece piece i (i >= 3)
 # as id i + 1, then "<mask>" last. SentencePiece's own "<unk>" (0) is id 3;
@@ -404,7 +404,7 @@ class _SentencePieceModel(tf.saved_model.experimental.TrackableResource):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class SentencePieceTokenizer(keras.layers.Layer):
+class SentencePieceTokenizer(_VocabularyMethods, keras.layers.Layer):
     """XLM-RoBERTa's SentencePiece tokenizer, in-graph, id for id with transformers.
 
     Gives the ids of transformers' `XLMRobertaTokenizer` (the Rust one of
@@ -444,15 +444,16 @@ class SentencePieceTokenizer(keras.layers.Layer):
 
     # `<s> a </s></s> b </s>`: two separators between a pair's texts.
     pair_separator = 2
+    _NO_VOCABULARY = (
+        "This SentencePieceTokenizer has no model yet (a config holds none: it is an "
+        "asset of the .keras file). Load the model with keras.models.load_model, or "
+        "call set_proto('sentencepiece.model').")
 
     def __init__(self, proto=None, special_tokens_in_strings=True, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(special_tokens_in_strings, bool):
-            raise ValueError(
-                "Expected special_tokens_in_strings to be True or False. "
-                f"Received: special_tokens_in_strings={special_tokens_in_strings!r}")
+        _check_bool_options(special_tokens_in_strings=special_tokens_in_strings)
         self.special_tokens_in_strings = special_tokens_in_strings
-        self._proto = None
+        self._proto = self._vocabulary = None
         if proto is not None:
             self.set_proto(proto)
         self.built = True
@@ -526,85 +527,14 @@ class SentencePieceTokenizer(keras.layers.Layer):
 
     def save_vocabulary_files(self, folder):
         """Writes `sentencepiece.model` into `folder` (what `from_folder` reads back)."""
-        storage.write_bytes(storage.join(folder, MODEL_FILE), self._require_proto())
+        storage.write_bytes(storage.join(folder, MODEL_FILE), self.proto)
         return [storage.join(folder, MODEL_FILE)]
-
-    def _require_proto(self):
-        if self._proto is None:
-            raise ValueError(
-                "This SentencePieceTokenizer has no model yet (a config holds none: it is an "
-                "asset of the .keras file). Load the model with keras.models.load_model, or "
-                "call set_proto('sentencepiece.model').")
-        return self._proto
 
     @property
     def proto(self):
         """bytes: the model proto the op runs (Unigram, fairseq's specials kept)."""
-        return self._require_proto()
-
-    @property
-    def vocabulary(self):
-        """The tokens, as a list of str indexed by id."""
-        self._require_proto()
-        return list(self._vocabulary)
-
-    @property
-    def vocab_size(self):
-        """int: number of ids (the SentencePiece pieces + 2)."""
-        self._require_proto()
-        return len(self._vocabulary)
-
-    def token_to_id(self, token):
-        """The id of one token (str). Raises KeyError naming it if absent."""
-        self._require_proto()
-        if token not in self._token_to_id:
-            raise KeyError(f"Token {token!r} is not in the vocabulary ({self.vocab_size} tokens).")
-        return self._token_to_id[token]
-
-    def id_to_token(self, token_id):
-        """The token (str) of one id (Python int)."""
-        token_id = int(token_id)
-        if not 0 <= token_id < self.vocab_size:
-            raise ValueError(
-                f"Expected an id in [0, {self.vocab_size}). Received: token_id={token_id}")
-        return self._vocabulary[token_id]
-
-    def ids_to_tokens(self, ids):
-        """Maps ids (int Tensor or RaggedTensor) to token strings, in the graph."""
-        self._require_proto()
-        if isinstance(ids, tf.RaggedTensor):
-            return tf.ragged.map_flat_values(self.ids_to_tokens, ids)
-        return tf.gather(self._vocab_tensor, tf.cast(ids, tf.int32))
-
-    def _special_ids(self):
-        return {0, 1, 2, 3, self.mask_token_id}
-
-    def get_special_tokens_mask(self, token_ids_0, token_ids_1=None,
-                                already_has_special_tokens=False):
-        """1 for a special token, 0 for a text token (transformers' method).
-
-        Args:
-            token_ids_0: list of int, the ids of a text (without special
-                tokens, unless `already_has_special_tokens`).
-            token_ids_1: optional list of int, the second text of a pair.
-            already_has_special_tokens: bool. True: the ids are packed
-                already; each id of `<s> <pad> </s> <unk> <mask>` is marked.
-
-        Returns:
-            list of int, for `<s> A </s>` or `<s> A </s></s> B </s>`, or for
-            the ids as given.
-        """
-        if already_has_special_tokens:
-            if token_ids_1 is not None:
-                raise ValueError(
-                    "token_ids_1 must be None with already_has_special_tokens=True: "
-                    "pass the packed ids as token_ids_0.")
-            special = self._special_ids()
-            return [int(int(i) in special) for i in token_ids_0]
-        mask = [1] + [0] * len(token_ids_0) + [1]
-        if token_ids_1 is not None:
-            mask += [1] + [0] * len(token_ids_1) + [1]
-        return mask
+        self._require_vocabulary()
+        return self._proto
 
     def detokenize(self, ids):
         """Joins ids back into (normalized) text, in the graph.
@@ -618,16 +548,10 @@ class SentencePieceTokenizer(keras.layers.Layer):
         Returns:
             string Tensor [batch] (a scalar for rank-1 input).
         """
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.convert_to_tensor(ids)
-            if ids.shape.rank == 1:
-                return self.detokenize(ids[tf.newaxis])[0]
-            ids = tf.RaggedTensor.from_tensor(ids)
-        ids = tf.cast(ids, tf.int32)
-        ids = tf.ragged.boolean_mask(ids, tf.not_equal(ids, self.pad_token_id))
+        ids, one = self._unpadded_rows(ids)
         text = tf.strings.reduce_join(self.ids_to_tokens(ids), axis=-1)
-        text = tf.strings.regex_replace(text, "▁", " ")
-        return tf.strings.regex_replace(text, "^ ", "")
+        text = tf.strings.regex_replace(tf.strings.regex_replace(text, "▁", " "), "^ ", "")
+        return text[0] if one else text
 
     def decode(self, token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=False):
         """One sequence of ids -> its (normalized) text, as transformers' `decode`.
@@ -644,34 +568,10 @@ class SentencePieceTokenizer(keras.layers.Layer):
             str.
         """
         ids = _id_rows(token_ids, "token_ids", rank=1)
-        skipped = self._special_ids() if skip_special_tokens else set()
+        skipped = self._special_ids if skip_special_tokens else set()
         text = "".join(self.id_to_token(i) for i in ids if i not in skipped).replace("▁", " ")
         text = text[1:] if text.startswith(" ") else text
-        if clean_up_tokenization_spaces:
-            for old, new in _CLEAN_UP_SPACES:
-                text = text.replace(old, new)
-        return text
-
-    def batch_decode(self, sequences, skip_special_tokens=False,
-                     clean_up_tokenization_spaces=False):
-        """Each sequence of ids -> its text (`decode` on each)."""
-        return [self.decode(row, skip_special_tokens, clean_up_tokenization_spaces)
-                for row in _id_rows(sequences, "sequences", rank=2)]
-
-    def _prepare(self, inputs):
-        self._require_proto()
-        if not isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
-            inputs = tf.convert_to_tensor(inputs)
-        if inputs.dtype != tf.string:
-            raise ValueError(
-                "SentencePieceTokenizer expects a string Tensor of shape [batch]. "
-                f"Received: dtype={inputs.dtype.name}. Tokenize text, not ids.")
-        if inputs.shape.rank not in (0, 1):
-            raise ValueError(
-                "SentencePieceTokenizer expects a string Tensor of shape [batch] or a "
-                f"scalar. Received: shape={inputs.shape}. Flatten it first (tf.reshape(x, [-1])).")
-        scalar = inputs.shape.rank == 0
-        return (inputs[tf.newaxis] if scalar else inputs), scalar
+        return _clean_up(text) if clean_up_tokenization_spaces else text
 
     def _tokenize(self, texts, with_offsets):
         """ids (and byte starts and ends): RaggedTensors [batch, (tokens)]."""
@@ -720,9 +620,6 @@ class SentencePieceTokenizer(keras.layers.Layer):
         # Offsets in the texts as given: less the "\x01"s inserted before them.
         return outputs[:1] + [x - _count_before(inserted, x) for x in outputs[1:]]
 
-    def __call__(self, inputs, *args, **kwargs):
-        return super().__call__(as_string_tensor(inputs), *args, **kwargs)
-
     def call(self, inputs):
         inputs, scalar = self._prepare(inputs)
         (ids,) = self._tokenize(inputs, with_offsets=False)
@@ -741,18 +638,12 @@ class SentencePieceTokenizer(keras.layers.Layer):
             (a word whose first piece has none) covers no text: start == end
             (transformers gives it the next character's span).
         """
-        if unit not in _OFFSET_UNITS:
-            raise ValueError(f"Expected unit to be one of {_OFFSET_UNITS}. Received: unit={unit!r}")
-        inputs, scalar = self._prepare(inputs)
+        inputs, scalar = self._prepare(inputs, unit)
         ids, starts, ends = self._tokenize(inputs, with_offsets=True)
         if unit == "UTF8_CHAR":
             starts, ends = _bytes_to_chars(inputs, (starts, ends))
         outputs = (ids, starts, ends)
         return tuple(x[0] for x in outputs) if scalar else outputs
-
-    def save_assets(self, dir_path):
-        """Writes the model proto into a `.keras` file's assets (Keras calls this)."""
-        self.save_vocabulary_files(dir_path)
 
     def load_assets(self, dir_path):
         """Reads the model proto that `save_assets` wrote (Keras calls this)."""

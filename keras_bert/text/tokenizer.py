@@ -205,8 +205,181 @@ def _id_rows(value, name, rank):
     return [int(i) for i in rows[0]] if rank == 1 else [[int(i) for i in r] for r in rows]
 
 
+def _check_bool_options(**options):
+    """A clear error for the first option that is not True or False."""
+    for name, value in options.items():
+        if not isinstance(value, bool):
+            raise ValueError(
+                f"Expected {name} to be True or False. Received: {name}={value!r}"
+            )
+
+
+def _clean_up(text):
+    """transformers' `clean_up_tokenization` of a str, or in the graph of a
+    string Tensor (each replace global and left to right, as str.replace)."""
+    for old, new in _CLEAN_UP_SPACES:
+        if isinstance(text, str):
+            text = text.replace(old, new)
+        else:
+            text = tf.strings.regex_replace(text, re.escape(old), new)
+    return text
+
+
+class _VocabularyMethods:
+    """What the three tokenizer layers share: the vocabulary, its lookups and
+    special tokens, input checks, `batch_decode`.
+
+    A class using it sets `_vocabulary` (list of str, or None before it has
+    one), `_token_to_id`, `_vocab_tensor` (string Tensor of the tokens), the
+    five `*_token_id`s, `pair_separator` and `_NO_VOCABULARY` (the error of a
+    tokenizer without one: what to call to set it).
+    """
+
+    def _require_vocabulary(self):
+        if self._vocabulary is None:
+            raise ValueError(self._NO_VOCABULARY)
+        return self._vocabulary
+
+    @property
+    def vocabulary(self):
+        """The tokens, as a list of str indexed by id."""
+        return list(self._require_vocabulary())
+
+    @property
+    def vocab_size(self):
+        """int: number of ids."""
+        return len(self._require_vocabulary())
+
+    @property
+    def _special_ids(self):
+        return {self.pad_token_id, self.unk_token_id, self.cls_token_id,
+                self.sep_token_id, self.mask_token_id}
+
+    def token_to_id(self, token):
+        """The id of one token (str). Raises KeyError naming it if absent."""
+        self._require_vocabulary()
+        if token not in self._token_to_id:
+            raise KeyError(
+                f"Token {token!r} is not in the vocabulary "
+                f"({self.vocab_size} tokens)."
+            )
+        return self._token_to_id[token]
+
+    def id_to_token(self, token_id):
+        """The token (str) of one id (Python int)."""
+        token_id = int(token_id)
+        if not 0 <= token_id < self.vocab_size:
+            raise ValueError(
+                f"Expected an id in [0, {self.vocab_size}). "
+                f"Received: token_id={token_id}"
+            )
+        return self._vocabulary[token_id]
+
+    def ids_to_tokens(self, ids):
+        """Maps ids to token strings, in the graph.
+
+        Args:
+            ids: int Tensor or RaggedTensor of any shape.
+
+        Returns:
+            A string Tensor or RaggedTensor of the same shape.
+        """
+        self._require_vocabulary()
+        if isinstance(ids, tf.RaggedTensor):
+            return tf.ragged.map_flat_values(self.ids_to_tokens, ids)
+        return tf.gather(self._vocab_tensor, tf.cast(ids, tf.int32))
+
+    def get_special_tokens_mask(self, token_ids_0, token_ids_1=None,
+                                already_has_special_tokens=False):
+        """1 for a special token, 0 for a text token (transformers' method).
+
+        Args:
+            token_ids_0: list of int, the ids of a text (without special
+                tokens, unless `already_has_special_tokens`).
+            token_ids_1: optional list of int, the second text of a pair.
+            already_has_special_tokens: bool. True: the ids are packed
+                already; each id of the five special tokens is marked.
+
+        Returns:
+            list of int: for the text (or pair) as `BertPacker` packs it,
+            `[CLS] A [SEP] B [SEP]` (`pair_separator` 1) or
+            `<s> A </s></s> B </s>` (2); or for the ids as given.
+        """
+        if already_has_special_tokens:
+            if token_ids_1 is not None:
+                raise ValueError(
+                    "token_ids_1 must be None with already_has_special_tokens=True: "
+                    "pass the packed ids as token_ids_0.")
+            special = self._special_ids
+            return [int(int(i) in special) for i in token_ids_0]
+        mask = [1] + [0] * len(token_ids_0) + [1]
+        if token_ids_1 is not None:
+            mask += [1] * (self.pair_separator - 1) + [0] * len(token_ids_1) + [1]
+        return mask
+
+    def _unpadded_rows(self, ids):
+        """`detokenize`'s ids as an int32 RaggedTensor [batch, (tokens)]
+        without pad ids, and whether they were one sequence [tokens]."""
+        one = False
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.convert_to_tensor(ids)
+            one = ids.shape.rank == 1
+            ids = tf.RaggedTensor.from_tensor(ids[tf.newaxis] if one else ids)
+        ids = tf.cast(ids, tf.int32)
+        return tf.ragged.boolean_mask(ids, tf.not_equal(ids, self.pad_token_id)), one
+
+    def batch_decode(self, sequences, *args, **kwargs):
+        """Each sequence of ids -> its text (`decode` on each), as transformers'
+        `batch_decode`.
+
+        Args:
+            sequences: a list of lists of int, a 2-D NumPy array or Tensor
+                (a padded batch keeps its pad ids unless `skip_special_tokens`),
+                or an int RaggedTensor [batch, (ids)].
+            *args, **kwargs: `decode`'s other arguments.
+
+        Returns:
+            list of str, one per sequence.
+        """
+        return [self.decode(row, *args, **kwargs)
+                for row in _id_rows(sequences, "sequences", rank=2)]
+
+    def _prepare(self, inputs, unit="BYTE"):
+        """Checked inputs as a string Tensor [batch], and whether they were
+        one scalar string."""
+        self._require_vocabulary()
+        if unit not in _OFFSET_UNITS:
+            raise ValueError(
+                f"Expected unit to be one of {_OFFSET_UNITS}. "
+                f"Received: unit={unit!r}"
+            )
+        if not isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
+            inputs = tf.convert_to_tensor(inputs)
+        name = type(self).__name__
+        if inputs.dtype != tf.string:
+            raise ValueError(
+                f"{name} expects a string Tensor of shape [batch]. "
+                f"Received: dtype={inputs.dtype.name}. Tokenize text, not ids."
+            )
+        rank = inputs.shape.rank
+        if rank not in (0, 1):
+            raise ValueError(
+                f"{name} expects a string Tensor of shape [batch] or a "
+                f"scalar. Received: shape={inputs.shape}. Flatten it first "
+                "(tf.reshape(x, [-1]))."
+            )
+        return (inputs[tf.newaxis] if rank == 0 else inputs), rank == 0
+
+    def save_assets(self, dir_path):
+        """Writes `save_vocabulary_files` into a `.keras` file's assets (Keras calls this)."""
+        self.save_vocabulary_files(dir_path)
+
+    def __call__(self, inputs, *args, **kwargs):
+        return super().__call__(as_string_tensor(inputs), *args, **kwargs)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertTokenizer(keras.layers.Layer):
+class BertTokenizer(_VocabularyMethods, keras.layers.Layer):
     """BERT WordPiece tokenizer, in-graph and id-for-id with the reference.
 
     Gives the same ids as google-research/bert's `FullTokenizer` (and Hugging
@@ -289,6 +462,12 @@ class BertTokenizer(keras.layers.Layer):
 
     #: Separator tokens between the two texts of a pair: `[CLS] A [SEP] B [SEP]`.
     pair_separator = 1
+    _NO_VOCABULARY = (
+        "This BertTokenizer has no vocabulary yet (a config holds none: it "
+        "is saved as an asset of the .keras file). Load the model with "
+        "keras.models.load_model('model.keras'), or call "
+        "set_vocabulary('vocab.txt')."
+    )
 
     def __init__(
         self,
@@ -304,17 +483,13 @@ class BertTokenizer(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (
-                ("lowercase", lowercase),
-                ("tokenize_chinese_chars", tokenize_chinese_chars),
-                ("special_tokens_in_strings", special_tokens_in_strings),
-                ("clean_up_tokenization_spaces", clean_up_tokenization_spaces),
-                ("remove_control_chars", remove_control_chars)):
-            if not isinstance(value, bool):
-                raise ValueError(
-                    f"Expected {name} to be True or False. "
-                    f"Received: {name}={value!r}"
-                )
+        _check_bool_options(
+            lowercase=lowercase,
+            tokenize_chinese_chars=tokenize_chinese_chars,
+            special_tokens_in_strings=special_tokens_in_strings,
+            clean_up_tokenization_spaces=clean_up_tokenization_spaces,
+            remove_control_chars=remove_control_chars,
+        )
         if strip_accents not in (None, True, False):
             raise ValueError(
                 "Expected strip_accents to be None (follow lowercase), True or "
@@ -417,98 +592,15 @@ class BertTokenizer(keras.layers.Layer):
         self._special_pattern = "(?s).*(?:{}).*".format(
             "|".join(re.escape(t) for t in SPECIAL_TOKENS))
 
-    def _require_vocabulary(self):
-        if self._vocabulary is None:
-            raise ValueError(
-                "This BertTokenizer has no vocabulary yet (a config holds none: it "
-                "is saved as an asset of the .keras file). Load the model with "
-                "keras.models.load_model('model.keras'), or call "
-                "set_vocabulary('vocab.txt')."
-            )
-        return self._vocabulary
-
     @property
     def has_vocabulary(self):
         """bool: False until `set_vocabulary` (or `load_assets`) has run."""
         return self._vocabulary is not None
 
     @property
-    def vocabulary(self):
-        """The tokens, as a list of str indexed by id."""
-        return list(self._require_vocabulary())
-
-    @property
-    def vocab_size(self):
-        """int: number of ids."""
-        return len(self._require_vocabulary())
-
-    @property
     def normalization(self):
         """str or None: the `_unicode.NORMALIZATIONS` name of step 3."""
         return _unicode.normalization_of(self.lowercase, self.strip_accents)
-
-    def get_special_tokens_mask(self, token_ids_0, token_ids_1=None,
-                                already_has_special_tokens=False):
-        """1 for a special token, 0 for a text token (transformers' method).
-
-        Args:
-            token_ids_0: list of int, the ids of a text (without special
-                tokens, unless `already_has_special_tokens`).
-            token_ids_1: optional list of int, the second text of a pair.
-            already_has_special_tokens: bool. True: the ids are packed
-                already; each id of the five special tokens is marked.
-
-        Returns:
-            list of int: for `[CLS] A [SEP]` (or `[CLS] A [SEP] B [SEP]`)
-            as `BertPacker` packs them, or for the ids as given.
-        """
-        if already_has_special_tokens:
-            if token_ids_1 is not None:
-                raise ValueError(
-                    "token_ids_1 must be None with already_has_special_tokens=True: "
-                    "pass the packed ids as token_ids_0.")
-            special = {self.token_to_id(t) for t in SPECIAL_TOKENS}
-            return [int(int(i) in special) for i in token_ids_0]
-        mask = [1] + [0] * len(token_ids_0) + [1]
-        if token_ids_1 is not None:
-            mask += [0] * len(token_ids_1) + [1]
-        return mask
-
-    def token_to_id(self, token):
-        """The id of one token (str). Raises KeyError naming it if absent."""
-        if token not in self._token_to_id:
-            raise KeyError(
-                f"Token {token!r} is not in the vocabulary "
-                f"({self.vocab_size} tokens)."
-            )
-        return self._token_to_id[token]
-
-    def id_to_token(self, token_id):
-        """The token (str) of one id (Python int)."""
-        token_id = int(token_id)
-        if not 0 <= token_id < self.vocab_size:
-            raise ValueError(
-                f"Expected an id in [0, {self.vocab_size}). "
-                f"Received: token_id={token_id}"
-            )
-        return self._vocabulary[token_id]
-
-    def ids_to_tokens(self, ids):
-        """Maps ids to token strings, in the graph.
-
-        Args:
-            ids: int Tensor or RaggedTensor of any shape.
-
-        Returns:
-            A string Tensor or RaggedTensor of the same shape.
-        """
-
-        def lookup(x):
-            return tf.gather(self._vocab_tensor, tf.cast(x, tf.int32))
-
-        if isinstance(ids, tf.RaggedTensor):
-            return tf.ragged.map_flat_values(lookup, ids)
-        return lookup(ids)
 
     def detokenize(self, ids, clean_up_tokenization_spaces=None):
         """Joins ids back into (normalized) text, in the graph.
@@ -536,14 +628,7 @@ class BertTokenizer(keras.layers.Layer):
         """
         if clean_up_tokenization_spaces is None:
             clean_up_tokenization_spaces = self.clean_up_tokenization_spaces
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.convert_to_tensor(ids)
-            if ids.shape.rank == 1:
-                return self.detokenize(
-                    ids[tf.newaxis], clean_up_tokenization_spaces)[0]
-            ids = tf.RaggedTensor.from_tensor(ids)
-        ids = tf.cast(ids, tf.int32)
-        ids = tf.ragged.boolean_mask(ids, tf.not_equal(ids, self.pad_token_id))
+        ids, one = self._unpadded_rows(ids)
         tokens = self.ids_to_tokens(ids).flat_values
         is_suffix = tf.strings.regex_full_match(tokens, "##.+")
         text = tf.where(
@@ -558,10 +643,8 @@ class BertTokenizer(keras.layers.Layer):
         joined = ids.with_flat_values(tf.strings.join([separator, text]))
         text = tf.strings.reduce_join(joined, axis=-1)
         if clean_up_tokenization_spaces:
-            # Each replace is global and left to right, as str.replace.
-            for old, new in _CLEAN_UP_SPACES:
-                text = tf.strings.regex_replace(text, re.escape(old), new)
-        return text
+            text = _clean_up(text)
+        return text[0] if one else text
 
     def decode(self, token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=True):
         """One sequence of ids -> its (normalized) text, as transformers' `decode`.
@@ -587,31 +670,10 @@ class BertTokenizer(keras.layers.Layer):
         'unwanted, running'
         """
         ids = _id_rows(token_ids, "token_ids", rank=1)
-        skipped = ({self.token_to_id(t) for t in SPECIAL_TOKENS}
-                   if skip_special_tokens else set())
+        skipped = self._special_ids if skip_special_tokens else set()
         tokens = [self.id_to_token(i) for i in ids if i not in skipped]
         text = " ".join(tokens).replace(" ##", "").strip()
-        if clean_up_tokenization_spaces:
-            for old, new in _CLEAN_UP_SPACES:
-                text = text.replace(old, new)
-        return text
-
-    def batch_decode(self, sequences, skip_special_tokens=False,
-                     clean_up_tokenization_spaces=True):
-        """Each sequence of ids -> its text (`decode` on each), as transformers'
-        `batch_decode`.
-
-        Args:
-            sequences: a list of lists of int, a 2-D NumPy array or Tensor
-                (a padded batch keeps its `[PAD]`s unless `skip_special_tokens`),
-                or an int RaggedTensor [batch, (ids)].
-            skip_special_tokens, clean_up_tokenization_spaces: as in `decode`.
-
-        Returns:
-            list of str, one per sequence.
-        """
-        return [self.decode(row, skip_special_tokens, clean_up_tokenization_spaces)
-                for row in _id_rows(sequences, "sequences", rank=2)]
+        return _clean_up(text) if clean_up_tokenization_spaces else text
 
     def _fast_path_mask(self, inputs):
         """Which texts (bool [batch]) the fast path tokenizes exactly.
@@ -729,27 +791,6 @@ class BertTokenizer(keras.layers.Layer):
             for values in (pieces.values, start, end)
         )
 
-    def _prepare(self, inputs):
-        self._require_vocabulary()
-        if not isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
-            inputs = tf.convert_to_tensor(inputs)
-        if inputs.dtype != tf.string:
-            raise ValueError(
-                "BertTokenizer expects a string Tensor of shape [batch]. "
-                f"Received: dtype={inputs.dtype.name}. Tokenize text, not ids."
-            )
-        rank = inputs.shape.rank
-        if rank not in (0, 1):
-            raise ValueError(
-                "BertTokenizer expects a string Tensor of shape [batch] or a "
-                f"scalar. Received: shape={inputs.shape}. Flatten it first "
-                "(tf.reshape(x, [-1]))."
-            )
-        return (inputs[tf.newaxis] if rank == 0 else inputs), rank == 0
-
-    def __call__(self, inputs, *args, **kwargs):
-        return super().__call__(as_string_tensor(inputs), *args, **kwargs)
-
     def call(self, inputs):
         inputs, scalar = self._prepare(inputs)
         (ids,) = self._route(inputs, self._fast_ids, self._slow_ids)
@@ -780,12 +821,7 @@ class BertTokenizer(keras.layers.Layer):
         >>> ids, starts, ends = tokenizer.tokenize_with_offsets(
         ...     tf.constant(["Der Fuchs!"]), unit="UTF8_CHAR")
         """
-        if unit not in _OFFSET_UNITS:
-            raise ValueError(
-                f"Expected unit to be one of {_OFFSET_UNITS}. "
-                f"Received: unit={unit!r}"
-            )
-        inputs, scalar = self._prepare(inputs)
+        inputs, scalar = self._prepare(inputs, unit)
         outputs = self._route(
             inputs,
             lambda x: self._fast_ids_with_offsets(x, unit),

@@ -24,15 +24,11 @@ def _summary_value(value):
 
 
 class StepLogger(keras.callbacks.Callback):
-    """Training progress: a bar with ETA on a terminal, a line every `log_every` steps.
+    """Training progress: a bar with ETA on a terminal, a line every `log_every` steps elsewhere.
 
-    Off a terminal (a log file, a pipe) it prints one line every `log_every`
-    steps, with no carriage returns or colour codes:
-        step 200/1000 loss 7.0213 mlm_loss 6.3311 masked_lm_accuracy 0.0820
-        nsp_loss 0.6902 nsp_accuracy 0.5312 learning_rate 9.0e-05
-        examples/s 412.3 (12.1 s) ETA 1:05
-    On a terminal, only a Keras progress bar (step, ETA, metrics). A resumed
-    run counts its rate and ETA from the step it resumed at.
+        step 200/1000 loss 7.0213 ... learning_rate 9.0e-05 examples/s 412.3 (12.1 s) ETA 1:05
+
+    A resumed run counts its rate and ETA from the step it resumed at.
 
     Args:
         log_every: int, steps between lines.
@@ -95,11 +91,10 @@ class StepLogger(keras.callbacks.Callback):
 class TensorBoard(keras.callbacks.Callback):
     """Writes the training logs as TensorBoard scalars over the global step.
 
-    Each entry of the batch logs becomes the scalar `batch_<name>` in
-    `log_dir/train`, as `keras.callbacks.TensorBoard` names them, at the
-    global step (the Trainer's `batch` + 1), so a resumed run continues its
-    curves (Keras' callback counts from 0 at every `on_train_begin`).
-    Written whenever a multiple of `update_freq` steps was passed.
+    Each log entry becomes `batch_<name>` in `log_dir/train` (Keras' names)
+    at the global step, so a resumed run continues its curves (Keras'
+    callback counts from 0 at every `on_train_begin`); written whenever a
+    multiple of `update_freq` steps was passed.
 
     Args:
         log_dir: str, the run's log directory (what `tensorboard --logdir`
@@ -152,18 +147,9 @@ def tensorboard_available():
 
 
 def write_scalars(log_dir, step, values, prefix=""):
-    """Appends scalars to the TensorBoard event files in `log_dir`, at `step`.
-
-    For what a Keras callback does not see, such as evaluation metrics
-    computed outside `fit`. Non-numeric values are skipped; one beyond
-    float32's range is written as +-inf (the log line has its value).
-
-    Args:
-        log_dir: str, e.g. OUTPUT/logs/eval.
-        step: int, the global training step.
-        values: dict name -> number.
-        prefix: str put before each name (e.g. "eval_").
-    """
+    """Appends the scalars `values` {name: number} (names after `prefix`) to the
+    TensorBoard event files in `log_dir`, at the global `step`. Non-numeric
+    values are skipped; one beyond float32's range is written as +-inf."""
     writer = tf.summary.create_file_writer(os.fspath(log_dir))
     with writer.as_default():
         for name, value in values.items():

@@ -1,10 +1,7 @@
 """Class weights for fine-tuning: `auto` (inverse frequency) or a JSON file, as sample weights.
 
 "auto" is scikit-learn's "balanced", w_c = N / (C * n_c): the mean weight
-over the training labels is exactly 1, so the loss keeps its unweighted
-scale (and the learning rate its meaning). A JSON file's weights are used as
-given. The weights act as sample weights in the training pipeline
-(`add_sample_weights`); a tagger's are per labeled piece.
+over the training labels is 1, so the loss keeps its unweighted scale.
 """
 
 import json
@@ -47,19 +44,9 @@ def auto_class_weights(label_ids, num_classes):
 
 
 def read_class_weights(path_or_dict, label_names):
-    """Weights from a JSON file (or dict) {label name: weight}, in label id order.
-
-    Args:
-        path_or_dict: str path of a JSON object file, or a dict.
-        label_names: list of str, the task's labels in id order.
-
-    Returns:
-        float32 numpy array [len(label_names)].
-
-    Raises:
-        ValueError: unreadable JSON, an unknown or missing label, or a
-            weight that is not a finite number >= 0 (the message names it).
-    """
+    """Weights from a JSON file (or dict) {label name: weight} as a float32 array
+    in the order of `label_names`; ValueError names an unknown or missing label
+    or a weight that is not a finite number >= 0."""
     where = "--class-weights"
     if isinstance(path_or_dict, dict):
         table = path_or_dict
@@ -99,13 +86,8 @@ def read_class_weights(path_or_dict, label_names):
 
 
 def resolve_class_weights(spec, label_names, label_ids):
-    """`spec` ("auto", a JSON path or a dict) -> float32 weights [num_classes].
-
-    Args:
-        spec: "auto", a path, or a dict {label name: weight}.
-        label_names: list of str, the labels in id order.
-        label_ids: int array of the training labels (for "auto").
-    """
+    """`spec` ("auto", a JSON path or a dict {label name: weight}) -> float32
+    weights [num_classes]; "auto" counts the training `label_ids`."""
     if isinstance(spec, str) and spec == AUTO:
         return auto_class_weights(label_ids, len(label_names))
     if not isinstance(spec, (str, os.PathLike, dict)):
@@ -115,15 +97,8 @@ def resolve_class_weights(spec, label_names, label_ids):
 
 
 def add_sample_weights(dataset, weights):
-    """(features, label) elements -> (features, label, weight), weight = weights[label].
-
-    Works for a scalar label (classification) and a [seq] label (tagging);
-    a label < 0 (no label at that piece) gets weight 0.
-
-    Args:
-        dataset: `tf.data.Dataset` of unbatched `(features, label)`.
-        weights: float array [num_classes].
-    """
+    """Unbatched (features, label) elements -> (features, label, weight[label]),
+    for a scalar label or a [seq] label; a label < 0 (no label there) weighs 0."""
     table = tf.constant(np.asarray(weights, dtype="float32"))
 
     def weigh(features, label):

@@ -1,10 +1,8 @@
 """Choosing a tf.distribute strategy, and facts about this worker.
 
-Where TF_CONFIG comes from: a scheduler that sets it (TFJob, Ray Train,
-Vertex AI's prebuilt containers) or the user; else `cluster_tf_config`
-builds it from what the scheduler does give: Vertex AI's CLUSTER_SPEC, or
-on Kubernetes (Indexed Job, JobSet) the completion index plus the
-KERAS_BERT_WORKER_* variables. docs/cluster.md shows each setup.
+TF_CONFIG is set by a scheduler (TFJob, Ray Train, Vertex AI's prebuilt
+containers) or the user, else built by `cluster_tf_config`. docs/cluster.md
+shows each setup.
 """
 
 import contextlib
@@ -139,14 +137,10 @@ def _vertex_tf_config(raw):
 def cluster_tf_config(environ=None):
     """The TF_CONFIG that this process's scheduler implies, when TF_CONFIG is unset.
 
-    Read in this order (the first that applies wins):
-    1. TF_CONFIG set (by the user, TFJob, Ray Train, Vertex AI's prebuilt
-       containers): None, nothing to build.
-    2. CLUSTER_SPEC (Vertex AI custom jobs): workerpool0 is the chief,
-       workerpool1 the workers.
-    3. Kubernetes (Indexed Job or JobSet): the KERAS_BERT_WORKER_* variables
-       (`WORKER_HOSTS_ENV` ...); JOB_COMPLETION_INDEX alone builds nothing.
-    4. None of them: None (one process).
+    The first that applies wins: TF_CONFIG set (None: nothing to build);
+    Vertex AI's CLUSTER_SPEC (workerpool0 the chief, workerpool1 the
+    workers); the KERAS_BERT_WORKER_* variables of a Kubernetes Indexed Job
+    or JobSet (JOB_COMPLETION_INDEX alone builds nothing); else None.
 
     Args:
         environ: mapping of environment variables (default `os.environ`).
@@ -173,16 +167,6 @@ def cluster_tf_config(environ=None):
     return None
 
 
-def _set_tf_config():
-    """Sets TF_CONFIG from `cluster_tf_config` when that builds one
-    (MultiWorkerMirroredStrategy's resolver reads the variable)."""
-    built = cluster_tf_config()
-    if built is not None:
-        os.environ["TF_CONFIG"] = json.dumps(built)
-        source = "CLUSTER_SPEC" if os.environ.get("CLUSTER_SPEC") else "KERAS_BERT_WORKER_*"
-        logger.info("TF_CONFIG built from %s: %s", source, os.environ["TF_CONFIG"])
-
-
 def _tf_config(environ=None):
     """TF_CONFIG's value as a dict ({} if unset)."""
     raw = (os.environ if environ is None else environ).get("TF_CONFIG")
@@ -201,13 +185,9 @@ def _cluster_workers():
 def wait_for_workers(tf_config, timeout=CLUSTER_TIMEOUT, log_every=30):
     """Returns once every other task of `tf_config` accepts connections on its port.
 
-    TensorFlow's cluster setup waits for a missing worker for ever, silently.
-    Here each worker listens on its own port, logs "waiting for worker N at
-    HOST:PORT" every `log_every` seconds, and gives up after `timeout`.
-
-    Raises:
-        TimeoutError: naming the tasks that never answered, their addresses
-            and the way out.
+    TensorFlow waits for a missing worker for ever, silently: here each worker
+    listens on its own port, logs the tasks it waits for every `log_every`
+    seconds, and raises TimeoutError naming them after `timeout`.
     """
     cluster, task = tf_config.get("cluster", {}), tf_config.get("task", {})
     tasks = {f"{job} {i}": address for job in ("chief", "worker")
@@ -262,12 +242,8 @@ def tpu_install_problem(path=None):
     """Why this TensorFlow install cannot drive a TPU, or None when it can.
 
     tensorflow-text requires the `tensorflow` wheel, which installs the same
-    files as `tensorflow-tpu` without TPU support; whichever pip installs
-    last wins.
-
-    Args:
-        path: list of str, where to look for the distributions (None:
-            sys.path). Tests point it at a fake site-packages.
+    files as `tensorflow-tpu` without TPU support. `path`: list of str, where
+    to look for the distributions (None: sys.path).
     """
     tpu = _distribution("tensorflow-tpu", path)
     return _NOT_TPU_BUILD if tpu is None else _overwritten(tpu)
@@ -291,11 +267,8 @@ def _overwritten(tpu):
 
 @functools.lru_cache(maxsize=None)
 def xla_cpu_available():
-    """Whether this TensorFlow can XLA-compile for the CPU (one tiny compile, cached).
-
-    The tensorflow-tpu build cannot: its XLA has no CPU backend ("could not
-    find registered transfer manager for platform Host"). Call it after the
-    strategy is made (it runs an op).
+    """Whether this TensorFlow can XLA-compile for the CPU (one tiny compile, cached);
+    the tensorflow-tpu build cannot. Call it after the strategy is made (it runs an op).
     """
     try:
         with tf.device("/cpu:0"):
@@ -324,21 +297,11 @@ def _tpu_strategy(tpu=None):
 
 
 def _tpu_reachable(tpu):
-    """True if a TPU is named (--tpu, TPU_NAME) or attached to this host.
-
-    The resolver is not asked blindly: off Google Cloud it would wait for
-    the metadata server.
-    """
+    """True if a TPU is named (--tpu, TPU_NAME) or attached to this host (the
+    resolver is not asked: off Google Cloud it waits for the metadata server)."""
     if tpu or os.environ.get("TPU_NAME"):
         return True
     return any(os.path.exists(p) for p in ("/dev/accel0", "/dev/vfio/0"))
-
-
-def _local_devices():
-    gpus = tf.config.list_logical_devices("GPU")
-    if gpus:
-        return [d.name for d in gpus]
-    return [d.name for d in tf.config.list_logical_devices("CPU")]
 
 
 def _multi_worker_strategy(cluster_timeout):
@@ -372,8 +335,11 @@ def resolve_strategy(name="auto", tpu=None, cluster_timeout=None):
     """
     if name not in STRATEGIES:
         raise ValueError(f"Expected strategy to be one of {STRATEGIES}. Received: {name!r}")
-    if name in ("auto", "multiworker"):
-        _set_tf_config()
+    built = cluster_tf_config() if name in ("auto", "multiworker") else None
+    if built is not None:  # MultiWorkerMirroredStrategy's resolver reads TF_CONFIG.
+        os.environ["TF_CONFIG"] = json.dumps(built)
+        source = "CLUSTER_SPEC" if os.environ.get("CLUSTER_SPEC") else "KERAS_BERT_WORKER_*"
+        logger.info("TF_CONFIG built from %s: %s", source, os.environ["TF_CONFIG"])
     if name == "auto":
         if _tpu_reachable(tpu):
             return _tpu_strategy(tpu)
@@ -385,7 +351,8 @@ def resolve_strategy(name="auto", tpu=None, cluster_timeout=None):
     if name == "cpu":
         return tf.distribute.OneDeviceStrategy("/cpu:0")
     if name == "mirrored":
-        return tf.distribute.MirroredStrategy(_local_devices())
+        devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
+        return tf.distribute.MirroredStrategy([device.name for device in devices])
     if name == "multiworker":
         if _cluster_workers() == 0:
             raise ValueError(
@@ -435,12 +402,8 @@ def worker_shard(environ=None):
     """(index, count) of this process among the cluster's workers, for work split
     into `count` shards without a strategy (tools/create_pretraining_data.py --shard auto).
 
-    Read in `cluster_tf_config`'s order (TF_CONFIG numbered as `worker_info`
-    does; on Kubernetes no host names are needed).
-
-    Raises:
-        ValueError: no cluster variable is set, or one is incomplete, naming
-            what to set (or `--shard I/N` to give).
+    Read in `cluster_tf_config`'s order; ValueError names what to set (or
+    `--shard I/N`) when no cluster variable is set or one is incomplete.
 
     Example:
     >>> worker_shard({"JOB_COMPLETION_INDEX": "2", "KERAS_BERT_NUM_WORKERS": "4"})

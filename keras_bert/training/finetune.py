@@ -65,10 +65,7 @@ STATE_FILE = "finetune_state.json"
 
 
 def predict_batches(model, dataset):
-    """Runs `model` (inference mode) over (features, ...) batches; yields numpy outputs.
-
-    Every evaluation reuses one traced function (`inference_function`).
-    """
+    """Runs `model` (inference mode) over (features, ...) batches; yields numpy outputs."""
     spec = dataset.element_spec
     features_spec = spec[0] if isinstance(spec, tuple) else spec
     predict = inference_function(model, features_spec)
@@ -82,17 +79,9 @@ def _infer(model, features):
 
 
 def inference_function(model, features_spec):
-    """`model(x, training=False)` as a tf.function for inputs like `features_spec`, kept on the model.
-
-    Args:
-        model: a Keras model.
-        features_spec: a structure of `tf.TensorSpec` (a dataset's
-            `element_spec` of the features); its shapes are relaxed to
-            None in every dimension.
-
-    Returns:
-        A `tf.function` traced at most once.
-    """
+    """`model(x, training=False)` as a tf.function, kept on the model and traced
+    at most once for inputs like `features_spec` (a structure of `tf.TensorSpec`,
+    relaxed to None in every dimension)."""
     signature = tf.nest.map_structure(
         lambda s: tf.TensorSpec([None] * s.shape.rank, s.dtype), features_spec)
     key = repr(signature)
@@ -112,22 +101,17 @@ def inference_function(model, features_spec):
 class FinetuneTask:
     """Shared setup: the model directory, its preprocessor, label names.
 
-    The preprocessor is resolved once, here (`build_preprocessor`), packs
-    the training and eval data (`prepare`) and is the built model's
-    `preprocessor`, so the saved model packs as training did.
-
-    Subclasses set `name`, `model_class`, `metrics` (higher is better, the
-    first is the default early-stopping metric) and implement `prepare`,
-    `model_kwargs`, `evaluate`. The loss is the model's own
-    (`model_class.default_loss`, what `compile()` uses by default).
+    The one preprocessor packs the training and eval data (`prepare`) and is
+    the built model's, so the saved model packs as training did. Subclasses
+    set `name`, `model_class`, `metrics` (higher is better, the first is the
+    default early-stopping metric) and implement `prepare`, `model_kwargs`,
+    `evaluate`; the loss is the model's default.
     """
 
     name = None
     model_class = None
     metrics = ()
-    # The task's max_seq_length when neither the run nor the model directory
-    # says (span QA: 384): sentences are short, and attention grows with the
-    # square of the length.
+    # The task's max_seq_length when neither the run nor the model directory says.
     default_max_seq_length = 128
     padding_values = None  # Of training elements; None = 0 everywhere.
     #: `labels.infer_label_names` arguments for label names found in the training data.
@@ -139,7 +123,6 @@ class FinetuneTask:
     def __init__(self, model_dir, options, task_options=None):
         self.model_dir = model_dir
         self.options = options
-        # The task's own options (its TaskSpec's options dataclass; None: its defaults).
         self.task_options = _check_task_options(self.name, task_options)
         config = BertConfig.from_json_file(os.path.join(model_dir, CONFIG_FILE))
         self.vocab_file = vocabulary_file(model_dir)
@@ -163,14 +146,8 @@ class FinetuneTask:
 
     @classmethod
     def read_data(cls, path, training, task_options):
-        """Reads one input file (or source) of the task; see `read_task_data`.
-
-        Args:
-            path: str, the file (or source).
-            training: bool.
-            task_options: the task's options (its TaskSpec's dataclass), or
-                None for a task without options.
-        """
+        """Reads one input file (or source) `path` of the task; see `read_task_data`
+        (`task_options`: None for a task without options)."""
         raise NotImplementedError
 
     def base_label_names(self):
@@ -180,16 +157,9 @@ class FinetuneTask:
         return None
 
     def resolve_label_names(self, given, train, labels=None, declared=None, minimum=1, why=""):
-        """The run's label names: `labels.resolve_label_names` (the task option >
-        the data source's > the model directory's > inferred from `train`).
-
-        Args:
-            given: the task option's label names (or None).
-            train: the training examples (reader output).
-            labels: their labels, default `train.labels`.
-            declared: names the data source declares (or None).
-            minimum, why: see `labels.resolve_label_names`.
-        """
+        """The run's label names (`labels.resolve_label_names`): the task option's
+        (`given`) > the data source's (`declared`) > the model directory's >
+        inferred from `labels` (default `train.labels`)."""
         return labels_lib.resolve_label_names(
             given, self.base_label_names(), train.labels if labels is None else labels,
             declared=declared, source=getattr(train.report, "source", "the training data"),
@@ -205,10 +175,10 @@ class FinetuneTask:
             global_clipnorm=options.global_clipnorm)
 
     def build_model(self, dtype=None):
-        """The task model of `model_dir`, carrying the run's preprocessor (the object
-        that packed the data): save_pretrained writes its settings into task.json."""
-        # "auto": a fine-tuned directory of the task keeps its head unless
-        # the new labels change its shape (then a warning says it is new).
+        """The task model of `model_dir`, carrying the run's preprocessor.
+
+        A fine-tuned directory of the task keeps its head unless the new
+        labels change its shape (`new_head="auto"`)."""
         return self.model_class.from_pretrained(
             self.model_dir, dtype=dtype, new_head="auto", preprocessor=self.preprocessor,
             **self.model_kwargs())
@@ -219,12 +189,8 @@ class FinetuneTask:
         return None
 
     def set_class_weights(self):
-        """Resolves `options.class_weights` (after `prepare`); None when not set.
-
-        Returns:
-            float32 numpy array [num_classes] or None; also kept as
-            `self.class_weights`, which `training_batches` applies.
-        """
+        """Resolves `options.class_weights` (after `prepare`) into `self.class_weights`,
+        float32 [num_classes] or None, which `training_batches` applies."""
         self.class_weights = None
         spec = self.options.class_weights
         if spec is None:
@@ -273,37 +239,9 @@ class FinetuneTask:
 class FinetuneOptions(FinetuneFields):
     """The generic hyperparameters and switches of `finetune`; CLI flags use the same names.
 
-    A task's own settings are its options dataclass (`TaskSpec.options`),
-    given to `finetune` as `task_options=`. The fields and their defaults
-    are `FinetuneFields`'; this class adds the checks.
-
-    Args:
-        learning_rate: float, peak AdamW learning rate.
-        epochs: int, passes over the training data.
-        batch_size: int, global batch size (all replicas).
-        warmup_fraction: float in [0, 1), share of the steps with linear warmup.
-        weight_decay: float, AdamW decoupled weight decay.
-        global_clipnorm: float or None, gradient clipping.
-        dropout_rate: float or None, the head's dropout (None: the encoder's).
-        max_seq_length: int or None (None: task.json's, else the task's default).
-        lowercase: bool or None (None: task.json's, else guessed from the vocabulary).
-        metric: str or None, the early-stopping metric (None: the task's first).
-        early_stopping_patience: int, epochs without improvement before
-            stopping; 0 never stops early.
-        dtype: "float32", "mixed_float16" or "mixed_bfloat16".
-        jit_compile: "auto", "on" or "off" (see `resolve_jit_compile`).
-        strategy: one of `keras_bert.training.STRATEGIES`.
-        seed: int, for the head's initialization, dropout and shuffling.
-        log_every: int, steps between progress lines.
-        eval_batch_size: int or None (None: batch_size).
-        freeze_layers: int, encoder blocks frozen from the bottom (0: none).
-        freeze_embeddings: bool, freeze the embedding layer too.
-        layerwise_lr_decay: float in (0, 1] (`layerwise_lr_multipliers`; 1: none).
-        encoder_lr_multiplier: float > 0, the encoder's learning rate as a
-            fraction of the head's.
-        lora_rank: int >= 0; > 0: LoRA fine-tuning (`BertTask.enable_lora`).
-        class_weights: None, "auto", a JSON file path or a dict {label:
-            weight} (`training.class_weights`).
+    Each field's default and meaning is in `FinetuneFields` (the flags' help);
+    this class adds the checks of their values. A task's own settings are its
+    `TaskSpec.options` dataclass (`finetune(task_options=...)`).
     """
 
     def __post_init__(self):
@@ -370,8 +308,7 @@ FinetuneOptions.__init__ = _refuse_task_fields(FinetuneOptions.__init__)
 
 def _finetune_jit_compile(options, strategy):
     """Like `resolve_jit_compile`, but "auto" is off on a CPU-only machine: XLA
-    compiles each length bucket, and on CPU the compiled step is slower
-    (BENCHMARKS.md, finetune-step)."""
+    compiles each length bucket, and on CPU the compiled step is slower."""
     if options.jit_compile == "auto" and not tf.config.list_logical_devices("GPU"):
         return False
     return resolve_jit_compile(options.jit_compile, options.dtype, strategy)
@@ -455,9 +392,8 @@ def fine_tunable_tasks():
 
 
 def _is_checkpoint_dir(path):
-    # STATE_FILE is the marker `finetune` writes first; without it, a folder
-    # that holds only what the Trainer and finetune write (the leftovers of
-    # a killed write, such as ckpt-N_temp) is one too.
+    # STATE_FILE is written first; without it, a folder of only the Trainer's
+    # and finetune's files (a killed write's leftovers) is one too.
     names = storage.listdir(path)
     return STATE_FILE in names or set(names) <= set(own_checkpoint_files(path))
 
@@ -470,14 +406,7 @@ CHECKPOINT_DIR_KIND = Kind("fine-tuning checkpoint folder", check=_is_checkpoint
 def check_outputs(model_dir, output_dir, checkpoint_dir, inputs=()):
     """Raises unless `finetune` may write `output_dir` (new, empty or a model
     directory) and `checkpoint_dir` (new, empty or one `finetune` wrote), both
-    apart from the inputs. Nothing is written.
-
-    Args:
-        model_dir: str, the model fine-tuned from (an input).
-        output_dir: str, the model directory to write.
-        checkpoint_dir: str, the resumable checkpoints' folder.
-        inputs: more input paths (the data files), never written over.
-    """
+    apart from `model_dir` and the other `inputs`. Nothing is written."""
     inputs = [model_dir, *inputs]
     prepare_output_dir(output_dir, MODEL_DIR_KIND, inputs=inputs)
     prepare_output_dir(checkpoint_dir, CHECKPOINT_DIR_KIND,
@@ -522,25 +451,20 @@ _SAMPLE_BLOCKS, _BLOCK_BYTES = 64, 1024 * 1024
 
 
 def file_fingerprint(path):
-    """{"path", "size", "sha256"} of a data file, cheap for large files.
-
-    Larger files than 256 MiB hash their size and 64 blocks of 1 MiB spread
-    evenly over the file: an edit between those blocks that keeps the size
-    goes unseen.
-    """
+    """{"path", "size", "sha256"} of a data file. Files over `_FULL_HASH_BYTES`
+    hash their size and `_SAMPLE_BLOCKS` blocks spread evenly over the file
+    (a same-size edit between them goes unseen)."""
     size = storage.size(path)
-    digest = hashlib.sha256()
+    fingerprint = {"path": os.path.abspath(path), "size": size}
+    if size <= _FULL_HASH_BYTES:
+        return {**fingerprint, "sha256": storage.file_sha256(path)}
+    digest = hashlib.sha256(str(size).encode())
+    step = (size - _BLOCK_BYTES) / (_SAMPLE_BLOCKS - 1)
     with storage.open_file(path, "rb") as f:
-        if size <= _FULL_HASH_BYTES:
-            for block in iter(lambda: f.read(_BLOCK_BYTES), b""):
-                digest.update(block)
-        else:
-            digest.update(str(size).encode())
-            step = (size - _BLOCK_BYTES) / (_SAMPLE_BLOCKS - 1)
-            for k in range(_SAMPLE_BLOCKS):
-                f.seek(int(k * step))
-                digest.update(f.read(_BLOCK_BYTES))
-    return {"path": os.path.abspath(path), "size": size, "sha256": digest.hexdigest()}
+        for k in range(_SAMPLE_BLOCKS):
+            f.seek(int(k * step))
+            digest.update(f.read(_BLOCK_BYTES))
+    return {**fingerprint, "sha256": digest.hexdigest()}
 
 
 def data_fingerprints(*datasets):
@@ -617,11 +541,8 @@ class _EvalAndKeepBest(keras.callbacks.Callback):
 
 
 class _Runner:
-    """One fine-tuning run's state (kept in STATE_FILE for resuming).
-
-    A resume continues only the same run: the same data files (`data_files`)
-    and options, model and example count (`fingerprint`).
-    """
+    """One fine-tuning run's state (kept in STATE_FILE for resuming); a resume
+    continues only the same data files, options, model and example count."""
 
     def __init__(self, task, output_dir, checkpoint_dir, options, fingerprint, is_chief,
                  data_files=()):
@@ -713,6 +634,7 @@ class _Runner:
             self.on_epoch_end(self.state["history"][-1], improved)
 
 
+@default_log_handler()
 def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
              checkpoint_dir=None, callbacks=None, strategy=None, log_dir=None, progress="auto",
              task_options=None, on_epoch_end=None):
@@ -720,11 +642,8 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
 
     Args:
         task: "classification", "token_classification" or "span_qa".
-        model_dir: str, the starting model directory (config.json,
-            model.weights.h5, vocab.txt; task.json optional), or any other
-            source `from_pretrained` takes (a Hugging Face folder or Hub id,
-            a Google folder, a keras-hub preset), converted once into the
-            cache first (`keras_bert.sources.resolve_source`).
+        model_dir: str, the starting model directory, or any other source
+            `from_pretrained` takes (converted once into the cache first).
         output_dir: str, the model directory to write (the best epoch).
         train_data, eval_data: reader output for the task (`read_task_data`,
             or the `reader` module of each `keras_bert.tasks.<task>` folder).
@@ -734,17 +653,15 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
             removed at the end. It must be new, empty or one finetune wrote.
         callbacks: extra Keras callbacks (they see global steps).
         strategy: a `tf.distribute.Strategy`, or None to resolve
-            `options.strategy` here. Programs that run other TensorFlow ops
-            first (reading TFDS data) should resolve it before them, as
-            MultiWorkerMirroredStrategy and TPUStrategy require.
+            `options.strategy` here (resolve it before other TensorFlow ops,
+            such as reading TFDS data, for multi-worker and TPU strategies).
         log_dir: str, TensorBoard log directory (train/ and eval/ in it), or
             None for none. Kept after the run (unlike `checkpoint_dir`).
         progress: "auto" (a progress bar on a terminal, lines elsewhere) or
             "lines"; see `StepLogger`.
         task_options: the task's own settings, its `TaskSpec.options`
-            dataclass (`ClassificationOptions`, `TokenClassificationOptions`,
-            `SpanQAOptions` in `keras_bert.tasks.<task>.options`), or None
-            for its defaults. Pass the object given to `read_task_data`.
+            dataclass (`ClassificationOptions`, ...), or None for its
+            defaults. Pass the object given to `read_task_data`.
         on_epoch_end: None, or `f(record, improved)` called on every worker
             after each newly scored epoch, once its best model is written:
             `record` is the history entry (epoch, train_loss and the eval
@@ -753,9 +670,8 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     Returns:
         `FinetuneResult`.
 
-    The set-up, data report and evaluations are logged to the `keras_bert`
-    loggers at INFO (stdout when the program configured no logging,
-    `default_log_handler`).
+    The set-up, data report and evaluations are logged at INFO
+    (`default_log_handler`).
 
     Raises:
         TrainingInterrupted: after SIGTERM or SIGINT (Ctrl-C), once a
@@ -770,16 +686,6 @@ def finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
     ...                   task_options=ClassificationOptions(label_names=["neg", "pos"]))
     >>> result.best_metrics["accuracy"]
     """
-    with default_log_handler():
-        return _finetune(task, model_dir, output_dir, train_data, eval_data, options,
-                         checkpoint_dir, callbacks, strategy, log_dir, progress, task_options,
-                         on_epoch_end)
-
-
-def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
-              checkpoint_dir=None, callbacks=None, strategy=None, log_dir=None, progress="auto",
-              task_options=None, on_epoch_end=None):
-    """`finetune`, with its logging set up."""
     task_class = finetune_task_class(task)
     options = options or FinetuneOptions()
     task_options = _check_task_options(task, task_options)
@@ -831,8 +737,7 @@ def _finetune(task, model_dir, output_dir, train_data, eval_data, options=None,
             options.learning_rate, total_steps, warmup_steps, weight_decay=options.weight_decay,
             global_clipnorm=options.global_clipnorm, loss_scale=options.dtype == "mixed_float16",
             lr_multipliers=multipliers)
-        # The loss (and loss weights) are the model's defaults; no Keras
-        # metrics: the task's own are computed after each epoch.
+        # The model's default loss; the task's own metrics come after each epoch.
         model.compile(optimizer=optimizer, metrics=None)
     logger.info(
         "%s: %d training examples, %d steps/epoch x %d epochs, batch %d, lr %g (warmup %d "

@@ -1,9 +1,4 @@
-"""Fine-tuning controls: freezing, layer-wise learning-rate decay, gradual unfreezing.
-
-`with_lr_multipliers` builds a subclass instance of the optimizer's class
-with `optimizers._LearningRateMultipliers`, whose one private Keras hook
-(`_apply_weight_decay`) is explained in `keras_bert.training.optimizers`.
-"""
+"""Fine-tuning controls: freezing, layer-wise learning-rate decay, gradual unfreezing."""
 
 import keras
 
@@ -39,11 +34,9 @@ def freeze_encoder_layers(model, num_layers, embeddings=True):
 def layerwise_lr_multipliers(model, decay=1.0, encoder_multiplier=1.0):
     """Learning-rate multipliers per variable for layer-wise decay.
 
-    Block k (0 = bottom) of an L-block encoder gets
-    encoder_multiplier * decay ** (L - 1 - k): the top block decay**0, each
-    block below one more factor of `decay`. The embeddings sit below every
-    block: decay ** L. The pooler and the task head get no decay; the
-    pooler takes `encoder_multiplier`, the head 1.
+    Block k (0 = bottom) of an L-block encoder gets encoder_multiplier *
+    decay ** (L - 1 - k), the embeddings decay ** L times it; the pooler
+    takes `encoder_multiplier`, the task head 1.
 
     Args:
         model: a task model with `.encoder` (or a bare encoder).
@@ -95,12 +88,10 @@ _MULTIPLIER_CLASSES = {}
 def with_lr_multipliers(optimizer, multipliers):
     """A copy of `optimizer` that scales its learning rate per variable.
 
-    Works with any Keras optimizer: the copy, made with `from_config`,
-    multiplies the learning rate of each variable's update and decoupled
-    weight decay (gradients are not scaled). For `create_optimizer`, pass
-    `lr_multipliers=` to it instead (that also works under loss scaling).
-    Exclusions set with `exclude_from_weight_decay()` are not in a Keras
-    optimizer's config: set them on the copy.
+    Works with any Keras optimizer: the copy (`from_config`) multiplies each
+    variable's update and decoupled weight decay. With `create_optimizer`,
+    pass it `lr_multipliers=` instead. `exclude_from_weight_decay()` is not in
+    a Keras optimizer's config: set it on the copy.
 
     Args:
         optimizer: an unbuilt Keras optimizer (not a LossScaleOptimizer).

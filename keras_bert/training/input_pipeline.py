@@ -10,10 +10,6 @@ X_KEYS = ("token_ids", "segment_ids", "padding_mask", "masked_positions")
 Y_KEYS = ("masked_ids", "masked_weights", "next_sentence_labels")
 
 
-def _split(features):
-    return ({k: features[k] for k in X_KEYS}, {k: features[k] for k in Y_KEYS})
-
-
 def pretraining_dataset(
     data_dir,
     batch_size,
@@ -26,22 +22,12 @@ def pretraining_dataset(
 ):
     """Batches of `(x, y)` for `BertPretrainer` from a pretraining data directory.
 
-    Everything about the data (sequence length, predictions per sequence,
-    masking mode and rates, vocabulary) is read from the directory's
-    metadata.json and vocab.txt, never retyped.
-
-    Training: files and records shuffled and repeated forever, batched
-    with the remainder dropped (static shapes for XLA), and for dynamic
-    masking masked with the stateless seed `(seed, pipeline, batch number)`.
-    All order is deterministic given `seed`, so a tf.data iterator
-    checkpoint resumes exactly.
-
-    Evaluation (`training=False`): one pass in file order, no shuffling, last
-    partial batch kept; dynamic masks drawn with a fixed seed.
-
-    Sharding among input pipelines (workers): by files when there are at
-    least as many files as pipelines, else by records (every worker reads
-    all files and keeps every n-th record).
+    The data's settings are read from its metadata.json and vocab.txt.
+    Training: shuffled and repeated forever, the remainder dropped (static
+    shapes for XLA), dynamic masks seeded by `(seed, pipeline, batch number)`:
+    deterministic, so an iterator checkpoint resumes exactly. Evaluation: one
+    pass in file order, the last partial batch kept. Pipelines (workers)
+    shard by files when there are enough files, else by records.
 
     Args:
         data_dir: str, written by `keras_bert.data.create_pretraining_data`.
@@ -101,7 +87,7 @@ def pretraining_dataset(
         features = pretraining_data.parse_examples(serialized, metadata)
         if masker is not None:
             features = masker(features, seed=tf.stack([stream, index]))
-        return _split(features)
+        return {k: features[k] for k in X_KEYS}, {k: features[k] for k in Y_KEYS}
 
     dataset = dataset.enumerate().map(
         parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True

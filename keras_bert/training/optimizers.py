@@ -1,11 +1,7 @@
 """The BERT optimizer: AdamW (or LAMB) with warmup + linear decay, clipping.
 
-Private Keras hooks used, because no public API does the job:
-`_clip_gradients` and `_all_reduce_sum_gradients` (the accumulated gradient
-exists only inside `apply`, between these two calls), `_apply_weight_decay`
-(a no-op: `update_step` decays with each variable's own rate), and read-only
-`_var_key`, `_use_weight_decay`, `_get_variable_index`, `_momentums`,
-`_velocities`, `_velocity_hats`, as Keras' own optimizers use them.
+The private Keras hooks used here, and why, are listed in
+`keras_bert._private_hooks`.
 """
 
 import math
@@ -17,12 +13,10 @@ from keras_bert.training.schedules import LinearWarmupLinearDecay
 
 OPTIMIZERS = ("adamw", "lamb")
 
-# Regular expressions matched (re.search) against variable names. BERT exempts
-# LayerNorm scales/offsets and all biases from weight decay: LayerNormalization
-# names them "gamma" and "beta", dense layers "bias", the masked-LM head
-# "output_bias". Keras' TensorFlow backend matches the tf.Variable's name
-# ("encoder_block_0/attention_layer_norm/gamma:0"), other code the Keras name
-# ("gamma"): the patterns accept both.
+# Regular expressions (re.search) for the variables BERT exempts from weight
+# decay: LayerNorm's "gamma" and "beta", every "bias" ("output_bias" too). They
+# match the tf.Variable's name ("encoder_block_0/attention_layer_norm/gamma:0")
+# and the Keras name ("gamma") alike.
 WEIGHT_DECAY_EXCLUDE = (
     r"(^|/)gamma(:\d+)?$",
     r"(^|/)beta(:\d+)?$",
@@ -33,11 +27,10 @@ WEIGHT_DECAY_EXCLUDE = (
 class _LearningRateMultipliers:
     """Per-variable learning-rate multipliers and PyTorch's decoupled weight decay.
 
-    `lr_multipliers` ({variable path: float}) scales the rate of each named
-    variable, in its update and in its decay, p <- p * (1 - lr * weight_decay),
-    applied just before its update as torch does. `weight_decay_exclude`
-    holds regular expressions (re.search) for variables without decay; unlike
-    `exclude_from_weight_decay()` it is part of the config.
+    `lr_multipliers` ({variable path: float}) scales each named variable's
+    rate in its update and in its decay p <- p * (1 - lr * weight_decay),
+    applied just before the update as torch does. `weight_decay_exclude`
+    (regular expressions) is, unlike `exclude_from_weight_decay()`, config.
     """
 
     def __init__(self, *args, lr_multipliers=None, weight_decay_exclude=None, **kwargs):
@@ -90,14 +83,11 @@ class _LearningRateMultipliers:
 class _BertOptimizerMixin(_LearningRateMultipliers):
     """Two fixes to Keras 3 optimizers (TensorFlow backend) for BERT.
 
-    1. Dense gradients. Embedding lookups give `tf.IndexedSlices` with
-       repeated indices, which Keras applies slice by slice, so Adam's second
-       moment sums the squares of the parts instead of squaring their sum.
-    2. Clipping the gradient summed over replicas, not each replica's part
-       (Keras clips before the all-reduce: "global norm 1.0" would act like
-       N on N replicas). The sum is the step's one all-reduce.
-
-    Plus `lr_multipliers` and `weight_decay_exclude` (`_LearningRateMultipliers`).
+    1. Dense gradients: Keras applies an embedding's `tf.IndexedSlices` slice
+       by slice, so Adam's second moment would sum the squares of repeated
+       indices' parts instead of squaring their sum.
+    2. Clipping the gradient summed over replicas (Keras clips each replica's
+       part before the all-reduce, so a norm of 1.0 would act like N).
     """
 
     def apply(self, grads, trainable_variables=None):
@@ -122,13 +112,9 @@ class _BertOptimizerMixin(_LearningRateMultipliers):
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class PerUpdateSchedule(keras.optimizers.schedules.LearningRateSchedule):
-    """Evaluates `schedule` at the update count under gradient accumulation.
-
-    Keras calls a schedule with its micro-batch counter (`_iterations`), so
-    with `gradient_accumulation_steps=k` the rate would advance k times too
-    fast. At the update after micro-batches u*k .. u*k + k - 1 this gives
-    `schedule(u)`.
-    """
+    """Evaluates `schedule` at the update count under gradient accumulation:
+    Keras counts micro-batches, so with k of them per update the rate would
+    advance k times too fast."""
 
     def __init__(self, schedule, gradient_accumulation_steps):
         self.schedule = schedule
@@ -161,14 +147,10 @@ class AdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
         p <- p - lr * m_hat / (sqrt(v_hat) + epsilon)
              with m_hat = m / (1 - beta_1^t), v_hat = v / (1 - beta_2^t).
 
-    Keras' Adam adds epsilon to sqrt(v) instead of sqrt(v_hat), an epsilon
-    1 / sqrt(1 - beta_2^t) times larger early in training, so recipes tuned
-    on PyTorch would not carry over exactly.
-
-    The update runs in TensorFlow's fused `ApplyAdam` kernel, which computes
-    p <- p - lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) * m / (sqrt(v) + eps):
-    with eps = epsilon * sqrt(1 - beta_2^t) this is exactly the update above.
-    AMSGrad (not fused) keeps the max of v, as torch does.
+    (Keras' Adam adds epsilon to sqrt(v) instead.) The update runs in the
+    fused `ApplyAdam` kernel, which adds its eps to sqrt(v): eps = epsilon *
+    sqrt(1 - beta_2^t) makes it exactly the update above. AMSGrad (not
+    fused) keeps the max of v, as torch does.
 
     Args:
         epsilon_form: "torch" (the default: epsilon added to sqrt(v_hat)) or
@@ -232,10 +214,9 @@ class AdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
 class Lamb(_BertOptimizerMixin, keras.optimizers.Lamb):
     """`keras.optimizers.Lamb` with dense gradients, clipped after the all-reduce.
 
-    Keras' LAMB already adds epsilon to sqrt(v_hat), as the LAMB paper and
-    tensorflow-addons do, so its update is kept. Weight decay is PyTorch's
-    decoupled one (see `_LearningRateMultipliers`), applied before the
-    update, not inside the trust ratio as in the paper.
+    Keras' LAMB update is kept (it adds epsilon to sqrt(v_hat), as the paper
+    does); weight decay is PyTorch's decoupled one, applied before the update,
+    not inside the trust ratio as in the paper.
     """
 
 
@@ -245,14 +226,10 @@ MAX_LEARNING_RATE = 1.0
 
 
 def check_optimizer_settings(weight_decay, global_clipnorm, learning_rate=None):
-    """Refuses a negative (or non-finite) weight decay or clipping norm, and
-    a learning rate that is not finite, not positive or above 1 (Keras takes
-    them all without a word). `global_clipnorm` 0 or None means no clipping;
-    `learning_rate` None is not checked.
-
-    Raises:
-        ValueError: "Expected weight_decay >= 0. Received: weight_decay=-1".
-    """
+    """Raises ValueError for a negative (or non-finite) weight decay or clipping
+    norm, or a learning rate not in (0, 1] (Keras takes them all without a
+    word). `global_clipnorm` 0 or None: no clipping; `learning_rate` None is
+    not checked."""
     if learning_rate is not None and (
             isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float))
             or not math.isfinite(learning_rate)
@@ -287,10 +264,8 @@ def create_optimizer(
 ):
     """The optimizer of BERT pretraining (Devlin et al.; You et al. for LAMB).
 
-    Decoupled weight decay on every variable except LayerNorm weights and
-    biases (`WEIGHT_DECAY_EXCLUDE`); gradients clipped to a global norm of
-    `global_clipnorm`; the learning rate follows `LinearWarmupLinearDecay`
-    over `num_train_steps` optimizer updates.
+    Decoupled weight decay except on `WEIGHT_DECAY_EXCLUDE`; the learning rate
+    follows `LinearWarmupLinearDecay` over `num_train_steps` updates.
 
     Args:
         learning_rate: float, peak learning rate.
@@ -302,23 +277,16 @@ def create_optimizer(
         weight_decay: float, decoupled weight decay rate.
         global_clipnorm: float or None, clip gradients to this global norm.
         gradient_accumulation_steps: int, micro-batches whose mean gradient
-            makes one update (1 = none). Keras accumulates in optimizer
-            variables; `PerUpdateSchedule` makes the schedule advance once
-            per update.
+            makes one update (1 = none).
         loss_scale: bool, wrap in `keras.optimizers.LossScaleOptimizer`
-            (dynamic loss scaling, needed for mixed_float16).
+            (needed for mixed_float16).
         beta_1, beta_2: Adam/LAMB moment decay rates (BERT's 0.9, 0.999).
-        epsilon: float, added to sqrt(v_hat). The default 1e-6 is BERT's;
-            pass 1e-8 (PyTorch's and transformers') to reproduce a Hugging
-            Face recipe exactly.
+        epsilon: float, added to sqrt(v_hat); 1e-6 is BERT's, 1e-8 PyTorch's.
         lr_multipliers: dict {variable path: float} or None, per-variable
-            learning-rate factors (e.g. from
-            `finetuning_controls.layerwise_lr_multipliers`).
+            learning-rate factors (`layerwise_lr_multipliers`).
 
     Returns:
-        A `keras.optimizers.Optimizer`: `AdamW` or `Lamb`, Keras' with two
-        fixes (see `_BertOptimizerMixin`), wrapped in a LossScaleOptimizer
-        with `loss_scale`.
+        `AdamW` or `Lamb`, in a LossScaleOptimizer with `loss_scale`.
 
     Example:
     >>> opt = create_optimizer(1e-4, num_train_steps=10000, warmup_steps=100)

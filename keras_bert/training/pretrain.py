@@ -119,19 +119,11 @@ def cpu_has_amx(cpuinfo="/proc/cpuinfo"):
 
 
 def resolve_jit_compile(setting, dtype, strategy, amx=None):
-    """Whether to XLA-compile the training step.
-
-    "on"/"off" are obeyed. "auto" is off on TPU (TPUStrategy compiles
-    anyway), on a CPU without XLA (`xla_cpu_available`; "on" is refused
-    there), and for bfloat16/float16 on a CPU-only machine with AMX (oneDNN's
-    AMX kernels beat XLA's CPU code); on everywhere else (BENCHMARKS.md,
-    "Measurements behind code choices").
-
-    Args:
-        setting: "auto", "on" or "off".
-        dtype: "float32", "mixed_bfloat16" or "mixed_float16".
-        strategy: the `tf.distribute.Strategy` in use.
-        amx: bool or None (None: read from this machine's CPU flags).
+    """Whether to XLA-compile the training step: "on"/"off" are obeyed ("on" is
+    refused on a CPU without XLA). "auto" is off on TPU (TPUStrategy compiles
+    anyway), on a CPU without XLA, and for a mixed `dtype` on a CPU-only
+    machine with AMX (`amx`, None: read from the CPU flags), where oneDNN's
+    kernels beat XLA's; on everywhere else.
     """
     if isinstance(strategy, tf.distribute.TPUStrategy):
         return setting == "on"
@@ -150,30 +142,10 @@ def resolve_jit_compile(setting, dtype, strategy, amx=None):
     return True
 
 
-def _check_vocab(model_vocab_file, metadata, data_dir):
-    expected = metadata["vocab_hash"]
-    found = pretraining_data.vocab_hash(model_vocab_file)
-    if found != expected:
-        raise ValueError(
-            f"The model's vocabulary {model_vocab_file} ({found}) is not the one the "
-            f"pretraining data in {data_dir} was made with ({expected}). Recreate the "
-            "data with tools/create_pretraining_data.py --vocab-file "
-            f"{model_vocab_file}, or start from a model with that vocabulary."
-        )
-
-
 def build_pretrainer(metadata, data_dir, bert_config=None, init_from=None, dtype=None):
-    """A `BertPretrainer` that fits the data (call inside `strategy.scope()`).
-
-    Args:
-        metadata: dict, `read_metadata(data_dir)`.
-        data_dir: str, for error messages.
-        bert_config: `BertConfig` of a new model (its vocab_size must be the
-            data's), or None with `init_from`.
-        init_from: str, a model directory to start from (an encoder, a
-            pretrainer or any task directory; heads are new unless it is a
-            pretrainer). Its vocab.txt must be the data's.
-        dtype: Keras dtype policy name, or None.
+    """A `BertPretrainer` that fits the data `metadata` (call inside `strategy.scope()`):
+    new from `bert_config`, or from the model directory `init_from` (heads new
+    unless it is a pretrainer); its vocabulary must be the data's.
     """
     if (bert_config is None) == (init_from is None):
         raise ValueError("Give exactly one of bert_config (a new model) or init_from "
@@ -181,7 +153,14 @@ def build_pretrainer(metadata, data_dir, bert_config=None, init_from=None, dtype
     if init_from is not None:
         model = BertPretrainer.from_pretrained(init_from, dtype=dtype)
         if model.vocab_file is not None:
-            _check_vocab(model.vocab_file, metadata, data_dir)
+            expected = metadata["vocab_hash"]
+            found = pretraining_data.vocab_hash(model.vocab_file)
+            if found != expected:
+                raise ValueError(
+                    f"The model's vocabulary {model.vocab_file} ({found}) is not the one "
+                    f"the pretraining data in {data_dir} was made with ({expected}). "
+                    "Recreate the data with tools/create_pretraining_data.py --vocab-file "
+                    f"{model.vocab_file}, or start from a model with that vocabulary.")
         config = model.encoder.get_bert_config()
     else:
         config = bert_config
@@ -200,11 +179,8 @@ def build_pretrainer(metadata, data_dir, bert_config=None, init_from=None, dtype
 
 
 def check_run_dir(output_dir, inputs=()):
-    """Raises OutputError unless `output_dir` may hold this pretraining run.
-
-    It may be missing, empty, or an earlier run's (its pretraining_run.json);
-    not a file, another folder, or one that is or holds an input.
-    """
+    """Raises OutputError unless `output_dir` is missing, empty or an earlier
+    run's (its pretraining_run.json), apart from the `inputs`."""
     check_not_input(output_dir, inputs, flag="The output")
     check_writable(os.path.join(output_dir, RUN_FILE))
     if not tf.io.gfile.exists(output_dir):
@@ -237,11 +213,8 @@ def _write_or_check_run(path, run, is_chief):
 
 
 def save_pretrained_model(model, model_dir, data_dir, metadata, step):
-    """Writes the pretrainer `model` as a model directory, with the data's vocabulary.
-
-    The text settings the data was made with (its metadata.json) travel with
-    the model: fine-tuning and export tokenize as pretraining did.
-    """
+    """Writes the pretrainer `model` as a model directory, with the data's
+    vocabulary and text settings (fine-tuning tokenizes as pretraining did)."""
     settings = TextSettings(max_seq_length=metadata["max_seq_length"],
                             lowercase=metadata.get("lowercase"))
     model.save_pretrained(model_dir, vocab_file=os.path.join(data_dir, pretraining_data.VOCAB_FILE),
@@ -253,10 +226,9 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
                     tensorboard=True):
     """Pretrains (or resumes pretraining) a BERT model on a data directory.
 
-    Reads max_seq_length, max_predictions_per_seq, masking and the
-    vocabulary from the data's metadata.json; restores the latest checkpoint
-    in `output_dir` if there is one (same data position, same learning-rate
-    step); writes `output_dir/model` at the end (chief only).
+    The data's settings come from its metadata.json; the latest checkpoint in
+    `output_dir` is restored if there is one; the chief writes
+    `output_dir/model` at the end.
 
     Args:
         data_dir: str, from `keras_bert.data.create_pretraining_data`.
@@ -264,16 +236,12 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
         config: a `PretrainingConfig`.
         bert_config: `BertConfig` for a new model, or None with `init_from`.
         init_from: str, a model directory to start from.
-        strategy: a `tf.distribute.Strategy` (default: the current one);
-            see `keras_bert.training.resolve_strategy`.
+        strategy: a `tf.distribute.Strategy` (default: the current one).
         callbacks: extra Keras callbacks (get global step indices).
-        verbose: 1: a progress bar with ETA on a terminal (on the chief),
-            and a line every `log_every` steps elsewhere; 0: lines only.
-        eval_data_dir: str, data directory evaluated at the end (masked-LM
-            and next-sentence accuracy), or None.
-        tensorboard: bool, write TensorBoard logs to `output_dir/logs`:
-            training metrics in train/, the evaluation's in eval/ (needs the
-            `tensorboard` package; skipped with a notice if absent).
+        verbose: 1: a progress bar on a terminal; 0: lines only.
+        eval_data_dir: str, data directory evaluated at the end, or None.
+        tensorboard: bool, write TensorBoard logs to `output_dir/logs`
+            (train/ and eval/; skipped with a notice without the package).
 
     Returns:
         dict: "logs" (last training logs), "step", "model_dir" (chief) and
@@ -379,14 +347,9 @@ def run_pretraining(data_dir, output_dir, config, bert_config=None, init_from=No
 
 
 def evaluate_pretraining(model, data_dir, batch_size=64, strategy=None, steps=None):
-    """Masked-LM and next-sentence metrics of `model` on a data directory.
-
-    One pass over the data in file order (dynamic masking with a fixed
-    seed); under a multi-worker strategy every worker reads all of it.
-
-    Returns:
-        dict: mlm_loss, nsp_loss, masked_lm_accuracy, nsp_accuracy (floats).
-    """
+    """Masked-LM and next-sentence metrics of `model` on a data directory (one
+    pass; every worker reads all of it): dict of mlm_loss, nsp_loss,
+    masked_lm_accuracy, nsp_accuracy (floats)."""
     strategy = strategy or tf.distribute.get_strategy()
     dataset = pretraining_dataset(data_dir, batch_size, training=False)
     if steps is not None:

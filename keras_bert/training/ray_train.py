@@ -1,9 +1,7 @@
 """Ray Train entry point: keras_bert's fine-tuning and pretraining in a `TensorflowTrainer`.
 
-`train_loop_per_worker(config)` runs in each Ray worker. Ray's TensorFlow
-backend sets TF_CONFIG there, so `resolve_strategy("auto")` builds
-MultiWorkerMirroredStrategy; it also sets TF_USE_LEGACY_KERAS=1, which
-`import keras_bert` unsets when tf_keras is not installed (docs/cluster.md).
+`train_loop_per_worker(config)` runs in each Ray worker, where Ray sets
+TF_CONFIG (so `resolve_strategy("auto")` builds MultiWorkerMirroredStrategy).
 
 `config` names the job and the library's own arguments (the same names as
 the flags of tools/finetune.py and tools/pretrain.py, with underscores):
@@ -19,12 +17,8 @@ the flags of tools/finetune.py and tools/pretrain.py, with underscores):
      "config": {"num_train_steps": 10000, "batch_size": 256},  # PretrainingConfig fields
      "report_every": 1000}        # steps between reports (default: checkpoint_every)
 
-Every worker calls `ray.train.report` at the same step (fine-tuning: after
-every epoch, with its eval metrics; pretraining: every `report_every` steps);
-only the chief attaches a checkpoint, a model directory. Resuming is from
-keras_bert's own checkpoint folder, not `ray.train.get_checkpoint()`: only
-it holds every worker's data position. `output` must be on storage every
-worker sees. Ray is imported here only (`pip install "bert-keras3[ray]"`).
+What Ray receives, and how a run resumes: docs/cluster.md. `output` must be on
+storage every worker sees. Ray is imported here only.
 """
 
 import logging

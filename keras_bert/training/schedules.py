@@ -13,10 +13,8 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
                              / (decay_steps - warmup_steps)    up to decay_steps
              = 0                                               after
 
-    The decay starts from the peak where the warmup ends (continuous, as in
-    Hugging Face's `get_linear_schedule_with_warmup`; google-research/bert's
-    rate jumps down at the end of the warmup). The warmup counts from
-    step + 1 so that the first update moves the weights.
+    Continuous at the peak, as Hugging Face's `get_linear_schedule_with_warmup`;
+    the warmup counts from step + 1 so that the first update moves the weights.
 
     Args:
         learning_rate: float, the peak rate.

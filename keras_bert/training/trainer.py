@@ -1,47 +1,31 @@
 """A resumable training loop for Keras models under any tf.distribute strategy.
 
-Why not `model.fit`: (1) Keras 3 `fit` under MultiWorkerMirroredStrategy
-fails on TF 2.21 (keras-team/keras#20585: `_maybe_symbolic_build` reduces a
-PerReplica batch; and `reduce_per_replica` then reduces scalar metrics along
-axis 0); (2) `fit` owns its data iterator, so a checkpoint cannot hold the
-data position. This loop reuses the model's own `compute_loss` and metrics
-and Keras callbacks (progress bar, TensorBoard, ...), and owns:
+Why not `model.fit`: Keras 3 `fit` under MultiWorkerMirroredStrategy fails
+on TF 2.21 (keras-team/keras#20585), and `fit` owns its data iterator, so a
+checkpoint cannot hold the data position. This loop reuses the model's
+`compute_loss`, metrics and Keras callbacks, and owns:
 
-- the step: forward, `compute_loss`, gradient and `optimizer.apply_gradients`
-  run in `strategy.run`; with `jit_compile`, XLA compiles the whole step on
-  one replica, and the forward/backward part with several (the optimizer's
-  cross-replica `merge_call` cannot be inside XLA);
-- the data: one `tf.data` iterator per worker (each worker reads its shard;
-  with several local replicas a worker's batch is sliced among them), saved
-  in the checkpoint, so a resumed run continues at the next unseen batch;
-- checkpoints: `tf.train.CheckpointManager` over model (with dropout RNG
-  state), optimizer (moments, step counter, gradient accumulators) and the
-  step, every `checkpoint_every` steps, plus one data-iterator checkpoint per
-  worker. On restart the latest checkpoint is restored automatically;
+- the step, run in `strategy.run`; with `jit_compile`, XLA compiles the whole
+  step on one replica, the forward/backward part with several (the
+  optimizer's cross-replica `merge_call` cannot be inside XLA);
+- the data: one `tf.data` iterator per worker, saved in the checkpoint, so a
+  resumed run continues at the next unseen batch;
+- checkpoints of model (with its dropout RNG state), optimizer and step
+  every `checkpoint_every` steps, restored automatically on restart;
 - numbers: a non-finite loss or weight stops the run (`NonFiniteError`)
   before anything of that step is saved or shown to callbacks;
 - stopping: SIGTERM or Ctrl-C saves the current step and raises
-  `TrainingInterrupted`. With several workers every step also sums the
-  workers' stop votes (one scalar all-reduce), so a signal to any worker
-  stops all at one step, each saving it; a save ends with a barrier; a
-  peer that vanished mid-collective becomes `WorkerLostError`.
+  `TrainingInterrupted`; with several workers, each step sums their stop
+  votes, so all stop at one step; a vanished peer becomes `WorkerLostError`.
 
-A checkpoint is one unit: every worker's data-iterator checkpoint
-(data-worker-K/ckpt-N) is written first, then the model/optimizer/step
-checkpoint ckpt-N, then the manager's "checkpoint" file, which TensorFlow
-replaces atomically: that file naming ckpt-N is the unit's commit. Only
-after it are older units pruned (the manager's sweep; data checkpoints
-that no committed unit names). A kill at any point leaves the last
-committed unit whole; the parts of an uncommitted one (ckpt-N_temp
-folders, files of steps after the committed one) are removed at the next
-start. Each step is named (`keras_bert.steps`): tests kill the writer
-between them.
+A checkpoint unit is committed by the manager's "checkpoint" file, which
+TensorFlow replaces atomically, written after every worker's data-iterator
+checkpoint and ckpt-N; only then are older units pruned. Parts of an
+uncommitted unit are removed at the next start. Each step is named
+(`keras_bert.steps`) so that tests can kill the writer between them.
 
-The per-worker iterator is a plain `tf.data` iterator because the
-distributed iterators of `strategy.experimental_distribute_dataset` are not
-trackable by `tf.train.Checkpoint`. TPUStrategy needs those for its infeed:
-there (untested, no TPU here) model, optimizer and step resume, while the
-data stream restarts from its beginning.
+TPUStrategy's infeed needs a distributed iterator, which `tf.train.Checkpoint`
+cannot track: there (untested) the data stream restarts on resume.
 """
 
 import contextlib
@@ -57,13 +41,12 @@ import keras
 import tensorflow as tf
 
 from keras_bert import steps, storage
-from keras_bert.files import remove_own, write_text_atomic
+from keras_bert.files import remove_own, write_bytes_atomic
 from keras_bert.training.distribute import worker_info
 
 CHECKPOINT_NAME = "ckpt"
-# The files a tf.train.CheckpointManager writes: "checkpoint" (and the
-# checkpoint.tmpHEX that TensorFlow's atomic write renames onto it), ckpt-N.*,
-# and the ckpt-N_temp folder a sharded write merges from.
+# A tf.train.CheckpointManager's files: "checkpoint" (and its atomic write's
+# checkpoint.tmpHEX), ckpt-N.* and a sharded write's ckpt-N_temp folder.
 _CHECKPOINT_FILE = re.compile(
     rf"^(checkpoint(\.tmp[0-9a-f]{{32}})?|{CHECKPOINT_NAME}-\d+(\.(index|data-\d+-of-\d+)|_temp))$")
 _STEP = re.compile(rf"^{CHECKPOINT_NAME}-(\d+)(\.index|\.data-\d+-of-\d+|_temp)$")
@@ -78,12 +61,6 @@ def own_checkpoint_files(directory):
             if _CHECKPOINT_FILE.match(name) or DATA_DIR_PATTERN.match(name)]
 
 
-def _checkpoint_step(name):
-    """N of a ckpt-N file or folder name, else None."""
-    match = _STEP.match(name)
-    return int(match.group(1)) if match else None
-
-
 def _committed_steps(directory):
     """The steps of the checkpoints the "checkpoint" file of `directory` names."""
     state = tf.train.get_checkpoint_state(directory)
@@ -94,16 +71,14 @@ def _committed_steps(directory):
 
 
 def _remove_uncommitted(directory, keep, newest):
-    """Removes ckpt-N parts in `directory` that no committed unit needs.
-
-    `keep`: the committed steps; `newest`: parts of steps above it are kept
-    too (a unit being written), None: removed (nobody writes at start).
-    """
+    """Removes ckpt-N parts in `directory` of steps not in `keep` (the committed
+    ones), but those above `newest` (a unit being written; None: none kept)."""
     if not tf.io.gfile.isdir(directory):
         return
     for name in tf.io.gfile.listdir(directory):
         name = name.rstrip("/")
-        step = _checkpoint_step(name)
+        match = _STEP.match(name)  # ckpt-N's parts.
+        step = int(match.group(1)) if match else None
         if step is None or step in keep or (newest is not None and step > newest):
             continue
         path = os.path.join(directory, name)
@@ -126,28 +101,15 @@ class NonFiniteError(ValueError):
 
 
 def write_json_atomic(path, value):
-    """Writes `value` as JSON to `path` so that a kill leaves the old file or the new one.
-
-    Local paths are written to a temporary sibling and renamed
-    (`keras_bert.files.write_text_atomic`); on object stores (gs://) a
-    write becomes visible whole, when the object is closed.
-    """
+    """Writes `value` as JSON to `path` so that a kill leaves the old file or
+    the new one (`files.write_bytes_atomic`)."""
     text = json.dumps(value, indent=1, sort_keys=True) + "\n"
-    if "://" in os.fspath(path):
-        with storage.open_file(path, "w") as f:
-            f.write(text)
-    else:
-        write_text_atomic(path, text)
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def read_json_state(path, what, way_out):
-    """The JSON object in `path`, or a ValueError that names the file and the way out.
-
-    Args:
-        path: str, a run-state file (finetune_state.json, pretraining_run.json).
-        what: str, what the file is, for the message.
-        way_out: str, what the user can do.
-    """
+    """The JSON object in the run-state file `path`, or a ValueError naming the
+    file, `what` it is and the `way_out`."""
     try:
         with tf.io.gfile.GFile(path) as f:
             value = json.loads(f.read())
@@ -167,9 +129,8 @@ _VOTES = "_stop_votes"  # The train function's result: the workers' summed stop 
 class TrainingInterrupted(Exception):
     """Raised by `Trainer.train` after SIGTERM or SIGINT (Ctrl-C), once a checkpoint is saved.
 
-    With several workers, a signal to any of them stops all of them at the
-    same step, each with a checkpoint of it; the workers that received no
-    signal raise this with `by_peer` True and signum SIGTERM.
+    Workers that received no signal themselves raise it with `by_peer` True
+    and signum SIGTERM.
 
     Attributes:
         step: int, the step saved.
@@ -191,9 +152,8 @@ class TrainingInterrupted(Exception):
         self.by_peer = by_peer
 
 
-# What a collective raises when a peer is gone (its process killed, its
-# machine lost): MultiWorkerMirroredStrategy's health check aborts the
-# collectives with UnavailableError; a restarted peer gives FailedPrecondition.
+# What a collective raises when a peer is gone: MultiWorkerMirroredStrategy's
+# health check gives UnavailableError, a restarted peer FailedPrecondition.
 _PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
                 tf.errors.FailedPreconditionError, tf.errors.CancelledError)
 
@@ -210,10 +170,6 @@ class WorkerLostError(RuntimeError):
         self.step = step
 
 
-def _inner_optimizer(optimizer):
-    return getattr(optimizer, "inner_optimizer", optimizer)
-
-
 _WAY_OUT = ("Lower the learning rate (--learning-rate), check the class weights and the "
             "data, or train in float32 (--dtype float32).")
 
@@ -228,9 +184,7 @@ class Trainer:
     """Runs training steps of a compiled model, resumably.
 
     Args:
-        model: a Keras model, created and compiled (with its optimizer, and
-            a loss unless it overrides `compute_loss` like `BertPretrainer`)
-            in `strategy.scope()`. Compiled metrics are updated as in `fit`.
+        model: a Keras model, created and compiled in `strategy.scope()`.
         strategy: the `tf.distribute.Strategy` the model was built under.
         dataset_fn: callable(batch_size, input_pipeline_id,
             num_input_pipelines) -> `tf.data.Dataset` of `(x, y)` or
@@ -244,8 +198,8 @@ class Trainer:
         steps_per_execution: int, steps per call of the compiled function
             (fewer host round trips; callbacks see every n-th step).
 
-    A step is one optimizer update: with `gradient_accumulation_steps=k` on
-    the optimizer, k micro-batches of `global_batch_size`.
+    A step is one optimizer update (k micro-batches with the optimizer's
+    `gradient_accumulation_steps=k`).
     """
 
     def __init__(self, model, strategy, dataset_fn, global_batch_size, checkpoint_dir,
@@ -268,7 +222,8 @@ class Trainer:
             )
         self.global_batch_size = global_batch_size
         self.per_replica_batch = global_batch_size // self.num_replicas
-        self.accumulation = _inner_optimizer(model.optimizer).gradient_accumulation_steps or 1
+        inner = getattr(model.optimizer, "inner_optimizer", model.optimizer)  # Loss scaling.
+        self.accumulation = inner.gradient_accumulation_steps or 1
         self.is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
 
         optimizer = model.optimizer
@@ -281,8 +236,7 @@ class Trainer:
 
         # === Data ===
         if self.is_tpu:
-            # TPU infeed wants a distributed iterator, which tf.train.Checkpoint
-            # cannot save: on resume the data stream restarts (documented).
+            # TPU infeed wants a distributed iterator, which cannot be checkpointed.
             self._iterator = iter(strategy.distribute_datasets_from_function(
                 lambda context: dataset_fn(
                     context.get_per_replica_batch_size(global_batch_size),
@@ -292,9 +246,8 @@ class Trainer:
             self._iterator = iter(dataset_fn(worker_batch, self.task_id, self.num_workers))
 
         # === Checkpoints ===
-        # `model.variables` explicitly: a Keras 3 model's own checkpoint
-        # dependencies miss non-trainable state such as the dropout RNG
-        # seeds, without which a resumed run would draw other masks.
+        # `model.variables` explicitly: a Keras 3 model's checkpoint dependencies
+        # miss non-trainable state such as the dropout RNG seeds.
         state = tf.train.Checkpoint(model=model, model_variables=list(model.variables),
                                     optimizer=optimizer, step=self.step)
         write_dir = checkpoint_dir if self.is_chief else os.path.join(
@@ -309,9 +262,8 @@ class Trainer:
             self._data_dir = os.path.join(checkpoint_dir, f"data-worker-{self.task_id}")
         self._state = state
 
-        # This worker's stop vote (the signal number it received, 0: none),
-        # summed over the workers at every step: all stop at the same step.
-        # Outside the strategy's scope: a plain variable of this worker.
+        # This worker's stop vote (the signal number, 0: none), summed over the
+        # workers at every step; outside the strategy's scope: this worker's own.
         self._stop_vote = tf.Variable(0.0, trainable=False, name="stop_vote")
         self._train_function = self._make_train_function(jit_compile)
         self._stop_requested = threading.Event()
@@ -329,9 +281,8 @@ class Trainer:
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
             with tf.GradientTape() as tape:
                 y_pred = model(x, training=True)
-                # Keras losses (and BertPretrainer's) are divided by the
-                # number of replicas, as gradients are summed over them:
-                # undo that for the logged loss.
+                # Losses are divided by the number of replicas (gradients
+                # are summed over them): undo that for the logged loss.
                 loss = model.compute_loss(x=x, y=y, y_pred=y_pred,
                                           sample_weight=sample_weight, training=True)
                 scaled = optimizer.scale_loss(loss)
@@ -383,7 +334,13 @@ class Trainer:
         def train_function(iterator):
             for _ in tf.range(micro_steps):
                 self.strategy.run(step_fn, args=(next(iterator),))
-            results = self._metric_results()
+            results = {}
+            for metric in self.metrics:
+                value = metric.result()
+                if isinstance(value, dict):  # Keras' compiled-metrics container.
+                    results.update(value)
+                else:
+                    results[metric.name] = value
             if self.num_workers > 1:
                 votes = self.strategy.run(sum_votes)
                 results[_VOTES] = self.strategy.experimental_local_results(votes)[0]
@@ -391,23 +348,12 @@ class Trainer:
 
         return train_function
 
-    def _metric_results(self):
-        results = {}
-        for metric in self.metrics:
-            value = metric.result()
-            if isinstance(value, dict):  # Keras' compiled-metrics container.
-                results.update(value)
-            else:
-                results[metric.name] = value
-        return results
-
     # --- Checkpoints -----------------------------------------------------
 
     def restore(self):
         """Restores the latest committed checkpoint, if any. Returns the step reached (0: none).
 
-        Parts of a unit that was never committed (a writer killed mid-save)
-        are removed first: ckpt-N_temp folders, and files of later steps.
+        Parts of a unit never committed (a writer killed mid-save) are removed first.
         """
         latest = tf.train.latest_checkpoint(self.checkpoint_dir)
         committed = _committed_steps(self.checkpoint_dir) if latest else []
@@ -434,21 +380,16 @@ class Trainer:
         return os.path.join(self._data_dir, f"{CHECKPOINT_NAME}-{step}")
 
     def save(self):
-        """Writes a checkpoint unit of the current step (all workers must call it).
-
-        Order (see the module docstring): data iterator, model/optimizer/
-        step, the "checkpoint" file (the commit), then pruning. Refuses
-        (`NonFiniteError`) weights that are not finite.
-        """
+        """Writes a checkpoint unit of the current step (all workers must call it):
+        data iterator, model/optimizer/step, the "checkpoint" file (the commit),
+        then pruning. Refuses (`NonFiniteError`) weights that are not finite."""
         step = int(self.step.numpy())
         self.check_finite_weights(step)
         steps.reached("checkpoint-begin", step)
         if self._data_checkpoint is not None:
             self._data_checkpoint.write(self._data_path(step))
         steps.reached("checkpoint-data-written", step)
-        # Writes ckpt-N, then the "checkpoint" file naming it, then sweeps
-        # the oldest ckpt-M beyond max_to_keep.
-        self._state_manager.save(checkpoint_number=step)
+        self._state_manager.save(checkpoint_number=step)  # ckpt-N, the commit, pruning.
         steps.reached("checkpoint-committed", step)
         if self._data_checkpoint is not None:
             # Data checkpoints of no committed unit; a worker that reads the
@@ -457,14 +398,13 @@ class Trainer:
             if committed:
                 _remove_uncommitted(self._data_dir, committed, max(committed))
         if not self.is_chief:
-            # A non-chief worker's copy is written only because every worker
-            # must save; it removes what it wrote there, nothing else.
+            # Every worker must save; a non-chief removes its own copy.
             directory = self._state_manager.directory
             remove_own(directory, own_checkpoint_files(directory))
         if self.num_workers > 1:
-            # The unit is whole once every worker wrote its part: only then may
-            # the chief go on (and, at the end, remove the checkpoint folder).
-            self._collective(self._barrier, step)
+            # The unit is whole once every worker wrote its part.
+            with self._peers_answer(lambda: step):
+                self._barrier()
 
     def _first_non_finite(self):
         """The first float model weight holding NaN or inf, or None."""
@@ -497,21 +437,11 @@ class Trainer:
 
     # --- The loop --------------------------------------------------------
 
-    def _collective(self, function, step, *args):
-        """`function(*args)`, a step or barrier of all workers; a lost peer
-        becomes `WorkerLostError`."""
-        with self._peers_answer(lambda: step):
-            return function(*args)
-
     @contextlib.contextmanager
     def _peers_answer(self, step_of):
-        """Turns a lost peer's error (with several workers) into `WorkerLostError`.
-
-        `step_of()` gives the last step done when the error came.
-
-        Ops run asynchronously, so the error can also surface after the step
-        returned: where its results are read, or in an eager collective.
-        """
+        """Turns a lost peer's error (with several workers) into `WorkerLostError`;
+        `step_of()` gives the last step done. Ops run asynchronously, so the
+        error can surface where a step's results are read."""
         try:
             yield
         except _PEER_ERRORS as e:
@@ -535,15 +465,11 @@ class Trainer:
     def train(self, num_steps, callbacks=None, verbose=1, log_every=100):
         """Trains until step `num_steps`, resuming from the latest checkpoint.
 
-        Metrics are running means since the last multiple of `log_every`
-        (they are reset there). SIGTERM or SIGINT (Ctrl-C) finishes the
-        current step, saves a checkpoint and raises `TrainingInterrupted`; a
-        second Ctrl-C stops at once, unsaved. With several workers a signal
-        to any one stops all: the workers' votes are summed in every step,
-        so each finishes the next step, saves that same step and raises.
-        A worker that stops answering (killed, its machine lost) ends the
-        others with `WorkerLostError` once the strategy's health check
-        (every 30 s) finds it gone.
+        Metrics are running means since the last multiple of `log_every`.
+        SIGTERM or SIGINT (Ctrl-C) finishes the current step, saves a
+        checkpoint and raises `TrainingInterrupted` (on every worker); a
+        second Ctrl-C stops at once, unsaved. A worker that stops answering
+        ends the others with `WorkerLostError`.
 
         Args:
             num_steps: int, the final step (optimizer updates in total).
@@ -583,7 +509,7 @@ class Trainer:
                     callbacks.on_train_batch_begin(step)
                     if self._stop_requested.is_set():
                         self._stop_vote.assign(float(self._stop_signal))
-                    results = self._collective(self._train_function, step, self._iterator)
+                    results = self._train_function(self._iterator)
                     step += self.steps_per_execution
                     self.step.assign(step)
                     logs = {name: float(value) for name, value in results.items()}

@@ -62,8 +62,8 @@ def test_tagger_dataset_puts_tags_on_first_pieces_as_the_conll_reader(model_dir)
     # The reader labels the same pieces (it marks the others -1).
     sentences = conll.ConllSentences(words, [["B-PER", "O"], ["O", "B-LOC"]], ["a", "b"])
     _, ids = conll.encode_tags(sentences, TAGS)
-    reader_features, reader_labels, _ = next(iter(conll.token_classification_dataset(
-        sentences, ids, tagger.preprocessor)))
+    reader_features, reader_labels, _ = next(iter(conll.first_piece_examples(
+        sentences.words, ids, tagger.preprocessor)))
     assert reader_features["token_ids"].numpy().tolist() == \
         features["token_ids"][0].numpy().tolist()
     assert (reader_labels.numpy() >= 0).tolist() == [w > 0 for w in first]

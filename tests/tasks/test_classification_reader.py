@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from keras_bert.data import batching
 from keras_bert.data import labels as labels_lib
+from keras_bert.data.text_data import text_label_dataset
 from keras_bert.tasks.classification import reader as classification, tweets
 from keras_bert.text import BertPreprocessor
 from tests.training.finetune_fixtures import make_vocab
@@ -130,7 +131,8 @@ def test_dataset_is_tokenized_in_graph_and_bucketed(tmp_path):
     preprocessor = BertPreprocessor.from_vocab_file(vocab, sequence_length=None, max_seq_length=20)
     examples = classification.ClassificationExamples(
         ["good movie", "the plot was boring"], ["bad", "a happy city"], ["pos", "neg"], ["a", "b"])
-    dataset = classification.classification_dataset(examples, np.array([1, 0], "int32"), preprocessor)
+    dataset = text_label_dataset(
+        examples.texts, examples.texts_b, np.array([1, 0], "int32"), preprocessor)
     (x0, y0), (x1, _) = list(dataset.as_numpy_iterator())
     cls, sep = preprocessor.tokenizer.cls_token_id, preprocessor.tokenizer.sep_token_id
     good, movie, bad = (preprocessor.tokenizer.token_to_id(w) for w in ("good", "movie", "bad"))

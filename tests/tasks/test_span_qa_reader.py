@@ -6,6 +6,7 @@ import pytest
 from keras_bert.tasks.span_qa import reader as squad
 from keras_bert.text import BertPreprocessor, BertTokenizer
 from keras_bert.tasks.span_qa.metrics import squad_metrics
+from keras_bert.text.windows import window_layout
 from tests.training.finetune_fixtures import make_vocab, squad_json, write_json
 
 
@@ -72,7 +73,8 @@ def test_window_starts_cover_everything():
     for num_tokens in range(1, 40):
         for window in (3, 5, 8):
             for stride in (1, 2, 4, 8):
-                starts = squad.window_starts(num_tokens, window, stride)
+                layout = window_layout([num_tokens], [window], stride)
+                starts = layout["window_start"].numpy().tolist()
                 covered = set()
                 for start in starts:
                     covered.update(range(start, min(start + window, num_tokens)))

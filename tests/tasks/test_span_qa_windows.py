@@ -14,6 +14,7 @@ from keras_bert.tasks.span_qa import reader as squad
 from keras_bert.tasks.span_qa import windows
 from keras_bert.tasks.span_qa.serving import SpanQAServingModule
 from keras_bert.text import BertPacker, BertPreprocessor, BertTokenizer
+from keras_bert.text.windows import window_layout
 from tests.conftest import tiny_config
 from tests.training.finetune_fixtures import make_vocab, squad_json, write_json
 
@@ -127,8 +128,8 @@ def test_windows_and_max_context_follow_run_squad():
 
 
 def test_window_layout_limits_windows_and_handles_empty_contexts():
-    layout = windows.window_layout(tf.constant([0, 3, 100]), tf.constant([4, 4, 4]), 2,
-                                   max_windows=5)
+    layout = window_layout(tf.constant([0, 3, 100]), tf.constant([4, 4, 4]), 2,
+                           max_windows=5)
     assert layout["example"].numpy().tolist() == [0, 1, 2, 2, 2, 2, 2]
     assert layout["window_start"].numpy().tolist() == [0, 0, 0, 2, 4, 6, 8]
     assert layout["window_length"].numpy().tolist() == [0, 3, 4, 4, 4, 4, 4]

@@ -68,13 +68,21 @@ def test_tag_names_and_unknown_tags():
         conll.encode_tags(sentences, ["O", "B-PER"])
 
 
+def batch_of_one(pieces):
+    return tf.RaggedTensor.from_row_lengths(pieces, [pieces.nrows()])
+
+
+def one_sentence(outputs):
+    return tf.nest.map_structure(lambda x: x[0], outputs)
+
+
 def test_labels_go_on_the_first_piece_only(tokenizer):
     # "johnx" -> john ##x ; "1889" -> 1 ##8 ##8 ##9 (digits are single pieces here).
     words = tf.constant(["johnx", "in", "1889", "!"])
     pieces = tokenizer(words)
     assert [len(p) for p in pieces.to_list()] == [2, 1, 4, 1]
-    features, labels, weights, word_index = conll.align_first_pieces(
-        pieces, tf.constant([3, 0, 5, 0]), packer(tokenizer, 32))
+    features, labels, weights, word_index = one_sentence(conll.align_first_pieces(
+        batch_of_one(pieces), tf.ragged.constant([[3, 0, 5, 0]]), packer(tokenizer, 32)))
     # [CLS] john ##x in 1 ##8 ##8 ##9 ! [SEP]
     assert features["token_ids"].numpy()[0] == tokenizer.cls_token_id
     assert len(features["token_ids"].numpy()) == 10
@@ -85,8 +93,8 @@ def test_labels_go_on_the_first_piece_only(tokenizer):
 
 def test_truncation_cuts_words_and_their_labels(tokenizer):
     pieces = tokenizer(tf.constant(["johnx", "in", "1889"]))
-    features, labels, weights, word_index = conll.align_first_pieces(
-        pieces, tf.constant([3, 0, 5]), packer(tokenizer, 6))
+    features, labels, weights, word_index = one_sentence(conll.align_first_pieces(
+        batch_of_one(pieces), tf.ragged.constant([[3, 0, 5]]), packer(tokenizer, 6)))
     # 4 pieces fit: john ##x in 1 ; the rest of "1889" is cut, its label stays on "1".
     assert len(features["token_ids"].numpy()) == 6
     assert features["token_ids"].numpy()[-1] == tokenizer.sep_token_id
@@ -99,7 +107,7 @@ def test_dataset_marks_unlabeled_pieces_with_minus_one(tokenizer):
                                      [["B-PER", "I-PER"], ["B-LOC"]], ["f:1", "f:4"])
     names = ["O", "B-LOC", "B-PER", "I-PER"]
     sentences, ids = conll.encode_tags(sentences, names)
-    dataset = conll.token_classification_dataset(sentences, ids, preprocessor_of(tokenizer, 16))
+    dataset = conll.first_piece_examples(sentences.words, ids, preprocessor_of(tokenizer, 16))
     (x0, y0, index0), (x1, y1, _) = list(dataset.as_numpy_iterator())
     assert y0.tolist() == [-1, 2, -1, 3, -1]
     assert index0.tolist() == [-1, 0, -1, 1, -1]
@@ -117,7 +125,7 @@ def test_packing_is_the_preprocessors_and_labels_follow_their_pieces(tokenizer, 
     names = ["O", "B-LOC", "B-PER"]
     sentences, ids = conll.encode_tags(sentences, names)
     preprocessor = preprocessor_of(tokenizer, max_seq_length)
-    dataset = conll.token_classification_dataset(sentences, ids, preprocessor)
+    dataset = conll.first_piece_examples(sentences.words, ids, preprocessor)
     words_cut = 0
     for words, tags, (x, y, word_index) in zip(sentences.words, ids, dataset.as_numpy_iterator()):
         packed = preprocessor(tf.constant([" ".join(words)]))

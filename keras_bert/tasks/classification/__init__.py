@@ -1,9 +1,4 @@
-"""Sentence and sentence-pair classification (or regression).
-
-model.py (the head), reader.py (data files), finetune.py (the fine-tuning
-task), serving.py (export signatures), metrics.py, options.py (options and
-task.json schema), spec.py (its registration line, run on import).
-"""
+"""Sentence and sentence-pair classification (or regression)."""
 
 from keras_bert.tasks.classification.model import BertClassifier
 from keras_bert.tasks.classification.finetune import ClassificationTask

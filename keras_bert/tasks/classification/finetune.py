@@ -3,6 +3,7 @@
 import numpy as np
 
 from keras_bert.data import batching
+from keras_bert.data.text_data import text_label_dataset
 from keras_bert.tasks.classification import metrics as metrics_lib
 from keras_bert.tasks.classification import reader
 from keras_bert.tasks.classification.model import BertClassifier
@@ -25,19 +26,17 @@ class ClassificationTask(FinetuneTask):
         `ClassificationOptions`, left as it is) says. A TFDS dataset's
         ClassLabel names are the examples' `label_names` (none: `regression`)."""
         options = task_options
-        text_column, text_b_column = options.text_column, options.text_b_column
-        label_column, tfds_data_dir = options.label_column, options.tfds_data_dir
+        columns = (options.text_column, options.text_b_column, options.label_column)
         if path.startswith("tfds:"):
             name, _, split = path[len("tfds:"):].partition("[")
             split = split.rstrip("]") or (
-                "train" if training else reader.tfds_eval_split(name, tfds_data_dir))
+                "train" if training else reader.tfds_eval_split(name, options.tfds_data_dir))
             examples, _ = reader.read_tfds_classification(
-                name, split, None if text_column == "text" else text_column, text_b_column,
-                label_column, data_dir=tfds_data_dir)
+                name, split, None if columns[0] == "text" else columns[0], *columns[1:],
+                data_dir=options.tfds_data_dir)
             return examples
         return reader.read_classification_file(
-            path, text_column, text_b_column, label_column, options.regression,
-            options.file_format)
+            path, *columns, options.regression, options.file_format)
 
     def prepare(self, train, eval_data):
         options = self.task_options
@@ -67,10 +66,9 @@ class ClassificationTask(FinetuneTask):
                 f"data has second texts (--text-b-column {options.text_b_column}). Drop "
                 f"--window-stride for sentence pairs.")
         self.num_train_examples = len(train)
-        self.train_dataset = reader.classification_dataset(
-            train, train_labels, self.preprocessor)
-        self.eval_dataset = reader.classification_dataset(
-            eval_data, eval_labels, self.preprocessor)
+        self.train_dataset, self.eval_dataset = (
+            text_label_dataset(data.texts, data.texts_b, labels, self.preprocessor)
+            for data, labels in ((train, train_labels), (eval_data, eval_labels)))
 
     def class_weight_labels(self):
         if self.regression:
@@ -78,7 +76,6 @@ class ClassificationTask(FinetuneTask):
         return self.label_names, self.train_labels
 
     def model_kwargs(self):
-        # Windows: only when asked for (a model without keeps today's task.json).
         windows = windows_of(self.task_options)
         extra = {} if windows is None else {"windows": windows}
         if self.regression:

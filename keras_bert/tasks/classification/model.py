@@ -30,21 +30,14 @@ class BertClassifier(WindowedTask, DenseHeadTask):
             task.json; `set_windows` changes it. `fit` and `evaluate` still
             read the first max_seq_length tokens.
 
-    Strings work after `from_pretrained`: it attaches a `BertPreprocessor`
-    (the directory's vocab.txt, lowercase and max_seq_length), so `fit`,
-    `evaluate` and `predict` take raw text: a list of str, a numpy or
-    tf.string array, a pair `(texts_a, texts_b)` of them, or a batched
-    `tf.data.Dataset` of `(texts, labels)`. Without a preprocessor they take
-    the encoder's integer input dict.
+    With a preprocessor (`from_pretrained` attaches one) `fit`, `evaluate`
+    and `predict` take raw text, pairs `(texts_a, texts_b)` or a batched
+    dataset of `(texts, labels)`, as `BertTask` says.
 
-    Compiled at construction (unless `compile=False`) with the fine-tuning
-    recipe, and `compile()` with no arguments does the same:
-    keras_bert's AdamW (learning rate 5e-5, weight decay 0.01, epsilon
-    1e-6, global clipnorm 1.0, constant rate), sparse categorical
-    cross-entropy on the logits (mean squared error for num_classes=1) and
-    accuracy (mean absolute error). Any argument may be given instead; a
-    loss that reads probabilities is refused. A `.keras` file keeps the
-    compile configuration.
+    Compiled by default (`BertTask`): keras_bert's fine-tuning AdamW, sparse
+    categorical cross-entropy on the logits (mean squared error for
+    num_classes=1) and accuracy (mean absolute error). A loss that reads
+    probabilities is refused.
 
     Example:
     >>> classifier = BertClassifier.from_pretrained("models/minilm", num_classes=3,

@@ -2,7 +2,7 @@
 
 tools/finetune.py makes a flag of each field (tools/_cli.py `task_options`)
 (`text_b_column` -> --text-b-column, or metadata "flag"), with metadata "help"
-as its help and "choices" as its choices.
+as its help and "choices" as its choices: the help documents the field.
 """
 
 import dataclasses
@@ -29,21 +29,7 @@ WINDOW_COMBINE = ("mean", "max")  # keras_bert.text.windows.COMBINE
 class ClassificationOptions:
     """Reader and fine-tuning settings of sentence (pair) classification.
 
-    Args:
-        text_column: str, the column of the (first) text.
-        text_b_column: str or None, the column of the second text of pairs.
-        label_column: str, the column of the label.
-        file_format: "csv", "tsv", "jsonl" or None (from the extension).
-        regression: bool, numeric labels: one float output and MSE (STS-B).
-        tfds_data_dir: str or None, TFDS data directory for tfds:NAME data.
-        label_names: list of str or None (None: the model directory's labels
-            for the same task, else sorted from the training data).
-        unknown_labels: "error" or "skip", for labels outside label_names.
-        window_stride: int or None: the model reads long texts in windows
-            this many tokens apart in `predict` and exports (saved in
-            task.json as task_config "windows"); None: truncated.
-        max_windows: int, windows read per text (with window_stride).
-        window_combine: "mean" or "max" of the window logits.
+    The window fields are saved in task.json as task_config "windows".
     """
 
     text_column: str = text_column_field()

@@ -24,9 +24,6 @@ numerically equal labels are one class (`label_key`: `1`, `1.0`, "1" -> "1");
 A label of the evaluation data that is not among them is an error by
 default (metrics over a silently shrunk eval set would mislead), or is
 skipped and counted with `unknown_labels="skip"`.
-
-`classification_dataset` turns examples into a `tf.data.Dataset` of
-encoder inputs, tokenized in the graph (batch it with `keras_bert.data.batching`).
 """
 
 import dataclasses
@@ -37,10 +34,8 @@ import numpy as np
 from keras_bert.data import labels as labels_lib
 from keras_bert.data import tables
 from keras_bert.data.report import DataReport
-# The format-neutral helpers live in data/; imported here for this reader
-# and for callers that know them from this module.
-from keras_bert.data.text_data import FORMATS, detect_format, read_lines, split_examples  # noqa: F401
-from keras_bert.data.text_data import ParallelExamples, text_label_dataset
+# split_examples stays importable from here (tests/data/test_labels.py pins it).
+from keras_bert.data.text_data import ParallelExamples, detect_format, split_examples  # noqa: F401
 from keras_bert.text import text_files
 
 
@@ -107,32 +102,33 @@ def label_key(label):
 _LARGEST_REGRESSION_LABEL = float(np.sqrt(np.finfo(np.float32).max))
 
 
-def _check_row(values, where, text_column, text_b_column, label_column, regression, report):
-    """Returns (text, text_b, label) or None after reporting why the row is bad."""
+def _add_row(examples, values, where, text_column, text_b_column, label_column):
+    """Appends the row to `examples`, or reports why it is bad."""
+    report, regression = examples.report, examples.regression
     text = tables.row_text(values, text_column, where, report)
     if text is None:
-        return None
+        return
     text_b = None
     if text_b_column:
         text_b = tables.row_text(values, text_b_column, where, report)
         if text_b is None:
-            return None
+            return
     label = values.get(label_column)
     if label is None or (isinstance(label, str) and not label.strip()):
         report.skip(where, "bad label", f"no value in {label_column!r}")
-        return None
+        return
     if regression:
         if isinstance(label, bool):
             report.skip(where, "bad label", f"{label!r} is a boolean, not a number (regression)")
-            return None
+            return
         try:
             label = float(label)
         except (TypeError, ValueError):
             report.skip(where, "bad label", f"{label!r} is not a number (regression)")
-            return None
+            return
         if not np.isfinite(label):
             report.skip(where, "bad label", f"{label!r} is not finite")
-            return None
+            return
         if abs(label) > _LARGEST_REGRESSION_LABEL:
             raise ValueError(
                 f"{where}: the regression label {label!r} is too large: the float32 squared "
@@ -141,15 +137,20 @@ def _check_row(values, where, text_column, text_b_column, label_column, regressi
     else:
         if isinstance(label, (dict, list)):
             report.skip(where, "bad label", f"{label!r} is not a single value")
-            return None
+            return
         if isinstance(label, float) and not np.isfinite(label):
             report.skip(where, "bad label", f"{label!r} is not finite")
-            return None
+            return
         label = label_key(label)
         if "\n" in label or "\r" in label:
             report.skip(where, "bad label", f"{label!r} spans lines")
-            return None
-    return text, text_b, label
+            return
+    examples.texts.append(text)
+    if text_b_column:
+        examples.texts_b.append(text_b)
+    examples.labels.append(label)
+    examples.where.append(where)
+    report.kept()
 
 
 def read_classification_file(
@@ -189,19 +190,6 @@ def read_classification_file(
     columns = [c for c in (text_column, text_b_column, label_column) if c]
     examples = ClassificationExamples([], [] if text_b_column else None, [], [], report,
                                       regression=bool(regression))
-
-    def add(where, values):
-        checked = _check_row(values, where, text_column, text_b_column, label_column, regression, report)
-        if checked is None:
-            return
-        text, text_b, label = checked
-        examples.texts.append(text)
-        if text_b_column:
-            examples.texts_b.append(text_b)
-        examples.labels.append(label)
-        examples.where.append(where)
-        report.kept()
-
     for where, values in tables.table_rows(
             path, file_format, columns, report, label_column,
             column_flags="--text-column, --text-b-column and --label-column"):
@@ -210,7 +198,7 @@ def read_classification_file(
             # A stray quote (TSV has no quoting) would become a class of its own.
             report.skip(where, "bad label", f"{values[label_column]!r} has a stray quote")
             continue
-        add(where, values)
+        _add_row(examples, values, where, text_column, text_b_column, label_column)
     return examples
 
 
@@ -269,12 +257,10 @@ def read_tfds_classification(
         data_dir: str or None, TFDS data directory.
 
     Returns:
-        A tuple `(examples, label_names)`: `ClassificationExamples` with
-        string labels (the ClassLabel names; floats for regression) and the
-        ClassLabel's names in id order (None for regression), which are also
-        `examples.label_names` (and `examples.regression` is True without
-        them). Rows with label
-        -1 (GLUE test splits are unlabeled) are skipped and counted.
+        A tuple `(examples, label_names)`: `ClassificationExamples` with the
+        ClassLabel's names as labels (floats for regression), and those names
+        in id order (None: regression), also `examples.label_names`. Rows with
+        label -1 (GLUE test splits are unlabeled) are skipped and counted.
     """
     import tensorflow_datasets as tfds
 
@@ -321,45 +307,14 @@ def read_tfds_classification(
         values = {text_column: decode(row[text_column]), label_column: label}
         if text_b_column:
             values[text_b_column] = decode(row[text_b_column])
-        checked = _check_row(
-            values, where, text_column, text_b_column, label_column, label_names is None, report
-        )
-        if checked is None:
-            continue
-        examples.texts.append(checked[0])
-        if text_b_column:
-            examples.texts_b.append(checked[1])
-        examples.labels.append(checked[2])
-        examples.where.append(where)
-        report.kept()
+        _add_row(examples, values, where, text_column, text_b_column, label_column)
     return examples, label_names
 
 
 def encode_labels(examples, label_names, unknown_labels="error"):
-    """Label strings -> int32 ids in `label_names` order, matched by class (`label_key`).
-
-    `keras_bert.data.labels.encode_labels` with classification's `label_key`.
-
-    Args:
-        examples: `ClassificationExamples` with string labels.
-        label_names: list of str.
-        unknown_labels: "error" raises ValueError at the first label not in
-            `label_names`, naming its file and line; "skip" reports each
-            such row, counts it in `examples.report` and leaves it out.
+    """`keras_bert.data.labels.encode_labels`, labels matched by class (`label_key`).
 
     Returns:
         A tuple `(examples, ids)`: the examples kept and their int32 ids.
     """
     return labels_lib.encode_labels(examples, label_names, unknown_labels, key=label_key)
-
-
-def classification_dataset(examples, labels, preprocessor):
-    """Examples -> a cached dataset of unbatched `(encoder inputs, label)` pairs:
-    `keras_bert.data.text_data.text_label_dataset` of their texts (pairs too).
-
-    Args:
-        examples: `ClassificationExamples`.
-        labels: numpy array [num_examples]: int32 ids or float32 values.
-        preprocessor: `keras_bert.text.BertPreprocessor`.
-    """
-    return text_label_dataset(examples.texts, examples.texts_b, labels, preprocessor)

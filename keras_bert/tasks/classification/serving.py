@@ -153,10 +153,8 @@ class ClassifierServingModule(BertServingModule):
                 segments = tuple(self.tokenize(t) for t in texts)
                 return self._outputs(self.run_model_in_sub_batches(segments, inputs[-1]))
 
-            # Not inlined into classify: inlined, its whole graph (a while loop over
-            # the model) sat in classify's untaken branch at 1 text, and the executor
-            # passed a dead value through every node of it, slower at batch 1
-            # (BENCHMARKS.md); as a function call, the untaken branch is one node.
+            # Not inlined: classify's untaken branch is then one node, not a whole
+            # while loop that the executor passes a dead value through (BENCHMARKS.md).
             self._keras.classify_in_sub_batches = tf.function(
                 classify_in_sub_batches, input_signature=specs + [tf.TensorSpec([], tf.int32)],
                 experimental_attributes={"_noinline": True})

@@ -240,9 +240,11 @@ class BertMaskedLM(BertTask):
                 f"{unknown}.")
         source = sources.resolve_source(model_dir)
         task = (model_dir_lib.read_task_info(source) or {}).get("task")
-        if task == PRETRAINING_TASK and new_head is not True:
-            model = super().from_pretrained(source, dtype=dtype, max_seq_length=max_seq_length,
-                                            lowercase=lowercase, new_head=True, **task_kwargs)
+        pretrainer_dir = task == PRETRAINING_TASK and new_head is not True
+        model = super().from_pretrained(source, dtype=dtype, max_seq_length=max_seq_length,
+                                        lowercase=lowercase, new_head=pretrainer_dir or new_head,
+                                        **task_kwargs)
+        if pretrainer_dir:
             from keras_bert.models.encoder import BertEncoder
 
             # The pretrainer's head: its variables (the tied embeddings are the encoder's).
@@ -251,16 +253,12 @@ class BertMaskedLM(BertTask):
             model.mlm_head.set_weights(pretrainer.mlm_head.get_weights())
             if model.next_sentence:
                 model.nsp_head.set_weights(pretrainer.nsp_head.get_weights())
-        else:
-            model = super().from_pretrained(source, dtype=dtype, max_seq_length=max_seq_length,
-                                            lowercase=lowercase, new_head=new_head,
-                                            **task_kwargs)
-            if task != cls.task_name or new_head is True:
-                warnings.warn(
-                    f"{model_dir} has no masked-LM head (it holds "
-                    f"{'a ' + task if task else 'an encoder'} model): the MLM head is newly "
-                    f"initialized. Load a BertPretrainer or BertMaskedLM directory to keep "
-                    f"a trained one.", stacklevel=2)
+        elif task != cls.task_name or new_head is True:
+            warnings.warn(
+                f"{model_dir} has no masked-LM head (it holds "
+                f"{'a ' + task if task else 'an encoder'} model): the MLM head is newly "
+                f"initialized. Load a BertPretrainer or BertMaskedLM directory to keep "
+                f"a trained one.", stacklevel=2)
         if model.preprocessor is not None:
             saved = {k: v for k, v in (model.task_info or {}).items() if k in MASK_SETTINGS_JSON}
             model.preprocessor = BertMaskedLMPreprocessor.from_preprocessor(

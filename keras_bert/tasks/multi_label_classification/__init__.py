@@ -1,10 +1,4 @@
-"""Multi-label classification: any number of labels per text (sigmoid head).
-
-model.py (the head), reader.py (data files), finetune.py (the fine-tuning
-task, thresholds tuned on the eval set), serving.py (export signatures),
-metrics.py (micro / macro F1, threshold search), options.py (options and
-task.json schema). Registered as 'multi_label_classification'.
-"""
+"""Multi-label classification: any number of labels per text (sigmoid head)."""
 
 from keras_bert.tasks.multi_label_classification.model import BertMultiLabelClassifier
 from keras_bert.tasks.multi_label_classification.finetune import MultiLabelTask

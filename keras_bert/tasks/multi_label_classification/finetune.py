@@ -3,6 +3,7 @@
 import numpy as np
 
 from keras_bert.data import batching
+from keras_bert.data.text_data import text_label_dataset
 from keras_bert.tasks.multi_label_classification import metrics as metrics_lib
 from keras_bert.tasks.multi_label_classification import reader
 from keras_bert.tasks.multi_label_classification.model import BertMultiLabelClassifier
@@ -41,8 +42,9 @@ class MultiLabelTask(FinetuneTask):
             eval_data, self.label_names, options.unknown_labels)
         self.eval_data, self.eval_labels = eval_data, eval_matrix
         self.num_train_examples = len(train)
-        self.train_dataset = reader.multi_label_dataset(train, train_matrix, self.preprocessor)
-        self.eval_dataset = reader.multi_label_dataset(eval_data, eval_matrix, self.preprocessor)
+        self.train_dataset, self.eval_dataset = (
+            text_label_dataset(data.texts, None, matrix, self.preprocessor)
+            for data, matrix in ((train, train_matrix), (eval_data, eval_matrix)))
 
     def model_kwargs(self):
         return {

@@ -28,20 +28,16 @@ class BertMultiLabelClassifier(DenseHeadTask):
             tools/finetune.py tunes them on the evaluation set and saves
             them in task.json's task_config.
 
-    Compiled by default (`from_pretrained`, or `compile()` with no
-    arguments): keras_bert's AdamW as in fine-tuning, binary cross-entropy
-    on the logits (the mean over labels and examples) and the binary
-    accuracy at 0.5. A loss that reads probabilities is refused.
+    Compiled by default (`BertTask`): binary cross-entropy on the logits
+    (the mean over labels and examples) and the binary accuracy at 0.5.
 
     Labels (`y`) in `fit` / `evaluate`: 0/1 rows [N, num_classes] (a numpy
     array or nested lists), or one list of label names per text (through
     `label_names`; [] for a text with no label).
 
     With a preprocessor (`from_pretrained` attaches one), `predict(texts)`
-    on strings returns what the export's `classify` signature returns, from
-    the same code: a dict of numpy `probabilities` float32 [N, C] and
-    `predicted` int32 [N, C]. On the integer input dict it returns the
-    logits, as any Keras model.
+    on strings returns the export's `classify` dict, from the same code
+    (`MultiLabelServingModule`); on the integer input dict, the logits.
 
     Example:
     >>> model = BertMultiLabelClassifier.from_pretrained(

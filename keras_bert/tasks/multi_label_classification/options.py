@@ -1,11 +1,4 @@
-"""Multi-label classification's options and task.json schema.
-
-tools/finetune.py makes a flag of each field (tools/_cli.py `task_options`);
-see keras_bert/tasks/classification/options.py for the field metadata. Fields
-that classification declares too (text_column, label_column, file_format,
-label_names, unknown_labels) are one flag each, made by one function of
-keras_bert/data/task_options.py.
-"""
+"""Multi-label options and task.json schema (see classification/options.py)."""
 
 import dataclasses
 
@@ -29,28 +22,8 @@ DEFAULT_SEPARATOR = "|"
 class MultiLabelOptions:
     """Reader and fine-tuning settings of multi-label classification.
 
-    A row's labels are given one of three ways:
-    - names in one column (`label_column`), separated by `label_separator`
-      ("sports|politics"; an empty cell is a text with no label); in JSON
-      Lines the value may also be a list of names;
-    - 0/1 columns, one per label (`label_columns`; their names are the
-      label names);
-    - JSON Lines: a list of 0/1 in `label_column`, one per label, in
-      `label_names` order (without label_names: "0".."K-1").
-
-    Args:
-        text_column: str, the column of the text.
-        label_column: str, the column of the label names (or 0/1 list).
-        label_columns: list of str or None, 0/1 columns, one per label
-            (given: `label_column` is not read).
-        label_separator: str, separates the names in one cell.
-        file_format: "csv", "tsv", "jsonl" or None (from the extension).
-        label_names: list of str or None (None: the model directory's labels
-            for the same task, else `label_columns`, else sorted from the
-            training data).
-        unknown_labels: "error" or "skip", for labels outside label_names.
-        threshold: float in (0, 1) or None: one decision threshold for every
-            label; None tunes one per label on the evaluation set.
+    A row's labels are names in `label_column`, 0/1 `label_columns` or a 0/1
+    list (reader.py's module docstring tells the three ways).
     """
 
     text_column: str = text_column_field()

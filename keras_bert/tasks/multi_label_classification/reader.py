@@ -27,7 +27,7 @@ import numpy as np
 from keras_bert.data import labels as labels_lib
 from keras_bert.data import tables
 from keras_bert.data.report import DataReport
-from keras_bert.data.text_data import ParallelExamples, detect_format, text_label_dataset
+from keras_bert.data.text_data import ParallelExamples, detect_format
 from keras_bert.text import text_files
 
 _ONE = ("1", "1.0", "true")
@@ -184,9 +184,3 @@ def encode_label_sets(examples, label_names, unknown_labels="error"):
     for row, row_ids in enumerate(ids):
         matrix[row, row_ids] = 1.0
     return kept, matrix
-
-
-def multi_label_dataset(examples, matrix, preprocessor):
-    """Examples and their 0/1 rows -> a cached dataset of unbatched
-    `(encoder inputs, float32 [num_labels])` (`text_label_dataset`)."""
-    return text_label_dataset(examples.texts, None, matrix, preprocessor)

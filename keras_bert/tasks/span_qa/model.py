@@ -51,20 +51,17 @@ class BertSpanLabeler(BertTask):
     Inputs: the encoder input dict of [CLS] question [SEP] context [SEP].
     Outputs (a dict): `start_logits`, `end_logits`, float32
     [batch_size, seq_length]; padded positions are -1e9 so they never win.
-    Compiled by default (`from_pretrained`, or `compile()` with no
-    arguments): keras_bert's AdamW as in fine-tuning, and the mean of the
-    start and end sparse categorical cross-entropies on the logits
-    (run_squad.py's loss), with start and end position accuracy.
+    Compiled by default (`BertTask`): the mean of the start and end sparse
+    categorical cross-entropies on the logits (run_squad.py's loss), with
+    start and end position accuracy.
 
     Args:
         encoder: a `BertEncoder`.
 
     With a preprocessor (`from_pretrained` attaches one),
-    `predict((questions, contexts))` on strings returns what the export's
-    `answer` signature returns, from the same code: a dict of [batch] numpy
-    arrays `answer`, `start`, `end` (character offsets in the context, -1
-    for no answer) and `score`. Pairs may be given in any form `BertTask`
-    takes. On the integer input dict it returns the logits.
+    `predict((questions, contexts))` on strings returns the export's
+    `answer` dict, from the same code (`SpanQAServingModule`); on the
+    integer input dict, the logits.
 
     Example:
     >>> qa = BertSpanLabeler(encoder)
@@ -109,7 +106,6 @@ class BertSpanLabeler(BertTask):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
     def default_loss(self):
-        # Start and end cross-entropy, averaged (run_squad.py's total_loss).
         ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         return {"start_logits": ce, "end_logits": ce}
 

@@ -1,8 +1,4 @@
-"""Span QA's options and task.json schema.
-
-tools/finetune.py makes a flag of each field (tools/_cli.py `task_options`);
-see keras_bert/tasks/classification/options.py for the field metadata.
-"""
+"""Span QA options and task.json schema (see classification/options.py)."""
 
 import dataclasses
 import math
@@ -13,16 +9,7 @@ from keras_bert.data.task_options import field
 
 @dataclasses.dataclass
 class SpanQAOptions:
-    """SQuAD fine-tuning settings (google-research/bert run_squad.py's defaults).
-
-    Args:
-        doc_stride: int >= 1, tokens between the starts of a context's windows.
-        max_query_length: int >= 1, question tokens kept.
-        n_best_size: int >= 1, best starts and ends combined into candidates.
-        max_answer_length: int >= 1, the longest answer, in tokens.
-        null_score_diff_threshold: float, SQuAD v2.0: answer "" when the null
-            score beats the best span by more than this.
-    """
+    """SQuAD fine-tuning settings (google-research/bert run_squad.py's defaults)."""
 
     # A SQuAD file's questions share contexts: --eval-fraction would split
     # questions of one context between train and eval.

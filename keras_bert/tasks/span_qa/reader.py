@@ -13,26 +13,12 @@ Reading (`read_squad`): every question is checked; problems are reported as
   skipped ("no usable answer"); for evaluation only the answer texts matter
   (EM / F1 compare text), so the question is kept.
 
-Features (`squad_features`), as google-research/bert's run_squad.py: each
-question becomes `[CLS] question [SEP] window [SEP]` for windows of the
-context that start every `doc_stride` tokens until the last one reaches the
-end, so every context token is in at least one window. Tokenization runs
-once, in the graph, with `BertTokenizer.tokenize_with_offsets`; each
-context token keeps its character span in the original context, which is
-how answers are labeled (tokens overlapping the answer's characters) and how
-predicted spans are mapped back to text: `context[start_char:end_char]`, the
-original characters, accents, case and inner whitespace included. Windows
-come from `windows.squad_windows`, the function the serving graph calls,
-run here eagerly on batches of questions, once per dataset.
-
-Decoding (`squad_predictions`): per window, the `n_best_size` best start and
-end positions are paired; a pair counts when both are context tokens of the
-window, start <= end, the span has at most `max_answer_length` tokens and
-its start token has its maximum context in this window. The best pair over
-the question's windows wins. SQuAD v2.0: the null score is the smallest
-start_logits[CLS] + end_logits[CLS] over the windows; the prediction is ""
-(no answer) when null score - best span score > `null_score_diff_threshold`.
-Both are `windows.py`'s functions, shared with serving.
+Features (`squad_features`) and decoding (`squad_predictions`) follow
+google-research/bert's run_squad.py through `windows.py`'s functions, the
+ones the serving graph runs. Each context token keeps its character span in
+the original context: answers are labeled by the tokens overlapping their
+characters, and a predicted span reads back as `context[start_char:end_char]`,
+the original characters.
 """
 
 import dataclasses
@@ -40,6 +26,7 @@ import json
 
 import numpy as np
 import tensorflow as tf
+from keras.utils import pad_sequences
 
 from keras_bert.data.report import DataReport
 from keras_bert.tasks.span_qa import windows as windows_lib
@@ -131,7 +118,6 @@ def read_squad(path, training, max_logged=20):
             continue
         impossible = qa.get("is_impossible", False)
         if not isinstance(impossible, bool):
-            # bool("false") is True: a string would silently turn the set into SQuAD 2.0.
             raise ValueError(
                 f"{where}: is_impossible is {impossible!r} ({type(impossible).__name__}); "
                 f"expected JSON true or false. Fix the file (e.g. \"is_impossible\": false)."
@@ -162,12 +148,7 @@ def _question_entries(root, path):
 
 
 def _check_answers(answers, context, where, training, report):
-    """(spans whose offsets match their text, all answer texts); reports the rest.
-
-    A bad answer is a problem of the answer, not of the question: it is
-    counted under "repaired" (the question stays unless no answer is left
-    for training).
-    """
+    """(spans whose offsets match their text, all answer texts); reports the rest."""
     spans, texts = [], []
     for i, answer in enumerate(answers):
         answer = answer if isinstance(answer, dict) else {}
@@ -181,10 +162,8 @@ def _check_answers(answers, context, where, training, report):
             spans.append((start, start + len(text)))
             continue
         detail = f"answer {i} {text!r} at answer_start={start!r}, but the context there reads {found!r}"
-        if training:
-            report.repair(where, "answer offset mismatch", detail + "; answer not used for training")
-        else:
-            report.repair(where, "answer offset mismatch", detail + "; kept for scoring by text")
+        use = "answer not used for training" if training else "kept for scoring by text"
+        report.repair(where, "answer offset mismatch", f"{detail}; {use}")
     return spans, texts
 
 
@@ -253,19 +232,6 @@ class SquadFeatures:
         return len(self.token_ids)
 
 
-def window_starts(num_tokens, window_length, doc_stride):
-    """Start of each window: every `doc_stride` tokens until one reaches the end.
-
-    `windows.window_layout` for one context.
-
-    Example:
-    >>> window_starts(10, 4, 3)
-    [0, 3, 6]
-    """
-    layout = windows_lib.window_layout([num_tokens], [window_length], doc_stride)
-    return layout["window_start"].numpy().tolist()
-
-
 def _tokenize(tokenizer, texts, with_offsets, batch_size=512):
     """int32 RaggedTensors [len(texts), (tokens)]: ids (and char starts, ends)."""
     parts = []
@@ -304,13 +270,11 @@ def _windows(packer, doc_stride, question_ids, context_ids, starts, ends):
     return {k: v.numpy() for k, v in out.items()}
 
 
-def squad_features(data, preprocessor, doc_stride=128, max_query_length=64, training=False,
-                   batch_size=1024):
+def squad_features(data, preprocessor, doc_stride=128, max_query_length=64, training=False):
     """Cuts every question's context into windows and labels answer positions.
 
-    The windows are `windows.squad_windows`' (the serving graph's), run on
-    `batch_size` questions at a time; text becomes ids through the model's
-    `preprocessor`: its tokenizer (with character offsets) and its packer.
+    Each window is `[CLS] question [SEP] window [SEP]`; windows start every
+    `doc_stride` tokens until one reaches the end (`windows.squad_windows`).
 
     Args:
         data: `SquadData`.
@@ -319,7 +283,6 @@ def squad_features(data, preprocessor, doc_stride=128, max_query_length=64, trai
         doc_stride: int, tokens between the starts of two windows.
         max_query_length: int, question tokens kept (the rest are cut).
         training: bool, label answer positions (first usable answer).
-        batch_size: int, questions windowed per call.
 
     Returns:
         `SquadFeatures`.
@@ -352,6 +315,7 @@ def squad_features(data, preprocessor, doc_stride=128, max_query_length=64, trai
         answers.append(answer)
 
     out = SquadFeatures([], [], [], [], [], [], [], [], [])
+    batch_size = 1024  # Questions windowed per call.
     for begin in range(0, len(keep), batch_size):
         indices = keep[begin:begin + batch_size]
         rows = [context_row[data.questions[i].context] for i in indices]
@@ -403,20 +367,9 @@ def squad_dataset(features):
     return dataset.map(to_features).cache()
 
 
-def _padded(rows, width, value, dtype):
-    out = np.full((len(rows), width), value, dtype)
-    for i, row in enumerate(rows):
-        n = min(len(row), width)
-        out[i, :n] = row[:n]
-    return out
-
-
 def squad_predictions(data, features, start_logits, end_logits, n_best_size=20,
                       max_answer_length=30, null_score_diff_threshold=0.0, version_2_with_negative=None):
-    """Predicted answer text of every question.
-
-    Span selection is `windows.best_spans` and `windows.select_answers`
-    (what the serving graph runs), on all windows at once.
+    """Predicted answer text of every question (`windows.best_spans`, `select_answers`).
 
     Args:
         data: `SquadData`.
@@ -438,11 +391,13 @@ def squad_predictions(data, features, start_logits, end_logits, n_best_size=20,
     lengths = [len(ids) for ids in features.token_ids]
     width = max(lengths, default=1)
     dtype = np.result_type(*(np.asarray(x).dtype for x in start_logits[:1]), np.float32)
-    start = _padded(start_logits, width, 0, dtype)
-    end = _padded(end_logits, width, 0, dtype)
+    def padded(rows, value, dtype):
+        return pad_sequences(rows, width, dtype, "post", "post", value)
+
+    start, end = padded(start_logits, 0, dtype), padded(end_logits, 0, dtype)
     padding_mask = np.arange(width)[None, :] < np.asarray(lengths, "int32")[:, None]
-    context = _padded(features.char_starts, width, -1, "int32") >= 0
-    max_context = _padded(features.max_context, width, False, bool)
+    context = padded(features.char_starts, -1, "int32") >= 0
+    max_context = padded(features.max_context, False, bool)
     span_score, span_start, span_end = windows_lib.best_spans(
         start, end, padding_mask, max_context, context, max_answer_length, n_best_size)
     best = windows_lib.select_answers(

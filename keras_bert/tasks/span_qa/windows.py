@@ -15,14 +15,7 @@ way (0.01 * window length in `_check_is_max_context` is not exact in float32).
 
 import tensorflow as tf
 
-# The generic windows (keras_bert/text/windows.py); window_layout and
-# max_context_mask stay importable from here.
-from keras_bert.text.windows import (  # noqa: F401
-    max_context_mask,
-    split_windows,
-    window_layout,
-    window_tokens,
-)
+from keras_bert.text.windows import split_windows, window_tokens
 
 NO_SPAN = -1e30  # Score of a window without a valid span (finite: JSON has no -inf).
 
@@ -78,7 +71,7 @@ def squad_windows(question_ids, context_ids, pack, max_seq_length, doc_stride,
             a window holds max_seq_length - 2 - pair_separator - q context
             tokens.
         doc_stride: int, tokens between window starts.
-        max_windows: int or None, see `window_layout`.
+        max_windows: int or None, see `keras_bert.text.windows.window_layout`.
         pair_separator: int, `pack`'s separators between question and
             window (2 for `<s> question </s></s> window </s>`).
 

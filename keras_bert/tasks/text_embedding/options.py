@@ -1,8 +1,4 @@
-"""Text embedding's options and task.json schema.
-
-tools/finetune.py makes a flag of each field (tools/_cli.py `task_options`)
-(`anchor_column` -> --anchor-column, metadata "help" its help).
-"""
+"""Text embedding options and task.json schema (see classification/options.py)."""
 
 import dataclasses
 
@@ -11,23 +7,7 @@ from keras_bert.data.task_options import check_columns, check_file_format, field
 
 @dataclasses.dataclass
 class TextEmbeddingOptions:
-    """Reader settings of contrastive (pairs) and scored-pair fine-tuning.
-
-    Args:
-        anchor_column: str, the column of the anchor (query) text.
-        positive_column: str, the column of its positive (the text it should
-            be nearest to).
-        negative_columns: list of str or None, hard-negative columns (texts
-            near the anchor that are not its match), each one more
-            candidate per pair for the ranking loss.
-        score_column: str or None: scored pairs (STS-style), the column of
-            each pair's similarity; training regresses the cosine on it and
-            the eval metric is Spearman's rho. None: (anchor, positive) pairs
-            with in-batch negatives, eval recall@1/@10 and MRR.
-        score_scale: float > 0, scores are divided by it to land in [-1, 1]
-            (STS-B's 0-5 scores: 5).
-        file_format: "csv", "tsv", "jsonl" or None (from the extension).
-    """
+    """Reader settings of contrastive (pairs) and scored-pair fine-tuning."""
 
     anchor_column: str = field("anchor", "Column of the anchor (query) text of each pair.")
     positive_column: str = field("positive", "Column of the anchor's positive (matching) text.")

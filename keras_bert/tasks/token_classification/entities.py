@@ -74,12 +74,8 @@ def group_entities(text, tags, label_names, strategy):
         strategy: one of `STRATEGIES`.
 
     Returns:
-        dict of dense Tensors, E = the most entities of a text in the batch:
-            label        string [B, E]  entity type, without B-/I- ("" on padding)
-            text         string [B, E]  the entity's slice of the original text
-            start, end   int32 [B, E]   its character offsets (-1 on padding)
-            score        float32 [B, E] mean score of its units (0 on padding)
-            num_entities int32 [B]
+        dict of dense Tensors [B, E] and `num_entities` [B]: the `entities`
+        signature's outputs (`TokenClassifierServingModule` lists them).
     """
     check_strategy(strategy)
     is_begin, type_ids, types = label_tables(label_names)

@@ -32,11 +32,9 @@ class TokenClassificationTask(FinetuneTask):
         self.eval_data = eval_data
         self.train_tag_ids = train_ids
         self.num_train_examples = len(train)
-        encoded = conll.token_classification_dataset(
-            train, train_ids, self.preprocessor)
+        encoded = conll.first_piece_examples(train.words, train_ids, self.preprocessor)
         self.train_dataset = encoded.map(lambda x, y, index: (x, y))
-        encoded = conll.token_classification_dataset(
-            eval_data, eval_ids, self.preprocessor)
+        encoded = conll.first_piece_examples(eval_data.words, eval_ids, self.preprocessor)
         self.eval_dataset = encoded.map(lambda x, y, index: (x, y))
         self.word_index = list(encoded.map(lambda x, y, index: index).as_numpy_iterator())
         self.cut_words = sum(
@@ -50,7 +48,6 @@ class TokenClassificationTask(FinetuneTask):
         return self.label_names, ids
 
     def model_kwargs(self):
-        # Windows: only when asked for (a model without keeps today's task.json).
         windows = windows_of(self.task_options)
         return {
             "num_classes": len(self.label_names),

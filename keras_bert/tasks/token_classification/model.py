@@ -17,11 +17,9 @@ class BertTokenClassifier(WindowedTask, DenseHeadTask):
 
     Output: float32 logits [batch_size, seq_length, num_classes].
 
-    Compiled by default (`from_pretrained`, or `compile()` with no
-    arguments): keras_bert's AdamW as in fine-tuning, per-token sparse
-    categorical cross-entropy on the logits that skips pieces labeled -1
-    (not first pieces, [CLS], [SEP], padding, as the CoNLL reader labels
-    them) and honors `sample_weight`, and the accuracy over labeled pieces.
+    Compiled by default (`BertTask`): per-token sparse categorical
+    cross-entropy on the logits that skips pieces labeled -1 (not first
+    pieces, [CLS], [SEP], padding), and the accuracy over labeled pieces.
 
     Args:
         encoder: a `BertEncoder`.
@@ -36,11 +34,9 @@ class BertTokenClassifier(WindowedTask, DenseHeadTask):
             task.json; `set_windows` changes it.
 
     With a preprocessor (`from_pretrained` attaches one), `predict(texts)`
-    on strings returns what the export's `tag` signature returns, from the
-    same code: a dict of [batch, tokens] numpy arrays `tokens`, `label`,
-    `label_id`, `probability`, `start`, `end` (character offsets in the
-    text), `word_start` and `mask` (pairs are refused). On the integer
-    input dict it returns the logits.
+    on strings returns the export's `tag` dict, from the same code (see
+    `TokenClassifierServingModule`; pairs are refused). On the integer input
+    dict it returns the logits.
 
     Example:
     >>> tagger = BertTokenClassifier(encoder, num_classes=9)
@@ -52,10 +48,8 @@ class BertTokenClassifier(WindowedTask, DenseHeadTask):
 
     `fit` and `evaluate` also take words and tags as CoNLL gives them: a
     list of word lists and a list of tag lists (tag names from
-    `label_names`, or int ids). Each word is tokenized on its own and its
-    tag goes on its first WordPiece; the other pieces, [CLS], [SEP] and
-    padding get `sample_weight` 0 (the CoNLL reader's labeling, from the
-    same function, `reader.first_piece_examples`).
+    `label_names`, or int ids), labeled as the CoNLL reader labels them
+    (`reader.first_piece_examples`: the tag on each word's first piece).
 
     >>> tagger.fit([["John", "lives", "in", "Paris"]], [["B-PER", "O", "O", "B-LOC"]])
     """
@@ -76,8 +70,6 @@ class BertTokenClassifier(WindowedTask, DenseHeadTask):
         return {**super().task_config(), **self.windows_config()}
 
     def default_loss(self):
-        # Label -1 marks pieces that carry no label (not first pieces, [CLS],
-        # [SEP], padding); the mean is over labeled pieces only.
         return keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, ignore_class=IGNORE_LABEL)
 
@@ -135,10 +127,8 @@ class BertTokenClassifier(WindowedTask, DenseHeadTask):
                 raise ValueError(
                     f"Sentence {row} has {len(sentence)} words but {len(sentence_tags)} tags: "
                     f"words[{row}]={list(sentence)!r}, tags[{row}]={list(sentence_tags)!r}.")
-            row_ids = []
-            for tag in sentence_tags:
-                row_ids.append(self._tag_id(tag, index, row))
-            ids.append(np.asarray(row_ids, dtype="int32"))
+            ids.append(np.asarray([self._tag_id(tag, index, row) for tag in sentence_tags],
+                                  dtype="int32"))
         return ids
 
     def _tag_id(self, tag, index, row):

@@ -1,8 +1,4 @@
-"""Token classification's options and task.json schema.
-
-tools/finetune.py makes a flag of each field (tools/_cli.py `task_options`);
-see keras_bert/tasks/classification/options.py for the field metadata.
-"""
+"""Token classification options and task.json schema (see classification/options.py)."""
 
 import dataclasses
 
@@ -20,14 +16,7 @@ from keras_bert.data.task_options import (
 class TokenClassificationOptions:
     """Fine-tuning settings of token classification (NER).
 
-    Args:
-        label_names: list of str or None (None: the model directory's tags
-            for the same task, else sorted from the training data).
-        unknown_labels: "error" or "skip", for tags outside label_names.
-        window_stride: int or None: the model reads long texts in windows
-            this many tokens apart in `predict` and exports (saved in
-            task.json as task_config "windows"); None: truncated.
-        max_windows: int, windows read per text (with window_stride).
+    The window fields are saved in task.json as task_config "windows".
     """
 
     label_names: list = label_names_field()

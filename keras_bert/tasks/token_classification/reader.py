@@ -12,11 +12,9 @@ a line with a single column, or a tag that is not "O" / "B-X" / "I-X"
 dropping one word would shift every tag after it. Invalid UTF-8 is
 replaced by U+FFFD and counted.
 
-Labels go on the first WordPiece of each word (the paper's NER recipe):
-`token_classification_dataset` labels the other pieces, [CLS], [SEP] and
-padding -1, which the loss ignores. Words become ids through the model's
-preprocessor (its tokenizer and packer). A sentence whose pieces do not fit
-in its `max_seq_length` loses its last words (their prediction is "O" at
+Labels go on the first WordPiece of each word (the paper's NER recipe,
+`first_piece_examples`). A sentence whose pieces do not fit in its
+`max_seq_length` loses its last words (their prediction is "O" at
 evaluation, so the entity scores stay honest).
 """
 
@@ -136,33 +134,26 @@ def encode_tags(sentences, label_names, unknown_labels="error"):
 def align_first_pieces(pieces_per_word, tag_ids, packer):
     """Packs sentences: [CLS] pieces [SEP], labels on first pieces.
 
-    In-graph (runs inside `tf.data.Dataset.map`), on a batch of sentences or
-    one. `packer` (the model preprocessor's) packs and truncates the pieces;
-    the labels ride along: piece j of a sentence sits at position j + 1,
-    after [CLS], for the pieces the packer kept.
+    In-graph (runs inside `tf.data.Dataset.map`). `packer` (the model
+    preprocessor's) packs and truncates the pieces; the labels ride along:
+    piece j of a sentence sits at position j + 1, after [CLS], for the
+    pieces the packer kept.
 
     Args:
-        pieces_per_word: int RaggedTensor [batch, (num_words), (num_pieces)],
-            or [num_words, (num_pieces)] for one sentence.
-        tag_ids: int32 RaggedTensor [batch, (num_words)] (Tensor
-            [num_words] for one sentence).
+        pieces_per_word: int RaggedTensor [batch, (num_words), (num_pieces)].
+        tag_ids: int32 RaggedTensor [batch, (num_words)].
         packer: a `BertPacker` (`BertPreprocessor.packer`); pieces beyond
             its `truncation_length` - 2 are cut.
 
     Returns:
         A tuple (features, labels, weights, word_index), [batch, seq] padded
         as the packer pads (to the longest sentence of the batch when its
-        sequence_length is None; [seq] for one sentence): features a dict of
+        sequence_length is None): features a dict of
         int32 `token_ids`, `segment_ids`, `padding_mask`; labels int32 (the
         word's tag on its first piece, 0 elsewhere); weights float32 (1 on
         first pieces); word_index int32 (the word of each first piece, -1
         elsewhere).
     """
-    unbatched = pieces_per_word.shape.rank == 2
-    if unbatched:
-        pieces_per_word = tf.RaggedTensor.from_row_lengths(
-            pieces_per_word, [pieces_per_word.nrows()])
-        tag_ids = tf.RaggedTensor.from_tensor(tag_ids[tf.newaxis])
     words = pieces_per_word.values  # [total_words, (num_pieces)]
     pieces = tf.cast(pieces_per_word.merge_dims(1, 2), tf.int32)  # [batch, (num_pieces)]
     features = packer(pieces)  # [batch, seq]
@@ -183,60 +174,33 @@ def align_first_pieces(pieces_per_word, tag_ids, packer):
         column = tf.fill([values.nrows(), 1], fill)
         return tf.concat([column, values, column], axis=1).to_tensor(fill, shape=shape)
 
-    outputs = (features, ride_along(tf.where(is_first, tag_of_piece, 0), 0),
-               ride_along(tf.cast(is_first, tf.float32), 0.0),
-               ride_along(tf.where(is_first, word_of_piece, -1), -1))
-    if unbatched:
-        outputs = tf.nest.map_structure(lambda x: x[0], outputs)
-    return outputs
+    return (features, ride_along(tf.where(is_first, tag_of_piece, 0), 0),
+            ride_along(tf.cast(is_first, tf.float32), 0.0),
+            ride_along(tf.where(is_first, word_of_piece, -1), -1))
 
 
-def token_classification_dataset(sentences, tag_ids, preprocessor, batch_size=128):
-    """Sentences -> a dataset of unbatched `(encoder inputs, labels, word_index)`.
+def first_piece_examples(words, tag_ids, preprocessor):
+    """Word lists and their tag ids -> unbatched `(encoder inputs, labels, word_index)`.
 
-    Labels are the word's tag id on its first piece and -1 (ignored by the
-    loss, `SparseCategoricalCrossentropy(ignore_class=-1)`) on other pieces,
-    [CLS] and [SEP]; pad them with -1 too (`LABEL_PADDING`). Cached in
-    memory: words are tokenized and packed once, `batch_size` sentences at a
-    time. `first_piece_examples` on `sentences.words`.
+    The one labeling of words for the tagger: fine-tuning on CoNLL files and
+    `BertTokenClassifier.fit` on word lists both call it. Each word is
+    tokenized on its own, the pieces are packed by the preprocessor's packer
+    and the word's tag goes on its first piece (`align_first_pieces`); labels
+    are -1 (ignored by the loss; pad them with -1 too, `LABEL_PADDING`) on
+    the other pieces, [CLS] and [SEP]. Cached in memory.
 
     Args:
-        sentences: `ConllSentences`.
-        tag_ids: list of int32 arrays, one per sentence (`encode_tags`).
-        preprocessor: the model's `keras_bert.text.BertPreprocessor`: its
-            tokenizer and packer.
-        batch_size: int, sentences tokenized and packed per call.
+        words: list (one per sentence) of lists of str.
+        tag_ids: list (one per sentence) of int sequences, as long as the
+            sentence's words (`encode_tags`).
+        preprocessor: the model's `keras_bert.text.BertPreprocessor`; pieces
+            beyond its `truncation_length` - 2 are cut.
 
     Returns:
         A `tf.data.Dataset` of `(features, labels, word_index)`: features a
         dict of int32 [seq]; labels int32 [seq]; word_index int32 [seq], the
         word of each first piece, -1 elsewhere (a word missing from it was
         cut by the preprocessor's length or has no pieces).
-    """
-    return first_piece_examples(sentences.words, tag_ids, preprocessor, batch_size)
-
-
-def first_piece_examples(words, tag_ids, preprocessor, batch_size=128):
-    """Word lists and their tag ids -> unbatched `(encoder inputs, labels, word_index)`.
-
-    The one labeling of words for the tagger: the CoNLL reader
-    (`token_classification_dataset`) and `BertTokenClassifier.fit` on word
-    lists both call it. Each word is tokenized on its own by the
-    preprocessor's tokenizer, the pieces are packed by its packer, and the
-    word's tag goes on its first piece (`align_first_pieces`); labels are -1
-    on the other pieces, [CLS] and [SEP]. Cached in memory.
-
-    Args:
-        words: list (one per sentence) of lists of str.
-        tag_ids: list (one per sentence) of int sequences, as long as the
-            sentence's words.
-        preprocessor: the model's `keras_bert.text.BertPreprocessor`; pieces
-            beyond its `truncation_length` - 2 are cut.
-        batch_size: int, sentences tokenized and packed per call.
-
-    Returns:
-        A `tf.data.Dataset` of `(features, labels, word_index)` as
-        `token_classification_dataset`.
     """
     words = tf.ragged.constant([list(w) for w in words], dtype=tf.string, ragged_rank=1)
     tags = tf.ragged.constant([list(t) for t in tag_ids], dtype=tf.int32, ragged_rank=1)
@@ -255,12 +219,12 @@ def first_piece_examples(words, tag_ids, preprocessor, batch_size=128):
     def unpad(element, length):  # One sentence: [seq] without the batch's padding.
         return tf.nest.map_structure(lambda x: x[:length], element)
 
-    dataset = tf.data.Dataset.from_tensor_slices((words, tags)).batch(batch_size)
+    dataset = tf.data.Dataset.from_tensor_slices((words, tags)).batch(128)
     dataset = dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
     return dataset.map(unpad).cache()
 
 
-# Padding of `token_classification_dataset` elements without word_index.
+# Padding of `first_piece_examples` elements without word_index.
 LABEL_PADDING = ({"token_ids": 0, "segment_ids": 0, "padding_mask": 0}, -1)
 
 
@@ -270,7 +234,7 @@ def predictions_to_tags(logits, word_index, num_words, label_names):
     Args:
         logits: list (one per sentence) of float arrays [seq, num_classes];
             rows may be padded beyond the sentence.
-        word_index: list of int arrays [seq] (`token_classification_dataset`).
+        word_index: list of int arrays [seq] (`first_piece_examples`).
         num_words: list of ints, words per sentence.
         label_names: list of str.
 
