@@ -173,3 +173,60 @@ def test_finetune_results_are_public_functions():
     assert finetune.reference_finetune_result(
         "epoch 1/1: held-out accuracy 0.5000 macro_f1 0.4000 mcc 0.1 (9 s; training "
         "12.5 examples/s)") == (12.5, 0.5, 0.4)
+
+
+PEER_TEXTS = ["the movie was good", "the dog was bad !", "a cat", "good good bad"]
+
+
+def test_torch_peer_copies_every_weight(classifier_export, tmp_path):
+    """serving-e2e / serving-accuracy's PyTorch model: transformers, every weight copied,
+    gives the export's probabilities on raw texts."""
+    import numpy as np
+    import tensorflow as tf
+    import torch
+    import transformers
+
+    from benchmarks import peers
+
+    folder = str(tmp_path / "torch")
+    sizes = peers.save_torch_classifier(classifier_export["model"],
+                                        classifier_export["export_dir"], folder)
+    model = transformers.BertForSequenceClassification.from_pretrained(folder).eval()
+    inputs = transformers.BertTokenizerFast.from_pretrained(folder)(
+        PEER_TEXTS, padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        got = torch.softmax(model(**inputs).logits, -1).numpy()
+    serve = tf.saved_model.load(classifier_export["export_dir"]).signatures["serving_default"]
+    expected = serve(text=tf.constant(PEER_TEXTS))["probabilities"].numpy()
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    assert sizes["float32"] == sum(f.stat().st_size for f in (tmp_path / "torch").iterdir())
+
+
+@pytest.mark.slow
+def test_torch_workers_serve_float32_and_int8(classifier_export, tmp_path):
+    """The two PyTorch systems in their own processes: float32 gives the export's
+    probabilities, dynamic int8 is near them and not equal; latency calls are timed."""
+    import numpy as np
+
+    from benchmarks import serving
+
+    ours = serving.ServingWorker({"ours": classifier_export["export_dir"]}, PEER_TEXTS,
+                                 str(tmp_path))
+    try:
+        expected = np.array(ours.ask(outputs="ours", count=4)["probabilities"])
+    finally:
+        ours.close()
+    workers = serving.torch_workers(classifier_export["model"], classifier_export["export_dir"],
+                                    PEER_TEXTS, str(tmp_path))
+    try:
+        got = {name: np.array(worker.ask(outputs=name, count=4, batch_size=2)["probabilities"])
+               for name, (worker, _) in workers.items()}
+        timed = workers["PyTorch + BertTokenizerFast"][0].ask(
+            run="PyTorch + BertTokenizerFast", batch_size=1, count=3)["seconds"]
+    finally:
+        for worker, _ in workers.values():
+            worker.close()
+    float32, int8 = (got[name] for name in serving.TORCH_SYSTEMS)
+    np.testing.assert_allclose(float32, expected, atol=1e-5)
+    assert 0 < np.abs(int8 - float32).max() < 0.05
+    assert len(timed) == 3 and all(t > 0 for t in timed)

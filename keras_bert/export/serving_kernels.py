@@ -4,8 +4,9 @@ oneDNN's batch matmul and softmax have a fixed cost per call that dominates on
 one short text (BENCHMARKS.md, "Attention kernels by size"). The layers hold the
 math alone; a SavedModel export (not XLA, not LiteRT) traces its model inside
 `serving_kernels(model)`, where each block's `attend` becomes `serving_attention`
-(a `tf.cond` between Eigen's kernels and oneDNN's) and each exact GELU
-`serving_gelu` (the pattern oneDNN's remapper fuses with the MatMul + BiasAdd).
+(a `tf.cond` between Eigen's kernels and oneDNN's), each exact GELU
+`serving_gelu` (the pattern oneDNN's remapper fuses with the MatMul + BiasAdd)
+and each LayerNormalization `serving_layer_norm` (fewer ops per call).
 """
 
 import contextlib
@@ -36,6 +37,22 @@ def serving_gelu(x):
     return ops.multiply(
         ops.multiply(ops.add(ops.erf(ops.multiply(x, _SQRT_HALF)), 1.0), 0.5), x
     )
+
+
+def serving_layer_norm(layer, inputs):
+    """`layer` (a Keras LayerNormalization over the last axis) in 9 graph ops, Keras
+    writes 11: the same values up to float rounding."""
+    x = tf.cast(inputs, tf.float32)
+    centered = x - tf.reduce_mean(x, -1, keepdims=True)
+    variance = tf.reduce_mean(tf.square(centered), -1, keepdims=True)
+    outputs = (centered * tf.math.rsqrt(variance + layer.epsilon)
+               * tf.cast(layer.gamma, tf.float32) + tf.cast(layer.beta, tf.float32))
+    return tf.cast(outputs, layer.compute_dtype)
+
+
+def _last_axis_layer_norm(layer):
+    return (isinstance(layer, keras.layers.LayerNormalization) and layer.axis in (-1, [-1])
+            and layer.center and layer.scale and not layer.rms_scaling)
 
 
 def serving_attention(attend, qkv, bias=None):
@@ -89,8 +106,9 @@ def _heads_swapped(x):
 
 @contextlib.contextmanager
 def serving_kernels(model, enabled=True):
-    """Traces of `model` (its `TransformerEncoderBlock`s and exact-GELU Dense layers,
-    at any depth) inside this context, in this thread, take the serving forms.
+    """Traces of `model` (its `TransformerEncoderBlock`s, exact-GELU Dense layers and
+    LayerNormalizations, at any depth) inside this context, in this thread, take
+    the serving forms.
 
     The rewrite sets instance attributes and restores them on exit; a trace in
     another thread meanwhile gets the layers' own forms. `enabled=False` leaves
@@ -113,6 +131,9 @@ def serving_kernels(model, enabled=True):
                 elif isinstance(layer, keras.layers.Dense) and layer.activation is gelu:
                     restores.append(
                         _set(layer, "activation", _in_thread(thread, serving_gelu, gelu)))
+                elif _last_axis_layer_norm(layer) and "call" not in vars(layer):
+                    serving = functools.partial(serving_layer_norm, layer)
+                    restores.append(_set(layer, "call", _in_thread(thread, serving, layer.call)))
         yield model
     finally:
         for restore in reversed(restores):

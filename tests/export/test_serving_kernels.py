@@ -92,6 +92,8 @@ def test_block_matches_numpy_reference(form, monkeypatch):
     assert "BatchMatMulV2" in ops and ("Erfc" in ops) == (form == "plain"), sorted(ops)
     # The small branch transposes the heads as integers (Eigen's Transpose).
     assert ("Bitcast" in ops) == (form != "plain"), sorted(ops)
+    # LayerNorm in 9 ops (x - mean, squared), not Keras' 11 (SquaredDifference, Neg).
+    assert ("SquaredDifference" in ops) == (form == "plain"), sorted(ops)
 
     got = function(tf.constant(X), tf.constant(PADDING_MASK)).numpy()
     want = numpy_block(block, np.float64(X), np.float64(PADDING_MASK))
@@ -115,6 +117,7 @@ def test_the_model_is_restored_on_exit_and_a_training_trace_keeps_its_form():
     trace(block)
     # Nothing stays behind: the next trace outside the context is the layer's own.
     assert "attend" not in vars(block) and block.intermediate_dense.activation is gelu
+    assert "call" not in vars(block.attention_layer_norm)
     assert not graph_ops(trace(block, enabled=False)) & SERVING_OPS
     # A training trace inside the context keeps the block's attention (and
     # its dropout); only the GELU form changes.
@@ -174,3 +177,18 @@ def test_heads_are_swapped_bit_for_bit_in_each_compute_dtype(dtype):
     assert swapped.dtype == x.dtype
     np.testing.assert_array_equal(tf.cast(swapped, "float32").numpy(),
                                   np.transpose(tf.cast(x, "float32").numpy(), (0, 2, 1, 3)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_serving_layer_norm_matches_keras(dtype):
+    layer = keras.layers.LayerNormalization(epsilon=1e-12, dtype=dtype)
+    x = np.random.default_rng(3).normal(2.0, 3.0, size=(2, 5, 16)).astype("float32")
+    layer.build(x.shape)
+    rng = np.random.default_rng(4)
+    for variable in layer.weights:
+        variable.assign(rng.normal(0.0, 1.0, variable.shape).astype("float32"))
+    inputs = tf.cast(x, layer.compute_dtype)
+    got, want = kernels.serving_layer_norm(layer, inputs), layer(inputs)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(tf.cast(got, tf.float32), tf.cast(want, tf.float32),
+                               atol=1e-5 if dtype == "float32" else 2e-2)

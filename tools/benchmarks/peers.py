@@ -7,7 +7,9 @@ when called: a missing one raises ImportError, which `harness.optional`
 reports and skips.
 """
 
+import os
 import time
+import warnings
 
 from . import harness
 
@@ -174,41 +176,73 @@ def torch_classifier_train(config, batch, labels):
     return _torch_steps(model, optimizer, inputs, clipnorm=1.0)
 
 
-def torch_classifier(source, classifier, label_names):
-    """BertForSequenceClassification + BertTokenizerFast with our classifier's weights.
-
-    The encoder comes from the same Hugging Face checkpoint; the pooler and
-    the head (fresh, or missing from the source) are copied from
-    `classifier`, so that both sides compute the same function.
+def save_torch_classifier(classifier, export_dir, folder):
+    """Writes `classifier` (a BertClassifier) as transformers' BertForSequenceClassification
+    + BertTokenizerFast into `folder` (save_pretrained) for `_torch_worker.py`: every
+    weight copied, its label names (or "0", "1", ...), the vocabulary and casing of
+    `export_dir` (its SavedModel).
 
     Returns:
-        serve(texts) -> (probabilities as a numpy array, label names).
+        bytes on disk {"float32": the folder, "int8": the same with dynamic int8 weights}.
     """
     import keras
     import torch
     import transformers
 
-    torch.set_num_threads(harness.usable_cores())
-    tokenizer = transformers.BertTokenizerFast.from_pretrained(source)
-    model = transformers.BertForSequenceClassification.from_pretrained(
-        source, num_labels=len(label_names), torch_dtype=torch.float32).eval()
-    pooler = classifier.encoder.pooler.dense
+    from keras_bert.text import infer_lowercase
+
+    def value(variable):
+        return torch.from_numpy(keras.ops.convert_to_numpy(variable).astype("float32"))
+
+    encoder, config = classifier.encoder, classifier.encoder.get_bert_config()
+    torch_config = transformers_config(config)
+    label_names = classifier.label_names or [str(i) for i in range(classifier.num_classes)]
+    torch_config.update({"type_vocab_size": config.type_vocab_size,
+                         "layer_norm_eps": config.layer_norm_epsilon,
+                         "id2label": dict(enumerate(label_names)),
+                         "label2id": {name: i for i, name in enumerate(label_names)}})
+    model = transformers.BertForSequenceClassification(torch_config).eval()
+    pairs = [(model.bert.embeddings.word_embeddings.weight, encoder.embeddings.token_embeddings),
+             (model.bert.embeddings.position_embeddings.weight,
+              encoder.embeddings.position_embeddings),
+             (model.bert.embeddings.token_type_embeddings.weight,
+              encoder.embeddings.segment_embeddings)]
+
+    def linear(torch_linear, dense):
+        pairs.extend([(torch_linear.weight, value(dense.kernel).T), (torch_linear.bias, dense.bias)])
+
+    def norm(torch_norm, layer_norm):
+        pairs.extend([(torch_norm.weight, layer_norm.gamma), (torch_norm.bias, layer_norm.beta)])
+
+    norm(model.bert.embeddings.LayerNorm, encoder.embeddings.layer_norm)
+    for layer, block in zip(model.bert.encoder.layer, encoder.encoder_blocks):
+        attention = layer.attention.self  # Our qkv kernel is [H, 3H], laid out [q | k | v].
+        for part, kernel, bias in zip((attention.query, attention.key, attention.value),
+                                      value(block.qkv_dense.kernel).chunk(3, dim=-1),
+                                      value(block.qkv_dense.bias).chunk(3)):
+            pairs.extend([(part.weight, kernel.T), (part.bias, bias)])
+        linear(layer.attention.output.dense, block.attention_output_dense)
+        norm(layer.attention.output.LayerNorm, block.attention_layer_norm)
+        linear(layer.intermediate.dense, block.intermediate_dense)
+        linear(layer.output.dense, block.output_dense)
+        norm(layer.output.LayerNorm, block.output_layer_norm)
+    linear(model.bert.pooler.dense, encoder.pooler.dense)
+    linear(model.classifier, classifier.output_dense)
     with torch.no_grad():
-        for linear, dense in ((model.bert.pooler.dense, pooler),
-                              (model.classifier, classifier.output_dense)):
-            linear.weight.copy_(torch.from_numpy(keras.ops.convert_to_numpy(dense.kernel).T))
-            linear.bias.copy_(torch.from_numpy(keras.ops.convert_to_numpy(dense.bias)))
-
-    def serve(texts):
-        # Per-batch padding, as transformers pipelines do.
-        inputs = tokenizer(texts, padding=True, truncation=True, max_length=128,
-                           return_tensors="pt")
-        with torch.inference_mode():
-            probabilities = torch.softmax(model(**inputs).logits, dim=-1)
-            label = probabilities.argmax(dim=-1)
-        return probabilities.numpy(), [label_names[i] for i in label.tolist()]
-
-    return serve
+        for parameter, source in pairs:
+            parameter.copy_(source if isinstance(source, torch.Tensor) else value(source))
+    model.save_pretrained(folder)
+    vocab_file = os.path.join(export_dir, "assets", "vocab.txt")
+    transformers.BertTokenizerFast(vocab_file, do_lower_case=infer_lowercase(vocab_file)
+                                   ).save_pretrained(folder)
+    size = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
+    int8_file = folder + "-int8.pt"  # What `_torch_worker.py` makes of it, for its size.
+    with warnings.catch_warnings():  # torch.ao's deprecation notices
+        warnings.simplefilter("ignore")
+        torch.save(torch.ao.quantization.quantize_dynamic(
+            model, {torch.nn.Linear}, dtype=torch.qint8).state_dict(), int8_file)
+    return {"float32": size, "int8": size - os.path.getsize(
+        os.path.join(folder, "model.safetensors")) + os.path.getsize(int8_file)}
 
 
 def tokenizers_wordpiece(vocab, batches):

@@ -4,7 +4,8 @@
   padding to 128, optionally XLA), loaded in this process, variants
   interleaved round by round (`benchmark_serving`; also tools/benchmark_serving.py);
 - serving-e2e: raw tweets -> labels, our exports in a tensorflow-only
-  process (`_serving_worker.py`) against PyTorch + BertTokenizerFast;
+  process (`_serving_worker.py`) against PyTorch + BertTokenizerFast, float32 and
+  dynamic int8, in torch-only processes (`_torch_worker.py`);
 - serving-accuracy: a fine-tuned classifier exported in float32 and
   mixed_bfloat16 (or int8), quality and speed;
 - serving-litert: the same classifier as a LiteRT model.tflite next to its
@@ -51,6 +52,10 @@ SERVING_E2E_BF16_VARIANTS = {
 }
 SERVING_E2E_LABELS = ["negative", "neutral", "positive"]
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_serving_worker.py")
+TORCH_WORKER = os.path.join(os.path.dirname(WORKER), "_torch_worker.py")
+#: The PyTorch systems (`_torch_worker.py`), each in its own process: name -> quantize.
+TORCH_SYSTEMS = {"PyTorch + BertTokenizerFast": None,
+                 "PyTorch dynamic int8 + BertTokenizerFast": "int8"}
 
 
 # ------------------------------------------------- exports timed in this process
@@ -237,22 +242,23 @@ def bench_serving(args):
 
 
 class ServingWorker:
-    """`_serving_worker.py` in a child process (tensorflow + tensorflow_text only).
+    """`_serving_worker.py` in a child process (tensorflow + tensorflow_text only),
+    or `script` (`_torch_worker.py`: torch + transformers only).
 
     Args:
-        exports: dict name -> SavedModel directory.
+        exports: dict name -> SavedModel directory (what `script` takes).
         texts: list of str the worker serves.
         workdir: where its set-up file goes.
     """
 
-    def __init__(self, exports, texts, workdir):
+    def __init__(self, exports, texts, workdir, script=WORKER):
         setup = os.path.join(workdir, "worker.json")
         with open(setup, "w", encoding="utf-8") as f:
             json.dump({"exports": exports, "texts": texts}, f)
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
         env.pop("PYTHONPATH", None)
         self.process = subprocess.Popen(
-            [sys.executable, WORKER, setup],
+            [sys.executable, script, setup],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd="/")
         self._read()  # {"loaded": [...]}
 
@@ -273,6 +279,32 @@ class ServingWorker:
         self.process.wait()
 
 
+def torch_workers(classifier, export_dir, texts, workdir):
+    """TORCH_SYSTEMS serving `classifier` (BertClassifier exported to `export_dir`,
+    truncating as it does), each in its own `_torch_worker.py` process.
+
+    Returns:
+        dict name -> (ServingWorker, bytes on disk).
+    """
+    with open(os.path.join(export_dir, "keras_bert_export.json"), encoding="utf-8") as f:
+        max_length = json.load(f)["max_seq_length"]
+    folder = os.path.join(workdir, "torch")
+    sizes = peers.save_torch_classifier(classifier, export_dir, folder)
+    workers = {}
+    try:
+        for i, (name, quantize) in enumerate(TORCH_SYSTEMS.items()):
+            os.makedirs(os.path.join(workdir, f"torch-worker-{i}"))
+            spec = {"dir": folder, "quantize": quantize, "max_length": max_length}
+            workers[name] = (ServingWorker({name: spec}, texts, os.path.join(
+                workdir, f"torch-worker-{i}"), script=TORCH_WORKER),
+                sizes[quantize or "float32"])
+    except BaseException:
+        for worker, _ in workers.values():
+            worker.close()
+        raise
+    return workers
+
+
 def bench_serving_e2e(args):
     """Raw tweets -> labels: our SavedModel (in a tf + tf-text process) vs PyTorch.
 
@@ -280,9 +312,10 @@ def bench_serving_e2e(args):
     (SERVING_E2E_VARIANTS, "default (tuned)" as tools/export.py makes it; the XLA ones with --jit-compile on, the
     mixed_bfloat16 ones with bfloat16 in --dtypes), loaded by
     tools/benchmarks/_serving_worker.py with tf.saved_model.load and called
-    through serving_default. PyTorch side: BertForSequenceClassification
-    with the same weights and BertTokenizerFast (per-batch padding,
-    inference_mode, float32, threads = cores). Both tokenize inside the
+    through serving_default. PyTorch side (TORCH_SYSTEMS, `_torch_worker.py`, each in
+    its own torch-only process): BertForSequenceClassification with the same weights
+    and BertTokenizerFast (per-batch padding, inference_mode, threads = cores), float32
+    and dynamic int8. All tokenize inside the
     timed call; the tweets are the held-out split's (`tweet_sentiment_split`, the
     split fine-tuning leaves out), in its order. Throughput: all texts in
     requests of --request-batch-size; latency: one tweet per call
@@ -331,58 +364,48 @@ def bench_serving_e2e(args):
             log=lambda line: print(f"  {line}", flush=True), **options)
         print(f"  exported {name}", flush=True)
     worker = ServingWorker(exports, texts, workdir)
+    workers = {}
     try:
-        torch_serve = peers.torch_classifier(source, classifier, SERVING_E2E_LABELS)
+        workers = torch_workers(classifier, next(iter(exports.values())), texts, workdir)
+        torch_name, int8_name = TORCH_SYSTEMS
         # Same function on both sides: probabilities on the first 64 tweets.
         # A row may differ where the two WordPiece tokenizers disagree on a
         # rare character (one in the first 64: [UNK] vs pieces); more is a bug.
-        reference, _ = torch_serve(texts[:64])
-        for name in variants:
-            ours = np.array(worker.ask(outputs=name, count=64)["probabilities"])
+        reference = np.array(workers[torch_name][0].ask(outputs=torch_name, count=64)[
+            "probabilities"])
+        for name in [int8_name, *variants]:
+            ours = np.array((workers[name][0] if name in workers else worker).ask(
+                outputs=name, count=64)["probabilities"])
             gaps = np.abs(ours - reference).max(axis=1)
             print(f"  {name} vs PyTorch: median |probability difference| "
                   f"{np.median(gaps):.1e}, rows over 1e-4: {int((gaps > 1e-4).sum())}/64",
                   flush=True)
             bf16 = name in SERVING_E2E_BF16_VARIANTS  # ~3 significant digits
-            if np.median(gaps) > (3e-2 if bf16 else 1e-4) or (
-                    not bf16 and (gaps > 1e-4).sum() > 4):
+            if name != int8_name and (np.median(gaps) > (3e-2 if bf16 else 1e-4) or (
+                    not bf16 and (gaps > 1e-4).sum() > 4)):
                 raise RuntimeError(f"{name} disagrees with PyTorch: not the same model")
 
         size, calls = args.request_batch_size, args.latency_calls
-
-        def torch_throughput():
-            start = time.perf_counter()
-            for i in range(0, len(texts), size):
-                torch_serve(texts[i:i + size])
-            return time.perf_counter() - start
-
-        def torch_latency():
-            seconds = []
-            for text in texts[:calls]:
-                start = time.perf_counter()
-                torch_serve([text])
-                seconds.append(time.perf_counter() - start)
-            return seconds
-
-        systems = {"PyTorch + BertTokenizerFast": (torch_throughput, torch_latency)}
+        systems = {name: (served, disk) for name, (served, disk) in workers.items()}
         for name in variants:
-            systems[f"keras_bert SavedModel, {name}"] = (
-                lambda name=name: worker.ask(run=name, batch_size=size)["seconds"],
-                lambda name=name: worker.ask(run=name, batch_size=1, count=calls)["seconds"])
-        for throughput, latency in systems.values():  # Warm-up (XLA compiles here).
-            throughput(), latency()
+            systems[f"keras_bert SavedModel, {name}"] = (worker, disk_bytes(exports[name]))
+        names = list(systems)
+        served = {name: name.removeprefix("keras_bert SavedModel, ") for name in names}
+        for name in names:  # Warm-up (XLA compiles here).
+            systems[name][0].ask(run=served[name], batch_size=size)
+            systems[name][0].ask(run=served[name], batch_size=1, count=calls)
         totals = {name: [] for name in systems}
         latencies = {name: [] for name in systems}
-        names = list(systems)
         for round_index in range(args.repeats):
             for name in names if round_index % 2 == 0 else names[::-1]:
-                throughput, latency = systems[name]
-                totals[name].append(throughput())
-                latencies[name].extend(latency())
+                process = systems[name][0]
+                totals[name].append(process.ask(run=served[name], batch_size=size)["seconds"])
+                latencies[name].extend(process.ask(run=served[name], batch_size=1,
+                                                   count=calls)["seconds"])
             print(f"  round {round_index + 1}/{args.repeats} done", flush=True)
     finally:
-        worker.close()
-    torch_name = names[0]
+        for process in [worker] + [w for w, _ in workers.values()]:
+            process.close()
     torch_rate = len(texts) / statistics.median(totals[torch_name])
     torch_p50 = float(np.percentile(latencies[torch_name], 50))
     rows = []
@@ -393,10 +416,17 @@ def bench_serving_e2e(args):
                "vs PyTorch": rate / torch_rate,
                "p50 ms (1 text)": 1000 * p50,
                "p99 ms": 1000 * float(np.percentile(latencies[name], 99)),
-               "p50 / PyTorch p50": p50 / torch_p50}
+               "p50 / PyTorch p50": p50 / torch_p50,
+               "MiB on disk": systems[name][1] / 2**20}
         rows.append(row)
         print("  " + harness.format_row(row), flush=True)
     return rows
+
+
+def disk_bytes(folder):
+    """Bytes of all files under `folder`."""
+    return sum(os.path.getsize(os.path.join(parent, file))
+               for parent, _, files in os.walk(folder) for file in files)
 
 
 #: serving-accuracy's exports (--accuracy-exports): name -> export_model options. "int8"
@@ -417,11 +447,13 @@ def bench_serving_accuracy(args):
     process (tools/benchmarks/_serving_worker.py); rows give accuracy, macro-F1, labels
     that differ from float32's, the largest probability difference, texts/s,
     p50 and p99 at batch 1 and the size on disk. int8 calibrates on training tweets;
-    int8-dynamic takes its ranges per request.
+    int8-dynamic takes its ranges per request. "pytorch" adds TORCH_SYSTEMS (the same
+    weights in transformers, float32 and dynamic int8, each in its own process).
     """
     import numpy as np
 
     from keras_bert.export import export_model
+    from keras_bert.models import BertEncoder, load_model_dir
     from keras_bert.tasks.classification.metrics import classification_metrics
     from keras_bert.tasks.classification.tweets import TWEETS_LABELS, tweet_sentiment_split
 
@@ -430,15 +462,16 @@ def bench_serving_accuracy(args):
     train, held_out = tweet_sentiment_split()
     workdir = tempfile.mkdtemp(prefix="keras-bert-serving-accuracy-")
     names = args.accuracy_exports.split(",")
-    unknown = sorted(set(names) - set(ACCURACY_EXPORTS))
+    unknown = sorted(set(names) - set(ACCURACY_EXPORTS) - {"pytorch"})
     if unknown or "float32" not in names:
-        raise SystemExit(f"--accuracy-exports takes float32 and any of {sorted(ACCURACY_EXPORTS)}. "
+        raise SystemExit(f"--accuracy-exports takes float32 and any of "
+                         f"{sorted(ACCURACY_EXPORTS) + ['pytorch']}. "
                          f"Received: {args.accuracy_exports}")
     calibration = {"calibration_texts": train.texts[:CALIBRATION_TEXTS]}
     exports = {name: export_model(args.model, os.path.join(workdir, name), sub_batches=4,
                                   warmup=False, **ACCURACY_EXPORTS[name],
                                   **(calibration if name == "int8" else {}))
-               for name in names}
+               for name in names if name != "pytorch"}
     workers = {}  # One serving process per export: none shares another's threads or caches.
     size, labels = args.request_batch_size, np.array(
         [TWEETS_LABELS.index(label) for label in held_out.labels])
@@ -447,6 +480,12 @@ def bench_serving_accuracy(args):
             os.makedirs(os.path.join(workdir, "worker-" + name))
             workers[name] = ServingWorker({name: path}, held_out.texts,
                                           os.path.join(workdir, "worker-" + name))
+        sizes = {name: disk_bytes(path) for name, path in exports.items()}
+        if "pytorch" in names:
+            for name, (worker, size_on_disk) in torch_workers(
+                    load_model_dir(args.model, BertEncoder), exports["float32"], held_out.texts,
+                    workdir).items():
+                workers[name], sizes[name], exports[name] = worker, size_on_disk, None
         outputs = {name: workers[name].ask(outputs=name, count=len(labels), batch_size=size)
                    for name in exports}
         for name in exports:  # Warm-up.
@@ -467,7 +506,8 @@ def bench_serving_accuracy(args):
         probabilities = np.array(outputs[name]["probabilities"])
         predicted = probabilities.argmax(-1)
         metrics = classification_metrics(labels, predicted, len(TWEETS_LABELS))
-        row = {"export": f"{name}, sorted x4", "held-out tweets": len(labels),
+        row = {"export": name if name in TORCH_SYSTEMS else f"{name}, sorted x4",
+               "held-out tweets": len(labels),
                # Strings: the table's two decimals would hide a 0.3-point difference.
                "accuracy": f"{metrics['accuracy']:.4f}", "macro-F1": f"{metrics['macro_f1']:.4f}",
                "labels unlike float32": int((predicted != base.argmax(-1)).sum()),
@@ -475,9 +515,7 @@ def bench_serving_accuracy(args):
                f"texts/s (batches of {size})": len(labels) / statistics.median(totals[name]),
                "p50 ms (1 text)": 1000 * float(np.percentile(latencies[name], 50)),
                "p99 ms": 1000 * float(np.percentile(latencies[name], 99)),
-               "MiB on disk": sum(os.path.getsize(os.path.join(folder, file))
-                                  for folder, _, files in os.walk(exports[name])
-                                  for file in files) / 2**20}
+               "MiB on disk": sizes[name] / 2**20}
         rows.append(row)
         print("  " + harness.format_row(row), flush=True)
     return rows
