@@ -180,14 +180,37 @@ def built_once(tmp_path_factory, name, build):
         return json.loads(done.read_text())
 
 
+# The default tier's longest modules, longest first (`--durations`, docs/testing.md). Two
+# workers end together when the long ones start first: tools/test.sh passes
+# --no-loadscope-reorder, so xdist hands modules out in the order sorted below (its own
+# order, by number of tests, left the one-test modules of 30-70 s for the end).
+LONGEST_FIRST = (
+    "tests.training.test_finetune",
+    "tests.training.test_trainer",
+    "tests.training.test_optimizers",
+    "tests.training.test_remote_tools",
+    "tests.training.test_bad_input",
+    "tests.training.test_finetune_preprocessor",
+)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """With `--dist loadgroup` (tools/test.sh) a module's tests run in one worker, so its
     module fixtures are built once, except tests that name their own `xdist_group` (the
-    README pages' groups, tests/test_readme.py), which the workers share out."""
-    for item in items:
+    README pages' groups, tests/test_readme.py), which the workers share out. Groups are
+    ordered LONGEST_FIRST, then by their number of tests, each kept together in its order."""
+    groups = {}
+    for index, item in enumerate(items):
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+        group = item.get_closest_marker("xdist_group")
+        name = group.args[0] if group.args else group.kwargs.get("name", "default")
+        groups.setdefault(name, []).append(item)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    ordered = sorted(groups.items(), key=lambda group: (rank.get(group[0], len(rank)),
+                                                        -len(group[1])))
+    items[:] = [item for _, group in ordered for item in group]
 
 
 # A vocabulary for hand-made classifier, tagger and QA texts (tests/export).

@@ -1,6 +1,6 @@
 """Shared data for the training tests: pydoc_data.topics, a small vocabulary, TFRecords.
 
-Built once per session (about 10 s): the corpus (every 8th document held
+Built once per run (about 10 s; `built_once`): the corpus (every 8th document held
 out), a 1000-token WordPiece vocabulary learnt on the training documents with
 keras_bert.text, and a few pretraining data directories.
 """
@@ -15,7 +15,7 @@ from keras_bert.data import (
     pydoc_topics_documents,
     write_corpus,
 )
-from tests.conftest import tiny_config
+from tests.conftest import built_once, tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VOCAB_SIZE = 1000
@@ -38,55 +38,68 @@ def subprocess_env(**extra):
 
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory):
+    """The corpus files, built once per run (`built_once`: both xdist workers read them), and
+    a folder of this worker's own (`root`) for the data that tests write from them."""
     from keras_bert.text import build_vocabulary, count_words, save_vocabulary
 
-    root = tmp_path_factory.mktemp("corpus")
-    documents = [sentences for _, sentences in pydoc_topics_documents()]
-    held = documents[::8]
-    train = [d for i, d in enumerate(documents) if i % 8]
-    write_corpus(train, root / "train.txt")
-    write_corpus(held, root / "held.txt")
-    tokens = build_vocabulary(count_words([" ".join(d) for d in train]), VOCAB_SIZE)
-    save_vocabulary(tokens, root / "vocab.txt")
-    return {"train": str(root / "train.txt"), "held": str(root / "held.txt"),
-            "vocab": str(root / "vocab.txt"), "root": root}
+    def build(root):
+        documents = [sentences for _, sentences in pydoc_topics_documents()]
+        files = {name: os.path.join(root, f"{name}.txt") for name in ("train", "held", "vocab")}
+        train = [d for i, d in enumerate(documents) if i % 8]
+        write_corpus(train, files["train"])
+        write_corpus(documents[::8], files["held"])
+        save_vocabulary(build_vocabulary(count_words([" ".join(d) for d in train]), VOCAB_SIZE),
+                        files["vocab"])
+        return files
+
+    return {**built_once(tmp_path_factory, "training-corpus", build),
+            "root": tmp_path_factory.mktemp("corpus")}
 
 
-def make_data(corpus, name, split, **config):
-    """Writes pretraining data from the "train" or "held" corpus; returns its directory."""
-    out = corpus["root"] / name
+def make_data(corpus, name, split, root=None, **config):
+    """Writes pretraining data from the "train" or "held" corpus into `root`/`name` (default
+    root: corpus["root"]); returns its directory."""
+    out = os.path.join(root or corpus["root"], name)
     num_shards = config.pop("num_shards", 1)
-    create_pretraining_data([corpus[split]], str(out), corpus["vocab"],
+    create_pretraining_data([corpus[split]], out, corpus["vocab"],
                             PretrainingDataConfig(**config), num_shards=num_shards)
-    return str(out)
+    return out
+
+
+def shared_data(tmp_path_factory, corpus, name, split, **config):
+    """`make_data`, built once per run (`built_once`) for both xdist workers."""
+    return built_once(tmp_path_factory, f"training-{name}",
+                      lambda root: make_data(corpus, name, split, root=root, **config))
 
 
 @pytest.fixture(scope="session")
-def mlm_data(corpus):
+def mlm_data(corpus, tmp_path_factory):
     """Static masks, seq 64: training (3 dupes, 2 shards) and held-out data."""
     common = dict(max_seq_length=64, max_predictions_per_seq=10)
     return {
         # Windows of 10 documents: the 69 make 7, 4 in shard 0 and 3 in shard 1.
-        "train": make_data(corpus, "mlm_train", "train", dupe_factor=3, num_shards=2,
-                           document_pool_size=10, **common),
-        "held": make_data(corpus, "mlm_held", "held", dupe_factor=1, seed=7, **common),
+        "train": shared_data(tmp_path_factory, corpus, "mlm_train", "train", dupe_factor=3,
+                             num_shards=2, document_pool_size=10, **common),
+        "held": shared_data(tmp_path_factory, corpus, "mlm_held", "held", dupe_factor=1, seed=7,
+                            **common),
     }
 
 
 @pytest.fixture(scope="session")
-def dynamic_data(corpus):
+def dynamic_data(corpus, tmp_path_factory):
     """Dynamic masking, seq 32, 2 shards."""
-    return make_data(corpus, "dynamic", "train", max_seq_length=32, max_predictions_per_seq=5,
-                 masking="dynamic", dupe_factor=1, num_shards=2, document_pool_size=10)
+    return shared_data(tmp_path_factory, corpus, "dynamic", "train", max_seq_length=32,
+                       max_predictions_per_seq=5, masking="dynamic", dupe_factor=1, num_shards=2,
+                       document_pool_size=10)
 
 
 @pytest.fixture(scope="session")
-def replica_data(corpus):
+def replica_data(corpus, tmp_path_factory):
     """One shard, static masks, full-length instances, 3 predictions each.
 
     With shuffling off, n workers reading every n-th record see the same
     global batches as one process reading them all.
     """
-    return make_data(corpus, "replica", "train", max_seq_length=32, max_predictions_per_seq=3,
-                 dupe_factor=1, short_seq_prob=0.0)
+    return shared_data(tmp_path_factory, corpus, "replica", "train", max_seq_length=32,
+                       max_predictions_per_seq=3, dupe_factor=1, short_seq_prob=0.0)
 

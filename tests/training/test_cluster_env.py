@@ -4,8 +4,6 @@ import json
 import logging
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 
@@ -19,7 +17,7 @@ from keras_bert.training.distribute import (
     wait_for_workers,
     worker_info,
 )
-from tests.training.conftest import REPO, subprocess_env
+from tests.conftest import run_tool
 from tests.training.finetune_fixtures import make_model_dir, write_sentiment_splits
 from tests.training.test_distribute import _free_port
 
@@ -193,18 +191,22 @@ def test_workers_wait_for_each_other_then_for_a_missing_one_with_a_bound(caplog)
     assert f"waiting for worker 1 at 127.0.0.1:{ports[1]}" in caplog.text
 
 
-def test_the_finetune_tool_names_the_worker_that_never_started(tmp_path):
+def test_the_finetune_tool_names_the_worker_that_never_started(tmp_path, monkeypatch):
+    # In this process: the tool stops in wait_for_workers, before any strategy is made.
     root = tmp_path / "data"
     root.mkdir()
     write_sentiment_splits(root, 16, 8, model_dir=make_model_dir(str(tmp_path / "model")))
     ports, _ = _two_workers(0)
-    env = subprocess_env(KERAS_BERT_WORKER_HOSTS=f"127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}",
-                         JOB_COMPLETION_INDEX="0")
-    done = subprocess.run(
-        [sys.executable, os.path.join(REPO, "tools", "finetune.py"), "--task", "classification",
-         "--model", str(root / "tiny"), "--train", str(root / "train.csv"), "--eval",
-         str(root / "dev.csv"), "--output", str(tmp_path / "out"), "--cluster-timeout", "2"],
-        env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 1, done.stdout + done.stderr
+    monkeypatch.setenv("TF_CONFIG", "")  # Recorded, so the TF_CONFIG the tool sets is undone.
+    monkeypatch.delenv("TF_CONFIG")
+    monkeypatch.delenv("TPU_NAME", raising=False)
+    monkeypatch.setenv("KERAS_BERT_WORKER_HOSTS", f"127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}")
+    monkeypatch.setenv("JOB_COMPLETION_INDEX", "0")
+    status, out, err = run_tool(
+        "finetune", "--task", "classification", "--model", root / "tiny", "--train",
+        root / "train.csv", "--eval", root / "dev.csv", "--output", tmp_path / "out",
+        "--cluster-timeout", "2")
+    assert status == 1, out + err
     assert (f"The cluster did not form in 2 s: no answer from worker 1 at 127.0.0.1:{ports[1]}"
-            in done.stderr), done.stdout + done.stderr
+            in err), out + err
+    assert not (tmp_path / "out").exists()
