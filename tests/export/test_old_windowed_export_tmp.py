@@ -1,0 +1,106 @@
+"""Exports of models with windows: they answer as Python `predict` does, with core ops only."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.export import export_model
+from keras_bert.export.op_set import graph_ops
+from keras_bert.export.predict import load_export, run_signature
+from keras_bert.tasks import BertClassifier, BertTokenClassifier
+from tests.conftest import run_tool, tool_module
+from tests.tasks.test_long_documents import (
+    TEXTS,
+    check_tagger,
+    classifier_reference,
+    tagger_dir,
+    tagger_reference,
+)
+
+CLASSIFIER_WINDOWS = {"stride": 7, "max_windows": 4, "combine": "max"}
+TAGGER_WINDOWS = {"stride": 3, "max_windows": 5}
+
+
+@pytest.fixture(scope="module")
+def windowed(classifier_export, task_exports, tmp_path_factory):
+    """Windowed tiny classifier and tagger: model dirs saved with windows, and their exports."""
+    root = tmp_path_factory.mktemp("windowed")
+    models = {
+        "classifier": BertClassifier.from_pretrained(
+            classifier_export["model_dir"], windows=CLASSIFIER_WINDOWS),
+        "tagger": BertTokenClassifier.from_pretrained(
+            tagger_dir(task_exports), max_seq_length=10, windows=TAGGER_WINDOWS),
+    }
+    result = {}
+    for kind, model in models.items():
+        # Through a model directory: the windows travel in task.json.
+        model.save_pretrained(str(root / kind))
+        with open(root / kind / "task.json", encoding="utf-8") as f:
+            assert json.load(f)["task_config"]["windows"] == model.windows
+        result[kind] = model
+        result[kind + "_export"] = export_model(str(root / kind), str(root / "exports" / kind))
+    return result
+
+
+@pytest.mark.slow
+def test_windowed_exports_answer_as_the_window_references(windowed):
+    # The references that Python predict matches (tests/tasks/test_long_documents.py),
+    # with "max" for the classifier (predict is checked with "mean").
+    classifier = load_export(windowed["classifier_export"])
+    out = run_signature(classifier, {"text": TEXTS})
+    reference = classifier_reference(windowed["classifier"], TEXTS, 22, 7, 4)
+    logits = np.stack([np.max(window_logits, axis=0) for window_logits in reference])
+    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+    probabilities /= probabilities.sum(-1, keepdims=True)
+    np.testing.assert_allclose(out["probabilities"], probabilities, atol=1e-5)
+    assert out["num_windows"].tolist() == [len(w) for w in reference] == [4, 1, 1, 4]
+    assert out["label_id"].tolist() == logits.argmax(-1).tolist()
+    preprocessed = classifier.signatures["preprocess"](text=tf.constant(TEXTS))
+    assert preprocessed["example"].numpy().tolist() == [0, 0, 0, 0, 1, 2, 3, 3, 3, 3]
+
+    out = run_signature(load_export(windowed["tagger_export"]), {"text": TEXTS})
+    check_tagger(out, tagger_reference(windowed["tagger"], TEXTS, 8, 3, 5), TEXTS)
+    assert out["num_windows"].tolist() == [5, 1, 1, 5]
+
+
+def test_windowed_exports_keep_the_op_set_and_windows_off_keeps_its_outputs(
+        windowed, classifier_export):
+    for path in (windowed["classifier_export"], windowed["tagger_export"]):
+        ops = set(graph_ops(path))
+        # Windowing is core TensorFlow (tf.raw_ops): the tokenizer stays the only other op.
+        # (The slow runtime check below runs the guard's clean process on them too.)
+        assert ops - set(dir(tf.raw_ops)) == {"FastWordpieceTokenizeWithOffsets"}, path
+        assert "RoundRobinTrim" not in ops
+    windowed_ops = set(graph_ops(windowed["classifier_export"]))
+    plain_ops = set(graph_ops(classifier_export["export_dir"]))
+    assert {"UnsortedSegmentMax", "UnsortedSegmentSum"} <= windowed_ops - plain_ops
+    # A model without windows exports today's classify: no num_windows.
+    plain = load_export(classifier_export["export_dir"])
+    outputs = plain.signatures["classify"].structured_outputs
+    assert sorted(outputs) == ["label", "label_id", "probabilities"]
+
+
+def test_predict_tool_shows_the_windows(windowed):
+    code, out, err = run_tool("predict", "--model", windowed["classifier_export"], TEXTS[0],
+                              TEXTS[2])
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert len(lines) == 2 and lines[0].endswith("\twindows=4") and lines[1].endswith(
+        "\twindows=1"), lines
+
+
+@pytest.mark.slow  # TensorFlow 2.20's venv (built once, minutes) serving both exports
+def test_windowed_exports_answer_alike_in_tf_serving_runtime(windowed, capsys):
+    tool = tool_module("check_serving_runtime")
+    code = tool.main(["--model", windowed["classifier_export"],
+                      "--model", windowed["tagger_export"]])
+    out, err = capsys.readouterr()
+    if code == 3:
+        pytest.skip(f"TensorFlow 2.20 cannot be installed here: {err[-1500:]}")
+    assert code == 0, out[-5000:] + err[-3000:]
+    assert "VERDICT: OK. 2 export(s)" in out
+    # The op-set guard's clean process: core TensorFlow and the allowlisted tokenizer only.
+    assert out.count("ops besides core TensorFlow") == 2
+    assert "NOT in the allowlist" not in out
