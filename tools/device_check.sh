@@ -53,6 +53,7 @@ DEVICE_TESTS=(
   tests/export/test_op_set.py
   tests/export/test_tf_serving_files.py
   tests/export/test_serving_runtime.py
+  tests/export/test_windowed_export.py::test_every_export_kind_answers_alike_in_tf_serving_runtime
 )
 if [ "$tests" = run ]; then
   "$PYTHON" -m pytest -q "${DEVICE_TESTS[@]}"

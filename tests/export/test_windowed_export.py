@@ -9,8 +9,10 @@ import tensorflow as tf
 from keras_bert.export import export_model
 from keras_bert.export.op_set import graph_ops
 from keras_bert.export.predict import load_export, run_signature
+from keras_bert.export.runtime_check import CHECK_TEXTS, RUNTIME
 from keras_bert.tasks import BertClassifier, BertTokenClassifier
 from tests.conftest import run_tool, tool_module
+from tests.export.export_kinds import KINDS
 from tests.tasks.test_long_documents import (
     TEXTS,
     check_tagger,
@@ -91,16 +93,37 @@ def test_predict_tool_shows_the_windows(windowed):
         "\twindows=1"), lines
 
 
-@pytest.mark.slow  # TensorFlow 2.20's venv (built once, minutes) serving both exports
-def test_windowed_exports_answer_alike_in_tf_serving_runtime(windowed, capsys):
-    tool = tool_module("check_serving_runtime")
-    code = tool.main(["--model", windowed["classifier_export"],
-                      "--model", windowed["tagger_export"]])
+@pytest.mark.slow  # TensorFlow 2.20's venv (built once, minutes) serving every export kind
+def test_every_export_kind_answers_alike_in_tf_serving_runtime(windowed, three_exports, capsys):
+    # One run of the tool (one probe in each runtime) for the four kinds and both windowed
+    # exports. Creates ~/.cache/keras_bert/serving-runtime-tf2.20 on a machine's first run
+    # (minutes: TensorFlow 2.20 is a 620 MB wheel); later runs reuse it.
+    exports = {**three_exports, "windowed classifier": windowed["classifier_export"],
+               "windowed tagger": windowed["tagger_export"]}
+    argv = [arg for path in exports.values() for arg in ("--model", path)]
+    code = tool_module("check_serving_runtime").main(argv)
     out, err = capsys.readouterr()
     if code == 3:
-        pytest.skip(f"TensorFlow 2.20 cannot be installed here: {err[-1500:]}")
+        pytest.skip(f"TensorFlow {RUNTIME} / tensorflow-text {RUNTIME} cannot be installed "
+                    f"on this machine, so the old-runtime check could not run: {err[-1500:]}")
     assert code == 0, out[-5000:] + err[-3000:]
-    assert "VERDICT: OK. 2 export(s)" in out
+    assert f"TF Serving's runtime:     TensorFlow {RUNTIME}." in out
+    # Each kind's signatures, and the windowed classifier's and tagger's own.
+    signatures = {"classifier": ["classify"], "tagger": ["tag", "entities"], "qa": ["answer"],
+                  "multi_label": ["classify"], "windowed classifier": ["classify"],
+                  "windowed tagger": ["tag"]}
+    for kind, names in signatures.items():
+        for signature in names:
+            line = next(line for line in out.splitlines()
+                        if exports[kind] in line and f" {signature}:" in line)
+            # The whole batch of edge-case texts ran (QA reads them in more windows).
+            rows = int(line.split(": ")[1].split(" rows")[0])
+            assert line.lstrip().startswith("OK") and rows >= len(CHECK_TEXTS), line
+    assert f"VERDICT: OK. {len(exports)} export(s)" in out
+    # Every string signature of the four kinds ran: four each, and the tagger's entities.
+    ran = [line for line in out.splitlines() if line.lstrip().startswith("OK")
+           and any(f" {three_exports[kind]} " in line for kind in KINDS)]
+    assert len(ran) == 4 * len(KINDS) + 1, ran
     # The op-set guard's clean process: core TensorFlow and the allowlisted tokenizer only.
-    assert out.count("ops besides core TensorFlow") == 2
+    assert out.count("ops besides core TensorFlow") == len(exports)
     assert "NOT in the allowlist" not in out
