@@ -297,6 +297,8 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
     """
     _check_batching(batching.get("allowed_batch_sizes", ALLOWED_BATCH_SIZES),
                     **{k: v for k, v in batching.items() if k != "allowed_batch_sizes"})
+    # The output is refused before the exports are read.
+    _check_output(output_dir, ("models.config", "batching_parameters.txt"), "The serving config")
     models, infos = _served_models(export_bases, base_path_prefix)
     return _write_ours(output_dir, {"models.config": models_config(models, serve_versions),
                                     "batching_parameters.txt": batching_parameters(
@@ -306,17 +308,24 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
 def _write_ours(output_dir, texts, flag):
     """Writes {file name: text} into `output_dir`, each file atomically, after
     refusing a file output and files of these names keras_bert did not write."""
-    paths = {storage.join(output_dir, name): text for name, text in texts.items()}
-    check_writable(next(iter(paths)), flag=flag)
-    if storage.isfile(output_dir):
-        raise OutputError(f"The output {output_dir} is a file; give the folder for "
-                          f"{' and '.join(texts)} (e.g. exports).")
-    for path in paths:
-        _check_ours(path)
+    paths = _check_output(output_dir, texts, flag)
     storage.makedirs(output_dir)
-    for path, text in paths.items():
+    for path, text in zip(paths, texts.values()):
         write_text_atomic(path, text)
     return tuple(paths)
+
+
+def _check_output(output_dir, names, flag):
+    """The paths of `names` in `output_dir`; refuses a file output and files of
+    these names keras_bert did not write."""
+    paths = [storage.join(output_dir, name) for name in names]
+    check_writable(paths[0], flag=flag)
+    if storage.isfile(output_dir):
+        raise OutputError(f"The output {output_dir} is a file; give the folder for "
+                          f"{' and '.join(names)} (e.g. exports).")
+    for path in paths:
+        _check_ours(path)
+    return paths
 
 
 def _served_models(export_bases, base_path_prefix):

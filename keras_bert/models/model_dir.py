@@ -197,7 +197,8 @@ def _weights_only(model, path, action):
         return getattr(model, f"{action}_weights")(path)
     from keras.src.saving import saving_lib
 
-    getattr(saving_lib, f"{action}_weights_only")(model, path, objects_to_skip=[optimizer])
+    write = saving_lib.save_weights_only if action == "save" else saving_lib.load_weights_only
+    write(model, path, objects_to_skip=[optimizer])
 
 
 def weights_checksum(h5_file):

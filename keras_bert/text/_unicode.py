@@ -313,6 +313,10 @@ def _info_of(tables):
                             + code_points % _BLOCK]
 
 
+def _info_of_all_code_points(normalization=DEFAULT_NORMALIZATION):
+    return _info_of(unicode_tables(normalization))
+
+
 @functools.lru_cache(maxsize=None)
 def fast_path_candidates(normalization, tokenize_chinese_chars=True):
     """Non-ASCII characters that texts on the fast path may hold.
@@ -329,7 +333,7 @@ def fast_path_candidates(normalization, tokenize_chinese_chars=True):
         A pair of sorted int arrays `(alone, space)`: the candidate
         stand-alone characters and the candidate separators.
     """
-    info = _info_of(unicode_tables(normalization))
+    info = _info_of_all_code_points(normalization)
     ok = (info & DROP) == 0
     if normalization:
         ok &= np.right_shift(info, EXPANSION_SHIFT) == 0

@@ -30,11 +30,11 @@ class BertClassifier(WindowedTask, DenseHeadTask):
             task.json; `set_windows` changes it. `fit` and `evaluate` still
             read the first max_seq_length tokens.
 
-    With a preprocessor (`from_pretrained` attaches one) `fit`, `evaluate`
-    and `predict` take raw text, pairs `(texts_a, texts_b)` or a batched
-    dataset of `(texts, labels)`, as `BertTask` says.
+    Strings work after `from_pretrained`: it attaches a preprocessor, so
+    `fit`, `evaluate` and `predict` take raw text, pairs `(texts_a, texts_b)`
+    or a batched dataset of `(texts, labels)`, as `BertTask` says.
 
-    Compiled by default (`BertTask`): keras_bert's fine-tuning AdamW, sparse
+    Compiled at construction (unless `compile=False`): keras_bert's fine-tuning AdamW, sparse
     categorical cross-entropy on the logits (mean squared error for
     num_classes=1) and accuracy (mean absolute error). A loss that reads
     probabilities is refused.
