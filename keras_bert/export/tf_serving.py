@@ -298,19 +298,17 @@ def write_serving_config(export_bases, output_dir, base_path_prefix="/models",
     _check_batching(batching.get("allowed_batch_sizes", ALLOWED_BATCH_SIZES),
                     **{k: v for k, v in batching.items() if k != "allowed_batch_sizes"})
     # The output is refused before the exports are read.
-    _check_output(output_dir, ("models.config", "batching_parameters.txt"), "The serving config")
+    paths = _check_output(output_dir, ("models.config", "batching_parameters.txt"),
+                          "The serving config")
     models, infos = _served_models(export_bases, base_path_prefix)
-    return _write_ours(output_dir, {"models.config": models_config(models, serve_versions),
-                                    "batching_parameters.txt": batching_parameters(
-                                        infos, **batching)}, "The serving config")
+    return _write_ours(output_dir, paths, (models_config(models, serve_versions),
+                                           batching_parameters(infos, **batching)))
 
 
-def _write_ours(output_dir, texts, flag):
-    """Writes {file name: text} into `output_dir`, each file atomically, after
-    refusing a file output and files of these names keras_bert did not write."""
-    paths = _check_output(output_dir, texts, flag)
+def _write_ours(output_dir, paths, texts):
+    """Writes each text to its path (checked by `_check_output`) atomically."""
     storage.makedirs(output_dir)
-    for path, text in zip(paths, texts.values()):
+    for path, text in zip(paths, texts):
         write_text_atomic(path, text)
     return tuple(paths)
 
@@ -409,10 +407,10 @@ def write_operator_files(export_bases, output_dir, base_path_prefix="/models", s
     """
     monitoring_text = monitoring_config(prometheus_path)
     models, _ = _served_models(export_bases, base_path_prefix)
-    return _write_ours(output_dir, {
-        "monitoring.config": monitoring_text,
-        "request_logging.config.example": request_logging_config(
-            models, serve_versions, **logging)}, "The operator files")
+    paths = _check_output(output_dir, ("monitoring.config", "request_logging.config.example"),
+                          "The operator files")
+    return _write_ours(output_dir, paths, (monitoring_text, request_logging_config(
+        models, serve_versions, **logging)))
 
 
 def _check_ours(path):
