@@ -182,23 +182,23 @@ def _holds_only(folder, name, source):
 def save_model_weights(model, path):
     """`model.save_weights(path)` without a compiled model's optimizer slots (AdamW's
     two moments: twice the model's size); a model directory holds the model only."""
-    _weights_only(model, path, "save")
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None:
+        return model.save_weights(path)
+    from keras.src.saving import saving_lib
+
+    saving_lib.save_weights_only(model, path, objects_to_skip=[optimizer])
 
 
 def load_model_weights(model, path):
     """`model.load_weights(path)` without the optimizer, which a task compiled at
     construction may hold and a model directory's file has no values for."""
-    _weights_only(model, path, "load")
-
-
-def _weights_only(model, path, action):
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None:
-        return getattr(model, f"{action}_weights")(path)
+        return model.load_weights(path)
     from keras.src.saving import saving_lib
 
-    write = saving_lib.save_weights_only if action == "save" else saving_lib.load_weights_only
-    write(model, path, objects_to_skip=[optimizer])
+    saving_lib.load_weights_only(model, path, objects_to_skip=[optimizer])
 
 
 def weights_checksum(h5_file):
