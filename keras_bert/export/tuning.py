@@ -130,8 +130,13 @@ def choose_table(times, min_sub_batch, margin=MARGIN):
     return table, best
 
 
-def _timer(function, requests, calls=1):
-    """A function of round index -> seconds of `calls` calls on one request, per call."""
+def _timer(name, function, size, requests):
+    """A function of round index -> seconds per call of `function` (candidate `name`:
+    k or "chosen") on requests of `size` texts; requests of 1 text are timed over
+    SINGLE_CALLS calls a round."""
+    function(*requests[0])  # Untimed: the first call traces, or warms the caches.
+    calls = SINGLE_CALLS if size == 1 else 1
+
     def measure(round_index):
         start = time.perf_counter()
         for i in range(calls):
@@ -141,7 +146,7 @@ def _timer(function, requests, calls=1):
 
 
 def tune_sub_batches(module, texts, candidates=CANDIDATES, request_sizes=REQUEST_SIZES,
-                     seconds=TUNE_SECONDS, time_call=None):
+                     seconds=TUNE_SECONDS):
     """Measures each sub-batch count per request size and sets the fastest on `module`.
 
     Args:
@@ -152,8 +157,6 @@ def tune_sub_batches(module, texts, candidates=CANDIDATES, request_sizes=REQUEST
         candidates: ints, the sub-batch counts tried (1 is always tried).
         request_sizes: ints, texts per timed request.
         seconds: float, budget of the timed rounds (`MIN_ROUNDS` to `MAX_ROUNDS`).
-        time_call: None, or a callable (k or "chosen", request size, round
-            index) -> seconds that replaces the clock.
 
     Returns:
         dict, the JSON-able record for keras_bert_export.json.
@@ -174,12 +177,6 @@ def tune_sub_batches(module, texts, candidates=CANDIDATES, request_sizes=REQUEST
                                                 if module.pairs else ()))
         return made
 
-    def timer(name, function, size, made):
-        if time_call is not None:
-            return lambda round_index: time_call(name, size, round_index)
-        function(*made[0])  # Untimed: the first call traces, or warms the caches.
-        return _timer(function, made, SINGLE_CALLS if size == 1 else 1)
-
     def with_k(k):
         k = tf.constant(k, tf.int32)
         return lambda *request: module._keras.classify_in_sub_batches(*request, k)
@@ -189,7 +186,7 @@ def tune_sub_batches(module, texts, candidates=CANDIDATES, request_sizes=REQUEST
         made = requests(size, SINGLE_CALLS if size == 1 else 4)
         for k in candidates:
             if k == 1 or size >= module.MIN_SUB_BATCH * k:
-                measured[size, k] = timer(k, with_k(k), size, made)
+                measured[size, k] = _timer(k, with_k(k), size, made)
     samples = _rounds(measured, seconds, started)
     times = {size: {k: statistics.median(samples[size, k]) for (s, k) in measured if s == size}
              for size in request_sizes}
@@ -201,8 +198,8 @@ def tune_sub_batches(module, texts, candidates=CANDIDATES, request_sizes=REQUEST
     # the export then saves).
     single = requests(1, SINGLE_CALLS)
     untuned = tf.function(module.classify_one_batch)
-    check = _rounds({(1, 1): timer(1, untuned, 1, single),
-                     (1, "chosen"): timer("chosen", module.classify, 1, single)},
+    check = _rounds({(1, 1): _timer(1, untuned, 1, single),
+                     (1, "chosen"): _timer("chosen", module.classify, 1, single)},
                     0, time.perf_counter(), rounds=CHECK_ROUNDS)
     record = {
         "tuned": "sub_batches",

@@ -21,18 +21,20 @@ FAKE_TIMES = {1: {1: 0.010, "chosen": 0.010},
               64: {1: 0.400, 2: 0.300, 4: 0.220, 8: 0.250}}
 
 
-def fake_time_call(name, size, round_index):
-    return FAKE_TIMES[size][name] * (1 + 0.01 * (round_index % 2))
+def fake_timer(name, function, size, requests):
+    """tuning._timer on FAKE_TIMES instead of the clock (the candidate is not run)."""
+    return lambda round_index: FAKE_TIMES[size][name] * (1 + 0.01 * (round_index % 2))
 
 
 def texts_of(vocabulary, count=64):
     return tuning.synthetic_texts(vocabulary, count=count, seed=1)
 
 
-def test_the_measured_fastest_per_request_size_is_chosen(classifier_export):
+def test_the_measured_fastest_per_request_size_is_chosen(classifier_export, monkeypatch):
     module = build_serving_module(classifier_export["model"])
     texts = texts_of(module._keras.tokenizer.vocabulary)
-    record = tuning.tune_sub_batches(module, texts, time_call=fake_time_call, seconds=0)
+    monkeypatch.setattr(tuning, "_timer", fake_timer)
+    record = tuning.tune_sub_batches(module, texts, seconds=0)
 
     assert record["fastest"] == {"1": 1, "16": 2, "32": 4, "64": 4}
     assert record["chosen"] == [[16, 2], [32, 4]]
@@ -75,9 +77,7 @@ def test_sub_batch_tables_are_checked():
 @pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
 def test_tools_export_tunes_by_default_and_records_it(classifier_export, tmp_path, monkeypatch):
     # The fake clock of the test above, through tools/export.py's default path.
-    tune = tuning.tune_sub_batches
-    monkeypatch.setattr(tuning, "tune_sub_batches", lambda module, texts, **kwargs: tune(
-        module, texts, **{**kwargs, "time_call": fake_time_call}))
+    monkeypatch.setattr(tuning, "_timer", fake_timer)
     sample = tmp_path / "sample.txt"
     sample.write_text("a good movie\nthe film was not very good !\n\nthe cat\n")
     status, out, err = run_tool("export", "--model", classifier_export["model_dir"], "--output",
