@@ -11,6 +11,7 @@
 import numpy as np
 
 from keras_bert.tasks.text_embedding.search import cosine_matrix, unit_rows
+from keras_bert.training.correlation import spearman
 
 
 def positive_ranks(anchors, positives, targets=None):
@@ -45,26 +46,6 @@ def retrieval_metrics(anchors, positives, ks=(1, 10), targets=None):
     result = {f"recall@{k}": float(np.mean(ranks <= k)) for k in ks}
     result["mrr"] = float(np.mean(1.0 / ranks))
     return result
-
-
-def _average_ranks(values):
-    """float64 [N]: ranks 1..N of `values`, ties given their mean rank."""
-    values = np.asarray(values, "float64")
-    order = np.argsort(values, kind="stable")
-    ranks = np.empty(len(values))
-    ranks[order] = np.arange(1, len(values) + 1)
-    for value in np.unique(values):
-        tied = values == value
-        ranks[tied] = ranks[tied].mean()
-    return ranks
-
-
-def spearman(predicted, expected):
-    """Spearman's rho of two 1-D arrays (0.0 when either is constant)."""
-    a, b = _average_ranks(predicted), _average_ranks(expected)
-    a, b = a - a.mean(), b - b.mean()
-    denominator = np.sqrt(np.sum(a * a) * np.sum(b * b))
-    return float(np.sum(a * b) / denominator) if denominator > 0 else 0.0
 
 
 def pair_metrics(anchors, positives, scores=None, targets=None):
