@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import numbers
 
 from keras_bert import storage
 
@@ -159,6 +160,12 @@ def check_rate(name, value, owner=None):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
         where = f"{owner}.{name}" if owner else name
         raise ValueError(f"Expected {where} in [0, 1). Received: {name}={value!r}")
+
+
+def check_count(name, value):
+    """Raises ValueError unless `value` is an int >= 1 (a numpy int too, never a bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
 
 
 def _check_positive(name, value):

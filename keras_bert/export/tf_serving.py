@@ -17,6 +17,7 @@ import json
 import os
 
 from keras_bert import storage
+from keras_bert.config import check_count
 from keras_bert.files import OutputError, check_writable, write_text_atomic
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
@@ -181,9 +182,7 @@ def models_config(models, serve_versions=2, logging=None):
         logging: None, or a dict (sampling_rate, log_prefix, collector) for a
             `logging_config` in each model's config (`request_logging_config`).
     """
-    if not isinstance(serve_versions, int) or serve_versions < 1:
-        raise ValueError(f"Expected serve_versions to be an int >= 1. "
-                         f"Received: serve_versions={serve_versions!r}")
+    check_count("serve_versions", serve_versions)
     lines = ["# TF Serving --model_config_file (ModelServerConfig, text format), written by",
              "# tools/serving_config.py. TF Serving polls it with",
              "# --model_config_file_poll_wait_seconds; a version it serves is never reloaded,",

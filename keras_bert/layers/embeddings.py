@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_bert.config import check_rate
+from keras_bert.config import check_count, check_rate
 from keras_bert.layers.activations import initializer
 from keras_bert.layers.dropout import Dropout
 
@@ -55,8 +55,7 @@ class BertEmbeddings(keras.layers.Layer):
             ("hidden_size", hidden_size),
             ("max_position_embeddings", max_position_embeddings),
         ):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"Expected {name} >= 1. Received: {name}={value!r}")
+            check_count(name, value)
         if not isinstance(type_vocab_size, int) or type_vocab_size < 0:
             raise ValueError(f"Expected type_vocab_size >= 0. Received: "
                              f"type_vocab_size={type_vocab_size!r}")

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert.config import check_count
 from keras_bert.text.settings import DEFAULT_TRUNCATION, TRUNCATIONS
 
 
@@ -130,11 +131,7 @@ class BertPacker(keras.layers.Layer):
                 f"Expected truncation to be one of {TRUNCATIONS}. "
                 f"Received: truncation={truncation!r}"
             )
-        if not isinstance(pad_to_multiple_of, int) or pad_to_multiple_of < 1:
-            raise ValueError(
-                "Expected pad_to_multiple_of to be an int >= 1. "
-                f"Received: pad_to_multiple_of={pad_to_multiple_of!r}"
-            )
+        check_count("pad_to_multiple_of", pad_to_multiple_of)
         self.cls_token_id = cls_token_id
         self.sep_token_id = sep_token_id
         self.pad_token_id = pad_token_id

@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert import sources, storage
-from keras_bert.config import DTYPES, BertConfig
+from keras_bert.config import DTYPES, BertConfig, check_count
 from keras_bert.data import batching
 from keras_bert.data import labels as labels_lib
 from keras_bert.files import Kind, check_not_input, prepare_output_dir, remove_own
@@ -253,9 +253,7 @@ class FinetuneOptions(FinetuneFields):
                 f"Expected class_weights 'auto', a JSON file {{label: weight}} or a dict. "
                 f"Received: class_weights={self.class_weights!r} (no such file).")
         for name in ("epochs", "batch_size", "log_every"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
+            check_count(name, getattr(self, name))
         if not 0 <= self.warmup_fraction < 1:
             raise ValueError(f"Expected warmup_fraction in [0, 1). Received: {self.warmup_fraction!r}")
         check_optimizer_settings(self.weight_decay, self.global_clipnorm, self.learning_rate)

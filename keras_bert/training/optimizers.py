@@ -9,6 +9,7 @@ import math
 import keras
 import tensorflow as tf
 
+from keras_bert.config import check_count
 from keras_bert.training.schedules import LinearWarmupLinearDecay
 
 OPTIMIZERS = ("adamw", "lamb")
@@ -297,11 +298,7 @@ def create_optimizer(
         )
     check_optimizer_settings(weight_decay, global_clipnorm,
                              learning_rate if isinstance(learning_rate, (int, float)) else None)
-    if not isinstance(gradient_accumulation_steps, int) or gradient_accumulation_steps < 1:
-        raise ValueError(
-            "Expected gradient_accumulation_steps to be an int >= 1. Received: "
-            f"gradient_accumulation_steps={gradient_accumulation_steps!r}"
-        )
+    check_count("gradient_accumulation_steps", gradient_accumulation_steps)
     if num_train_steps is None:
         if warmup_steps:
             raise ValueError(

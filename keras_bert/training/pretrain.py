@@ -16,7 +16,7 @@ import os
 import keras
 import tensorflow as tf
 
-from keras_bert.config import DTYPES
+from keras_bert.config import DTYPES, check_count
 from keras_bert.files import WAY_OUT, OutputError, check_not_input, check_writable
 from keras_bert.data import pretraining_data
 from keras_bert.models import BertEncoder, BertPretrainer
@@ -84,9 +84,7 @@ class PretrainingConfig:
         for name in ("num_train_steps", "batch_size", "gradient_accumulation_steps",
                      "steps_per_execution", "checkpoint_every", "max_checkpoints",
                      "log_every"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
+            check_count(name, getattr(self, name))
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(
                 f"Expected optimizer in {OPTIMIZERS}. Received: optimizer={self.optimizer!r}")

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_bert.config import check_count
+
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
@@ -33,10 +35,7 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
             raise ValueError(
                 f"Expected learning_rate > 0. Received: learning_rate={learning_rate!r}"
             )
-        if not isinstance(decay_steps, int) or decay_steps < 1:
-            raise ValueError(
-                f"Expected decay_steps to be an int >= 1. Received: decay_steps={decay_steps!r}"
-            )
+        check_count("decay_steps", decay_steps)
         if not isinstance(warmup_steps, int) or not 0 <= warmup_steps < decay_steps:
             raise ValueError(
                 "Expected warmup_steps to be an int in [0, decay_steps). Received: "

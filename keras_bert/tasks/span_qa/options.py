@@ -4,6 +4,7 @@ import dataclasses
 import math
 import typing
 
+from keras_bert.config import check_count
 from keras_bert.data.task_options import field
 
 
@@ -25,9 +26,7 @@ class SpanQAOptions:
 
     def __post_init__(self):
         for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
+            check_count(name, getattr(self, name))
         value = self.null_score_diff_threshold
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
             raise ValueError(f"Expected null_score_diff_threshold to be a finite number. Received: "

@@ -9,6 +9,7 @@ max-context tokens, n-best span pairing and the null score are
 
 import tensorflow as tf
 
+from keras_bert.config import check_count
 from keras_bert.export.serving_module import STRINGS, BertServingModule, check_same_batch
 from keras_bert.tasks.span_qa import windows as windows_lib
 
@@ -69,8 +70,7 @@ class SpanQAServingModule(BertServingModule):
                             ("max_answer_length", max_answer_length),
                             ("n_best_size", n_best_size),
                             ("max_windows", max_windows)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"Expected {name} to be an int >= 1. Received: {name}={value!r}")
+            check_count(name, value)
         length = preprocessor.truncation_length
         self.pair_separator = preprocessor.packer.pair_separator
         if length < 5:

@@ -6,6 +6,8 @@ For millions of vectors, hand `EmbeddingIndex.embeddings` to a vector index.
 
 import numpy as np
 
+from keras_bert.config import check_count
+
 # Queries scored per matrix product: bounds the [chunk, N] score matrix.
 _QUERY_CHUNK = 1024
 
@@ -50,8 +52,7 @@ def nearest(queries, corpus, k=10):
         scores are ordered by corpus index.
     """
     queries, corpus = as_embeddings(queries, "queries"), as_embeddings(corpus, "corpus")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"Expected top_k to be an int >= 1. Received: top_k={k!r}")
+    check_count("top_k", k)
     if len(corpus) == 0:
         raise ValueError("The corpus is empty: embed at least one document to search.")
     if queries.shape[1] != corpus.shape[1]:
