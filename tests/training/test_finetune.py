@@ -59,7 +59,7 @@ def test_classification_learns_writes_ram_and_refuses_to_replace_it(workdir):
     args = ("--task", "classification", "--model", workdir / "tiny",
             "--train", _ram_csv(f"{ram}/train.csv", sentiment_rows(200, 0)),
             "--eval", _ram_csv(f"{ram}/dev.csv", sentiment_rows(40, 1)),
-            "--output", output, "--learning-rate", 5e-3, "--epochs", 5, "--batch-size", 8,
+            "--output", output, "--learning-rate", 5e-3, "--epochs", 3, "--batch-size", 8,
             "--max-seq-length", 16, "--early-stopping-patience", 0)
     code, log = run_tool(*args)
     assert code == 0, log
