@@ -18,7 +18,7 @@ from keras_bert.training.distribute import (
     worker_info,
 )
 from tests.conftest import run_tool
-from tests.training.finetune_fixtures import make_model_dir, write_sentiment_splits
+from tests.training.finetune_fixtures import write_sentiment_splits
 from tests.training.test_distribute import _free_port
 
 
@@ -191,11 +191,12 @@ def test_workers_wait_for_each_other_then_for_a_missing_one_with_a_bound(caplog)
     assert f"waiting for worker 1 at 127.0.0.1:{ports[1]}" in caplog.text
 
 
-def test_the_finetune_tool_names_the_worker_that_never_started(tmp_path, monkeypatch):
+def test_the_finetune_tool_names_the_worker_that_never_started(tmp_path, monkeypatch,
+                                                               tiny_model_dir):
     # In this process: the tool stops in wait_for_workers, before any strategy is made.
     root = tmp_path / "data"
     root.mkdir()
-    write_sentiment_splits(root, 16, 8, model_dir=make_model_dir(str(tmp_path / "model")))
+    write_sentiment_splits(root, 16, 8, model_dir=tiny_model_dir)
     ports, _ = _two_workers(0)
     monkeypatch.setenv("TF_CONFIG", "")  # Recorded, so the TF_CONFIG the tool sets is undone.
     monkeypatch.delenv("TF_CONFIG")

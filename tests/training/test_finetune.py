@@ -1,16 +1,19 @@
 """tools/finetune.py end to end (in this process) on hand-made data with a tiny model, and the loop's rules
-(its signals: tests/training/test_talking.py)."""
+(its signals: tests/training/test_talking.py); its ram:// output and tools/export.py reading it
+(issue 38 item 4)."""
 
 import json
 import os
+import secrets
 
 import numpy as np
 import pytest
 
+from keras_bert import storage
 from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from keras_bert.tasks.classification.options import ClassificationOptions
 from keras_bert.training import finetune as finetune_lib
-from tests.conftest import run_tool as run_finetune_tool
+from tests.conftest import run_tool as tool_in_process
 from tests.training.finetune_fixtures import (
     CONLL_TEXT,
     sentiment_rows,
@@ -32,7 +35,7 @@ def workdir(tmp_path_factory, tiny_model_dir):
 
 def run_tool(*args):
     """tools/finetune.py in this process (tests.conftest.run_tool); returns (status, output)."""
-    code, out, err = run_finetune_tool("finetune", "--jit-compile", "off", *args)
+    code, out, err = tool_in_process("finetune", "--jit-compile", "off", *args)
     return code, out + err
 
 
@@ -41,23 +44,48 @@ def read_task_json(model_dir):
         return json.load(f)
 
 
-def test_classification_learns_and_writes_the_best_model(workdir):
-    output = workdir / "cls"
-    code, log = run_tool(
-        "--task", "classification", "--model", workdir / "tiny", "--train", workdir / "train.csv",
-        "--eval", workdir / "dev.csv", "--output", output, "--learning-rate", 5e-3, "--epochs", 5,
-        "--batch-size", 8, "--max-seq-length", 16, "--early-stopping-patience", 0)
+def _ram_csv(path, rows):
+    storage.write_bytes(path, ("text,label\n" + "".join(f"{t},{y}\n" for t, y in rows)).encode())
+    return path
+
+
+def test_classification_learns_writes_ram_and_refuses_to_replace_it(workdir):
+    # One fine-tune for two checks: it learns and writes the best model, and a
+    # ram:// --output (ram:// is this process' memory: the tools run in this
+    # process) is protected as a local one (no --overwrite: refused, nothing
+    # replaced); the export tool reads back what it wrote remotely.
+    ram = f"ram://tools-{secrets.token_hex(4)}"
+    output = f"{ram}/models/sentiment"
+    args = ("--task", "classification", "--model", workdir / "tiny",
+            "--train", _ram_csv(f"{ram}/train.csv", sentiment_rows(200, 0)),
+            "--eval", _ram_csv(f"{ram}/dev.csv", sentiment_rows(40, 1)),
+            "--output", output, "--learning-rate", 5e-3, "--epochs", 3, "--batch-size", 8,
+            "--max-seq-length", 16, "--early-stopping-patience", 0)
+    code, log = run_tool(*args)
     assert code == 0, log
-    assert "best epoch" in log
-    info = read_task_json(output)
+    assert "best epoch" in log and f"wrote {output}" in log
+    manifest = storage.committed_manifest(output)
+    assert manifest and "model.weights.h5" in manifest["files"]
+    info = json.loads(storage.read_bytes(f"{output}/task.json"))
     assert info["task"] == "classification"
     assert info["task_config"]["label_names"] == ["neg", "pos"]
     assert info["max_seq_length"] == 16 and info["lowercase"] is True
     assert info["pairs"] is False
     assert info["eval_metrics"]["accuracy"] >= 0.9
-    assert not os.path.exists(str(output) + ".checkpoints")  # Removed after the run.
-    model = BertClassifier.from_pretrained(str(output))
+    assert not storage.exists(output + ".checkpoints")  # Removed after the run.
+    model = BertClassifier.from_pretrained(output)
     assert model.label_names == ["neg", "pos"]
+
+    # Again without --overwrite: refused before any work, the committed model untouched.
+    code, log = run_tool(*args)
+    assert code == 1 and "exists; pass --overwrite" in log
+    assert storage.committed_manifest(output) == manifest
+
+    code, out, err = tool_in_process("export", "--model", output,
+                                     "--output", f"{ram}/exports/sentiment", "--no-tune")
+    assert code == 0, err
+    assert storage.committed_manifest(f"{ram}/exports/sentiment/1")
+    assert f"{ram}/exports/sentiment/1" in out
 
 
 @pytest.mark.slow

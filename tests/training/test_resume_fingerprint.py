@@ -8,7 +8,7 @@ import pytest
 from keras_bert.training import finetune as finetune_lib
 from tests.training.finetune_fixtures import make_model_dir, sentiment_rows, write_rows
 
-# Each test fine-tunes twice through the tool.
+# The resume test fine-tunes (a crashed run, then its resume) through finetune().
 pytestmark = pytest.mark.slow
 
 
@@ -50,9 +50,13 @@ def _crashed_run(tmp_path, model_dir, rows):
     return train_file, dev_file, output, checkpoint_dir
 
 
-def test_resume_after_the_training_file_changed_is_refused(tmp_path, model_dir):
+def test_resume_refuses_changed_data_or_options_and_continues_on_the_same_files(tmp_path,
+                                                                                model_dir):
+    # One crashed run for every case: a refused resume leaves its checkpoints as they
+    # were, so the last case (the same files) resumes from them.
     rows = sentiment_rows(40)
     train_file, dev_file, output, checkpoint_dir = _crashed_run(tmp_path, model_dir, rows)
+
     # The same rows and size, labels swapped: a resume would train on other data.
     swapped = [(text, {"pos": "neg", "neg": "pos"}[label]) for text, label in rows]
     write_rows(train_file, swapped)
@@ -64,27 +68,14 @@ def test_resume_after_the_training_file_changed_is_refused(tmp_path, model_dir):
     assert "--checkpoint-dir" in message and "restore the file" in message
     assert "\n" not in message
 
-
-def test_resume_after_a_row_was_edited_to_another_size_is_refused(tmp_path, model_dir):
-    rows = sentiment_rows(40)
-    train_file, dev_file, output, checkpoint_dir = _crashed_run(tmp_path, model_dir, rows)
-    rows[3] = ("the movie was good good", rows[3][1])  # Same row count, more bytes.
-    write_rows(train_file, rows)
+    edited = list(rows)
+    edited[3] = ("the movie was good good", rows[3][1])  # Same row count, more bytes.
+    write_rows(train_file, edited)
     size = os.path.getsize(train_file)
     with pytest.raises(ValueError, match=f"changed size \\(\\d+ -> {size} bytes\\)"):
         _start(model_dir, train_file, dev_file, output, checkpoint_dir)
 
-
-def test_resume_on_the_same_files_continues(tmp_path, model_dir):
-    train_file, dev_file, output, checkpoint_dir = _crashed_run(tmp_path, model_dir,
-                                                                sentiment_rows(40))
-    result = _start(model_dir, train_file, dev_file, output, checkpoint_dir, stop=False)
-    assert result.steps == 5 and result.best_epoch == 1
-
-
-def test_changed_options_are_still_refused(tmp_path, model_dir):
-    train_file, dev_file, output, checkpoint_dir = _crashed_run(tmp_path, model_dir,
-                                                                sentiment_rows(40))
+    write_rows(train_file, rows)  # The file as the run read it.
     train = finetune_lib.read_task_data("classification", train_file, True, OPTIONS)
     dev = finetune_lib.read_task_data("classification", dev_file, False, OPTIONS)
     other = finetune_lib.FinetuneOptions(epochs=1, batch_size=8, max_seq_length=16,
@@ -92,6 +83,9 @@ def test_changed_options_are_still_refused(tmp_path, model_dir):
     with pytest.raises(ValueError, match="checkpoints of another fine-tuning run"):
         finetune_lib.finetune("classification", model_dir, output, train, dev, other,
                               checkpoint_dir=checkpoint_dir)
+
+    result = _start(model_dir, train_file, dev_file, output, checkpoint_dir, stop=False)
+    assert result.steps == 5 and result.best_epoch == 1
 
 
 def test_large_files_are_fingerprinted_by_a_sample(tmp_path, monkeypatch):
