@@ -188,7 +188,6 @@ LONGEST_FIRST = (
     "tests.training.test_finetune",
     "tests.training.test_trainer",
     "tests.training.test_optimizers",
-    "tests.training.test_remote_tools",
     "tests.training.test_bad_input",
     "tests.training.test_finetune_preprocessor",
 )
