@@ -96,6 +96,14 @@ SKIP = {
     "exports/README.md: stub = prediction_service_pb2_grpc.PredictionServiceStub(":
         "needs a running TF Serving and tensorflow-serving-api",
 }
+# Commands run on another page exactly as written, on the same stand-ins, where nothing
+# after them on their own page reads what they write: key (as in SKIP) -> the page that
+# runs it. A LiteRT conversion costs about 30 s of CPU; docs/litert.md and
+# exports/README.md run this one (their later examples read its model.tflite).
+RUN_ON_ANOTHER_PAGE = {
+    "docs/export.md: $ python tools/export.py --model models/sentiment --output "
+    "exports/sentiment-lite --format tflite": "docs/litert.md",
+}
 
 # Tool flags set to tiny values (added when absent): command prefix -> {flag: value}; every
 # prefix that a command starts with applies.
@@ -142,6 +150,8 @@ class Example:
         return f"{self.readme}: {(code or self.text.splitlines())[0]}"
 
     def skip_reason(self):
+        if self.key in RUN_ON_ANOTHER_PAGE:
+            return f"the same command runs on {RUN_ON_ANOTHER_PAGE[self.key]}"
         return self.not_run or next(
             (why for k, why in SKIP.items() if self.key.startswith(k)), None)
 
@@ -231,6 +241,14 @@ def test_every_example_runs_or_is_skipped():
     assert not neither, "README examples neither run nor listed in SKIP:\n" + "\n".join(neither)
     stale = [k for k in SKIP if not any(e.key.startswith(k) for e in found)]
     assert not stale, f"SKIP entries that match no README example: {stale}"
+
+
+def test_a_command_skipped_as_run_on_another_page_runs_there():
+    for key, other in RUN_ON_ANOTHER_PAGE.items():
+        page, command = key.split(": $ ", 1)
+        assert [e for e in examples(page) if e.key == key], key
+        assert [e for e in examples(other) if e.kind == "command" and e.text == command
+                and runnable(e) and not e.skip_reason()], (key, other)
 
 
 def test_tool_commands_get_tiny_flags():
