@@ -9,8 +9,6 @@ model's preprocessor, task.json and the export use.
 import csv
 import json
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -34,7 +32,6 @@ from tests.checkpoints.conftest import (
     to_huggingface,
     write_huggingface,
 )
-from tests.conftest import ROOT
 from tests.conftest import tiny_config as suite_config
 from tests.training.finetune_fixtures import make_vocab, sentiment_rows
 
@@ -195,21 +192,3 @@ def test_save_then_from_pretrained_round_trips_every_accepted_combination(
     model.save_pretrained(path)
     again = BertClassifier.from_pretrained(path)
     assert _lengths(again.preprocessor) == _lengths(preprocessor)
-
-
-def test_a_fresh_process_loads_the_saved_lengths(fitted_dir):
-    path, logits = fitted_dir
-    script = (
-        "import json, sys\n"
-        "import keras_bert\n"
-        "model = keras_bert.BertClassifier.from_pretrained(sys.argv[1])\n"
-        "p = model.preprocessor\n"
-        "print(json.dumps([p.sequence_length, p.max_seq_length,\n"
-        "                  model.predict(['the movie was good'], verbose=0).tolist()]))\n")
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    done = subprocess.run([sys.executable, "-c", script, path], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    sequence_length, max_seq_length, again = json.loads(done.stdout.strip().splitlines()[-1])
-    assert (sequence_length, max_seq_length) == (16, 16)
-    np.testing.assert_allclose(again, logits, atol=1e-5)

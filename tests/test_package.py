@@ -1,5 +1,5 @@
-"""`import keras_bert` as users run it: every public name in both spellings, and `.keras`
-reloads, in fresh interpreters, whichever of `keras` and `keras_bert` is imported first
+"""`import keras_bert` as users run it: every public name in both spellings, `.keras`
+reloads and a model directory's saved text lengths, in fresh interpreters, whichever of `keras` and `keras_bert` is imported first
 (issue 45); nothing added to the import system; Keras' own functions.
 
 Each import order is one process (the names are batched), since a process that has
@@ -68,6 +68,14 @@ for model in (classifier, embedder):
     name = type(model).__name__
     model.save(f"{work}/{name}.keras")
     np.save(f"{work}/{name}.npy", model.predict(texts, verbose=0))
+# Issue 45 item 3's classifier: packed to 16 on a 32-position encoder (shorter than every
+# default length), saved as a model directory.
+short = keras_bert.BertClassifier(
+    keras_bert.BertEncoder(**{**config.to_dict(), "max_position_embeddings": 32}), num_classes=2,
+    preprocessor=keras_bert.BertPreprocessor.from_vocab_file(f"{work}/vocab.txt",
+                                                             sequence_length=16))
+short.save_pretrained(f"{work}/lengths")
+np.save(f"{work}/lengths.npy", short.predict(texts, verbose=0))
 """
 
 LOAD = """
@@ -82,6 +90,14 @@ for name in ("BertClassifier", "BertTextEmbedder"):
                       model.optimizer.epsilon_form],
         "diff": float(np.abs(model.predict(texts, verbose=0)
                              - np.load(f"{work}/{name}.npy")).max())}
+"""
+
+# The model directory of the short classifier, loaded by a process that never saw it saved.
+LOAD_LENGTHS = """
+short = keras_bert.BertClassifier.from_pretrained(f"{work}/lengths")
+report["lengths"] = {
+    "lengths": [short.preprocessor.sequence_length, short.preprocessor.max_seq_length],
+    "diff": float(np.abs(short.predict(texts, verbose=0) - np.load(f"{work}/lengths.npy")).max())}
 """
 
 
@@ -103,6 +119,8 @@ def reports(tmp_path_factory):
             steps.append(BUILD)
         else:
             steps.append(LOAD)
+        if order == "keras, then keras_bert":
+            steps.append(LOAD_LENGTHS)
         steps.append("import json\nprint(json.dumps(report))")
         found[order] = run_fresh("\n".join(steps), work, first, how)
     return found
@@ -130,4 +148,12 @@ def test_a_compiled_task_reloads_from_keras_in_a_fresh_process(reports, order, n
     assert loaded["class"] == name and loaded["compiled"]
     # keras_bert's AdamW with its state (the classifier's one fit step) and torch's epsilon.
     assert loaded["optimizer"] == ["AdamW", int(name == "BertClassifier"), "torch"]
+    assert loaded["diff"] < 1e-5
+
+
+def test_a_fresh_process_loads_a_model_directory_s_saved_lengths(reports):
+    # Was: "max_seq_length=512 (saved in ...)" (issue 45 item 3); in process:
+    # tests/test_one_text_setting.py::test_the_issue_classifier_loads_its_own_directory.
+    loaded = reports["keras, then keras_bert"]["lengths"]
+    assert loaded["lengths"] == [16, 16]
     assert loaded["diff"] < 1e-5

@@ -96,6 +96,14 @@ SKIP = {
     "exports/README.md: stub = prediction_service_pb2_grpc.PredictionServiceStub(":
         "needs a running TF Serving and tensorflow-serving-api",
 }
+# Commands run on another page exactly as written, on the same stand-ins, where nothing
+# after them on their own page reads what they write: key (as in SKIP) -> the page that
+# runs it. A LiteRT conversion costs about 30 s of CPU; docs/litert.md and
+# exports/README.md run this one (their later examples read its model.tflite).
+RUN_ON_ANOTHER_PAGE = {
+    "docs/export.md: $ python tools/export.py --model models/sentiment --output "
+    "exports/sentiment-lite --format tflite": "docs/litert.md",
+}
 
 # Tool flags set to tiny values (added when absent): command prefix -> {flag: value}; every
 # prefix that a command starts with applies.
@@ -115,6 +123,12 @@ TINY_FLAGS = {
 }
 # A tiny flag left out of a command that turns off what it sizes (the tool refuses both).
 TINY_UNLESS = {"--tune-seconds": ("--no-tune", "--sub-batches", "tflite")}
+# The export tool's tuning traces and times every sub-batch count at every request size
+# (about 13 s of CPU on the stand-in, more than the rest of the export): it runs for real,
+# every candidate, in README.md's export (the quickstart's). The other pages' export
+# commands, the same tool on the same stand-ins otherwise, run with --no-tune
+# (tests/export/test_export_tuning.py tests the tool's tuning path with a fake clock).
+TUNED_PAGE = "README.md"
 
 
 class Example:
@@ -136,6 +150,8 @@ class Example:
         return f"{self.readme}: {(code or self.text.splitlines())[0]}"
 
     def skip_reason(self):
+        if self.key in RUN_ON_ANOTHER_PAGE:
+            return f"the same command runs on {RUN_ON_ANOTHER_PAGE[self.key]}"
         return self.not_run or next(
             (why for k, why in SKIP.items() if self.key.startswith(k)), None)
 
@@ -181,8 +197,10 @@ def examples(readme):
     return found
 
 
-def tool_argv(command):
-    """`python tools/X.py args` -> [tools/X.py, args...] with TINY_FLAGS applied, else None."""
+def tool_argv(command, tune=True):
+    """`python tools/X.py args` -> [tools/X.py, args...] with TINY_FLAGS applied, else None.
+    With `tune=False`, an export command that would tune (1 s) and names no tuning flag
+    gets --no-tune instead."""
     import shlex
 
     words = shlex.split(command)
@@ -194,6 +212,10 @@ def tool_argv(command):
             tiny.update(flags)
     tiny = {flag: value for flag, value in tiny.items()
             if not set(TINY_UNLESS.get(flag, ())) & set(words)}
+    names_tuning = {"--tune-seconds", "--tune-texts"} & set(words)
+    if not tune and "--tune-seconds" in tiny and not names_tuning:
+        del tiny["--tune-seconds"]
+        argv.append("--no-tune")
     for k in range(len(argv) - 1):
         if argv[k] in tiny:
             argv[k + 1] = tiny.pop(argv[k])
@@ -221,6 +243,14 @@ def test_every_example_runs_or_is_skipped():
     assert not stale, f"SKIP entries that match no README example: {stale}"
 
 
+def test_a_command_skipped_as_run_on_another_page_runs_there():
+    for key, other in RUN_ON_ANOTHER_PAGE.items():
+        page, command = key.split(": $ ", 1)
+        assert [e for e in examples(page) if e.key == key], key
+        assert [e for e in examples(other) if e.kind == "command" and e.text == command
+                and runnable(e) and not e.skip_reason()], (key, other)
+
+
 def test_tool_commands_get_tiny_flags():
     argv = tool_argv("python tools/pretrain.py --train data/train --num-train-steps 600 "
                      "--batch-size 32 --output runs/tiny")
@@ -231,6 +261,10 @@ def test_tool_commands_get_tiny_flags():
     assert tool_argv("docker run tensorflow/serving") is None
     assert tool_argv("python tools/export.py --model m --output e")[-2:] == ["--tune-seconds", "1"]
     assert "--tune-seconds" not in tool_argv("python tools/export.py --model m --format tflite")
+    assert tool_argv("python tools/export.py --model m --output e", tune=False)[-1] == "--no-tune"
+    for kept in ("--format tflite", "--sub-batches 2", "--tune-seconds 5", "--tune-texts t.txt"):
+        argv = tool_argv(f"python tools/export.py --model m {kept}", tune=False)
+        assert "--no-tune" not in argv, argv
 
 
 def test_every_readme_tool_command_parses():
@@ -304,17 +338,27 @@ def test_every_docs_page_is_run_and_linked_from_the_readme():
 # The pages run in this many runner processes (on copies of one prepared folder, `stand_ins`),
 # so the slow tier's two workers share them (each group is its own xdist_group).
 PAGE_GROUPS = 3
-# What a runnable example costs, roughly: a tool that trains or exports traces a model.
+# What a runnable example costs, in CPU seconds on the stand-ins (measured one by one at load
+# 12-19, so roughly): a LiteRT conversion 35, a Python block 8 (its own interpreter imports
+# TensorFlow: 6 of them), a tool that trains or exports 12 (in the runner, TensorFlow already
+# imported; the tuned export 21), any other command 2.
 HEAVY_TOOLS = ("python tools/finetune.py", "python tools/pretrain.py", "python tools/export.py",
                "python tools/create_pretraining_data.py", "python tools/convert_checkpoint.py")
+
+
+def example_cost(example):
+    if "--format tflite" in example.text or 'format="tflite"' in example.text:
+        return 35
+    if example.kind == "python":
+        return 8
+    return 12 if example.text.startswith(HEAVY_TOOLS) else 2
 
 
 def page_groups(groups=PAGE_GROUPS):
     """The pages split into `groups` lists of about equal cost (greedy, costliest page first);
     every page is in exactly one."""
     def cost(page):
-        return sum(3 if e.text.startswith(HEAVY_TOOLS) else 1
-                   for e in examples(page) if runnable(e) and not e.skip_reason())
+        return sum(example_cost(e) for e in examples(page) if runnable(e) and not e.skip_reason())
 
     split = [[] for _ in range(groups)]
     for page in sorted(pages(), key=cost, reverse=True):
@@ -326,6 +370,8 @@ def test_page_groups_hold_every_page_once():
     split = page_groups()
     assert sorted(p for group in split for p in group) == sorted(pages())
     assert all(split)
+    # The two costliest pages (their LiteRT conversions) run in different groups.
+    assert not [g for g in split if {"docs/litert.md", "exports/README.md"} <= set(g)], split
 
 
 @pytest.fixture(scope="session")
@@ -502,6 +548,16 @@ def run_tool(argv):
         sys.argv = saved
 
 
+def cpu_seconds():
+    """CPU seconds of this process and its finished children (a Python block's interpreter):
+    on a loaded machine, what an example costs; its wall time is mostly waiting."""
+    import resource
+
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                          resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def run_examples(found, times):
     """Runs examples in order; appends (seconds, where) to `times`; returns the failures."""
     import traceback
@@ -512,7 +568,7 @@ def run_examples(found, times):
         if reason:
             print(f"{example.where} skipped: {reason}", flush=True)
             continue
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu = time.perf_counter(), cpu_seconds()
         try:
             if example.kind == "python":  # its own interpreter, as a user pastes it
                 done = subprocess.run([sys.executable, "-"], input=example.after + example.text,
@@ -521,7 +577,7 @@ def run_examples(found, times):
                 if done.returncode:
                     raise RuntimeError(f"exit status {done.returncode}:\n{done.stderr[-4000:]}")
             elif tool_argv(example.text):
-                run_tool(tool_argv(example.text))
+                run_tool(tool_argv(example.text, tune=example.readme == TUNED_PAGE))
             else:  # `python -c ...`: its own interpreter, as written.
                 subprocess.run(["bash", "-c", sys.executable + example.text[len("python"):]],
                                check=True, timeout=300)
@@ -533,7 +589,7 @@ def run_examples(found, times):
             continue
         seconds = time.perf_counter() - start
         times.append((seconds, example.where))
-        print(f"{example.where} {example.kind} (cpu {time.process_time() - cpu:.1f}s) "
+        print(f"{example.where} {example.kind} (cpu {cpu_seconds() - cpu:.1f}s) "
               f"{seconds:.1f}s ok", flush=True)
     return failures
 
