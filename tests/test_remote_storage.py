@@ -256,6 +256,7 @@ def test_a_model_directory_and_a_keras_file_on_ram_round_trip_and_a_cut_commit_r
 # save_pretrained of a tiny encoder seeded with argv[3] to argv[2]; its first
 # weight goes to argv[4] first, so the test knows what "new" is.
 _SAVE_PRETRAINED = """
+import sys
 import keras
 import numpy as np
 from keras_bert.models import BertEncoder
