@@ -346,6 +346,7 @@ def test_a_sigkilled_save_pretrained_loads_old_or_new_whole_and_a_rewrite_works(
 
 
 _EXPORT = """
+import sys
 from keras_bert.export import export_model
 export_model(sys.argv[1], sys.argv[2], overwrite=True, warmup=False)
 """
