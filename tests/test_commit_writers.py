@@ -2,7 +2,8 @@
 data, SIGKILLed at each step of their commit, two exports at once, a reader while a
 model directory is replaced, configs checked before anything is built.
 
-The kills run real writer processes (TensorFlow imports: ~10 s each) and are marked
+The kills run real writer processes, forked from one process that imported
+TensorFlow once for the module (tests/writer_harness.py Forker), and are marked
 `slow`; the rest runs in this process.
 """
 
@@ -31,13 +32,22 @@ from tests.training.finetune_fixtures import make_vocab
 pytestmark = pytest.mark.slow
 
 
-def start(script, *args, step=None, marker=None, count=1):
+@pytest.fixture(scope="module")
+def forker():
+    """The module's writer processes are forked from it: one TensorFlow import."""
+    forker = writer_harness.Forker()
+    yield forker
+    forker.close()
+
+
+def start(script, *args, forker, step=None, marker=None, count=1):
     return writer_harness.start(textwrap.dedent(script), *args, stop=step, marker=marker,
-                                count=count)
+                                count=count, forker=forker)
 
 
-def kill_at(step, script, *args, tmp_path, count=1):
-    writer_harness.kill_at(step, textwrap.dedent(script), *args, tmp_path=tmp_path, count=count)
+def kill_at(step, script, *args, tmp_path, forker, count=1):
+    writer_harness.kill_at(step, textwrap.dedent(script), *args, tmp_path=tmp_path, count=count,
+                           forker=forker)
 
 
 def encoder(seed):
@@ -69,12 +79,12 @@ _SAVE = """
     ("staged", "exchange", "old"), ("committed", "exchange", "new"),
     ("old-moved", "no-exchange", "old")])
 def test_save_pretrained_killed_at_each_step_leaves_a_whole_model(step, mode, expected,
-                                                                  tmp_path):
+                                                                  tmp_path, forker):
     models = tmp_path / "models"
     old = encoder(0)
     old.save_pretrained(str(models / "m"))
     new = encoder(1)  # What the killed writer saves (seed 1).
-    kill_at(step, _SAVE, models / "m", mode, tmp_path=tmp_path)
+    kill_at(step, _SAVE, models / "m", mode, tmp_path=tmp_path, forker=forker)
     # Other targets' writers in the same folder keep the killed writer's staging.
     new.save_pretrained(str(models / "m-x"))
     new.save(str(models / "m.keras"))
@@ -95,10 +105,10 @@ _SAVE_KERAS = """
 
 
 @pytest.mark.slow
-def test_a_keras_save_killed_before_its_rename_keeps_the_old_file(tmp_path):
+def test_a_keras_save_killed_before_its_rename_keeps_the_old_file(tmp_path, forker):
     old = encoder(0)
     old.save(str(tmp_path / "m.keras"))
-    kill_at("staged", _SAVE_KERAS, tmp_path / "m.keras", tmp_path=tmp_path)
+    kill_at("staged", _SAVE_KERAS, tmp_path / "m.keras", tmp_path=tmp_path, forker=forker)
     assert len([n for n in os.listdir(tmp_path) if n.startswith(".tmp-m.keras-")]) == 1
     loaded = keras.saving.load_model(str(tmp_path / "m.keras"))
     np.testing.assert_array_equal(np.array(loaded.weights[0]), np.array(old.weights[0]))
@@ -115,7 +125,8 @@ _CONVERT = """
 
 @pytest.mark.slow
 @pytest.mark.parametrize("step, expected", [("staged", "old"), ("committed", "new")])
-def test_a_conversion_killed_at_its_commit_leaves_a_whole_model(step, expected, tmp_path):
+def test_a_conversion_killed_at_its_commit_leaves_a_whole_model(step, expected, tmp_path,
+                                                                 forker):
     from keras_bert.checkpoints import convert_checkpoint
     from tests.checkpoints.conftest import (
         huggingface_config,
@@ -138,7 +149,7 @@ def test_a_conversion_killed_at_its_commit_leaves_a_whole_model(step, expected, 
     assert not np.array_equal(old, new)
     # The converter's own commit is the second time each step is reached: its
     # model directory is first saved into its staging folder, with the same steps.
-    kill_at(step, _CONVERT, folders[1], out, tmp_path=tmp_path, count=2)
+    kill_at(step, _CONVERT, folders[1], out, tmp_path=tmp_path, forker=forker, count=2)
     got = first_weights(out)
     np.testing.assert_array_equal(got, old if expected == "old" else new)
 
@@ -153,13 +164,14 @@ _EXPORT = """
 
 
 @pytest.mark.slow
-def test_two_exports_at_once_get_two_versions(classifier_export, tmp_path):
+def test_two_exports_at_once_get_two_versions(classifier_export, tmp_path, forker):
     base = tmp_path / "exports" / "sentiment"
     marker = tmp_path / "resolved"
     # The second export has chosen version 1 and waits; the first one commits 1 meanwhile.
-    second = start(_EXPORT, classifier_export["model_dir"], base, step="resolved", marker=marker)
+    second = start(_EXPORT, classifier_export["model_dir"], base, forker=forker, step="resolved",
+                   marker=marker)
     writer_harness.wait_paused(marker, second)
-    first = start(_EXPORT, classifier_export["model_dir"], base)
+    first = start(_EXPORT, classifier_export["model_dir"], base, forker=forker)
     first_path = first.communicate()[0].strip().splitlines()[-1]
     with open(base / "1" / "saved_model.pb", "rb") as f:
         committed = f.read()
@@ -176,10 +188,11 @@ def test_two_exports_at_once_get_two_versions(classifier_export, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("step", ["claimed", "staged", "committed"])
 def test_an_export_killed_at_each_step_leaves_whole_versions(step, classifier_export,
-                                                             tmp_path):
+                                                             tmp_path, forker):
     base = tmp_path / "exports" / "sentiment"
     export_model(classifier_export["model_dir"], str(base), max_seq_length=16, warmup=False)
-    kill_at(step, _EXPORT, classifier_export["model_dir"], base, tmp_path=tmp_path)
+    kill_at(step, _EXPORT, classifier_export["model_dir"], base, tmp_path=tmp_path,
+            forker=forker)
     versions = sorted(n for n in os.listdir(base) if n.isdigit())
     assert versions == (["1", "2"] if step == "committed" else ["1"])
     for version in versions:
@@ -228,9 +241,11 @@ def data_fixture(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("step, expected", [
     ("data:staged", "old"), ("data:committed", "new"), ("data:swap", "new")])
-def test_pretraining_data_killed_mid_commit_is_old_or_new_whole(step, expected, tmp_path):
+def test_pretraining_data_killed_mid_commit_is_old_or_new_whole(step, expected, tmp_path,
+                                                               forker):
     old, new_corpus, out = data_fixture(tmp_path)
-    kill_at(step, _DATA, new_corpus, out, tmp_path / "vocab.txt", tmp_path=tmp_path)
+    kill_at(step, _DATA, new_corpus, out, tmp_path / "vocab.txt", tmp_path=tmp_path,
+            forker=forker)
     metadata = read_metadata(out)  # Checks the records; finishes a cut-short commit.
     assert metadata["num_shards"] == (2 if expected == "old" else 3)
     if expected == "old":

@@ -14,8 +14,6 @@ import json
 import os
 import re
 import secrets
-import subprocess
-import sys
 import threading
 
 import numpy as np
@@ -26,7 +24,6 @@ from keras_bert.files import read_committed, recover, staged_dir
 from keras_bert.names import DamagedFileError
 from tests import writer_harness
 from tests.test_commit_protocol import _PRELUDE, contents, kill_at
-from tests.writer_harness import ROOT
 
 STEPS = ("staged", "remote:unmarked", "remote:copied", "committed")
 # What a reader finds after a writer stopped at each step: the old version
@@ -186,17 +183,16 @@ def test_a_tool_and_its_api_refuse_an_unregistered_scheme_before_any_work(tmp_pa
     assert not (tmp_path / "d").exists()
 
 
-@pytest.mark.slow  # A tool in a subprocess: TensorFlow's start, about 5 s.
 def test_a_tool_refuses_an_unregistered_scheme_before_any_work(tmp_path):
+    from tests.conftest import run_tool
+
     corpus, vocab = tmp_path / "corpus.txt", tmp_path / "vocab.txt"
     corpus.write_text("a b\nc d\n")
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n")
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "tools", "create_pretraining_data.py"),
-         str(corpus), "--output", "nosuchfs://bucket/data", "--vocab-file", str(vocab)],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
-    assert result.returncode != 0
-    assert "nosuchfs://bucket/data: no file system is registered" in result.stderr
+    status, _, stderr = run_tool("create_pretraining_data", corpus, "--output",
+                                 "nosuchfs://bucket/data", "--vocab-file", vocab)
+    assert status != 0
+    assert "nosuchfs://bucket/data: no file system is registered" in stderr
 
 
 @pytest.mark.parametrize("step", ["data:committed", "data:swap"])
@@ -282,8 +278,17 @@ def _seeded_encoder(seed):
     return BertEncoder(**tiny_config().to_dict())
 
 
-# A TensorFlow process per step, about 5 s each: one step in the default tier.
+# A writer process per step, forked from one that imported TensorFlow once for the
+# module (tests/writer_harness.py Forker): one step in the default tier.
 _SLOW = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def forker():
+    """The module's TensorFlow writer processes are forked from it: one TensorFlow import."""
+    forker = writer_harness.Forker()
+    yield forker
+    forker.close()
 
 
 @pytest.mark.parametrize("step, expected", [
@@ -301,7 +306,7 @@ _SLOW = pytest.mark.slow
     pytest.param("committed", "new", marks=_SLOW),
 ])
 def test_a_sigkilled_save_pretrained_loads_old_or_new_whole_and_a_rewrite_works(
-        step, expected, tmp_path, monkeypatch):
+        step, expected, tmp_path, monkeypatch, forker):
     from keras_bert.models import BertEncoder
 
     force_object_store(monkeypatch)
@@ -312,7 +317,7 @@ def test_a_sigkilled_save_pretrained_loads_old_or_new_whole_and_a_rewrite_works(
     old.save_pretrained(target)
     new_file = tmp_path / "new.npy"
     writer_harness.kill_at(step, _SAVE_PRETRAINED, target, 1, new_file, tmp_path=tmp_path,
-                           object_store=True)
+                           object_store=True, forker=forker)
     new = np.load(new_file)
     assert not np.array_equal(new, old.get_weights()[0])
     # The target is trusted only while its marker is there: not between
@@ -349,7 +354,7 @@ export_model(sys.argv[1], sys.argv[2], overwrite=True, warmup=False)
 
 @pytest.mark.slow  # Three exports, one in a TensorFlow process: about 40 s.
 def test_a_sigkilled_export_is_refused_until_rolled_forward_and_a_rewrite_works(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, forker):
     from keras_bert.export import export_model
     from keras_bert.export.layout import STAGING_PREFIX
     from keras_bert.export.predict import load_export, run_signature
@@ -363,7 +368,7 @@ def test_a_sigkilled_export_is_refused_until_rolled_forward_and_a_rewrite_works(
     texts = ["the movie was good", "a bad film"]
     want = run_signature(load_export(version), {"text": texts}, signature="embed")
     writer_harness.kill_at("remote:copied", _EXPORT, model_dir, version, tmp_path=tmp_path,
-                           object_store=True)
+                           object_store=True, forker=forker)
     with pytest.raises(ValueError, match="Cannot load the SavedModel.*1 is incomplete"):
         load_export(version)
     assert recover(version, STAGING_PREFIX)  # Rolled forward from the killed one's copy.

@@ -13,9 +13,16 @@ It can also run the object-store protocol on local paths (it patches
 
 CODE runs with sys.argv == ["-c", *ARGS], FILE (a tool) as its `__main__`.
 Tests use `start`, `wait_paused` and `kill_at`.
+
+Writers that import TensorFlow (5-10 s a start, several times that under load)
+can come from a `Forker` instead: a process that imports TensorFlow and keras_bert
+once, runs no TensorFlow op, and forks one writer process per `start`. Each writer
+is still a process of its own that is really SIGKILLed; only the import is shared.
 """
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,10 +41,13 @@ def command(program, *args, stop=None, count=1, marker=None, bare=False, object_
     return [sys.executable, os.path.abspath(__file__), *options, *where, *map(str, args)]
 
 
-def start(program, *args, env=None, **options):
+def start(program, *args, env=None, forker=None, **options):
     """Starts `program` under the harness (`command`'s options); returns the Popen:
-    its stdout a pipe, its stderr a temporary file (`errors` reads it)."""
+    its stdout a pipe, its stderr a temporary file (`errors` reads it). With a
+    `forker` (a `Forker`), a process forked from it, with the same methods."""
     env = {**os.environ, "PYTHONPATH": ROOT, **(env or {})}
+    if forker is not None:
+        return forker.start(command(program, *args, **options)[2:], env)
     log = tempfile.TemporaryFile("w+")
     process = subprocess.Popen(command(program, *args, **options), env=env,
                                stdout=subprocess.PIPE, stderr=log, text=True)
@@ -71,6 +81,121 @@ def kill_at(stop, program, *args, tmp_path, count=1, **options):
     process.communicate()
     process.log.close()
     return marker
+
+
+class Forker:
+    """A process that has imported TensorFlow and keras_bert and forks writers on request.
+
+    Its parent runs no TensorFlow op (a forked child of a process whose runtime has
+    started would inherit its thread pools' locks, not its threads). Requests and
+    replies are JSON lines on its stdin and stdout: ["start", argv, env, cwd, stdout,
+    stderr] -> pid; ["wait", pid] -> exit status; ["poll", pid] -> exit status or None.
+    """
+
+    def __init__(self):
+        self.folder = tempfile.mkdtemp(prefix="writer-forker-")
+        self.count = 0
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--serve"],
+            env={**os.environ, "PYTHONPATH": ROOT}, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True)
+
+    def ask(self, *request):
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        reply = self.process.stdout.readline()
+        assert reply, "the writer forker ended"
+        return json.loads(reply)
+
+    def start(self, argv, env):
+        self.count += 1
+        out, log = (os.path.join(self.folder, f"{self.count}.{n}") for n in ("out", "err"))
+        for path in (out, log):
+            open(path, "w").close()  # There before the writer is: `errors` reads it.
+        pid = self.ask("start", argv, env, os.getcwd(), out, log)
+        return Forked(self, pid, out, log)
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class Forked:
+    """A writer forked by a `Forker`: the part of Popen's interface the tests use."""
+
+    def __init__(self, forker, pid, out, log):
+        self.forker, self.pid, self.out = forker, pid, out
+        self.returncode = None
+        self.log = open(log, encoding="utf-8", errors="replace")
+
+    def poll(self):
+        if self.returncode is None:
+            self.returncode = self.forker.ask("poll", self.pid)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        if self.returncode is None:
+            self.returncode = self.forker.ask("wait", self.pid)
+        return self.returncode
+
+    def send_signal(self, sig):
+        if self.returncode is None:
+            os.kill(self.pid, sig)
+
+    def communicate(self):
+        self.wait()
+        with open(self.out, encoding="utf-8") as f:
+            return f.read(), None
+
+
+def _serve():
+    """The `Forker`'s process: imports, then forks a writer per request."""
+    import importlib
+
+    for name in ("keras_bert", "keras_bert.checkpoints", "keras_bert.data", "keras_bert.export"):
+        importlib.import_module(name)  # TensorFlow and keras_bert, once.
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request[0] == "start":
+            pid = os.fork()
+            if pid == 0:
+                _run_forked(*request[1:])
+            reply = pid
+        else:
+            pid, status = os.waitpid(request[1], os.WNOHANG if request[0] == "poll" else 0)
+            reply = os.waitstatus_to_exitcode(status) if pid else None
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+def _run_forked(argv, env, cwd, out, log):
+    """A forked writer: its environment, folder and output files, then `main(argv)`."""
+    code = 1
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(cwd)
+        for fd, path in ((1, out), (2, log)):
+            os.dup2(os.open(path, os.O_WRONLY), fd)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        main(argv)
+        code = 0
+    except SystemExit as exit_:  # As Python ends on it: an int, None (0) or a message (1).
+        if exit_.code is None or isinstance(exit_.code, int):
+            code = exit_.code or 0
+        else:
+            print(exit_.code, file=sys.stderr)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 def _pause_at(wanted, count, marker, seconds=600):
@@ -126,4 +251,8 @@ def main(argv):
 
 if __name__ == "__main__":
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    main(sys.argv[1:])
+    if sys.argv[1:] == ["--serve"]:
+        sys.path.insert(0, ROOT)
+        _serve()
+    else:
+        main(sys.argv[1:])
