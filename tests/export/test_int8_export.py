@@ -130,11 +130,10 @@ def test_int8_refusals(classifier_export, tmp_path):
 @pytest.mark.slow  # two LiteRT conversions (~20 s quiet); fast sibling: the SavedModel's above
 def test_litert_int8_answers_as_litert_float32(tmp_path):
     # Wide enough that the converter quantizes the encoder's matrices (it leaves
-    # tensors of under 1,024 values float); one block (each converts twice); seeded, untrained.
+    # tensors of under 1,024 values float); seeded, untrained.
     keras.utils.set_random_seed(0)
     encoder = BertEncoder(**tiny_config(vocab_size=len(VOCAB), max_position_embeddings=32,
-                                        hidden_size=64, intermediate_size=128,
-                                        num_layers=1).to_dict())
+                                        hidden_size=64, intermediate_size=128).to_dict())
     module = build_serving_module(BertClassifier(encoder, num_classes=3),
                                   vocab_file=write_vocab(tmp_path), max_seq_length=24)
     flatbuffers = {q: convert_module(module, quantize=q) for q in (None, "int8")}
