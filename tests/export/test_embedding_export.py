@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from keras_bert.export import export_model
 from keras_bert.tasks import BertTextEmbedder
-from tests.conftest import built_once
+from tests.conftest import ROOT, built_once
 from tests.export.conftest import TAG_TEXTS, tiny_encoder, write_vocab
 
 # Builds, reloads and converts an embedder export (SavedModel and LiteRT).
@@ -107,7 +107,9 @@ def test_a_process_without_keras_serves_the_export(built, tmp_path):
     np.testing.assert_allclose(np.load(out), built["model"].predict(TEXTS), atol=1e-5)
 
 
-def test_litert_export_embeds_as_predict(built, tmp_path):
+def test_litert_export_embeds_as_predict_here_and_through_the_predict_tool(built, tmp_path):
+    """The third kind LiteRT exports (the encoder's embed is the classifier's,
+    test_tflite.py), run here and by tools/predict.py in its own process."""
     from keras_bert.export.tflite import run_tflite
     from keras_bert.export.tflite_runtime import litert_interpreter
 
@@ -124,6 +126,14 @@ def test_litert_export_embeds_as_predict(built, tmp_path):
     np.testing.assert_allclose(batched, expected, atol=1e-5)
     single = np.concatenate([run_tflite(interpreter, [t])["embedding"] for t in TEXTS])
     np.testing.assert_allclose(single, expected, atol=1e-5)
+    # As a user runs it: a fresh process, nothing on stderr (no TensorFlow or
+    # LiteRT start-up notice) at default verbosity; an embedder's rows are JSON Lines.
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "predict.py"),
+                          "--model", lite, *TEXTS], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and run.stderr == "", run.stderr[-3000:]
+    rows = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [row["text"] for row in rows] == TEXTS
+    np.testing.assert_allclose([row["embedding"] for row in rows], expected, atol=1e-4)
 
 
 @pytest.mark.slow

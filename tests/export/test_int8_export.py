@@ -15,7 +15,7 @@ from keras_bert.export.tflite import convert_module, run_tflite
 from keras_bert.models import BertEncoder
 from keras_bert.tasks import BertClassifier
 from tests.conftest import EXPORT_VOCAB as VOCAB
-from tests.conftest import clean_result, tiny_config
+from tests.conftest import built_once, clean_result, tiny_config
 from tests.export.conftest import TRAIN_TEXTS, write_vocab
 
 TEXTS = [t for t, _ in TRAIN_TEXTS] + ["", "Café naïve, cats?", "a good movie " * 30]
@@ -47,17 +47,29 @@ def test_int8_dense_is_the_float_product_of_its_quantized_operands(input_range):
     assert np.abs(out - np.maximum(x @ kernel + bias, 0)).max() > 1e-3  # quantized
 
 
-@pytest.fixture(scope="module")
-def int8_exports(classifier_export, tmp_path_factory):
-    root = tmp_path_factory.mktemp("int8")
-    calibration = root / "calibration.csv"
-    calibration.write_text("label,text\n" + "".join(f"{y},{t}\n" for t, y in TRAIN_TEXTS),
-                           encoding="utf-8")
-    model_dir = classifier_export["model_dir"]
-    return {"calibrated": export_model(model_dir, str(root / "calibrated"), warmup=False,
-                                       quantize="int8", calibration_texts=str(calibration)),
-            "dynamic": export_model(model_dir, str(root / "dynamic"), warmup=False,
+def build_int8_exports(root, model_dir):
+    """int8 exports of `model_dir` under `root`: "calibrated" on a CSV of the training texts,
+    "dynamic" with per-call ranges."""
+    calibration = os.path.join(root, "calibration.csv")
+    with open(calibration, "w", encoding="utf-8") as f:
+        f.write("label,text\n" + "".join(f"{y},{t}\n" for t, y in TRAIN_TEXTS))
+    return {"calibrated": export_model(model_dir, os.path.join(root, "calibrated"), warmup=False,
+                                       quantize="int8", calibration_texts=calibration),
+            "dynamic": export_model(model_dir, os.path.join(root, "dynamic"), warmup=False,
                                     quantize="int8")}
+
+
+def built_int8_exports(request):
+    """The int8 exports of the session's classifier, built once per run (`built_once`): the
+    tests below and the clean process (`clean_args`) read the same ones."""
+    model_dir = request.getfixturevalue("classifier_export")["model_dir"]
+    return built_once(request.getfixturevalue("tmp_path_factory"), "int8",
+                      lambda root: build_int8_exports(root, model_dir))
+
+
+@pytest.fixture(scope="module")
+def int8_exports(request):
+    return built_int8_exports(request)
 
 
 @pytest.mark.parametrize("kind", ["calibrated", "dynamic"])
@@ -144,10 +156,8 @@ result["probabilities"] = serve(text=tf.constant(ARGS["texts"]))["probabilities"
 
 
 def clean_args(request):
-    """ARGS of CLEAN_CHECKS: an int8 export of the session's classifier."""
-    model_dir = request.getfixturevalue("classifier_export")["model_dir"]
-    path = export_model(model_dir, str(request.getfixturevalue("tmp_path_factory").mktemp(
-        "int8-clean") / "int8"), warmup=False, quantize="int8", calibration_texts=CALIBRATION)
+    """ARGS of CLEAN_CHECKS: the calibrated int8 export of the session's classifier."""
+    path = built_int8_exports(request)["calibrated"]
     return dict(export_dir=path, texts=TEXTS, export_dirs=[path])
 
 

@@ -25,22 +25,15 @@ def test_tf_text_2_12_op_list_is_the_wheels():
     assert "TFText>RoundRobinTrim" not in ops
 
 
-def _embedder_export(root):
-    """A tiny text embedder's export (its own runtime checks: test_embedding_export.py)."""
-    from keras_bert.export import export_model
-    from keras_bert.tasks import BertTextEmbedder
-    from tests.export.conftest import tiny_encoder, write_vocab
-
-    model_dir = os.path.join(root, "embedder")
-    BertTextEmbedder(tiny_encoder(5)).save_pretrained(
-        model_dir, vocab_file=write_vocab(root), task_info={"max_seq_length": 24})
-    return export_model(model_dir, os.path.join(root, "exports", "embedder"))
-
-
 @pytest.mark.slow
-def test_every_export_kind_uses_only_ops_of_tf_text_2_12(three_exports, tmp_path):
-    # Every kind tests/export/export_kinds.py builds (a kind added there is checked too) ...
-    paths = list(three_exports.values()) + [_embedder_export(str(tmp_path))]
+def test_every_export_kind_uses_only_ops_of_tf_text_2_12(three_exports, tmp_path_factory):
+    from tests.conftest import built_once
+    from tests.export.test_embedding_export import build_embedding_export
+
+    # Every kind tests/export/export_kinds.py builds (a kind added there is checked too), and
+    # the text embedder's export that test_embedding_export.py checks (built once a run) ...
+    embedder = built_once(tmp_path_factory, "embedder", build_embedding_export)["export_dir"]
+    paths = list(three_exports.values()) + [embedder]
     missing = missing_in_tf_text(paths)
     assert not missing, "\n".join(
         f"{path}: ops that tensorflow-text 2.12.1 (TF Serving 2.12-2.19) does not register: "

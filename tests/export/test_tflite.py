@@ -4,7 +4,6 @@ run by the LiteRT interpreter (ai-edge-litert), tools/predict.py, refused by ser
 import json
 import os
 import re
-import subprocess
 import sys
 import warnings
 
@@ -15,7 +14,7 @@ import tensorflow as tf
 from keras_bert.export import build_serving_module, litert_interpreter
 from keras_bert.export.predict import format_outputs, latest_version, load_export, run_signature
 from keras_bert.export.tflite import TFLITE_FILE, convert_module, run_tflite
-from tests.conftest import ROOT, run_tool
+from tests.conftest import run_tool
 from tests.export.conftest import TRAIN_TEXTS
 from tests.export.test_tflite_text import INVALID_UTF8, UNCLEAN
 
@@ -199,29 +198,3 @@ def test_serving_config_refuses_a_litert_export(classifier_export, lite_export, 
     # A SavedModel-only reader names the format too (tools/check_serving_runtime.py).
     with pytest.raises(ValueError, match="is a LiteRT export .* reads SavedModels only"):
         latest_version(lite_export["base"])
-
-
-@pytest.mark.slow
-def test_predict_tool_runs_a_litert_text_embedder_as_predict(tmp_path_factory):
-    """The third kind LiteRT exports (the encoder's embed is the classifier's, above),
-    through tools/predict.py in its own process."""
-    from keras_bert.export import export_model
-    from keras_bert.tasks import BertTextEmbedder
-    from tests.export.conftest import tiny_encoder, write_vocab
-
-    root = tmp_path_factory.mktemp("embedder")
-    model = BertTextEmbedder(tiny_encoder(4), pooling="max", projection_dim=6)
-    model.save_pretrained(str(root / "model"), vocab_file=write_vocab(str(root)),
-                          task_info={"max_seq_length": 24})
-    lite = export_model(str(root / "model"), str(root / "lite"), format="tflite")
-    texts = ["a good movie", "", "the cat was not bad", "Café! who jumped over the dog?"]
-    expected = BertTextEmbedder.from_pretrained(str(root / "model")).predict(texts)
-    assert expected.shape == (4, 6)
-    # As a user runs it: a fresh process, nothing on stderr (no TensorFlow or
-    # LiteRT start-up notice) at default verbosity; an embedder's rows are JSON Lines.
-    run = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "predict.py"),
-                          "--model", lite, *texts], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0 and run.stderr == "", run.stderr[-3000:]
-    rows = [json.loads(line) for line in run.stdout.splitlines()]
-    assert [row["text"] for row in rows] == texts
-    np.testing.assert_allclose([row["embedding"] for row in rows], expected, atol=1e-4)

@@ -34,7 +34,9 @@ def test_mlm_projection_is_the_embedding_variable(encoder, batch):
 
 @pytest.mark.slow  # 100 epochs to overfit; test_precisions_and_jit_train fits in 25
 def test_learns_a_fixed_batch(batch):
-    encoder = BertEncoder(**tiny_config(dropout_rate=0.0, attention_dropout_rate=0.0).to_dict())
+    # One block: what is checked is the pretrainer's fit, not the encoder's depth.
+    encoder = BertEncoder(**tiny_config(dropout_rate=0.0, attention_dropout_rate=0.0,
+                                        num_layers=1).to_dict())
     pretrainer = BertPretrainer(encoder)
     pretrainer.compile(optimizer=keras.optimizers.Adam(1e-2))
     x, y = pretraining_batch(batch)
@@ -81,8 +83,8 @@ def test_precisions_and_jit_train(batch, policy):
     jit = policy == "float32_jit"
     dtype = None if jit else policy
     keras.utils.set_random_seed(1)
-    encoder = BertEncoder(**tiny_config(dropout_rate=0.0, attention_dropout_rate=0.0).to_dict(),
-                          dtype=dtype)
+    encoder = BertEncoder(**tiny_config(dropout_rate=0.0, attention_dropout_rate=0.0,
+                                        num_layers=1).to_dict(), dtype=dtype)  # One block.
     pretrainer = BertPretrainer(encoder)
     optimizer = keras.optimizers.Adam(1e-2)
     if policy == "mixed_float16":
