@@ -7,11 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.models import BertEncoder
 from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from keras_bert.text import save_vocabulary
-from tests.models.conftest import tiny_config
-from tests.tasks.conftest import TOKENS
+from tests.tasks.conftest import TOKENS, task_encoder
 from tests.test_case import assert_all_close
 
 NAMES = ["neg", "neu", "pos"]
@@ -25,8 +23,7 @@ QUESTIONS, CONTEXTS = ["who lives in paris ?", "where ?", "who ?"], [
 def encoder_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("habits")
     save_vocabulary(TOKENS, root / "vocab.txt")
-    keras.utils.set_random_seed(0)
-    encoder = BertEncoder(**tiny_config(dropout_rate=0.0, attention_dropout_rate=0.0).to_dict())
+    encoder = task_encoder()
     encoder.save_pretrained(str(root / "encoder"), vocab_file=str(root / "vocab.txt"))
     return str(root / "encoder")
 

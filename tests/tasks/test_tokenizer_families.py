@@ -29,7 +29,7 @@ def _folder(request, family):
 
 def _classifier(tokenizer):
     encoder = BertEncoder(**tiny_config(vocab_size=tokenizer.vocab_size, type_vocab_size=1,
-                                        max_position_embeddings=64).to_dict())
+                                        max_position_embeddings=64, num_layers=1).to_dict())
     return BertClassifier(encoder=encoder, num_classes=3, preprocessor=_preprocessor(tokenizer))
 
 
