@@ -7,11 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.models import BertEncoder
 from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from keras_bert.text import save_vocabulary
-from tests.models.conftest import tiny_config
-from tests.tasks.conftest import TOKENS
+from tests.tasks.conftest import TOKENS, task_encoder
 from tests.test_case import assert_all_close
 
 NAMES = ["neg", "neu", "pos"]
@@ -25,10 +23,29 @@ QUESTIONS, CONTEXTS = ["who lives in paris ?", "where ?", "who ?"], [
 def encoder_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("habits")
     save_vocabulary(TOKENS, root / "vocab.txt")
-    keras.utils.set_random_seed(0)
-    encoder = BertEncoder(**tiny_config(dropout_rate=0.0, attention_dropout_rate=0.0).to_dict())
+    encoder = task_encoder()
     encoder.save_pretrained(str(root / "encoder"), vocab_file=str(root / "vocab.txt"))
     return str(root / "encoder")
+
+
+@pytest.fixture(scope="module")
+def model(encoder_dir):
+    """The module's classifier for tests that only predict, evaluate or are refused: each
+    computes what it expects from the model's weights as they are, so one build (and its
+    traced functions) serves them all."""
+    return classifier(encoder_dir)
+
+
+@pytest.fixture(scope="module")
+def tagger(encoder_dir):
+    tagger = BertTokenClassifier.from_pretrained(encoder_dir, num_classes=3, label_names=NAMES)
+    tagger.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return tagger
+
+
+@pytest.fixture(scope="module")
+def qa(encoder_dir):
+    return BertSpanLabeler.from_pretrained(encoder_dir)
 
 
 def classifier(encoder_dir, **kwargs):
@@ -52,8 +69,7 @@ def sparse_ce(labels, logits):
 
 # === Labels as users hold them ===
 
-def test_evaluate_takes_labels_as_lists_tuples_and_names(encoder_dir):
-    model = classifier(encoder_dir)
+def test_evaluate_takes_labels_as_lists_tuples_and_names(model):
     expected = sparse_ce(IDS, by_hand(model, TEXTS))
     names = [NAMES[i] for i in IDS]
     for labels in (np.array(IDS), IDS, tuple(IDS), names, tuple(names), np.array(names),
@@ -81,8 +97,7 @@ def test_fit_on_names_is_fit_on_their_ids(encoder_dir):
     assert history["val_loss"][0] == pytest.approx(expected, rel=1e-5)
 
 
-def test_label_mistakes_are_named(encoder_dir):
-    model = classifier(encoder_dir)
+def test_label_mistakes_are_named(model, encoder_dir):
     with pytest.raises(ValueError, match=r"unknown label 'positive' in y.*\['neg', 'neu', 'pos'\]"):
         model.fit(TEXTS, ["neg", "positive", "pos", "neg", "neu"], verbose=0)
     with pytest.raises(ValueError, match=r"one row per text \(5\)\. Received: 3 rows"):
@@ -106,9 +121,7 @@ def test_regression_takes_floats(encoder_dir):
         model.fit(TEXTS, ["pos"] * 5, verbose=0)
 
 
-def test_tagger_takes_per_token_tag_names(encoder_dir):
-    tagger = BertTokenClassifier.from_pretrained(encoder_dir, num_classes=3, label_names=NAMES)
-    tagger.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+def test_tagger_takes_per_token_tag_names(tagger):
     inputs = tagger.preprocessor(tf.constant(TEXTS[:2]))
     ids = np.random.default_rng(0).integers(0, 3, size=inputs["token_ids"].shape)
     names = np.array(NAMES)[ids]
@@ -138,8 +151,7 @@ def test_a_dataset_of_texts_and_label_names(encoder_dir):
 
 # === Pairs without guessing ===
 
-def test_pairs_as_rows_for_any_count(encoder_dir):
-    model = classifier(encoder_dir)
+def test_pairs_as_rows_for_any_count(model):
     for count in (1, 2, 3, 5):
         first, second = TEXTS[:count], TEXTS[::-1][:count]
         expected = by_hand(model, first, second)
@@ -156,8 +168,7 @@ def test_pairs_as_rows_for_any_count(encoder_dir):
         expected, rel=1e-5)
 
 
-def test_two_by_two_pairs_are_refused_unless_the_containers_say(encoder_dir):
-    model = classifier(encoder_dir)
+def test_two_by_two_pairs_are_refused_unless_the_containers_say(model):
     a1, a2, b1, b2 = TEXTS[:4]
     columns = by_hand(model, [a1, a2], [b1, b2])
     # The documented containers decide: a tuple of lists is columns, a list of tuples rows.
@@ -178,25 +189,21 @@ def test_two_by_two_pairs_are_refused_unless_the_containers_say(encoder_dir):
 # === Edges ===
 
 @pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
-def test_empty_and_single_string_inputs(encoder_dir):
-    model = classifier(encoder_dir)
+def test_empty_and_single_string_inputs(model, tagger, qa):
     for empty in ([], np.array([]), np.array([], dtype=str)):
         out = model.predict(empty, verbose=0)
         assert out.shape == (0, 3) and out.dtype == np.float32
     with pytest.raises(ValueError, match=r"not a single string: wrap it in a list"):
         model.predict("the movie is good", verbose=0)
-    tagger = BertTokenClassifier.from_pretrained(encoder_dir, num_classes=3, label_names=NAMES)
     full, empty = tagger.predict(TEXTS[:2]), tagger.predict([])
     assert sorted(empty) == sorted(full)
     assert all(empty[key].shape[0] == 0 for key in empty)
-    qa = BertSpanLabeler.from_pretrained(encoder_dir)
     full, empty = qa.predict((QUESTIONS, CONTEXTS)), qa.predict(([], []))
     assert sorted(empty) == sorted(full)
     assert all(empty[key].shape == (0,) for key in empty)
 
 
-def test_direct_calls_on_strings(encoder_dir):
-    model = classifier(encoder_dir)
+def test_direct_calls_on_strings(model):
     expected = by_hand(model, TEXTS)
     assert_all_close(model(TEXTS), expected)
     assert_all_close(model.predict_on_batch(TEXTS), expected)
@@ -212,8 +219,7 @@ def test_direct_calls_on_strings(encoder_dir):
 
 
 @pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
-def test_tagger_and_qa_predict_one_structure_for_lists_arrays_and_datasets(encoder_dir):
-    tagger = BertTokenClassifier.from_pretrained(encoder_dir, num_classes=3, label_names=NAMES)
+def test_tagger_and_qa_predict_one_structure_for_lists_arrays_and_datasets(tagger, qa):
     expected = tagger.predict(TEXTS)
     for inputs in (np.array(TEXTS), tf.data.Dataset.from_tensor_slices(TEXTS).batch(2),
                    tf.data.Dataset.from_tensor_slices((TEXTS, IDS)).batch(3)):
@@ -221,7 +227,6 @@ def test_tagger_and_qa_predict_one_structure_for_lists_arrays_and_datasets(encod
         assert sorted(got) == sorted(expected)
         for key in expected:
             np.testing.assert_array_equal(got[key], expected[key])
-    qa = BertSpanLabeler.from_pretrained(encoder_dir)
     expected = qa.predict((QUESTIONS, CONTEXTS))
     for inputs in (list(zip(QUESTIONS, CONTEXTS)), np.array(list(zip(QUESTIONS, CONTEXTS))),
                    tf.data.Dataset.from_tensor_slices(((QUESTIONS, CONTEXTS),)).batch(2)):
@@ -231,8 +236,7 @@ def test_tagger_and_qa_predict_one_structure_for_lists_arrays_and_datasets(encod
             np.testing.assert_array_equal(got[key], expected[key])
 
 
-def test_two_dimensional_strings_follow_one_rule(encoder_dir):
-    tagger = BertTokenClassifier.from_pretrained(encoder_dir, num_classes=3)
+def test_two_dimensional_strings_follow_one_rule(tagger, qa):
     grid = np.array([TEXTS[:2], TEXTS[2:4]])
     with pytest.raises(ValueError, match="one batch of texts.*not sentence pairs or a 2-D"):
         tagger.predict(grid)
@@ -240,15 +244,13 @@ def test_two_dimensional_strings_follow_one_rule(encoder_dir):
         tagger.predict((TEXTS[:3], TEXTS[1:4]))
     with pytest.raises(ValueError, match=r"shape \(1, 2, 2\)"):
         tagger.predict(grid[None])
-    qa = BertSpanLabeler.from_pretrained(encoder_dir)
     with pytest.raises(ValueError, match="takes pairs"):
         qa.predict(QUESTIONS)
 
 
 # === Integer inputs and a second fit ===
 
-def test_out_of_range_integer_inputs_are_refused(encoder_dir):
-    model = classifier(encoder_dir)
+def test_out_of_range_integer_inputs_are_refused(model):
     inputs = {k: v.numpy() for k, v in model.preprocessor(tf.constant(TEXTS)).items()}
     negative = dict(inputs, token_ids=inputs["token_ids"].copy())
     negative["token_ids"][1, 2] = -4
@@ -281,8 +283,7 @@ def test_a_failed_fit_does_not_block_the_next(encoder_dir):
     assert len(history["loss"]) == 2 and np.isfinite(history["loss"]).all()
 
 
-def test_fit_without_labels_says_so(encoder_dir):
-    model = classifier(encoder_dir)
+def test_fit_without_labels_says_so(model):
     with pytest.raises(ValueError, match="BertClassifier.fit needs labels: pass y"):
         model.fit(TEXTS, verbose=0)
     with pytest.raises(ValueError, match="BertClassifier.evaluate needs labels"):
@@ -291,8 +292,7 @@ def test_fit_without_labels_says_so(encoder_dir):
 
 # === What a newcomer brings from keras-hub and Hugging Face ===
 
-def test_peer_names_are_refused_naming_ours(encoder_dir):
-    model = classifier(encoder_dir)
+def test_peer_names_are_refused_naming_ours(model):
     with pytest.raises(ValueError, match="BertClassifier takes encoder=, keras_bert's name for "
                                          "keras-hub's backbone="):
         BertClassifier(backbone=model.encoder, num_classes=3)

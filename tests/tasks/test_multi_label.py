@@ -13,7 +13,7 @@ from keras_bert.tasks import BertMultiLabelClassifier
 from keras_bert.tasks.multi_label_classification import metrics
 from keras_bert.tasks.multi_label_classification.model import label_matrix
 from keras_bert.tasks.multi_label_classification.options import MultiLabelOptions
-from tests.models.conftest import batch, encoder  # noqa: F401
+from tests.tasks.conftest import batch, encoder  # noqa: F401
 
 
 def reference_bce(labels, logits):

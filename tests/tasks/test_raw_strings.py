@@ -11,7 +11,8 @@ from keras_bert.export import export_model
 from keras_bert.export.predict import load_export, run_signature
 from keras_bert.models import BertEncoder
 from keras_bert.tasks import BertClassifier, BertSpanLabeler, BertTokenClassifier
-from keras_bert.text import BertPreprocessor
+from keras_bert.text import BertPreprocessor, save_vocabulary
+from tests.tasks.conftest import TOKENS, task_encoder
 from tests.test_case import assert_all_close
 
 TEXTS = ["the movie is good", "a bad film", "i love it", "awful , awful film",
@@ -19,10 +20,13 @@ TEXTS = ["the movie is good", "a bad film", "i love it", "awful , awful film",
 LABELS = np.array([2, 0, 2, 0, 2, 0])
 
 
-@pytest.fixture
-def encoder_dir(encoder, vocab_file, tmp_path):
-    path = str(tmp_path / "encoder")
-    encoder.save_pretrained(path, vocab_file=vocab_file)
+@pytest.fixture(scope="module")
+def encoder_dir(tmp_path_factory):
+    """The tiny encoder's model directory, saved once: the tests only read it."""
+    root = tmp_path_factory.mktemp("raw_strings")
+    save_vocabulary(TOKENS, root / "vocab.txt")
+    path = str(root / "encoder")
+    task_encoder().save_pretrained(path, vocab_file=str(root / "vocab.txt"))
     return path
 
 
@@ -191,12 +195,11 @@ def test_one_token_type_takes_pairs_only_in_one_segment(vocab_file):
     pairs go through a tokenizer of the RoBERTa family (one segment), and a BERT pair
     template is refused by name."""
     from keras_bert.text import BertTokenizer
-    from tests.models.conftest import tiny_config
 
     class TwoSeparators(BertTokenizer):
         pair_separator = 2
 
-    encoder = BertEncoder(**tiny_config(type_vocab_size=1).to_dict())
+    encoder = task_encoder(type_vocab_size=1)
     pairs = (["the movie"], ["is good"])
     model = BertClassifier(encoder=encoder, num_classes=2, preprocessor=BertPreprocessor(
         TwoSeparators(vocab_file), sequence_length=None))

@@ -11,7 +11,8 @@ from keras_bert.tasks import BertTextEmbedder, EmbeddingIndex
 from keras_bert.tasks.text_embedding.layers import EmbeddingPooling, L2Normalize
 from keras_bert.tasks.text_embedding.search import cosine_matrix, nearest
 from keras_bert.tasks.text_embedding.sentence_transformers import read_sentence_transformers
-from keras_bert.text import BertPreprocessor
+from keras_bert.text import BertPreprocessor, save_vocabulary
+from tests.tasks.conftest import TOKENS, task_encoder
 from tests.test_case import run_layer_test, run_model_saving_test
 
 TEXTS = ["the movie was very good", "a bad film", "i love paris", "", "who lives in paris ?",
@@ -181,9 +182,14 @@ def test_folder_modules_keras_bert_cannot_reproduce_are_refused(tmp_path, module
 
 # === Similarity and search ===
 
-@pytest.fixture
-def embedder(encoder, preprocessor):
-    return BertTextEmbedder(encoder, preprocessor=preprocessor)
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory):
+    """One embedder for the tests below, which only embed: its predict is traced once."""
+    vocab_file = str(tmp_path_factory.mktemp("embedder") / "vocab.txt")
+    save_vocabulary(TOKENS, vocab_file)
+    preprocessor = BertPreprocessor.from_vocab_file(vocab_file, sequence_length=None,
+                                                    max_seq_length=16)
+    return BertTextEmbedder(task_encoder(), preprocessor=preprocessor)
 
 
 @pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
@@ -246,7 +252,7 @@ def test_bad_input_is_named(embedder, call, message):
         call(embedder)
 
 
-def test_empty_batches_and_empty_texts(embedder, preprocessor):
+def test_empty_batches_and_empty_texts(embedder):
     empty = embedder.predict([])
     assert empty.shape == (0, 16) and empty.dtype == np.float32
     assert embedder.index(TEXTS).search([], top_k=3)[1].shape == (0, 3)
