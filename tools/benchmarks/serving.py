@@ -432,19 +432,22 @@ def disk_bytes(folder):
 #: serving-accuracy's exports (--accuracy-exports): name -> export_model options. "int8"
 #: calibrates on the first CALIBRATION_TEXTS training tweets (never the held-out ones).
 ACCURACY_EXPORTS = {"float32": {"dtype": "float32"}, "bfloat16": {"dtype": "mixed_bfloat16"},
-                    "int8": {"quantize": "int8"}, "int8-dynamic": {"quantize": "int8"}}
+                    "int8": {"quantize": "int8"}, "int8-dynamic": {"quantize": "int8"},
+                    "litert": {"format": "tflite"},
+                    "litert-int8": {"format": "tflite", "quantize": "int8"}}
 CALIBRATION_TEXTS = 300
 
 
 def bench_serving_accuracy(args):
     """A fine-tuned tweets classifier exported in float32 and mixed_bfloat16 (and int8,
-    --accuracy-exports float32,int8,int8-dynamic): quality and speed.
+    LiteRT: --accuracy-exports float32,int8,int8-dynamic,litert,litert-int8): quality and speed.
 
     --model is a model directory fine-tuned on the tweets (tools/finetune.py, as
-    in README's quality table); both exports use --request-batch-size requests
-    with length-sorted sub-batches (sub_batches=4). Every held-out tweet of
-    `tweet_sentiment_split()` goes through each export in its own tensorflow-only
-    process (tools/benchmarks/_serving_worker.py); rows give accuracy, macro-F1, labels
+    in README's quality table); the SavedModels use --request-batch-size requests
+    with length-sorted sub-batches (sub_batches=4), the LiteRT models run a request
+    as one batch. Every held-out tweet of `tweet_sentiment_split()` goes through each
+    export in its own process that imports only tensorflow (a LiteRT model: only
+    ai-edge-litert; tools/benchmarks/_serving_worker.py); rows give accuracy, macro-F1, labels
     that differ from float32's, the largest probability difference, texts/s,
     p50 and p99 at batch 1 and the size on disk. int8 calibrates on training tweets;
     int8-dynamic takes its ranges per request. "pytorch" adds TORCH_SYSTEMS (the same
@@ -468,8 +471,9 @@ def bench_serving_accuracy(args):
                          f"{sorted(ACCURACY_EXPORTS) + ['pytorch']}. "
                          f"Received: {args.accuracy_exports}")
     calibration = {"calibration_texts": train.texts[:CALIBRATION_TEXTS]}
-    exports = {name: export_model(args.model, os.path.join(workdir, name), sub_batches=4,
-                                  warmup=False, **ACCURACY_EXPORTS[name],
+    exports = {name: export_model(args.model, os.path.join(workdir, name), warmup=False,
+                                  **ACCURACY_EXPORTS[name], **(
+                                      {} if name.startswith("litert") else {"sub_batches": 4}),
                                   **(calibration if name == "int8" else {}))
                for name in names if name != "pytorch"}
     workers = {}  # One serving process per export: none shares another's threads or caches.
