@@ -7,6 +7,8 @@ here, for training to a few bucket edges (few shapes: few traces).
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.config import check_count
+
 _EDGES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 
@@ -98,7 +100,7 @@ def length_sorted_batches(lengths, batch_size):
     >>> [b.tolist() for b in length_sorted_batches([5, 2, 9, 3], 2)]
     [[1, 3], [0, 2]]
     """
-    _check_count("batch_size", batch_size)
+    check_count("batch_size", batch_size)
     order = np.argsort(np.asarray(lengths, dtype=np.int64).reshape(-1), kind="stable")
     return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
 
@@ -115,8 +117,8 @@ def length_sorted_lines(path, batch_size, sort_window=16):
     Returns:
         A `tf.data.Dataset` of `(texts, line_numbers)`: string [b] and int64 [b].
     """
-    _check_count("batch_size", batch_size)
-    _check_count("sort_window", sort_window)
+    check_count("batch_size", batch_size)
+    check_count("sort_window", sort_window)
     window = batch_size * sort_window
 
     def sort(first_line, lines):
@@ -127,8 +129,3 @@ def length_sorted_lines(path, batch_size, sort_window=16):
 
     windows = tf.data.TextLineDataset(path).batch(window).enumerate()
     return windows.flat_map(lambda index, lines: sort(index * window, lines))
-
-
-def _check_count(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"Expected {name} >= 1. Received: {name}={value!r}")

@@ -30,6 +30,7 @@ import time
 import tensorflow as tf
 
 from keras_bert import steps
+from keras_bert.config import check_count
 from keras_bert.data import pretraining_data as data
 from keras_bert.files import (
     WAY_OUT,
@@ -63,9 +64,7 @@ def parse_shard(text):
 
 
 def check_shard(shard_index, num_shards):
-    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
-        raise ValueError(f"Expected num_shards to be an int >= 1. Received: "
-                         f"num_shards={num_shards!r}")
+    check_count("num_shards", num_shards)
     if isinstance(shard_index, bool) or not isinstance(shard_index, int) or not (
             0 <= shard_index < num_shards):
         raise ValueError(

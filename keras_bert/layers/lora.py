@@ -4,6 +4,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_bert.config import check_count
+
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class LoraDense(keras.layers.Dense):
@@ -217,8 +219,7 @@ class LoraDense(keras.layers.Dense):
 
 def check_lora_settings(rank, alpha):
     """Raises ValueError for a rank that is not an int >= 1 or an alpha that is not > 0."""
-    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 1:
-        raise ValueError(f"Expected LoRA rank to be an int >= 1. Received: rank={rank!r}")
+    check_count("rank", rank)
     if alpha is not None and (isinstance(alpha, bool) or not isinstance(
             alpha, (int, float, np.integer, np.floating)) or not alpha > 0):
         raise ValueError(f"Expected LoRA alpha > 0 (or None: alpha = rank). "

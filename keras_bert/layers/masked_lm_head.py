@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert.config import check_count
 from keras_bert.layers.activations import get_activation, initializer
 
 
@@ -48,8 +49,7 @@ class MaskedLMHead(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if not isinstance(vocab_size, int) or vocab_size < 1:
-            raise ValueError(f"Expected vocab_size >= 1. Received: vocab_size={vocab_size!r}")
+        check_count("vocab_size", vocab_size)
         get_activation(hidden_act)
         if embeddings is not None and getattr(embeddings, "vocab_size", vocab_size) != vocab_size:
             raise ValueError(

@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from keras_bert.config import check_rate
+from keras_bert.config import check_count, check_rate
 from keras_bert.layers.activations import get_activation, initializer
 from keras_bert.layers.dropout import Dropout
 from keras_bert.layers.lora import LoraDense
@@ -70,13 +70,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if not isinstance(num_heads, int) or num_heads < 1:
-            raise ValueError(f"Expected num_heads >= 1. Received: num_heads={num_heads!r}")
-        if not isinstance(intermediate_size, int) or intermediate_size < 1:
-            raise ValueError(
-                f"Expected intermediate_size >= 1. Received: "
-                f"intermediate_size={intermediate_size!r}"
-            )
+        check_count("num_heads", num_heads)
+        check_count("intermediate_size", intermediate_size)
         get_activation(hidden_act)
         check_rate("dropout_rate", dropout_rate)
         check_rate("attention_dropout_rate", attention_dropout_rate)

@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_bert.config import check_rate
+from keras_bert.config import check_count, check_rate
 from keras_bert.layers.activations import initializer
 from keras_bert.models.task import BertTask
 
@@ -62,8 +62,7 @@ class DenseHeadTask(BertTask):
 
 def check_labels(num_classes, label_names):
     """Validates `num_classes` and the optional `label_names` against it."""
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-        raise ValueError(f"Expected num_classes >= 1. Received: num_classes={num_classes!r}")
+    check_count("num_classes", num_classes)
     if label_names is not None:
         if isinstance(label_names, (str, bytes)) or not isinstance(label_names, (list, tuple)):
             raise ValueError(

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert.config import check_count
 from keras_bert.training.optimizers import _LearningRateMultipliers
 
 
@@ -138,10 +139,7 @@ class GradualUnfreezing(keras.callbacks.Callback):
 
     def __init__(self, model, blocks_per_epoch=1):
         super().__init__()
-        if not isinstance(blocks_per_epoch, int) or blocks_per_epoch < 1:
-            raise ValueError(
-                f"Expected blocks_per_epoch >= 1. Received: blocks_per_epoch={blocks_per_epoch!r}"
-            )
+        check_count("blocks_per_epoch", blocks_per_epoch)
         optimizer = getattr(model, "optimizer", None)
         if optimizer is None or optimizer.built:
             raise ValueError(

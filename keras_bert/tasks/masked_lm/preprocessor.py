@@ -5,6 +5,7 @@ import re
 import keras
 import tensorflow as tf
 
+from keras_bert.config import check_count
 from keras_bert.text.masker import MaskedLMMasker
 from keras_bert.text.preprocessor import BertPreprocessor
 from keras_bert.text.tokenizer import BertTokenizer
@@ -256,11 +257,7 @@ def _check_mask_settings(s):
         raise ValueError(
             f"Expected mask_selection_rate in [0, 1] (0: nothing masked). Received: "
             f"mask_selection_rate={rate!r}")
-    length = s["mask_selection_length"]
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise ValueError(
-            f"Expected mask_selection_length to be an int >= 1 (the most predictions per "
-            f"text). Received: mask_selection_length={length!r}")
+    check_count("mask_selection_length", s["mask_selection_length"])
     token, random = s["mask_token_rate"], s["random_token_rate"]
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
                for v in (token, random)) or token + random > 1.0 + 1e-9:
