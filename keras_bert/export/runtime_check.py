@@ -123,6 +123,7 @@ def ensure_runtime(venv=None, runtime=RUNTIME, python=None, log=print):
         steps = [
             [base, "-m", "venv", venv],
             [_python_of(venv), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             "--no-compile",
              f"tensorflow=={runtime}.*", f"tensorflow-text=={runtime}.*"],
             [_python_of(venv), "-I", "-c",
              "import json, tensorflow as tf; from importlib.metadata import version; "
