@@ -180,16 +180,35 @@ def built_once(tmp_path_factory, name, build):
         return json.loads(done.read_text())
 
 
-# The default tier's longest modules, longest first (`--durations`, docs/testing.md). Two
-# workers end together when the long ones start first: tools/test.sh passes
-# --no-loadscope-reorder, so xdist hands modules out in the order sorted below (its own
-# order, by number of tests, left the one-test modules of 30-70 s for the end).
+# The longest groups of each tier, longest first (worker seconds from `--durations=0` of
+# both tiers, 2026-12-06, docs/testing.md). Two workers end together when the long ones
+# start first: tools/test.sh passes --no-loadscope-reorder, so xdist hands groups out in
+# the order sorted below (its own order, by number of tests, left the one-test groups of
+# 200-270 s, the README pages', for the end of the slow tier, one worker idle beside them).
+# The slow tier's runtime check (test_windowed_export) comes after the README pages: .ci/run
+# makes its venv in the background as that tier starts.
 LONGEST_FIRST = (
-    "tests.training.test_finetune",
-    "tests.training.test_trainer",
+    # The slow tier.
+    "readme-pages-1", "readme-pages-2", "readme-pages-0",
+    "tests.training.test_multi_device_xla",
+    "tests.export.test_windowed_export",
+    "tests.training.test_cluster_finetune",
+    "tests.training.test_ray_train",
+    "tests.tasks.test_masked_lm",
+    "tests.checkpoints.test_family",
+    # The default tier (after the tiers' shared modules above).
+    "tests.test_package",
+    "tests.export.test_bad_input",
+    "tests.export.test_tflite",
+    "tests.text.test_preprocessor",
+    "tests.tasks.test_tokenizer_families",
+    "tests.test_one_text_path",
+    "tests.test_bad_input_tools",
+    "tests.test_one_text_setting",
+    "tests.checkpoints.test_roberta",
     "tests.training.test_optimizers",
-    "tests.training.test_bad_input",
-    "tests.training.test_finetune_preprocessor",
+    "tests.text.test_tokenizer_fast_path",
+    "tests.training.test_trainer",
 )
 
 
