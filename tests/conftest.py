@@ -188,9 +188,11 @@ def built_once(tmp_path_factory, name, build):
 # The slow tier's runtime check (test_windowed_export) comes after the README pages: .ci/run
 # makes its venv in the background as that tier starts.
 LONGEST_FIRST = (
-    # The slow tier.
-    "readme-pages-1", "readme-pages-2", "readme-pages-0",
+    # The slow tier: the second worker starts on the multi-device module while the first
+    # builds the README pages' stand-ins (built_once: a second page group would wait).
+    "readme-pages-1",
     "tests.training.test_multi_device_xla",
+    "readme-pages-2", "readme-pages-0",
     "tests.export.test_windowed_export",
     "tests.training.test_cluster_finetune",
     "tests.training.test_ray_train",
