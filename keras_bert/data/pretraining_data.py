@@ -49,6 +49,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert import steps, storage
+from keras_bert.config import check_count
 from keras_bert.data.corpus import read_documents
 from keras_bert.data.instances import create_instances_from_document, document_windows
 from keras_bert.files import (
@@ -428,8 +429,7 @@ def create_pretraining_data(input_files, output_dir, vocab_file, config=None,
         text_files.check_text_file(path, "input corpus file")
     num_workers = max(int(num_workers), 1)
     num_shards = int(num_shards or num_workers)
-    if num_shards < 1:
-        raise ValueError(f"Expected num_shards >= 1. Received: num_shards={num_shards}")
+    check_count("num_shards", num_shards)
     recover_data_dir(output_dir)  # First: a killed writer's shards are not strangers.
     check_output_dir(output_dir, input_files, vocab_file)
     tf.io.gfile.makedirs(output_dir)
