@@ -15,6 +15,7 @@ import io
 import logging
 import os
 import sys
+import time
 
 import pytest
 
@@ -178,12 +179,19 @@ def built_once(tmp_path_factory, name, build):
         base = pathlib.Path(_built_dir).absolute()
         base.mkdir(parents=True, exist_ok=True)
     root, done = base / f"built-{name}", base / f"built-{name}.json"
+    asked = time.perf_counter()
     with open(base / f"built-{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        waited, built = time.perf_counter() - asked, 0.0
         if not done.exists():
             shutil.rmtree(root, ignore_errors=True)  # An earlier run's, stopped mid-build.
             root.mkdir()
             done.write_text(json.dumps(build(str(root))))
+            built = time.perf_counter() - asked - waited
+        # Who built what and who waited how long (docs/testing.md: where a worker idles).
+        with open(base / "built-times.log", "a", encoding="utf-8") as log:
+            log.write(f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')} {name} "
+                      f"waited {waited:.1f}s built {built:.1f}s\n")
         return json.loads(done.read_text())
 
 
