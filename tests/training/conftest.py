@@ -3,7 +3,7 @@
 Built once per run (about 10 s; `built_once`): the corpus (every 8th document held
 out), a 1000-token WordPiece vocabulary learnt on the training documents with
 keras_bert.text, a few pretraining data directories, and the one-process
-reference run that several modules compare with (`single`).
+reference runs that several modules compare with (`single`, `uninterrupted`).
 """
 
 import os
@@ -138,3 +138,22 @@ def single(replica_data, tmp_path_factory):
 
     return load_dump(built_once(tmp_path_factory, "training-single", build))
 
+
+@pytest.fixture(scope="session")
+def uninterrupted(dynamic_data, tmp_path_factory):
+    """The weights of test_trainer's pretraining run (SETTINGS), never stopped: what its
+    killed and resumed runs (test_trainer, test_checkpoint_units) must end with. Built once
+    per run."""
+    import numpy as np
+
+    from tests.training import test_trainer
+
+    def build(root):
+        result, first = test_trainer._run(dynamic_data, os.path.join(root, "run"))
+        assert first == 0 and result["step"] == 30
+        path = os.path.join(root, "weights.npz")
+        np.savez(path, *[w.numpy() for w in result["model"].weights])
+        return path
+
+    weights = np.load(built_once(tmp_path_factory, "training-uninterrupted", build))
+    return [weights[k] for k in weights.files]

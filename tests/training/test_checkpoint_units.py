@@ -72,10 +72,6 @@ def _resume_pretraining(data_dir, output_dir):
     return result, first.first
 
 
-# test_trainer's run of the same settings, uninterrupted: the weights a resumed run ends with.
-uninterrupted = trainer_tests.uninterrupted
-
-
 # Each kill point of a unit's write is crashed in process below (nothing in the Trainer
 # cleans up on the way out, so the files left are a SIGKILL's). SIGKILLed in a fresh
 # process: here after the commit of step 20 (unit 10's pruning not done), and the
