@@ -185,12 +185,20 @@ def test_two_exports_at_once_get_two_versions(classifier_export, tmp_path, forke
     assert latest_version(str(base)) == str(base / "2")
 
 
+@pytest.fixture(scope="module")
+def first_version(classifier_export, tmp_path_factory):
+    """exports/sentiment with its version 1, exported once for the module; tests copy it."""
+    base = tmp_path_factory.mktemp("first_version") / "sentiment"
+    export_model(classifier_export["model_dir"], str(base), max_seq_length=16, warmup=False)
+    return base
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("step", ["claimed", "staged", "committed"])
 def test_an_export_killed_at_each_step_leaves_whole_versions(step, classifier_export,
-                                                             tmp_path, forker):
+                                                             first_version, tmp_path, forker):
     base = tmp_path / "exports" / "sentiment"
-    export_model(classifier_export["model_dir"], str(base), max_seq_length=16, warmup=False)
+    shutil.copytree(first_version, base, symlinks=True)  # Version 1, as export_model wrote it.
     kill_at(step, _EXPORT, classifier_export["model_dir"], base, tmp_path=tmp_path,
             forker=forker)
     versions = sorted(n for n in os.listdir(base) if n.isdigit())
@@ -206,13 +214,14 @@ def test_an_export_killed_at_each_step_leaves_whole_versions(step, classifier_ex
 
 
 def test_an_export_whose_version_was_taken_meanwhile_saves_the_next(classifier_export,
-                                                                    tmp_path):
+                                                                    first_version, tmp_path):
     from keras_bert.export import build_serving_module
 
     base = str(tmp_path / "exports" / "sentiment")
     chosen = resolve_export_dir(base)
     assert os.path.basename(chosen) == "1"
-    export_model(classifier_export["model_dir"], base, max_seq_length=16, warmup=False)
+    # Another export commits version 1 meanwhile (the module's, copied in).
+    shutil.copytree(first_version, base, symlinks=True, dirs_exist_ok=True)
     module = build_serving_module(classifier_export["model"], max_seq_length=16)
     assert os.path.basename(save_serving_module(module, chosen, warmup=False)) == "2"
     assert sorted(os.listdir(base)) == ["1", "2"]

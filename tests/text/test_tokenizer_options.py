@@ -58,9 +58,13 @@ CONFIGS = {
         {"strip_accents": False, "tokenize_chinese_chars": False,
          "never_split": NEVER_SPLIT, "remove_control_chars": False}),
 }
-# The SavedModel test's configs: "mixed" carries remove_control_chars=False there (one
-# signature fewer to trace and load).
-SAVED_CONFIGS = [name for name in CONFIGS if name != "keep_control_chars"]
+# The SavedModel test's configs (each signature is traced, saved, loaded and run): the
+# defaults, the lowercase=False ones, and "mixed", which turns on every option that a
+# single-option config sets (strip_accents=False, tokenize_chinese_chars=False,
+# never_split, special_tokens_in_strings, remove_control_chars=False), so a SavedModel
+# that lost any of them fails there; their ids in Python, one option at a time, are
+# test_ids_equal_transformers_slow_tokenizer's.
+SAVED_CONFIGS = ["default", "cased", "strip_accents_only", "never_split_cased", "mixed"]
 # Control and format characters as tokens, reached only with remove_control_chars=False.
 CONTROL_TOKENS = ["\u00ad", "##\u00ad", "\u200b", "##\u200b", "\x07", "##\x07", "\x7f"]
 

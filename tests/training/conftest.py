@@ -2,7 +2,8 @@
 
 Built once per run (about 10 s; `built_once`): the corpus (every 8th document held
 out), a 1000-token WordPiece vocabulary learnt on the training documents with
-keras_bert.text, and a few pretraining data directories.
+keras_bert.text, a few pretraining data directories, and the one-process
+reference runs that several modules compare with (`single`, `uninterrupted`).
 """
 
 import os
@@ -103,3 +104,56 @@ def replica_data(corpus, tmp_path_factory):
     return shared_data(tmp_path_factory, corpus, "replica", "train", max_seq_length=32,
                        max_predictions_per_seq=3, dupe_factor=1, short_seq_prob=0.0)
 
+
+
+def distributed_settings(replica_data, out, strategy, **extra):
+    """tests/training/distributed_worker.py's settings: its pretraining run on `replica_data`."""
+    # No dropout: replicas would draw other masks than one process.
+    config = tiny_bert_config(32, dropout=0.0)
+    return {"out": str(out), "data_dir": replica_data, "strategy": strategy,
+            "bert_config": config.to_dict(), **extra}
+
+
+def load_dump(out, task_id=0):
+    """(weights, {"losses", "replicas"}) that distributed_worker.py's worker `task_id` wrote."""
+    import json
+
+    import numpy as np
+
+    weights = np.load(os.path.join(out, f"weights-{task_id}.npz"))
+    with open(os.path.join(out, f"losses-{task_id}.json")) as f:
+        record = json.load(f)
+    return [weights[k] for k in weights.files], record
+
+
+@pytest.fixture(scope="session")
+def single(replica_data, tmp_path_factory):
+    """distributed_worker.py's run in one process, no strategy: the reference of
+    test_distribute's and test_ray_train's multi-device runs, built once per run."""
+    from tests.training.distributed_worker import train_and_dump
+
+    def build(root):
+        train_and_dump(distributed_settings(replica_data, root, "auto"))
+        return root
+
+    return load_dump(built_once(tmp_path_factory, "training-single", build))
+
+
+@pytest.fixture(scope="session")
+def uninterrupted(dynamic_data, tmp_path_factory):
+    """The weights of test_trainer's pretraining run (SETTINGS), never stopped: what its
+    killed and resumed runs (test_trainer, test_checkpoint_units) must end with. Built once
+    per run."""
+    import numpy as np
+
+    from tests.training import test_trainer
+
+    def build(root):
+        result, first = test_trainer._run(dynamic_data, os.path.join(root, "run"))
+        assert first == 0 and result["step"] == 30
+        path = os.path.join(root, "weights.npz")
+        np.savez(path, *[w.numpy() for w in result["model"].weights])
+        return path
+
+    weights = np.load(built_once(tmp_path_factory, "training-uninterrupted", build))
+    return [weights[k] for k in weights.files]

@@ -2,16 +2,15 @@
 
 Also: run-state JSON files are replaced whole and a damaged one is named;
 a non-finite loss or weight stops training before anything is saved.
-The kills are real SIGKILLs of a subprocess stopped at an exact point of
+The kills are real SIGKILLs of a tool's process (forked from one that imported
+TensorFlow once: tests/writer_harness.py Forker) stopped at an exact point of
 the writer (its `keras_bert.steps.reached`, patched by tests/writer_harness.py).
 """
 
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
 
 import keras
 import numpy as np
@@ -34,27 +33,30 @@ FINETUNE = os.path.join(REPO, "tools", "finetune.py")
 SETTINGS = dict(trainer_tests.SETTINGS, max_checkpoints=1)
 
 
-def _kill_at(command, point, tmp_path):
-    """Runs the tool `command` ([python, TOOL, *args]) until it pauses at `point`,
-    then SIGKILLs it."""
+@pytest.fixture(scope="module")
+def forker():
+    """The module's killed tool runs are forked from it: one TensorFlow import
+    (tests/writer_harness.py Forker); each is still a process of its own, really SIGKILLed."""
+    forker = writer_harness.Forker()
+    yield forker
+    forker.close()
+
+
+def _kill_at(command, point, tmp_path, forker):
+    """Runs the tool `command` ([python, TOOL, *args]) in a forked process until it pauses at
+    `point`, then SIGKILLs it; returns its output."""
     marker = tmp_path / "paused"
-    command = writer_harness.command(command[1], *command[2:], stop=point, marker=marker)
-    log_path = tmp_path / "killed.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(command, env=subprocess_env(), stdout=log,
-                                stderr=subprocess.STDOUT)
-        try:
-            deadline = time.time() + 300
-            while not marker.exists():
-                assert proc.poll() is None, log_path.read_text()[-3000:]
-                assert time.time() < deadline, f"never paused at {point}"
-                time.sleep(0.02)
+    proc = writer_harness.start(command[1], *command[2:], env=subprocess_env(), forker=forker,
+                                stop=point, marker=marker)
+    try:
+        writer_harness.wait_paused(marker, proc, timeout=300)
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait() == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
-            assert proc.wait(timeout=60) == -signal.SIGKILL
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    return log_path.read_text()
+            proc.wait()
+    return proc.communicate()[0] + writer_harness.errors(proc)
 
 
 def _pretrain_command(data_dir, output_dir, tmp_path):
@@ -72,20 +74,16 @@ def _resume_pretraining(data_dir, output_dir):
     return result, first.first
 
 
-# test_trainer's run of the same settings, uninterrupted: the weights a resumed run ends with.
-uninterrupted = trainer_tests.uninterrupted
-
-
 # Each kill point of a unit's write is crashed in process below (nothing in the Trainer
 # cleans up on the way out, so the files left are a SIGKILL's). SIGKILLed in a fresh
 # process: here after the commit of step 20 (unit 10's pruning not done), and the
 # fine-tune below after the data iterator's write (the same Trainer.save).
 @pytest.mark.slow  # A fresh process (TensorFlow's import); the in-process variant below.
 def test_pretraining_killed_mid_checkpoint_resumes_from_the_last_whole_one(
-        dynamic_data, uninterrupted, tmp_path):
+        dynamic_data, uninterrupted, tmp_path, forker):
     output_dir = tmp_path / "run"
     _kill_at(_pretrain_command(dynamic_data, output_dir, tmp_path), "checkpoint-committed:20",
-             tmp_path)
+             tmp_path, forker)
     checkpoints = output_dir / "checkpoints"
     assert "ckpt-20" in (checkpoints / "checkpoint").read_text()
     assert not (output_dir / "model").exists()
@@ -279,14 +277,14 @@ def _finetune_args(root, output, *extra):
 
 @pytest.mark.slow  # Two fine-tuning runs (one in a fresh process).
 def test_finetune_killed_mid_checkpoint_resumes_from_the_last_whole_one(tiny_model_dir,
-                                                                        tmp_path):
+                                                                        tmp_path, forker):
     root = tmp_path / "data"
     root.mkdir()
     write_sentiment_splits(root, 24, 8, model_dir=tiny_model_dir)  # 3 steps an epoch.
     output = tmp_path / "out"
     # Epoch 2's unit (step 6) is half written: its data iterator is, nothing else.
     _kill_at([sys.executable, FINETUNE, *_finetune_args(root, output)],
-             "checkpoint-data-written:6", tmp_path)
+             "checkpoint-data-written:6", tmp_path, forker)
     checkpoints = str(output) + ".checkpoints"
     assert "ckpt-3" in open(os.path.join(checkpoints, "checkpoint")).read()
     # What a kill inside TensorFlow's own write of step 6 leaves: neither blocks the resume

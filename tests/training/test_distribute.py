@@ -2,17 +2,18 @@
 
 import json
 import os
+import signal
 import socket
-import subprocess
-import sys
+import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from keras_bert.training import resolve_strategy, worker_info
-from tests.training.conftest import subprocess_env, tiny_bert_config
-from tests.training.distributed_worker import STEPS, train_and_dump
+from tests import writer_harness
+from tests.training.conftest import distributed_settings, load_dump, subprocess_env
+from tests.training.distributed_worker import STEPS
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "distributed_worker.py")
 
@@ -23,25 +24,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _settings(replica_data, out, strategy, **extra):
-    # No dropout: replicas would draw other masks than one process.
-    config = tiny_bert_config(32, dropout=0.0)
-    return {"out": str(out), "data_dir": replica_data, "strategy": strategy,
-            "bert_config": config.to_dict(), **extra}
-
-
-def _load(out, task_id=0):
-    weights = np.load(os.path.join(out, f"weights-{task_id}.npz"))
-    with open(os.path.join(out, f"losses-{task_id}.json")) as f:
-        record = json.load(f)
-    return [weights[k] for k in weights.files], record
-
-
-@pytest.fixture(scope="module")
-def single(replica_data, tmp_path_factory):
-    out = tmp_path_factory.mktemp("single")
-    train_and_dump(_settings(replica_data, out, "auto"))
-    return _load(out)
+# `single`, the one-process reference: tests/training/conftest.py.
 
 
 def _assert_same_training(result, reference):
@@ -58,31 +41,48 @@ def _assert_same_training(result, reference):
         np.testing.assert_allclose(w, r, atol=1e-5)
 
 
-@pytest.mark.slow  # two worker processes over local gRPC
-def test_two_workers_on_localhost_match_one_process(replica_data, single, tmp_path):
-    ports = [_free_port(), _free_port()]
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    procs, logs = [], []
-    for index in range(2):
-        env = subprocess_env(TF_CONFIG=json.dumps(
-            {"cluster": cluster, "task": {"type": "worker", "index": index}}))
-        log = open(tmp_path / f"worker-{index}.log", "w")
-        logs.append(log)
-        # strategy "auto" must pick MultiWorkerMirroredStrategy from TF_CONFIG;
-        # jit_compile "auto" is on (float32): XLA forward/backward per replica.
-        procs.append(subprocess.Popen(
-            [sys.executable, WORKER, json.dumps(_settings(replica_data, tmp_path, "auto"))],
-            env=env, stdout=log, stderr=subprocess.STDOUT))
+@pytest.fixture(scope="module")
+def forker():
+    """The module's worker processes are forked from it (tests/writer_harness.py Forker): one
+    TensorFlow import, no device or runtime set up before the fork."""
+    forker = writer_harness.Forker()
+    yield forker
+    forker.close()
+
+
+def _start(settings, forker, **env):
+    """distributed_worker.py with `settings` in a process of its own, forked from `forker`."""
+    return writer_harness.start(WORKER, json.dumps(settings), env=subprocess_env(**env),
+                                forker=forker)
+
+
+def _wait(procs, timeout=300):
+    """The exit statuses of `procs`; kills those still running after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
     try:
-        codes = [p.wait(timeout=300) for p in procs]
+        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return [p.poll() for p in procs]
     finally:
         for p in procs:
             if p.poll() is None:
-                p.kill()
-        for log in logs:
-            log.close()
-    assert codes == [0, 0], (tmp_path / "worker-0.log").read_text()[-3000:]
-    chief, other = _load(tmp_path, 0), _load(tmp_path, 1)
+                p.send_signal(signal.SIGKILL)
+                p.wait()
+
+
+@pytest.mark.slow  # two worker processes over local gRPC
+def test_two_workers_on_localhost_match_one_process(replica_data, single, tmp_path, forker):
+    ports = [_free_port(), _free_port()]
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    # strategy "auto" must pick MultiWorkerMirroredStrategy from TF_CONFIG;
+    # jit_compile "auto" is on (float32): XLA forward/backward per replica.
+    procs = [_start(distributed_settings(replica_data, tmp_path, "auto"), forker,
+                    TF_CONFIG=json.dumps({"cluster": cluster,
+                                          "task": {"type": "worker", "index": index}}))
+             for index in range(2)]
+    codes = _wait(procs)
+    assert codes == [0, 0], writer_harness.errors(procs[0]) + writer_harness.errors(procs[1])
+    chief, other = load_dump(tmp_path, 0), load_dump(tmp_path, 1)
     assert chief[1]["replicas"] == 2
     for a, b in zip(chief[0], other[0]):  # Both workers hold the same model.
         np.testing.assert_array_equal(a, b)
@@ -93,14 +93,14 @@ def test_two_workers_on_localhost_match_one_process(replica_data, single, tmp_pa
 
 
 @pytest.mark.slow
-def test_mirrored_over_two_cpu_devices_matches_one_device(replica_data, single, tmp_path):
+def test_mirrored_over_two_cpu_devices_matches_one_device(replica_data, single, tmp_path,
+                                                          forker):
     # Without XLA here (the two workers above compile their step with it).
-    settings = _settings(replica_data, tmp_path, "mirrored", logical_cpus=2,
-                         jit_compile="off")
-    done = subprocess.run([sys.executable, WORKER, json.dumps(settings)],
-                          env=subprocess_env(), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    result = _load(tmp_path)
+    settings = distributed_settings(replica_data, tmp_path, "mirrored", logical_cpus=2,
+                                    jit_compile="off")
+    (proc,) = procs = [_start(settings, forker)]
+    assert _wait(procs) == [0], writer_harness.errors(proc)
+    result = load_dump(tmp_path)
     assert result[1]["replicas"] == 2
     _assert_same_training(result, single)
 

@@ -6,10 +6,11 @@ import os
 import numpy as np
 import pytest
 
-from tests.training.conftest import REPO
+from tests.conftest import run_tool
+from tests.training.conftest import REPO, distributed_settings
 from tests.training.distributed_worker import STEPS
-from tests.training.test_cluster_finetune import _data, _start_workers, _wait, _weights
-from tests.training.test_distribute import _assert_same_training, _settings, single  # noqa: F401
+from tests.training.test_cluster_finetune import _args, _data, _weights
+from tests.training.test_distribute import _assert_same_training
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +57,8 @@ def _check_workers(seen):
     assert [s["legacy_keras_after_import"] for s in seen] == [None, None]
 
 
-@pytest.mark.slow  # A local Ray cluster with two TensorFlow workers, then two reference workers.
-def test_ray_finetune_matches_two_localhost_workers_and_reports_each_epoch(tmp_path, local_ray):
+@pytest.mark.slow  # A local Ray cluster with two TensorFlow workers, then the reference run.
+def test_ray_finetune_matches_one_process_and_reports_each_epoch(tmp_path, local_ray):
     root = _data(tmp_path, 48)  # 6 steps an epoch, 12 in all.
     # test_cluster_finetune's run (tools/finetune.py's flags as options): no dropout,
     # global batch 8.
@@ -71,11 +72,12 @@ def test_ray_finetune_matches_two_localhost_workers_and_reports_each_epoch(tmp_p
     result, reports, seen = _fit(config, tmp_path, "finetune")
     assert result.error is None, result.error
     _check_workers(seen)
-    # The reference: two tools/finetune.py workers on localhost ports (TF_CONFIG built
-    # from KERAS_BERT_WORKER_HOSTS), global batch 8; the chief's output is out-0.
-    procs, paths = _start_workers(tmp_path, root, "reference")
-    assert _wait(procs) == [0, 0], paths[0].read_text()[-3000:]
-    reference = tmp_path / "out-0"
+    # The reference: tools/finetune.py in one process (here: no TensorFlow import) with the
+    # same global batch 8, which two workers on localhost equal to 1e-6
+    # (test_cluster_finetune).
+    reference = tmp_path / "reference"
+    code, out, err = run_tool("finetune", *_args(root, reference))
+    assert code == 0, (out + err)[-3000:]
     for got, want in zip(_weights(tmp_path / "ray-out"), _weights(reference)):
         np.testing.assert_allclose(got, want, atol=1e-6)
     # Ray got each epoch's metrics from both workers (the same), and a checkpoint
@@ -103,7 +105,7 @@ def test_ray_pretraining_matches_one_process_and_reports_every_n_steps(
     from keras_bert.models import BertPretrainer
 
     # test_distribute's run (its two TF_CONFIG workers match this one process).
-    settings = _settings(replica_data, tmp_path, "auto")
+    settings = distributed_settings(replica_data, tmp_path, "auto")
     config = {"job": "pretrain", "train": replica_data, "output": str(tmp_path / "run"),
               "bert_config": settings["bert_config"], "report_every": 2,
               "config": {"num_train_steps": STEPS, "batch_size": 16, "learning_rate": 1e-2,

@@ -8,8 +8,8 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 import textwrap
+import time
 
 import keras
 import numpy as np
@@ -19,7 +19,8 @@ import tensorflow as tf
 from keras_bert.progress import default_log_handler
 from keras_bert.tasks import BertClassifier
 from keras_bert.training import finetune as finetune_lib
-from tests.conftest import interrupt_after, run_tool
+from tests import writer_harness
+from tests.conftest import run_tool
 from tests.training.finetune_fixtures import write_sentiment_splits
 
 # Every test here runs tools/finetune.py in subprocesses (minutes on 2 cores).
@@ -38,6 +39,23 @@ def workdir(tmp_path_factory, tiny_model_dir):
 
 def env():
     return dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
+
+
+@pytest.fixture(scope="module")
+def forker():
+    """The module's fresh processes are forked from it (tests/writer_harness.py Forker): one
+    TensorFlow and keras_bert import, nothing run or configured in it before the fork."""
+    forker = writer_harness.Forker()
+    yield forker
+    forker.close()
+
+
+def written(process):
+    """(stdout, stderr) that the forked `process` has written so far."""
+    with open(process.out, encoding="utf-8", errors="replace") as f:
+        out = f.read()
+    process.log.seek(0)
+    return out, process.log.read()
 
 
 def test_default_log_handler_prints_info_only_when_logging_is_not_configured(monkeypatch):
@@ -64,9 +82,9 @@ def test_default_log_handler_prints_info_only_when_logging_is_not_configured(mon
     assert mine.getvalue() == "once\n" and "once" not in stream.getvalue()
 
 
-# Both modes run in one fresh process (one TensorFlow import), "plain" first,
-# while nothing has configured logging yet; each mode's stdout follows its
-# MODE line.
+# Both modes run in one process of their own (forked from the module's Forker, which
+# imported TensorFlow and keras_bert and nothing more), "plain" first, while nothing has
+# configured logging yet; each mode's stdout follows its MODE line.
 FINETUNE_SCRIPT = textwrap.dedent("""
     import logging, sys
     from keras_bert.training.finetune import FinetuneOptions, finetune, read_task_data
@@ -90,10 +108,13 @@ MODES = ["plain", "configured"]
 
 
 @pytest.fixture(scope="module")
-def finetune_runs(workdir):
-    """(stdout of each mode, the process's stderr and exit status)."""
-    done = subprocess.run([sys.executable, "-c", FINETUNE_SCRIPT, str(workdir), *MODES],
-                          capture_output=True, text=True, env=env(), timeout=600)
+def finetune_runs(workdir, forker):
+    """(stdout of each mode, the process's stdout, stderr and exit status)."""
+    process = writer_harness.start(FINETUNE_SCRIPT, str(workdir), *MODES, env=env(),
+                                   forker=forker)
+    returncode = process.wait()
+    stdout, stderr = written(process)
+    done = subprocess.CompletedProcess(FINETUNE_SCRIPT, returncode, stdout, stderr)
     parts = done.stdout.split("MODE ")
     outputs = {part.split("\n", 1)[0]: part.split("\n", 1)[-1] for part in parts[1:]}
     return outputs, done
@@ -133,16 +154,30 @@ def test_evaluation_traces_once_whatever_the_batch_shapes(workdir, caplog):
     assert not [r for r in caplog.records if "retracing" in r.getMessage()]
 
 
-def test_ctrl_c_saves_a_checkpoint_says_so_once_and_a_rerun_resumes(workdir, tmp_path):
+def test_ctrl_c_saves_a_checkpoint_says_so_once_and_a_rerun_resumes(workdir, tmp_path,
+                                                                   forker):
     output = tmp_path / "run"
-    command = [sys.executable, TOOL, "--jit-compile", "off", "--task", "classification",
-               "--model", str(workdir / "tiny"), "--train", str(workdir / "train.csv"),
-               "--eval", str(workdir / "dev.csv"), "--output", str(output), "--epochs", "4",
-               "--batch-size", "4", "--max-seq-length", "16", "--log-every", "1",
-               "--early-stopping-patience", "0"]
-    # "step 3/64": training has started and the signal handler is installed.
-    code, first = interrupt_after(command, "step 3/64 ", signal.SIGINT, tmp_path / "first.log",
-                                  env())
+    args = ["--jit-compile", "off", "--task", "classification",
+            "--model", str(workdir / "tiny"), "--train", str(workdir / "train.csv"),
+            "--eval", str(workdir / "dev.csv"), "--output", str(output), "--epochs", "4",
+            "--batch-size", "4", "--max-seq-length", "16", "--log-every", "1",
+            "--early-stopping-patience", "0"]
+    # The tool as its own process (forked: no TensorFlow import of its own) gets SIGINT once
+    # "step 3/64" is out: training has started and the signal handler is installed.
+    process = writer_harness.start(TOOL, *args, env=env(), forker=forker)
+    try:
+        deadline = time.monotonic() + 300
+        while "step 3/64 " not in "".join(written(process)):
+            assert process.poll() is None, "".join(written(process))[-3000:]
+            assert time.monotonic() < deadline, "no 'step 3/64 ' after 300 s"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        code = process.wait()
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+    first = "".join(written(process))
     assert code == 130, first[-3000:]
     assert "Traceback" not in first and "KeyboardInterrupt" not in first, first[-3000:]
     assert first.count("Training stopped by SIGINT (Ctrl-C) at step ") == 1
@@ -152,7 +187,7 @@ def test_ctrl_c_saves_a_checkpoint_says_so_once_and_a_rerun_resumes(workdir, tmp
     assert os.path.exists(str(output) + ".checkpoints")
 
     # The rerun needs no fresh process: in this one (no second TensorFlow import).
-    code, out, err = run_tool("finetune", *command[2:])
+    code, out, err = run_tool("finetune", *args)
     second = out + err
     assert code == 0, second[-3000:]
     assert f"resumed from step {stopped}/64" in second

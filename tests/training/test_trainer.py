@@ -8,7 +8,6 @@ import time
 
 import keras
 import numpy as np
-import pytest
 
 from keras_bert.training import PretrainingConfig, run_pretraining
 from tests.training.conftest import REPO, subprocess_env, tiny_bert_config
@@ -46,11 +45,7 @@ def _run(data_dir, output_dir):
     return result, first.first
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(dynamic_data, tmp_path_factory):
-    result, first = _run(dynamic_data, tmp_path_factory.mktemp("uninterrupted"))
-    assert first == 0 and result["step"] == 30
-    return [w.numpy() for w in result["model"].weights]
+# `uninterrupted`, this run never stopped: tests/training/conftest.py.
 
 
 def _start_then_signal(data_dir, output_dir, tmp_path, sig):
