@@ -111,35 +111,6 @@ def run_tool(name, *args):
     return status, out.getvalue(), err.getvalue()
 
 
-def interrupt_after(command, marker, signum, log_path, env=None, timeout=300):
-    """Starts `command`, sends `signum` once `marker` is in its output, and waits.
-
-    For the tests whose point is a signal in a fresh process (SIGTERM,
-    SIGINT). The output goes to `log_path`; the process is killed if it is
-    still running at the end.
-
-    Returns:
-        (exit status, the output).
-    """
-    import subprocess
-    import time
-
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.time() + timeout
-            while marker not in log_path.read_text():
-                assert proc.poll() is None, log_path.read_text()[-3000:]
-                assert time.time() < deadline, f"no {marker!r} after {timeout} s"
-                time.sleep(0.02)
-            proc.send_signal(signum)
-            code = proc.wait(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    return code, log_path.read_text()
-
-
 # === Model directories and exports, built once per session ===
 
 

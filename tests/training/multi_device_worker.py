@@ -51,7 +51,6 @@ def run_pretrain(settings, strategy, out):
     from keras_bert.config import BertConfig
     from keras_bert.training import PretrainingConfig, run_pretraining
     import keras
-    import numpy as np
 
     losses = []
 
