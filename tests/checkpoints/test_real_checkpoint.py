@@ -96,9 +96,8 @@ def test_google_layout_of_the_same_weights_matches(minilm_source, reference, tmp
     assert pooled_diff <= ATOL, pooled_diff
 
 
-def test_classifier_from_converted_dir_takes_encoder_weights(converted, minilm_source, reference):
-    out, _ = converted
-    classifier = BertClassifier.from_pretrained(out, num_classes=3)
+def _assert_takes_encoder_weights(classifier, minilm_source, reference):
+    """The classifier made from the converted dir holds the checkpoint's encoder weights."""
     raw = load_file(os.path.join(minilm_source, "model.safetensors"))
     encoder = classifier.encoder
     np.testing.assert_array_equal(
@@ -121,9 +120,12 @@ def test_classifier_from_converted_dir_takes_encoder_weights(converted, minilm_s
 
 
 @pytest.mark.slow  # ~30 s: fits, saves and exports the 22M-parameter model
-def test_real_minilm_takes_raw_strings_end_to_end(converted, tmp_path):
+def test_real_minilm_takes_raw_strings_end_to_end(converted, minilm_source, reference,
+                                                  tmp_path):
     """A new user's path: from_pretrained -> compile -> fit(strings) -> predict, pairs,
-    tf.data, .keras round trip, save_pretrained + export equal to softmax(predict)."""
+    tf.data, .keras round trip, save_pretrained + export equal to softmax(predict).
+    Before the fit: the classifier from the converted dir takes its encoder weights (one
+    load of the 22M-parameter model for both)."""
     import keras
 
     from keras_bert.export import export_model
@@ -134,6 +136,7 @@ def test_real_minilm_takes_raw_strings_end_to_end(converted, tmp_path):
              "Ünïcödé — “quotes” 東京 🙂", ""]
     labels = np.array([2, 0, 1, 0, 1, 1])
     classifier = BertClassifier.from_pretrained(converted[0], num_classes=3, max_seq_length=64)
+    _assert_takes_encoder_weights(classifier, minilm_source, reference)
     assert classifier.preprocessor.tokenizer.lowercase is True  # uncased vocabulary
     classifier.compile(optimizer=keras.optimizers.Adam(1e-5),
                        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))

@@ -8,6 +8,14 @@ from tests.models.conftest import tiny_config
 from tests.test_case import assert_all_close, run_model_saving_test, run_saved_model_test
 
 
+@pytest.fixture(scope="module")
+def encoder():
+    """tests/models/conftest.py's seeded tiny encoder without dropout, built once for the
+    module: no test here changes its weights (they call, save and reload it)."""
+    keras.utils.set_random_seed(0)
+    return BertEncoder(**tiny_config(dropout_rate=0.0, attention_dropout_rate=0.0).to_dict())
+
+
 @pytest.mark.parametrize("preset, expected", [("base", 109_482_240), ("large", 335_141_888)])
 def test_parameter_counts_match_reference_bert(preset, expected):
     # In a stateless scope Keras defers each variable's initializer, so the

@@ -97,13 +97,21 @@ def run_backbone_test(cls, init_kwargs, input_data, expected_output_shape, predi
         short = backbone({k: v[:, :length] for k, v in input_data.items()})
         assert tuple(short["sequence_output"].shape[:2]) == (2, length)
     if predict:
-        predicted = backbone.predict(input_data, verbose=0)
-        batches = tf.data.Dataset.from_tensor_slices(input_data).batch(2)
-        assert_all_close(backbone.predict(batches, verbose=0), predicted)
-        assert_all_close(predicted["sequence_output"], output["sequence_output"])
+        run_backbone_predict_test(backbone, input_data, output)
     assert backbone.name.startswith("bert_encoder")
     run_precision_test(cls, init_kwargs, input_data)
     return backbone
+
+
+def run_backbone_predict_test(backbone, input_data, output=None):
+    """`run_backbone_test`'s predict part: Keras' compiled predict on arrays and on a
+    dataset gives the eager call's outputs."""
+    if output is None:
+        output = backbone(input_data)
+    predicted = backbone.predict(input_data, verbose=0)
+    batches = tf.data.Dataset.from_tensor_slices(input_data).batch(2)
+    assert_all_close(backbone.predict(batches, verbose=0), predicted)
+    assert_all_close(predicted["sequence_output"], output["sequence_output"])
 
 
 def run_precision_test(cls, init_kwargs, input_data):
@@ -125,11 +133,12 @@ def run_precision_test(cls, init_kwargs, input_data):
 
 
 def run_task_test(cls, init_kwargs, train_data, expected_output_shape, compile_kwargs=None,
-                  batch_size=2):
+                  batch_size=2, task=None):
     """`run_task_test`: predict on texts, on a dataset and with the preprocessing split
     off; fit on texts, on a dataset and split; all without a compile call, and
-    `compile=False` leaves `fit` asking for one."""
-    task = cls(**init_kwargs)
+    `compile=False` leaves `fit` asking for one. `task`: `cls(**init_kwargs)` built
+    already (a module's, whose traced functions its other tests reuse)."""
+    task = task if task is not None else cls(**init_kwargs)
     if compile_kwargs:
         task.compile(**compile_kwargs)
     run_serialization_test(task)

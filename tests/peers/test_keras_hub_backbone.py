@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from keras_bert import BertEncoder
-from tests.peers.peer_case import run_backbone_test
+from tests.peers.peer_case import run_backbone_predict_test, run_backbone_test
 from tests.test_case import run_model_saving_test
 
 INIT_KWARGS = {"vocab_size": 10, "num_layers": 2, "num_heads": 2, "hidden_size": 2,
@@ -34,9 +34,9 @@ def test_backbone_basics():
 @pytest.mark.slow
 def test_backbone_predict():
     """bert_backbone_test.py test_backbone_basics, its compiled predict on arrays and on
-    a dataset (run_backbone_test)."""
-    run_backbone_test(BertEncoder, INIT_KWARGS, input_data(),
-                      {"sequence_output": (2, 5, 2), "pooled_output": (2, 2)}, predict=True)
+    a dataset (run_backbone_test's predict part: the rest, config round trip, shapes and
+    mixed precision, is test_backbone_basics', in the default tier)."""
+    run_backbone_predict_test(BertEncoder(**INIT_KWARGS), input_data())
 
 
 @pytest.mark.slow

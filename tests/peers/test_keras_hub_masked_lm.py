@@ -81,15 +81,22 @@ def init_kwargs():
     return {"encoder": encoder, "preprocessor": preprocessor}
 
 
+@pytest.fixture(scope="module")
+def masked_lm():
+    """The module's masked LM: test_masked_lm_basics fits it, test_saved_model compares
+    the reloaded file with its predict (one build, its predict traced once)."""
+    keras.utils.set_random_seed(0)
+    return BertMaskedLM(**init_kwargs())
+
+
 @pytest.mark.slow
-def test_masked_lm_basics():
+def test_masked_lm_basics(masked_lm):
     """bert_masked_lm_test.py test_masked_lm_basics (run_task_test): logits [2, 5, 10] of
     the masked samples; fit on raw texts with no labels, on a dataset and on
     preprocessed samples, with no compile call; compile=False asks for one.
     keras_bert's predict on raw text fills in each "[MASK]" written in it (the export's
     fill_mask); the logits of masked samples are the model's call on them."""
-    kwargs = init_kwargs()
-    model = BertMaskedLM(**kwargs)
+    model = masked_lm
     run_serialization_test(model)
     preprocessor = model.preprocessor
     x, _, _ = preprocessor.masked_samples(TEXTS)
@@ -112,10 +119,9 @@ def test_masked_lm_basics():
 
 
 @pytest.mark.slow
-def test_saved_model(tmp_path):
+def test_saved_model(masked_lm, tmp_path):
     """bert_masked_lm_test.py test_saved_model (run_model_saving_test on masked samples)."""
-    keras.utils.set_random_seed(0)
-    model = BertMaskedLM(**init_kwargs())
+    model = masked_lm
     x, _, _ = model.preprocessor.masked_samples(TEXTS)
     reloaded = run_model_saving_test(model, {k: np.asarray(v) for k, v in x.items()}, tmp_path)
     assert_all_close(reloaded.predict(x, verbose=0), model.predict(x, verbose=0), atol=1e-6)

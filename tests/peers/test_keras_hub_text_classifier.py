@@ -69,16 +69,19 @@ def init_kwargs():
     return {"encoder": encoder, "num_classes": 2, "preprocessor": preprocessor}
 
 
-@pytest.mark.slow
-def test_classifier_basics():
-    """bert_text_classifier_test.py test_classifier_basics (run_task_test)."""
-    run_task_test(BertClassifier, init_kwargs(), TRAIN_DATA, expected_output_shape=(2, 2))
-
-
 @pytest.fixture(scope="module")
 def classifier():
+    """The module's classifier: test_classifier_basics fits it, the saving and LiteRT tests
+    compare with its own predict (one build, its predict traced once)."""
     keras.utils.set_random_seed(0)
     return BertClassifier(**init_kwargs())
+
+
+@pytest.mark.slow
+def test_classifier_basics(classifier):
+    """bert_text_classifier_test.py test_classifier_basics (run_task_test)."""
+    run_task_test(BertClassifier, init_kwargs(), TRAIN_DATA, expected_output_shape=(2, 2),
+                  task=classifier)
 
 
 @pytest.mark.slow

@@ -56,21 +56,6 @@ def test_default_loss_is_the_cross_entropy_averaged_over_real_predictions(model)
     np.testing.assert_allclose(got_accuracy, accuracy, rtol=1e-6)
 
 
-@pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
-def test_fit_on_texts_without_labels_lowers_the_mlm_loss(model):
-    fast(model)
-    model.preprocessor.mask_selection_rate = 0.3
-    initial = model.evaluate(CORPUS, verbose=0)[0]
-    # A dataset of texts trains the same way as in-memory texts.
-    dataset = tf.data.Dataset.from_tensor_slices(CORPUS).batch(8)
-    losses = model.fit(dataset, epochs=2, verbose=0).history["loss"]
-    # 24 steps in 2 epochs, not 8 epochs of 3: each epoch starts a new tf.data iterator,
-    # which instantiates the tokenizer graph again.
-    losses += model.fit(CORPUS * 4, batch_size=8, epochs=2, verbose=0).history["loss"]
-    assert losses[-1] < 0.7 * initial, (initial, losses)
-    assert model.evaluate(dataset, verbose=0)[0] < 0.7 * initial
-
-
 def test_masks_are_new_on_every_epoch(model):
     dataset = model._text_dataset(CORPUS[:1] * 8, batch_size=8)
     epochs = [next(iter(dataset))[0]["masked_positions"].numpy() for _ in range(2)]
@@ -79,20 +64,22 @@ def test_masks_are_new_on_every_epoch(model):
 
 
 @pytest.mark.slow
-def test_mask_rate_zero_trains_nothing_and_gives_a_zero_loss(model):
+def test_mask_settings_set_after_construction_change_what_fit_masks(model):
+    """Mask rate 0 trains nothing with a zero loss; the settings set after construction
+    change what fit masks (one model: a rate-0 fit leaves it as built)."""
     fast(model)
+    rate = model.preprocessor.mask_selection_rate
     model.preprocessor.mask_selection_rate = 0.0
     _, _, weights = masked_batch(model, CORPUS[:4])
-    assert weights.shape == (4, 20) and weights.sum() == 0
+    assert weights.shape == (4, 20) and weights.sum() == 0, f"rate 0: {weights}"
     before = [w.copy() for w in model.get_weights()]
     history = model.fit(CORPUS, batch_size=8, epochs=1, verbose=0).history
-    assert history["loss"] == [0.0] and np.isfinite(history["masked_lm_accuracy"][0])
+    assert history["loss"] == [0.0] and np.isfinite(history["masked_lm_accuracy"][0]), history
     # Adam without weight decay: no gradient, no change.
-    assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
+    assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights())), \
+        "a fit at mask rate 0 changed the weights"
+    model.preprocessor.mask_selection_rate = rate
 
-
-@pytest.mark.slow
-def test_mask_settings_set_after_construction_change_what_fit_masks(model):
     text = ["the movie is good a film i love paris"]  # 9 tokens
     assert masked_batch(model, text)[2].sum() == 1  # round(0.15 * 9)
     model.preprocessor.mask_selection_rate = 1.0
@@ -102,7 +89,6 @@ def test_mask_settings_set_after_construction_change_what_fit_masks(model):
     assert weights.shape == (1, 4) and weights.sum() == 4
     packed = model.preprocessor(tf.constant(text))["token_ids"].numpy()
     assert y[0].tolist() == packed[0, x["masked_positions"][0]].tolist()  # The original ids.
-    fast(model)
     model.preprocessor.mask_selection_rate = 0.0
     assert model.fit(text * 4, epochs=1, verbose=0).history["loss"] == [0.0]
     model.preprocessor.mask_selection_rate = 0.5
@@ -129,9 +115,23 @@ def test_mask_written_in_text_is_the_mask_token(model):
     assert ID["[MASK]"] not in model.preprocessor.tokenizer(tf.constant(["[MASK]"]))[0].numpy()
 
 
-@pytest.mark.slow
-def test_predict_fills_each_mask_with_the_models_top_tokens_as_its_export(model, tmp_path):
-    fast(model).fit(CORPUS, batch_size=8, epochs=1, verbose=0)
+@pytest.mark.slow  # One model fitted once: its predict, export and .keras file follow.
+def test_fit_on_texts_lowers_the_mlm_loss_and_predict_fills_masks_as_its_export_and_file(
+        model, tmp_path):
+    # Fit on texts without labels lowers the MLM loss.
+    fast(model)
+    model.preprocessor.mask_selection_rate = 0.3
+    initial = model.evaluate(CORPUS, verbose=0)[0]
+    # A dataset of texts trains the same way as in-memory texts.
+    dataset = tf.data.Dataset.from_tensor_slices(CORPUS).batch(8)
+    losses = model.fit(dataset, epochs=2, verbose=0).history["loss"]
+    # 24 steps in 2 epochs, not 8 epochs of 3: each epoch starts a new tf.data iterator,
+    # which instantiates the tokenizer graph again.
+    losses += model.fit(CORPUS * 4, batch_size=8, epochs=2, verbose=0).history["loss"]
+    assert losses[-1] < 0.7 * initial, ("fit on texts", initial, losses)
+    assert model.evaluate(dataset, verbose=0)[0] < 0.7 * initial, "evaluate after the fit"
+
+    # predict fills each [MASK] with the model's top tokens.
     texts = ["the [MASK] is [MASK]", "i love [MASK]", "no mask here"]
     got = model.predict(texts)
     assert got["positions"].tolist() == [[2, 4], [3, 0], [0, 0]]
@@ -161,11 +161,7 @@ def test_predict_fills_each_mask_with_the_models_top_tokens_as_its_export(model,
     for key in ("ids", "positions", "tokens"):
         assert out[key].tolist() == expected[key].tolist(), key
     np.testing.assert_allclose(out["scores"], expected["scores"], atol=1e-6)
-
-
-@pytest.mark.slow
-def test_keras_file_keeps_the_preprocessor_and_its_mask_settings(model, tmp_path):
-    fast(model).fit(CORPUS[:8], epochs=1, verbose=0)
+    # The .keras file keeps the preprocessor and its mask settings (the fitted model above).
     model.preprocessor.mask_selection_rate = 0.4
     path = str(tmp_path / "mlm.keras")
     model.save(path)
@@ -175,7 +171,7 @@ def test_keras_file_keeps_the_preprocessor_and_its_mask_settings(model, tmp_path
     assert again.preprocessor.mask_selection_rate == 0.4
     texts = ["the [MASK] is good"]
     np.testing.assert_allclose(again.predict(texts)["scores"], model.predict(texts)["scores"],
-                               rtol=1e-6)
+                               rtol=1e-6, err_msg="the .keras file's predict")
     assert again.fit(CORPUS[:8], epochs=1, verbose=0).history["loss"][0] > 0
 
 
@@ -239,7 +235,9 @@ def test_next_sentence_is_off_by_default_and_trains_on_pairs_when_on(encoder, vo
         assert (got[row] == own[row]) == (label == 0) and got[row] in own, row
     model.preprocessor.mask_selection_rate = 0.15
     fast(model)
-    history = model.fit((firsts * 4, seconds * 4), batch_size=6, epochs=6, verbose=0).history
+    # 24 steps in 2 epochs, not 6 epochs of 4: each epoch starts a new tf.data iterator,
+    # which instantiates the tokenizer graph again.
+    history = model.fit((firsts * 12, seconds * 12), batch_size=6, epochs=2, verbose=0).history
     assert {"mlm_logits_masked_lm_accuracy", "nsp_logits_nsp_accuracy"} <= set(history), history
     assert history["loss"][-1] < history["loss"][0]
     assert model.predict(["the [MASK] is good"])["ids"].shape == (1, 1, 5)

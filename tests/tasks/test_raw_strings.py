@@ -61,9 +61,12 @@ def test_from_pretrained_attaches_a_preprocessor(encoder_dir, tmp_path):
 
 
 @pytest.mark.slow  # Tens of seconds of the default tier's time (round 10).
-def test_fit_and_predict_on_strings(encoder_dir):
+def test_fit_and_predict_on_strings_and_export_probabilities_equal_softmax_of_predict(
+        encoder_dir, tmp_path):
     keras.utils.set_random_seed(1)
-    classifier = BertClassifier.from_pretrained(encoder_dir, num_classes=3)
+    # max_seq_length 7 holds every text of TEXTS (6 ids at most); the export below cuts one.
+    classifier = BertClassifier.from_pretrained(encoder_dir, num_classes=3, max_seq_length=7,
+                                                label_names=["neg", "neu", "pos"])
     classifier.compile(optimizer=keras.optimizers.Adam(1e-2), loss=sparse_ce())
     # 80 steps in 4 epochs, not 40 epochs of 2 steps: each epoch starts a new
     # tf.data iterator, which instantiates the tokenizer graph again (~0.5 s).
@@ -81,6 +84,18 @@ def test_fit_and_predict_on_strings(encoder_dir):
     loss = classifier.evaluate(TEXTS, LABELS, verbose=0)
     expected_loss = float(np.mean(sparse_ce()(LABELS, expected)))
     assert loss == pytest.approx(expected_loss, rel=1e-4)
+    # The export of the fitted classifier, from its model directory and from the model:
+    # probabilities = softmax(predict), labels named.
+    texts = TEXTS + ["", "the the the the the the the the film"]  # truncated at 7
+    probabilities = tf.nn.softmax(classifier.predict(texts, verbose=0)).numpy()
+    classifier.save_pretrained(str(tmp_path / "clf"))
+    for source in (str(tmp_path / "clf"), classifier):
+        export = export_model(source, str(tmp_path / "exports" / "clf"))
+        out = run_signature(load_export(export), {"text": texts})
+        np.testing.assert_allclose(out["probabilities"], probabilities, atol=1e-4,
+                                   err_msg=f"export of {source}")
+        assert [label.decode() for label in out["label"]] == [
+            ["neg", "neu", "pos"][i] for i in probabilities.argmax(-1)], source
 
 
 @pytest.mark.slow
@@ -130,24 +145,6 @@ def test_keras_file_and_model_directory_keep_the_preprocessor(encoder_dir, tmp_p
     again = BertClassifier.from_pretrained(str(tmp_path / "dir"))
     assert (tmp_path / "dir" / "vocab.txt").exists()
     assert_all_close(again.predict(TEXTS, verbose=0), expected)
-
-
-@pytest.mark.slow
-def test_export_probabilities_equal_softmax_of_predict(encoder_dir, tmp_path):
-    keras.utils.set_random_seed(2)
-    classifier = BertClassifier.from_pretrained(encoder_dir, num_classes=3, max_seq_length=7,
-                                                label_names=["neg", "neu", "pos"])
-    classifier.compile(optimizer=keras.optimizers.Adam(1e-2), loss=sparse_ce())
-    classifier.fit(TEXTS, LABELS, batch_size=3, epochs=2, verbose=0)
-    texts = TEXTS + ["", "the the the the the the the the film"]  # truncated at 7
-    probabilities = tf.nn.softmax(classifier.predict(texts, verbose=0)).numpy()
-    classifier.save_pretrained(str(tmp_path / "clf"))
-    for source in (str(tmp_path / "clf"), classifier):
-        export = export_model(source, str(tmp_path / "exports" / "clf"))
-        out = run_signature(load_export(export), {"text": texts})
-        np.testing.assert_allclose(out["probabilities"], probabilities, atol=1e-4)
-        assert [label.decode() for label in out["label"]] == [
-            ["neg", "neu", "pos"][i] for i in probabilities.argmax(-1)]
 
 
 @pytest.mark.slow

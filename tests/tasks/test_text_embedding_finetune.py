@@ -10,7 +10,8 @@ from keras_bert.tasks import BertTextEmbedder
 from keras_bert.tasks.text_embedding.losses import (CosineSimilarityLoss,
                                                     MultipleNegativesRankingLoss)
 from keras_bert.tasks.text_embedding.metrics import retrieval_metrics, spearman
-from keras_bert.text import BertPreprocessor
+from keras_bert.text import BertPreprocessor, save_vocabulary
+from tests.tasks.conftest import TOKENS, task_encoder
 
 # Slow tier: contrastive fits of several epochs.
 pytestmark = pytest.mark.slow
@@ -142,6 +143,17 @@ def test_validation_pairs_are_scored_each_epoch(embedder):
     assert len(history.history["val_loss"]) == 2
 
 
+@pytest.fixture(scope="module")
+def refusing_embedder(tmp_path_factory):
+    """`embedder`, built once for the bad-pair cases: each is refused before fit builds or
+    changes anything."""
+    path = tmp_path_factory.mktemp("bad_pairs") / "vocab.txt"
+    save_vocabulary(TOKENS, path)
+    preprocessor = BertPreprocessor.from_vocab_file(str(path), sequence_length=None,
+                                                    max_seq_length=16)
+    return BertTextEmbedder(task_encoder(), preprocessor=preprocessor)
+
+
 @pytest.mark.parametrize("x,y,message", [
     (ANCHORS, None, "one column of texts"),
     ((ANCHORS[:2], ["", "a film"]), None, "pair 0 has an empty positive"),
@@ -150,9 +162,9 @@ def test_validation_pairs_are_scored_each_epoch(embedder):
     ((ANCHORS, POSITIVES), SCORES[:2], "one score per pair"),
     (tf.data.Dataset.from_tensor_slices(ANCHORS).batch(2), None, "one column of texts"),
 ])
-def test_bad_pairs_are_named(embedder, x, y, message):
+def test_bad_pairs_are_named(refusing_embedder, x, y, message):
     with pytest.raises(ValueError, match=message):
-        embedder.fit(x, y, verbose=0)
+        refusing_embedder.fit(x, y, verbose=0)
 
 
 def test_cosine_loss_without_scores_is_refused(embedder):
