@@ -111,6 +111,18 @@ def run_tool(name, *args):
     return status, out.getvalue(), err.getvalue()
 
 
+@pytest.fixture(scope="module")
+def forker():
+    """A module's fresh processes (killed writers, signalled tools, TF_CONFIG workers) forked
+    from one process that imported TensorFlow and keras_bert once and ran nothing
+    (tests/writer_harness.py Forker); each is still a process of its own."""
+    from tests import writer_harness
+
+    forker = writer_harness.Forker()
+    yield forker
+    forker.close()
+
+
 # === Model directories and exports, built once per session ===
 
 

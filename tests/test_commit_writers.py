@@ -32,14 +32,6 @@ from tests.training.finetune_fixtures import make_vocab
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def forker():
-    """The module's writer processes are forked from it: one TensorFlow import."""
-    forker = writer_harness.Forker()
-    yield forker
-    forker.close()
-
-
 def start(script, *args, forker, step=None, marker=None, count=1):
     return writer_harness.start(textwrap.dedent(script), *args, stop=step, marker=marker,
                                 count=count, forker=forker)

@@ -283,14 +283,6 @@ def _seeded_encoder(seed):
 _SLOW = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def forker():
-    """The module's TensorFlow writer processes are forked from it: one TensorFlow import."""
-    forker = writer_harness.Forker()
-    yield forker
-    forker.close()
-
-
 @pytest.mark.parametrize("step, expected", [
     # Part of the new version staged, no staged marker.
     pytest.param("remote:uploading", "old", marks=_SLOW),

@@ -135,6 +135,13 @@ class Forked:
         return self.returncode
 
     def wait(self, timeout=None):
+        """The exit status; as Popen's, raises subprocess.TimeoutExpired after `timeout` s."""
+        if timeout is not None:
+            deadline = time.monotonic() + timeout
+            while self.poll() is None:
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(f"forked writer {self.pid}", timeout)
+                time.sleep(0.05)
         if self.returncode is None:
             self.returncode = self.forker.ask("wait", self.pid)
         return self.returncode
@@ -142,6 +149,9 @@ class Forked:
     def send_signal(self, sig):
         if self.returncode is None:
             os.kill(self.pid, sig)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
 
     def communicate(self):
         self.wait()

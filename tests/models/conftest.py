@@ -8,11 +8,15 @@ from tests.conftest import TINY, tiny_config  # noqa: F401 (re-exported: the sui
 VOCAB = TINY["vocab_size"]
 
 
-@pytest.fixture
-def encoder():
+def seeded_encoder():
     """A seeded tiny encoder without dropout, so that fit tests are deterministic."""
     keras.utils.set_random_seed(0)
     return BertEncoder(**tiny_config(dropout_rate=0.0, attention_dropout_rate=0.0).to_dict())
+
+
+@pytest.fixture
+def encoder():
+    return seeded_encoder()
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import pytest
 
 from keras_bert.config import BertConfig
 from keras_bert.models import BertEncoder
-from tests.models.conftest import tiny_config
+from tests.models.conftest import seeded_encoder, tiny_config
 from tests.test_case import assert_all_close, run_model_saving_test, run_saved_model_test
 
 
@@ -12,8 +12,7 @@ from tests.test_case import assert_all_close, run_model_saving_test, run_saved_m
 def encoder():
     """tests/models/conftest.py's seeded tiny encoder without dropout, built once for the
     module: no test here changes its weights (they call, save and reload it)."""
-    keras.utils.set_random_seed(0)
-    return BertEncoder(**tiny_config(dropout_rate=0.0, attention_dropout_rate=0.0).to_dict())
+    return seeded_encoder()
 
 
 def test_parameter_counts_match_reference_bert():

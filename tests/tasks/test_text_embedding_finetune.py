@@ -37,11 +37,15 @@ def numpy_ranking_loss(anchor, positive, scale, excluded=()):
     return float(-np.mean(np.diagonal(log_softmax)))
 
 
-@pytest.fixture
-def embedder(encoder, vocab_file):
+def _embedder(encoder, vocab_file):
     preprocessor = BertPreprocessor.from_vocab_file(vocab_file, sequence_length=None,
                                                     max_seq_length=16)
     return BertTextEmbedder(encoder, preprocessor=preprocessor)
+
+
+@pytest.fixture
+def embedder(encoder, vocab_file):
+    return _embedder(encoder, vocab_file)
 
 
 def test_ranking_loss_is_cross_entropy_over_in_batch_negatives():
@@ -149,9 +153,7 @@ def refusing_embedder(tmp_path_factory):
     changes anything."""
     path = tmp_path_factory.mktemp("bad_pairs") / "vocab.txt"
     save_vocabulary(TOKENS, path)
-    preprocessor = BertPreprocessor.from_vocab_file(str(path), sequence_length=None,
-                                                    max_seq_length=16)
-    return BertTextEmbedder(task_encoder(), preprocessor=preprocessor)
+    return _embedder(task_encoder(), str(path))
 
 
 @pytest.mark.parametrize("x,y,message", [

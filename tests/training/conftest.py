@@ -105,7 +105,6 @@ def replica_data(corpus, tmp_path_factory):
                        max_predictions_per_seq=3, dupe_factor=1, short_seq_prob=0.0)
 
 
-
 def distributed_settings(replica_data, out, strategy, **extra):
     """tests/training/distributed_worker.py's settings: its pretraining run on `replica_data`."""
     # No dropout: replicas would draw other masks than one process.

@@ -33,15 +33,6 @@ FINETUNE = os.path.join(REPO, "tools", "finetune.py")
 SETTINGS = dict(trainer_tests.SETTINGS, max_checkpoints=1)
 
 
-@pytest.fixture(scope="module")
-def forker():
-    """The module's killed tool runs are forked from it: one TensorFlow import
-    (tests/writer_harness.py Forker); each is still a process of its own, really SIGKILLed."""
-    forker = writer_harness.Forker()
-    yield forker
-    forker.close()
-
-
 def _kill_at(command, point, tmp_path, forker):
     """Runs the tool `command` ([python, TOOL, *args]) in a forked process until it pauses at
     `point`, then SIGKILLs it; returns its output."""
@@ -54,7 +45,7 @@ def _kill_at(command, point, tmp_path, forker):
         assert proc.wait() == -signal.SIGKILL
     finally:
         if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
+            proc.kill()
             proc.wait()
     return proc.communicate()[0] + writer_harness.errors(proc)
 

@@ -2,9 +2,7 @@
 
 import json
 import os
-import signal
 import socket
-import time
 
 import numpy as np
 import pytest
@@ -41,15 +39,6 @@ def _assert_same_training(result, reference):
         np.testing.assert_allclose(w, r, atol=1e-5)
 
 
-@pytest.fixture(scope="module")
-def forker():
-    """The module's worker processes are forked from it (tests/writer_harness.py Forker): one
-    TensorFlow import, no device or runtime set up before the fork."""
-    forker = writer_harness.Forker()
-    yield forker
-    forker.close()
-
-
 def _start(settings, forker, **env):
     """distributed_worker.py with `settings` in a process of its own, forked from `forker`."""
     return writer_harness.start(WORKER, json.dumps(settings), env=subprocess_env(**env),
@@ -58,15 +47,12 @@ def _start(settings, forker, **env):
 
 def _wait(procs, timeout=300):
     """The exit statuses of `procs`; kills those still running after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
     try:
-        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return [p.poll() for p in procs]
+        return [p.wait(timeout=timeout) for p in procs]
     finally:
         for p in procs:
             if p.poll() is None:
-                p.send_signal(signal.SIGKILL)
+                p.kill()
                 p.wait()
 
 

@@ -41,15 +41,6 @@ def env():
     return dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
 
 
-@pytest.fixture(scope="module")
-def forker():
-    """The module's fresh processes are forked from it (tests/writer_harness.py Forker): one
-    TensorFlow and keras_bert import, nothing run or configured in it before the fork."""
-    forker = writer_harness.Forker()
-    yield forker
-    forker.close()
-
-
 def written(process):
     """(stdout, stderr) that the forked `process` has written so far."""
     with open(process.out, encoding="utf-8", errors="replace") as f:
@@ -175,7 +166,7 @@ def test_ctrl_c_saves_a_checkpoint_says_so_once_and_a_rerun_resumes(workdir, tmp
         code = process.wait()
     finally:
         if process.poll() is None:
-            process.send_signal(signal.SIGKILL)
+            process.kill()
             process.wait()
     first = "".join(written(process))
     assert code == 130, first[-3000:]
