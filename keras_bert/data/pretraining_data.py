@@ -153,6 +153,7 @@ class _ShardWriter:
         self.tokenize = tf.function(
             lambda texts: self.tokenizer(texts),
             input_signature=[tf.TensorSpec([None], tf.string)],
+            autograph=False,
         )
         # Instances already fit (`truncate_seq_pair`): the packer only adds
         # [CLS] / [SEP] and pads to max_seq_length.
@@ -174,6 +175,7 @@ class _ShardWriter:
         self.pack_and_mask = tf.function(
             self._pack_and_mask,
             input_signature=[segment, segment, tf.TensorSpec([2], tf.int64)],
+            autograph=False,
         )
 
     def start_window(self, window):

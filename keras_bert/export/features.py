@@ -146,7 +146,8 @@ def extract_features(
         max_seq_length=max_seq_length, lowercase=lowercase,
         default_max_seq_length=FEATURES_MAX_SEQ_LENGTH, where=os.path.join(model_dir, TASK_FILE))
     features = BertFeatures(encoder, layers=layers, pooling=pooling)
-    compute = tf.function(lambda x: features(x, training=False), reduce_retracing=True)
+    compute = tf.function(lambda x: features(x, training=False), reduce_retracing=True,
+                          autograph=False)
 
     total = _count_lines(input_file)
     dataset = (

@@ -151,17 +151,21 @@ class BertServingModule(tf.Module):
             and not isinstance(value, (keras.layers.Layer, tf.Variable))
         ] if not isinstance(tokenizer, BertTokenizer) else []
         # Tokenization, traced once and shared by every signature.
-        self._keras.tokenize_fn = tf.function(preprocessor.tokenize, input_signature=[STRINGS])
+        self._keras.tokenize_fn = tf.function(preprocessor.tokenize, input_signature=[STRINGS],
+                                              autograph=False)
         self._keras.offsets_fn = tf.function(
             lambda text: preprocessor.tokenize_with_offsets(text, unit="UTF8_CHAR"),
             input_signature=[STRINGS],
+            autograph=False,
         )
         # The numeric parts: traced once for any [batch, seq].
         self._keras.encoder_fn = tf.function(
-            self._run_encoder, input_signature=[IDS] * 3, jit_compile=self.jit_compile
+            self._run_encoder, input_signature=[IDS] * 3, jit_compile=self.jit_compile,
+            autograph=False,
         )
         self._keras.model_fn = tf.function(
-            self._run_model, input_signature=[IDS] * 3, jit_compile=self.jit_compile
+            self._run_model, input_signature=[IDS] * 3, jit_compile=self.jit_compile,
+            autograph=False,
         )
         self._define_signatures()
 
@@ -174,9 +178,9 @@ class BertServingModule(tf.Module):
 
     def _define_signatures(self):
         """Creates the tf.functions named in SIGNATURES (as attributes)."""
-        self.embed = tf.function(self._embed, input_signature=[STRINGS])
-        self.encode = tf.function(self._encode, input_signature=[IDS] * 3)
-        self.preprocess = tf.function(self._preprocess, input_signature=[STRINGS])
+        self.embed = tf.function(self._embed, input_signature=[STRINGS], autograph=False)
+        self.encode = tf.function(self._encode, input_signature=[IDS] * 3, autograph=False)
+        self.preprocess = tf.function(self._preprocess, input_signature=[STRINGS], autograph=False)
 
     def signatures(self):
         """{signature name: tf.function}, `serving_default` included (for saving)."""

@@ -186,7 +186,7 @@ def _lite_functions(module):
     module._classify_texts = lambda text: module._classify((text,))
     strings = tf.TensorSpec([None], tf.string, name="text")
     return {key: tf.function(lambda text, m=getattr(module, method): m(text),
-                             input_signature=[strings]).get_concrete_function()
+                             input_signature=[strings], autograph=False).get_concrete_function()
             for key, method in TFLITE_SIGNATURES[kind].items()}
 
 

@@ -197,7 +197,7 @@ def tune_sub_batches(module, texts, candidates=CANDIDATES, request_sizes=REQUEST
     # against the one-batch graph of an untuned export (this traces classify, which
     # the export then saves).
     single = requests(1, SINGLE_CALLS)
-    untuned = tf.function(module.classify_one_batch)
+    untuned = tf.function(module.classify_one_batch, autograph=False)
     check = _rounds({(1, 1): _timer(1, untuned, 1, single),
                      (1, "chosen"): _timer("chosen", module.classify, 1, single)},
                     0, time.perf_counter(), rounds=CHECK_ROUNDS)

@@ -38,7 +38,7 @@ class ReplicaJitCompile:
         """`python_function` as an XLA-compiled tf.function, built once per model."""
         functions = self._replica_functions
         if name not in functions:
-            functions[name] = tf.function(python_function, jit_compile=True)
+            functions[name] = tf.function(python_function, jit_compile=True, autograph=False)
         return functions[name]
 
     def _forward_backward(self, x, y, sample_weight):

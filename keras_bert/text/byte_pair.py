@@ -421,7 +421,8 @@ class BytePairTokenizer(_VocabularyMethods, keras.layers.Layer):
             self._word_table = None
             values = {c: b for b, c in enumerate(chars)}
             words = [bytes(values[c] for c in t) for t in tokens if all(c in values for c in t)]
-            ids, splits = tf.function(self._merge_loop)(tf.constant(words or [b""], tf.string))
+            ids, splits = tf.function(self._merge_loop, autograph=False)(
+                tf.constant(words or [b""], tf.string))
             single = splits[1:] - splits[:-1] == 1
             self._word_table = tf.lookup.StaticHashTable(
                 tf.lookup.KeyValueTensorInitializer(

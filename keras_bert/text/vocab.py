@@ -164,7 +164,7 @@ def count_words(texts, lowercase=True, batch_size=1024, progress=None,
             _unicode.normalization_of(lowercase, strip_accents)).items()
     }
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def words_of(batch):
         words = _unicode.pretokenize(
             batch, tables, lowercase, strip_accents=strip_accents,

@@ -272,7 +272,7 @@ def xla_cpu_available():
     """
     try:
         with tf.device("/cpu:0"):
-            tf.function(lambda x: x + 1.0, jit_compile=True)(tf.constant(1.0))
+            tf.function(lambda x: x + 1.0, jit_compile=True, autograph=False)(tf.constant(1.0))
     except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError,
             tf.errors.UnimplementedError):
         return False

@@ -94,7 +94,7 @@ def inference_function(model, features_spec):
         # A partial, not a lambda: tf.function counts retraces per code object,
         # so one lambda shared by many models would warn of "retracing".
         functions[key] = tf.function(functools.partial(_infer, model),
-                                     input_signature=[signature])
+                                     input_signature=[signature], autograph=False)
     return functions[key]
 
 

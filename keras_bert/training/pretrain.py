@@ -360,7 +360,7 @@ def evaluate_pretraining(model, data_dir, batch_size=64, strategy=None, steps=No
         y_pred = model(x, training=False)
         model.compute_loss(x=x, y=y, y_pred=y_pred, training=False)
 
-    @tf.function
+    @tf.function(autograph=False)
     def run(batch):
         strategy.run(step, args=batch)
 

@@ -174,7 +174,7 @@ _WAY_OUT = ("Lower the learning rate (--learning-rate), check the class weights 
             "data, or train in float32 (--dtype float32).")
 
 
-@tf.function
+@tf.function(autograph=False)
 def _all_finite(values):
     # One reduction per variable, then one over them: a scalar bool.
     return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in values]))
@@ -294,7 +294,7 @@ class Trainer:
             optimizer.apply_gradients(zip(grads, variables))
 
         if jit_compile and num_replicas > 1:
-            compute_gradients = tf.function(compute_gradients, jit_compile=True)
+            compute_gradients = tf.function(compute_gradients, jit_compile=True, autograph=False)
 
         # A worker of MultiWorkerMirroredStrategy with one device runs its replica
         # with no device scope; a collective in the step (a loss that gathers
@@ -310,7 +310,7 @@ class Trainer:
                 apply(compute_gradients(data))
 
         if jit_compile and num_replicas == 1:
-            replica_step = tf.function(replica_step, jit_compile=True)
+            replica_step = tf.function(replica_step, jit_compile=True, autograph=False)
 
         def local_slice(data):
             # A worker's batch holds its local replicas' shares, in order.
@@ -328,7 +328,7 @@ class Trainer:
                 tf.distribute.ReduceOp.SUM, tf.identity(stop_vote))
 
         # The same all-reduce alone: a barrier (every worker has called it).
-        self._barrier = tf.function(lambda: self.strategy.run(sum_votes))
+        self._barrier = tf.function(lambda: self.strategy.run(sum_votes), autograph=False)
 
         @tf.function
         def train_function(iterator):

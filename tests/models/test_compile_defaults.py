@@ -119,6 +119,25 @@ def test_compile_without_arguments_gives_each_tasks_defaults(encoder, batch):
     assert classifier.loss.get_config()["from_logits"] is True
 
 
+def test_fit_traces_its_step_once_and_a_refused_fit_builds_nothing(
+        encoder, vocab_file, monkeypatch):  # noqa: F811
+    # Keras creates the optimizer's variables in the step's first trace, and a
+    # tf.function that creates variables is traced a second time; fit builds them first.
+    from keras_bert.text import BertPreprocessor
+
+    preprocessor = BertPreprocessor.from_vocab_file(vocab_file, sequence_length=16)
+    classifier = BertClassifier(encoder, num_classes=2, preprocessor=preprocessor)
+    with pytest.raises(ValueError, match="labels"):
+        classifier.fit(TEXTS, epochs=1, verbose=0)
+    assert not classifier.optimizer.built  # a refused fit leaves the model as it was
+    traces = []
+    step = BertClassifier.train_step
+    monkeypatch.setattr(BertClassifier, "train_step",
+                        lambda self, data: traces.append(1) or step(self, data))
+    classifier.fit(TEXTS, LABELS, batch_size=2, epochs=2, verbose=0)
+    assert classifier.optimizer.built and len(traces) == 1
+
+
 def test_tagger_default_loss_and_accuracy_skip_unlabeled_pieces(encoder, batch):
     tagger = BertTokenClassifier(encoder, num_classes=4)  # Compiled at construction.
     # -1: no label ([CLS], [SEP], continuation pieces, padding), as the CoNLL reader writes.

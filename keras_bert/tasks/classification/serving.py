@@ -136,7 +136,7 @@ class ClassifierServingModule(BertServingModule):
                 return {"logits": logits, "num_windows": num_windows}
 
             # For `BertClassifier.predict`; not a signature of the export.
-            self._keras.logits_fn = tf.function(logits, input_signature=specs)
+            self._keras.logits_fn = tf.function(logits, input_signature=specs, autograph=False)
         else:
             def classify(text):
                 return self._classify_by_size(text)
@@ -157,9 +157,9 @@ class ClassifierServingModule(BertServingModule):
             # while loop that the executor passes a dead value through (BENCHMARKS.md).
             self._keras.classify_in_sub_batches = tf.function(
                 classify_in_sub_batches, input_signature=specs + [tf.TensorSpec([], tf.int32)],
-                experimental_attributes={"_noinline": True})
-        self.classify = tf.function(classify, input_signature=specs)
-        self.preprocess = tf.function(preprocess, input_signature=specs)
+                experimental_attributes={"_noinline": True}, autograph=False)
+        self.classify = tf.function(classify, input_signature=specs, autograph=False)
+        self.preprocess = tf.function(preprocess, input_signature=specs, autograph=False)
 
     def set_sub_batches(self, sub_batches):
         """Sets `sub_batches` (an int or a table) before `classify` is first traced.

@@ -49,14 +49,15 @@ class MaskedLMServingModule(BertServingModule):
         self.vocabulary = tf.constant(preprocessor.tokenizer.vocabulary, tf.string)
         super().__init__(model, preprocessor, **kwargs)
         self._keras.mlm_fn = tf.function(
-            self._run_mlm, input_signature=[IDS] * 4, jit_compile=self.jit_compile)
+            self._run_mlm, input_signature=[IDS] * 4, jit_compile=self.jit_compile,
+            autograph=False)
 
     def export_metadata(self):
         return {"top_k": self.top_k, "mask_token": self._keras.preprocessor.mask_token}
 
     def _define_signatures(self):
         super()._define_signatures()
-        self.fill_mask = tf.function(self._fill_mask, input_signature=[STRINGS])
+        self.fill_mask = tf.function(self._fill_mask, input_signature=[STRINGS], autograph=False)
 
     def _fill_mask(self, text):
         inputs = self._keras.preprocessor.fill_mask_inputs(self.preprocess_texts((text,)))

@@ -44,7 +44,7 @@ class MultiLabelServingModule(BertServingModule):
 
     def _define_signatures(self):
         super()._define_signatures()
-        self.classify = tf.function(self._classify, input_signature=[STRINGS])
+        self.classify = tf.function(self._classify, input_signature=[STRINGS], autograph=False)
 
     def _classify(self, text):
         logits = self.run_model(self.preprocess_texts((text,)))  # (B, C)

@@ -91,8 +91,10 @@ class SpanQAServingModule(BertServingModule):
 
     def _define_signatures(self):
         super()._define_signatures()
-        self.answer = tf.function(self._answer, input_signature=[STRINGS, STRINGS])
-        self.preprocess = tf.function(self._windows, input_signature=[STRINGS, STRINGS])
+        self.answer = tf.function(self._answer, input_signature=[STRINGS, STRINGS],
+                                  autograph=False)
+        self.preprocess = tf.function(self._windows, input_signature=[STRINGS, STRINGS],
+                                      autograph=False)
 
     def _windows(self, question, context):
         features, _ = self._features(question, context)

@@ -47,8 +47,9 @@ class TextEmbedderServingModule(BertServingModule):
 
     def _define_signatures(self):
         super()._define_signatures()
-        self.embedding = tf.function(self._embedding, input_signature=[STRINGS])
-        self.similarity = tf.function(self._similarity, input_signature=[STRINGS, STRINGS])
+        self.embedding = tf.function(self._embedding, input_signature=[STRINGS], autograph=False)
+        self.similarity = tf.function(self._similarity, input_signature=[STRINGS, STRINGS],
+                                      autograph=False)
 
     def _embedding(self, text):
         return {"embedding": self.run_model(self.preprocess_texts((text,)))}  # (B, D)

@@ -77,16 +77,16 @@ class TokenClassifierServingModule(BertServingModule):
     def _define_signatures(self):
         super()._define_signatures()
         if self.window_stride is None:
-            self.tag = tf.function(self._tag, input_signature=[STRINGS])
+            self.tag = tf.function(self._tag, input_signature=[STRINGS], autograph=False)
         else:
-            self.tag = tf.function(self._tag_windows, input_signature=[STRINGS])
+            self.tag = tf.function(self._tag_windows, input_signature=[STRINGS], autograph=False)
 
             def preprocess(text):
                 windows = self._text_windows(self.tokenize(text))
                 keys = ("token_ids", "segment_ids", "padding_mask", "example")
                 return {k: windows[k] for k in keys}
 
-            self.preprocess = tf.function(preprocess, input_signature=[STRINGS])
+            self.preprocess = tf.function(preprocess, input_signature=[STRINGS], autograph=False)
         # autograph=False: plain ops, no Python control flow to convert
         # (autograph made each trace take seconds).
         self.entities = tf.function(self.entities_function(self.aggregation_strategy),
