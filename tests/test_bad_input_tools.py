@@ -120,8 +120,11 @@ def _pipe(tmp_path, data):
     os.mkfifo(path)
 
     def write():
-        with open(path, "wb") as f:
-            f.write(data)
+        try:
+            with open(path, "wb") as f:
+                f.write(data)
+        except BrokenPipeError:  # A tool that refuses a pipe closes it unread.
+            pass
 
     threading.Thread(target=write, daemon=True).start()
     return path
