@@ -241,6 +241,11 @@ def label_array(y, count, label_names=None, num_classes=None, what="This model",
             f"{what}: label id {int(array.max())} in {name} is out of range for "
             f"num_classes={num_classes} (ids are 0..{num_classes - 1})."
         )
+    # Ids as int32 whatever their numpy type (names, lists, int64 arrays): one
+    # dtype, so a second `fit` reuses the first one's traced step.
+    if array.dtype.kind in "iu" and (not array.size or (
+            array.min() >= -2**31 and array.max() < 2**31)):
+        return array.astype("int32")
     return array
 
 

@@ -690,10 +690,20 @@ class BertTokenizer(_VocabularyMethods, keras.layers.Layer):
 
     def _route(self, inputs, fast_fn, slow_fn):
         """Runs `fast_fn` on the fast texts and `slow_fn` on the others; both
-        return tuples of RaggedTensors [n, (tokens)], put back in input order."""
+        return tuples of RaggedTensors [n, (tokens)], put back in input order.
+
+        Most texts take the fast path: when every text of the batch does (a
+        request of one text, most often), the per-character path's ~600 ops
+        and the reordering do not run.
+        """
         if self._fast_wordpiece is None:
             return slow_fn(inputs)
         is_fast = self._fast_path_mask(inputs)
+        return tf.cond(tf.reduce_all(is_fast), lambda: fast_fn(inputs),
+                       lambda: self._route_mixed(inputs, is_fast, fast_fn, slow_fn))
+
+    @staticmethod
+    def _route_mixed(inputs, is_fast, fast_fn, slow_fn):
         fast_rows = tf.where(is_fast)[:, 0]
         slow_rows = tf.where(~is_fast)[:, 0]
         fast = fast_fn(tf.gather(inputs, fast_rows))

@@ -136,6 +136,10 @@ def test_fit_traces_its_step_once_and_a_refused_fit_builds_nothing(
                         lambda self, data: traces.append(1) or step(self, data))
     classifier.fit(TEXTS, LABELS, batch_size=2, epochs=2, verbose=0)
     assert classifier.optimizer.built and len(traces) == 1
+    # Ids of any integer type are one dtype: the next fits reuse the step.
+    for labels in (np.array(LABELS, "int64"), np.array(LABELS, "uint8"), [True, False] * 2):
+        classifier.fit(TEXTS, labels, batch_size=2, epochs=1, verbose=0)
+    assert len(traces) == 1
 
 
 def test_tagger_default_loss_and_accuracy_skip_unlabeled_pieces(encoder, batch):

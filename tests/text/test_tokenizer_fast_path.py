@@ -239,6 +239,20 @@ def test_mixed_batch_routes_rows_and_keeps_their_order(tokenizer, reference):
             assert a.to_list() == b.to_list()
 
 
+def test_a_batch_of_fast_texts_skips_the_per_character_path(tokenizer, monkeypatch):
+    # Eager, tf.cond runs one branch: the per-character path only for a batch that needs it.
+    calls = []
+    per_character = type(tokenizer)._tokenize
+    monkeypatch.setattr(tokenizer, "_tokenize",
+                        lambda texts: calls.append(len(texts)) or per_character(tokenizer, texts))
+    fast = [t for t, f in zip(MIXED, MIXED_FAST) if f]
+    tokenizer(tf.constant(fast))
+    tokenizer.tokenize_with_offsets(tf.constant(fast[:1]))
+    assert calls == []
+    tokenizer(tf.constant(MIXED))
+    assert calls == [MIXED_FAST.count(False)]
+
+
 def test_empty_batch_scalar_and_graph_modes(tokenizer, reference):
     empty = tokenizer(tf.constant([], tf.string))
     assert empty.shape[0] == 0 and empty.dtype == tf.int32
