@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-# Two pytest-xdist workers share the two cores (tools/test.sh): each runs TensorFlow's ops on
+# Three pytest-xdist workers share the two cores (tools/test.sh): each runs TensorFlow's ops on
 # one thread, and so do the processes it starts, which inherit this (set before any
 # TensorFlow op runs). Measured side by side: tests/text and tests/export in two workers,
 # 319 s with TensorFlow's default (a thread per core in each worker) and 274 s with one.
@@ -145,7 +145,7 @@ def built_once(tmp_path_factory, name, build):
     """What `build(root)` returns (JSON: paths, names), built once per test run,
     or once for every run given the same `--built-dir`.
 
-    Under pytest-xdist (`bash tools/test.sh` runs two workers) the workers
+    Under pytest-xdist (`bash tools/test.sh` runs three workers) the workers
     share one folder: the first builds under a file lock, the others wait and
     read its result. Fixtures load Keras models from the built paths themselves
     (a model cannot cross processes).
@@ -193,7 +193,6 @@ LONGEST_FIRST = (
     "readme-pages-2", "readme-pages-0",
     "tests.export.test_windowed_export",
     "tests.training.test_cluster_finetune",
-    "tests.training.test_ray_train",
     "tests.tasks.test_masked_lm",
     "tests.checkpoints.test_family",
     # The default tier (after the tiers' shared modules above).

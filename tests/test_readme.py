@@ -336,7 +336,7 @@ def test_every_docs_page_is_run_and_linked_from_the_readme():
 
 
 # The pages run in this many runner processes (on copies of one prepared folder, `stand_ins`),
-# so the slow tier's two workers share them (each group is its own xdist_group).
+# so the slow tier's workers share them (each group is its own xdist_group).
 PAGE_GROUPS = 3
 # What a runnable example costs, in CPU seconds on the stand-ins (measured one by one at load
 # 12-19, so roughly): a LiteRT conversion 35, a Python block 8 (its own interpreter imports

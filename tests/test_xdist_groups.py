@@ -1,4 +1,4 @@
-"""tools/test.sh's two pytest-xdist workers keep a module's tests in one worker (`--dist
+"""tools/test.sh's pytest-xdist workers keep a module's tests in one worker (`--dist
 loadgroup`, each module its own group: tests/conftest.py), so a module's fixtures are built
 once. pytest 9.2 broke that without an error (setup.cfg pins pytest below it)."""
 

