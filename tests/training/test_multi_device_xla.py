@@ -59,10 +59,9 @@ def _run(path, dtype, out, **settings):
     return results
 
 
-def _assert_same(results, dtype, keys=("losses",), weight_atol=None):
+def _assert_same(results, dtype, keys=("losses",)):
     (one_weights, one), (weights, mirrored) = results["one"], results["mirrored"]
-    loss_rtol, default_atol, _ = TOLERANCE[dtype]
-    weight_atol = weight_atol or default_atol
+    loss_rtol, weight_atol, _ = TOLERANCE[dtype]
     assert (one["replicas"], mirrored["replicas"]) == (1, 2)
     for key in keys:
         np.testing.assert_allclose(mirrored[key], one[key], rtol=loss_rtol, err_msg=key)
