@@ -96,7 +96,7 @@ class BertEmbeddings(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, token_ids, segment_ids=None, training=None):
+    def _check_length(self, token_ids):
         seq_length = token_ids.shape[1]
         if seq_length is not None and seq_length > self.max_position_embeddings:
             raise ValueError(
@@ -104,6 +104,9 @@ class BertEmbeddings(keras.layers.Layer):
                 f"{self.max_position_embeddings}. Truncate the input (the "
                 f"preprocessor's sequence_length) to at most that many tokens."
             )
+
+    def call(self, token_ids, segment_ids=None, training=None):
+        self._check_length(token_ids)
         x = ops.take(self.token_embeddings, token_ids, axis=0)  # (B, T, H)
         if self.segment_embeddings is None:
             pass  # DistilBERT: token + position only.
@@ -115,6 +118,12 @@ class BertEmbeddings(keras.layers.Layer):
         x = x + ops.expand_dims(positions, 0)
         x = self.layer_norm(x)
         return self.dropout(x, training=training)
+
+    def compute_output_spec(self, token_ids, segment_ids=None, training=None):
+        # What `call` returns, without tracing it (a functional model calls
+        # every layer on symbolic inputs; build() makes every weight).
+        self._check_length(token_ids)
+        return keras.KerasTensor((*token_ids.shape, self.hidden_size), dtype=self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

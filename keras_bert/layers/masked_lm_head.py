@@ -106,6 +106,13 @@ class MaskedLMHead(keras.layers.Layer):
         logits = logits + ops.cast(self.output_bias, logits.dtype)
         return ops.cast(logits, "float32")
 
+    def compute_output_spec(self, sequence_output, masked_positions):
+        # What `call` returns, without tracing it (a functional model calls
+        # every layer on symbolic inputs; build() makes every weight).
+        return keras.KerasTensor(
+            (sequence_output.shape[0], masked_positions.shape[1], self.vocab_size),
+            dtype="float32")
+
     def get_config(self):
         config = super().get_config()
         config.update(

@@ -46,6 +46,11 @@ class Pooler(keras.layers.Layer):
     def call(self, sequence_output):
         return self.dense(sequence_output[:, 0])
 
+    def compute_output_spec(self, sequence_output):
+        # What `call` returns, without tracing it (build() makes every weight).
+        return keras.KerasTensor((sequence_output.shape[0], sequence_output.shape[-1]),
+                                 dtype=self.compute_dtype)
+
     def get_config(self):
         config = super().get_config()
         config.update(initializer_range=self.initializer_range, activation=self.activation)

@@ -158,6 +158,20 @@ class TransformerEncoderBlock(keras.layers.Layer):
             return y, probs
         return y
 
+    def compute_output_spec(self, x, padding_mask=None, training=None,
+                            return_attention_probs=False):
+        # What `call` returns, without tracing it: a functional model's
+        # construction calls every layer on symbolic inputs, and tracing this
+        # block's ops for that was most of an encoder's build time (build()
+        # makes every weight, so nothing is left for a first call to build).
+        y = keras.KerasTensor(x.shape, dtype=self.compute_dtype)
+        if not return_attention_probs:
+            return y
+        batch_size, seq_length = x.shape[0], x.shape[1]
+        probs = keras.KerasTensor((batch_size, self.num_heads, seq_length, seq_length),
+                                  dtype="float32")
+        return y, probs
+
     def enable_lora(self, rank, alpha=None, targets=("query", "value")):
         """Adds a LoRA adapter to each projection in `targets` (a subset of
         `LORA_TARGETS`): see `LoraDense.enable_lora`. Freezes nothing else:

@@ -288,6 +288,22 @@ def test_vocabulary_oddities_on_the_fast_path():
     ]
 
 
+def test_tokenizers_of_one_vocabulary_share_their_kernels():
+    # Each kernel is compiled from the vocabulary once per process (0.07 CPU s for
+    # BERT's); another vocabulary or word limit gets its own, and each tokenizes by its own.
+    first, again = BertTokenizer(TINY_VOCAB), BertTokenizer(list(TINY_VOCAB))
+    assert first._wordpiece is again._wordpiece
+    assert first._fast_wordpiece is again._fast_wordpiece
+    longer = BertTokenizer(TINY_VOCAB + ["foxes"])
+    short = BertTokenizer(TINY_VOCAB, max_chars_per_word=3)
+    assert longer._wordpiece is not first._wordpiece
+    assert short._fast_wordpiece is not first._fast_wordpiece
+    texts = tf.constant(["the foxes jumped", "quick"])
+    assert first(texts).to_list() == again(texts).to_list() == [[5, 1, 11, 13], [6, 7]]
+    assert longer(texts).to_list() == [[5, len(TINY_VOCAB), 11, 13], [6, 7]]
+    assert short(texts).to_list() == [[5, 1, 1], [1]]
+
+
 def test_small_word_limit_keeps_multibyte_characters_off_the_fast_path():
     vocab = TINY_VOCAB + ["中", "abc", "ab", "##c"]
     short = BertTokenizer(vocab, max_chars_per_word=2)
