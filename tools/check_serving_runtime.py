@@ -97,7 +97,7 @@ def main(argv=None):
     reference = None
     if len(runtimes) > 1:  # One reference run for all the runtimes.
         log(f"running {len(export_dirs)} export(s) in this runtime ({sys.executable})")
-        reference = run_probe(sys.executable, export_dirs)
+        reference = run_probe(sys.executable, export_dirs, function=False)
     for runtime in runtimes:
         try:
             report = check_serving_runtime(export_dirs, venv=args.venv, runtime=runtime,

@@ -155,13 +155,16 @@ def ensure_runtime(venv=None, runtime=RUNTIME, python=None, log=print):
     return _python_of(venv)
 
 
-def run_probe(python, export_dirs, texts=CHECK_TEXTS, timeout=1800):
-    """Runs runtime_probe.py with `python` on `export_dirs`; returns its report (a dict)."""
+def run_probe(python, export_dirs, texts=CHECK_TEXTS, timeout=1800, function=True):
+    """Runs runtime_probe.py with `python` on `export_dirs`; returns its report (a dict).
+    With `function=False` the signatures run through a Session only, not also
+    through `tf.saved_model.load` (this runtime's reference: see `compare_reports`)."""
     with tempfile.TemporaryDirectory(prefix="keras_bert-probe-") as tmp:
         request, output = os.path.join(tmp, "request.json"), os.path.join(tmp, "output.json")
         with open(request, "w", encoding="utf-8") as f:
             json.dump({"export_dirs": [os.path.abspath(p) for p in export_dirs],
-                       "texts": [base64.b64encode(t).decode("ascii") for t in texts]}, f)
+                       "texts": [base64.b64encode(t).decode("ascii") for t in texts],
+                       "function": function}, f)
         isolated_python(python, [PROBE, request, output], f"{python} {PROBE}", timeout, cwd=tmp)
         with open(output, encoding="utf-8") as f:
             report = json.load(f)
@@ -233,7 +236,13 @@ def compare_outputs(reference, candidate, atol=1e-5, rtol=1e-5):
 
 
 def compare_reports(reference, candidate, atol=1e-5, rtol=1e-5):
-    """A `RuntimeReport` of two probe reports (this runtime's, the old one's)."""
+    """A `RuntimeReport` of two probe reports (this runtime's, the old one's).
+
+    The old runtime's `tf.saved_model.load` outputs ("function") are compared
+    with this runtime's of the same path where the reference has them, else with
+    its Session outputs: the same graph on the same batch (`check_serving_runtime`
+    runs this runtime's Session path only; its `tf.saved_model.load` path is
+    the one every export test runs)."""
     versions = lambda r: {k: r.get(k) for k in ("tensorflow", "tensorflow_text")}  # noqa: E731
     report = RuntimeReport(versions(reference), versions(candidate), [], [])
     old = f"TensorFlow {candidate.get('tensorflow') or RUNTIME}"
@@ -252,7 +261,7 @@ def compare_reports(reference, candidate, atol=1e-5, rtol=1e-5):
                 report.errors.append(f"{export_dir}: signature {signature!r} missing in {old}")
                 continue
             for path in ("session", "session_empty", "function"):
-                for output, encoded in sorted(paths[path].items()):
+                for output, encoded in sorted(paths.get(path, paths["session"]).items()):
                     if output not in other[path]:
                         report.errors.append(f"{export_dir}: {signature} output {output!r} "
                                              f"missing in {old}")
@@ -283,7 +292,7 @@ def check_serving_runtime(export_dirs, venv=None, runtime=RUNTIME, texts=CHECK_T
     python = ensure_runtime(venv, runtime, log=log)
     if reference is None:
         log(f"running {len(export_dirs)} export(s) in this runtime ({sys.executable})")
-        reference = run_probe(sys.executable, export_dirs, texts)
+        reference = run_probe(sys.executable, export_dirs, texts, function=False)
     log(f"running them in TensorFlow {runtime} ({python})")
     candidate = run_probe(python, export_dirs, texts)
     return compare_reports(reference, candidate, atol, rtol)

@@ -6,10 +6,11 @@ tensorflow-text's op libraries the way TF Serving links them), run by
 
   python -I runtime_probe.py REQUEST.json OUTPUT.json
 
-REQUEST.json: {"export_dirs": [...], "texts": [base64 of UTF-8 bytes, ...]}.
-Each all-string signature runs through `tf.saved_model.load` ("function") and
-through a TF1 Session over the MetaGraph ("session", as TF Serving's C++
-loader does); a second input gets `texts` rotated by one. An empty batch too.
+REQUEST.json: {"export_dirs": [...], "texts": [base64 of UTF-8 bytes, ...],
+"function": true or false}. Each all-string signature runs through a TF1
+Session over the MetaGraph ("session", as TF Serving's C++ loader does), on
+`texts` and on an empty batch, and, unless "function" is false, through
+`tf.saved_model.load` ("function"); a second input gets `texts` rotated by one.
 """
 
 import base64
@@ -70,7 +71,7 @@ def feeds(names, texts):
     return {name: batch[min(i, 1)] for i, name in enumerate(names)}
 
 
-def probe(export_dir, texts):
+def probe(export_dir, texts, function=True):
     result = {"signatures": {}}
     with tf.Graph().as_default(), tf.compat.v1.Session() as session:
         meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], export_dir)
@@ -84,6 +85,8 @@ def probe(export_dir, texts):
                     {k: v.name for k, v in sig.outputs.items()},
                     {sig.inputs[k].name: np.array(v, dtype=object) for k, v in values.items()})
                 out[label] = {k: encode(v) for k, v in fetched.items()}
+    if not function:
+        return result
     loaded = tf.saved_model.load(export_dir)
     for name, inputs in signatures.items():
         values = feeds(inputs, texts)
@@ -108,7 +111,8 @@ def main():
         report["tensorflow_text"] = None
     for export_dir in request["export_dirs"]:
         try:
-            report["exports"][export_dir] = probe(export_dir, texts)
+            report["exports"][export_dir] = probe(export_dir, texts,
+                                                  request.get("function", True))
         except Exception as e:  # noqa: BLE001 (reported, compared as a failure)
             report["exports"][export_dir] = {"error": f"{type(e).__name__}: {e}"[:4000]}
     with open(sys.argv[2], "w", encoding="utf-8") as f:

@@ -359,8 +359,10 @@ def fast_path_candidates(normalization, tokenize_chinese_chars=True):
 
 
 def _kept(keep, *tensors):
-    """Each of the parallel per-character tensors [num_chars] at the positions `keep` is True."""
-    return [tf.boolean_mask(tensor, keep) for tensor in tensors]
+    """Each of the parallel per-character tensors [num_chars] at the positions `keep` is True
+    (the positions found once for all of them: a boolean_mask each builds its own)."""
+    positions = tf.reshape(tf.where(keep), [-1])
+    return [tf.gather(tensor, positions) for tensor in tensors]
 
 
 def _lookup(tables, code_points):

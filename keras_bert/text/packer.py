@@ -209,53 +209,59 @@ class BertPacker(keras.layers.Layer):
     def call(self, inputs):
         segments, unbatched = self._standardize(inputs)
         count = len(segments)
-        segments = self._trim(segments, self.truncation_length - self.num_special_tokens(count))
+        num_special = self.num_special_tokens(count)
+        segments = self._trim(segments, self.truncation_length - num_special)
 
-        batch_size = segments[0].nrows()
-        cls = tf.fill([batch_size, 1], self.cls_token_id)
-        pieces, segment_pieces = [cls], [tf.zeros_like(cls)]
-        for index, segment in enumerate(segments):
-            seps = 1 if index == count - 1 else self.pair_separator
-            sep = tf.fill([batch_size, seps], self.sep_token_id)
-            segment_id = index if self.pair_separator == 1 else 0
-            pieces += [segment, sep]
-            segment_pieces += [
-                tf.ones_like(segment) * segment_id,
-                tf.fill([batch_size, seps], segment_id),
-            ]
-        token_ids = tf.concat(pieces, axis=1)  # [batch, (len)]
-        segment_ids = tf.concat(segment_pieces, axis=1)
-        shape = [None, self.sequence_length]
+        # Every output position gathers its id from one vector: the segments'
+        # ids, then [CLS], [SEP] and [PAD]. Where each segment lands in a row
+        # follows from the lengths: a few [batch, seq] selects, where a concat
+        # of ragged rows is hundreds of ops (slow to trace, and run per request).
+        sizes = [tf.shape(s.flat_values, out_type=tf.int32)[0] for s in segments]
+        special = sum(sizes[1:], sizes[0])
+        source = tf.concat([s.flat_values for s in segments] + [tf.constant(
+            [self.cls_token_id, self.sep_token_id, self.pad_token_id], tf.int32)], 0)
+        lengths = [tf.cast(s.row_lengths(), tf.int32)[:, tf.newaxis] for s in segments]
+        totals = sum(lengths[1:], lengths[0]) + num_special  # [batch, 1]
+        if self.sequence_length is not None:
+            width = self.sequence_length
+        else:
+            width = self._batch_width(totals, num_special)
+        column = tf.range(width)[tf.newaxis, :]  # [1, seq]
+        index = tf.fill(tf.shape(column + totals), special + 2)  # [PAD]
+        begin, second = 1, None  # After [CLS].
+        for k, segment in enumerate(segments):
+            seps = 1 if k == count - 1 else self.pair_separator
+            if k == 1:
+                second = (column >= begin) & (column < begin + lengths[k] + seps)
+            first = tf.cast(segment.row_starts(), tf.int32)[:, tf.newaxis] + sum(sizes[:k])
+            end = begin + lengths[k]
+            index = tf.where((column >= begin) & (column < end), first + column - begin, index)
+            index = tf.where((column >= end) & (column < end + seps), special + 1, index)
+            begin = end + seps
+        index = tf.where(column == 0, special, index)  # [CLS]
         outputs = {
-            "token_ids": token_ids.to_tensor(self.pad_token_id, shape=shape),
-            "segment_ids": segment_ids.to_tensor(0, shape=shape),
-            "padding_mask": tf.ones_like(token_ids).to_tensor(0, shape=shape),
+            "token_ids": tf.gather(source, index),
+            "segment_ids": tf.zeros_like(index),
+            "padding_mask": tf.cast(column < totals, tf.int32),
         }
-        if self.sequence_length is None:
-            outputs = self._pad_batch(outputs, self.num_special_tokens(count))
+        if second is not None and self.pair_separator == 1:
+            outputs["segment_ids"] = tf.cast(second, tf.int32)
         if unbatched:
             outputs = {k: v[0] for k, v in outputs.items()}
         return outputs
 
-    def _pad_batch(self, outputs, num_special):
-        """Pads batch-longest outputs [B, S] to S rounded up to `pad_to_multiple_of`.
-
-        Never past max_seq_length, and at least the width of the special
-        tokens (`num_special`): an empty batch keeps a [CLS] column, so that models
-        reading position 0 (the pooler) keep working.
-        """
-        width = tf.shape(outputs["token_ids"])[1]
-        target = width
+    def _batch_width(self, totals, num_special):
+        """The width of a batch packed to its longest sequence ([batch, 1] `totals`),
+        rounded up to `pad_to_multiple_of` (never past max_seq_length), and at
+        least the width of the special tokens (`num_special`): an empty batch
+        keeps a [CLS] column, so that models reading position 0 (the pooler)
+        keep working."""
+        width = tf.reduce_max(tf.concat([tf.reshape(totals, [-1]), [0]], 0))
         if self.pad_to_multiple_of > 1:
             multiple = self.pad_to_multiple_of
-            target = tf.minimum((width + multiple - 1) // multiple * multiple,
-                                self.max_seq_length)
-        pad = tf.maximum(0, tf.maximum(target, num_special) - width)
-        return {
-            k: tf.pad(v, [[0, 0], [0, pad]], constant_values=self.pad_token_id if
-                      k == "token_ids" else 0)
-            for k, v in outputs.items()
-        }
+            width = tf.minimum((width + multiple - 1) // multiple * multiple,
+                               self.max_seq_length)
+        return tf.maximum(width, num_special)
 
     def get_config(self):
         config = super().get_config()

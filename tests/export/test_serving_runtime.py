@@ -79,3 +79,18 @@ def test_a_folder_it_did_not_make_is_never_deleted(tmp_path):
                                               "alone. Pass --venv a new folder"):
         ensure_runtime(str(venv), python="/nonexistent/python", log=lambda m: None)
     assert sorted(p.name for p in venv.iterdir()) == ["bin", "pyvenv.cfg"]
+
+
+def test_a_session_only_reference_holds_the_old_load_path_to_its_session_answers():
+    # This runtime runs its Session path only (check_serving_runtime); the old runtime's
+    # tf.saved_model.load answers are compared with those, so a drift there still fails.
+    reference = _report([[0.25, 0.75]], [b"pos"])
+    del reference["exports"]["e/1"]["signatures"]["classify"]["function"]
+    assert compare_reports(reference, _report([[0.25, 0.75]], [b"pos"])).ok
+    candidate = _report([[0.25, 0.75]], [b"pos"])
+    candidate["exports"]["e/1"]["signatures"]["classify"]["function"] = _report(
+        [[0.3, 0.7]], [b"pos"])["exports"]["e/1"]["signatures"]["classify"]["session"]
+    report = compare_reports(reference, candidate)
+    assert not report.ok
+    assert [(c.path, c.output) for c in report.comparisons if not c.ok] == [
+        ("function", "probabilities")]

@@ -237,3 +237,66 @@ def test_pair_separator_errors():
         BertPacker(S, END, pair_separator=3)
     with pytest.raises(ValueError, match="sequence_length=3"):
         BertPacker(S, END, sequence_length=3, pair_separator=2)
+
+
+def _packed_by_hand(rows, packer):
+    """Each example packed by the rule, in Python: (token ids, segment ids, mask) rows."""
+    special = packer.num_special_tokens(len(rows[0]) if rows else 1)
+    budget = packer.truncation_length - special
+    packed = []
+    for row in rows:
+        if len(row) == 1:
+            kept = [row[0][:budget]]
+        elif packer.truncation == "longest_first":
+            a, b = _paper_truncate(len(row[0]), len(row[1]), budget)
+            kept = [row[0][:a], row[1][:b]]
+        else:  # round robin: one token each in turn, A first
+            a = b = 0
+            while a + b < budget and (a < len(row[0]) or b < len(row[1])):
+                if a < len(row[0]) and (a <= b or b >= len(row[1])):
+                    a += 1
+                elif b < len(row[1]):
+                    b += 1
+            kept = [row[0][:a], row[1][:b]]
+        ids, segments = [CLS] + kept[0] + [SEP], [0] * (len(kept[0]) + 2)
+        if len(kept) == 2:
+            b_id = 1 if packer.pair_separator == 1 else 0
+            ids += [SEP] * (packer.pair_separator - 1) + kept[1] + [SEP]
+            segments = [0] * (len(kept[0]) + 1 + packer.pair_separator)
+            segments += [b_id] * (len(kept[1]) + 1)
+        packed.append((ids, segments))
+    longest = max([len(ids) for ids, _ in packed], default=0)
+    if packer.sequence_length:
+        width = packer.sequence_length
+    else:
+        multiple = packer.pad_to_multiple_of
+        width = max(min(-(-longest // multiple) * multiple, packer.max_seq_length), special)
+    return [(ids + [packer.pad_token_id] * (width - len(ids)), segments + [0] * (width - len(ids)),
+             [1] * len(ids) + [0] * (width - len(ids))) for ids, segments in packed]
+
+
+@pytest.mark.parametrize("pair_separator", [1, 2])
+@pytest.mark.parametrize("truncation", ["longest_first", "round_robin"])
+def test_random_batches_pack_as_the_rule_says(pair_separator, truncation):
+    rng = np.random.default_rng(pair_separator + len(truncation))
+    for trial in range(12):
+        pairs = trial % 2 == 1
+        batch = int(rng.integers(0, 5))
+        rows = [[rng.integers(1, 90, size=int(rng.integers(0, 12))).tolist()
+                 for _ in range(2 if pairs else 1)] for _ in range(batch)]
+        packer = BertPacker(
+            CLS, SEP, pad_token_id=int(rng.choice([0, 1])), truncation=truncation,
+            pair_separator=pair_separator,
+            sequence_length=[None, 6, 9, 16][trial % 4 if trial % 3 else 0],
+            max_seq_length=int(rng.integers(6, 20)), pad_to_multiple_of=int(rng.choice([1, 4])))
+        columns = [tf.ragged.constant([row[k] for row in rows], dtype=tf.int32,
+                                      ragged_rank=1) if rows else
+                   tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32), tf.zeros([0], tf.int64))
+                   for k in range(2 if pairs else 1)]
+        for run in (packer, tf.function(packer)) if trial < 4 else (packer,):
+            out = run(tuple(columns))
+            got = list(zip(*(out[k].numpy().tolist() for k in (
+                "token_ids", "segment_ids", "padding_mask"))))
+            expected = _packed_by_hand(rows, packer)
+            assert got == [tuple(map(list, row)) for row in expected], (trial, rows)
+            assert out["token_ids"].shape[0] == batch and out["token_ids"].dtype == tf.int32
