@@ -534,7 +534,7 @@ def pretokenize(texts, tables, lowercase, strip_accents=None,
         index of each word in `never_split`, -1 for none.
     """
     strip = lowercase if strip_accents is None else strip_accents
-    batch_size = tf.shape(texts)[0]
+    batch_size = tf.shape(texts, out_type=tf.int64)[0]
     chars, byte_starts = tf.strings.unicode_decode_with_offsets(
         texts,
         "UTF-8",
@@ -675,11 +675,11 @@ def pretokenize(texts, tables, lowercase, strip_accents=None,
     )
     words = tf.strings.unicode_encode(word_chars, "UTF-8")
     word_rows = tf.gather(row_ids, word_first_char)
-    # Row splits of the words from their (sorted) rows: what
-    # RaggedTensor.from_value_rowids computes, without its checks' ops.
-    words_per_row = tf.math.bincount(word_rows, minlength=batch_size, maxlength=batch_size)
-    word_row_splits = tf.concat(
-        [tf.zeros([1], tf.int64), tf.cumsum(tf.cast(words_per_row, tf.int64))], 0)
+    # validate=False: the rows are sorted by construction, and the checks were
+    # most of this function's ops.
+    word_row_splits = tf.RaggedTensor.from_value_rowids(
+        word_first_char, tf.cast(word_rows, tf.int64), nrows=batch_size, validate=False
+    ).row_splits
     result = {
         "words": words,
         "word_row_splits": word_row_splits,

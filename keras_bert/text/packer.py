@@ -228,24 +228,25 @@ class BertPacker(keras.layers.Layer):
             width = self._batch_width(totals, num_special)
         column = tf.range(width)[tf.newaxis, :]  # [1, seq]
         index = tf.fill(tf.shape(column + totals), special + 2)  # [PAD]
-        begin, second = 1, None  # After [CLS].
+        begin = 1  # After [CLS].
         for k, segment in enumerate(segments):
             seps = 1 if k == count - 1 else self.pair_separator
-            if k == 1:
-                second = (column >= begin) & (column < begin + lengths[k] + seps)
             first = tf.cast(segment.row_starts(), tf.int32)[:, tf.newaxis] + sum(sizes[:k])
             end = begin + lengths[k]
             index = tf.where((column >= begin) & (column < end), first + column - begin, index)
             index = tf.where((column >= end) & (column < end + seps), special + 1, index)
             begin = end + seps
         index = tf.where(column == 0, special, index)  # [CLS]
+        real = column < totals
+        segment_ids = tf.zeros_like(index)
+        if count == 2 and self.pair_separator == 1:  # B and its [SEP]: segment 1.
+            b_begin = 1 + lengths[0] + self.pair_separator
+            segment_ids = tf.cast((column >= b_begin) & real, tf.int32)
         outputs = {
             "token_ids": tf.gather(source, index),
-            "segment_ids": tf.zeros_like(index),
-            "padding_mask": tf.cast(column < totals, tf.int32),
+            "segment_ids": segment_ids,
+            "padding_mask": tf.cast(real, tf.int32),
         }
-        if second is not None and self.pair_separator == 1:
-            outputs["segment_ids"] = tf.cast(second, tf.int32)
         if unbatched:
             outputs = {k: v[0] for k, v in outputs.items()}
         return outputs
