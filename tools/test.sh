@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Python writes each module's bytecode once (.pyc) and every later process reads it: with
-# PYTHONDONTWRITEBYTECODE set (as on CI machines and this project's sandboxes), and pip's
+# PYTHONDONTWRITEBYTECODE set (as this project's machines set it) and pip's
 # --no-compile (tools/setup_env.sh), every process the tests start compiled TensorFlow's,
 # Keras' and keras_bert's sources again (about 1.8 CPU s of each fresh `import keras_bert`).
 unset PYTHONDONTWRITEBYTECODE
