@@ -16,8 +16,10 @@
 #     start when it is installed (0.36 s of every fresh `import keras_bert` in .venv's
 #     tests), so Ray stays out of .venv; its two workers run here alone on the cores.
 # Usage: bash tools/compat.sh [tf220|tpu|ray|setup] [PYTEST-ARGS...]   (all three
-# when no argument; setup only makes the venvs, which .ci/run does while the tiers
-# run; PYTEST-ARGS go to the ray part's pytest, e.g. --built-dir=DIR)
+# when no argument; setup only makes the venvs. PYTEST-ARGS go to the one part named:
+# `ray --built-dir=DIR` reads a tier's session builds, `tf220 -n 0` runs in one
+# process, as .ci/run runs tf220 and tpu beside the slow tier. The tf220 part builds
+# its own exports with TensorFlow 2.20, so `all` takes no PYTEST-ARGS.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Bytecode is written once and read by every later process (tools/test.sh says why).
@@ -25,6 +27,10 @@ unset PYTHONDONTWRITEBYTECODE
 PYTHON="${PYTHON:-python3}"
 what="${1:-all}"
 shift || true
+if [ "$what" = all ] && [ $# -gt 0 ]; then
+  echo "compat.sh: pytest arguments go with one part: bash tools/compat.sh tf220|tpu|ray $*" >&2
+  exit 2
+fi
 
 venv_with() {  # venv_with DIR PIP-ARGS...: creates DIR once, installs once per setup.cfg.
   local venv="$1"; shift
@@ -70,11 +76,11 @@ print('compat: TensorFlow', tf.__version__, 'tensorflow-text', t.__version__)"
   # Not tests/test_package.py: its fresh-process import orders and .keras reloads are
   # Keras' registration, and both venvs resolve the same Keras; TF 2.20's own .keras and
   # SavedModel paths are tests/models/test_keras_file.py and the export tests here.
-  .venv-tf220/bin/python -m pytest -q -m "not slow" -n 3 --dist loadgroup \
+  .venv-tf220/bin/python -m pytest -q -p no:cacheprovider -m "not slow" -n 3 --dist loadgroup \
     tests/test_config.py tests/test_install_range.py \
     tests/test_private_hooks.py tests/layers tests/text/test_tokenizer.py \
     tests/text/test_preprocessor.py tests/models/test_encoder.py tests/models/test_keras_file.py \
-    tests/tasks/test_raw_strings.py tests/export/test_classifier_export.py
+    tests/tasks/test_raw_strings.py tests/export/test_classifier_export.py "$@"
 fi
 
 if [ "$what" = all ] || [ "$what" = tpu ]; then
@@ -84,7 +90,7 @@ if [ "$what" = all ] || [ "$what" = tpu ]; then
   # off the TPU, so the two tests that run an uncompiled predict are left out.
   TPU_SKIP_MDS_QUERY=1 .venv-tpu/bin/python -m pytest -q -p no:cacheprovider \
     tests/test_install_range.py tests/text/test_tokenizer.py tests/text/test_preprocessor.py \
-    tests/models/test_encoder.py -k "not test_keras_save_and_saved_model and not test_saved_model_round_trip"
+    tests/models/test_encoder.py -k "not test_keras_save_and_saved_model and not test_saved_model_round_trip" "$@"
 fi
 
 if [ "$what" = all ] || [ "$what" = ray ]; then
