@@ -195,6 +195,12 @@ LONGEST_FIRST = (
     "tests.training.test_cluster_finetune",
     "tests.tasks.test_masked_lm",
     "tests.checkpoints.test_family",
+    # Slow modules of one to four tests that take a minute or more: by their number of tests
+    # they came last, and the tier ended with one worker alone on test_finetune_quality
+    # (75 s) and test_remote_pipeline (24 s) (a per-worker timeline, 2026-12-07).
+    "tests.training.test_finetune_quality",
+    "tests.checkpoints.test_real_checkpoint",
+    "tests.training.test_remote_pipeline",
     # The default tier (after the tiers' shared modules above).
     "tests.test_package",
     "tests.export.test_bad_input",
