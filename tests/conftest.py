@@ -84,31 +84,39 @@ def run_tool(name, *args):
         (exit status, stdout, stderr): `sys.exit("message")` gives status 1
         and the message on stderr, as in a process.
     """
-    import keras
-
     module = tool_module(name)
     import _cli  # Loaded with the tool, from tools/.
+
+    out, err = io.StringIO(), io.StringIO()
+    with tool_globals_kept(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = _cli.run(module.main, [str(arg) for arg in args])
+        except SystemExit as e:
+            if e.code is None or isinstance(e.code, int):
+                status = e.code or 0
+            else:
+                print(e.code, file=sys.stderr)
+                status = 1
+    return status, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def tool_globals_kept():
+    """Puts back, when the block ends, what a tool run in this process sets for the whole
+    process: the "keras_bert" logger it configures (a handler left behind prints every
+    later tool's lines once more) and Keras' dtype policy (`--dtype mixed_bfloat16`)."""
+    import keras
 
     logger = logging.getLogger("keras_bert")
     saved = (list(logger.handlers), logger.level, logger.propagate)
     policy = keras.config.dtype_policy()
-    out, err = io.StringIO(), io.StringIO()
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                status = _cli.run(module.main, [str(arg) for arg in args])
-            except SystemExit as e:
-                if e.code is None or isinstance(e.code, int):
-                    status = e.code or 0
-                else:
-                    print(e.code, file=sys.stderr)
-                    status = 1
+        yield
     finally:
         logger.handlers[:] = saved[0]
         logger.setLevel(saved[1])
         logger.propagate = saved[2]
         keras.config.set_dtype_policy(policy)
-    return status, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

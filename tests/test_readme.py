@@ -535,31 +535,23 @@ def prepare_exports_dir(work):
 
 
 def run_tool(argv):
-    """Runs a tool as its `__main__` block does, then puts back what a tool sets for its
-    process (as tests/conftest.py's run_tool): the "keras_bert" logger, which would print
-    each later tool's lines once more per earlier tool, and Keras' dtype policy, which an
-    earlier `--dtype mixed_bfloat16` would leave to the later examples."""
-    import logging
+    """Runs a tool as its `__main__` block does, then puts back the logger and dtype policy
+    it set (tests/conftest.py tool_globals_kept), as the tests' run_tool does: each tool's
+    lines once, and no earlier `--dtype` left to the later examples."""
     import runpy
 
-    import keras
+    from tests.conftest import tool_globals_kept
 
     saved = sys.argv
-    logger = logging.getLogger("keras_bert")
-    logged = (list(logger.handlers), logger.level, logger.propagate)
-    policy = keras.config.dtype_policy()
     sys.argv = list(argv)
     try:
-        runpy.run_path(os.path.join(ROOT, argv[0]), run_name="__main__")
+        with tool_globals_kept():
+            runpy.run_path(os.path.join(ROOT, argv[0]), run_name="__main__")
     except SystemExit as e:
         if e.code not in (0, None):
             raise RuntimeError(f"exited with status {e.code}") from None
     finally:
         sys.argv = saved
-        logger.handlers[:] = logged[0]
-        logger.setLevel(logged[1])
-        logger.propagate = logged[2]
-        keras.config.set_dtype_policy(policy)
 
 
 def cpu_seconds():
