@@ -20,7 +20,7 @@ import numpy as np
 import keras
 import tensorflow as tf
 
-from keras_bert.export.serving_kernels import serving_kernels
+from keras_bert.export.serving_kernels import block_halves, serving_kernels
 from keras_bert.models.task_inputs import integer_checks_in_graph
 from keras_bert.text import BertPreprocessor, BertTokenizer
 
@@ -134,13 +134,13 @@ class BertServingModule(tf.Module):
         # The tf.Variables under the Keras ones: tracking the Keras wrappers saves a
         # second copy, and TF Serving's session loader then finds the graph's own
         # variables uninitialized ("Could not find variable logits/kernel").
-        self.model_variables = [v.value for v in model.variables]
-        for variable in self.model_variables:
-            if not isinstance(variable, tf.Variable):
+        for variable in model.variables:
+            if not isinstance(variable.value, tf.Variable):
                 raise TypeError(
                     f"Expected the model's variables to hold tf.Variables (Keras with "
-                    f"the TensorFlow backend). Received: {type(variable).__name__}."
+                    f"the TensorFlow backend). Received: {type(variable.value).__name__}."
                 )
+        self.halve_blocks(self.serving_kernels)
         if vocab_file is not None:
             self.vocab_file = tf.saved_model.Asset(vocab_file)
         # The resources the tokenizer's ops capture (SentencePiece's model, BPE's lookup
@@ -168,6 +168,18 @@ class BertServingModule(tf.Module):
             autograph=False,
         )
         self._define_signatures()
+
+    def halve_blocks(self, enabled):
+        """Traces each encoder block's attention and feed-forward in two halves
+        (`enabled`: the float SavedModel export, `serving_kernels.BlockHalves`) or as
+        the model's own Dense layers (XLA, LiteRT and int8 choose their own kernels);
+        sets the variables the module saves to match. Call before the first trace."""
+        model = self._keras.model
+        self._keras.halves = block_halves(model) if enabled else {}
+        replaced = {v.ref() for h in self._keras.halves.values() for v in h.replaced}
+        self.model_variables = [v.value for v in model.variables
+                                if v.value.ref() not in replaced]
+        self.half_variables = [v for h in self._keras.halves.values() for v in h.variables]
 
     def export_metadata(self):
         """Task facts a client needs beside the signatures' tensors (e.g. label names),
@@ -308,7 +320,7 @@ class BertServingModule(tf.Module):
 
     def _run(self, layer, token_ids, segment_ids, padding_mask):
         """`layer` (the encoder or the task model) on packed inputs; float32 outputs."""
-        with serving_kernels(layer, self.serving_kernels):
+        with serving_kernels(layer, self.serving_kernels, self._keras.halves):
             outputs = layer(
                 {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
                 training=False,

@@ -136,9 +136,6 @@ class TransformerEncoderBlock(keras.layers.Layer):
         # Grappler remapper fuses into one kernel. On 3-D input Keras' Dense
         # puts reshapes around each MatMul and nothing fuses.
         rows = ops.reshape(x, (-1, hidden_size))  # (B*T, H)
-        qkv = ops.reshape(
-            self.qkv_dense(rows), (batch_size, seq_length, 3 * self.num_heads, self.head_size)
-        )
         bias = None
         if padding_mask is not None:
             # (B, 1, 1, T): 0 for real keys, a large negative for padded keys.
@@ -146,13 +143,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
             # A reshape, not bias[:, None, None, :]: a strided slice with new
             # axes has no LiteRT builtin (the --format tflite export).
             bias = ops.reshape(bias, (batch_size, 1, 1, seq_length))
-        context, probs = self.attend(qkv, bias, training=training)  # (B, T, N, D)
-        context = ops.reshape(context, (-1, hidden_size))
-
-        attention_output = self.dropout(self.attention_output_dense(context), training=training)
+        attention_output, probs = self.self_attention(rows, batch_size, seq_length, bias,
+                                                      training=training)
+        attention_output = self.dropout(attention_output, training=training)
         h = self.attention_layer_norm(rows + attention_output)  # (B*T, H)
-        ffn = self.output_dense(self.intermediate_dense(h))
-        y = self.output_layer_norm(h + self.dropout(ffn, training=training))
+        y = self.output_layer_norm(h + self.dropout(self.feed_forward(h), training=training))
         y = ops.reshape(y, (batch_size, seq_length, hidden_size))
         if return_attention_probs:
             return y, probs
@@ -177,6 +172,25 @@ class TransformerEncoderBlock(keras.layers.Layer):
         `LORA_TARGETS`): see `LoraDense.enable_lora`. Freezes nothing else:
         `BertEncoder.enable_lora` freezes the rest of the encoder."""
         self.qkv_dense.enable_lora(rank, lora_alpha=alpha, targets=targets)
+
+    def self_attention(self, rows, batch_size, seq_length, bias=None, training=None):
+        """The attention sub-layer before its dropout: (output rows [batch_size *
+        seq_length, hidden_size], float32 probabilities [batch_size, num_heads,
+        seq_length, seq_length]) of `rows` (the block's input as rows) and `bias` (as
+        `attend` takes it). A SavedModel export traces it in two groups of heads
+        (`keras_bert.export.serving_kernels`)."""
+        qkv = ops.reshape(
+            self.qkv_dense(rows), (batch_size, seq_length, 3 * self.num_heads, self.head_size)
+        )
+        context, probs = self.attend(qkv, bias, training=training)  # (B, T, N, D)
+        context = ops.reshape(context, (-1, self.num_heads * self.head_size))
+        return self.attention_output_dense(context), probs
+
+    def feed_forward(self, h):
+        """W2 act(W1 h + b1) + b2 of rows `h` [rows, hidden_size]: the block's
+        feed-forward part (a SavedModel export traces it in two halves,
+        `keras_bert.export.serving_kernels`)."""
+        return self.output_dense(self.intermediate_dense(h))
 
     def attend(self, qkv, bias=None, training=None):
         """Scaled-dot-product attention over the heads of the q/k/v projection.

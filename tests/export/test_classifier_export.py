@@ -304,3 +304,35 @@ def test_predict_helpers(classifier_export):
     batched = run_signature(loaded, many, batch_size=2)
     np.testing.assert_array_equal(batched["label"], whole["label"])
     np.testing.assert_allclose(batched["probabilities"], whole["probabilities"], atol=1e-5)
+
+
+def test_the_export_saves_block_halves_in_place_of_their_dense_weights(classifier_export):
+    loaded = tf.saved_model.load(classifier_export["export_dir"])
+    model = classifier_export["model"]
+    blocks = [layer for layer in model._flatten_layers()
+              if type(layer).__name__ == "TransformerEncoderBlock"]
+    # Per block: the two head groups' (q/k/v kernel, q/k/v bias, attention output
+    # rows), then the feed-forward halves' (W1 columns, b1 part, W2 rows).
+    halves = [v.numpy() for v in loaded.half_variables]
+    assert len(halves) == 12 * len(blocks) == 24
+    for block, start in zip(blocks, range(0, len(halves), 12)):
+        (_, _, o1, _, _, o2, k1, b1, w1, k2, b2, w2) = halves[start:start + 12]
+        np.testing.assert_array_equal(np.concatenate([o1, o2]),
+                                      block.attention_output_dense.kernel.numpy())
+        np.testing.assert_array_equal(np.concatenate([k1, k2], 1),
+                                      block.intermediate_dense.kernel.numpy())
+        np.testing.assert_array_equal(np.concatenate([b1, b2]), block.intermediate_dense.bias.numpy())
+        np.testing.assert_array_equal(np.concatenate([w1, w2]), block.output_dense.kernel.numpy())
+    # Every other weight of the model is saved once; the six replaced per block are not.
+    saved = [v.numpy() for v in loaded.model_variables]
+    assert len(saved) == len(model.variables) - 6 * len(blocks)
+    for block in blocks:
+        for layer in (block.qkv_dense, block.attention_output_dense, block.intermediate_dense,
+                      block.output_dense):
+            assert not any(s.shape == layer.kernel.shape and np.array_equal(
+                s, layer.kernel.numpy()) for s in saved), layer.kernel.path
+        for layer in (block.attention_output_dense, block.output_dense):
+            assert any(np.array_equal(s, layer.bias.numpy()) for s in saved), layer.bias.path
+    # An XLA export traces the Dense layers themselves (XLA picks its own kernels).
+    xla = build_serving_module(model, jit_compile=True)
+    assert xla.half_variables == [] and len(xla.model_variables) == len(model.variables)

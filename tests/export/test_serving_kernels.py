@@ -192,3 +192,79 @@ def test_serving_layer_norm_matches_keras(dtype):
     assert got.dtype == want.dtype
     np.testing.assert_allclose(tf.cast(got, tf.float32), tf.cast(want, tf.float32),
                                atol=1e-5 if dtype == "float32" else 2e-2)
+
+
+def matmuls(concrete_function):
+    """The MatMul nodes of a concrete function's graph, its functions' included."""
+    graph_def = concrete_function.graph.as_graph_def()
+    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
+    return sum(node.op == "MatMul" for node in nodes)
+
+
+@pytest.mark.parametrize("form", ["serving", "plain"])
+def test_block_halves_match_numpy_and_replace_their_dense_weights(form):
+    block = random_block()
+    halves = kernels.block_halves(block)
+    assert list(halves) == [block]
+    half = halves[block]
+    qkv, output = block.qkv_dense, block.attention_output_dense
+    inner, outer = block.intermediate_dense, block.output_dense
+    # The copies it saves in place of the q/k/v kernel and bias, the attention output's
+    # kernel, W1, b1 and W2 (the two output biases are read where they are).
+    assert [v.ref() for v in half.replaced] == [v.value.ref() for v in (
+        qkv.kernel, qkv.bias, output.kernel, inner.kernel, inner.bias, outer.kernel)]
+    # Head group i (one of the two heads of 8 here): its query, key and value columns.
+    (n1, q1, c1, o1), (n2, q2, c2, o2) = half.attention
+    kernel = qkv.kernel.numpy()
+    assert (n1, n2) == (1, 1) and q1.shape == (16, 24) and o1.shape == (8, 16)
+    np.testing.assert_array_equal(q1.numpy(), kernel[:, [*range(0, 8), *range(16, 24),
+                                                         *range(32, 40)]])
+    np.testing.assert_array_equal(q2.numpy(), kernel[:, [*range(8, 16), *range(24, 32),
+                                                         *range(40, 48)]])
+    np.testing.assert_array_equal(np.concatenate([o1.numpy(), o2.numpy()]), output.kernel.numpy())
+    (k1, b1, w1), (k2, b2, w2) = half.feed_forward_parts
+    np.testing.assert_array_equal(np.concatenate([k1.numpy(), k2.numpy()], 1), inner.kernel.numpy())
+    np.testing.assert_array_equal(np.concatenate([b1.numpy(), b2.numpy()]), inner.bias.numpy())
+    np.testing.assert_array_equal(np.concatenate([w1.numpy(), w2.numpy()]), outer.kernel.numpy())
+
+    def forward(x, padding_mask):
+        with serving_kernels(block, form == "serving", halves):
+            return block(x, padding_mask=padding_mask, training=False, return_attention_probs=True)
+
+    function = tf.function(forward).get_concrete_function(*DYNAMIC)
+    # q/k/v, attention output, FFN in and out: one matmul each, or one per half.
+    assert matmuls(function) == (8 if form == "serving" else 4)
+    assert "feed_forward" not in vars(block) and "self_attention" not in vars(block)
+    got, probs = function(tf.constant(X), tf.constant(PADDING_MASK))
+    want = numpy_block(block, np.float64(X), np.float64(PADDING_MASK))
+    np.testing.assert_allclose(got.numpy(), want, atol=1e-5, rtol=0)
+    # The heads' probabilities, in the block's head order.
+    plain_probs = block(X, padding_mask=PADDING_MASK, return_attention_probs=True)[1]
+    np.testing.assert_allclose(probs.numpy(), plain_probs, atol=1e-6)
+
+
+def test_block_halves_of_odd_widths_in_bfloat16_and_with_lora():
+    block = TransformerEncoderBlock(num_heads=3, intermediate_size=7, hidden_act="relu",
+                                    dtype="mixed_bfloat16")
+    block.build((None, None, 6))
+    rng = np.random.default_rng(5)
+    for variable in block.weights:
+        variable.assign(rng.normal(0.0, 0.5, variable.shape).astype("float32"))
+    half = kernels.block_halves(block)[block]
+    assert [part[0] for part in half.attention] == [1, 2]
+    assert [part[0].shape[1] for part in half.feed_forward_parts] == [3, 4]
+    x = rng.normal(size=(2, 5, 6)).astype("float32")
+
+    def forward(x):
+        with serving_kernels(block, True, {block: half}):
+            return block(x, training=False)
+
+    got = tf.function(forward)(tf.constant(x))
+    want = block(x, training=False)
+    assert got.dtype == want.dtype == tf.bfloat16
+    np.testing.assert_allclose(tf.cast(got, "float32"), tf.cast(want, "float32"), atol=0.05)
+    # A q/k/v projection with LoRA adapters keeps its attention whole (the halves would
+    # copy the kernel without them); the feed-forward is still halved.
+    block.enable_lora(2)
+    lora = kernels.block_halves(block)[block]
+    assert lora.attention == [] and len(lora.replaced) == 3

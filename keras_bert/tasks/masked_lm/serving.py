@@ -81,7 +81,7 @@ class MaskedLMServingModule(BertServingModule):
         }
 
     def _run_mlm(self, token_ids, segment_ids, padding_mask, masked_positions):
-        with serving_kernels(self._keras.model, self.serving_kernels):
+        with serving_kernels(self._keras.model, self.serving_kernels, self._keras.halves):
             logits = self._keras.model(
                 {"token_ids": token_ids, "segment_ids": segment_ids,
                  "padding_mask": padding_mask, "masked_positions": masked_positions},
