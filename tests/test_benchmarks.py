@@ -239,3 +239,24 @@ def test_torch_workers_serve_float32_and_int8(classifier_export, tmp_path):
     np.testing.assert_allclose(float32, expected, atol=1e-5)
     assert 0 < np.abs(int8 - float32).max() < 0.05
     assert len(timed) == 3 and all(t > 0 for t in timed)
+
+
+def test_one_text_calls_take_turns_over_every_text():
+    """Latency calls of several systems alternate in turns (a drift of the machine's speed
+    falls on all alike), each system timing texts 0..calls-1 once."""
+    from benchmarks import serving
+
+    asked = []
+
+    def ask(name):
+        def answer(batch_size, start, count):
+            assert batch_size == 1
+            asked.append((name, start, count))
+            return {"seconds": [float(start + i) for i in range(count)]}
+        return answer
+
+    latencies = {"a": [], "b": []}
+    serving.one_text_calls({"a": ask("a"), "b": ask("b")}, 25, latencies, turn=10)
+    assert asked == [("a", 0, 10), ("b", 0, 10), ("b", 10, 10), ("a", 10, 10),
+                     ("a", 20, 5), ("b", 20, 5)]
+    assert latencies["a"] == latencies["b"] == [float(i) for i in range(25)]

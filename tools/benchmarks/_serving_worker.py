@@ -15,7 +15,8 @@ Protocol: argv[1] is a JSON file {"exports": {name: dir}, "texts": [str]}.
 Each stdin line is a JSON request; each answer is one stdout line
 "RESULT <json>":
   {"run": name, "batch_size": 64}  -> {"seconds": float}   all texts, in order
-  {"run": name, "batch_size": 1, "count": n} -> {"seconds": [float] * n}
+  {"run": name, "batch_size": 1, "count": n[, "start": s]} -> {"seconds": [float] * n}
+                                     texts s to s + n (default s = 0), one a call
   {"outputs": name, "count": n[, "batch_size": b]}
                                   -> {"probabilities": [[float]], "label": [str]}
                                      the first n texts, in requests of b (default n)
@@ -44,7 +45,8 @@ def answer_requests(systems, texts):
                 answer["label"] += labels
         elif request["batch_size"] == 1:
             serve, seconds = systems[request["run"]], []
-            for text in texts[:request["count"]]:
+            start = request.get("start", 0)
+            for text in texts[start:start + request["count"]]:
                 start = time.perf_counter()
                 serve([text])
                 seconds.append(time.perf_counter() - start)

@@ -13,6 +13,7 @@
 """
 
 import csv
+import functools
 import io
 import json
 import os
@@ -305,6 +306,25 @@ def torch_workers(classifier, export_dir, texts, workdir):
     return workers
 
 
+#: One-text calls a system serves before the next system's turn (`one_text_calls`).
+LATENCY_TURN = 10
+
+
+def one_text_calls(asks, calls, latencies, turn=LATENCY_TURN):
+    """Times `calls` one-text calls of each system into `latencies` (name -> list of
+    seconds), the systems taking turns of `turn` calls (the order reversed each turn):
+    the machine's speed drifts within a run, and a system timed in one block of calls
+    after another's would carry that drift into their ratio.
+
+    asks: name -> ask(**request) of the process that serves it (`ServingWorker.ask`).
+    """
+    names = list(asks)
+    for turn_index, start in enumerate(range(0, calls, turn)):
+        for name in names if turn_index % 2 == 0 else names[::-1]:
+            latencies[name].extend(asks[name](batch_size=1, start=start,
+                                              count=min(turn, calls - start))["seconds"])
+
+
 def bench_serving_e2e(args):
     """Raw tweets -> labels: our SavedModel (in a tf + tf-text process) vs PyTorch.
 
@@ -319,7 +339,8 @@ def bench_serving_e2e(args):
     timed call; the tweets are the held-out split's (`tweet_sentiment_split`, the
     split fine-tuning leaves out), in its order. Throughput: all texts in
     requests of --request-batch-size; latency: one tweet per call
-    (--latency-calls of them); rounds interleaved.
+    (--latency-calls of them, the systems taking turns of LATENCY_TURN calls); rounds
+    interleaved.
     """
     import keras
     import numpy as np
@@ -400,8 +421,8 @@ def bench_serving_e2e(args):
             for name in names if round_index % 2 == 0 else names[::-1]:
                 process = systems[name][0]
                 totals[name].append(process.ask(run=served[name], batch_size=size)["seconds"])
-                latencies[name].extend(process.ask(run=served[name], batch_size=1,
-                                                   count=calls)["seconds"])
+            one_text_calls({name: functools.partial(systems[name][0].ask, run=served[name])
+                            for name in names}, calls, latencies)
             print(f"  round {round_index + 1}/{args.repeats} done", flush=True)
     finally:
         for process in [worker] + [w for w, _ in workers.values()]:
@@ -499,8 +520,8 @@ def bench_serving_accuracy(args):
         for round_index in range(args.repeats):
             for name in list(exports) if round_index % 2 == 0 else list(exports)[::-1]:
                 totals[name].append(workers[name].ask(run=name, batch_size=size)["seconds"])
-                latencies[name].extend(workers[name].ask(run=name, batch_size=1,
-                                                         count=args.latency_calls)["seconds"])
+            one_text_calls({name: functools.partial(workers[name].ask, run=name)
+                            for name in exports}, args.latency_calls, latencies)
     finally:
         for worker in workers.values():
             worker.close()
