@@ -231,6 +231,10 @@ def export_model(model_or_dir, output, version=None, overwrite=False, warmup=Tru
     module = build_serving_module(model, **options)
     if quantize and format == "saved_model":
         module._keras.int8 = int8.quantize_module(module, calibration_texts)
+    elif format == "saved_model":
+        # A copy of the weights as they are now, for the saved graph (the module is not
+        # kept: a model's own `serving_module()` reads its variables, whole blocks).
+        module.halve_blocks(module.serving_kernels)
     if auto:
         _tune(module, format, tune_texts, tune_seconds, log)
     if format == "tflite":

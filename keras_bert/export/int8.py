@@ -91,7 +91,6 @@ def quantize_module(module, texts=None):
     if not layers:
         raise ValueError(f"{type(module._keras.model).__name__} has no encoder blocks to "
                          "quantize.")
-    module.halve_blocks(False)  # Its Dense layers run the int8 kernels below.
     ranges = calibrate(module, texts) if texts is not None else dict.fromkeys(layers)
     replaced, added = set(), []
     for layer in layers:

@@ -140,7 +140,7 @@ class BertServingModule(tf.Module):
                     f"Expected the model's variables to hold tf.Variables (Keras with "
                     f"the TensorFlow backend). Received: {type(variable.value).__name__}."
                 )
-        self.halve_blocks(self.serving_kernels)
+        self.halve_blocks(False)  # `export_model` halves them for the graph it saves.
         if vocab_file is not None:
             self.vocab_file = tf.saved_model.Asset(vocab_file)
         # The resources the tokenizer's ops capture (SentencePiece's model, BPE's lookup
@@ -171,9 +171,12 @@ class BertServingModule(tf.Module):
 
     def halve_blocks(self, enabled):
         """Traces each encoder block's attention and feed-forward in two halves
-        (`enabled`: the float SavedModel export, `serving_kernels.BlockHalves`) or as
-        the model's own Dense layers (XLA, LiteRT and int8 choose their own kernels);
-        sets the variables the module saves to match. Call before the first trace."""
+        (`enabled`: `export_model`'s float SavedModel, `serving_kernels.BlockHalves`)
+        or as the model's own Dense layers (the default: XLA, LiteRT and int8 choose
+        their own kernels); sets the variables the module saves to match. Call before
+        the first trace. The halves are copies of the weights when called: a module
+        that must follow training (a model's own `serving_module()`) keeps whole
+        blocks."""
         model = self._keras.model
         self._keras.halves = block_halves(model) if enabled else {}
         replaced = {v.ref() for h in self._keras.halves.values() for v in h.replaced}

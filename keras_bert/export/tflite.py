@@ -176,7 +176,6 @@ def _lite_functions(module):
     lite_tokenizer = LiteTokenizer(tokenizer)
     # One attention kernel set, no tf.cond: the LiteRT converter picks its own.
     module.serving_kernels = False
-    module.halve_blocks(False)
 
     # The module's own signature code, the LiteRT tokenizer and packer shadowing
     # its methods (the module is built for the conversion alone).

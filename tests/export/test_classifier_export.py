@@ -333,6 +333,25 @@ def test_the_export_saves_block_halves_in_place_of_their_dense_weights(classifie
                 s, layer.kernel.numpy()) for s in saved), layer.kernel.path
         for layer in (block.attention_output_dense, block.output_dense):
             assert any(np.array_equal(s, layer.bias.numpy()) for s in saved), layer.bias.path
-    # An XLA export traces the Dense layers themselves (XLA picks its own kernels).
-    xla = build_serving_module(model, jit_compile=True)
-    assert xla.half_variables == [] and len(xla.model_variables) == len(model.variables)
+    # A module built to serve in this process keeps whole blocks (halves are copies).
+    module = build_serving_module(model)
+    assert module.half_variables == [] and len(module.model_variables) == len(model.variables)
+
+
+def test_a_models_own_serving_module_follows_its_weights(classifier_export):
+    # What `predict` of the decoding heads and the embedder's `similarity` run: it must
+    # read the model's variables, so that training shows (halves would be stale copies).
+    from keras_bert import BertClassifier
+
+    model = BertClassifier.from_pretrained(classifier_export["model_dir"])
+    module = model.serving_module()
+    assert module.half_variables == []
+    texts = tf.constant(TEXTS[:3])
+    before = module.classify(texts)["probabilities"].numpy()
+    block = next(layer for layer in model._flatten_layers()
+                 if type(layer).__name__ == "TransformerEncoderBlock")
+    kernel = block.output_dense.kernel
+    saved = kernel.numpy()
+    kernel.assign(saved * 5.0)
+    after = module.classify(texts)["probabilities"].numpy()
+    assert np.abs(after - before).max() > 1e-3
