@@ -149,6 +149,24 @@ def pytest_configure(config):
     _built_dir = config.getoption("built_dir")
 
 
+def _built_base(tmp_path_factory):
+    """The folder that `built_once` builds in: --built-dir, or this run's temporary folder
+    (the xdist workers' shared parent)."""
+    import pathlib
+
+    if _built_dir:
+        base = pathlib.Path(_built_dir).absolute()
+        base.mkdir(parents=True, exist_ok=True)
+        return base
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def built_before(tmp_path_factory, name):
+    """Whether `built_once(..., name, ...)` has finished a build that this run can read."""
+    return (_built_base(tmp_path_factory) / f"built-{name}.json").exists()
+
+
 def built_once(tmp_path_factory, name, build):
     """What `build(root)` returns (JSON: paths, names), built once per test run,
     or once for every run given the same `--built-dir`.
@@ -160,15 +178,9 @@ def built_once(tmp_path_factory, name, build):
     """
     import fcntl
     import json
-    import pathlib
     import shutil
 
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # The run's folder, above the workers' own.
-    if _built_dir:
-        base = pathlib.Path(_built_dir).absolute()
-        base.mkdir(parents=True, exist_ok=True)
+    base = _built_base(tmp_path_factory)
     root, done = base / f"built-{name}", base / f"built-{name}.json"
     asked = time.perf_counter()
     with open(base / f"built-{name}.lock", "w") as lock:
@@ -429,22 +441,32 @@ def clean_process(request, tmp_path_factory):
     """{check name: its result, with its "args"} from one clean process (tests/export/conftest.py),
     run once per test run (`built_once`: both xdist workers read its results).
 
-    A check whose `clean_args` skips (a package not installed) is left out:
-    its tests skip on the missing name.
+    A run that collected only some of the checks' modules (the compatibility subset's TF
+    2.20 part runs two of the six: the others' exports took 35 s there) builds only theirs,
+    under a name of its own, unless a whole build is there to read (`--built-dir`: the slow
+    tier reads the default tier's). A check whose `clean_args` skips (a package not
+    installed) is left out: its tests skip on the missing name.
     """
     from tests.export.conftest import run_clean_checks
 
+    collected = {item.module.__name__ for item in request.session.items
+                 if getattr(item, "module", None) is not None}
+    wanted = [name for name, module in _CLEAN_CHECKS.items() if module in collected]
+    name = "clean-process"
+    if len(wanted) < len(_CLEAN_CHECKS) and not built_before(tmp_path_factory, name):
+        name += "-" + "-".join(wanted)
+
     def build(_root):
         checks = {}
-        for name, module_name in _CLEAN_CHECKS.items():
-            module = importlib.import_module(module_name)
+        for name in wanted:
+            module = importlib.import_module(_CLEAN_CHECKS[name])
             try:
                 checks[name] = (module.CLEAN_CHECKS, module.clean_args(request))
             except pytest.skip.Exception:
                 continue
         return run_clean_checks(checks)
 
-    return built_once(tmp_path_factory, "clean-process", build)
+    return built_once(tmp_path_factory, name, build)
 
 
 def clean_result(clean_process, name):

@@ -97,12 +97,16 @@ SKIP = {
         "needs a running TF Serving and tensorflow-serving-api",
 }
 # Commands run on another page exactly as written, on the same stand-ins, where nothing
-# after them on their own page reads what they write: key (as in SKIP) -> the page that
-# runs it. A LiteRT conversion costs about 30 s of CPU; docs/litert.md and
-# exports/README.md run this one (their later examples read its model.tflite).
+# after them on their own page reads what they write, or where the page's next example
+# writes it again: key (as in SKIP) -> the page that runs it. A LiteRT conversion costs
+# about 10 s of CPU; exports/README.md runs this one (its later example reads its
+# model.tflite). docs/litert.md converts the same model from Python right after the command
+# ("or from Python"), into the version 1 that its later examples read.
 RUN_ON_ANOTHER_PAGE = {
     "docs/export.md: $ python tools/export.py --model models/sentiment --output "
-    "exports/sentiment-lite --format tflite": "docs/litert.md",
+    "exports/sentiment-lite --format tflite": "exports/README.md",
+    "docs/litert.md: $ python tools/export.py --model models/sentiment --output "
+    "exports/sentiment-lite --format tflite": "exports/README.md",
 }
 
 # Tool flags set to tiny values (added when absent): command prefix -> {flag: value}; every

