@@ -18,7 +18,7 @@
 # Usage: bash tools/compat.sh [tf220|tpu|ray|setup] [PYTEST-ARGS...]   (all three
 # when no argument; setup only makes the venvs. PYTEST-ARGS go to the one part named:
 # `ray --built-dir=DIR` reads a tier's session builds, `tf220 -n 0` runs in one
-# process, as .ci/run runs tf220 and tpu beside the slow tier. The tf220 part builds
+# process, as .ci/run runs tf220 and tpu beside Ray's two workers. The tf220 part builds
 # its own exports with TensorFlow 2.20, so `all` takes no PYTEST-ARGS.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
