@@ -452,9 +452,9 @@ def clean_process(request, tmp_path_factory):
     collected = {item.module.__name__ for item in request.session.items
                  if getattr(item, "module", None) is not None}
     wanted = [name for name, module in _CLEAN_CHECKS.items() if module in collected]
-    name = "clean-process"
-    if len(wanted) < len(_CLEAN_CHECKS) and not built_before(tmp_path_factory, name):
-        name += "-" + "-".join(wanted)
+    build_name = "clean-process"
+    if len(wanted) < len(_CLEAN_CHECKS) and not built_before(tmp_path_factory, build_name):
+        build_name += "-" + "-".join(wanted)
 
     def build(_root):
         checks = {}
@@ -466,7 +466,7 @@ def clean_process(request, tmp_path_factory):
                 continue
         return run_clean_checks(checks)
 
-    return built_once(tmp_path_factory, name, build)
+    return built_once(tmp_path_factory, build_name, build)
 
 
 def clean_result(clean_process, name):

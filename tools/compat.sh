@@ -41,7 +41,7 @@ venv_with() {
   local stamp="$venv/.installed-$(cat setup.cfg | cksum | cut -d' ' -f1)"
   if [ ! -f "$stamp" ]; then
     "$venv/bin/python" -m pip install --quiet --upgrade pip
-    local args=()
+    local arg args=()
     for arg in "$@" --; do
       if [ "$arg" = -- ]; then
         # --no-compile: Python compiles what the tests import, not every file pip installs.
