@@ -1,6 +1,6 @@
 """Exports of models with windows: they answer as Python `predict` does, with core ops only."""
 
-import json
+import os
 
 import numpy as np
 import pytest
@@ -11,7 +11,7 @@ from keras_bert.export.op_set import graph_ops
 from keras_bert.export.predict import load_export, run_signature
 from keras_bert.export.runtime_check import CHECK_TEXTS, RUNTIME
 from keras_bert.tasks import BertClassifier, BertTokenClassifier
-from tests.conftest import run_tool, tool_module
+from tests.conftest import built_once, run_tool, tool_module
 from tests.export.export_kinds import KINDS
 from tests.tasks.test_long_documents import (
     TEXTS,
@@ -27,22 +27,30 @@ TAGGER_WINDOWS = {"stride": 3, "max_windows": 5}
 
 @pytest.fixture(scope="module")
 def windowed(classifier_export, task_exports, tmp_path_factory):
-    """Windowed tiny classifier and tagger: model dirs saved with windows, and their exports."""
-    root = tmp_path_factory.mktemp("windowed")
-    models = {
-        "classifier": BertClassifier.from_pretrained(
-            classifier_export["model_dir"], windows=CLASSIFIER_WINDOWS),
-        "tagger": BertTokenClassifier.from_pretrained(
-            tagger_dir(task_exports), max_seq_length=10, windows=TAGGER_WINDOWS),
-    }
-    result = {}
-    for kind, model in models.items():
-        # Through a model directory: the windows travel in task.json.
-        model.save_pretrained(str(root / kind))
-        with open(root / kind / "task.json", encoding="utf-8") as f:
-            assert json.load(f)["task_config"]["windows"] == model.windows
-        result[kind] = model
-        result[kind + "_export"] = export_model(str(root / kind), str(root / "exports" / kind))
+    """Windowed tiny classifier and tagger: model dirs saved with windows and their exports
+    (built once for both tiers, `built_once`), and the models read back from the dirs."""
+    def build(root):
+        models = {
+            "classifier": BertClassifier.from_pretrained(
+                classifier_export["model_dir"], windows=CLASSIFIER_WINDOWS),
+            "tagger": BertTokenClassifier.from_pretrained(
+                tagger_dir(task_exports), max_seq_length=10, windows=TAGGER_WINDOWS),
+        }
+        paths = {}
+        for kind, model in models.items():
+            # Through a model directory: the windows travel in task.json.
+            paths[kind] = os.path.join(root, kind)
+            model.save_pretrained(paths[kind])
+            paths[kind + "_export"] = export_model(paths[kind],
+                                                   os.path.join(root, "exports", kind))
+        return paths
+
+    paths = built_once(tmp_path_factory, "windowed", build)
+    result = dict(paths)
+    for kind, model_class, windows in (("classifier", BertClassifier, CLASSIFIER_WINDOWS),
+                                       ("tagger", BertTokenClassifier, TAGGER_WINDOWS)):
+        result[kind] = model_class.from_pretrained(paths[kind])
+        assert result[kind].windows == windows  # Read from task.json.
     return result
 
 
